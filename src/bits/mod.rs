@@ -1,0 +1,13 @@
+//! The shared bit reader and writer, and the serialize primitives built on them.
+
+pub mod error;
+pub mod reader;
+pub mod serialize;
+pub mod stream;
+pub mod writer;
+
+pub use error::{BitError, BitResult, ErrorKind};
+pub use reader::BitReader;
+pub use serialize::*;
+pub use stream::{MeasureStream, Prim, ReadStream, Stream, Tracer, WriteStream, bits_required, int_width};
+pub use writer::BitWriter;

@@ -1,0 +1,156 @@
+//! Zero-copy LSB-first bit reader (SPEC §1).
+//!
+//! The reference writer packs values LSB-first into a 64-bit scratch and flushes
+//! little-endian 32-bit words, so bit `i` of the stream is bit `i % 8` of byte `i / 8`.
+//! Reading a field is therefore one unaligned little-endian 8-byte load, a shift and a
+//! mask, with a single bounds check against the bit length up front.
+
+use super::error::{BitError, BitResult, ErrorKind};
+
+#[derive(Debug, Clone)]
+pub struct BitReader<'a> {
+    data: &'a [u8],
+    pos: u64,
+    len_bits: u64,
+}
+
+#[inline(always)]
+fn mask(bits: u32) -> u64 {
+    (1u64 << bits) - 1
+}
+
+impl<'a> BitReader<'a> {
+    pub fn new(data: &'a [u8]) -> Self {
+        BitReader {
+            data,
+            pos: 0,
+            len_bits: data.len() as u64 * 8,
+        }
+    }
+
+    /// A reader positioned at `bit` (clamped to the end).
+    pub fn at(data: &'a [u8], bit: u64) -> Self {
+        let mut r = Self::new(data);
+        r.pos = bit.min(r.len_bits);
+        r
+    }
+
+    pub fn data(&self) -> &'a [u8] {
+        self.data
+    }
+
+    #[inline]
+    pub fn bits_read(&self) -> u64 {
+        self.pos
+    }
+
+    #[inline]
+    pub fn bits_remaining(&self) -> u64 {
+        self.len_bits - self.pos
+    }
+
+    /// Zero bits needed to reach the next byte boundary.
+    #[inline]
+    pub fn align_bits(&self) -> u32 {
+        ((8 - (self.pos & 7)) & 7) as u32
+    }
+
+    #[inline(always)]
+    fn past_end(&self, needed: u64) -> BitError {
+        BitError::new(
+            ErrorKind::PastEnd {
+                needed,
+                available: self.bits_remaining(),
+            },
+            self.pos,
+        )
+    }
+
+    /// Reads `bits` (0..=32) bits without consuming them.
+    #[inline(always)]
+    pub fn peek_bits(&self, bits: u32) -> BitResult<u32> {
+        if bits > 32 {
+            return Err(BitError::new(
+                ErrorKind::Invalid {
+                    what: "bit width over 32",
+                },
+                self.pos,
+            ));
+        }
+        if self.pos + bits as u64 > self.len_bits {
+            return Err(self.past_end(bits as u64));
+        }
+        let byte = (self.pos >> 3) as usize;
+        let shift = (self.pos & 7) as u32;
+        let word = match self.data.get(byte..).and_then(|s| s.first_chunk::<8>()) {
+            Some(chunk) => u64::from_le_bytes(*chunk),
+            None => {
+                let mut tail = [0u8; 8];
+                let rest = self.data.get(byte..).unwrap_or(&[]);
+                tail[..rest.len()].copy_from_slice(rest);
+                u64::from_le_bytes(tail)
+            }
+        };
+        Ok(((word >> shift) & mask(bits)) as u32)
+    }
+
+    /// Reads `bits` (0..=32) bits, least significant first.
+    #[inline(always)]
+    pub fn read_bits(&mut self, bits: u32) -> BitResult<u32> {
+        let v = self.peek_bits(bits)?;
+        self.pos += bits as u64;
+        Ok(v)
+    }
+
+    /// Skips `bits` bits (any count) or fails without moving.
+    pub fn skip_bits(&mut self, bits: u64) -> BitResult<()> {
+        if bits > self.bits_remaining() {
+            return Err(self.past_end(bits));
+        }
+        self.pos += bits;
+        Ok(())
+    }
+
+    /// Consumes the pad bits up to the next byte boundary; they must be zero.
+    pub fn read_align(&mut self) -> BitResult<u32> {
+        let pad = self.align_bits();
+        if pad == 0 {
+            return Ok(0);
+        }
+        let at = self.pos;
+        let v = self.read_bits(pad)?;
+        if v != 0 {
+            return Err(BitError::new(
+                ErrorKind::NonZeroPadding { value: v, bits: pad },
+                at,
+            ));
+        }
+        Ok(pad)
+    }
+
+    /// Borrows `n` whole bytes; the reader must be byte aligned.
+    pub fn read_bytes(&mut self, n: usize) -> BitResult<&'a [u8]> {
+        if self.pos & 7 != 0 {
+            return Err(BitError::new(
+                ErrorKind::Invalid {
+                    what: "bytes read while not byte aligned",
+                },
+                self.pos,
+            ));
+        }
+        let needed = n as u64 * 8;
+        if needed > self.bits_remaining() {
+            return Err(self.past_end(needed));
+        }
+        let start = (self.pos >> 3) as usize;
+        let out = self.data.get(start..start + n).ok_or(self.past_end(needed))?;
+        self.pos += needed;
+        Ok(out)
+    }
+
+    /// The bytes from the current (aligned) position to the end.
+    pub fn read_rest(&mut self) -> BitResult<&'a [u8]> {
+        let n = (self.bits_remaining() / 8) as usize;
+        self.read_bytes(n)
+    }
+}
