@@ -4,4 +4,5 @@
 //! [`wire`] (CRC, header, fragments).
 
 pub mod bits;
+pub mod dissect;
 pub mod wire;

@@ -128,6 +128,24 @@ impl<'a> BitReader<'a> {
         Ok(pad)
     }
 
+    /// `int(min, max)`: `value - min` in `bits_required(min, max)` bits. A value over `max`
+    /// fails with `OutOfRange` carrying the value read.
+    #[inline(always)]
+    pub fn read_int(&mut self, min: i64, max: i64) -> BitResult<i64> {
+        let at = self.pos;
+        let width = super::stream::int_width(min, max).ok_or(BitError::new(
+            ErrorKind::Invalid {
+                what: "int range with min > max or wider than 32 bits",
+            },
+            at,
+        ))?;
+        let v = min + self.read_bits(width)? as i64;
+        if v > max {
+            return Err(BitError::new(ErrorKind::OutOfRange { value: v, min, max }, at));
+        }
+        Ok(v)
+    }
+
     /// Borrows `n` whole bytes; the reader must be byte aligned.
     pub fn read_bytes(&mut self, n: usize) -> BitResult<&'a [u8]> {
         if self.pos & 7 != 0 {

@@ -129,19 +129,24 @@ impl<T: Tracer> Stream for ReadStream<'_, T> {
     #[inline(always)]
     fn int(&mut self, value: &mut i64, min: i64, max: i64) -> BitResult<()> {
         let at = self.reader.bits_read();
-        let width = int_width(min, max).ok_or_else(|| bad_range(at))?;
-        let raw = self.reader.read_bits(width)?;
-        let v = min + raw as i64;
-        self.tracer.record(Prim::Int {
-            at,
-            min,
-            max,
-            value: v,
-        });
-        if v > max {
-            return Err(BitError::new(ErrorKind::OutOfRange { value: v, min, max }, at));
+        let read = self.reader.read_int(min, max);
+        let traced = match read {
+            Ok(v) => Some(v),
+            Err(BitError {
+                kind: ErrorKind::OutOfRange { value, .. },
+                ..
+            }) => Some(value),
+            Err(_) => None,
+        };
+        if let Some(v) = traced {
+            self.tracer.record(Prim::Int {
+                at,
+                min,
+                max,
+                value: v,
+            });
         }
-        *value = v;
+        *value = read?;
         Ok(())
     }
 

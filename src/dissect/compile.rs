@@ -1,0 +1,1144 @@
+//! Compiles a `dissectors/*.kdl` definition into a [`Program`], once, before packets flow.
+
+use super::diag::DefinitionError;
+use super::expr::{self, Op};
+use super::program::*;
+use crate::bits::{CompressedFloat, hash_string, int_width};
+use crate::wire::{CountEncoding, HeaderFormat, ProtocolId};
+use kdl::{KdlDocument, KdlEntry, KdlNode, KdlValue};
+use miette::SourceSpan;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+const PRIMITIVES: &[&str] = &[
+    "bits",
+    "bool",
+    "int",
+    "uint64",
+    "float",
+    "double",
+    "compressed-float",
+    "vector",
+    "compressed-vector",
+    "quaternion",
+    "smallest-three",
+    "align",
+    "bytes",
+    "string",
+    "check",
+    "rest",
+    "array",
+    "list",
+    "relative-list",
+    "if",
+    "else",
+];
+
+/// Compiles definition text; `file` names it in diagnostics.
+pub fn compile(file: &str, text: &str) -> Result<Program, Vec<DefinitionError>> {
+    let src = Arc::new(text.to_string());
+    let doc = match KdlDocument::parse_v2(text) {
+        Ok(d) => d,
+        Err(e) => {
+            return Err(e
+                .diagnostics
+                .iter()
+                .map(|d| {
+                    DefinitionError::new(
+                        file,
+                        &src,
+                        d.span,
+                        d.message.clone().unwrap_or_else(|| "KDL syntax error".into()),
+                        d.label.clone().unwrap_or_else(|| "here".into()),
+                        d.help
+                            .clone()
+                            .or_else(|| Some("definitions are KDL v2 documents (kdl.dev)".into())),
+                    )
+                })
+                .collect());
+        }
+    };
+    let mut c = Compiler {
+        file: file.to_string(),
+        src,
+        errors: Vec::new(),
+        nodes: Vec::new(),
+        children: Vec::new(),
+        code: Vec::new(),
+        structs: HashMap::new(),
+        enums: Vec::new(),
+        enum_index: HashMap::new(),
+        slot_count: 0,
+        scope: Vec::new(),
+    };
+    let program = c.document(&doc);
+    if c.errors.is_empty() {
+        program.ok_or_else(Vec::new)
+    } else {
+        Err(c.errors)
+    }
+}
+
+/// Reads and compiles a definition file.
+pub fn load(path: &std::path::Path) -> Result<Program, Vec<DefinitionError>> {
+    let name = path.display().to_string();
+    match std::fs::read_to_string(path) {
+        Ok(text) => compile(&name, &text),
+        Err(e) => {
+            let src = Arc::new(String::new());
+            Err(vec![DefinitionError::new(
+                &name,
+                &src,
+                SourceSpan::from(0..0),
+                format!("cannot read definition: {e}"),
+                "",
+                None,
+            )])
+        }
+    }
+}
+
+enum StructState<'d> {
+    Pending(&'d KdlNode),
+    InProgress,
+    Done(Block),
+}
+
+struct Compiler<'d> {
+    file: String,
+    src: Arc<String>,
+    errors: Vec<DefinitionError>,
+    nodes: Vec<Node>,
+    children: Vec<NodeId>,
+    code: Vec<Op>,
+    structs: HashMap<String, StructState<'d>>,
+    enums: Vec<EnumDef>,
+    enum_index: HashMap<String, u16>,
+    slot_count: usize,
+    /// Fields visible to expressions: name, slot (None for non-integer fields).
+    scope: Vec<(String, Option<u16>)>,
+}
+
+fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    fn dist(a: &str, b: &str) -> usize {
+        let b: Vec<char> = b.chars().collect();
+        let mut prev: Vec<usize> = (0..=b.len()).collect();
+        for (i, ca) in a.chars().enumerate() {
+            let mut cur = vec![i + 1; b.len() + 1];
+            for (j, cb) in b.iter().enumerate() {
+                cur[j + 1] = (prev[j] + (ca != *cb) as usize)
+                    .min(prev[j + 1] + 1)
+                    .min(cur[j] + 1);
+            }
+            prev = cur;
+        }
+        prev[b.len()]
+    }
+    candidates
+        .into_iter()
+        .map(|c| (dist(word, c), c))
+        .filter(|(d, c)| *d <= 2.max(c.len() / 3))
+        .min()
+        .map(|(_, c)| c)
+}
+
+fn positional(n: &KdlNode) -> Vec<&KdlEntry> {
+    n.entries().iter().filter(|e| e.name().is_none()).collect()
+}
+
+fn prop<'n>(n: &'n KdlNode, key: &str) -> Option<&'n KdlEntry> {
+    n.entries()
+        .iter()
+        .find(|e| e.name().map(|k| k.value()) == Some(key))
+}
+
+impl<'d> Compiler<'d> {
+    fn error(&mut self, span: SourceSpan, message: impl Into<String>, label: &str, help: Option<String>) {
+        if self.errors.len() < 50 {
+            self.errors.push(DefinitionError::new(
+                &self.file, &self.src, span, message, label, help,
+            ));
+        }
+    }
+
+    fn name_span(n: &KdlNode) -> SourceSpan {
+        n.name().span()
+    }
+
+    fn document(&mut self, doc: &'d KdlDocument) -> Option<Program> {
+        let mut params = Params::default();
+        let mut protocol_node = None;
+        let mut header_node = None;
+        let mut fragment_node = None;
+        let mut packet_nodes = Vec::new();
+        for n in doc.nodes() {
+            match n.name().value() {
+                "protocol" => protocol_node = Some(n),
+                "enum" => self.enum_def(n),
+                "struct" => {
+                    let Some(name) = self.arg_str(n, 0, "the struct's name") else {
+                        continue;
+                    };
+                    if PRIMITIVES.contains(&name.as_str()) {
+                        self.error(
+                            positional(n)[0].span(),
+                            format!("struct name `{name}` clashes with the primitive `{name}`"),
+                            "rename this struct",
+                            None,
+                        );
+                    } else if self
+                        .structs
+                        .insert(name.clone(), StructState::Pending(n))
+                        .is_some()
+                    {
+                        self.error(
+                            positional(n)[0].span(),
+                            format!("struct `{name}` is defined twice"),
+                            "second definition",
+                            None,
+                        );
+                    }
+                }
+                "header" => header_node = Some(n),
+                "fragment" => fragment_node = Some(n),
+                "packet" => packet_nodes.push(n),
+                other => {
+                    let hint = closest(
+                        other,
+                        ["protocol", "enum", "struct", "header", "fragment", "packet"],
+                    )
+                    .map(|c| format!("did you mean `{c}`?"))
+                    .unwrap_or_else(|| {
+                        "top-level nodes are protocol, enum, struct, header, fragment and packet".into()
+                    });
+                    self.error(
+                        Self::name_span(n),
+                        format!("unknown top-level node `{other}`"),
+                        "not a definition",
+                        Some(hint),
+                    );
+                }
+            }
+        }
+        if let Some(p) = protocol_node {
+            self.protocol(p, &mut params);
+        }
+        let Some(h) = header_node else {
+            self.error(
+                SourceSpan::from(0..0),
+                "the definition has no `header` block",
+                "expected a header",
+                Some("add `header { bits crc 32 role=crc; bits sequence 16 role=sequence; int type 0 5 role=type }`".into()),
+            );
+            return None;
+        };
+        self.scope.clear();
+        let header = self.block(h.children(), 0);
+        let header_slots = self.roles(h, header, &[Role::Crc, Role::Sequence, Role::Type]);
+        let fragment = fragment_node.map(|f| {
+            let b = self.block(f.children(), 0);
+            (f, b)
+        });
+        let frag_slots = fragment
+            .map(|(f, b)| self.roles(f, b, &[Role::FragmentId, Role::FragmentCount, Role::FragmentData]));
+
+        // The type field's range fixes the number of packet types.
+        let type_node = self.find_role(header, Role::Type);
+        let derived_types = type_node.and_then(|id| match self.nodes[id as usize].kind {
+            Kind::Int { min: 0, max } if max < 1 << 16 => Some(max as u32 + 1),
+            Kind::Bits(b) if b <= 16 => Some(1u32 << b),
+            _ => None,
+        });
+        match (derived_types, params.format.num_types) {
+            (Some(d), n) if n != d && n != 0 => {
+                let span = protocol_node
+                    .and_then(|p| p.children())
+                    .and_then(|c| c.get("types").map(|v| v.span()))
+                    .unwrap_or(Self::name_span(h));
+                self.error(
+                    span,
+                    format!("`types {n}` disagrees with the header's type field, which holds {d} types"),
+                    "number of packet types",
+                    Some("the type field is `int(0, types-1)`; make the two agree".into()),
+                );
+            }
+            (Some(d), _) => params.format.num_types = d,
+            (None, 0) => {
+                if let Some(id) = type_node {
+                    let _ = id;
+                    self.error(
+                        Self::name_span(h),
+                        "the type field must be `int 0 N` or `bits N` (N ≤ 16)",
+                        "type field",
+                        None,
+                    );
+                }
+            }
+            _ => {}
+        }
+
+        let mut packets: Vec<PacketDef> = Vec::new();
+        let mut seen: HashMap<u32, (String, usize)> = HashMap::new();
+        for p in packet_nodes {
+            let args = positional(p);
+            let Some(id) = self.arg_int(p, 0, "the packet type id") else {
+                continue;
+            };
+            let name = args
+                .get(1)
+                .and_then(|e| e.value().as_string())
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("type{id}"));
+            let id_span = args[0].span();
+            if id < 0 || id as u64 >= params.format.num_types as u64 {
+                self.error(
+                    id_span,
+                    format!(
+                        "packet type {id} is outside the header's type range 0..{}",
+                        params.format.num_types.saturating_sub(1)
+                    ),
+                    "type id",
+                    Some("widen the header's type field or renumber the packet".into()),
+                );
+                continue;
+            }
+            if id == 0 && fragment.is_some() {
+                self.error(
+                    id_span,
+                    "packet type 0 is reserved for fragments",
+                    "type id",
+                    Some("number game packets from 1".into()),
+                );
+                continue;
+            }
+            let line = self.line_of(id_span);
+            if let Some((other, other_line)) = seen.get(&(id as u32)) {
+                self.error(
+                    id_span,
+                    format!("packet type {id} is defined twice"),
+                    "type id clash",
+                    Some(format!("type {id} is already `{other}` (line {other_line})")),
+                );
+                continue;
+            }
+            seen.insert(id as u32, (name.clone(), line));
+            self.scope.clear();
+            self.check_props(p, &["doc"]);
+            let body = self.block(p.children(), 0);
+            packets.push(PacketDef {
+                type_id: id as u32,
+                name,
+                doc: prop(p, "doc")
+                    .and_then(|e| e.value().as_string())
+                    .map(str::to_string),
+                body,
+            });
+        }
+        let mut by_type = vec![None; params.format.num_types as usize];
+        for (i, p) in packets.iter().enumerate() {
+            if let Some(slot) = by_type.get_mut(p.type_id as usize) {
+                *slot = Some(i as u16);
+            }
+        }
+        if self.slot_count > u16::MAX as usize {
+            self.error(Self::name_span(h), "too many fields", "", None);
+        }
+        let header_slots = header_slots?;
+        let role_slots = RoleSlots {
+            crc: header_slots[0],
+            sequence: header_slots[1],
+            packet_type: header_slots[2],
+            fragment_id: frag_slots.as_ref().and_then(|s| s.as_ref()).map(|s| s[0]),
+            fragment_count: frag_slots.as_ref().and_then(|s| s.as_ref()).map(|s| s[1]),
+        };
+        Some(Program {
+            params,
+            nodes: std::mem::take(&mut self.nodes),
+            children: std::mem::take(&mut self.children),
+            code: std::mem::take(&mut self.code),
+            header,
+            fragment: fragment.map(|f| f.1),
+            packets,
+            by_type,
+            enums: std::mem::take(&mut self.enums),
+            slot_count: self.slot_count,
+            limits: Limits::default(),
+            role_slots,
+        })
+    }
+
+    fn line_of(&self, span: SourceSpan) -> usize {
+        self.src.get(..span.offset()).unwrap_or("").matches('\n').count() + 1
+    }
+
+    fn protocol(&mut self, p: &KdlNode, params: &mut Params) {
+        params.name = p
+            .entries()
+            .first()
+            .and_then(|e| e.value().as_string())
+            .unwrap_or("")
+            .to_string();
+        params.format.num_types = 0;
+        let Some(children) = p.children() else { return };
+        for n in children.nodes() {
+            let key = n.name().value();
+            let first = positional(n).first().copied();
+            match key {
+                "id" | "protocol-id" => match first.map(|e| e.value()) {
+                    Some(KdlValue::Integer(v)) if *v >= 0 && *v <= u64::MAX as i128 => {
+                        let width = prop(n, "bits").and_then(|e| e.value().as_integer());
+                        params.protocol_id = Some(if width == Some(64) || *v > u32::MAX as i128 {
+                            ProtocolId::new64(*v as u64)
+                        } else {
+                            ProtocolId::new32(*v as u32)
+                        });
+                    }
+                    _ => self.error(
+                        first.map(|e| e.span()).unwrap_or(Self::name_span(n)),
+                        "protocol id must be a non-negative integer",
+                        "protocol id",
+                        Some("for example `id 0x55667788`".into()),
+                    ),
+                },
+                "ports" => {
+                    for e in positional(n) {
+                        match e.value().as_integer() {
+                            Some(v) if (1..=65535).contains(&v) => params.ports.push(v as u16),
+                            _ => self.error(e.span(), "a UDP port is 1..=65535", "port", None),
+                        }
+                    }
+                }
+                "types" => {
+                    if let Some(v) = self.arg_int(n, 0, "the number of packet types") {
+                        if (1..=65536).contains(&v) {
+                            params.format.num_types = v as u32;
+                        } else {
+                            self.error(positional(n)[0].span(), "packet types must be 1..=65536", "", None);
+                        }
+                    }
+                }
+                "end-check" => match first.map(|e| e.value()) {
+                    Some(KdlValue::String(s)) => params.end_check = Some(hash_string(s)),
+                    Some(KdlValue::Null) => params.end_check = None,
+                    Some(KdlValue::Integer(v)) if *v >= 0 && *v <= u32::MAX as i128 => {
+                        params.end_check = Some(*v as u32)
+                    }
+                    _ => self.error(
+                        Self::name_span(n),
+                        "end-check takes a check name, a 32-bit magic, or #null",
+                        "end check",
+                        Some("for example `end-check \"end of packet\"`".into()),
+                    ),
+                },
+                "fragment-size" => {
+                    if let Some(v) = self.arg_int(n, 0, "the fragment size in bytes") {
+                        if (1..=65535).contains(&v) {
+                            params.format.fragment_size = v as u32;
+                        } else {
+                            self.error(positional(n)[0].span(), "fragment size must be 1..=65535 bytes", "", None);
+                        }
+                    }
+                }
+                "max-fragments" => {
+                    if let Some(v) = self.arg_int(n, 0, "the maximum number of fragments") {
+                        if (1..=256).contains(&v) {
+                            params.format.max_fragments = v as u32;
+                        } else {
+                            self.error(positional(n)[0].span(), "max-fragments must be 1..=256", "", None);
+                        }
+                    }
+                }
+                "fragment-count" => match first.and_then(|e| e.value().as_string()) {
+                    Some("count") => params.format.count_encoding = CountEncoding::Count,
+                    Some("count-1") | Some("count-minus-one") => {
+                        params.format.count_encoding = CountEncoding::CountMinusOne
+                    }
+                    _ => self.error(
+                        first.map(|e| e.span()).unwrap_or(Self::name_span(n)),
+                        "fragment-count is \"count\" or \"count-1\"",
+                        "encoding",
+                        Some("\"count\" writes the count itself (the article); \"count-1\" lets 256 fit in 8 bits".into()),
+                    ),
+                },
+                "mtu-budget" => {
+                    if let Some(v) = self.arg_int(n, 0, "the MTU budget in bytes") {
+                        if (1..=65507).contains(&v) {
+                            params.format.mtu_budget = v as u32;
+                        } else {
+                            self.error(positional(n)[0].span(), "mtu-budget must be 1..=65507 bytes", "", None);
+                        }
+                    }
+                }
+                "doc" => {}
+                other => {
+                    let known = [
+                        "id",
+                        "ports",
+                        "types",
+                        "end-check",
+                        "fragment-size",
+                        "max-fragments",
+                        "fragment-count",
+                        "mtu-budget",
+                        "doc",
+                    ];
+                    let hint = closest(other, known)
+                        .map(|c| format!("did you mean `{c}`?"))
+                        .unwrap_or_else(|| format!("protocol parameters are: {}", known.join(", ")));
+                    self.error(Self::name_span(n), format!("unknown protocol parameter `{other}`"), "", Some(hint));
+                }
+            }
+        }
+    }
+
+    fn enum_def(&mut self, n: &KdlNode) {
+        let Some(name) = self.arg_str(n, 0, "the enum's name") else {
+            return;
+        };
+        let mut values = Vec::new();
+        for v in n.children().map(|c| c.nodes()).unwrap_or(&[]) {
+            match positional(v).first().and_then(|e| e.value().as_integer()) {
+                Some(x) if x >= i64::MIN as i128 && x <= i64::MAX as i128 => {
+                    values.push((x as i64, v.name().value().to_string()))
+                }
+                _ => self.error(
+                    Self::name_span(v),
+                    format!("enum value `{}` needs an integer", v.name().value()),
+                    "value name",
+                    Some("write `name 3`".into()),
+                ),
+            }
+        }
+        if self.enum_index.contains_key(&name) {
+            self.error(
+                positional(n)[0].span(),
+                format!("enum `{name}` is defined twice"),
+                "",
+                None,
+            );
+            return;
+        }
+        self.enum_index.insert(name.clone(), self.enums.len() as u16);
+        self.enums.push(EnumDef { name, values });
+    }
+
+    /// Slots of the fields carrying `roles` in `block`, with errors for missing ones.
+    fn roles(&mut self, owner: &KdlNode, block: Block, roles: &[Role]) -> Option<Vec<u16>> {
+        let mut out = Vec::new();
+        let mut ok = true;
+        for &r in roles {
+            let found = self.find_role(block, r);
+            let role_name = serde_json::to_value(r).ok();
+            let role_name = role_name.as_ref().and_then(|v| v.as_str()).unwrap_or("?");
+            match found {
+                None => {
+                    ok = false;
+                    self.error(
+                        Self::name_span(owner),
+                        format!("`{}` has no field with role={role_name}", owner.name().value()),
+                        "missing role",
+                        Some(format!(
+                            "mark the field, for example `bits {role_name} 16 role={role_name}`"
+                        )),
+                    );
+                }
+                Some(id) => {
+                    let node = self.nodes[id as usize].clone();
+                    let kind_ok = match (r, &node.kind) {
+                        (Role::Crc, Kind::Bits(32)) => true,
+                        (Role::Sequence, Kind::Bits(b)) => *b <= 16,
+                        (Role::Type | Role::FragmentId | Role::FragmentCount, Kind::Bits(b)) => *b <= 16,
+                        (Role::Type | Role::FragmentId | Role::FragmentCount, Kind::Int { .. }) => true,
+                        (Role::FragmentData, Kind::Rest) => true,
+                        _ => false,
+                    };
+                    if !kind_ok {
+                        ok = false;
+                        self.error(
+                            Self::name_span(owner),
+                            format!(
+                                "the role={role_name} field `{}` is a `{}`",
+                                node.name,
+                                node.kind.name()
+                            ),
+                            "wrong kind for its role",
+                            Some(match r {
+                                Role::Crc => "the CRC is `bits 32`".into(),
+                                Role::FragmentData => "fragment data is `rest`".into(),
+                                _ => "use `bits N` (N ≤ 16) or `int MIN MAX`".into(),
+                            }),
+                        );
+                    }
+                    out.push(node.slot.unwrap_or(0));
+                }
+            }
+        }
+        ok.then_some(out)
+    }
+
+    fn find_role(&self, block: Block, role: Role) -> Option<NodeId> {
+        let ids = self
+            .children
+            .get(block.start as usize..(block.start + block.len) as usize)?;
+        ids.iter()
+            .copied()
+            .find(|&id| self.nodes[id as usize].role == Some(role))
+    }
+
+    fn arg_entry<'n>(&mut self, n: &'n KdlNode, i: usize, what: &str) -> Option<&'n KdlEntry> {
+        let args = positional(n);
+        match args.get(i) {
+            Some(e) => Some(*e),
+            None => {
+                let span = args.last().map(|e| e.span()).unwrap_or(Self::name_span(n));
+                self.error(
+                    span,
+                    format!("`{}` is missing {what}", n.name().value()),
+                    "expected another argument after this",
+                    Some(usage(n.name().value())),
+                );
+                None
+            }
+        }
+    }
+
+    fn arg_str(&mut self, n: &KdlNode, i: usize, what: &str) -> Option<String> {
+        let e = self.arg_entry(n, i, what)?;
+        match e.value().as_string() {
+            Some(s) => Some(s.to_string()),
+            None => {
+                self.error(
+                    e.span(),
+                    format!("expected {what} (a name)"),
+                    "not a name",
+                    Some(usage(n.name().value())),
+                );
+                None
+            }
+        }
+    }
+
+    fn arg_int(&mut self, n: &KdlNode, i: usize, what: &str) -> Option<i64> {
+        let e = self.arg_entry(n, i, what)?;
+        match e.value().as_integer() {
+            Some(v) if v >= i64::MIN as i128 && v <= i64::MAX as i128 => Some(v as i64),
+            _ => {
+                self.error(
+                    e.span(),
+                    format!("expected {what} (an integer)"),
+                    "not an integer",
+                    Some(usage(n.name().value())),
+                );
+                None
+            }
+        }
+    }
+
+    fn arg_f32(&mut self, n: &KdlNode, i: usize, what: &str) -> Option<f32> {
+        let e = self.arg_entry(n, i, what)?;
+        match e.value() {
+            KdlValue::Integer(v) => Some(*v as f32),
+            KdlValue::Float(v) => Some(*v as f32),
+            _ => {
+                self.error(
+                    e.span(),
+                    format!("expected {what} (a number)"),
+                    "not a number",
+                    Some(usage(n.name().value())),
+                );
+                None
+            }
+        }
+    }
+
+    fn check_props(&mut self, n: &KdlNode, allowed: &[&str]) {
+        for e in n.entries() {
+            if let Some(k) = e.name()
+                && !allowed.contains(&k.value())
+            {
+                {
+                    let hint = closest(k.value(), allowed.iter().copied())
+                        .map(|c| format!("did you mean `{c}`?"))
+                        .unwrap_or_else(|| format!("`{}` takes: {}", n.name().value(), allowed.join(", ")));
+                    self.error(
+                        k.span(),
+                        format!("unknown property `{}` on `{}`", k.value(), n.name().value()),
+                        "unknown property",
+                        Some(hint),
+                    );
+                }
+            }
+        }
+    }
+
+    /// Compiles an expression held in entry `e` against the fields in scope.
+    fn expression(&mut self, e: &KdlEntry) -> Option<Expr> {
+        let (text, base) = match e.value() {
+            KdlValue::String(s) => {
+                let span = e.span();
+                let raw = self
+                    .src
+                    .get(span.offset()..span.offset() + span.len())
+                    .unwrap_or("");
+                let value_start = raw
+                    .find('"')
+                    .map(|q| q + 1)
+                    .unwrap_or(raw.rfind('=').map(|q| q + 1).unwrap_or(0));
+                (s.clone(), span.offset() + value_start)
+            }
+            KdlValue::Integer(v) => {
+                let start = self.code.len() as u32;
+                self.code.push(Op::Const(*v as i64));
+                return Some(Expr { start, len: 1 });
+            }
+            KdlValue::Bool(b) => {
+                let start = self.code.len() as u32;
+                self.code.push(Op::Const(*b as i64));
+                return Some(Expr { start, len: 1 });
+            }
+            _ => {
+                self.error(
+                    e.span(),
+                    "expected an expression in quotes",
+                    "",
+                    Some("for example \"count > 0 && flag\"".into()),
+                );
+                return None;
+            }
+        };
+        let scope = &self.scope;
+        let mut resolve = |name: &str| -> Result<Op, String> {
+            match scope.iter().rev().find(|(n, _)| n == name) {
+                Some((_, Some(slot))) => Ok(Op::Slot(*slot)),
+                Some((_, None)) => Err(format!(
+                    "`{name}` is not an integer field; expressions read bits, bool, int and uint64 fields"
+                )),
+                None => Err(match closest(name, scope.iter().map(|(n, _)| n.as_str())) {
+                    Some(c) => format!("did you mean `{c}`?"),
+                    None if scope.is_empty() => "no fields are declared before this point".into(),
+                    None => format!(
+                        "fields declared before this point: {}",
+                        scope
+                            .iter()
+                            .map(|(n, _)| n.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                }),
+            }
+        };
+        match expr::compile(&text, &mut resolve) {
+            Ok(ops) => {
+                let start = self.code.len() as u32;
+                self.code.extend(ops);
+                Some(Expr {
+                    start,
+                    len: self.code.len() as u32 - start,
+                })
+            }
+            Err(err) => {
+                let span = SourceSpan::from(base + err.offset..base + err.offset + err.len.max(1));
+                self.error(span, err.message, "here", err.help);
+                None
+            }
+        }
+    }
+
+    fn count(&mut self, n: &KdlNode, i: usize) -> Option<Count> {
+        let e = self.arg_entry(n, i, "a count (a number or an expression)")?;
+        match e.value() {
+            KdlValue::Integer(v) if *v >= 0 && *v <= u64::MAX as i128 => Some(Count::Const(*v as u64)),
+            KdlValue::String(_) => self.expression(e).map(Count::Expr),
+            _ => {
+                self.error(
+                    e.span(),
+                    "a count is a non-negative integer or an expression",
+                    "",
+                    None,
+                );
+                None
+            }
+        }
+    }
+
+    /// Compiles the nodes of a block into a contiguous run of children.
+    fn block(&mut self, doc: Option<&'d KdlDocument>, depth: u32) -> Block {
+        let mut ids: Vec<NodeId> = Vec::new();
+        let mut names: HashSet<String> = HashSet::new();
+        for n in doc.map(|d| d.nodes()).unwrap_or(&[]) {
+            if n.name().value() == "else" {
+                let last_if = ids.last().copied().filter(|&id| {
+                    matches!(self.nodes[id as usize].kind, Kind::If { otherwise, .. } if otherwise.len == 0)
+                });
+                match last_if {
+                    Some(id) => {
+                        let b = self.block(n.children(), depth + 1);
+                        if let Kind::If { otherwise, .. } = &mut self.nodes[id as usize].kind {
+                            *otherwise = b;
+                        }
+                    }
+                    None => self.error(Self::name_span(n), "`else` without a preceding `if`", "", None),
+                }
+                continue;
+            }
+            if let Some(id) = self.field(n, depth) {
+                let name = &self.nodes[id as usize].name;
+                let anonymous = matches!(
+                    self.nodes[id as usize].kind,
+                    Kind::If { .. } | Kind::Align | Kind::Check { .. } | Kind::Inline { .. }
+                );
+                if !anonymous && !names.insert(name.clone()) {
+                    let span = positional(n)
+                        .first()
+                        .map(|e| e.span())
+                        .unwrap_or(Self::name_span(n));
+                    self.error(
+                        span,
+                        format!("field `{name}` is declared twice in this block"),
+                        "duplicate",
+                        None,
+                    );
+                }
+                ids.push(id);
+            }
+        }
+        let start = self.children.len() as u32;
+        self.children.extend(&ids);
+        Block {
+            start,
+            len: ids.len() as u32,
+        }
+    }
+
+    fn struct_body(&mut self, name: &str, at: SourceSpan, depth: u32) -> Option<Block> {
+        match self.structs.get(name) {
+            Some(StructState::Done(b)) => Some(*b),
+            Some(StructState::InProgress) => {
+                self.error(
+                    at,
+                    format!("struct `{name}` contains itself"),
+                    "recursive use",
+                    Some("a struct cannot contain itself; use a list or array of another struct".into()),
+                );
+                None
+            }
+            Some(StructState::Pending(def)) => {
+                let def = *def;
+                self.structs.insert(name.to_string(), StructState::InProgress);
+                let saved = std::mem::take(&mut self.scope);
+                let b = self.block(def.children(), depth + 1);
+                self.scope = saved;
+                self.structs.insert(name.to_string(), StructState::Done(b));
+                Some(b)
+            }
+            None => None,
+        }
+    }
+
+    fn field(&mut self, n: &'d KdlNode, depth: u32) -> Option<NodeId> {
+        let kind_name = n.name().value();
+        if depth > 32 {
+            self.error(
+                Self::name_span(n),
+                "definition nests more than 32 levels deep",
+                "",
+                None,
+            );
+            return None;
+        }
+        let inline_struct = self.structs.contains_key(kind_name) && positional(n).is_empty();
+        let named = !matches!(kind_name, "align" | "if" | "check") && !inline_struct;
+        let name = if named {
+            self.arg_str(n, 0, "the field's name")?
+        } else {
+            kind_name.to_string()
+        };
+        let mut allowed = vec!["doc"];
+        let kind = match kind_name {
+            "bits" => {
+                allowed.extend(["role", "enum"]);
+                let b = self.arg_int(n, 1, "the width in bits")?;
+                if !(1..=32).contains(&b) {
+                    self.error(
+                        positional(n)[1].span(),
+                        format!("bits width {b} is outside 1..=32"),
+                        "width",
+                        Some("use uint64 for 64-bit values".into()),
+                    );
+                    return None;
+                }
+                Kind::Bits(b as u32)
+            }
+            "bool" => Kind::Bool,
+            "int" => {
+                allowed.extend(["role", "enum"]);
+                let min = self.arg_int(n, 1, "the minimum")?;
+                let max = self.arg_int(n, 2, "the maximum")?;
+                if min > max {
+                    self.error(
+                        SourceSpan::from(
+                            positional(n)[1].span().offset()
+                                ..positional(n)[2].span().offset() + positional(n)[2].span().len(),
+                        ),
+                        format!("int range has min {min} > max {max}"),
+                        "min > max",
+                        Some("write the smaller bound first: `int NAME MIN MAX`".into()),
+                    );
+                    return None;
+                }
+                if int_width(min, max).is_none() {
+                    self.error(
+                        positional(n)[2].span(),
+                        format!("int range {min}..={max} needs more than 32 bits"),
+                        "range too wide",
+                        Some("int(min,max) is sent in bits_required(min,max) ≤ 32 bits; use uint64 or two fields".into()),
+                    );
+                    return None;
+                }
+                Kind::Int { min, max }
+            }
+            "uint64" => Kind::Uint64,
+            "float" => Kind::Float,
+            "double" => Kind::Double,
+            "compressed-float" | "compressed-vector" => {
+                let min = self.arg_f32(n, 1, "the minimum")?;
+                let max = self.arg_f32(n, 2, "the maximum")?;
+                let res = self.arg_f32(n, 3, "the resolution")?;
+                let Some(cf) = CompressedFloat::new(min, max, res) else {
+                    self.error(
+                        SourceSpan::from(positional(n)[1].span().offset()..positional(n)[3].span().offset() + positional(n)[3].span().len()),
+                        format!("compressed float range ({min}, {max}, {res}) is empty, reversed or needs over 32 bits"),
+                        "bad range",
+                        Some("need min < max and 0 < resolution, with (max-min)/resolution < 2^32".into()),
+                    );
+                    return None;
+                };
+                if kind_name == "compressed-float" {
+                    Kind::CompressedFloat(cf)
+                } else {
+                    Kind::CompressedVector(cf)
+                }
+            }
+            "vector" => Kind::Vector,
+            "quaternion" => Kind::Quaternion,
+            "smallest-three" => {
+                let b = self.arg_int(n, 1, "the bits per component")?;
+                if !(2..=10).contains(&b) {
+                    self.error(
+                        positional(n)[1].span(),
+                        format!("smallest-three takes 2..=10 bits per component, not {b}"),
+                        "bits",
+                        None,
+                    );
+                    return None;
+                }
+                Kind::SmallestThree(b as u32)
+            }
+            "align" => Kind::Align,
+            "bytes" => Kind::Bytes(self.count(n, 1)?),
+            "string" => {
+                let max = self.arg_int(n, 1, "the maximum length (buffer size)")?;
+                if !(1..=1 << 20).contains(&max) {
+                    self.error(
+                        positional(n)[1].span(),
+                        "string max must be 1..=1048576",
+                        "",
+                        None,
+                    );
+                    return None;
+                }
+                Kind::String { max: max as u32 }
+            }
+            "check" => {
+                allowed.push("magic");
+                match (
+                    positional(n).first(),
+                    prop(n, "magic").and_then(|e| e.value().as_integer()),
+                ) {
+                    (_, Some(m)) if (0..=u32::MAX as i128).contains(&m) => Kind::Check { magic: m as u32 },
+                    (Some(e), None) if e.value().is_string() => Kind::Check {
+                        magic: hash_string(e.value().as_string().unwrap_or("")),
+                    },
+                    _ => {
+                        self.error(
+                            Self::name_span(n),
+                            "`check` needs a name to hash or magic=0x…",
+                            "",
+                            Some("for example `check \"misc body\"`".into()),
+                        );
+                        return None;
+                    }
+                }
+            }
+            "rest" => {
+                allowed.push("role");
+                Kind::Rest
+            }
+            "array" => {
+                let count = self.count(n, 1)?;
+                let body = self.block(n.children(), depth + 1);
+                Kind::Array { count, body }
+            }
+            "list" => {
+                allowed.push("end");
+                let Some(end_entry) = prop(n, "end") else {
+                    self.error(Self::name_span(n), "`list` needs end=\"…\", the condition that ends it", "", Some("for example `list events end=\"kind == 0\" { int kind 0 7 … }`: checked after each element's first field".into()));
+                    return None;
+                };
+                // The end condition reads the element's first field, so compile the body first.
+                let mark = self.scope.len();
+                let body = self.block(n.children(), depth + 1);
+                let end = self.expression(end_entry)?;
+                self.scope.truncate(mark);
+                Kind::List { end, body }
+            }
+            "relative-list" => {
+                let max = self.arg_int(n, 1, "the sentinel index (max objects)")?;
+                if !(1..=1 << 24).contains(&max) {
+                    self.error(
+                        positional(n)[1].span(),
+                        "relative-list max must be 1..=16777216",
+                        "",
+                        None,
+                    );
+                    return None;
+                }
+                let body = self.block(n.children(), depth + 1);
+                Kind::RelativeList { max, body }
+            }
+            "if" => {
+                let e = self.arg_entry(n, 0, "a condition")?;
+                let cond = self.expression(e)?;
+                let then = self.block(n.children(), depth + 1);
+                Kind::If {
+                    cond,
+                    then,
+                    otherwise: Block::default(),
+                }
+            }
+            other => {
+                let other = other.to_string();
+                match self.struct_body(&other, Self::name_span(n), depth) {
+                    Some(body) if inline_struct => Kind::Inline { body },
+                    Some(body) => Kind::Struct { body },
+                    None if self.structs.contains_key(&other) => return None,
+                    None => {
+                        let names: Vec<String> = self.structs.keys().cloned().collect();
+                        let hint = closest(
+                            &other,
+                            PRIMITIVES.iter().copied().chain(names.iter().map(|s| s.as_str())),
+                        )
+                        .map(|c| format!("did you mean `{c}`?"))
+                        .unwrap_or_else(|| {
+                            "a field is a primitive (bits, int, float, …) or the name of a struct".into()
+                        });
+                        self.error(
+                            Self::name_span(n),
+                            format!("unknown primitive or struct `{other}`"),
+                            "unknown type",
+                            Some(hint),
+                        );
+                        return None;
+                    }
+                }
+            }
+        };
+        self.check_props(n, &allowed);
+        let role = match prop(n, "role").map(|e| (e, e.value().as_string())) {
+            None => None,
+            Some((e, s)) => {
+                let r = match s {
+                    Some("crc") => Some(Role::Crc),
+                    Some("sequence") => Some(Role::Sequence),
+                    Some("type") => Some(Role::Type),
+                    Some("fragment-id") => Some(Role::FragmentId),
+                    Some("fragment-count") => Some(Role::FragmentCount),
+                    Some("fragment-data") => Some(Role::FragmentData),
+                    _ => None,
+                };
+                if r.is_none() {
+                    self.error(
+                        e.span(),
+                        "unknown role",
+                        "",
+                        Some("roles: crc, sequence, type, fragment-id, fragment-count, fragment-data".into()),
+                    );
+                }
+                r
+            }
+        };
+        let enum_id = match prop(n, "enum") {
+            None => None,
+            Some(e) => {
+                let en = e.value().as_string().unwrap_or("");
+                match self.enum_index.get(en) {
+                    Some(id) => Some(*id),
+                    None => {
+                        let hint = closest(en, self.enum_index.keys().map(|s| s.as_str()))
+                            .map(|c| format!("did you mean `{c}`?"))
+                            .unwrap_or_else(|| {
+                                "declare it at the top level: `enum NAME { value 0 … }`".into()
+                            });
+                        self.error(e.span(), format!("unknown enum `{en}`"), "", Some(hint));
+                        None
+                    }
+                }
+            }
+        };
+        let integer = matches!(kind, Kind::Bits(_) | Kind::Bool | Kind::Int { .. } | Kind::Uint64);
+        let slot = if integer && named {
+            let s = self.slot_count as u16;
+            self.slot_count += 1;
+            Some(s)
+        } else {
+            None
+        };
+        if named {
+            self.scope.push((name.clone(), slot));
+        }
+        let type_name = matches!(kind, Kind::Struct { .. }).then(|| kind_name.to_string());
+        self.nodes.push(Node {
+            name,
+            kind,
+            doc: prop(n, "doc")
+                .and_then(|e| e.value().as_string())
+                .map(str::to_string),
+            slot,
+            enum_id,
+            role,
+            type_name,
+        });
+        Some(self.nodes.len() as u32 - 1)
+    }
+}
+
+fn usage(kind: &str) -> String {
+    match kind {
+        "bits" => "usage: `bits NAME WIDTH` (WIDTH 1..=32)".into(),
+        "int" => "usage: `int NAME MIN MAX`".into(),
+        "compressed-float" => "usage: `compressed-float NAME MIN MAX RESOLUTION`".into(),
+        "compressed-vector" => "usage: `compressed-vector NAME MIN MAX RESOLUTION`".into(),
+        "smallest-three" => "usage: `smallest-three NAME BITS` (BITS 2..=10)".into(),
+        "bytes" => "usage: `bytes NAME COUNT` (COUNT a number or an expression over earlier fields)".into(),
+        "string" => "usage: `string NAME MAX` (length sent as int(0, MAX-1))".into(),
+        "array" => "usage: `array NAME COUNT { fields }`".into(),
+        "relative-list" => "usage: `relative-list NAME MAX { fields }`".into(),
+        "packet" => "usage: `packet TYPE-ID \"name\" { fields }`".into(),
+        "if" => "usage: `if \"condition\" { fields }`".into(),
+        _ => format!("usage: `{kind} NAME …`"),
+    }
+}
+
+/// Names a [`HeaderFormat`] for reports.
+pub fn describe(format: &HeaderFormat) -> String {
+    format!(
+        "{} types, fragments of {} bytes (at most {}), count written as {}",
+        format.num_types,
+        format.fragment_size,
+        format.max_fragments,
+        match format.count_encoding {
+            CountEncoding::Count => "the count",
+            CountEncoding::CountMinusOne => "count-1",
+        }
+    )
+}

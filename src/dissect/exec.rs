@@ -1,0 +1,1084 @@
+//! Executes a compiled [`Program`] over one datagram with the shared bit reader, into a
+//! flat pre-order field tree where every field carries its bit offset and length.
+
+use super::expr::eval;
+use super::program::*;
+use crate::bits::{
+    BitError, BitReader, CompressedFloat, ErrorKind, RELATIVE_INDEX_LADDER, smallest_three_component,
+    smallest_three_decode,
+};
+use crate::wire::{CountEncoding, FRAGMENT_TYPE};
+use serde::Serialize;
+
+/// Parent index of root fields.
+pub const ROOT: u32 = u32::MAX;
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "type", content = "value", rename_all = "snake_case")]
+pub enum Value {
+    None,
+    Int(i64),
+    UInt(u64),
+    Bool(bool),
+    Float(f32),
+    Double(f64),
+    /// A byte range of the datagram (zero-copy).
+    Bytes {
+        offset: usize,
+        len: usize,
+    },
+    Vec3([f32; 3]),
+    Quat([f32; 4]),
+}
+
+/// What a field is called: its definition node, an element index, or a fixed part name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Label {
+    Node(NodeId),
+    Index(u32),
+    Part(&'static str),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Field {
+    /// The definition node this field belongs to (`u32::MAX` for the end check).
+    pub node: NodeId,
+    pub label: Label,
+    pub kind: &'static str,
+    pub parent: u32,
+    pub depth: u16,
+    pub bit_offset: u64,
+    pub bit_len: u64,
+    /// The bits as read (for ≤ 64-bit leaves).
+    pub raw: u64,
+    pub value: Value,
+}
+
+impl Field {
+    /// Fields that hold other fields (their value, if any, summarises the children).
+    pub fn is_group(&self) -> bool {
+        matches!(
+            self.kind,
+            "array"
+                | "list"
+                | "relative-list"
+                | "struct"
+                | "vector"
+                | "quaternion"
+                | "compressed-vector"
+                | "smallest-three"
+                | "string"
+                | "element"
+                | "relative-index"
+                | "sentinel"
+        )
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultKind {
+    PastEnd,
+    OutOfRange,
+    NonZeroPadding,
+    Check,
+    UnknownType,
+    TrailingBytes,
+    Limit,
+}
+
+impl FaultKind {
+    pub fn code(self) -> &'static str {
+        match self {
+            FaultKind::PastEnd => "past_end",
+            FaultKind::OutOfRange => "out_of_range",
+            FaultKind::NonZeroPadding => "nonzero_padding",
+            FaultKind::Check => "check",
+            FaultKind::UnknownType => "unknown_type",
+            FaultKind::TrailingBytes => "trailing_bytes",
+            FaultKind::Limit => "limit",
+        }
+    }
+
+    pub const ALL: [FaultKind; 7] = [
+        FaultKind::PastEnd,
+        FaultKind::OutOfRange,
+        FaultKind::NonZeroPadding,
+        FaultKind::Check,
+        FaultKind::UnknownType,
+        FaultKind::TrailingBytes,
+        FaultKind::Limit,
+    ];
+}
+
+/// Where and why a dissection stopped.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Fault {
+    pub kind: FaultKind,
+    /// Path of the field being read, e.g. `objects[3].position.x`.
+    pub field: String,
+    pub bit: u64,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct FragmentInfo {
+    pub id: u32,
+    pub count: u32,
+    pub data_offset: usize,
+    pub data_len: usize,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Dissection {
+    pub fields: Vec<Field>,
+    pub crc: Option<u32>,
+    pub sequence: Option<u16>,
+    pub packet_type: Option<u32>,
+    pub fragment: Option<FragmentInfo>,
+    pub fault: Option<Fault>,
+    pub bits_read: u64,
+}
+
+impl Dissection {
+    pub fn is_ok(&self) -> bool {
+        self.fault.is_none()
+    }
+}
+
+/// Reusable execution state: dissecting many packets allocates nothing once warm.
+pub struct Dissector<'p> {
+    program: &'p Program,
+    slots: Vec<i64>,
+    /// Record fields (false: validate only, for the fast path).
+    pub record: bool,
+}
+
+struct Stop;
+
+type Step = Result<(), Stop>;
+
+impl<'p> Dissector<'p> {
+    pub fn new(program: &'p Program) -> Self {
+        Dissector {
+            program,
+            slots: vec![0; program.slot_count],
+            record: true,
+        }
+    }
+
+    pub fn program(&self) -> &'p Program {
+        self.program
+    }
+
+    /// Dissects one datagram into `out` (cleared first).
+    pub fn dissect_into(&mut self, data: &[u8], out: &mut Dissection) {
+        out.fields.clear();
+        out.crc = None;
+        out.sequence = None;
+        out.packet_type = None;
+        out.fragment = None;
+        out.fault = None;
+        self.slots.iter_mut().for_each(|s| *s = 0);
+        let mut r = BitReader::new(data);
+        let _ = self.packet(&mut r, out);
+        out.bits_read = r.bits_read();
+    }
+
+    pub fn dissect(&mut self, data: &[u8]) -> Dissection {
+        let mut d = Dissection::default();
+        self.dissect_into(data, &mut d);
+        d
+    }
+
+    fn packet(&mut self, r: &mut BitReader, out: &mut Dissection) -> Step {
+        let p = self.program;
+        self.block(r, out, p.header, ROOT, 0)?;
+        let rs = p.role_slots;
+        out.crc = Some(self.slot(rs.crc) as u32);
+        out.sequence = Some(self.slot(rs.sequence) as u16);
+        let ty = self.slot(rs.packet_type) as u32;
+        out.packet_type = Some(ty);
+        if let (FRAGMENT_TYPE, Some(frag)) = (ty, p.fragment) {
+            let start = out.fields.len();
+            self.block(r, out, frag, ROOT, 0)?;
+            let raw = rs.fragment_count.map(|s| self.slot(s)).unwrap_or(0) as u32;
+            let count = match p.params.format.count_encoding {
+                CountEncoding::Count => raw,
+                CountEncoding::CountMinusOne => raw + 1,
+            };
+            let data = out.fields[start..]
+                .iter()
+                .find(|f| f.kind == "rest")
+                .and_then(|f| match f.value {
+                    Value::Bytes { offset, len } => Some((offset, len)),
+                    _ => None,
+                })
+                .unwrap_or(((r.bits_read() / 8) as usize, 0));
+            out.fragment = Some(FragmentInfo {
+                id: rs.fragment_id.map(|s| self.slot(s)).unwrap_or(0) as u32,
+                count,
+                data_offset: data.0,
+                data_len: data.1,
+            });
+            return Ok(());
+        }
+        let Some(def) = p.packet(ty) else {
+            let at = out
+                .fields
+                .iter()
+                .find(|f| matches!(f.label, Label::Node(n) if p.nodes[n as usize].role == Some(Role::Type)))
+                .map(|f| f.bit_offset)
+                .unwrap_or(0);
+            let name = p
+                .nodes
+                .iter()
+                .find(|n| n.role == Some(Role::Type))
+                .map(|n| n.name.clone());
+            return self.fault(
+                out,
+                FaultKind::UnknownType,
+                name.unwrap_or_else(|| "type".into()),
+                at,
+                format!("no packet is defined for type {ty}"),
+            );
+        };
+        self.block(r, out, def.body, ROOT, 0)?;
+        if let Some(magic) = p.params.end_check {
+            self.align(r, out, u32::MAX, ROOT, 0)?;
+            self.check(r, out, u32::MAX, Label::Part("end_check"), magic, ROOT, 0)?;
+        }
+        if r.bits_remaining() >= 8 {
+            let bytes = r.bits_remaining() / 8;
+            let at = r.bits_read().div_ceil(8) * 8;
+            return self.fault(
+                out,
+                FaultKind::TrailingBytes,
+                "end_check".into(),
+                at,
+                format!("{bytes} trailing bytes after the end of the packet"),
+            );
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn slot(&self, s: u16) -> i64 {
+        self.slots.get(s as usize).copied().unwrap_or(0)
+    }
+
+    #[inline]
+    fn set(&mut self, node: &Node, v: i64) {
+        if let Some(s) = node.slot.and_then(|s| self.slots.get_mut(s as usize)) {
+            *s = v;
+        }
+    }
+
+    fn path(&self, out: &Dissection, parent: u32, last: Label) -> String {
+        let mut parts = vec![last];
+        let mut p = parent;
+        while let Some(f) = out.fields.get(p as usize) {
+            parts.push(f.label);
+            p = f.parent;
+        }
+        let mut s = String::new();
+        for l in parts.iter().rev() {
+            match l {
+                Label::Index(i) => s.push_str(&format!("[{i}]")),
+                other => {
+                    if !s.is_empty() {
+                        s.push('.');
+                    }
+                    s.push_str(label_name(self.program, *other));
+                }
+            }
+        }
+        s
+    }
+
+    fn fault(&self, out: &mut Dissection, kind: FaultKind, field: String, bit: u64, reason: String) -> Step {
+        out.fault = Some(Fault {
+            kind,
+            field,
+            bit,
+            reason,
+        });
+        Err(Stop)
+    }
+
+    /// Records a read error as the packet's fault, located at the field being read.
+    fn read_fault(&self, out: &mut Dissection, e: BitError, parent: u32, label: Label) -> Stop {
+        let kind = match e.kind {
+            ErrorKind::PastEnd { .. } => FaultKind::PastEnd,
+            ErrorKind::OutOfRange { .. } => FaultKind::OutOfRange,
+            ErrorKind::NonZeroPadding { .. } => FaultKind::NonZeroPadding,
+            ErrorKind::CheckMismatch { .. } => FaultKind::Check,
+            ErrorKind::Invalid { .. } => FaultKind::Limit,
+        };
+        let field = self.path(out, parent, label);
+        let _ = self.fault(out, kind, field, e.at, e.kind.to_string());
+        Stop
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn push(
+        &self,
+        out: &mut Dissection,
+        node: NodeId,
+        label: Label,
+        kind: &'static str,
+        parent: u32,
+        depth: u16,
+        bit_offset: u64,
+        bit_len: u64,
+        raw: u64,
+        value: Value,
+    ) -> Result<u32, Stop> {
+        if out.fields.len() >= self.program.limits.max_fields as usize {
+            let field = self.path(out, parent, label);
+            let _ = self.fault(
+                out,
+                FaultKind::Limit,
+                field,
+                bit_offset,
+                format!(
+                    "more than {} fields in one packet",
+                    self.program.limits.max_fields
+                ),
+            );
+            return Err(Stop);
+        }
+        if !self.record && !matches!(value, Value::None) && kind != "rest" {
+            return Ok(ROOT);
+        }
+        out.fields.push(Field {
+            node,
+            label,
+            kind,
+            parent,
+            depth,
+            bit_offset,
+            bit_len,
+            raw,
+            value,
+        });
+        Ok(out.fields.len() as u32 - 1)
+    }
+
+    fn close(&self, out: &mut Dissection, group: u32, r: &BitReader, value: Value) {
+        if let Some(f) = out.fields.get_mut(group as usize) {
+            f.bit_len = r.bits_read() - f.bit_offset;
+            if !matches!(value, Value::None) {
+                f.value = value;
+            }
+        }
+    }
+
+    fn block(&mut self, r: &mut BitReader, out: &mut Dissection, b: Block, parent: u32, depth: u16) -> Step {
+        let p = self.program;
+        for &id in p.block(b) {
+            self.node(r, out, id, parent, depth)?;
+        }
+        Ok(())
+    }
+
+    fn bits(
+        &self,
+        r: &mut BitReader,
+        out: &mut Dissection,
+        n: u32,
+        parent: u32,
+        label: Label,
+    ) -> Result<u32, Stop> {
+        r.read_bits(n).map_err(|e| self.read_fault(out, e, parent, label))
+    }
+
+    fn align(&self, r: &mut BitReader, out: &mut Dissection, node: NodeId, parent: u32, depth: u16) -> Step {
+        let at = r.bits_read();
+        let label = Label::Part("align");
+        let pad = r
+            .read_align()
+            .map_err(|e| self.read_fault(out, e, parent, label))?;
+        if pad > 0 {
+            self.push(
+                out,
+                node,
+                label,
+                "align",
+                parent,
+                depth,
+                at,
+                pad as u64,
+                0,
+                Value::UInt(0),
+            )?;
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn check(
+        &self,
+        r: &mut BitReader,
+        out: &mut Dissection,
+        node: NodeId,
+        label: Label,
+        magic: u32,
+        parent: u32,
+        depth: u16,
+    ) -> Step {
+        let at = r.bits_read();
+        let got = self.bits(r, out, 32, parent, label)?;
+        self.push(
+            out,
+            node,
+            label,
+            "check",
+            parent,
+            depth,
+            at,
+            32,
+            got as u64,
+            Value::UInt(got as u64),
+        )?;
+        if got != magic {
+            let e = BitError::new(ErrorKind::CheckMismatch { expected: magic, got }, at);
+            return Err(self.read_fault(out, e, parent, label));
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn compressed(
+        &self,
+        r: &mut BitReader,
+        out: &mut Dissection,
+        node: NodeId,
+        label: Label,
+        cf: &CompressedFloat,
+        parent: u32,
+        depth: u16,
+    ) -> Result<f32, Stop> {
+        let at = r.bits_read();
+        let i = self.bits(r, out, cf.bits, parent, label)?;
+        let v = cf.dequantize(i);
+        self.push(
+            out,
+            node,
+            label,
+            "compressed-float",
+            parent,
+            depth,
+            at,
+            cf.bits as u64,
+            i as u64,
+            Value::Float(v),
+        )?;
+        if i > cf.max_int {
+            let e = BitError::new(
+                ErrorKind::OutOfRange {
+                    value: i as i64,
+                    min: 0,
+                    max: cf.max_int as i64,
+                },
+                at,
+            );
+            return Err(self.read_fault(out, e, parent, label));
+        }
+        Ok(v)
+    }
+
+    fn count(&self, c: Count) -> u64 {
+        match c {
+            Count::Const(n) => n,
+            Count::Expr(e) => eval(self.program.expr(e), &self.slots).max(0) as u64,
+        }
+    }
+
+    fn node(&mut self, r: &mut BitReader, out: &mut Dissection, id: NodeId, parent: u32, depth: u16) -> Step {
+        let p = self.program;
+        let node = &p.nodes[id as usize];
+        let label = Label::Node(id);
+        let at = r.bits_read();
+        let kind = node.kind.name();
+        match &node.kind {
+            Kind::Bits(n) => {
+                let v = self.bits(r, out, *n, parent, label)?;
+                self.set(node, v as i64);
+                self.push(
+                    out,
+                    id,
+                    label,
+                    kind,
+                    parent,
+                    depth,
+                    at,
+                    *n as u64,
+                    v as u64,
+                    Value::UInt(v as u64),
+                )?;
+            }
+            Kind::Bool => {
+                let v = self.bits(r, out, 1, parent, label)?;
+                self.set(node, v as i64);
+                self.push(
+                    out,
+                    id,
+                    label,
+                    kind,
+                    parent,
+                    depth,
+                    at,
+                    1,
+                    v as u64,
+                    Value::Bool(v != 0),
+                )?;
+            }
+            Kind::Int { min, max } => {
+                let width = crate::bits::int_width(*min, *max).unwrap_or(0);
+                let raw = self.bits(r, out, width, parent, label)?;
+                let v = min + raw as i64;
+                self.set(node, v);
+                self.push(
+                    out,
+                    id,
+                    label,
+                    kind,
+                    parent,
+                    depth,
+                    at,
+                    width as u64,
+                    raw as u64,
+                    Value::Int(v),
+                )?;
+                if v > *max {
+                    let e = BitError::new(
+                        ErrorKind::OutOfRange {
+                            value: v,
+                            min: *min,
+                            max: *max,
+                        },
+                        at,
+                    );
+                    return Err(self.read_fault(out, e, parent, label));
+                }
+            }
+            Kind::Uint64 => {
+                let lo = self.bits(r, out, 32, parent, label)?;
+                let hi = self.bits(r, out, 32, parent, label)?;
+                let v = (hi as u64) << 32 | lo as u64;
+                self.set(node, v as i64);
+                self.push(out, id, label, kind, parent, depth, at, 64, v, Value::UInt(v))?;
+            }
+            Kind::Float => {
+                let b = self.bits(r, out, 32, parent, label)?;
+                self.push(
+                    out,
+                    id,
+                    label,
+                    kind,
+                    parent,
+                    depth,
+                    at,
+                    32,
+                    b as u64,
+                    Value::Float(f32::from_bits(b)),
+                )?;
+            }
+            Kind::Double => {
+                let lo = self.bits(r, out, 32, parent, label)?;
+                let hi = self.bits(r, out, 32, parent, label)?;
+                let v = (hi as u64) << 32 | lo as u64;
+                self.push(
+                    out,
+                    id,
+                    label,
+                    kind,
+                    parent,
+                    depth,
+                    at,
+                    64,
+                    v,
+                    Value::Double(f64::from_bits(v)),
+                )?;
+            }
+            Kind::CompressedFloat(cf) => {
+                self.compressed(r, out, id, label, cf, parent, depth)?;
+            }
+            Kind::Vector | Kind::Quaternion => {
+                let g = self.push(out, id, label, kind, parent, depth, at, 0, 0, Value::None)?;
+                let parts: &[&'static str] = if matches!(node.kind, Kind::Vector) {
+                    &["x", "y", "z"]
+                } else {
+                    &["x", "y", "z", "w"]
+                };
+                let mut v = [0f32; 4];
+                for (i, part) in parts.iter().enumerate() {
+                    let pl = Label::Part(part);
+                    let fat = r.bits_read();
+                    let b = self.bits(r, out, 32, g, pl)?;
+                    v[i] = f32::from_bits(b);
+                    self.push(
+                        out,
+                        id,
+                        pl,
+                        "float",
+                        g,
+                        depth + 1,
+                        fat,
+                        32,
+                        b as u64,
+                        Value::Float(v[i]),
+                    )?;
+                }
+                let value = if parts.len() == 3 {
+                    Value::Vec3([v[0], v[1], v[2]])
+                } else {
+                    Value::Quat(v)
+                };
+                self.close(out, g, r, value);
+            }
+            Kind::CompressedVector(cf) => {
+                let g = self.push(out, id, label, kind, parent, depth, at, 0, 0, Value::None)?;
+                let mut v = [0f32; 3];
+                for (i, part) in ["x", "y", "z"].into_iter().enumerate() {
+                    v[i] = self.compressed(r, out, id, Label::Part(part), cf, g, depth + 1)?;
+                }
+                self.close(out, g, r, Value::Vec3(v));
+            }
+            Kind::SmallestThree(bits) => {
+                let g = self.push(out, id, label, kind, parent, depth, at, 0, 0, Value::None)?;
+                let largest = self.bits(r, out, 2, g, Label::Part("largest"))?;
+                const NAMES: [&str; 4] = ["x", "y", "z", "w"];
+                self.push(
+                    out,
+                    id,
+                    Label::Part("largest"),
+                    "bits",
+                    g,
+                    depth + 1,
+                    at,
+                    2,
+                    largest as u64,
+                    Value::UInt(largest as u64),
+                )?;
+                let mut small = [0f32; 3];
+                let others = (0..4usize).filter(|&c| c != largest as usize);
+                for (k, c) in others.enumerate() {
+                    let pl = Label::Part(NAMES[c]);
+                    let fat = r.bits_read();
+                    let i = self.bits(r, out, *bits, g, pl)?;
+                    small[k] = smallest_three_component(i, *bits);
+                    self.push(
+                        out,
+                        id,
+                        pl,
+                        "bits",
+                        g,
+                        depth + 1,
+                        fat,
+                        *bits as u64,
+                        i as u64,
+                        Value::Float(small[k]),
+                    )?;
+                }
+                self.close(out, g, r, Value::Quat(smallest_three_decode(largest, small)));
+            }
+            Kind::Align => self.align(r, out, id, parent, depth)?,
+            Kind::Bytes(c) => {
+                let n = self.count(*c);
+                self.align(r, out, id, parent, depth)?;
+                let at = r.bits_read();
+                let len = usize::try_from(n).unwrap_or(usize::MAX);
+                let b = r
+                    .read_bytes(len)
+                    .map_err(|e| self.read_fault(out, e, parent, label))?;
+                let offset = (at / 8) as usize;
+                self.push(
+                    out,
+                    id,
+                    label,
+                    kind,
+                    parent,
+                    depth,
+                    at,
+                    b.len() as u64 * 8,
+                    0,
+                    Value::Bytes { offset, len: b.len() },
+                )?;
+            }
+            Kind::String { max } => {
+                let g = self.push(out, id, label, kind, parent, depth, at, 0, 0, Value::None)?;
+                let ll = Label::Part("length");
+                let width = crate::bits::int_width(0, *max as i64 - 1).unwrap_or(0);
+                let len = self.bits(r, out, width, g, ll)?;
+                self.push(
+                    out,
+                    id,
+                    ll,
+                    "int",
+                    g,
+                    depth + 1,
+                    at,
+                    width as u64,
+                    len as u64,
+                    Value::Int(len as i64),
+                )?;
+                if len as i64 > *max as i64 - 1 {
+                    let e = BitError::new(
+                        ErrorKind::OutOfRange {
+                            value: len as i64,
+                            min: 0,
+                            max: *max as i64 - 1,
+                        },
+                        at,
+                    );
+                    return Err(self.read_fault(out, e, g, ll));
+                }
+                self.align(r, out, id, g, depth + 1)?;
+                let bat = r.bits_read();
+                let dl = Label::Part("data");
+                let b = r
+                    .read_bytes(len as usize)
+                    .map_err(|e| self.read_fault(out, e, g, dl))?;
+                let value = Value::Bytes {
+                    offset: (bat / 8) as usize,
+                    len: b.len(),
+                };
+                self.push(
+                    out,
+                    id,
+                    dl,
+                    "bytes",
+                    g,
+                    depth + 1,
+                    bat,
+                    b.len() as u64 * 8,
+                    0,
+                    value,
+                )?;
+                self.close(out, g, r, value);
+            }
+            Kind::Check { magic } => {
+                self.align(r, out, id, parent, depth)?;
+                self.check(r, out, id, label, *magic, parent, depth)?;
+            }
+            Kind::Rest => {
+                self.align(r, out, id, parent, depth)?;
+                let at = r.bits_read();
+                let b = r
+                    .read_rest()
+                    .map_err(|e| self.read_fault(out, e, parent, label))?;
+                let value = Value::Bytes {
+                    offset: (at / 8) as usize,
+                    len: b.len(),
+                };
+                self.push(
+                    out,
+                    id,
+                    label,
+                    kind,
+                    parent,
+                    depth,
+                    at,
+                    b.len() as u64 * 8,
+                    0,
+                    value,
+                )?;
+            }
+            Kind::Struct { body } => {
+                let g = self.push(out, id, label, kind, parent, depth, at, 0, 0, Value::None)?;
+                self.block(r, out, *body, g, depth + 1)?;
+                self.close(out, g, r, Value::None);
+            }
+            Kind::Array { count, body } => {
+                let n = self.count(*count);
+                let g = self.push(out, id, label, kind, parent, depth, at, 0, 0, Value::UInt(n))?;
+                if n > p.limits.max_elements {
+                    let field = self.path(out, parent, label);
+                    return self.fault(
+                        out,
+                        FaultKind::Limit,
+                        field,
+                        at,
+                        format!("array of {n} elements (limit {})", p.limits.max_elements),
+                    );
+                }
+                for i in 0..n as u32 {
+                    let eat = r.bits_read();
+                    let e = self.push(
+                        out,
+                        id,
+                        Label::Index(i),
+                        "element",
+                        g,
+                        depth + 1,
+                        eat,
+                        0,
+                        0,
+                        Value::None,
+                    )?;
+                    self.block(r, out, *body, e, depth + 2)?;
+                    self.close(out, e, r, Value::None);
+                }
+                self.close(out, g, r, Value::None);
+            }
+            Kind::List { end, body } => {
+                let g = self.push(out, id, label, kind, parent, depth, at, 0, 0, Value::None)?;
+                let ids = p.block(*body);
+                let mut i = 0u32;
+                loop {
+                    if i as u64 >= p.limits.max_elements {
+                        let field = self.path(out, parent, label);
+                        return self.fault(
+                            out,
+                            FaultKind::Limit,
+                            field,
+                            r.bits_read(),
+                            format!("list longer than {} elements", p.limits.max_elements),
+                        );
+                    }
+                    let eat = r.bits_read();
+                    let e = self.push(
+                        out,
+                        id,
+                        Label::Index(i),
+                        "element",
+                        g,
+                        depth + 1,
+                        eat,
+                        0,
+                        0,
+                        Value::None,
+                    )?;
+                    let Some((&first, rest)) = ids.split_first() else {
+                        break;
+                    };
+                    self.node(r, out, first, e, depth + 2)?;
+                    let done = eval(p.expr(*end), &self.slots) != 0;
+                    if !done {
+                        for &nid in rest {
+                            self.node(r, out, nid, e, depth + 2)?;
+                        }
+                    }
+                    self.close(out, e, r, Value::None);
+                    if done {
+                        break;
+                    }
+                    if r.bits_read() == eat {
+                        let field = self.path(out, g, Label::Index(i));
+                        return self.fault(
+                            out,
+                            FaultKind::Limit,
+                            field,
+                            eat,
+                            "list element consumed no bits".into(),
+                        );
+                    }
+                    i += 1;
+                }
+                self.close(out, g, r, Value::UInt(i as u64));
+            }
+            Kind::RelativeList { max, body } => {
+                let g = self.push(out, id, label, kind, parent, depth, at, 0, 0, Value::None)?;
+                let mut previous = -1i64;
+                let mut i = 0u32;
+                loop {
+                    if i as u64 > p.limits.max_elements {
+                        let field = self.path(out, parent, label);
+                        return self.fault(
+                            out,
+                            FaultKind::Limit,
+                            field,
+                            r.bits_read(),
+                            format!("more than {} objects", p.limits.max_elements),
+                        );
+                    }
+                    let eat = r.bits_read();
+                    let e = self.push(
+                        out,
+                        id,
+                        Label::Index(i),
+                        "element",
+                        g,
+                        depth + 1,
+                        eat,
+                        0,
+                        0,
+                        Value::None,
+                    )?;
+                    let index = self.relative_index(r, out, id, e, depth + 2, previous, *max)?;
+                    previous = index;
+                    if index == *max {
+                        // The sentinel is not an element: fold it into the list as `end`.
+                        if let Some(f) = out.fields.get_mut(e as usize) {
+                            f.label = Label::Part("end");
+                            f.kind = "sentinel";
+                        }
+                        self.close(out, e, r, Value::Int(index));
+                        break;
+                    }
+                    self.block(r, out, *body, e, depth + 2)?;
+                    self.close(out, e, r, Value::None);
+                    i += 1;
+                }
+                self.close(out, g, r, Value::UInt(i as u64));
+            }
+            Kind::Inline { body } => self.block(r, out, *body, parent, depth)?,
+            Kind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let b = if eval(p.expr(*cond), &self.slots) != 0 {
+                    *then
+                } else {
+                    *otherwise
+                };
+                self.block(r, out, b, parent, depth)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The relative index ladder: flags and one int, grouped as `index`.
+    #[allow(clippy::too_many_arguments)]
+    fn relative_index(
+        &self,
+        r: &mut BitReader,
+        out: &mut Dissection,
+        id: NodeId,
+        parent: u32,
+        depth: u16,
+        previous: i64,
+        max: i64,
+    ) -> Result<i64, Stop> {
+        const RUNGS: [&str; 5] = ["upto_5", "upto_13", "upto_29", "upto_61", "upto_125"];
+        let at = r.bits_read();
+        let g = self.push(
+            out,
+            id,
+            Label::Part("index"),
+            "relative-index",
+            parent,
+            depth,
+            at,
+            0,
+            0,
+            Value::None,
+        )?;
+        let diff = if self.flag(r, out, id, g, depth + 1, "plus_one")? {
+            1
+        } else {
+            let mut range = (126, max + 1);
+            for (k, rung) in RELATIVE_INDEX_LADDER.into_iter().enumerate() {
+                if self.flag(r, out, id, g, depth + 1, RUNGS[k])? {
+                    range = rung;
+                    break;
+                }
+            }
+            let (lo, hi) = range;
+            let dat = r.bits_read();
+            let dl = Label::Part("difference");
+            let width = crate::bits::int_width(lo, hi).unwrap_or(0);
+            let raw = self.bits(r, out, width, g, dl)?;
+            let d = lo + raw as i64;
+            self.push(
+                out,
+                id,
+                dl,
+                "int",
+                g,
+                depth + 1,
+                dat,
+                width as u64,
+                raw as u64,
+                Value::Int(d),
+            )?;
+            if d > hi {
+                let e = BitError::new(
+                    ErrorKind::OutOfRange {
+                        value: d,
+                        min: lo,
+                        max: hi,
+                    },
+                    dat,
+                );
+                return Err(self.read_fault(out, e, g, dl));
+            }
+            d
+        };
+        let index = previous + diff;
+        self.close(out, g, r, Value::Int(index));
+        if index > max {
+            let e = BitError::new(
+                ErrorKind::OutOfRange {
+                    value: index,
+                    min: previous + 1,
+                    max,
+                },
+                at,
+            );
+            return Err(self.read_fault(out, e, parent, Label::Part("index")));
+        }
+        Ok(index)
+    }
+
+    fn flag(
+        &self,
+        r: &mut BitReader,
+        out: &mut Dissection,
+        id: NodeId,
+        parent: u32,
+        depth: u16,
+        name: &'static str,
+    ) -> Result<bool, Stop> {
+        let at = r.bits_read();
+        let v = self.bits(r, out, 1, parent, Label::Part(name))?;
+        self.push(
+            out,
+            id,
+            Label::Part(name),
+            "bool",
+            parent,
+            depth,
+            at,
+            1,
+            v as u64,
+            Value::Bool(v != 0),
+        )?;
+        Ok(v != 0)
+    }
+}
+
+pub fn label_name(p: &Program, l: Label) -> &str {
+    match l {
+        Label::Node(n) => p.nodes.get(n as usize).map(|n| n.name.as_str()).unwrap_or("?"),
+        Label::Index(_) => "",
+        Label::Part(s) => s,
+    }
+}
+
+/// The path of field `i`, e.g. `objects[3].position.x`.
+pub fn path_of(p: &Program, d: &Dissection, i: usize) -> String {
+    let mut labels = Vec::new();
+    let mut at = i as u32;
+    while let Some(f) = d.fields.get(at as usize) {
+        labels.push(f.label);
+        at = f.parent;
+    }
+    let mut s = String::new();
+    for l in labels.iter().rev() {
+        match l {
+            Label::Index(i) => s.push_str(&format!("[{i}]")),
+            other => {
+                if !s.is_empty() {
+                    s.push('.');
+                }
+                s.push_str(label_name(p, *other));
+            }
+        }
+    }
+    s
+}

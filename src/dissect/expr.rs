@@ -1,0 +1,391 @@
+//! The small expression language of conditions and counts (`!at_rest`,
+//! `count > 0 && flag`), compiled to postfix code over integer slots.
+
+/// One postfix instruction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Const(i64),
+    Slot(u16),
+    Not,
+    Neg,
+    BitNot,
+    Bin(BinOp),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinOp {
+    Mul,
+    Div,
+    Rem,
+    Add,
+    Sub,
+    Shl,
+    Shr,
+    BitAnd,
+    BitXor,
+    BitOr,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+    And,
+    Or,
+}
+
+impl BinOp {
+    fn precedence(self) -> u8 {
+        use BinOp::*;
+        match self {
+            Mul | Div | Rem => 10,
+            Add | Sub => 9,
+            Shl | Shr => 8,
+            Lt | Le | Gt | Ge => 7,
+            Eq | Ne => 6,
+            BitAnd => 5,
+            BitXor => 4,
+            BitOr => 3,
+            And => 2,
+            Or => 1,
+        }
+    }
+
+    #[inline]
+    fn apply(self, a: i64, b: i64) -> i64 {
+        use BinOp::*;
+        match self {
+            Mul => a.wrapping_mul(b),
+            Div => a.checked_div(b).unwrap_or(0),
+            Rem => a.checked_rem(b).unwrap_or(0),
+            Add => a.wrapping_add(b),
+            Sub => a.wrapping_sub(b),
+            Shl => a.checked_shl(b.clamp(0, 63) as u32).unwrap_or(0),
+            Shr => a >> b.clamp(0, 63),
+            BitAnd => a & b,
+            BitXor => a ^ b,
+            BitOr => a | b,
+            Lt => (a < b) as i64,
+            Le => (a <= b) as i64,
+            Gt => (a > b) as i64,
+            Ge => (a >= b) as i64,
+            Eq => (a == b) as i64,
+            Ne => (a != b) as i64,
+            And => (a != 0 && b != 0) as i64,
+            Or => (a != 0 || b != 0) as i64,
+        }
+    }
+}
+
+/// Deepest evaluation stack an expression may need.
+pub const MAX_STACK: usize = 32;
+
+/// A syntax or name error at a byte offset inside the expression text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExprError {
+    pub offset: usize,
+    pub len: usize,
+    pub message: String,
+    pub help: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Num(i64),
+    Ident(String),
+    Op(&'static str),
+    LParen,
+    RParen,
+}
+
+fn lex(src: &str) -> Result<Vec<(Tok, usize, usize)>, ExprError> {
+    const OPS: [&str; 22] = [
+        "&&", "||", "==", "!=", "<=", ">=", "<<", ">>", "<", ">", "+", "-", "*", "/", "%", "!", "~", "&",
+        "|", "^", "=", ".",
+    ];
+    let b = src.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c.is_ascii_whitespace() {
+            i += 1;
+        } else if c.is_ascii_digit() {
+            let start = i;
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                i += 1;
+            }
+            let text: String = src[start..i].chars().filter(|c| *c != '_').collect();
+            let v = if let Some(h) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+                i64::from_str_radix(h, 16)
+            } else {
+                text.parse()
+            };
+            let v = v.map_err(|_| ExprError {
+                offset: start,
+                len: i - start,
+                message: format!("`{}` is not a number", &src[start..i]),
+                help: Some("write decimal or 0x-prefixed hexadecimal integers".into()),
+            })?;
+            out.push((Tok::Num(v), start, i - start));
+        } else if c.is_ascii_alphabetic() || c == b'_' {
+            let start = i;
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'-') {
+                i += 1;
+            }
+            out.push((Tok::Ident(src[start..i].to_string()), start, i - start));
+        } else if c == b'(' {
+            out.push((Tok::LParen, i, 1));
+            i += 1;
+        } else if c == b')' {
+            out.push((Tok::RParen, i, 1));
+            i += 1;
+        } else if let Some(op) = OPS.iter().find(|op| src[i..].starts_with(**op)) {
+            if *op == "=" || *op == "." {
+                return Err(ExprError {
+                    offset: i,
+                    len: 1,
+                    message: format!("unexpected `{op}`"),
+                    help: Some(if *op == "=" {
+                        "compare with `==`".into()
+                    } else {
+                        "refer to a field by its own name; paths are not supported in expressions".into()
+                    }),
+                });
+            }
+            out.push((Tok::Op(op), i, op.len()));
+            i += op.len();
+        } else {
+            let ch = src[i..].chars().next().unwrap_or('?');
+            return Err(ExprError {
+                offset: i,
+                len: ch.len_utf8(),
+                message: format!("unexpected character `{ch}`"),
+                help: None,
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn binop(s: &str) -> Option<BinOp> {
+    use BinOp::*;
+    Some(match s {
+        "*" => Mul,
+        "/" => Div,
+        "%" => Rem,
+        "+" => Add,
+        "-" => Sub,
+        "<<" => Shl,
+        ">>" => Shr,
+        "&" => BitAnd,
+        "^" => BitXor,
+        "|" => BitOr,
+        "<" => Lt,
+        "<=" => Le,
+        ">" => Gt,
+        ">=" => Ge,
+        "==" => Eq,
+        "!=" => Ne,
+        "&&" => And,
+        "||" => Or,
+        _ => return None,
+    })
+}
+
+struct Parser<'a, F> {
+    toks: Vec<(Tok, usize, usize)>,
+    pos: usize,
+    end: usize,
+    out: Vec<Op>,
+    resolve: &'a mut F,
+}
+
+impl<F: FnMut(&str) -> Result<Op, String>> Parser<'_, F> {
+    fn peek(&self) -> Option<&(Tok, usize, usize)> {
+        self.toks.get(self.pos)
+    }
+
+    fn err_here(&self, message: String) -> ExprError {
+        let (offset, len) = self.peek().map(|t| (t.1, t.2)).unwrap_or((self.end, 0));
+        ExprError {
+            offset,
+            len,
+            message,
+            help: None,
+        }
+    }
+
+    fn primary(&mut self) -> Result<(), ExprError> {
+        let Some((tok, off, len)) = self.peek().cloned() else {
+            return Err(self.err_here("expression ends where a value was expected".into()));
+        };
+        self.pos += 1;
+        match tok {
+            Tok::Num(v) => self.out.push(Op::Const(v)),
+            Tok::Ident(name) => match name.as_str() {
+                "true" => self.out.push(Op::Const(1)),
+                "false" => self.out.push(Op::Const(0)),
+                _ => {
+                    let op = (self.resolve)(&name).map_err(|help| ExprError {
+                        offset: off,
+                        len,
+                        message: format!("unknown field `{name}`"),
+                        help: Some(help),
+                    })?;
+                    self.out.push(op);
+                }
+            },
+            Tok::LParen => {
+                self.expr(0)?;
+                match self.peek() {
+                    Some((Tok::RParen, ..)) => self.pos += 1,
+                    _ => return Err(self.err_here("expected `)`".into())),
+                }
+            }
+            Tok::Op(op @ ("!" | "-" | "~")) => {
+                self.primary()?;
+                self.out.push(match op {
+                    "!" => Op::Not,
+                    "-" => Op::Neg,
+                    _ => Op::BitNot,
+                });
+            }
+            _ => {
+                self.pos -= 1;
+                return Err(self.err_here("expected a number, a field name or `(`".into()));
+            }
+        }
+        Ok(())
+    }
+
+    fn expr(&mut self, min_prec: u8) -> Result<(), ExprError> {
+        self.primary()?;
+        while let Some((Tok::Op(op), ..)) = self.peek() {
+            let Some(b) = binop(op) else { break };
+            let p = b.precedence();
+            if p < min_prec {
+                break;
+            }
+            self.pos += 1;
+            self.expr(p + 1)?;
+            self.out.push(Op::Bin(b));
+        }
+        Ok(())
+    }
+}
+
+/// Compiles `src`; `resolve` maps a field name to its slot (or explains why not).
+pub fn compile(
+    src: &str,
+    resolve: &mut impl FnMut(&str) -> Result<Op, String>,
+) -> Result<Vec<Op>, ExprError> {
+    let toks = lex(src)?;
+    let mut p = Parser {
+        toks,
+        pos: 0,
+        end: src.len(),
+        out: Vec::new(),
+        resolve,
+    };
+    p.expr(0)?;
+    if p.pos < p.toks.len() {
+        return Err(p.err_here("unexpected text after the expression".into()));
+    }
+    let mut depth = 0usize;
+    let mut max_depth = 0usize;
+    for op in &p.out {
+        match op {
+            Op::Const(_) | Op::Slot(_) => depth += 1,
+            Op::Bin(_) => depth -= 1,
+            _ => {}
+        }
+        max_depth = max_depth.max(depth);
+    }
+    if max_depth > MAX_STACK {
+        return Err(ExprError {
+            offset: 0,
+            len: src.len(),
+            message: format!(
+                "expression nests too deeply (needs {max_depth} stack slots, limit {MAX_STACK})"
+            ),
+            help: Some("split it with parentheses removed or simplify".into()),
+        });
+    }
+    Ok(p.out)
+}
+
+/// Evaluates compiled code; never panics (the compiler bounded the stack depth).
+#[inline]
+pub fn eval(code: &[Op], slots: &[i64]) -> i64 {
+    let mut stack = [0i64; MAX_STACK];
+    let mut sp = 0usize;
+    for op in code {
+        match *op {
+            Op::Const(_) | Op::Slot(_) if sp >= MAX_STACK => return 0,
+            Op::Const(v) => {
+                stack[sp] = v;
+                sp += 1;
+            }
+            Op::Slot(s) => {
+                stack[sp] = slots.get(s as usize).copied().unwrap_or(0);
+                sp += 1;
+            }
+            Op::Not | Op::Neg | Op::BitNot if sp == 0 => return 0,
+            Op::Not => stack[sp - 1] = (stack[sp - 1] == 0) as i64,
+            Op::Neg => stack[sp - 1] = stack[sp - 1].wrapping_neg(),
+            Op::BitNot => stack[sp - 1] = !stack[sp - 1],
+            Op::Bin(_) if sp < 2 => return 0,
+            Op::Bin(b) => {
+                sp -= 1;
+                stack[sp - 1] = b.apply(stack[sp - 1], stack[sp]);
+            }
+        }
+    }
+    if sp == 0 { 0 } else { stack[sp - 1] }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(src: &str, vars: &[(&str, i64)]) -> Result<i64, ExprError> {
+        let names: Vec<&str> = vars.iter().map(|v| v.0).collect();
+        let slots: Vec<i64> = vars.iter().map(|v| v.1).collect();
+        let code = compile(src, &mut |n| {
+            names
+                .iter()
+                .position(|x| *x == n)
+                .map(|i| Op::Slot(i as u16))
+                .ok_or_else(|| "no such".to_string())
+        })?;
+        Ok(eval(&code, &slots))
+    }
+
+    #[test]
+    fn precedence_and_logic() {
+        assert_eq!(run("1 + 2 * 3", &[]).unwrap(), 7);
+        assert_eq!(run("(1 + 2) * 3", &[]).unwrap(), 9);
+        assert_eq!(run("!at_rest", &[("at_rest", 0)]).unwrap(), 1);
+        assert_eq!(run("count > 0 && flag", &[("count", 3), ("flag", 1)]).unwrap(), 1);
+        assert_eq!(run("count > 0 && flag", &[("count", 0), ("flag", 1)]).unwrap(), 0);
+        assert_eq!(run("a == 1 || b == 2", &[("a", 0), ("b", 2)]).unwrap(), 1);
+        assert_eq!(run("n * 8 - 1", &[("n", 4)]).unwrap(), 31);
+        assert_eq!(run("x / 0 + x % 0", &[("x", 4)]).unwrap(), 0);
+        assert_eq!(run("1 << 70", &[]).unwrap(), 0);
+        assert_eq!(run("-3 + 0x10", &[]).unwrap(), 13);
+    }
+
+    #[test]
+    fn errors_point_into_the_text() {
+        let e = run("count > 0 && flga", &[("count", 1), ("flag", 1)]).unwrap_err();
+        assert_eq!((e.offset, e.len), (13, 4));
+        assert_eq!(e.message, "unknown field `flga`");
+        let e = run("a = 1", &[("a", 1)]).unwrap_err();
+        assert_eq!(e.offset, 2);
+        assert!(run("(1 + 2", &[]).is_err());
+        assert!(run("1 2", &[]).is_err());
+        assert!(run("", &[]).is_err());
+        assert!(run("$", &[]).is_err());
+    }
+}

@@ -1,0 +1,15 @@
+//! Dissector definitions (`dissectors/*.kdl`): the language, its compiler and the
+//! interpreter that runs the compiled program on the shared bit reader.
+
+pub mod compile;
+pub mod diag;
+pub mod exec;
+pub mod expr;
+pub mod program;
+
+pub use compile::{compile, load};
+pub use diag::{DefinitionError, render};
+pub use exec::{
+    Dissection, Dissector, Fault, FaultKind, Field, FragmentInfo, Label, ROOT, Value, label_name,
+};
+pub use program::{Program, Role};

@@ -1,0 +1,265 @@
+//! A compiled dissector: the protocol's parameters and a compact tree of nodes that the
+//! shared bit reader executes.
+
+use super::expr;
+use crate::bits::CompressedFloat;
+use crate::wire::{CountEncoding, HeaderFormat, ProtocolId};
+use serde::Serialize;
+
+/// Index of a node in [`Program::nodes`].
+pub type NodeId = u32;
+
+/// A run of child node ids in [`Program::children`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Block {
+    pub start: u32,
+    pub len: u32,
+}
+
+/// A range of [`Program::code`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Expr {
+    pub start: u32,
+    pub len: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Count {
+    Const(u64),
+    Expr(Expr),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    Crc,
+    Sequence,
+    Type,
+    FragmentId,
+    FragmentCount,
+    FragmentData,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kind {
+    Bits(u32),
+    Bool,
+    Int {
+        min: i64,
+        max: i64,
+    },
+    Uint64,
+    Float,
+    Double,
+    CompressedFloat(CompressedFloat),
+    Vector,
+    CompressedVector(CompressedFloat),
+    Quaternion,
+    SmallestThree(u32),
+    Align,
+    Bytes(Count),
+    String {
+        max: u32,
+    },
+    Check {
+        magic: u32,
+    },
+    /// The rest of the datagram as bytes (fragment data).
+    Rest,
+    Struct {
+        body: Block,
+    },
+    /// A struct used without a field name: its fields join the enclosing group.
+    Inline {
+        body: Block,
+    },
+    Array {
+        count: Count,
+        body: Block,
+    },
+    /// Elements until `end` is true after the element's first field (sentinel list).
+    List {
+        end: Expr,
+        body: Block,
+    },
+    /// The article's relative-index list: indices ascend, the list ends at `max`.
+    RelativeList {
+        max: i64,
+        body: Block,
+    },
+    If {
+        cond: Expr,
+        then: Block,
+        otherwise: Block,
+    },
+}
+
+impl Kind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Kind::Bits(_) => "bits",
+            Kind::Bool => "bool",
+            Kind::Int { .. } => "int",
+            Kind::Uint64 => "uint64",
+            Kind::Float => "float",
+            Kind::Double => "double",
+            Kind::CompressedFloat(_) => "compressed-float",
+            Kind::Vector => "vector",
+            Kind::CompressedVector(_) => "compressed-vector",
+            Kind::Quaternion => "quaternion",
+            Kind::SmallestThree(_) => "smallest-three",
+            Kind::Align => "align",
+            Kind::Bytes(_) => "bytes",
+            Kind::String { .. } => "string",
+            Kind::Check { .. } => "check",
+            Kind::Rest => "rest",
+            Kind::Struct { .. } => "struct",
+            Kind::Inline { .. } => "inline",
+            Kind::Array { .. } => "array",
+            Kind::List { .. } => "list",
+            Kind::RelativeList { .. } => "relative-list",
+            Kind::If { .. } => "if",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    pub name: String,
+    pub kind: Kind,
+    pub doc: Option<String>,
+    /// Integer slot that expressions read this field's value from.
+    pub slot: Option<u16>,
+    pub enum_id: Option<u16>,
+    pub role: Option<Role>,
+    /// Name of the struct type for struct references.
+    pub type_name: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EnumDef {
+    pub name: String,
+    pub values: Vec<(i64, String)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PacketDef {
+    pub type_id: u32,
+    pub name: String,
+    pub doc: Option<String>,
+    pub body: Block,
+}
+
+/// The protocol's parameters (SPEC §1 defaults, overridden by the definition).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Params {
+    pub name: String,
+    pub protocol_id: Option<ProtocolId>,
+    pub ports: Vec<u16>,
+    pub end_check: Option<u32>,
+    pub format: HeaderFormat,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            name: String::new(),
+            protocol_id: None,
+            ports: Vec::new(),
+            end_check: Some(crate::bits::END_OF_PACKET),
+            format: HeaderFormat::default(),
+        }
+    }
+}
+
+impl Params {
+    pub fn count_encoding(&self) -> CountEncoding {
+        self.format.count_encoding
+    }
+}
+
+/// Hard limits that keep one hostile packet from making a dissection slow or large.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub max_depth: u32,
+    pub max_fields: u32,
+    pub max_elements: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_depth: 32,
+            max_fields: 1 << 17,
+            max_elements: 1 << 16,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Program {
+    pub params: Params,
+    pub nodes: Vec<Node>,
+    pub children: Vec<NodeId>,
+    pub code: Vec<expr::Op>,
+    pub header: Block,
+    pub fragment: Option<Block>,
+    pub packets: Vec<PacketDef>,
+    /// Packet index by type id (`None` for undefined types).
+    pub by_type: Vec<Option<u16>>,
+    pub enums: Vec<EnumDef>,
+    pub slot_count: usize,
+    pub limits: Limits,
+    /// Slots of the role fields.
+    pub role_slots: RoleSlots,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RoleSlots {
+    pub crc: u16,
+    pub sequence: u16,
+    pub packet_type: u16,
+    pub fragment_id: Option<u16>,
+    pub fragment_count: Option<u16>,
+}
+
+impl Program {
+    #[inline]
+    pub fn block(&self, b: Block) -> &[NodeId] {
+        self.children
+            .get(b.start as usize..(b.start + b.len) as usize)
+            .unwrap_or(&[])
+    }
+
+    #[inline]
+    pub fn expr(&self, e: Expr) -> &[expr::Op] {
+        self.code
+            .get(e.start as usize..(e.start + e.len) as usize)
+            .unwrap_or(&[])
+    }
+
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id as usize]
+    }
+
+    pub fn packet(&self, type_id: u32) -> Option<&PacketDef> {
+        let i = (*self.by_type.get(type_id as usize)?)?;
+        self.packets.get(i as usize)
+    }
+
+    pub fn type_name(&self, type_id: u32) -> Option<&str> {
+        if type_id == crate::wire::FRAGMENT_TYPE && self.fragment.is_some() {
+            return Some("fragment");
+        }
+        self.packet(type_id).map(|p| p.name.as_str())
+    }
+
+    pub fn enum_name(&self, enum_id: u16, value: i64) -> Option<&str> {
+        self.enums
+            .get(enum_id as usize)?
+            .values
+            .iter()
+            .find(|(v, _)| *v == value)
+            .map(|(_, n)| n.as_str())
+    }
+}
