@@ -60,7 +60,13 @@ impl BinOp {
             Rem => a.checked_rem(b).unwrap_or(0),
             Add => a.wrapping_add(b),
             Sub => a.wrapping_sub(b),
-            Shl => a.checked_shl(b.clamp(0, 63) as u32).unwrap_or(0),
+            Shl => {
+                if (0..64).contains(&b) {
+                    a.wrapping_shl(b as u32)
+                } else {
+                    0
+                }
+            }
             Shr => a >> b.clamp(0, 63),
             BitAnd => a & b,
             BitXor => a ^ b,
