@@ -3,6 +3,10 @@
 //! Layers, each ignorant of the others' I/O: [`bits`] (the shared reader/writer) →
 //! [`wire`] (CRC, header, fragments).
 
+pub mod analysis;
 pub mod bits;
+pub mod capture;
 pub mod dissect;
+pub mod identify;
+pub mod present;
 pub mod wire;

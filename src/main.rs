@@ -1,3 +1,484 @@
-fn main() {
-    println!("gpcap");
+//! The `gpcap` command line: parses arguments, runs the library, prints what it returns.
+
+use clap::{Args, Parser, Subcommand};
+use gpcap::analysis::{Analyzer, Config, Report};
+use gpcap::capture::{CaptureReader, Decoded, decode};
+use gpcap::dissect::{self, Dissector, Program};
+use gpcap::present;
+use gpcap::wire::{self, CrcStatus, ProtocolId};
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+#[derive(Parser)]
+#[command(
+    name = "gpcap",
+    version,
+    about = "Packet analyzer for the bitpacked UDP protocols of real-time games"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args, Clone)]
+struct ProtocolArgs {
+    /// Dissector definition (dissectors/*.kdl): protocol id, ports, packet layouts.
+    #[arg(short = 'd', long = "dissector")]
+    dissector: Option<PathBuf>,
+    /// Protocol id (hex like 0x55667788), overriding the definition's.
+    #[arg(long = "protocol-id", value_parser = parse_protocol_id)]
+    protocol_id: Option<ProtocolId>,
+    /// UDP port of the protocol (repeatable), overriding the definition's.
+    #[arg(long = "port")]
+    port: Vec<u16>,
+    /// Validate every UDP datagram, whatever its ports.
+    #[arg(long = "any-port")]
+    any_port: bool,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Validate, dissect, reassemble and report on captures.
+    Analyze {
+        /// pcap or pcapng files (gzip-compressed ones too).
+        #[arg(required = true)]
+        captures: Vec<PathBuf>,
+        #[command(flatten)]
+        protocol: ProtocolArgs,
+        /// Print the report as JSON (schema in docs/json.md).
+        #[arg(long)]
+        json: bool,
+        /// UDP payload budget in bytes (default: the definition's, else 1200).
+        #[arg(long)]
+        mtu: Option<u32>,
+        /// Link MTU for "IP datagram over the link MTU".
+        #[arg(long = "link-mtu", default_value_t = 1500)]
+        link_mtu: u32,
+        /// Exit with 3 when a gate is crossed: crc, mtu, malformed, frag-loss=RATE.
+        #[arg(long = "fail-on", value_delimiter = ',')]
+        fail_on: Vec<String>,
+    },
+    /// Print each game datagram's fields, down to the bit.
+    Dissect {
+        capture: PathBuf,
+        #[command(flatten)]
+        protocol: ProtocolArgs,
+        /// Only this frame (1-based, as tshark numbers them).
+        #[arg(long)]
+        frame: Option<u64>,
+        /// One JSON object per frame, in an array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Validate a definition: exit 0, or print diagnostics and exit 1.
+    Check { dissector: PathBuf },
+    /// Recover protocol ids and the game's flows from the traffic alone.
+    Identify {
+        #[arg(required = true)]
+        captures: Vec<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn parse_protocol_id(s: &str) -> Result<ProtocolId, String> {
+    ProtocolId::parse(s).ok_or_else(|| format!("`{s}` is not a protocol id (try 0x55667788)"))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Analyze {
+            captures,
+            protocol,
+            json,
+            mtu,
+            link_mtu,
+            fail_on,
+        } => analyze(&captures, &protocol, json, mtu, link_mtu, &fail_on),
+        Command::Dissect {
+            capture,
+            protocol,
+            frame,
+            json,
+        } => dissect_cmd(&capture, &protocol, frame, json),
+        Command::Check { dissector } => check(&dissector),
+        Command::Identify { captures, json } => identify_cmd(&captures, json),
+    };
+    match result {
+        Ok(code) => code,
+        Err(msg) => {
+            let _ = writeln!(std::io::stderr(), "gpcap: {msg}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn load_program(path: &Path) -> Result<Arc<Program>, String> {
+    dissect::load(path).map(Arc::new).map_err(|e| {
+        let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        format!("invalid definition\n{}", dissect::render(&e, color))
+    })
+}
+
+fn check(path: &Path) -> Result<ExitCode, String> {
+    match dissect::load(path) {
+        Ok(p) => {
+            println!(
+                "{}: ok — protocol {:?}, {} packet types defined, {}",
+                path.display(),
+                p.params.name,
+                p.packets.len(),
+                dissect::compile::describe(&p.params.format)
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+            eprint!("{}", dissect::render(&e, color));
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+/// The analysis configuration from the definition and flags.
+fn config(p: &ProtocolArgs) -> Result<Config, String> {
+    let mut cfg = match &p.dissector {
+        Some(path) => Config::from_program(load_program(path)?),
+        None => Config::default(),
+    };
+    if let Some(id) = p.protocol_id {
+        cfg.protocol_id = Some(id);
+        cfg.protocol_source = "flag".into();
+    }
+    if !p.port.is_empty() {
+        cfg.ports = p.port.clone();
+    }
+    cfg.any_port |= p.any_port;
+    Ok(cfg)
+}
+
+fn analyze(
+    captures: &[PathBuf],
+    p: &ProtocolArgs,
+    json: bool,
+    mtu: Option<u32>,
+    link_mtu: u32,
+    fail_on: &[String],
+) -> Result<ExitCode, String> {
+    let mut cfg = config(p)?;
+    let mut identification = None;
+    if cfg.protocol_id.is_none() {
+        let id = identify(captures)?;
+        let Some(best) = id.best() else {
+            return Err(format!(
+                "no protocol found: none of {} sampled datagrams in {} flows share a protocol id; give -d DISSECTOR or --protocol-id HEX",
+                id.sampled, id.flows
+            ));
+        };
+        cfg.protocol_id = Some(best.protocol_id);
+        cfg.protocol_source = "identified".into();
+        if cfg.ports.is_empty() {
+            cfg.ports = best.ports.clone();
+        }
+        if !json {
+            println!(
+                "Protocol id {} identified from the traffic: it validates {} of {} sampled datagrams in {} flows (ports {}); header read with the reference layout.\n",
+                best.protocol_id,
+                best.datagrams,
+                id.sampled,
+                best.flows.len(),
+                best.ports
+                    .iter()
+                    .map(|p| p.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            );
+        }
+        identification = Some(id);
+    }
+    if cfg.ports.is_empty() && !cfg.any_port {
+        cfg.any_port = true;
+    }
+    if let Some(m) = mtu {
+        cfg.format.mtu_budget = m;
+    }
+    cfg.link_mtu = link_mtu;
+    let mut report = run_analysis(captures, cfg)?;
+    report.identification = identification;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
+        );
+    } else {
+        print!("{}", present::tables::render(&report));
+    }
+    let failed = gates(&report, fail_on)?;
+    if !failed.is_empty() {
+        for f in &failed {
+            eprintln!("gpcap: gate failed: {f}");
+        }
+        return Ok(ExitCode::from(3));
+    }
+    let unreadable = report
+        .capture
+        .files
+        .iter()
+        .any(|f| f.error.is_some() && f.frames == 0);
+    Ok(if unreadable {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Reads every capture through one analyzer. A file that cannot be opened is an error;
+/// one that breaks midway keeps what was read and says where it stopped.
+fn run_analysis(captures: &[PathBuf], cfg: Config) -> Result<Report, String> {
+    let mut a = Analyzer::new(cfg);
+    for path in captures {
+        let mut r = CaptureReader::open(path).map_err(|e| e.to_string())?;
+        a.begin_file(&path.display().to_string());
+        let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        let bar = (std::io::stderr().is_terminal() && size > 64 << 20).then(|| {
+            let b = indicatif::ProgressBar::new(size);
+            b.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{msg} {bar:40} {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            b.set_message(path.display().to_string());
+            b
+        });
+        let mut error = None;
+        loop {
+            match r.next_frame() {
+                Ok(Some(f)) => {
+                    a.frame(&f);
+                    if let Some(b) = &bar
+                        && f.number.is_multiple_of(65536)
+                    {
+                        b.set_position(r.offset().min(size));
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    eprintln!("gpcap: {e}");
+                    error = Some(e);
+                    break;
+                }
+            }
+        }
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        if let Some(t) = &r.truncated_tail {
+            eprintln!("gpcap: warning: {t}");
+        }
+        a.end_file(error, r.truncated_tail.clone());
+    }
+    Ok(a.finish())
+}
+
+/// Gates for CI: which were crossed.
+fn gates(r: &Report, fail_on: &[String]) -> Result<Vec<String>, String> {
+    let mut failed = Vec::new();
+    for g in fail_on {
+        let (name, arg) = g
+            .split_once('=')
+            .map_or((g.as_str(), None), |(a, b)| (a, Some(b)));
+        match name {
+            "crc" if r.validation.crc_mismatch > 0 => failed.push(format!(
+                "crc: {} datagrams failed the CRC",
+                r.validation.crc_mismatch
+            )),
+            "mtu" if r.mtu.over_budget + r.mtu.ip_fragmented > 0 => failed.push(format!(
+                "mtu: {} payloads over the {}-byte budget, {} IP-fragmented",
+                r.mtu.over_budget, r.mtu.budget, r.mtu.ip_fragmented
+            )),
+            "malformed" if r.malformed.total > 0 => {
+                failed.push(format!("malformed: {} malformed packets", r.malformed.total))
+            }
+            "frag-loss" => {
+                let limit: f64 = arg
+                    .unwrap_or("0")
+                    .parse()
+                    .map_err(|_| format!("--fail-on frag-loss=RATE needs a number, got {g}"))?;
+                if r.reassembly.fragment_loss > limit {
+                    failed.push(format!(
+                        "frag-loss: fragment loss {:.2}% over {:.2}%",
+                        r.reassembly.fragment_loss * 100.0,
+                        limit * 100.0
+                    ));
+                }
+            }
+            "crc" | "mtu" | "malformed" => {}
+            other => {
+                return Err(format!(
+                    "unknown --fail-on gate `{other}` (crc, mtu, malformed, frag-loss=RATE)"
+                ));
+            }
+        }
+    }
+    Ok(failed)
+}
+
+fn dissect_cmd(path: &Path, p: &ProtocolArgs, only: Option<u64>, json: bool) -> Result<ExitCode, String> {
+    let Some(def) = &p.dissector else {
+        return Err("dissect needs a definition: -d dissectors/NAME.kdl".into());
+    };
+    let program = load_program(def)?;
+    let cfg = config(p)?;
+    let mut d = Dissector::new(program.clone());
+    let mut r = CaptureReader::open(path).map_err(|e| e.to_string())?;
+    let out = std::io::stdout();
+    let mut out = std::io::BufWriter::new(out.lock());
+    let mut first = true;
+    if json {
+        let _ = writeln!(out, "[");
+    }
+    let mut dissection = dissect::Dissection::default();
+    loop {
+        let f = match r.next_frame() {
+            Ok(Some(f)) => f,
+            Ok(None) => break,
+            Err(e) => {
+                eprintln!("gpcap: {e}");
+                break;
+            }
+        };
+        if only.is_some_and(|n| n != f.number) {
+            continue;
+        }
+        let Decoded::Udp {
+            ip,
+            src_port,
+            dst_port,
+            payload,
+            ..
+        } = decode(f.linktype, f.data)
+        else {
+            continue;
+        };
+        let on_port = cfg.any_port
+            || cfg.ports.is_empty()
+            || cfg.ports.contains(&src_port)
+            || cfg.ports.contains(&dst_port);
+        if !on_port {
+            continue;
+        }
+        let crc = cfg.protocol_id.map(|id| wire::verify_crc(id, payload));
+        let crc_text = match crc {
+            Some(CrcStatus::Ok) => "CRC ok".to_string(),
+            Some(CrcStatus::Mismatch { stored, computed }) => {
+                format!("CRC MISMATCH (stored 0x{stored:08x}, expected 0x{computed:08x})")
+            }
+            Some(CrcStatus::TooShort { len }) => format!("too short for a CRC ({len} bytes)"),
+            None => "CRC not checked".into(),
+        };
+        d.dissect_into(payload, &mut dissection);
+        let flow = format!("{}:{src_port} → {}:{dst_port}", ip.src, ip.dst);
+        let time = f.ts_ns as f64 / 1e9;
+        if json {
+            let mut v = present::tree::json_tree(&program, &dissection, payload);
+            v["frame"] = serde_json::json!(f.number);
+            v["time"] = serde_json::json!(time);
+            v["flow"] = serde_json::json!(flow);
+            v["length"] = serde_json::json!(payload.len());
+            v["crc_ok"] = serde_json::json!(crc.map(|c| c == CrcStatus::Ok));
+            if !first {
+                let _ = writeln!(out, ",");
+            }
+            first = false;
+            let _ = write!(out, "{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        } else {
+            let t = dissection
+                .packet_type
+                .map(|t| format!("type {t} ({})", program.type_name(t).unwrap_or("undefined")))
+                .unwrap_or_else(|| "no header".into());
+            let _ = writeln!(
+                out,
+                "Frame {}: {} bytes, {flow}, {time:.6} s",
+                f.number,
+                payload.len()
+            );
+            let _ = writeln!(
+                out,
+                "{} {}, sequence {}, {crc_text}",
+                if program.params.name.is_empty() {
+                    "gpcap"
+                } else {
+                    &program.params.name
+                },
+                t,
+                dissection
+                    .sequence
+                    .map(|s| s.to_string())
+                    .unwrap_or_else(|| "?".into())
+            );
+            let _ = write!(
+                out,
+                "{}",
+                present::tree::text_tree(&program, &dissection, payload)
+            );
+            let _ = writeln!(out);
+        }
+        if out.flush().is_err() {
+            // stdout closed (a pipe into head): stop quietly.
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+    if json {
+        let _ = writeln!(out, "\n]");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Samples UDP datagrams of every capture and solves for protocol ids.
+fn identify(captures: &[PathBuf]) -> Result<gpcap::identify::Identification, String> {
+    let mut ident = gpcap::identify::Identifier::default();
+    for path in captures {
+        let mut r = CaptureReader::open(path).map_err(|e| e.to_string())?;
+        while let Ok(Some(f)) = r.next_frame() {
+            if let Decoded::Udp {
+                ip,
+                src_port,
+                dst_port,
+                payload,
+                truncated: false,
+            } = decode(f.linktype, f.data)
+            {
+                let flow = gpcap::analysis::FlowId {
+                    src: std::net::SocketAddr::new(ip.src, src_port),
+                    dst: std::net::SocketAddr::new(ip.dst, dst_port),
+                };
+                ident.datagram(flow, payload);
+            }
+            if ident.saturated() {
+                break;
+            }
+        }
+    }
+    Ok(ident.finish())
+}
+
+fn identify_cmd(captures: &[PathBuf], json: bool) -> Result<ExitCode, String> {
+    let id = identify(captures)?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&id).map_err(|e| e.to_string())?
+        );
+    } else {
+        print!("{}", present::tables::render_identification(&id));
+    }
+    Ok(if id.candidates.is_empty() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

@@ -73,7 +73,8 @@ fn expected(v: &Json) -> Vec<(u64, u64, String)> {
 #[test]
 fn every_vector_dissects_to_its_prims() {
     let program = article();
-    let mut d = Dissector::new(&program);
+    let program = std::sync::Arc::new(program);
+    let mut d = Dissector::new(program.clone());
     for line in include_str!("fixtures/vectors.jsonl").lines() {
         let v: Json = serde_json::from_str(line).unwrap();
         let name = v["name"].as_str().unwrap();
@@ -94,7 +95,8 @@ fn every_vector_dissects_to_its_prims() {
 #[test]
 fn faults_name_field_bit_and_reason() {
     let program = article();
-    let mut d = Dissector::new(&program);
+    let program = std::sync::Arc::new(program);
+    let mut d = Dissector::new(program.clone());
     let cases = [
         (
             "B-count-out-of-range",
@@ -145,7 +147,8 @@ fn scene_paths_and_values() {
         .find(|l| l.contains("\"scene-0\""))
         .unwrap();
     let v: Json = serde_json::from_str(line).unwrap();
-    let out = Dissector::new(&program).dissect(&hex(v["hex"].as_str().unwrap()));
+    let program = std::sync::Arc::new(program);
+    let out = Dissector::new(program.clone()).dissect(&hex(v["hex"].as_str().unwrap()));
     let paths: Vec<String> = (0..out.fields.len())
         .map(|i| gpcap::dissect::exec::path_of(&program, &out, i))
         .collect();

@@ -147,28 +147,24 @@ impl Dissection {
 }
 
 /// Reusable execution state: dissecting many packets allocates nothing once warm.
-pub struct Dissector<'p> {
-    program: &'p Program,
+pub struct Dissector {
+    program: std::sync::Arc<Program>,
     slots: Vec<i64>,
     /// Record fields (false: validate only, for the fast path).
     pub record: bool,
 }
 
-struct Stop;
-
-type Step = Result<(), Stop>;
-
-impl<'p> Dissector<'p> {
-    pub fn new(program: &'p Program) -> Self {
+impl Dissector {
+    pub fn new(program: std::sync::Arc<Program>) -> Self {
         Dissector {
-            program,
             slots: vec![0; program.slot_count],
             record: true,
+            program,
         }
     }
 
-    pub fn program(&self) -> &'p Program {
-        self.program
+    pub fn program(&self) -> &Program {
+        &self.program
     }
 
     /// Dissects one datagram into `out` (cleared first).
@@ -181,7 +177,12 @@ impl<'p> Dissector<'p> {
         out.fault = None;
         self.slots.iter_mut().for_each(|s| *s = 0);
         let mut r = BitReader::new(data);
-        let _ = self.packet(&mut r, out);
+        let mut exec = Exec {
+            program: &self.program,
+            slots: &mut self.slots,
+            record: self.record,
+        };
+        let _ = exec.packet(&mut r, out);
         out.bits_read = r.bits_read();
     }
 
@@ -190,7 +191,19 @@ impl<'p> Dissector<'p> {
         self.dissect_into(data, &mut d);
         d
     }
+}
 
+struct Exec<'p> {
+    program: &'p Program,
+    slots: &'p mut Vec<i64>,
+    record: bool,
+}
+
+struct Stop;
+
+type Step = Result<(), Stop>;
+
+impl<'p> Exec<'p> {
     fn packet(&mut self, r: &mut BitReader, out: &mut Dissection) -> Step {
         let p = self.program;
         self.block(r, out, p.header, ROOT, 0)?;
@@ -492,7 +505,7 @@ impl<'p> Dissector<'p> {
     fn count(&self, c: Count) -> u64 {
         match c {
             Count::Const(n) => n,
-            Count::Expr(e) => eval(self.program.expr(e), &self.slots).max(0) as u64,
+            Count::Expr(e) => eval(self.program.expr(e), self.slots).max(0) as u64,
         }
     }
 
@@ -856,7 +869,7 @@ impl<'p> Dissector<'p> {
                         break;
                     };
                     self.node(r, out, first, e, depth + 2)?;
-                    let done = eval(p.expr(*end), &self.slots) != 0;
+                    let done = eval(p.expr(*end), self.slots) != 0;
                     if !done {
                         for &nid in rest {
                             self.node(r, out, nid, e, depth + 2)?;
@@ -931,7 +944,7 @@ impl<'p> Dissector<'p> {
                 then,
                 otherwise,
             } => {
-                let b = if eval(p.expr(*cond), &self.slots) != 0 {
+                let b = if eval(p.expr(*cond), self.slots) != 0 {
                     *then
                 } else {
                     *otherwise

@@ -1,0 +1,502 @@
+//! Flow analysis: protocol validation, sequence analysis, reassembly, MTU findings.
+//! The [`Analyzer`] takes frames and returns a [`Report`]; it never prints.
+
+pub mod reassembly;
+pub mod report;
+pub mod seq;
+
+use crate::capture::decode::{Decoded, IcmpTooBig, IpInfo, udp_from_reassembled};
+use crate::capture::ipfrag::IpDefrag;
+use crate::capture::{CaptureError, Frame, decode};
+use crate::dissect::{Dissection, Dissector, FaultKind, Program};
+use crate::wire::{self, CrcStatus, HeaderFormat, ProtocolId};
+use reassembly::{Budget, FlowReassembly, FragmentIn, Outcome};
+pub use report::*;
+use seq::SeqTracker;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// What the protocol is and where to look for it.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub protocol_id: Option<ProtocolId>,
+    /// UDP ports of the protocol (either end).
+    pub ports: Vec<u16>,
+    /// Validate every UDP datagram, whatever its ports.
+    pub any_port: bool,
+    pub format: HeaderFormat,
+    pub program: Option<Arc<Program>>,
+    /// The link MTU for "IP datagram over the link MTU" findings.
+    pub link_mtu: u32,
+    /// Total reassembly memory across flows.
+    pub reassembly_budget: usize,
+    /// Where the protocol id came from, for the report.
+    pub protocol_source: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            protocol_id: None,
+            ports: Vec::new(),
+            any_port: false,
+            format: HeaderFormat::default(),
+            program: None,
+            link_mtu: 1500,
+            reassembly_budget: 32 << 20,
+            protocol_source: "none".into(),
+        }
+    }
+}
+
+impl Config {
+    /// Parameters from a compiled definition.
+    pub fn from_program(p: Arc<Program>) -> Self {
+        Config {
+            protocol_id: p.params.protocol_id,
+            ports: p.params.ports.clone(),
+            format: p.params.format,
+            protocol_source: "definition".into(),
+            program: Some(p),
+            ..Config::default()
+        }
+    }
+}
+
+/// Flows kept individually; traffic beyond is counted in aggregate.
+const MAX_FLOWS: usize = 65_536;
+/// Findings kept as lists (counts are exact beyond).
+const MAX_LISTED: usize = 1000;
+
+struct FlowState {
+    stats: FlowStats,
+    seq: SeqTracker,
+    frags: FlowReassembly,
+}
+
+pub struct Analyzer {
+    cfg: Config,
+    dissector: Option<Dissector>,
+    dissection: Dissection,
+    reassembled: Vec<u8>,
+    defrag: IpDefrag,
+    budget: Budget,
+    flows: HashMap<(SocketAddr, SocketAddr), FlowState>,
+    order: Vec<(SocketAddr, SocketAddr)>,
+    report: Report,
+}
+
+impl Analyzer {
+    pub fn new(cfg: Config) -> Self {
+        let dissector = cfg.program.clone().map(|p| {
+            let mut d = Dissector::new(p);
+            d.record = false;
+            d
+        });
+        let mut report = Report::default();
+        report.protocol.protocol_id = cfg.protocol_id;
+        report.protocol.source = cfg.protocol_source.clone();
+        report.protocol.ports = cfg.ports.clone();
+        report.protocol.any_port = cfg.any_port;
+        report.protocol.name = cfg.program.as_ref().map(|p| p.params.name.clone());
+        report.mtu.budget = cfg.format.mtu_budget;
+        report.mtu.link_mtu = cfg.link_mtu;
+        Analyzer {
+            budget: Budget::new(cfg.reassembly_budget),
+            cfg,
+            dissector,
+            dissection: Dissection::default(),
+            reassembled: Vec::new(),
+            defrag: IpDefrag::default(),
+            flows: HashMap::new(),
+            order: Vec::new(),
+            report,
+        }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// Starts a new input file.
+    pub fn begin_file(&mut self, name: &str) {
+        self.report.capture.files.push(FileSummary {
+            name: name.to_string(),
+            ..FileSummary::default()
+        });
+    }
+
+    /// Ends the current file with what the reader said about it.
+    pub fn end_file(&mut self, error: Option<CaptureError>, truncated_tail: Option<CaptureError>) {
+        if let Some(f) = self.report.capture.files.last_mut() {
+            f.error = error;
+            f.truncated_tail = truncated_tail;
+        }
+    }
+
+    pub fn frame(&mut self, f: &Frame) {
+        let c = &mut self.report.capture;
+        c.frames += 1;
+        c.bytes += f.data.len() as u64;
+        c.wire_bytes += f.origlen as u64;
+        if c.first_ns.is_none() {
+            c.first_ns = Some(f.ts_ns);
+        }
+        c.first_ns = c.first_ns.map(|t| t.min(f.ts_ns));
+        c.last_ns = Some(c.last_ns.map_or(f.ts_ns, |t| t.max(f.ts_ns)));
+        *c.link_types
+            .entry(crate::capture::decode::linktype::name(f.linktype))
+            .or_default() += 1;
+        if let Some(file) = c.files.last_mut() {
+            file.frames += 1;
+        }
+        let snap_cut = f.snaplen_truncated();
+        if snap_cut {
+            c.snaplen_truncated += 1;
+        }
+        match decode(f.linktype, f.data) {
+            Decoded::Udp {
+                ip,
+                src_port,
+                dst_port,
+                payload,
+                truncated,
+            } => self.datagram(f, &ip, src_port, dst_port, payload, truncated || snap_cut, 1),
+            Decoded::IpFragment {
+                ip,
+                protocol,
+                payload,
+            } => {
+                self.report.capture.ip_fragments += 1;
+                if let Some(r) = self.defrag.push(f.ts_ns, &ip, protocol, payload) {
+                    if r.protocol == 17 {
+                        if let Decoded::Udp {
+                            ip,
+                            src_port,
+                            dst_port,
+                            payload,
+                            truncated,
+                        } = udp_from_reassembled(r.ip, &r.data)
+                        {
+                            self.datagram(f, &ip, src_port, dst_port, payload, truncated, r.fragments);
+                        } else {
+                            *self.report.capture.decode_errors.entry("udp".into()).or_default() += 1;
+                        }
+                    } else {
+                        *self
+                            .report
+                            .capture
+                            .not_udp
+                            .entry("ip-fragmented non-udp".into())
+                            .or_default() += 1;
+                    }
+                }
+                if self.report.capture.ip_fragments.is_multiple_of(1024) {
+                    self.defrag.expire(f.ts_ns);
+                }
+            }
+            Decoded::Icmp(icmp) => self.icmp(f, icmp),
+            Decoded::Other(what) => *self.report.capture.not_udp.entry(what.into()).or_default() += 1,
+            Decoded::Malformed { layer, .. } => {
+                if snap_cut {
+                    *self
+                        .report
+                        .capture
+                        .truncated_by_layer
+                        .entry(layer.into())
+                        .or_default() += 1;
+                } else {
+                    *self.report.capture.decode_errors.entry(layer.into()).or_default() += 1;
+                }
+            }
+            Decoded::UnsupportedLink(t) => {
+                *self
+                    .report
+                    .capture
+                    .decode_errors
+                    .entry(format!("unsupported linktype {t}"))
+                    .or_default() += 1
+            }
+        }
+    }
+
+    fn icmp(&mut self, f: &Frame, icmp: IcmpTooBig) {
+        self.report.capture.icmp_too_big += 1;
+        let m = &mut self.report.mtu;
+        m.icmp_total += 1;
+        if m.icmp.len() < MAX_LISTED {
+            m.icmp.push(IcmpFinding {
+                frame: f.number,
+                from: icmp.from,
+                v6: icmp.v6,
+                mtu: icmp.mtu,
+                flow: icmp.quoted.map(|q| FlowId {
+                    src: q.src,
+                    dst: q.dst,
+                }),
+                quoted_ip_len: icmp.quoted.map(|q| q.ip_len),
+            });
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn datagram(
+        &mut self,
+        f: &Frame,
+        ip: &IpInfo,
+        sport: u16,
+        dport: u16,
+        payload: &[u8],
+        truncated: bool,
+        ip_fragments: u32,
+    ) {
+        let c = &mut self.report.capture;
+        c.udp_datagrams += 1;
+        if ip_fragments > 1 {
+            c.ip_reassembled += 1;
+        }
+        if !(self.cfg.any_port || self.cfg.ports.contains(&sport) || self.cfg.ports.contains(&dport)) {
+            c.other_udp += 1;
+            return;
+        }
+        let key = (SocketAddr::new(ip.src, sport), SocketAddr::new(ip.dst, dport));
+        if !self.flows.contains_key(&key) {
+            if self.flows.len() >= MAX_FLOWS {
+                self.report.capture.flows_not_tracked += 1;
+                return;
+            }
+            self.order.push(key);
+            self.flows.insert(
+                key,
+                FlowState {
+                    stats: FlowStats::new(key.0, key.1, self.cfg.format.num_types),
+                    seq: SeqTracker::default(),
+                    frags: FlowReassembly::default(),
+                },
+            );
+        }
+        let Some(flow) = self.flows.get_mut(&key) else {
+            return;
+        };
+        let s = &mut flow.stats;
+        let v = &mut self.report.validation;
+        v.examined += 1;
+        s.datagrams += 1;
+        s.bytes += payload.len() as u64;
+        s.first_ns.get_or_insert(f.ts_ns);
+        s.last_ns = Some(f.ts_ns);
+        s.largest_payload = s.largest_payload.max(payload.len() as u32);
+        s.largest_ip = s.largest_ip.max(ip.total_len);
+        s.size_hist.add(payload.len() as u32);
+        let m = &mut self.report.mtu;
+        if payload.len() as u32 > self.cfg.format.mtu_budget {
+            s.over_budget += 1;
+            m.over_budget += 1;
+        }
+        if ip.total_len > self.cfg.link_mtu {
+            m.over_link_mtu += 1;
+            if ip.dont_fragment && ip_fragments <= 1 {
+                m.df_over_link_mtu += 1;
+            }
+        }
+        if ip_fragments > 1 {
+            s.ip_fragmented += 1;
+            m.ip_fragmented += 1;
+            if m.ip_fragmented_list.len() < MAX_LISTED {
+                m.ip_fragmented_list.push(IpFragFinding {
+                    frame: f.number,
+                    flow: FlowId {
+                        src: key.0,
+                        dst: key.1,
+                    },
+                    ip_len: ip.total_len,
+                    fragments: ip_fragments,
+                });
+            }
+        }
+        if truncated {
+            s.truncated += 1;
+            v.truncated += 1;
+            return;
+        }
+        // Validation: CRC, then header (and body with a definition).
+        if let Some(id) = self.cfg.protocol_id {
+            match wire::verify_crc(id, payload) {
+                CrcStatus::Ok => {}
+                CrcStatus::Mismatch { .. } => {
+                    s.crc_fail += 1;
+                    v.crc_mismatch += 1;
+                    return;
+                }
+                CrcStatus::TooShort { .. } => {
+                    s.too_short += 1;
+                    v.too_short += 1;
+                    return;
+                }
+            }
+        }
+        v.crc_ok += 1;
+        s.crc_ok += 1;
+        let (sequence, ptype, fragment, fault) = match &mut self.dissector {
+            Some(d) => {
+                d.dissect_into(payload, &mut self.dissection);
+                let x = &self.dissection;
+                match (x.sequence, x.packet_type) {
+                    (Some(seq), Some(t)) => (seq, t, x.fragment, x.fault.as_ref().map(|f| f.kind)),
+                    _ => {
+                        *v.header_errors
+                            .entry(x.fault.as_ref().map_or("header", |f| f.kind.code()).into())
+                            .or_default() += 1;
+                        s.malformed += 1;
+                        return;
+                    }
+                }
+            }
+            None => match wire::read_header(payload, &self.cfg.format) {
+                Ok(h) => (
+                    h.header.sequence,
+                    h.header.packet_type,
+                    h.fragment.map(|fh| crate::dissect::FragmentInfo {
+                        id: fh.fragment_id,
+                        count: fh.num_fragments,
+                        data_offset: h.body_offset,
+                        data_len: payload.len().saturating_sub(h.body_offset),
+                    }),
+                    None,
+                ),
+                Err(e) => {
+                    *v.header_errors.entry(e.kind.code().into()).or_default() += 1;
+                    s.malformed += 1;
+                    return;
+                }
+            },
+        };
+        flow.seq.observe(sequence, fragment.is_some());
+        if let Some(n) = s.types.get_mut(ptype as usize) {
+            *n += 1;
+        }
+        if let Some(kind) = fault {
+            s.malformed += 1;
+            count_fault(&mut self.report.malformed, kind, f.number, key);
+        }
+        let Some(frag) = fragment else {
+            v.packets += 1;
+            return;
+        };
+        v.fragments += 1;
+        s.fragments += 1;
+        if frag.data_len as u32 > self.cfg.format.fragment_size {
+            m.fragments_over_size += 1;
+        }
+        let data = payload
+            .get(frag.data_offset..frag.data_offset + frag.data_len)
+            .unwrap_or(&[]);
+        let input = FragmentIn {
+            sequence,
+            id: frag.id,
+            count: frag.count,
+            data,
+        };
+        let outcome = flow
+            .frags
+            .push(input, &self.cfg.format, &mut self.budget, &mut self.reassembled);
+        while self.budget.used > self.budget.limit {
+            if !flow.frags.evict_oldest(&mut self.budget) {
+                break;
+            }
+        }
+        if let Outcome::Complete { count } = outcome {
+            self.report.reassembly.completed += 1;
+            let _ = count;
+            self.reassembled_packet(f, key);
+        }
+        if self.budget.used > self.budget.limit {
+            self.evict_elsewhere();
+        }
+    }
+
+    fn evict_elsewhere(&mut self) {
+        for k in &self.order {
+            if self.budget.used <= self.budget.limit {
+                break;
+            }
+            if let Some(fl) = self.flows.get_mut(k) {
+                while fl.frags.bytes_held > 0 && self.budget.used > self.budget.limit {
+                    if !fl.frags.evict_oldest(&mut self.budget) {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Validates and dissects a reassembled packet like any other.
+    fn reassembled_packet(&mut self, f: &Frame, key: (SocketAddr, SocketAddr)) {
+        let r = &mut self.report.reassembly;
+        if let Some(id) = self.cfg.protocol_id
+            && wire::verify_crc(id, &self.reassembled) != CrcStatus::Ok
+        {
+            r.crc_fail += 1;
+            return;
+        }
+        let fault = match &mut self.dissector {
+            Some(d) => {
+                d.dissect_into(&self.reassembled, &mut self.dissection);
+                self.dissection.fault.as_ref().map(|f| f.kind)
+            }
+            None => wire::read_header(&self.reassembled, &self.cfg.format)
+                .err()
+                .map(|_| FaultKind::PastEnd),
+        };
+        match fault {
+            None => r.dissected_ok += 1,
+            Some(kind) => {
+                r.malformed += 1;
+                count_fault(&mut self.report.malformed, kind, f.number, key);
+            }
+        }
+    }
+
+    /// Ends the analysis: gives up what is still incomplete and builds the report.
+    pub fn finish(mut self) -> Report {
+        self.defrag.finish();
+        let c = &mut self.report.capture;
+        c.ip_defrag = self.defrag.stats;
+        for k in &self.order {
+            if let Some(mut fl) = self.flows.remove(k) {
+                fl.frags.finish(&mut self.budget);
+                self.report.reassembly.attacks.add(&fl.frags.attacks);
+                for (n, cs) in &fl.frags.by_count {
+                    let e = self.report.reassembly.by_count.entry(*n).or_default();
+                    e.seen += cs.seen;
+                    e.completed += cs.completed;
+                    e.fragments_of_lost += cs.fragments_of_lost;
+                    e.bytes_wasted += cs.bytes_wasted;
+                }
+                fl.stats.seq = fl.seq.stats;
+                fl.stats.reassembly = fl.frags.by_count;
+                fl.stats.attacks = fl.frags.attacks;
+                self.report.flows.push(fl.stats);
+            }
+        }
+        self.report.reassembly.peak_bytes = self.budget.peak as u64;
+        self.report.finalize(&self.cfg);
+        self.report
+    }
+}
+
+fn count_fault(m: &mut Malformed, kind: FaultKind, frame: u64, key: (SocketAddr, SocketAddr)) {
+    m.total += 1;
+    *m.by_cause.entry(kind.code().into()).or_default() += 1;
+    if m.examples.len() < 20 {
+        m.examples.push(MalformedExample {
+            frame,
+            flow: FlowId {
+                src: key.0,
+                dst: key.1,
+            },
+            cause: kind.code().into(),
+        });
+    }
+}

@@ -1,0 +1,289 @@
+//! Game-level fragment reassembly per flow (SPEC §1): a sequence buffer of `N` entries
+//! indexed by `sequence % N`, wrap-around comparison, eviction of stale entries, and
+//! every attack of the fragmentation article counted by cause. Memory is bounded per
+//! flow by the entry count and overall by a shared byte budget.
+
+use crate::wire::{HeaderFormat, sequence_diff};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Entries in a flow's sequence buffer.
+pub const BUFFER_ENTRIES: usize = 256;
+
+/// Why a fragment was refused or a packet given up, one counter each.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct AttackCounters {
+    pub id_out_of_range: u64,
+    pub count_out_of_range: u64,
+    pub count_changed: u64,
+    pub oversize: u64,
+    pub short_non_last: u64,
+    pub duplicate: u64,
+    pub stale: u64,
+    pub evicted_incomplete: u64,
+    /// Entries dropped because the total memory budget was reached (a flood).
+    pub evicted_for_memory: u64,
+    pub incomplete_at_end: u64,
+}
+
+impl AttackCounters {
+    pub fn add(&mut self, o: &AttackCounters) {
+        self.id_out_of_range += o.id_out_of_range;
+        self.count_out_of_range += o.count_out_of_range;
+        self.count_changed += o.count_changed;
+        self.oversize += o.oversize;
+        self.short_non_last += o.short_non_last;
+        self.duplicate += o.duplicate;
+        self.stale += o.stale;
+        self.evicted_incomplete += o.evicted_incomplete;
+        self.evicted_for_memory += o.evicted_for_memory;
+        self.incomplete_at_end += o.incomplete_at_end;
+    }
+
+    /// Fragments refused by a rule (not counting packets given up).
+    pub fn refused(&self) -> u64 {
+        self.id_out_of_range
+            + self.count_out_of_range
+            + self.count_changed
+            + self.oversize
+            + self.short_non_last
+            + self.duplicate
+            + self.stale
+    }
+}
+
+/// Outcome of fragmented packets with `n` fragments.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct CountStats {
+    /// Packets with at least one fragment received.
+    pub seen: u64,
+    pub completed: u64,
+    /// Fragments received of packets that never completed.
+    pub fragments_of_lost: u64,
+    /// Bytes of delivered fragments wasted on packets that never completed.
+    pub bytes_wasted: u64,
+}
+
+impl CountStats {
+    pub fn lost(&self) -> u64 {
+        self.seen - self.completed
+    }
+}
+
+#[derive(Debug)]
+struct Entry {
+    sequence: u16,
+    count: u32,
+    received: u32,
+    bitmap: [u64; 4],
+    /// Received fragment data in arrival order; `spans[id]` locates each.
+    data: Vec<u8>,
+    spans: Vec<(u32, u32)>,
+}
+
+impl Entry {
+    fn has(&self, id: u32) -> bool {
+        self.bitmap[(id / 64) as usize] >> (id % 64) & 1 == 1
+    }
+}
+
+/// Memory shared by every flow's buffer.
+#[derive(Debug)]
+pub struct Budget {
+    pub limit: usize,
+    pub used: usize,
+    pub peak: usize,
+}
+
+impl Budget {
+    pub fn new(limit: usize) -> Self {
+        Budget {
+            limit,
+            used: 0,
+            peak: 0,
+        }
+    }
+}
+
+/// A fragment as the dissector found it.
+#[derive(Debug, Clone, Copy)]
+pub struct FragmentIn<'a> {
+    pub sequence: u16,
+    pub id: u32,
+    pub count: u32,
+    pub data: &'a [u8],
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Stored,
+    /// All fragments arrived; the packet's bytes are in the caller's buffer.
+    Complete {
+        count: u32,
+    },
+    Refused,
+}
+
+#[derive(Debug, Default)]
+pub struct FlowReassembly {
+    entries: Vec<Option<Entry>>,
+    newest: Option<u16>,
+    pub attacks: AttackCounters,
+    pub by_count: BTreeMap<u32, CountStats>,
+    pub bytes_held: usize,
+}
+
+impl FlowReassembly {
+    fn give_up(&mut self, e: Entry, budget: &mut Budget) {
+        budget.used -= e.data.capacity();
+        self.bytes_held -= e.data.capacity();
+        let s = self.by_count.entry(e.count).or_default();
+        s.fragments_of_lost += e.received as u64;
+        s.bytes_wasted += e.data.len() as u64;
+    }
+
+    /// Evicts this flow's oldest incomplete entry; false if it holds none.
+    pub fn evict_oldest(&mut self, budget: &mut Budget) -> bool {
+        let Some(newest) = self.newest else { return false };
+        let oldest = self
+            .entries
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| e.as_ref().map(|e| (sequence_diff(newest, e.sequence), i)))
+            .max();
+        match oldest {
+            Some((_, i)) => {
+                if let Some(e) = self.entries[i].take() {
+                    self.attacks.evicted_for_memory += 1;
+                    self.give_up(e, budget);
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Adds one fragment. On completion the packet is written to `out`.
+    pub fn push(
+        &mut self,
+        f: FragmentIn,
+        fmt: &HeaderFormat,
+        budget: &mut Budget,
+        out: &mut Vec<u8>,
+    ) -> Outcome {
+        if f.count == 0 || f.count > fmt.max_fragments || f.count > 256 {
+            self.attacks.count_out_of_range += 1;
+            return Outcome::Refused;
+        }
+        if f.id >= f.count {
+            self.attacks.id_out_of_range += 1;
+            return Outcome::Refused;
+        }
+        let size = fmt.fragment_size as usize;
+        if f.data.len() > size {
+            self.attacks.oversize += 1;
+            return Outcome::Refused;
+        }
+        if f.id + 1 < f.count && f.data.len() < size {
+            self.attacks.short_non_last += 1;
+            return Outcome::Refused;
+        }
+        if let Some(newest) = self.newest {
+            let d = sequence_diff(f.sequence, newest) as i64;
+            if d <= -(BUFFER_ENTRIES as i64) {
+                self.attacks.stale += 1;
+                return Outcome::Refused;
+            }
+            if d > 0 {
+                self.newest = Some(f.sequence);
+                // Entries now 256 or more behind the newest can never complete.
+                for i in 0..self.entries.len() {
+                    let stale = self.entries[i].as_ref().is_some_and(|e| {
+                        sequence_diff(f.sequence, e.sequence) as i64 >= BUFFER_ENTRIES as i64
+                    });
+                    if stale && let Some(e) = self.entries[i].take() {
+                        self.attacks.evicted_incomplete += 1;
+                        self.give_up(e, budget);
+                    }
+                }
+            }
+        } else {
+            self.newest = Some(f.sequence);
+        }
+        if self.entries.is_empty() {
+            self.entries.resize_with(BUFFER_ENTRIES, || None);
+        }
+        let slot = f.sequence as usize % BUFFER_ENTRIES;
+        if let Some(e) = &self.entries[slot]
+            && e.sequence != f.sequence
+        {
+            let e = self.entries[slot].take();
+            if let Some(e) = e {
+                self.attacks.evicted_incomplete += 1;
+                self.give_up(e, budget);
+            }
+        }
+        let entry = self.entries[slot].get_or_insert_with(|| Entry {
+            sequence: f.sequence,
+            count: f.count,
+            received: 0,
+            bitmap: [0; 4],
+            data: Vec::new(),
+            spans: vec![(0, 0); f.count as usize],
+        });
+        if entry.received == 0 {
+            self.by_count.entry(f.count).or_default().seen += 1;
+        }
+        if entry.count != f.count {
+            self.attacks.count_changed += 1;
+            return Outcome::Refused;
+        }
+        if entry.has(f.id) {
+            self.attacks.duplicate += 1;
+            return Outcome::Refused;
+        }
+        let before = entry.data.capacity();
+        let start = entry.data.len() as u32;
+        entry.data.extend_from_slice(f.data);
+        let grown = entry.data.capacity() - before;
+        budget.used += grown;
+        budget.peak = budget.peak.max(budget.used);
+        self.bytes_held += grown;
+        entry.spans[f.id as usize] = (start, f.data.len() as u32);
+        entry.bitmap[(f.id / 64) as usize] |= 1 << (f.id % 64);
+        entry.received += 1;
+        if entry.received < entry.count {
+            return Outcome::Stored;
+        }
+        let Some(e) = self.entries[slot].take() else {
+            return Outcome::Refused;
+        };
+        out.clear();
+        for &(s, l) in &e.spans {
+            out.extend_from_slice(&e.data[s as usize..(s + l) as usize]);
+        }
+        budget.used -= e.data.capacity();
+        self.bytes_held -= e.data.capacity();
+        self.by_count.entry(e.count).or_default().completed += 1;
+        Outcome::Complete { count: e.count }
+    }
+
+    /// Gives up every entry still waiting (end of capture).
+    pub fn finish(&mut self, budget: &mut Budget) {
+        for i in 0..self.entries.len() {
+            if let Some(e) = self.entries[i].take() {
+                self.attacks.incomplete_at_end += 1;
+                self.give_up(e, budget);
+            }
+        }
+    }
+
+    /// Incomplete entries: (sequence, count, received ids) for the UI.
+    pub fn pending(&self) -> Vec<(u16, u32, Vec<u32>)> {
+        self.entries
+            .iter()
+            .flatten()
+            .map(|e| (e.sequence, e.count, (0..e.count).filter(|&i| e.has(i)).collect()))
+            .collect()
+    }
+}

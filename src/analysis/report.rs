@@ -1,0 +1,463 @@
+//! The analysis result: plain data, serialised as the `--json` schema (docs/json.md) and
+//! rendered as tables by the CLI and TUI.
+
+use super::Config;
+use super::reassembly::{AttackCounters, CountStats};
+use super::seq::SeqStats;
+use crate::capture::CaptureError;
+use crate::capture::ipfrag::DefragStats;
+use crate::wire::ProtocolId;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::{IpAddr, SocketAddr};
+
+/// JSON schema version; bumped on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct FlowId {
+    pub src: SocketAddr,
+    pub dst: SocketAddr,
+}
+
+impl fmt::Display for FlowId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} → {}", self.src, self.dst)
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FileSummary {
+    pub name: String,
+    pub frames: u64,
+    /// Reading stopped here (frames before it were analyzed).
+    pub error: Option<CaptureError>,
+    /// The file ended inside a record.
+    pub truncated_tail: Option<CaptureError>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CaptureSummary {
+    pub files: Vec<FileSummary>,
+    pub frames: u64,
+    /// Bytes captured.
+    pub bytes: u64,
+    /// Bytes on the wire (original lengths).
+    pub wire_bytes: u64,
+    pub first_ns: Option<i64>,
+    pub last_ns: Option<i64>,
+    pub duration_s: f64,
+    pub link_types: BTreeMap<String, u64>,
+    /// Frames cut short by the capture's snaplen (not malformed).
+    pub snaplen_truncated: u64,
+    /// Snaplen-cut frames whose headers were cut, by layer.
+    pub truncated_by_layer: BTreeMap<String, u64>,
+    /// Frames whose link or network headers were malformed, by layer.
+    pub decode_errors: BTreeMap<String, u64>,
+    /// Frames that were not UDP, by what they were.
+    pub not_udp: BTreeMap<String, u64>,
+    pub udp_datagrams: u64,
+    /// UDP datagrams on other ports (not the protocol's).
+    pub other_udp: u64,
+    pub ip_fragments: u64,
+    /// UDP datagrams rebuilt from IP fragments.
+    pub ip_reassembled: u64,
+    pub ip_defrag: DefragStats,
+    pub icmp_too_big: u64,
+    pub flows_not_tracked: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ProtocolInfo {
+    pub name: Option<String>,
+    pub protocol_id: Option<ProtocolId>,
+    /// "definition", "flag", "identified" or "none".
+    pub source: String,
+    pub ports: Vec<u16>,
+    pub any_port: bool,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Validation {
+    /// Datagrams on the protocol's ports.
+    pub examined: u64,
+    pub crc_ok: u64,
+    pub crc_mismatch: u64,
+    pub too_short: u64,
+    /// Payload cut by the snaplen or shorter than its UDP length: not validated.
+    pub truncated: u64,
+    /// CRC fine but the header could not be read, by cause.
+    pub header_errors: BTreeMap<String, u64>,
+    /// Valid non-fragment packets.
+    pub packets: u64,
+    /// Valid fragments.
+    pub fragments: u64,
+}
+
+/// Payload sizes in 16-byte buckets: percentiles within 16 bytes, bounded memory.
+#[derive(Debug, Clone, Default)]
+pub struct SizeHist {
+    buckets: Vec<u32>,
+    pub count: u64,
+    pub max: u32,
+}
+
+impl SizeHist {
+    pub fn add(&mut self, size: u32) {
+        if self.buckets.is_empty() {
+            self.buckets = vec![0; 4096];
+        }
+        let b = (size / 16).min(4095) as usize;
+        self.buckets[b] = self.buckets[b].saturating_add(1);
+        self.count += 1;
+        self.max = self.max.max(size);
+    }
+
+    /// Upper edge of the bucket holding quantile `q` (capped at the max seen).
+    pub fn quantile(&self, q: f64) -> u32 {
+        if self.count == 0 {
+            return 0;
+        }
+        let target = ((self.count as f64 * q).ceil() as u64).max(1);
+        let mut acc = 0u64;
+        for (i, &n) in self.buckets.iter().enumerate() {
+            acc += n as u64;
+            if acc >= target {
+                return ((i as u32 + 1) * 16 - 1).min(self.max);
+            }
+        }
+        self.max
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Percentiles {
+    pub p50: u32,
+    pub p95: u32,
+    pub p99: u32,
+    pub max: u32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FlowStats {
+    pub src: SocketAddr,
+    pub dst: SocketAddr,
+    pub datagrams: u64,
+    /// UDP payload bytes.
+    pub bytes: u64,
+    pub first_ns: Option<i64>,
+    pub last_ns: Option<i64>,
+    pub duration_s: f64,
+    pub packets_per_s: f64,
+    pub bits_per_s: f64,
+    pub largest_payload: u32,
+    pub largest_ip: u32,
+    pub crc_ok: u64,
+    pub crc_fail: u64,
+    pub too_short: u64,
+    pub truncated: u64,
+    pub malformed: u64,
+    /// Datagrams by packet type id.
+    pub types: Vec<u64>,
+    pub fragments: u64,
+    pub ip_fragmented: u64,
+    pub over_budget: u64,
+    pub seq: SeqStats,
+    pub sizes: Percentiles,
+    #[serde(skip)]
+    pub size_hist: SizeHist,
+    pub reassembly: BTreeMap<u32, CountStats>,
+    pub attacks: AttackCounters,
+}
+
+impl FlowStats {
+    pub fn new(src: SocketAddr, dst: SocketAddr, num_types: u32) -> Self {
+        FlowStats {
+            src,
+            dst,
+            datagrams: 0,
+            bytes: 0,
+            first_ns: None,
+            last_ns: None,
+            duration_s: 0.0,
+            packets_per_s: 0.0,
+            bits_per_s: 0.0,
+            largest_payload: 0,
+            largest_ip: 0,
+            crc_ok: 0,
+            crc_fail: 0,
+            too_short: 0,
+            truncated: 0,
+            malformed: 0,
+            types: vec![0; num_types.min(65536) as usize],
+            fragments: 0,
+            ip_fragmented: 0,
+            over_budget: 0,
+            seq: SeqStats::default(),
+            sizes: Percentiles::default(),
+            size_hist: SizeHist::default(),
+            reassembly: BTreeMap::new(),
+            attacks: AttackCounters::default(),
+        }
+    }
+
+    pub fn id(&self) -> FlowId {
+        FlowId {
+            src: self.src,
+            dst: self.dst,
+        }
+    }
+
+    /// Whether any datagram of the flow passed validation.
+    pub fn is_game(&self) -> bool {
+        self.crc_ok > 0
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct IcmpFinding {
+    pub frame: u64,
+    pub from: IpAddr,
+    pub v6: bool,
+    /// The MTU the router announced.
+    pub mtu: u32,
+    /// The flow of the quoted datagram.
+    pub flow: Option<FlowId>,
+    /// Size of the datagram that did not fit.
+    pub quoted_ip_len: Option<u32>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct IpFragFinding {
+    pub frame: u64,
+    pub flow: FlowId,
+    pub ip_len: u32,
+    pub fragments: u32,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct MtuReport {
+    pub budget: u32,
+    pub link_mtu: u32,
+    /// Game datagrams whose UDP payload exceeds the budget.
+    pub over_budget: u64,
+    /// Game IP datagrams larger than the link MTU.
+    pub over_link_mtu: u64,
+    /// Of those, sent whole with don't-fragment.
+    pub df_over_link_mtu: u64,
+    /// Game datagrams that arrived IP-fragmented (and were reassembled).
+    pub ip_fragmented: u64,
+    pub ip_fragmented_list: Vec<IpFragFinding>,
+    /// IP-fragmented datagrams (any protocol) never reassembled.
+    pub ip_never_reassembled: u64,
+    pub fragments_over_size: u64,
+    pub icmp_total: u64,
+    pub icmp: Vec<IcmpFinding>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CountRow {
+    pub fragments: u32,
+    pub seen: u64,
+    pub completed: u64,
+    pub lost: u64,
+    pub observed_loss: f64,
+    /// 95% Wilson interval of the observed loss.
+    pub observed_low: f64,
+    pub observed_high: f64,
+    /// `1 - (1 - p)^n`.
+    pub predicted_loss: f64,
+    /// Observed loss over single-datagram loss on the same flows.
+    pub amplification: Option<f64>,
+    pub bytes_wasted: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ReassemblyReport {
+    /// Packets reassembled from all their fragments.
+    pub completed: u64,
+    pub dissected_ok: u64,
+    pub malformed: u64,
+    pub crc_fail: u64,
+    pub attacks: AttackCounters,
+    #[serde(skip)]
+    pub by_count: BTreeMap<u32, CountStats>,
+    pub packets_seen: u64,
+    pub fragments_expected: u64,
+    pub fragments_received: u64,
+    /// Fragment loss rate p: missing fragments over expected.
+    pub fragment_loss: f64,
+    /// Loss of whole datagrams from sequence gaps on the fragmenting flows.
+    pub single_loss: f64,
+    pub rows: Vec<CountRow>,
+    pub bytes_wasted: u64,
+    pub peak_bytes: u64,
+    pub finding: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MalformedExample {
+    pub frame: u64,
+    pub flow: FlowId,
+    pub cause: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Malformed {
+    pub total: u64,
+    pub by_cause: BTreeMap<String, u64>,
+    pub examples: Vec<MalformedExample>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Report {
+    pub schema: u32,
+    pub capture: CaptureSummary,
+    pub protocol: ProtocolInfo,
+    pub validation: Validation,
+    pub flows: Vec<FlowStats>,
+    /// Packet type names by id (from the definition).
+    pub type_names: Vec<Option<String>>,
+    pub malformed: Malformed,
+    pub reassembly: ReassemblyReport,
+    pub mtu: MtuReport,
+    /// How the protocol was recovered when no id was given.
+    pub identification: Option<crate::identify::Identification>,
+}
+
+/// Wilson score interval for `k` successes in `n` trials at 95%.
+pub fn wilson(k: u64, n: u64) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let z = 1.959_963_985_f64;
+    let n = n as f64;
+    let p = k as f64 / n;
+    let denom = 1.0 + z * z / n;
+    let centre = (p + z * z / (2.0 * n)) / denom;
+    let half = z * ((p * (1.0 - p) / n) + z * z / (4.0 * n * n)).sqrt() / denom;
+    ((centre - half).max(0.0), (centre + half).min(1.0))
+}
+
+/// `1 - (1 - p)^n`: the chance a packet of `n` fragments loses at least one.
+pub fn predicted_loss(p: f64, n: u32) -> f64 {
+    1.0 - (1.0 - p).powi(n as i32)
+}
+
+impl Report {
+    pub(crate) fn finalize(&mut self, cfg: &Config) {
+        self.schema = SCHEMA_VERSION;
+        let c = &mut self.capture;
+        if let (Some(a), Some(b)) = (c.first_ns, c.last_ns) {
+            c.duration_s = (b - a) as f64 / 1e9;
+        }
+        self.mtu.ip_never_reassembled = c.ip_defrag.incomplete;
+        if let Some(p) = &cfg.program {
+            self.type_names = (0..p.params.format.num_types)
+                .map(|t| p.type_name(t).map(str::to_string))
+                .collect();
+        }
+        let mut seq_lost = 0u64;
+        let mut seq_total = 0u64;
+        for f in &mut self.flows {
+            if let (Some(a), Some(b)) = (f.first_ns, f.last_ns) {
+                f.duration_s = (b - a) as f64 / 1e9;
+            }
+            if f.duration_s > 0.0 {
+                f.packets_per_s = f.datagrams as f64 / f.duration_s;
+                f.bits_per_s = f.bytes as f64 * 8.0 / f.duration_s;
+            }
+            f.sizes = Percentiles {
+                p50: f.size_hist.quantile(0.50),
+                p95: f.size_hist.quantile(0.95),
+                p99: f.size_hist.quantile(0.99),
+                max: f.size_hist.max,
+            };
+            if f.fragments > 0 {
+                seq_lost += f.seq.lost;
+                seq_total += f.seq.lost + f.seq.received;
+            }
+        }
+        let r = &mut self.reassembly;
+        for (&n, s) in &r.by_count {
+            r.packets_seen += s.seen;
+            r.fragments_expected += n as u64 * s.seen;
+            r.fragments_received += n as u64 * s.completed + s.fragments_of_lost;
+            r.bytes_wasted += s.bytes_wasted;
+        }
+        r.fragment_loss = if r.fragments_expected > 0 {
+            r.fragments_expected.saturating_sub(r.fragments_received) as f64 / r.fragments_expected as f64
+        } else {
+            0.0
+        };
+        r.single_loss = if seq_total > 0 {
+            seq_lost as f64 / seq_total as f64
+        } else {
+            0.0
+        };
+        let p = r.fragment_loss;
+        r.rows = r
+            .by_count
+            .iter()
+            .map(|(&n, s)| {
+                let lost = s.lost();
+                let observed = if s.seen > 0 {
+                    lost as f64 / s.seen as f64
+                } else {
+                    0.0
+                };
+                let (lo, hi) = wilson(lost, s.seen);
+                CountRow {
+                    fragments: n,
+                    seen: s.seen,
+                    completed: s.completed,
+                    lost,
+                    observed_loss: observed,
+                    observed_low: lo,
+                    observed_high: hi,
+                    predicted_loss: predicted_loss(p, n),
+                    amplification: (r.single_loss > 0.0).then(|| observed / r.single_loss),
+                    bytes_wasted: s.bytes_wasted,
+                }
+            })
+            .collect();
+        r.finding = amplification_finding(r);
+    }
+}
+
+/// The plain-language finding, when fragmented packets are lost more than single ones.
+fn amplification_finding(r: &ReassemblyReport) -> Option<String> {
+    let lost: u64 = r.rows.iter().map(|x| x.lost).sum();
+    if r.packets_seen == 0 || lost == 0 {
+        return None;
+    }
+    // Group from the smallest count whose loss is at least twice the fragment loss.
+    let base = if r.single_loss > 0.0 {
+        r.single_loss
+    } else {
+        r.fragment_loss
+    };
+    let from = r
+        .rows
+        .iter()
+        .find(|x| x.seen > 0 && base > 0.0 && x.observed_loss >= 2.0 * base)?
+        .fragments;
+    let (seen, lost) = r
+        .rows
+        .iter()
+        .filter(|x| x.fragments >= from)
+        .fold((0, 0), |(s, l), x| (s + x.seen, l + x.lost));
+    let observed = lost as f64 / seen as f64;
+    let against = if r.single_loss > 0.0 {
+        "single datagrams"
+    } else {
+        "single fragments"
+    };
+    Some(format!(
+        "packets of {from}+ fragments were lost {:.1}× as often as {against} ({:.1}% vs {:.1}%); keep them under the MTU budget or send them reliably",
+        observed / base,
+        observed * 100.0,
+        base * 100.0
+    ))
+}

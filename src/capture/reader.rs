@@ -1,0 +1,336 @@
+//! Streaming pcap/pcapng reading (pcap-parser) with bounded memory, transparent gzip,
+//! per-interface link types and timestamp resolutions, and a truncated last record
+//! reported rather than fatal.
+
+use pcap_parser::pcapng::Block;
+use pcap_parser::traits::PcapReaderIterator;
+use pcap_parser::{PcapBlockOwned, PcapError, create_reader};
+use serde::Serialize;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+
+/// One captured frame, borrowed from the reader's buffer until the next call.
+#[derive(Debug, Clone, Copy)]
+pub struct Frame<'a> {
+    /// 1-based, as tshark numbers frames.
+    pub number: u64,
+    /// Nanoseconds since the Unix epoch.
+    pub ts_ns: i64,
+    pub linktype: i32,
+    pub interface: u32,
+    /// Bytes on the wire; more than `data.len()` when the snaplen cut the frame.
+    pub origlen: u32,
+    pub data: &'a [u8],
+}
+
+impl Frame<'_> {
+    pub fn snaplen_truncated(&self) -> bool {
+        (self.origlen as usize) > self.data.len()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[error("{file}: {message} at byte offset {offset} (after frame {frame})")]
+pub struct CaptureError {
+    pub file: String,
+    pub offset: u64,
+    pub frame: u64,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Interface {
+    linktype: i32,
+    /// Units per second.
+    resolution: u64,
+    offset_s: i64,
+}
+
+/// The first block of a file may need this much; blocks up to `MAX_BLOCK` grow it.
+const INITIAL_BUFFER: usize = 1 << 20;
+const MAX_BLOCK: usize = 256 << 20;
+
+pub struct CaptureReader {
+    name: String,
+    inner: Box<dyn PcapReaderIterator + Send>,
+    capacity: usize,
+    pending: usize,
+    frames: u64,
+    legacy: Option<Interface>,
+    interfaces: Vec<Interface>,
+    /// Set when the file ended inside a record (kept apart from errors: the frames read
+    /// so far are good).
+    pub truncated_tail: Option<CaptureError>,
+    /// Blocks skipped because they could not be parsed (pcapng only; reading goes on).
+    pub done: bool,
+}
+
+fn gzip_or_plain(r: impl Read + Send + 'static) -> std::io::Result<Box<dyn Read + Send>> {
+    let mut br = BufReader::with_capacity(1 << 16, r);
+    let gz = br.fill_buf()?.starts_with(&[0x1f, 0x8b]);
+    if gz {
+        Ok(Box::new(BufReader::with_capacity(
+            1 << 16,
+            flate2::read::MultiGzDecoder::new(br),
+        )))
+    } else {
+        Ok(Box::new(br))
+    }
+}
+
+impl CaptureReader {
+    pub fn open(path: &Path) -> Result<Self, CaptureError> {
+        let name = path.display().to_string();
+        let f = File::open(path).map_err(|e| CaptureError {
+            file: name.clone(),
+            offset: 0,
+            frame: 0,
+            message: format!("cannot open: {e}"),
+        })?;
+        Self::from_read(&name, f)
+    }
+
+    /// Reads a capture from any byte stream (gzip detected by its magic).
+    pub fn from_read(name: &str, r: impl Read + Send + 'static) -> Result<Self, CaptureError> {
+        let err = |message: String| CaptureError {
+            file: name.to_string(),
+            offset: 0,
+            frame: 0,
+            message,
+        };
+        let r = gzip_or_plain(r).map_err(|e| err(format!("cannot read: {e}")))?;
+        let inner = create_reader(INITIAL_BUFFER, r).map_err(|e| {
+            err(match e {
+                PcapError::HeaderNotRecognized => "not a pcap or pcapng file (unknown magic)".to_string(),
+                PcapError::Eof | PcapError::UnexpectedEof | PcapError::Incomplete(_) => {
+                    "file too short to hold a capture header".to_string()
+                }
+                other => format!("cannot read the capture header: {other:?}"),
+            })
+        })?;
+        Ok(CaptureReader {
+            name: name.to_string(),
+            inner,
+            capacity: INITIAL_BUFFER,
+            pending: 0,
+            frames: 0,
+            legacy: None,
+            interfaces: Vec::new(),
+            truncated_tail: None,
+            done: false,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Bytes consumed from the (decompressed) stream so far.
+    pub fn offset(&self) -> u64 {
+        self.inner.consumed() as u64
+    }
+
+    pub fn frames_read(&self) -> u64 {
+        self.frames
+    }
+
+    fn error(&self, message: String) -> CaptureError {
+        CaptureError {
+            file: self.name.clone(),
+            offset: self.offset(),
+            frame: self.frames,
+            message,
+        }
+    }
+
+    /// The next frame, `Ok(None)` at the end (see `truncated_tail`), or an error that
+    /// ends reading (the frames before it stay valid).
+    pub fn next_frame(&mut self) -> Result<Option<Frame<'_>>, CaptureError> {
+        if self.pending > 0 {
+            self.inner.consume(self.pending);
+            self.pending = 0;
+        }
+        if self.done {
+            return Ok(None);
+        }
+        loop {
+            enum Step {
+                Frame {
+                    consumed: usize,
+                    start: usize,
+                    len: usize,
+                    ts_ns: i64,
+                    linktype: i32,
+                    interface: u32,
+                    origlen: u32,
+                },
+                Skip(usize),
+                Refill,
+                End,
+                Fail(String),
+            }
+            let base = self.inner.data().as_ptr() as usize;
+            let step = match self.inner.next() {
+                Ok((consumed, block)) => {
+                    let locate = |data: &[u8]| (data.as_ptr() as usize).wrapping_sub(base);
+                    match block {
+                        PcapBlockOwned::LegacyHeader(h) => {
+                            self.legacy = Some(Interface {
+                                linktype: h.network.0,
+                                resolution: if h.is_nanosecond_precision() {
+                                    1_000_000_000
+                                } else {
+                                    1_000_000
+                                },
+                                offset_s: 0,
+                            });
+                            Step::Skip(consumed)
+                        }
+                        PcapBlockOwned::Legacy(b) => {
+                            let i = self.legacy.unwrap_or(Interface {
+                                linktype: 1,
+                                resolution: 1_000_000,
+                                offset_s: 0,
+                            });
+                            let frac = b.ts_usec as i64 * (1_000_000_000 / i.resolution as i64);
+                            Step::Frame {
+                                consumed,
+                                start: locate(b.data),
+                                len: b.data.len(),
+                                ts_ns: b.ts_sec as i64 * 1_000_000_000 + frac,
+                                linktype: i.linktype,
+                                interface: 0,
+                                origlen: b.origlen,
+                            }
+                        }
+                        PcapBlockOwned::NG(Block::SectionHeader(_)) => {
+                            self.interfaces.clear();
+                            Step::Skip(consumed)
+                        }
+                        PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => {
+                            self.interfaces.push(Interface {
+                                linktype: idb.linktype.0,
+                                resolution: idb.ts_resolution().unwrap_or(1_000_000).max(1),
+                                offset_s: idb.ts_offset(),
+                            });
+                            Step::Skip(consumed)
+                        }
+                        PcapBlockOwned::NG(Block::EnhancedPacket(epb)) => {
+                            match self.interfaces.get(epb.if_id as usize).copied() {
+                                None => Step::Fail(format!(
+                                    "packet block names interface {} but only {} are described",
+                                    epb.if_id,
+                                    self.interfaces.len()
+                                )),
+                                Some(i) => {
+                                    let units = (epb.ts_high as u64) << 32 | epb.ts_low as u64;
+                                    let ns = (units as u128 * 1_000_000_000 / i.resolution as u128) as i64;
+                                    Step::Frame {
+                                        consumed,
+                                        start: locate(epb.data),
+                                        len: (epb.caplen as usize).min(epb.data.len()),
+                                        ts_ns: ns.saturating_add(i.offset_s.saturating_mul(1_000_000_000)),
+                                        linktype: i.linktype,
+                                        interface: epb.if_id,
+                                        origlen: epb.origlen,
+                                    }
+                                }
+                            }
+                        }
+                        PcapBlockOwned::NG(Block::SimplePacket(spb)) => {
+                            let i = self.interfaces.first().copied();
+                            match i {
+                                None => Step::Fail("simple packet block before any interface".into()),
+                                Some(i) => Step::Frame {
+                                    consumed,
+                                    start: locate(spb.data),
+                                    len: spb.data.len().min(spb.origlen as usize),
+                                    ts_ns: 0,
+                                    linktype: i.linktype,
+                                    interface: 0,
+                                    origlen: spb.origlen,
+                                },
+                            }
+                        }
+                        PcapBlockOwned::NG(_) => Step::Skip(consumed),
+                    }
+                }
+                Err(PcapError::Eof) => Step::End,
+                Err(PcapError::Incomplete(_)) | Err(PcapError::UnexpectedEof) => {
+                    if self.inner.reader_exhausted() {
+                        let left = self.inner.data().len();
+                        if left > 0 {
+                            self.truncated_tail = Some(self.error(format!(
+                                "last record truncated ({left} bytes of an incomplete record)"
+                            )));
+                        }
+                        Step::End
+                    } else {
+                        Step::Refill
+                    }
+                }
+                Err(PcapError::BufferTooSmall) => Step::Refill,
+                Err(e) => Step::Fail(match e {
+                    PcapError::NomError(_, k) => format!("malformed record ({k:?})"),
+                    PcapError::OwnedNomError(_, k) => format!("malformed record ({k:?})"),
+                    PcapError::ReadError => "read error".into(),
+                    other => format!("{other:?}"),
+                }),
+            };
+            match step {
+                Step::Frame {
+                    consumed,
+                    start,
+                    len,
+                    ts_ns,
+                    linktype,
+                    interface,
+                    origlen,
+                } => {
+                    self.pending = consumed;
+                    self.frames += 1;
+                    let data = self.inner.data().get(start..start.saturating_add(len));
+                    let Some(data) = data else {
+                        self.done = true;
+                        return Err(self.error("record data outside the read buffer".into()));
+                    };
+                    return Ok(Some(Frame {
+                        number: self.frames,
+                        ts_ns,
+                        linktype,
+                        interface,
+                        origlen: origlen.max(len as u32),
+                        data,
+                    }));
+                }
+                Step::Skip(n) => self.inner.consume(n),
+                Step::Refill => {
+                    // A block larger than the buffer: grow it (bounded), then refill.
+                    let full = self.inner.position() == 0 && self.inner.data().len() >= self.capacity / 2;
+                    if full {
+                        if self.capacity >= MAX_BLOCK {
+                            self.done = true;
+                            return Err(self.error(format!("record larger than {} MiB", MAX_BLOCK >> 20)));
+                        }
+                        self.capacity *= 2;
+                        self.inner.grow(self.capacity);
+                    }
+                    let failed = self.inner.refill().err().map(|e| format!("read failed: {e:?}"));
+                    if let Some(m) = failed {
+                        self.done = true;
+                        return Err(self.error(m));
+                    }
+                }
+                Step::End => {
+                    self.done = true;
+                    return Ok(None);
+                }
+                Step::Fail(m) => {
+                    self.done = true;
+                    return Err(self.error(m));
+                }
+            }
+        }
+    }
+}

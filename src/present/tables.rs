@@ -1,0 +1,418 @@
+//! The analysis report as comfy-table tables.
+
+use crate::analysis::Report;
+use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets};
+use std::fmt::Write;
+
+fn table(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.load_style(presets::UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(header.iter().map(Cell::new));
+    t
+}
+
+fn right(t: &mut Table, from: usize) {
+    let n = t.column_count();
+    for i in from..n {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+fn kv(rows: &[(&str, String)]) -> Table {
+    let mut t = Table::new();
+    t.load_style(presets::UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Disabled);
+    for (k, v) in rows {
+        t.add_row(vec![k.to_string(), v.clone()]);
+    }
+    t
+}
+
+/// The whole report, section by section.
+pub fn render(r: &Report) -> String {
+    let mut out = String::new();
+    let c = &r.capture;
+    let _ = writeln!(out, "Capture");
+    let mut files: Vec<String> = c
+        .files
+        .iter()
+        .take(3)
+        .map(|f| format!("{} ({} frames)", f.name, f.frames))
+        .collect();
+    if c.files.len() > 3 {
+        files.push(format!("and {} more", c.files.len() - 3));
+    }
+    let mut rows = vec![
+        ("files", files.join(", ")),
+        ("frames", c.frames.to_string()),
+        ("bytes captured", c.bytes.to_string()),
+        ("duration", format!("{:.3} s", c.duration_s)),
+        (
+            "link types",
+            c.link_types
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        ("udp datagrams", c.udp_datagrams.to_string()),
+        ("  on other ports", c.other_udp.to_string()),
+        (
+            "ip fragments",
+            format!("{} ({} datagrams rebuilt)", c.ip_fragments, c.ip_reassembled),
+        ),
+        ("icmp too-big", c.icmp_too_big.to_string()),
+    ];
+    if !c.not_udp.is_empty() {
+        rows.push((
+            "not udp",
+            c.not_udp
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ));
+    }
+    if !c.decode_errors.is_empty() {
+        rows.push((
+            "malformed frames",
+            c.decode_errors
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ));
+    }
+    rows.push(("truncated by snaplen", c.snaplen_truncated.to_string()));
+    for f in &c.files {
+        if let Some(e) = &f.error {
+            rows.push(("read error", e.to_string()));
+        }
+        if let Some(e) = &f.truncated_tail {
+            rows.push(("truncated file", e.to_string()));
+        }
+    }
+    let _ = writeln!(out, "{}\n", kv(&rows));
+
+    let p = &r.protocol;
+    let v = &r.validation;
+    let _ = writeln!(out, "Protocol validation");
+    let mut rows = vec![
+        (
+            "protocol",
+            format!(
+                "{} {} ({})",
+                p.name.clone().unwrap_or_default(),
+                p.protocol_id
+                    .map(|i| i.to_string())
+                    .unwrap_or_else(|| "unknown".into()),
+                match p.source.as_str() {
+                    "identified" => "identified from the traffic",
+                    "definition" => "from the definition",
+                    "flag" => "from --protocol-id",
+                    other => other,
+                }
+            )
+            .trim()
+            .to_string(),
+        ),
+        (
+            "ports",
+            if p.any_port {
+                "any".into()
+            } else {
+                p.ports
+                    .iter()
+                    .map(|x| x.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            },
+        ),
+        ("datagrams examined", v.examined.to_string()),
+        ("crc ok", v.crc_ok.to_string()),
+        ("crc mismatch", v.crc_mismatch.to_string()),
+        ("too short", v.too_short.to_string()),
+        ("truncated (not validated)", v.truncated.to_string()),
+        ("packets", v.packets.to_string()),
+        ("fragments", v.fragments.to_string()),
+    ];
+    for (k, n) in &v.header_errors {
+        rows.push(("header error", format!("{k} {n}")));
+    }
+    let _ = writeln!(out, "{}\n", kv(&rows));
+
+    let _ = writeln!(out, "Flows");
+    let mut t = table(&[
+        "flow",
+        "datagrams",
+        "bytes",
+        "secs",
+        "pkt/s",
+        "kbit/s",
+        "largest",
+        "crc ok",
+        "crc fail",
+        "lost",
+        "dup",
+        "late",
+        "frags",
+        "ip-frag",
+    ]);
+    for f in &r.flows {
+        t.add_row(vec![
+            format!("{} → {}", f.src, f.dst),
+            f.datagrams.to_string(),
+            f.bytes.to_string(),
+            format!("{:.2}", f.duration_s),
+            format!("{:.1}", f.packets_per_s),
+            format!("{:.1}", f.bits_per_s / 1000.0),
+            f.largest_payload.to_string(),
+            f.crc_ok.to_string(),
+            f.crc_fail.to_string(),
+            f.seq.lost.to_string(),
+            f.seq.duplicates.to_string(),
+            f.seq.late.to_string(),
+            f.fragments.to_string(),
+            f.ip_fragmented.to_string(),
+        ]);
+    }
+    right(&mut t, 1);
+    let _ = writeln!(out, "{t}\n");
+
+    let mut totals: Vec<u64> = Vec::new();
+    for f in &r.flows {
+        if totals.len() < f.types.len() {
+            totals.resize(f.types.len(), 0);
+        }
+        for (i, n) in f.types.iter().enumerate() {
+            totals[i] += n;
+        }
+    }
+    if totals.iter().any(|&n| n > 0) {
+        let _ = writeln!(out, "Packet types");
+        let mut t = table(&["type", "name", "datagrams"]);
+        for (i, n) in totals.iter().enumerate().filter(|(_, n)| **n > 0) {
+            let name = r.type_names.get(i).cloned().flatten().unwrap_or_default();
+            t.add_row(vec![i.to_string(), name, n.to_string()]);
+        }
+        right(&mut t, 2);
+        let _ = writeln!(out, "{t}\n");
+    }
+
+    let _ = writeln!(out, "Malformed packets: {}", r.malformed.total);
+    if r.malformed.total > 0 {
+        let mut t = table(&["cause", "packets"]);
+        for (k, n) in &r.malformed.by_cause {
+            t.add_row(vec![k.clone(), n.to_string()]);
+        }
+        right(&mut t, 1);
+        let _ = writeln!(out, "{t}");
+    }
+    let _ = writeln!(out);
+    out.push_str(&render_reassembly(r));
+    out.push_str(&render_mtu(r));
+    out
+}
+
+/// Fragment reassembly and loss amplification.
+pub fn render_reassembly(r: &Report) -> String {
+    let mut out = String::new();
+    let a = &r.reassembly;
+    if a.packets_seen == 0 && a.attacks.refused() == 0 {
+        return out;
+    }
+    let _ = writeln!(out, "Fragment reassembly");
+    let at = &a.attacks;
+    let rows = vec![
+        ("fragmented packets seen", a.packets_seen.to_string()),
+        (
+            "reassembled",
+            format!(
+                "{} ({} dissected ok, {} malformed, {} crc fail)",
+                a.completed, a.dissected_ok, a.malformed, a.crc_fail
+            ),
+        ),
+        (
+            "fragment loss p",
+            format!(
+                "{} ({} of {} fragments missing)",
+                pct(a.fragment_loss),
+                a.fragments_expected.saturating_sub(a.fragments_received),
+                a.fragments_expected
+            ),
+        ),
+        ("single-datagram loss", pct(a.single_loss)),
+        ("bytes wasted", a.bytes_wasted.to_string()),
+        ("peak reassembly memory", format!("{} bytes", a.peak_bytes)),
+        (
+            "refused fragments",
+            format!(
+                "id out of range {}, count out of range {}, count changed {}, oversize {}, short non-last {}, duplicate {}, stale {}",
+                at.id_out_of_range,
+                at.count_out_of_range,
+                at.count_changed,
+                at.oversize,
+                at.short_non_last,
+                at.duplicate,
+                at.stale
+            ),
+        ),
+        (
+            "packets given up",
+            format!(
+                "evicted incomplete {}, evicted for memory {}, incomplete at end {}",
+                at.evicted_incomplete, at.evicted_for_memory, at.incomplete_at_end
+            ),
+        ),
+    ];
+    let _ = writeln!(out, "{}\n", kv(&rows));
+    if !a.rows.is_empty() {
+        let _ = writeln!(out, "Fragment-loss amplification");
+        let mut t = table(&[
+            "fragments",
+            "seen",
+            "completed",
+            "lost",
+            "observed loss (95% CI)",
+            "predicted 1-(1-p)^n",
+            "amplification",
+            "bytes wasted",
+        ]);
+        for x in &a.rows {
+            t.add_row(vec![
+                x.fragments.to_string(),
+                x.seen.to_string(),
+                x.completed.to_string(),
+                x.lost.to_string(),
+                format!(
+                    "{} ({}–{})",
+                    pct(x.observed_loss),
+                    pct(x.observed_low),
+                    pct(x.observed_high)
+                ),
+                pct(x.predicted_loss),
+                x.amplification
+                    .map(|v| format!("{v:.1}×"))
+                    .unwrap_or_else(|| "-".into()),
+                x.bytes_wasted.to_string(),
+            ]);
+        }
+        right(&mut t, 0);
+        let _ = writeln!(out, "{t}");
+        if let Some(f) = &a.finding {
+            let _ = writeln!(out, "Finding: {f}");
+        }
+        let _ = writeln!(out);
+    }
+    out
+}
+
+/// MTU diagnosis.
+pub fn render_mtu(r: &Report) -> String {
+    let mut out = String::new();
+    let m = &r.mtu;
+    let _ = writeln!(
+        out,
+        "MTU diagnosis (budget {} bytes, link MTU {})",
+        m.budget, m.link_mtu
+    );
+    let rows = vec![
+        ("udp payloads over budget", m.over_budget.to_string()),
+        (
+            "ip datagrams over link MTU",
+            format!("{} ({} with don't-fragment)", m.over_link_mtu, m.df_over_link_mtu),
+        ),
+        ("ip-fragmented game datagrams", m.ip_fragmented.to_string()),
+        (
+            "ip datagrams never reassembled",
+            m.ip_never_reassembled.to_string(),
+        ),
+        (
+            "game fragments over fragment size",
+            m.fragments_over_size.to_string(),
+        ),
+        ("icmp fragmentation-needed / too-big", m.icmp_total.to_string()),
+    ];
+    let _ = writeln!(out, "{}", kv(&rows));
+    if !m.icmp.is_empty() {
+        let mut t = table(&["frame", "from", "mtu", "quoted flow", "quoted size"]);
+        for i in &m.icmp {
+            t.add_row(vec![
+                i.frame.to_string(),
+                i.from.to_string(),
+                i.mtu.to_string(),
+                i.flow.map(|f| f.to_string()).unwrap_or_default(),
+                i.quoted_ip_len.map(|x| x.to_string()).unwrap_or_default(),
+            ]);
+        }
+        let _ = writeln!(out, "{t}");
+    }
+    let game: Vec<_> = r.flows.iter().filter(|f| f.is_game()).collect();
+    if !game.is_empty() {
+        let mut t = table(&["flow", "p50", "p95", "p99", "max", "over budget", "ip-fragmented"]);
+        for f in game {
+            t.add_row(vec![
+                f.id().to_string(),
+                f.sizes.p50.to_string(),
+                f.sizes.p95.to_string(),
+                f.sizes.p99.to_string(),
+                f.sizes.max.to_string(),
+                f.over_budget.to_string(),
+                f.ip_fragmented.to_string(),
+            ]);
+        }
+        right(&mut t, 1);
+        let _ = writeln!(out, "Payload sizes per flow\n{t}");
+    }
+    out
+}
+
+/// What `gpcap identify` found.
+pub fn render_identification(id: &crate::identify::Identification) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Sampled {} datagrams in {} UDP flows; {} explained by no protocol, {} one-off candidates ignored.",
+        id.sampled, id.flows, id.unexplained, id.singletons
+    );
+    if id.candidates.is_empty() {
+        let _ = writeln!(out, "No protocol id is shared by two or more datagrams.");
+        return out;
+    }
+    let mut t = table(&["protocol id", "datagrams", "flows", "ports", "sequence steps"]);
+    for c in &id.candidates {
+        t.add_row(vec![
+            c.protocol_id.to_string(),
+            c.datagrams.to_string(),
+            c.flows.len().to_string(),
+            c.ports
+                .iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join(" "),
+            c.sequence_increments.map(pct).unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    let _ = writeln!(out, "{t}");
+    for c in &id.candidates {
+        let mut t = table(&["flow", "sampled", "valid", "share"]);
+        for f in &c.flows {
+            t.add_row(vec![
+                f.flow.to_string(),
+                f.sampled.to_string(),
+                f.valid.to_string(),
+                pct(f.valid as f64 / f.sampled.max(1) as f64),
+            ]);
+        }
+        right(&mut t, 1);
+        let _ = writeln!(out, "Flows validated by {}\n{t}", c.protocol_id);
+    }
+    out
+}
