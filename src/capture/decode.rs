@@ -125,19 +125,9 @@ fn ip_info(net: &LaxNetSlice, vlan: Option<u16>) -> Option<(IpInfo, IpNumber)> {
         }
         LaxNetSlice::Ipv6(v6) => {
             let h = v6.header();
-            let (frag_offset, more, id) = v6
-                .extensions()
-                .clone()
-                .into_iter()
-                .find_map(|e| match e {
-                    etherparse::Ipv6ExtensionSlice::Fragment(f) => Some((
-                        f.fragment_offset().byte_offset() as u32,
-                        f.more_fragments(),
-                        f.identification(),
-                    )),
-                    _ => None,
-                })
-                .unwrap_or((0, false, 0));
+            let exts = v6.extensions();
+            let (frag_offset, more, id) =
+                ipv6_fragment(exts.first_header().map(|n| n.0), exts.slice()).unwrap_or((0, false, 0));
             Some((
                 IpInfo {
                     version: 6,
@@ -156,6 +146,35 @@ fn ip_info(net: &LaxNetSlice, vlan: Option<u16>) -> Option<(IpInfo, IpNumber)> {
         }
         LaxNetSlice::Arp(_) => None,
     }
+}
+
+/// Walks the IPv6 extension chain for a fragment header, with a bounds check per header.
+/// (etherparse's extension iterator trusts lengths a lax parse did not check: a
+/// truncated hop-by-hop header in the tcpdump corpus made it read out of bounds.)
+fn ipv6_fragment(first: Option<u8>, exts: &[u8]) -> Option<(u32, bool, u32)> {
+    let mut next = first?;
+    let mut at = 0usize;
+    for _ in 0..16 {
+        let h = exts.get(at..)?;
+        match next {
+            44 => {
+                let f = h.get(..8)?;
+                let off = u16::from_be_bytes([f[2], f[3]]);
+                let id = u32::from_be_bytes([f[4], f[5], f[6], f[7]]);
+                return Some(((off >> 3) as u32 * 8, off & 1 == 1, id));
+            }
+            0 | 43 | 60 => {
+                next = *h.first()?;
+                at += (*h.get(1)? as usize + 1) * 8;
+            }
+            51 => {
+                next = *h.first()?;
+                at += (*h.get(1)? as usize + 2) * 4;
+            }
+            _ => return None,
+        }
+    }
+    None
 }
 
 /// The flow a quoted datagram (inside an ICMP error) belonged to.
