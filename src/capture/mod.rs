@@ -3,6 +3,7 @@
 pub mod decode;
 pub mod ipfrag;
 pub mod reader;
+pub mod writer;
 
 pub use decode::{Decoded, IcmpTooBig, IpInfo, QuotedDatagram, decode};
 pub use reader::{CaptureError, CaptureReader, Frame};

@@ -707,24 +707,28 @@ impl<'d> Compiler<'d> {
             }
         };
         let scope = &self.scope;
-        let mut resolve = |name: &str| -> Result<Op, String> {
+        let mut resolve = |name: &str| -> Result<Op, (String, String)> {
             match scope.iter().rev().find(|(n, _)| n == name) {
                 Some((_, Some(slot))) => Ok(Op::Slot(*slot)),
-                Some((_, None)) => Err(format!(
-                    "`{name}` is not an integer field; expressions read bits, bool, int and uint64 fields"
+                Some((_, None)) => Err((
+                    format!("`{name}` cannot be used in an expression"),
+                    "expressions read integer fields: bits, bool, int and uint64".to_string(),
                 )),
-                None => Err(match closest(name, scope.iter().map(|(n, _)| n.as_str())) {
-                    Some(c) => format!("did you mean `{c}`?"),
-                    None if scope.is_empty() => "no fields are declared before this point".into(),
-                    None => format!(
-                        "fields declared before this point: {}",
-                        scope
-                            .iter()
-                            .map(|(n, _)| n.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                }),
+                None => Err((
+                    format!("unknown field `{name}`"),
+                    match closest(name, scope.iter().map(|(n, _)| n.as_str())) {
+                        Some(c) => format!("did you mean `{c}`?"),
+                        None if scope.is_empty() => "no fields are declared before this point".into(),
+                        None => format!(
+                            "fields declared before this point: {}",
+                            scope
+                                .iter()
+                                .map(|(n, _)| n.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    },
+                )),
             }
         };
         match expr::compile(&text, &mut resolve) {

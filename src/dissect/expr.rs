@@ -207,7 +207,7 @@ struct Parser<'a, F> {
     resolve: &'a mut F,
 }
 
-impl<F: FnMut(&str) -> Result<Op, String>> Parser<'_, F> {
+impl<F: FnMut(&str) -> Result<Op, (String, String)>> Parser<'_, F> {
     fn peek(&self) -> Option<&(Tok, usize, usize)> {
         self.toks.get(self.pos)
     }
@@ -233,10 +233,10 @@ impl<F: FnMut(&str) -> Result<Op, String>> Parser<'_, F> {
                 "true" => self.out.push(Op::Const(1)),
                 "false" => self.out.push(Op::Const(0)),
                 _ => {
-                    let op = (self.resolve)(&name).map_err(|help| ExprError {
+                    let op = (self.resolve)(&name).map_err(|(message, help)| ExprError {
                         offset: off,
                         len,
-                        message: format!("unknown field `{name}`"),
+                        message,
                         help: Some(help),
                     })?;
                     self.out.push(op);
@@ -284,7 +284,7 @@ impl<F: FnMut(&str) -> Result<Op, String>> Parser<'_, F> {
 /// Compiles `src`; `resolve` maps a field name to its slot (or explains why not).
 pub fn compile(
     src: &str,
-    resolve: &mut impl FnMut(&str) -> Result<Op, String>,
+    resolve: &mut impl FnMut(&str) -> Result<Op, (String, String)>,
 ) -> Result<Vec<Op>, ExprError> {
     let toks = lex(src)?;
     let mut p = Parser {
@@ -363,7 +363,7 @@ mod tests {
                 .iter()
                 .position(|x| *x == n)
                 .map(|i| Op::Slot(i as u16))
-                .ok_or_else(|| "no such".to_string())
+                .ok_or_else(|| (format!("unknown field `{n}`"), "no such".to_string()))
         })?;
         Ok(eval(&code, &slots))
     }

@@ -1,0 +1,102 @@
+//! Diagnostics for broken definitions (golden, with line, column and caret), and the
+//! shipped definitions compile.
+
+use gpcap::dissect;
+
+const HEADER: &str =
+    "header {\n    bits crc 32 role=crc\n    bits sequence 16 role=sequence\n    int type 0 5 role=type\n}\n";
+
+fn diag(name: &str, text: &str) -> String {
+    match dissect::compile(name, text) {
+        Ok(_) => panic!("{name} should not compile"),
+        Err(e) => dissect::render(&e, false),
+    }
+}
+
+macro_rules! broken {
+    ($test:ident, $body:expr) => {
+        #[test]
+        fn $test() {
+            let text = format!("{HEADER}{}", $body);
+            insta::assert_snapshot!(diag(concat!(stringify!($test), ".kdl"), &text));
+        }
+    };
+}
+
+broken!(
+    unknown_field_reference,
+    "packet 1 \"A\" {\n    int count 0 10\n    if \"cuont > 0\" {\n        bool flag\n    }\n}\n"
+);
+broken!(
+    bad_range_too_wide,
+    "packet 1 \"A\" {\n    int big -5000000000 5000000000\n}\n"
+);
+broken!(min_greater_than_max, "packet 1 \"A\" {\n    int a 10 -10\n}\n");
+broken!(unknown_struct, "packet 1 \"A\" {\n    vec3 position\n}\n");
+broken!(
+    type_id_clash,
+    "packet 1 \"A\" {\n    bool a\n}\npacket 1 \"B\" {\n    bool b\n}\n"
+);
+broken!(type_id_out_of_range, "packet 9 \"far\" {\n    bool a\n}\n");
+broken!(bits_too_wide, "packet 1 \"A\" {\n    bits raw 40\n}\n");
+broken!(missing_argument, "packet 1 \"A\" {\n    int a 0\n}\n");
+broken!(
+    expression_syntax,
+    "packet 1 \"A\" {\n    int n 0 3\n    if \"n = 2\" {\n        bool b\n    }\n}\n"
+);
+broken!(
+    recursive_struct,
+    "struct node {\n    bool leaf\n    node child\n}\npacket 1 \"A\" {\n    node root\n}\n"
+);
+broken!(unknown_enum, "packet 1 \"A\" {\n    int kind 0 3 enum=kinds\n}\n");
+broken!(typo_in_primitive, "packet 1 \"A\" {\n    flaot speed\n}\n");
+broken!(
+    smallest_three_bits,
+    "packet 1 \"A\" {\n    smallest-three q 12\n}\n"
+);
+broken!(
+    compressed_float_resolution,
+    "packet 1 \"A\" {\n    compressed-float x 0 10 0\n}\n"
+);
+broken!(
+    duplicate_field,
+    "packet 1 \"A\" {\n    bool a\n    int a 0 3\n}\n"
+);
+broken!(
+    unknown_property,
+    "packet 1 \"A\" {\n    int a 0 3 dcc=\"typo\"\n}\n"
+);
+broken!(
+    reference_to_float,
+    "packet 1 \"A\" {\n    float speed\n    array xs speed {\n        bool x\n    }\n}\n"
+);
+
+#[test]
+fn missing_roles() {
+    let text =
+        "header {\n    bits crc 32\n    bits sequence 16 role=sequence\n}\npacket 1 \"A\" {\n    bool a\n}\n";
+    insta::assert_snapshot!(diag("missing_roles.kdl", text));
+}
+
+#[test]
+fn kdl_syntax_error() {
+    insta::assert_snapshot!(diag("syntax.kdl", "header {\n    bits crc 32 role=crc\n"));
+}
+
+#[test]
+fn errors_carry_line_and_column() {
+    let text = format!("{HEADER}packet 1 \"A\" {{\n    int a 10 -10\n}}\n");
+    let e = dissect::compile("x.kdl", &text).unwrap_err();
+    assert_eq!((e[0].line, e[0].column), (7, 11));
+    assert_eq!(e[0].short(), "x.kdl:7:11: int range has min 10 > max -10");
+}
+
+#[test]
+fn shipped_definitions_compile() {
+    for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/dissectors")).unwrap() {
+        let path = entry.unwrap().path();
+        if let Err(e) = dissect::load(&path) {
+            panic!("{}", dissect::render(&e, false));
+        }
+    }
+}
