@@ -253,6 +253,8 @@ impl FlowReassembly {
         entry.bitmap[(f.id / 64) as usize] |= 1 << (f.id % 64);
         entry.received += 1;
         if entry.received < entry.count {
+            // Over the shared budget: this flow gives up its oldest packets first.
+            while budget.used > budget.limit && self.evict_oldest(budget) {}
             return Outcome::Stored;
         }
         let Some(e) = self.entries[slot].take() else {

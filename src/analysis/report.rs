@@ -288,8 +288,11 @@ pub struct ReassemblyReport {
     pub fragments_received: u64,
     /// Fragment loss rate p: missing fragments over expected.
     pub fragment_loss: f64,
-    /// Loss of whole datagrams from sequence gaps on the fragmenting flows.
+    /// Loss of whole datagrams from sequence gaps (see `single_loss_scope`).
     pub single_loss: f64,
+    /// "same flows" (the fragmenting flows' own single packets) or "flows that never
+    /// fragment" when the fragmenting flows send nothing else.
+    pub single_loss_scope: String,
     pub rows: Vec<CountRow>,
     pub bytes_wasted: u64,
     pub peak_bytes: u64,
@@ -358,8 +361,10 @@ impl Report {
                 .map(|t| p.type_name(t).map(str::to_string))
                 .collect();
         }
-        let mut seq_lost = 0u64;
-        let mut seq_total = 0u64;
+        // Single-datagram loss from sequence gaps: on the fragmenting flows when they also
+        // send whole packets, else on the flows that never fragment.
+        let mut same = (0u64, 0u64);
+        let mut other = (0u64, 0u64);
         for f in &mut self.flows {
             if let (Some(a), Some(b)) = (f.first_ns, f.last_ns) {
                 f.duration_s = (b - a) as f64 / 1e9;
@@ -374,11 +379,18 @@ impl Report {
                 p99: f.size_hist.quantile(0.99),
                 max: f.size_hist.max,
             };
-            if f.fragments > 0 {
-                seq_lost += f.seq.lost;
-                seq_total += f.seq.lost + f.seq.received;
+            let gaps = (f.seq.lost, f.seq.lost + f.seq.received);
+            if f.fragments > 0 && f.crc_ok > f.fragments {
+                same = (same.0 + gaps.0, same.1 + gaps.1);
+            } else if f.fragments == 0 && f.crc_ok > 0 {
+                other = (other.0 + gaps.0, other.1 + gaps.1);
             }
         }
+        let (seq_lost, seq_total, scope) = if same.1 > 0 {
+            (same.0, same.1, "same flows")
+        } else {
+            (other.0, other.1, "flows that never fragment")
+        };
         let r = &mut self.reassembly;
         for (&n, s) in &r.by_count {
             r.packets_seen += s.seen;
@@ -396,6 +408,7 @@ impl Report {
         } else {
             0.0
         };
+        r.single_loss_scope = scope.into();
         let p = r.fragment_loss;
         r.rows = r
             .by_count

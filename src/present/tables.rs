@@ -248,7 +248,14 @@ pub fn render_reassembly(r: &Report) -> String {
                 a.fragments_expected
             ),
         ),
-        ("single-datagram loss", pct(a.single_loss)),
+        (
+            "single-datagram loss",
+            format!(
+                "{} (sequence gaps on {})",
+                pct(a.single_loss),
+                a.single_loss_scope
+            ),
+        ),
         ("bytes wasted", a.bytes_wasted.to_string()),
         ("peak reassembly memory", format!("{} bytes", a.peak_bytes)),
         (
