@@ -14,8 +14,8 @@
 
 use crate::analysis::FlowId;
 use crate::wire::{ProtocolId, packet_crc, stored_crc, verify_crc};
+use hashbrown::HashMap;
 use serde::Serialize;
-use std::collections::HashMap;
 
 /// Equations `coeffs · x = rhs` over GF(2), `x` up to 64 bits; rhs is bit 64.
 #[derive(Default)]
@@ -181,7 +181,8 @@ impl Identifier {
     }
 
     pub fn finish(self) -> Identification {
-        let mut votes: HashMap<ProtocolId, u64> = HashMap::new();
+        // Votes count distinct datagrams: a replayed datagram is no new evidence.
+        let mut votes: HashMap<ProtocolId, std::collections::HashSet<u64>> = HashMap::new();
         let mut out = Identification {
             flows: self.order.len() as u64,
             ..Default::default()
@@ -189,17 +190,17 @@ impl Identifier {
         for f in &self.order {
             let samples = &self.flows[f];
             out.sampled += samples.len() as u64;
-            let mut flow_votes: HashMap<u32, u64> = HashMap::new();
             for s in samples {
                 if let Some(id) = solve32(s) {
-                    *flow_votes.entry(id).or_default() += 1;
+                    use std::hash::{Hash, Hasher};
+                    let mut h = std::collections::hash_map::DefaultHasher::new();
+                    s.hash(&mut h);
+                    votes.entry(ProtocolId::new32(id)).or_default().insert(h.finish());
                 }
             }
-            for (id, n) in flow_votes {
-                *votes.entry(ProtocolId::new32(id)).or_default() += n;
-            }
         }
-        let mut ranked: Vec<(ProtocolId, u64)> = votes.into_iter().collect();
+        let mut ranked: Vec<(ProtocolId, u64)> =
+            votes.into_iter().map(|(id, v)| (id, v.len() as u64)).collect();
         ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         out.singletons = ranked.iter().filter(|(_, n)| *n < 2).count() as u64;
         let mut explained = 0u64;

@@ -99,6 +99,8 @@ fn agrees_with_truth() {
         let flow = finding.flow.unwrap();
         assert_eq!((flow.src.port(), flow.dst.port()), (40001, 50002));
     }
+    let df: Vec<&Value> = frames.iter().filter(|f| f["df"] == true).collect();
+    assert_eq!(r.mtu.df_over_path_mtu, df.len() as u64);
     let other_id = frames
         .iter()
         .filter(|f| f["foreign"] == "other_protocol_id")

@@ -250,3 +250,48 @@ fn known_loss_equals_ground_truth() {
     assert_eq!((single.seq.received, single.seq.lost), (396, 4));
     insta::assert_snapshot!("lossy_reassembly", gpcap::present::tables::render_reassembly(&r));
 }
+
+/// Oversize packets sent just before each loss burst are reported as clustering there.
+#[test]
+fn oversize_packets_cluster_before_bursts() {
+    let mut w = PcapWriter::new(Vec::new(), 101, 65535, false).unwrap();
+    let mut seq = 0u16;
+    let mut t = 0i64;
+    for burst in 0..5 {
+        for k in 0..120 {
+            // The last 10 datagrams before each burst are over the 1200-byte budget.
+            let items = if k >= 110 { 1300 } else { 10 };
+            let p = article::write_packet(
+                seq,
+                &Body::B(PacketB {
+                    items: vec![1; items],
+                }),
+            )
+            .unwrap();
+            let b = etherparse::PacketBuilder::ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64).udp(40000, 50000);
+            let mut v = Vec::new();
+            b.write(&mut v, &p).unwrap();
+            t += 16_666_667;
+            w.write(t, &v, v.len() as u32).unwrap();
+            seq += 1;
+        }
+        let _ = burst;
+        seq += 4; // four sequences lost
+    }
+    let r = analyze(w.into_inner());
+    let b = &r.mtu.bursts;
+    assert_eq!(b.bursts, 4, "the fifth run has no burst after it");
+    // 60 datagrams in the second before each burst, 10 of them oversize.
+    assert_eq!(b.before_count, 4 * 59);
+    assert!(
+        (b.before_over_budget - 40.0 / 236.0).abs() < 1e-9,
+        "{}",
+        b.before_over_budget
+    );
+    assert!(
+        b.finding
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("oversize packets cluster before loss bursts")
+    );
+}

@@ -10,10 +10,10 @@ use crate::capture::ipfrag::IpDefrag;
 use crate::capture::{CaptureError, Frame, decode};
 use crate::dissect::{Dissection, Dissector, FaultKind, Program};
 use crate::wire::{self, CrcStatus, HeaderFormat, ProtocolId};
+use hashbrown::HashMap;
 use reassembly::{Budget, FlowReassembly, FragmentIn, Outcome};
 pub use report::*;
 use seq::SeqTracker;
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -73,7 +73,15 @@ struct FlowState {
     stats: FlowStats,
     seq: SeqTracker,
     frags: FlowReassembly,
+    /// Recent (time, payload size) for "sizes in the second before a loss burst".
+    recent: std::collections::VecDeque<(i64, u32)>,
+    /// Datagrams up to this time were already counted as before a burst.
+    counted_until: i64,
 }
+
+/// Datagrams remembered per flow for the burst window.
+const RECENT: usize = 4096;
+const BURST_WINDOW_NS: i64 = 1_000_000_000;
 
 pub struct Analyzer {
     cfg: Config,
@@ -84,6 +92,9 @@ pub struct Analyzer {
     budget: Budget,
     flows: HashMap<(SocketAddr, SocketAddr), FlowState>,
     order: Vec<(SocketAddr, SocketAddr)>,
+    /// The smallest MTU ICMP announced for each flow.
+    path_mtu: HashMap<(SocketAddr, SocketAddr), u32>,
+    bursts: BurstSizes,
     report: Report,
 }
 
@@ -111,6 +122,8 @@ impl Analyzer {
             defrag: IpDefrag::default(),
             flows: HashMap::new(),
             order: Vec::new(),
+            path_mtu: HashMap::new(),
+            bursts: BurstSizes::default(),
             report,
         }
     }
@@ -223,6 +236,16 @@ impl Analyzer {
 
     fn icmp(&mut self, f: &Frame, icmp: IcmpTooBig) {
         self.report.capture.icmp_too_big += 1;
+        if let Some(q) = icmp.quoted {
+            // Later datagrams are counted as they arrive; the first ICMP of a flow stands
+            // for the datagram before it.
+            let first = !self.path_mtu.contains_key(&(q.src, q.dst));
+            let mtu = self.path_mtu.entry((q.src, q.dst)).or_insert(icmp.mtu);
+            *mtu = (*mtu).min(icmp.mtu);
+            if first && q.ip_len > icmp.mtu {
+                self.report.mtu.df_over_path_mtu += 1;
+            }
+        }
         let m = &mut self.report.mtu;
         m.icmp_total += 1;
         if m.icmp.len() < MAX_LISTED {
@@ -273,6 +296,8 @@ impl Analyzer {
                     stats: FlowStats::new(key.0, key.1, self.cfg.format.num_types),
                     seq: SeqTracker::default(),
                     frags: FlowReassembly::default(),
+                    recent: std::collections::VecDeque::new(),
+                    counted_until: i64::MIN,
                 },
             );
         }
@@ -299,6 +324,15 @@ impl Analyzer {
             if ip.dont_fragment && ip_fragments <= 1 {
                 m.df_over_link_mtu += 1;
             }
+        }
+        // A datagram sent whole with don't-fragment over the MTU a router announced
+        // (the first one is counted from the ICMP that quotes it).
+        if ip.dont_fragment
+            && ip_fragments <= 1
+            && let Some(&pmtu) = self.path_mtu.get(&key)
+            && ip.total_len > pmtu
+        {
+            m.df_over_path_mtu += 1;
         }
         if ip_fragments > 1 {
             s.ip_fragmented += 1;
@@ -372,7 +406,25 @@ impl Analyzer {
                 }
             },
         };
-        flow.seq.observe(sequence, fragment.is_some());
+        let event = flow.seq.observe(sequence, fragment.is_some());
+        if flow.recent.len() >= RECENT {
+            flow.recent.pop_front();
+        }
+        flow.recent.push_back((f.ts_ns, payload.len() as u32));
+        let budget = self.cfg.format.mtu_budget;
+        self.bursts.all.add(payload.len() as u32, budget);
+        if let seq::SeqEvent::New { gap } = event
+            && gap >= 2
+        {
+            // A burst: the datagrams of the second before it (not counted yet).
+            self.bursts.bursts += 1;
+            let from = (f.ts_ns - BURST_WINDOW_NS).max(flow.counted_until);
+            for &(t, size) in flow.recent.iter().filter(|(t, _)| *t > from && *t < f.ts_ns) {
+                let _ = t;
+                self.bursts.before.add(size, budget);
+            }
+            flow.counted_until = f.ts_ns;
+        }
         if let Some(n) = s.types.get_mut(ptype as usize) {
             *n += 1;
         }
@@ -481,6 +533,7 @@ impl Analyzer {
             }
         }
         self.report.reassembly.peak_bytes = self.budget.peak as u64;
+        self.report.mtu.bursts = self.bursts.report();
         self.report.finalize(&self.cfg);
         self.report
     }
@@ -498,5 +551,71 @@ fn count_fault(m: &mut Malformed, kind: FaultKind, frame: u64, key: (SocketAddr,
             },
             cause: kind.code().into(),
         });
+    }
+}
+
+/// Payload sizes in the second before each loss burst (a gap of two or more sequences)
+/// against all sizes: do oversize packets come before the losses?
+#[derive(Default)]
+struct BurstSizes {
+    bursts: u64,
+    before: SizeTally,
+    all: SizeTally,
+}
+
+#[derive(Default, Clone, Copy)]
+struct SizeTally {
+    count: u64,
+    bytes: u64,
+    over_budget: u64,
+}
+
+impl SizeTally {
+    fn add(&mut self, size: u32, budget: u32) {
+        self.count += 1;
+        self.bytes += size as u64;
+        self.over_budget += (size > budget) as u64;
+    }
+}
+
+impl BurstSizes {
+    fn report(&self) -> BurstReport {
+        let rest = SizeTally {
+            count: self.all.count - self.before.count,
+            bytes: self.all.bytes - self.before.bytes,
+            over_budget: self.all.over_budget - self.before.over_budget,
+        };
+        let share = |t: &SizeTally| {
+            if t.count > 0 {
+                t.over_budget as f64 / t.count as f64
+            } else {
+                0.0
+            }
+        };
+        let mean = |t: &SizeTally| {
+            if t.count > 0 {
+                t.bytes as f64 / t.count as f64
+            } else {
+                0.0
+            }
+        };
+        let (b, r) = (share(&self.before), share(&rest));
+        let finding = (self.bursts > 0 && self.before.count > 0 && b > 2.0 * r && self.before.over_budget > 0).then(|| {
+            format!(
+                "oversize packets cluster before loss bursts: {:.1}% of datagrams in the second before a burst are over the budget, against {:.1}% otherwise",
+                b * 100.0,
+                r * 100.0
+            )
+        });
+        BurstReport {
+            bursts: self.bursts,
+            before_count: self.before.count,
+            before_mean_size: mean(&self.before),
+            before_over_budget: b,
+            rest_count: rest.count,
+            rest_mean_size: mean(&rest),
+            rest_over_budget: r,
+            finding,
+        }
     }
 }

@@ -254,6 +254,24 @@ pub struct MtuReport {
     pub fragments_over_size: u64,
     pub icmp_total: u64,
     pub icmp: Vec<IcmpFinding>,
+    /// Don't-fragment datagrams larger than the MTU ICMP announced for their flow.
+    pub df_over_path_mtu: u64,
+    pub bursts: BurstReport,
+}
+
+/// Sizes in the second before each loss burst against the rest.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct BurstReport {
+    /// Gaps of two or more sequences.
+    pub bursts: u64,
+    pub before_count: u64,
+    pub before_mean_size: f64,
+    /// Share of datagrams over the budget in the second before a burst.
+    pub before_over_budget: f64,
+    pub rest_count: u64,
+    pub rest_mean_size: f64,
+    pub rest_over_budget: f64,
+    pub finding: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -2,7 +2,7 @@
 //! timeout, so the UDP payload of a datagram split by IP can still be analyzed.
 
 use super::decode::IpInfo;
-use std::collections::HashMap;
+use hashbrown::HashMap;
 use std::net::IpAddr;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

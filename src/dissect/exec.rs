@@ -181,6 +181,8 @@ impl Dissector {
             program: &self.program,
             slots: &mut self.slots,
             record: self.record,
+            count: std::cell::Cell::new(0),
+            rest: std::cell::Cell::new(None),
         };
         let _ = exec.packet(&mut r, out);
         out.bits_read = r.bits_read();
@@ -197,6 +199,10 @@ struct Exec<'p> {
     program: &'p Program,
     slots: &'p mut Vec<i64>,
     record: bool,
+    /// Fields read so far (counted even when not recorded, for the limit).
+    count: std::cell::Cell<u32>,
+    /// Where the `rest` field's bytes are (fragment data).
+    rest: std::cell::Cell<Option<(usize, usize)>>,
 }
 
 struct Stop;
@@ -213,21 +219,13 @@ impl<'p> Exec<'p> {
         let ty = self.slot(rs.packet_type) as u32;
         out.packet_type = Some(ty);
         if let (FRAGMENT_TYPE, Some(frag)) = (ty, p.fragment) {
-            let start = out.fields.len();
             self.block(r, out, frag, ROOT, 0)?;
             let raw = rs.fragment_count.map(|s| self.slot(s)).unwrap_or(0) as u32;
             let count = match p.params.format.count_encoding {
                 CountEncoding::Count => raw,
                 CountEncoding::CountMinusOne => raw + 1,
             };
-            let data = out.fields[start..]
-                .iter()
-                .find(|f| f.kind == "rest")
-                .and_then(|f| match f.value {
-                    Value::Bytes { offset, len } => Some((offset, len)),
-                    _ => None,
-                })
-                .unwrap_or(((r.bits_read() / 8) as usize, 0));
+            let data = self.rest.get().unwrap_or(((r.bits_read() / 8) as usize, 0));
             out.fragment = Some(FragmentInfo {
                 id: rs.fragment_id.map(|s| self.slot(s)).unwrap_or(0) as u32,
                 count,
@@ -334,7 +332,7 @@ impl<'p> Exec<'p> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    #[inline]
+    #[inline(always)]
     fn push(
         &self,
         out: &mut Dissection,
@@ -348,7 +346,9 @@ impl<'p> Exec<'p> {
         raw: u64,
         value: Value,
     ) -> Result<u32, Stop> {
-        if out.fields.len() >= self.program.limits.max_fields as usize {
+        let n = self.count.get() + 1;
+        self.count.set(n);
+        if n > self.program.limits.max_fields {
             let field = self.path(out, parent, label);
             let _ = self.fault(
                 out,
@@ -362,7 +362,7 @@ impl<'p> Exec<'p> {
             );
             return Err(Stop);
         }
-        if !self.record && !matches!(value, Value::None) && kind != "rest" {
+        if !self.record {
             return Ok(ROOT);
         }
         out.fields.push(Field {
@@ -475,7 +475,8 @@ impl<'p> Exec<'p> {
     ) -> Result<f32, Stop> {
         let at = r.bits_read();
         let i = self.bits(r, out, cf.bits, parent, label)?;
-        let v = cf.dequantize(i);
+        // Validation alone needs only the range check, not the float.
+        let v = if self.record { cf.dequantize(i) } else { 0.0 };
         self.push(
             out,
             node,
@@ -682,7 +683,9 @@ impl<'p> Exec<'p> {
                     let pl = Label::Part(NAMES[c]);
                     let fat = r.bits_read();
                     let i = self.bits(r, out, *bits, g, pl)?;
-                    small[k] = smallest_three_component(i, *bits);
+                    if self.record {
+                        small[k] = smallest_three_component(i, *bits);
+                    }
                     self.push(
                         out,
                         id,
@@ -783,6 +786,7 @@ impl<'p> Exec<'p> {
                 let b = r
                     .read_rest()
                     .map_err(|e| self.read_fault(out, e, parent, label))?;
+                self.rest.set(Some(((at / 8) as usize, b.len())));
                 let value = Value::Bytes {
                     offset: (at / 8) as usize,
                     len: b.len(),

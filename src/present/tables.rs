@@ -346,8 +346,26 @@ pub fn render_mtu(r: &Report) -> String {
             m.fragments_over_size.to_string(),
         ),
         ("icmp fragmentation-needed / too-big", m.icmp_total.to_string()),
+        (
+            "sizes before loss bursts",
+            if m.bursts.bursts == 0 {
+                "no loss bursts".into()
+            } else {
+                format!(
+                    "{} bursts: mean {:.0} B, {} over budget before; mean {:.0} B, {} over budget otherwise",
+                    m.bursts.bursts,
+                    m.bursts.before_mean_size,
+                    pct(m.bursts.before_over_budget),
+                    m.bursts.rest_mean_size,
+                    pct(m.bursts.rest_over_budget)
+                )
+            },
+        ),
     ];
     let _ = writeln!(out, "{}", kv(&rows));
+    if let Some(f) = &m.bursts.finding {
+        let _ = writeln!(out, "Finding: {f}");
+    }
     if !m.icmp.is_empty() {
         let mut t = table(&["frame", "from", "mtu", "quoted flow", "quoted size"]);
         for i in &m.icmp {
