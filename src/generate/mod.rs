@@ -1,0 +1,5 @@
+//! Traffic generation: packets written from a definition through the shared writer, a
+//! network simulator, and the ground truth of what happened.
+
+pub mod packet;
+pub mod rng;

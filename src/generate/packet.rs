@@ -1,0 +1,442 @@
+//! Writes random but valid packets for a compiled definition through the shared bit
+//! writer: every value within its field's range, arrays and lists of varied length, and
+//! the leaves it wrote recorded so tests can check that dissection reads them back.
+
+use super::rng::Rng;
+use crate::bits::*;
+use crate::dissect::expr::{Op, eval};
+use crate::dissect::program::{Block, Count, Kind, NodeId, Program, Role};
+use crate::wire::{CountEncoding, FRAGMENT_TYPE, write_crc};
+use std::collections::HashSet;
+
+/// One primitive as written: bit offset, bit length, raw bits (0 for byte runs).
+pub type Leaf = (u64, u64, u64);
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GenError {
+    #[error("packet type {0} is not defined")]
+    UnknownType(u32),
+    #[error("could not satisfy the end condition of list `{0}`")]
+    ListEnd(String),
+    #[error("write failed: {0}")]
+    Write(#[from] BitError),
+    #[error("the definition has no protocol id")]
+    NoProtocolId,
+}
+
+/// Writes packets of one definition.
+pub struct PacketWriter<'p> {
+    p: &'p Program,
+    slots: Vec<i64>,
+    count_slots: HashSet<u16>,
+    /// Largest count drawn for arrays, lists and strings in the current packet.
+    pub scale: u64,
+    pub leaves: Vec<Leaf>,
+    crc_leaf: Option<usize>,
+}
+
+fn slots_in(code: &[Op], out: &mut HashSet<u16>) {
+    for op in code {
+        if let Op::Slot(s) = op {
+            out.insert(*s);
+        }
+    }
+}
+
+impl<'p> PacketWriter<'p> {
+    pub fn new(p: &'p Program) -> Self {
+        let mut count_slots = HashSet::new();
+        for n in &p.nodes {
+            match &n.kind {
+                Kind::Array {
+                    count: Count::Expr(e),
+                    ..
+                }
+                | Kind::Bytes(Count::Expr(e)) => slots_in(p.expr(*e), &mut count_slots),
+                _ => {}
+            }
+        }
+        PacketWriter {
+            p,
+            slots: vec![0; p.slot_count],
+            count_slots,
+            scale: 8,
+            leaves: Vec::new(),
+            crc_leaf: None,
+        }
+    }
+
+    /// Packet types with a body definition.
+    pub fn types(&self) -> Vec<u32> {
+        self.p.packets.iter().map(|d| d.type_id).collect()
+    }
+
+    fn set(&mut self, id: NodeId, v: i64) {
+        if let Some(s) = self.p.nodes[id as usize].slot
+            && let Some(x) = self.slots.get_mut(s as usize)
+        {
+            *x = v;
+        }
+    }
+
+    fn bits(&mut self, w: &mut WriteStream, v: u32, n: u32) -> BitResult<()> {
+        self.leaves.push((w.bits_processed(), n as u64, v as u64));
+        w.writer.write_bits(v, n)
+    }
+
+    fn align(&mut self, w: &mut WriteStream) -> BitResult<()> {
+        let pad = w.writer.align_bits();
+        if pad > 0 {
+            self.leaves.push((w.bits_processed(), pad as u64, 0));
+        }
+        w.writer.write_align().map(|_| ())
+    }
+
+    fn bytes(&mut self, w: &mut WriteStream, data: &[u8]) -> BitResult<()> {
+        self.align(w)?;
+        self.leaves.push((w.bits_processed(), data.len() as u64 * 8, 0));
+        w.writer.write_bytes(data)
+    }
+
+    /// A value for an integer field in `min..=max`: counts stay within the scale.
+    fn int_value(&self, rng: &mut Rng, id: NodeId, min: i64, max: i64) -> i64 {
+        let is_count = self.p.nodes[id as usize]
+            .slot
+            .is_some_and(|s| self.count_slots.contains(&s));
+        if is_count {
+            let hi = max.min(min.saturating_add(self.scale as i64));
+            return rng.range(min, hi);
+        }
+        rng.range(min, max)
+    }
+
+    fn block(&mut self, w: &mut WriteStream, rng: &mut Rng, b: Block, roles: &Roles) -> Result<(), GenError> {
+        for &id in self.p.block(b) {
+            self.node(w, rng, id, roles)?;
+        }
+        Ok(())
+    }
+
+    fn node(
+        &mut self,
+        w: &mut WriteStream,
+        rng: &mut Rng,
+        id: NodeId,
+        roles: &Roles,
+    ) -> Result<(), GenError> {
+        let p = self.p;
+        let node = &p.nodes[id as usize];
+        let role = node.role.and_then(|r| roles.get(r));
+        match &node.kind {
+            Kind::Bits(n) => {
+                let v = role.unwrap_or_else(|| {
+                    if self.count_slots.contains(&node.slot.unwrap_or(u16::MAX)) {
+                        rng.below(self.scale.min((1u64 << n) - 1) + 1)
+                    } else {
+                        rng.next_u64() & ((1u64 << n) - 1)
+                    }
+                }) as u32;
+                if node.role == Some(Role::Crc) {
+                    self.crc_leaf = Some(self.leaves.len());
+                }
+                self.set(id, v as i64);
+                self.bits(w, v, *n)?;
+            }
+            Kind::Bool => {
+                let v = rng.below(2) as u32;
+                self.set(id, v as i64);
+                self.bits(w, v, 1)?;
+            }
+            Kind::Int { min, max } => {
+                let v = role
+                    .map(|r| r as i64)
+                    .unwrap_or_else(|| self.int_value(rng, id, *min, *max));
+                self.set(id, v);
+                let width = int_width(*min, *max).unwrap_or(0);
+                self.bits(w, (v - min) as u32, width)?;
+            }
+            Kind::Uint64 => {
+                let v = rng.next_u64();
+                self.set(id, v as i64);
+                self.leaves.push((w.bits_processed(), 64, v));
+                serialize_uint64(w, &mut v.clone())?;
+            }
+            Kind::Float => {
+                let v = (rng.unit() as f32 - 0.5) * 2000.0;
+                self.bits(w, v.to_bits(), 32)?;
+            }
+            Kind::Double => {
+                let v = (rng.unit() - 0.5) * 1e6;
+                self.leaves.push((w.bits_processed(), 64, v.to_bits()));
+                serialize_double(w, &mut v.clone())?;
+            }
+            Kind::CompressedFloat(cf) => {
+                let i = rng.below(cf.max_int as u64 + 1) as u32;
+                self.bits(w, i, cf.bits)?;
+            }
+            Kind::Vector => {
+                for _ in 0..3 {
+                    let v = (rng.unit() as f32 - 0.5) * 2000.0;
+                    self.bits(w, v.to_bits(), 32)?;
+                }
+            }
+            Kind::Quaternion => {
+                for _ in 0..4 {
+                    let v = rng.unit() as f32 * 2.0 - 1.0;
+                    self.bits(w, v.to_bits(), 32)?;
+                }
+            }
+            Kind::CompressedVector(cf) => {
+                for _ in 0..3 {
+                    let i = rng.below(cf.max_int as u64 + 1) as u32;
+                    self.bits(w, i, cf.bits)?;
+                }
+            }
+            Kind::SmallestThree(bits) => {
+                self.bits(w, rng.below(4) as u32, 2)?;
+                for _ in 0..3 {
+                    let i = rng.below(1 << bits) as u32;
+                    self.bits(w, i, *bits)?;
+                }
+            }
+            Kind::Align => self.align(w)?,
+            Kind::Bytes(c) => {
+                let n = match c {
+                    Count::Const(n) => *n,
+                    Count::Expr(e) => eval(p.expr(*e), &self.slots).max(0) as u64,
+                };
+                let data: Vec<u8> = (0..n.min(1 << 20)).map(|_| rng.next_u32() as u8).collect();
+                self.bytes(w, &data)?;
+            }
+            Kind::String { max } => {
+                let len = rng.below((*max as u64).min(self.scale + 1)) as u32;
+                let width = int_width(0, *max as i64 - 1).unwrap_or(0);
+                self.bits(w, len, width)?;
+                let text: Vec<u8> = (0..len).map(|_| b'a' + rng.below(26) as u8).collect();
+                self.bytes(w, &text)?;
+            }
+            Kind::Check { magic } => {
+                self.align(w)?;
+                self.bits(w, *magic, 32)?;
+            }
+            Kind::Rest => {
+                let data = roles.data.clone().unwrap_or_default();
+                self.bytes(w, &data)?;
+            }
+            Kind::Struct { body } | Kind::Inline { body } => self.block(w, rng, *body, roles)?,
+            Kind::Array { count, body } => {
+                let n = match count {
+                    Count::Const(n) => *n,
+                    Count::Expr(e) => eval(p.expr(*e), &self.slots).max(0) as u64,
+                };
+                for _ in 0..n.min(p.limits.max_elements) {
+                    self.block(w, rng, *body, roles)?;
+                }
+            }
+            Kind::List { end, body } => {
+                let target = rng.below(self.scale.min(p.limits.max_elements - 1) + 1);
+                let ids = p.block(*body);
+                let Some((&first, rest)) = ids.split_first() else {
+                    return Ok(());
+                };
+                for k in 0..=target {
+                    let want_end = k == target;
+                    self.list_key(w, rng, first, *end, want_end, &node.name)?;
+                    if want_end {
+                        break;
+                    }
+                    for &nid in rest {
+                        self.node(w, rng, nid, roles)?;
+                    }
+                }
+            }
+            Kind::RelativeList { max, body } => {
+                let n = rng.below(self.scale.min(*max as u64) + 1) as i64;
+                let mut previous = -1i64;
+                let mut index = -1i64;
+                for k in 0..n {
+                    // Mostly close together, sometimes far; always leave room for the rest.
+                    let room = max - 1 - index - (n - 1 - k);
+                    if room < 1 {
+                        break;
+                    }
+                    let gap = if rng.chance(0.7) {
+                        rng.range(1, 5)
+                    } else {
+                        rng.range(1, 200)
+                    };
+                    index += gap.min(room);
+                    self.relative_index(w, &mut previous, index, *max)?;
+                    self.block(w, rng, *body, roles)?;
+                }
+                self.relative_index(w, &mut previous, *max, *max)?;
+            }
+            Kind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let b = if eval(p.expr(*cond), &self.slots) != 0 {
+                    *then
+                } else {
+                    *otherwise
+                };
+                self.block(w, rng, b, roles)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes a list element's first field so that the end condition is (or is not) met.
+    fn list_key(
+        &mut self,
+        w: &mut WriteStream,
+        rng: &mut Rng,
+        id: NodeId,
+        end: crate::dissect::program::Expr,
+        want_end: bool,
+        list: &str,
+    ) -> Result<(), GenError> {
+        let p = self.p;
+        let node = &p.nodes[id as usize];
+        let (min, max, width) = match node.kind {
+            Kind::Int { min, max } => (min, max, int_width(min, max).unwrap_or(0)),
+            Kind::Bits(n) => (0, (1i64 << n) - 1, n),
+            Kind::Bool => (0, 1, 1),
+            _ => return Err(GenError::ListEnd(list.to_string())),
+        };
+        let mut pick = None;
+        for attempt in 0..64 {
+            let v = if attempt < 16 {
+                rng.range(min, max)
+            } else {
+                (min + attempt - 16).min(max)
+            };
+            self.set(id, v);
+            if (eval(p.expr(end), &self.slots) != 0) == want_end {
+                pick = Some(v);
+                break;
+            }
+        }
+        let Some(v) = pick else {
+            return Err(GenError::ListEnd(list.to_string()));
+        };
+        self.set(id, v);
+        self.bits(w, (v - min) as u32, width)?;
+        Ok(())
+    }
+
+    fn relative_index(
+        &mut self,
+        w: &mut WriteStream,
+        previous: &mut i64,
+        index: i64,
+        max: i64,
+    ) -> BitResult<()> {
+        let diff = index - *previous;
+        *previous = index;
+        if diff == 1 {
+            return self.bits(w, 1, 1);
+        }
+        self.bits(w, 0, 1)?;
+        for (lo, hi) in RELATIVE_INDEX_LADDER {
+            if diff <= hi {
+                self.bits(w, 1, 1)?;
+                return self.bits(w, (diff - lo) as u32, int_width(lo, hi).unwrap_or(0));
+            }
+            self.bits(w, 0, 1)?;
+        }
+        self.bits(w, (diff - 126) as u32, int_width(126, max + 1).unwrap_or(0))
+    }
+
+    fn finish(&mut self, w: WriteStream) -> Result<Vec<u8>, GenError> {
+        let id = self.p.params.protocol_id.ok_or(GenError::NoProtocolId)?;
+        let mut bytes = w.finish();
+        write_crc(id, &mut bytes);
+        if let (Some(i), Some(crc)) = (self.crc_leaf, crate::wire::stored_crc(&bytes))
+            && let Some(l) = self.leaves.get_mut(i)
+        {
+            l.2 = crc as u64;
+        }
+        Ok(bytes)
+    }
+
+    fn start(&mut self) {
+        self.slots.iter_mut().for_each(|s| *s = 0);
+        self.leaves.clear();
+        self.crc_leaf = None;
+    }
+
+    /// A complete packet of `type_id` with `sequence`, CRC included.
+    pub fn packet(&mut self, rng: &mut Rng, type_id: u32, sequence: u16) -> Result<Vec<u8>, GenError> {
+        let def = self.p.packet(type_id).ok_or(GenError::UnknownType(type_id))?;
+        let body = def.body;
+        self.start();
+        let mut w = WriteStream::new();
+        let roles = Roles {
+            sequence: Some(sequence as u64),
+            packet_type: Some(type_id as u64),
+            ..Roles::default()
+        };
+        self.block(&mut w, rng, self.p.header, &roles)?;
+        self.block(&mut w, rng, body, &roles)?;
+        if let Some(magic) = self.p.params.end_check {
+            self.align(&mut w)?;
+            self.bits(&mut w, magic, 32)?;
+        }
+        self.finish(w)
+    }
+
+    /// One fragment datagram carrying `data`.
+    pub fn fragment(
+        &mut self,
+        rng: &mut Rng,
+        sequence: u16,
+        id: u32,
+        count: u32,
+        data: &[u8],
+    ) -> Result<Vec<u8>, GenError> {
+        let Some(frag) = self.p.fragment else {
+            return Err(GenError::UnknownType(FRAGMENT_TYPE));
+        };
+        self.start();
+        let mut w = WriteStream::new();
+        let encoded = match self.p.params.format.count_encoding {
+            CountEncoding::Count => count,
+            CountEncoding::CountMinusOne => count.wrapping_sub(1) & 0xff,
+        };
+        let roles = Roles {
+            sequence: Some(sequence as u64),
+            packet_type: Some(FRAGMENT_TYPE as u64),
+            fragment_id: Some(id as u64),
+            fragment_count: Some(encoded as u64),
+            data: Some(data.to_vec()),
+        };
+        self.block(&mut w, rng, self.p.header, &roles)?;
+        self.block(&mut w, rng, frag, &roles)?;
+        self.finish(w)
+    }
+}
+
+/// Values the caller fixes for role fields.
+#[derive(Default)]
+struct Roles {
+    sequence: Option<u64>,
+    packet_type: Option<u64>,
+    fragment_id: Option<u64>,
+    fragment_count: Option<u64>,
+    data: Option<Vec<u8>>,
+}
+
+impl Roles {
+    fn get(&self, r: Role) -> Option<u64> {
+        match r {
+            Role::Crc => Some(0),
+            Role::Sequence => self.sequence,
+            Role::Type => self.packet_type,
+            Role::FragmentId => self.fragment_id,
+            Role::FragmentCount => self.fragment_count,
+            Role::FragmentData => None,
+        }
+    }
+}
