@@ -73,6 +73,9 @@ impl CountStats {
 #[derive(Debug)]
 struct Entry {
     sequence: u16,
+    /// Completed: kept (without data) so late copies count as duplicates, not as a new
+    /// packet that can never complete.
+    done: bool,
     count: u32,
     received: u32,
     bitmap: [u64; 4],
@@ -135,6 +138,9 @@ pub struct FlowReassembly {
 
 impl FlowReassembly {
     fn give_up(&mut self, e: Entry, budget: &mut Budget) {
+        if e.done {
+            return;
+        }
         budget.used -= e.data.capacity();
         self.bytes_held -= e.data.capacity();
         let s = self.by_count.entry(e.count).or_default();
@@ -149,7 +155,7 @@ impl FlowReassembly {
             .entries
             .iter()
             .enumerate()
-            .filter_map(|(i, e)| e.as_ref().map(|e| (sequence_diff(newest, e.sequence), i)))
+            .filter_map(|(i, e)| e.as_ref().filter(|e| !e.done).map(|e| (sequence_diff(newest, e.sequence), i)))
             .max();
         match oldest {
             Some((_, i)) => {
@@ -202,7 +208,7 @@ impl FlowReassembly {
                         sequence_diff(f.sequence, e.sequence) as i64 >= BUFFER_ENTRIES as i64
                     });
                     if stale && let Some(e) = self.entries[i].take() {
-                        self.attacks.evicted_incomplete += 1;
+                        self.attacks.evicted_incomplete += !e.done as u64;
                         self.give_up(e, budget);
                     }
                 }
@@ -219,12 +225,13 @@ impl FlowReassembly {
         {
             let e = self.entries[slot].take();
             if let Some(e) = e {
-                self.attacks.evicted_incomplete += 1;
+                self.attacks.evicted_incomplete += !e.done as u64;
                 self.give_up(e, budget);
             }
         }
         let entry = self.entries[slot].get_or_insert_with(|| Entry {
             sequence: f.sequence,
+            done: false,
             count: f.count,
             received: 0,
             bitmap: [0; 4],
@@ -238,7 +245,7 @@ impl FlowReassembly {
             self.attacks.count_changed += 1;
             return Outcome::Refused;
         }
-        if entry.has(f.id) {
+        if entry.done || entry.has(f.id) {
             self.attacks.duplicate += 1;
             return Outcome::Refused;
         }
@@ -257,24 +264,25 @@ impl FlowReassembly {
             while budget.used > budget.limit && self.evict_oldest(budget) {}
             return Outcome::Stored;
         }
-        let Some(e) = self.entries[slot].take() else {
-            return Outcome::Refused;
-        };
         out.clear();
-        for &(s, l) in &e.spans {
-            out.extend_from_slice(&e.data[s as usize..(s + l) as usize]);
+        for &(s, l) in &entry.spans {
+            out.extend_from_slice(&entry.data[s as usize..(s + l) as usize]);
         }
-        budget.used -= e.data.capacity();
-        self.bytes_held -= e.data.capacity();
-        self.by_count.entry(e.count).or_default().completed += 1;
-        Outcome::Complete { count: e.count }
+        budget.used -= entry.data.capacity();
+        self.bytes_held -= entry.data.capacity();
+        entry.data = Vec::new();
+        entry.spans = Vec::new();
+        entry.done = true;
+        let count = entry.count;
+        self.by_count.entry(count).or_default().completed += 1;
+        Outcome::Complete { count }
     }
 
     /// Gives up every entry still waiting (end of capture).
     pub fn finish(&mut self, budget: &mut Budget) {
         for i in 0..self.entries.len() {
             if let Some(e) = self.entries[i].take() {
-                self.attacks.incomplete_at_end += 1;
+                self.attacks.incomplete_at_end += !e.done as u64;
                 self.give_up(e, budget);
             }
         }
@@ -285,6 +293,7 @@ impl FlowReassembly {
         self.entries
             .iter()
             .flatten()
+            .filter(|e| !e.done)
             .map(|e| (e.sequence, e.count, (0..e.count).filter(|&i| e.has(i)).collect()))
             .collect()
     }
