@@ -74,6 +74,8 @@ enum Command {
     },
     /// Validate a definition: exit 0, or print diagnostics and exit 1.
     Check { dissector: PathBuf },
+    /// Write a capture of simulated game traffic, and its ground truth beside it.
+    Gen(GenArgs),
     /// Recover protocol ids and the game's flows from the traffic alone.
     Identify {
         #[arg(required = true)]
@@ -81,6 +83,164 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Args)]
+struct GenArgs {
+    /// The definition whose packets to write.
+    #[arg(short = 'd', long = "dissector")]
+    dissector: PathBuf,
+    /// Output capture: .pcap or .pcapng (OUT.truth.jsonl is written beside it).
+    #[arg(short = 'o', long = "output")]
+    output: PathBuf,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Seconds of traffic.
+    #[arg(long, default_value_t = 10.0)]
+    duration: f64,
+    /// Stop after this many game packets (all flows).
+    #[arg(long)]
+    packets: Option<u64>,
+    /// Server send rate in Hz (clients send at half of it).
+    #[arg(long, default_value_t = 60.0)]
+    rate: f64,
+    #[arg(long, default_value_t = 1)]
+    clients: u32,
+    /// Independent loss probability per IP packet.
+    #[arg(long, default_value_t = 0.0)]
+    loss: f64,
+    /// Gilbert–Elliott burst loss: ENTER,EXIT,LOSS (e.g. 0.01,0.3,0.8).
+    #[arg(long)]
+    burst: Option<String>,
+    #[arg(long, default_value_t = 0.0)]
+    dup: f64,
+    #[arg(long, default_value_t = 0.0)]
+    reorder: f64,
+    /// Uniform extra delay up to this many milliseconds.
+    #[arg(long, default_value_t = 0.0)]
+    jitter: f64,
+    /// Probability of one flipped bit per datagram.
+    #[arg(long, default_value_t = 0.0)]
+    corrupt: f64,
+    #[arg(long = "link-mtu", default_value_t = 1500)]
+    link_mtu: u32,
+    /// Send with don't-fragment: datagrams over the link MTU are dropped and answered by
+    /// ICMP (else they are IP-fragmented).
+    #[arg(long)]
+    df: bool,
+    /// The sender ignores the MTU budget: no game-level fragmentation.
+    #[arg(long = "no-fragment")]
+    no_fragment: bool,
+    /// Foreign datagrams (DNS-like, another protocol id) per game datagram.
+    #[arg(long, default_value_t = 0.0)]
+    foreign: f64,
+    #[arg(long)]
+    ipv6: bool,
+    /// 802.1Q VLAN id (Ethernet only).
+    #[arg(long)]
+    vlan: Option<u16>,
+    #[arg(long, default_value = "ethernet", value_parser = ["ethernet", "sll2", "raw"])]
+    linktype: String,
+    /// Chance that a packet is large (many array elements).
+    #[arg(long, default_value_t = 0.05)]
+    big: f64,
+    /// Add an attacker that breaks each fragment rule of SPEC §1.
+    #[arg(long)]
+    attacks: bool,
+    /// Analyze the written capture and compare every number with the ground truth.
+    #[arg(long)]
+    check: bool,
+}
+
+fn gen_cmd(a: &GenArgs) -> Result<ExitCode, String> {
+    use gpcap::generate::net::Link;
+    use gpcap::generate::sim::{Burst, SimConfig, simulate};
+    let program = load_program(&a.dissector)?;
+    let burst = match &a.burst {
+        None => None,
+        Some(s) => {
+            let v: Vec<f64> = s.split(',').filter_map(|x| x.trim().parse().ok()).collect();
+            let [enter, exit, loss] = v[..] else {
+                return Err(format!("--burst takes ENTER,EXIT,LOSS probabilities, got `{s}`"));
+            };
+            Some(Burst { enter, exit, loss })
+        }
+    };
+    let cfg = SimConfig {
+        seed: a.seed,
+        duration_s: a.duration,
+        packets: a.packets,
+        rate_hz: a.rate,
+        clients: a.clients,
+        loss: a.loss,
+        burst,
+        dup: a.dup,
+        reorder: a.reorder,
+        jitter_ms: a.jitter,
+        corrupt: a.corrupt,
+        link_mtu: a.link_mtu,
+        df: a.df,
+        no_fragment: a.no_fragment,
+        foreign: a.foreign,
+        ipv6: a.ipv6,
+        link: match a.linktype.as_str() {
+            "sll2" => Link::Sll2,
+            "raw" => Link::Raw,
+            _ => Link::Ethernet { vlan: a.vlan },
+        },
+        big: a.big,
+        attacks: a.attacks,
+    };
+    let g = simulate(&program, &cfg).map_err(|e| e.to_string())?;
+    let file = std::fs::File::create(&a.output).map_err(|e| format!("{}: {e}", a.output.display()))?;
+    let out = std::io::BufWriter::with_capacity(1 << 20, file);
+    let ng = a.output.extension().is_some_and(|e| e == "pcapng");
+    let io = |e: std::io::Error| format!("{}: {e}", a.output.display());
+    if ng {
+        let mut w = gpcap::capture::writer::PcapNgWriter::new(out).map_err(io)?;
+        w.interface(g.linktype as u16, 65535, true).map_err(io)?;
+        for (t, f) in &g.frames {
+            w.packet(0, *t as u64, f, f.len() as u32).map_err(io)?;
+        }
+        w.into_inner().flush().map_err(io)?;
+    } else {
+        let mut w = gpcap::capture::writer::PcapWriter::new(out, g.linktype, 65535, true).map_err(io)?;
+        for (t, f) in &g.frames {
+            w.write(*t, f, f.len() as u32).map_err(io)?;
+        }
+        w.into_inner().flush().map_err(io)?;
+    }
+    let truth_path = PathBuf::from(format!("{}.truth.jsonl", a.output.display()));
+    let mut t = String::new();
+    for e in &g.events {
+        t.push_str(&serde_json::to_string(e).map_err(|e| e.to_string())?);
+        t.push('\n');
+    }
+    t.push_str(&serde_json::to_string(&g.truth).map_err(|e| e.to_string())?);
+    t.push('\n');
+    std::fs::write(&truth_path, t).map_err(|e| format!("{}: {e}", truth_path.display()))?;
+    eprintln!(
+        "gpcap: wrote {} frames ({} game datagrams, {} lost, {} duplicated, {} corrupted) to {} and its truth to {}",
+        g.truth.frames,
+        g.truth.datagrams_sent,
+        g.truth.lost,
+        g.truth.duplicated,
+        g.truth.corrupted,
+        a.output.display(),
+        truth_path.display()
+    );
+    if a.check {
+        let report = run_analysis(std::slice::from_ref(&a.output), Config::from_program(program))?;
+        let diffs = gpcap::generate::check::compare(&g.truth, &report);
+        if !diffs.is_empty() {
+            for d in &diffs {
+                eprintln!("gpcap: truth mismatch: {d}");
+            }
+            return Ok(ExitCode::from(4));
+        }
+        eprintln!("gpcap: analyze agrees with the ground truth");
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn parse_protocol_id(s: &str) -> Result<ProtocolId, String> {
@@ -106,6 +266,7 @@ fn main() -> ExitCode {
         } => dissect_cmd(&capture, &protocol, frame, json),
         Command::Check { dissector } => check(&dissector),
         Command::Identify { captures, json } => identify_cmd(&captures, json),
+        Command::Gen(args) => gen_cmd(&args),
     };
     match result {
         Ok(code) => code,

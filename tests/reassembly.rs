@@ -300,9 +300,22 @@ fn oversize_packets_cluster_before_bursts() {
 fn late_copy_of_a_completed_packet_is_a_duplicate() {
     let (mut r, mut b, mut out) = setup();
     r.push(frag(4, 0, 2, &FULL), &fmt(), &mut b, &mut out);
-    assert_eq!(r.push(frag(4, 1, 2, &[1]), &fmt(), &mut b, &mut out), Outcome::Complete { count: 2 });
-    assert_eq!(r.push(frag(4, 1, 2, &[1]), &fmt(), &mut b, &mut out), Outcome::Refused);
+    assert_eq!(
+        r.push(frag(4, 1, 2, &[1]), &fmt(), &mut b, &mut out),
+        Outcome::Complete { count: 2 }
+    );
+    assert_eq!(
+        r.push(frag(4, 1, 2, &[1]), &fmt(), &mut b, &mut out),
+        Outcome::Refused
+    );
     assert_eq!(r.attacks.duplicate, 1);
     r.finish(&mut b);
-    assert_eq!((r.by_count[&2].seen, r.by_count[&2].completed, r.attacks.incomplete_at_end), (1, 1, 0));
+    assert_eq!(
+        (
+            r.by_count[&2].seen,
+            r.by_count[&2].completed,
+            r.attacks.incomplete_at_end
+        ),
+        (1, 1, 0)
+    );
 }

@@ -155,7 +155,11 @@ impl FlowReassembly {
             .entries
             .iter()
             .enumerate()
-            .filter_map(|(i, e)| e.as_ref().filter(|e| !e.done).map(|e| (sequence_diff(newest, e.sequence), i)))
+            .filter_map(|(i, e)| {
+                e.as_ref()
+                    .filter(|e| !e.done)
+                    .map(|e| (sequence_diff(newest, e.sequence), i))
+            })
             .max();
         match oldest {
             Some((_, i)) => {

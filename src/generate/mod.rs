@@ -1,5 +1,8 @@
 //! Traffic generation: packets written from a definition through the shared writer, a
 //! network simulator, and the ground truth of what happened.
 
+pub mod check;
+pub mod net;
 pub mod packet;
 pub mod rng;
+pub mod sim;

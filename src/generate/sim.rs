@@ -1,0 +1,625 @@
+//! The session and network simulator behind `gpcap gen`: game flows at game rates,
+//! game-level fragmentation by the definition's profile, and a network that loses
+//! (independently or in Gilbert–Elliott bursts), duplicates, reorders, delays, corrupts,
+//! fragments at the IP layer or answers don't-fragment datagrams with ICMP, and carries
+//! foreign traffic — deterministic for a seed. Alongside the frames it computes the
+//! ground truth: what each sender sent, what the network did, and the totals an analyzer
+//! must report.
+
+use super::net::{self, Link};
+use super::packet::{GenError, PacketWriter};
+use super::rng::Rng;
+use crate::dissect::Program;
+use crate::wire::{FRAGMENT_TYPE, ProtocolId, write_crc};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+/// Gilbert–Elliott burst loss: the chance to enter the bad state, to leave it, and the
+/// loss rate while in it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Burst {
+    pub enter: f64,
+    pub exit: f64,
+    pub loss: f64,
+}
+
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    pub seed: u64,
+    pub duration_s: f64,
+    /// Stop after this many game packets (all flows), if given.
+    pub packets: Option<u64>,
+    /// Server send rate; clients send at half of it.
+    pub rate_hz: f64,
+    pub clients: u32,
+    pub loss: f64,
+    pub burst: Option<Burst>,
+    pub dup: f64,
+    pub reorder: f64,
+    pub jitter_ms: f64,
+    pub corrupt: f64,
+    pub link_mtu: u32,
+    /// Send with don't-fragment: oversize datagrams are dropped and answered by ICMP.
+    pub df: bool,
+    /// The sender ignores the MTU budget: no game-level fragmentation.
+    pub no_fragment: bool,
+    /// Foreign datagrams per game datagram.
+    pub foreign: f64,
+    pub ipv6: bool,
+    pub link: Link,
+    /// Chance that a packet is large (many array elements).
+    pub big: f64,
+    /// Add a flow that performs the fragment attacks of SPEC §1.
+    pub attacks: bool,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            seed: 1,
+            duration_s: 10.0,
+            packets: None,
+            rate_hz: 60.0,
+            clients: 1,
+            loss: 0.0,
+            burst: None,
+            dup: 0.0,
+            reorder: 0.0,
+            jitter_ms: 0.0,
+            corrupt: 0.0,
+            link_mtu: 1500,
+            df: false,
+            no_fragment: false,
+            foreign: 0.0,
+            ipv6: false,
+            link: Link::Ethernet { vlan: None },
+            big: 0.05,
+            attacks: false,
+        }
+    }
+}
+
+/// What one game datagram went through.
+#[derive(Debug, Clone, Serialize)]
+pub struct SendEvent {
+    pub event: &'static str,
+    pub t_ns: i64,
+    pub flow: String,
+    pub sequence: u16,
+    #[serde(rename = "type")]
+    pub packet_type: u32,
+    /// Size of the whole game packet.
+    pub size: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fragment: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fragments: Option<u32>,
+    pub udp_payload: usize,
+    pub lost: bool,
+    pub duplicated: bool,
+    pub corrupted: bool,
+    pub ip_fragments: usize,
+    pub icmp: bool,
+}
+
+/// The totals `gpcap analyze` must report for one flow.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct FlowTruth {
+    pub datagrams: u64,
+    pub crc_ok: u64,
+    pub crc_fail: u64,
+    pub received: u64,
+    pub lost: u64,
+    pub duplicates: u64,
+    pub late: u64,
+    pub fragments: u64,
+    pub ip_fragmented: u64,
+    /// Fragment count → (packets seen, completed).
+    pub reassembly: BTreeMap<u32, (u64, u64)>,
+}
+
+/// Fragment rules the attack flow breaks, and how often.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct AttackTruth {
+    pub id_out_of_range: u64,
+    pub count_out_of_range: u64,
+    pub count_changed: u64,
+    pub oversize: u64,
+    pub short_non_last: u64,
+    pub duplicate: u64,
+    pub stale: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Truth {
+    pub event: &'static str,
+    pub seed: u64,
+    pub protocol_id: Option<ProtocolId>,
+    pub frames: u64,
+    pub datagrams_sent: u64,
+    pub lost: u64,
+    pub duplicated: u64,
+    pub corrupted: u64,
+    pub icmp: u64,
+    /// Foreign datagrams on other ports (DNS-like).
+    pub other_udp: u64,
+    pub flows: BTreeMap<String, FlowTruth>,
+    /// Counted on the attack flow only.
+    pub attacks: Option<AttackTruth>,
+    /// Intact copies of a fragment already received (network duplicates), which the
+    /// analyzer counts with the duplicate-fragment attack.
+    pub fragment_duplicates: u64,
+}
+
+/// One frame for the capture, in delivery order.
+struct Out {
+    t_ns: i64,
+    order: u64,
+    frame: Vec<u8>,
+    /// The datagram this frame carries a piece of (game traffic only).
+    datagram: Option<usize>,
+}
+
+/// A game datagram as delivered, for the oracle.
+struct Delivered {
+    flow: usize,
+    ext: i64,
+    fragment: Option<(u32, u32)>,
+    corrupted: bool,
+    ip_fragments: usize,
+    /// IP pieces still to arrive before the analyzer sees the datagram.
+    pieces_left: usize,
+}
+
+struct Flow {
+    src: SocketAddr,
+    dst: SocketAddr,
+    interval_ns: i64,
+    next_ns: i64,
+    ext: i64,
+    bad: bool,
+    ip_id: u32,
+    name: String,
+}
+
+pub struct Generated {
+    pub frames: Vec<(i64, Vec<u8>)>,
+    pub events: Vec<SendEvent>,
+    pub truth: Truth,
+    pub linktype: u32,
+}
+
+const EPOCH_NS: i64 = 1_700_000_000_000_000_000;
+
+fn addr(v6: bool, host: u16, port: u16) -> SocketAddr {
+    if v6 {
+        SocketAddr::new(IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, host)), port)
+    } else {
+        SocketAddr::new(
+            IpAddr::V4(Ipv4Addr::new(10, 0, (host >> 8) as u8, host as u8)),
+            port,
+        )
+    }
+}
+
+/// Runs the simulation.
+pub fn simulate(p: &Program, cfg: &SimConfig) -> Result<Generated, GenError> {
+    let id = p.params.protocol_id.ok_or(GenError::NoProtocolId)?;
+    let mut rng = Rng::new(cfg.seed);
+    let mut values = rng.fork(1);
+    let mut net_rng = rng.fork(2);
+    let mut writer = PacketWriter::new(p);
+    let types = writer.types();
+    if types.is_empty() {
+        return Err(GenError::UnknownType(1));
+    }
+    let server_port = p.params.ports.first().copied().unwrap_or(40000);
+    let server = addr(cfg.ipv6, 1, server_port);
+    let mut flows: Vec<Flow> = Vec::new();
+    for c in 0..cfg.clients.max(1) {
+        let client = addr(cfg.ipv6, 0x100 + c as u16 + 1, 50000 + c as u16);
+        for (src, dst, hz) in [(server, client, cfg.rate_hz), (client, server, cfg.rate_hz / 2.0)] {
+            let interval = (1e9 / hz.max(0.1)) as i64;
+            // Some flows start just before the wrap so that wrap-around is exercised.
+            let start = if rng.chance(0.3) {
+                65536 - rng.range(1, 200)
+            } else {
+                rng.range(0, 30000)
+            };
+            flows.push(Flow {
+                src,
+                dst,
+                interval_ns: interval,
+                next_ns: EPOCH_NS + rng.range(0, interval),
+                ext: start,
+                bad: false,
+                ip_id: rng.next_u32() & 0xffff,
+                name: format!("{src}>{dst}"),
+            });
+        }
+    }
+    let router = addr(cfg.ipv6, 0xfe, 0).ip();
+    let mut out: Vec<Out> = Vec::new();
+    let mut order = 0u64;
+    let mut delivered: Vec<Delivered> = Vec::new();
+    let mut events: Vec<SendEvent> = Vec::new();
+    let mut truth = Truth {
+        event: "summary",
+        seed: cfg.seed,
+        protocol_id: Some(id),
+        ..Truth::default()
+    };
+    let end_ns = EPOCH_NS + (cfg.duration_s * 1e9) as i64;
+    let mut sent_packets = 0u64;
+    let fmt = p.params.format;
+    let max_packet = if p.fragment.is_some() && !cfg.no_fragment {
+        (fmt.fragment_size * fmt.max_fragments) as usize
+    } else {
+        65_000
+    };
+
+    loop {
+        let Some(fi) = (0..flows.len()).min_by_key(|&i| flows[i].next_ns) else {
+            break;
+        };
+        let now = flows[fi].next_ns;
+        if now > end_ns || cfg.packets.is_some_and(|n| sent_packets >= n) {
+            break;
+        }
+        flows[fi].next_ns += flows[fi].interval_ns;
+        sent_packets += 1;
+        let ext = flows[fi].ext;
+        flows[fi].ext += 1;
+        let seq = ext as u16;
+        let ty = types[values.below(types.len() as u64) as usize];
+        let mut scale = if values.chance(cfg.big) {
+            values.range(200, 800) as u64
+        } else if values.chance(0.3) {
+            values.range(12, 64) as u64
+        } else {
+            values.range(0, 12) as u64
+        };
+        let mut packet = Vec::new();
+        for _ in 0..8 {
+            writer.scale = scale;
+            packet = writer.packet(&mut values, ty, seq)?;
+            if packet.len() <= max_packet {
+                break;
+            }
+            scale /= 4;
+        }
+        if packet.len() > max_packet {
+            continue;
+        }
+        let datagrams: Vec<(Vec<u8>, Option<(u32, u32)>)> =
+            if p.fragment.is_some() && !cfg.no_fragment && packet.len() > fmt.mtu_budget as usize {
+                let chunks: Vec<&[u8]> = packet.chunks(fmt.fragment_size as usize).collect();
+                let n = chunks.len() as u32;
+                let mut v = Vec::new();
+                for (i, c) in chunks.iter().enumerate() {
+                    v.push((
+                        writer.fragment(&mut values, seq, i as u32, n, c)?,
+                        Some((i as u32, n)),
+                    ));
+                }
+                v
+            } else {
+                vec![(packet.clone(), None)]
+            };
+        let base_delay = 20_000_000 + (net_rng.unit() * cfg.jitter_ms * 1e6) as i64;
+        for (k, (payload, frag)) in datagrams.into_iter().enumerate() {
+            let f = &mut flows[fi];
+            truth.datagrams_sent += 1;
+            let lost_net = |f: &mut Flow, r: &mut Rng| -> bool {
+                if let Some(b) = cfg.burst {
+                    f.bad = if f.bad {
+                        !r.chance(b.exit)
+                    } else {
+                        r.chance(b.enter)
+                    };
+                    if f.bad {
+                        return r.chance(b.loss);
+                    }
+                }
+                r.chance(cfg.loss)
+            };
+            let mut payload = payload;
+            let corrupted = net_rng.chance(cfg.corrupt);
+            if corrupted {
+                let bit = net_rng.below(payload.len() as u64 * 8);
+                payload[(bit / 8) as usize] ^= 1 << (bit % 8);
+                truth.corrupted += 1;
+            }
+            let duplicated = net_rng.chance(cfg.dup);
+            let reorder = if net_rng.chance(cfg.reorder) {
+                f.interval_ns * net_rng.range(1, 3)
+            } else {
+                0
+            };
+            let t0 = now + base_delay + reorder + k as i64 * 10_000;
+            f.ip_id = f.ip_id.wrapping_add(1);
+            let pieces = net::ip_packets(f.src, f.dst, &payload, f.ip_id, cfg.df, cfg.link_mtu as usize);
+            let too_big = pieces.len() == 1 && pieces[0].len() > cfg.link_mtu as usize;
+            let mut event = SendEvent {
+                event: "send",
+                t_ns: now,
+                flow: f.name.clone(),
+                sequence: seq,
+                packet_type: if frag.is_some() { FRAGMENT_TYPE } else { ty },
+                size: packet.len(),
+                fragment: frag.map(|x| x.0),
+                fragments: frag.map(|x| x.1),
+                udp_payload: payload.len(),
+                lost: false,
+                duplicated,
+                corrupted,
+                ip_fragments: pieces.len(),
+                icmp: false,
+            };
+            if too_big {
+                // The router drops it and says why.
+                event.lost = true;
+                event.icmp = true;
+                truth.icmp += 1;
+                truth.lost += 1;
+                let icmp = net::icmp_too_big(router, &pieces[0], f.src.ip(), cfg.link_mtu);
+                out.push(Out {
+                    t_ns: now + 5_000_000,
+                    order,
+                    frame: cfg.link.frame(&icmp, cfg.ipv6),
+                    datagram: None,
+                });
+                order += 1;
+                events.push(event);
+                continue;
+            }
+            let lost: Vec<bool> = pieces.iter().map(|_| lost_net(f, &mut net_rng)).collect();
+            let whole = !lost.iter().any(|&l| l);
+            event.lost = !whole;
+            if !whole {
+                truth.lost += 1;
+            }
+            let copies = if duplicated && whole { 2 } else { 1 };
+            if duplicated && whole {
+                truth.duplicated += 1;
+            }
+            for copy in 0..copies {
+                let d = if whole {
+                    delivered.push(Delivered {
+                        flow: fi,
+                        ext,
+                        fragment: frag,
+                        corrupted,
+                        ip_fragments: pieces.len(),
+                        pieces_left: pieces.len(),
+                    });
+                    Some(delivered.len() - 1)
+                } else {
+                    None
+                };
+                let t = t0 + copy * 1_000_000;
+                for (i, piece) in pieces.iter().enumerate() {
+                    if lost[i] {
+                        continue;
+                    }
+                    out.push(Out {
+                        t_ns: t + i as i64 * 1_000,
+                        order,
+                        frame: cfg.link.frame(piece, cfg.ipv6),
+                        datagram: d,
+                    });
+                    order += 1;
+                }
+            }
+            events.push(event);
+            // Foreign traffic rides along.
+            if net_rng.chance(cfg.foreign) {
+                let client = if f.src == server { f.dst } else { f.src };
+                let dns = addr(cfg.ipv6, 0x35, 53);
+                let q: Vec<u8> = (0..net_rng.range(28, 60))
+                    .map(|_| net_rng.next_u32() as u8)
+                    .collect();
+                let from = SocketAddr::new(client.ip(), 33000 + net_rng.below(20000) as u16);
+                let pkt = &net::ip_packets(from, dns, &q, 0, false, 65535)[0];
+                out.push(Out {
+                    t_ns: now + 1_000,
+                    order,
+                    frame: cfg.link.frame(pkt, cfg.ipv6),
+                    datagram: None,
+                });
+                order += 1;
+                truth.other_udp += 1;
+            }
+            if net_rng.chance(cfg.foreign / 4.0) {
+                let rogue = addr(cfg.ipv6, 0x909, 50009);
+                let mut pkt = writer.packet(&mut values, ty, net_rng.next_u32() as u16)?;
+                write_crc(ProtocolId::new32(0x0BAD_F00D), &mut pkt);
+                let ip = &net::ip_packets(rogue, server, &pkt, 0, false, 65535)[0];
+                out.push(Out {
+                    t_ns: now + 2_000,
+                    order,
+                    frame: cfg.link.frame(ip, cfg.ipv6),
+                    datagram: None,
+                });
+                order += 1;
+                let t = truth.flows.entry(format!("{rogue}>{server}")).or_default();
+                t.datagrams += 1;
+                t.crc_fail += 1;
+            }
+        }
+    }
+    if cfg.attacks {
+        truth.attacks = Some(attacks(
+            p,
+            &mut writer,
+            &mut values,
+            cfg,
+            server,
+            end_ns,
+            &mut out,
+            &mut order,
+        )?);
+    }
+
+    out.sort_by_key(|o| (o.t_ns, o.order));
+    oracle(&flows, &mut delivered, &out, &mut truth);
+    truth.frames = out.len() as u64;
+    Ok(Generated {
+        frames: out.into_iter().map(|o| (o.t_ns, o.frame)).collect(),
+        events,
+        truth,
+        linktype: cfg.link.linktype(),
+    })
+}
+
+/// The fragment attacks of SPEC §1 from one attacker, each rule broken a known number
+/// of times.
+#[allow(clippy::too_many_arguments)]
+fn attacks(
+    p: &Program,
+    w: &mut PacketWriter,
+    rng: &mut Rng,
+    cfg: &SimConfig,
+    server: SocketAddr,
+    end_ns: i64,
+    out: &mut Vec<Out>,
+    order: &mut u64,
+) -> Result<AttackTruth, GenError> {
+    let attacker = addr(cfg.ipv6, 0x606, 50066);
+    let size = p.params.format.fragment_size as usize;
+    let max = p.params.format.max_fragments;
+    let full = vec![0x5a; size];
+    let mut t = AttackTruth::default();
+    let mut send: Vec<Vec<u8>> = Vec::new();
+    let mut seq = 1000u16;
+    for _ in 0..3 {
+        seq += 1;
+        send.push(w.fragment(rng, seq, 3, 3, &full)?); // id out of range
+        t.id_out_of_range += 1;
+        seq += 1;
+        send.push(w.fragment(rng, seq, 0, 3, &full)?);
+        send.push(w.fragment(rng, seq, 1, 4, &full)?); // count changed
+        t.count_changed += 1;
+        seq += 1;
+        send.push(w.fragment(rng, seq, 0, 2, &vec![0; size + 1])?); // oversize
+        t.oversize += 1;
+        seq += 1;
+        send.push(w.fragment(rng, seq, 0, 2, &[1, 2, 3])?); // short non-last
+        t.short_non_last += 1;
+        seq += 1;
+        send.push(w.fragment(rng, seq, 0, 2, &full)?);
+        send.push(w.fragment(rng, seq, 0, 2, &full)?); // duplicate
+        t.duplicate += 1;
+        if max < 255 {
+            seq += 1;
+            send.push(w.fragment(rng, seq, 0, max + 1, &full)?); // count out of range
+            t.count_out_of_range += 1;
+        }
+    }
+    // Stale: far behind the newest.
+    seq += 400;
+    send.push(w.fragment(rng, seq, 0, 2, &full)?);
+    send.push(w.fragment(rng, seq.wrapping_sub(300), 0, 2, &full)?);
+    t.stale += 1;
+    for (i, payload) in send.iter().enumerate() {
+        let ip = &net::ip_packets(attacker, server, payload, 0, false, 65535)[0];
+        out.push(Out {
+            t_ns: end_ns - 500_000_000 + i as i64 * 1_000_000,
+            order: *order,
+            frame: cfg.link.frame(ip, cfg.ipv6),
+            datagram: None,
+        });
+        *order += 1;
+    }
+    Ok(t)
+}
+
+/// What an analyzer must count, computed independently from the delivered datagrams
+/// in capture order (extended sequences, no 16-bit arithmetic).
+fn oracle(flows: &[Flow], delivered: &mut [Delivered], out: &[Out], truth: &mut Truth) {
+    struct State {
+        highest: Option<i64>,
+        seen: HashSet<i64>,
+        packets: HashMap<i64, (u32, HashSet<u32>)>,
+    }
+    let mut states: Vec<State> = flows
+        .iter()
+        .map(|_| State {
+            highest: None,
+            seen: HashSet::new(),
+            packets: HashMap::new(),
+        })
+        .collect();
+    for o in out {
+        let Some(di) = o.datagram else { continue };
+        let d = &mut delivered[di];
+        d.pieces_left -= 1;
+        if d.pieces_left > 0 {
+            continue;
+        }
+        let ft = truth.flows.entry(flows[d.flow].name.clone()).or_default();
+        ft.datagrams += 1;
+        if d.ip_fragments > 1 {
+            ft.ip_fragmented += 1;
+        }
+        if d.corrupted {
+            ft.crc_fail += 1;
+            continue;
+        }
+        ft.crc_ok += 1;
+        let s = &mut states[d.flow];
+        let fragment = d.fragment.is_some();
+        match s.highest {
+            None => {
+                s.highest = Some(d.ext);
+                s.seen.insert(d.ext);
+                ft.received += 1;
+            }
+            Some(h) if d.ext > h => {
+                ft.lost += (d.ext - h - 1) as u64;
+                s.highest = Some(d.ext);
+                s.seen.insert(d.ext);
+                ft.received += 1;
+            }
+            Some(h) => {
+                let near = h - d.ext < 1024;
+                if near && s.seen.contains(&d.ext) {
+                    if !fragment {
+                        ft.duplicates += 1;
+                    }
+                } else {
+                    if near {
+                        s.seen.insert(d.ext);
+                        ft.lost = ft.lost.saturating_sub(1);
+                    }
+                    ft.late += 1;
+                    ft.received += 1;
+                }
+            }
+        }
+        if let Some((id, count)) = d.fragment {
+            ft.fragments += 1;
+            if !s
+                .packets
+                .entry(d.ext)
+                .or_insert((count, HashSet::new()))
+                .1
+                .insert(id)
+            {
+                truth.fragment_duplicates += 1;
+            }
+        }
+    }
+    for (i, s) in states.iter().enumerate() {
+        if s.packets.is_empty() {
+            continue;
+        }
+        let ft = truth.flows.entry(flows[i].name.clone()).or_default();
+        for (count, ids) in s.packets.values() {
+            let e = ft.reassembly.entry(*count).or_default();
+            e.0 += 1;
+            e.1 += (ids.len() as u32 == *count) as u64;
+        }
+    }
+}
