@@ -154,7 +154,10 @@ struct GenArgs {
 
 fn gen_cmd(a: &GenArgs) -> Result<ExitCode, String> {
     use gpcap::generate::net::Link;
-    use gpcap::generate::sim::{Burst, SimConfig, simulate};
+    use gpcap::generate::sim::{Burst, Emit, SimConfig, simulate_into};
+    struct Generated {
+        truth: gpcap::generate::sim::Truth,
+    }
     let program = load_program(&a.dissector)?;
     let burst = match &a.burst {
         None => None,
@@ -191,34 +194,53 @@ fn gen_cmd(a: &GenArgs) -> Result<ExitCode, String> {
         big: a.big,
         attacks: a.attacks,
     };
-    let g = simulate(&program, &cfg).map_err(|e| e.to_string())?;
     let file = std::fs::File::create(&a.output).map_err(|e| format!("{}: {e}", a.output.display()))?;
     let out = std::io::BufWriter::with_capacity(1 << 20, file);
-    let ng = a.output.extension().is_some_and(|e| e == "pcapng");
-    let io = |e: std::io::Error| format!("{}: {e}", a.output.display());
-    if ng {
-        let mut w = gpcap::capture::writer::PcapNgWriter::new(out).map_err(io)?;
-        w.interface(g.linktype as u16, 65535, true).map_err(io)?;
-        for (t, f) in &g.frames {
-            w.packet(0, *t as u64, f, f.len() as u32).map_err(io)?;
-        }
-        w.into_inner().flush().map_err(io)?;
-    } else {
-        let mut w = gpcap::capture::writer::PcapWriter::new(out, g.linktype, 65535, true).map_err(io)?;
-        for (t, f) in &g.frames {
-            w.write(*t, f, f.len() as u32).map_err(io)?;
-        }
-        w.into_inner().flush().map_err(io)?;
-    }
     let truth_path = PathBuf::from(format!("{}.truth.jsonl", a.output.display()));
-    let mut t = String::new();
-    for e in &g.events {
-        t.push_str(&serde_json::to_string(e).map_err(|e| e.to_string())?);
-        t.push('\n');
+    let tfile = std::fs::File::create(&truth_path).map_err(|e| format!("{}: {e}", truth_path.display()))?;
+    let mut tout = std::io::BufWriter::with_capacity(1 << 20, tfile);
+    let ng = a.output.extension().is_some_and(|e| e == "pcapng");
+    let mut pcap = None;
+    let mut pcapng = None;
+    if ng {
+        let mut w = gpcap::capture::writer::PcapNgWriter::new(out).map_err(|e| e.to_string())?;
+        w.interface(cfg.link.linktype() as u16, 65535, true).map_err(|e| e.to_string())?;
+        pcapng = Some(w);
+    } else {
+        pcap = Some(
+            gpcap::capture::writer::PcapWriter::new(out, cfg.link.linktype(), 65535, true)
+                .map_err(|e| e.to_string())?,
+        );
     }
-    t.push_str(&serde_json::to_string(&g.truth).map_err(|e| e.to_string())?);
-    t.push('\n');
-    std::fs::write(&truth_path, t).map_err(|e| format!("{}: {e}", truth_path.display()))?;
+    let mut io_error: Option<std::io::Error> = None;
+    let truth = simulate_into(&program, &cfg, &mut |e| {
+        let r = match e {
+            Emit::Frame { t_ns, data } => match (&mut pcap, &mut pcapng) {
+                (Some(w), _) => w.write(t_ns, data, data.len() as u32),
+                (_, Some(w)) => w.packet(0, t_ns as u64, data, data.len() as u32),
+                _ => Ok(()),
+            },
+            Emit::Event(ev) => serde_json::to_writer(&mut tout, ev)
+                .map_err(std::io::Error::other)
+                .and_then(|_| tout.write_all(b"\n")),
+        };
+        if let Err(e) = r {
+            io_error.get_or_insert(e);
+        }
+    })
+    .map_err(|e| e.to_string())?;
+    if let Some(e) = io_error {
+        return Err(format!("{}: {e}", a.output.display()));
+    }
+    let flushed = match (pcap, pcapng) {
+        (Some(w), _) => w.into_inner().flush(),
+        (_, Some(w)) => w.into_inner().flush(),
+        _ => Ok(()),
+    };
+    flushed.map_err(|e| format!("{}: {e}", a.output.display()))?;
+    serde_json::to_writer(&mut tout, &truth).map_err(|e| e.to_string())?;
+    tout.write_all(b"\n").and_then(|_| tout.flush()).map_err(|e| format!("{}: {e}", truth_path.display()))?;
+    let g = Generated { truth };
     eprintln!(
         "gpcap: wrote {} frames ({} game datagrams, {} lost, {} duplicated, {} corrupted) to {} and its truth to {}",
         g.truth.frames,

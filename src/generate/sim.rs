@@ -11,7 +11,7 @@ use super::packet::{GenError, PacketWriter};
 use super::rng::Rng;
 use crate::dissect::Program;
 use crate::wire::{FRAGMENT_TYPE, ProtocolId, write_crc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
@@ -104,7 +104,7 @@ pub struct SendEvent {
 }
 
 /// The totals `gpcap analyze` must report for one flow.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FlowTruth {
     pub datagrams: u64,
     pub crc_ok: u64,
@@ -120,7 +120,7 @@ pub struct FlowTruth {
 }
 
 /// Fragment rules the attack flow breaks, and how often.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AttackTruth {
     pub id_out_of_range: u64,
     pub count_out_of_range: u64,
@@ -131,9 +131,9 @@ pub struct AttackTruth {
     pub stale: u64,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Truth {
-    pub event: &'static str,
+    pub event: String,
     pub seed: u64,
     pub protocol_id: Option<ProtocolId>,
     pub frames: u64,
@@ -152,13 +152,37 @@ pub struct Truth {
     pub fragment_duplicates: u64,
 }
 
-/// One frame for the capture, in delivery order.
+/// One frame for the capture; the heap pops the earliest delivery first.
 struct Out {
     t_ns: i64,
     order: u64,
     frame: Vec<u8>,
     /// The datagram this frame carries a piece of (game traffic only).
     datagram: Option<usize>,
+}
+
+impl PartialEq for Out {
+    fn eq(&self, o: &Self) -> bool {
+        (self.t_ns, self.order) == (o.t_ns, o.order)
+    }
+}
+impl Eq for Out {}
+impl PartialOrd for Out {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Out {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (o.t_ns, o.order).cmp(&(self.t_ns, self.order))
+    }
+}
+
+/// What the simulation hands out as it goes: frames in capture order, send events in
+/// send order.
+pub enum Emit<'a> {
+    Frame { t_ns: i64, data: &'a [u8] },
+    Event(&'a SendEvent),
 }
 
 /// A game datagram as delivered, for the oracle.
@@ -190,6 +214,22 @@ pub struct Generated {
     pub linktype: u32,
 }
 
+/// Runs the simulation into memory (small captures and tests).
+pub fn simulate(p: &Program, cfg: &SimConfig) -> Result<Generated, GenError> {
+    let mut frames = Vec::new();
+    let mut events = Vec::new();
+    let truth = simulate_into(p, cfg, &mut |e| match e {
+        Emit::Frame { t_ns, data } => frames.push((t_ns, data.to_vec())),
+        Emit::Event(e) => events.push(e.clone()),
+    })?;
+    Ok(Generated {
+        frames,
+        events,
+        truth,
+        linktype: cfg.link.linktype(),
+    })
+}
+
 const EPOCH_NS: i64 = 1_700_000_000_000_000_000;
 
 fn addr(v6: bool, host: u16, port: u16) -> SocketAddr {
@@ -203,8 +243,10 @@ fn addr(v6: bool, host: u16, port: u16) -> SocketAddr {
     }
 }
 
-/// Runs the simulation.
-pub fn simulate(p: &Program, cfg: &SimConfig) -> Result<Generated, GenError> {
+/// Runs the simulation, streaming frames and events to `emit` with bounded memory (the
+/// frames of the last delivery horizon are held back to be put in time order), and
+/// returns the ground truth.
+pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -> Result<Truth, GenError> {
     let id = p.params.protocol_id.ok_or(GenError::NoProtocolId)?;
     let mut rng = Rng::new(cfg.seed);
     let mut values = rng.fork(1);
@@ -240,12 +282,16 @@ pub fn simulate(p: &Program, cfg: &SimConfig) -> Result<Generated, GenError> {
         }
     }
     let router = addr(cfg.ipv6, 0xfe, 0).ip();
-    let mut out: Vec<Out> = Vec::new();
+    let mut out: std::collections::BinaryHeap<Out> = std::collections::BinaryHeap::new();
     let mut order = 0u64;
-    let mut delivered: Vec<Delivered> = Vec::new();
-    let mut events: Vec<SendEvent> = Vec::new();
+    let mut delivered: HashMap<usize, Delivered> = HashMap::new();
+    let mut next_datagram = 0usize;
+    let mut oracle = Oracle::new(flows.len());
+    // No frame is delivered later than this after its send time.
+    let max_interval = flows.iter().map(|f| f.interval_ns).max().unwrap_or(0);
+    let horizon = 20_000_000 + (cfg.jitter_ms * 1e6) as i64 + 3 * max_interval + 10_000_000;
     let mut truth = Truth {
-        event: "summary",
+        event: "summary".into(),
         seed: cfg.seed,
         protocol_id: Some(id),
         ..Truth::default()
@@ -266,6 +312,12 @@ pub fn simulate(p: &Program, cfg: &SimConfig) -> Result<Generated, GenError> {
         let now = flows[fi].next_ns;
         if now > end_ns || cfg.packets.is_some_and(|n| sent_packets >= n) {
             break;
+        }
+        while out.peek().is_some_and(|o| o.t_ns < now - horizon) {
+            if let Some(o) = out.pop() {
+                oracle.frame(&o, &flows, &mut delivered, &mut truth);
+                emit(Emit::Frame { t_ns: o.t_ns, data: &o.frame });
+            }
         }
         flows[fi].next_ns += flows[fi].interval_ns;
         sent_packets += 1;
@@ -371,7 +423,7 @@ pub fn simulate(p: &Program, cfg: &SimConfig) -> Result<Generated, GenError> {
                     datagram: None,
                 });
                 order += 1;
-                events.push(event);
+                emit(Emit::Event(&event));
                 continue;
             }
             let lost: Vec<bool> = pieces.iter().map(|_| lost_net(f, &mut net_rng)).collect();
@@ -386,15 +438,19 @@ pub fn simulate(p: &Program, cfg: &SimConfig) -> Result<Generated, GenError> {
             }
             for copy in 0..copies {
                 let d = if whole {
-                    delivered.push(Delivered {
-                        flow: fi,
-                        ext,
-                        fragment: frag,
-                        corrupted,
-                        ip_fragments: pieces.len(),
-                        pieces_left: pieces.len(),
-                    });
-                    Some(delivered.len() - 1)
+                    next_datagram += 1;
+                    delivered.insert(
+                        next_datagram,
+                        Delivered {
+                            flow: fi,
+                            ext,
+                            fragment: frag,
+                            corrupted,
+                            ip_fragments: pieces.len(),
+                            pieces_left: pieces.len(),
+                        },
+                    );
+                    Some(next_datagram)
                 } else {
                     None
                 };
@@ -412,7 +468,7 @@ pub fn simulate(p: &Program, cfg: &SimConfig) -> Result<Generated, GenError> {
                     order += 1;
                 }
             }
-            events.push(event);
+            emit(Emit::Event(&event));
             // Foreign traffic rides along.
             if net_rng.chance(cfg.foreign) {
                 let client = if f.src == server { f.dst } else { f.src };
@@ -420,7 +476,8 @@ pub fn simulate(p: &Program, cfg: &SimConfig) -> Result<Generated, GenError> {
                 let q: Vec<u8> = (0..net_rng.range(28, 60))
                     .map(|_| net_rng.next_u32() as u8)
                     .collect();
-                let from = SocketAddr::new(client.ip(), 33000 + net_rng.below(20000) as u16);
+                // An ephemeral port below any game port of the shipped definitions.
+                let from = SocketAddr::new(client.ip(), 33000 + net_rng.below(6000) as u16);
                 let pkt = &net::ip_packets(from, dns, &q, 0, false, 65535)[0];
                 out.push(Out {
                     t_ns: now + 1_000,
@@ -462,15 +519,12 @@ pub fn simulate(p: &Program, cfg: &SimConfig) -> Result<Generated, GenError> {
         )?);
     }
 
-    out.sort_by_key(|o| (o.t_ns, o.order));
-    oracle(&flows, &mut delivered, &out, &mut truth);
-    truth.frames = out.len() as u64;
-    Ok(Generated {
-        frames: out.into_iter().map(|o| (o.t_ns, o.frame)).collect(),
-        events,
-        truth,
-        linktype: cfg.link.linktype(),
-    })
+    while let Some(o) = out.pop() {
+        oracle.frame(&o, &flows, &mut delivered, &mut truth);
+        emit(Emit::Frame { t_ns: o.t_ns, data: &o.frame });
+    }
+    oracle.finish(&flows, &mut truth);
+    Ok(truth)
 }
 
 /// The fragment attacks of SPEC §1 from one attacker, each rule broken a known number
@@ -483,7 +537,7 @@ fn attacks(
     cfg: &SimConfig,
     server: SocketAddr,
     end_ns: i64,
-    out: &mut Vec<Out>,
+    out: &mut std::collections::BinaryHeap<Out>,
     order: &mut u64,
 ) -> Result<AttackTruth, GenError> {
     let attacker = addr(cfg.ipv6, 0x606, 50066);
@@ -525,7 +579,7 @@ fn attacks(
     for (i, payload) in send.iter().enumerate() {
         let ip = &net::ip_packets(attacker, server, payload, 0, false, 65535)[0];
         out.push(Out {
-            t_ns: end_ns - 500_000_000 + i as i64 * 1_000_000,
+            t_ns: end_ns + 100_000_000 + i as i64 * 1_000_000,
             order: *order,
             frame: cfg.link.frame(ip, cfg.ipv6),
             datagram: None,
@@ -537,27 +591,38 @@ fn attacks(
 
 /// What an analyzer must count, computed independently from the delivered datagrams
 /// in capture order (extended sequences, no 16-bit arithmetic).
-fn oracle(flows: &[Flow], delivered: &mut [Delivered], out: &[Out], truth: &mut Truth) {
-    struct State {
-        highest: Option<i64>,
-        seen: HashSet<i64>,
-        packets: HashMap<i64, (u32, HashSet<u32>)>,
+struct Oracle {
+    states: Vec<FlowOracle>,
+}
+
+struct FlowOracle {
+    highest: Option<i64>,
+    seen: HashSet<i64>,
+    packets: HashMap<i64, (u32, HashSet<u32>)>,
+}
+
+impl Oracle {
+    fn new(flows: usize) -> Self {
+        Oracle {
+            states: (0..flows)
+                .map(|_| FlowOracle {
+                    highest: None,
+                    seen: HashSet::new(),
+                    packets: HashMap::new(),
+                })
+                .collect(),
+        }
     }
-    let mut states: Vec<State> = flows
-        .iter()
-        .map(|_| State {
-            highest: None,
-            seen: HashSet::new(),
-            packets: HashMap::new(),
-        })
-        .collect();
-    for o in out {
-        let Some(di) = o.datagram else { continue };
-        let d = &mut delivered[di];
+
+    fn frame(&mut self, o: &Out, flows: &[Flow], delivered: &mut HashMap<usize, Delivered>, truth: &mut Truth) {
+        truth.frames += 1;
+        let Some(di) = o.datagram else { return };
+        let Some(d) = delivered.get_mut(&di) else { return };
         d.pieces_left -= 1;
         if d.pieces_left > 0 {
-            continue;
+            return;
         }
+        let Some(d) = delivered.remove(&di) else { return };
         let ft = truth.flows.entry(flows[d.flow].name.clone()).or_default();
         ft.datagrams += 1;
         if d.ip_fragments > 1 {
@@ -565,10 +630,10 @@ fn oracle(flows: &[Flow], delivered: &mut [Delivered], out: &[Out], truth: &mut 
         }
         if d.corrupted {
             ft.crc_fail += 1;
-            continue;
+            return;
         }
         ft.crc_ok += 1;
-        let s = &mut states[d.flow];
+        let s = &mut self.states[d.flow];
         let fragment = d.fragment.is_some();
         match s.highest {
             None => {
@@ -598,28 +663,43 @@ fn oracle(flows: &[Flow], delivered: &mut [Delivered], out: &[Out], truth: &mut 
                 }
             }
         }
+        // Keep memory bounded: sequences far behind can no longer matter.
+        if s.seen.len() > 4096
+            && let Some(h) = s.highest
+        {
+            s.seen.retain(|&x| h - x < 2048);
+        }
         if let Some((id, count)) = d.fragment {
             ft.fragments += 1;
-            if !s
-                .packets
-                .entry(d.ext)
-                .or_insert((count, HashSet::new()))
-                .1
-                .insert(id)
-            {
+            if !s.packets.entry(d.ext).or_insert((count, HashSet::new())).1.insert(id) {
                 truth.fragment_duplicates += 1;
+            }
+            if s.packets.len() > 4096
+                && let Some(h) = s.highest
+            {
+                let old: Vec<i64> = s.packets.keys().copied().filter(|&x| h - x >= 2048).collect();
+                for x in old {
+                    if let Some((count, ids)) = s.packets.remove(&x) {
+                        let e = ft.reassembly.entry(count).or_default();
+                        e.0 += 1;
+                        e.1 += (ids.len() as u32 == count) as u64;
+                    }
+                }
             }
         }
     }
-    for (i, s) in states.iter().enumerate() {
-        if s.packets.is_empty() {
-            continue;
-        }
-        let ft = truth.flows.entry(flows[i].name.clone()).or_default();
-        for (count, ids) in s.packets.values() {
-            let e = ft.reassembly.entry(*count).or_default();
-            e.0 += 1;
-            e.1 += (ids.len() as u32 == *count) as u64;
+
+    fn finish(&mut self, flows: &[Flow], truth: &mut Truth) {
+        for (i, s) in self.states.iter().enumerate() {
+            if s.packets.is_empty() {
+                continue;
+            }
+            let ft = truth.flows.entry(flows[i].name.clone()).or_default();
+            for (count, ids) in s.packets.values() {
+                let e = ft.reassembly.entry(*count).or_default();
+                e.0 += 1;
+                e.1 += (ids.len() as u32 == *count) as u64;
+            }
         }
     }
 }

@@ -61,6 +61,13 @@ impl fmt::Display for ProtocolId {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for ProtocolId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        ProtocolId::parse(&s).ok_or_else(|| serde::de::Error::custom(format!("bad protocol id {s}")))
+    }
+}
+
 impl Serialize for ProtocolId {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&self.to_string())
