@@ -204,7 +204,8 @@ fn gen_cmd(a: &GenArgs) -> Result<ExitCode, String> {
     let mut pcapng = None;
     if ng {
         let mut w = gpcap::capture::writer::PcapNgWriter::new(out).map_err(|e| e.to_string())?;
-        w.interface(cfg.link.linktype() as u16, 65535, true).map_err(|e| e.to_string())?;
+        w.interface(cfg.link.linktype() as u16, 65535, true)
+            .map_err(|e| e.to_string())?;
         pcapng = Some(w);
     } else {
         pcap = Some(
@@ -239,7 +240,9 @@ fn gen_cmd(a: &GenArgs) -> Result<ExitCode, String> {
     };
     flushed.map_err(|e| format!("{}: {e}", a.output.display()))?;
     serde_json::to_writer(&mut tout, &truth).map_err(|e| e.to_string())?;
-    tout.write_all(b"\n").and_then(|_| tout.flush()).map_err(|e| format!("{}: {e}", truth_path.display()))?;
+    tout.write_all(b"\n")
+        .and_then(|_| tout.flush())
+        .map_err(|e| format!("{}: {e}", truth_path.display()))?;
     let g = Generated { truth };
     eprintln!(
         "gpcap: wrote {} frames ({} game datagrams, {} lost, {} duplicated, {} corrupted) to {} and its truth to {}",

@@ -22,7 +22,8 @@ fn analyze(capture: &str, definition: &str) -> (Report, Truth) {
     while let Some(f) = r.next_frame().unwrap() {
         a.frame(&f);
     }
-    let truth_text = std::fs::read_to_string(root().join("captures").join(format!("{capture}.truth.jsonl"))).unwrap();
+    let truth_text =
+        std::fs::read_to_string(root().join("captures").join(format!("{capture}.truth.jsonl"))).unwrap();
     let truth: Truth = serde_json::from_str(truth_text.lines().last().unwrap()).unwrap();
     (a.finish(), truth)
 }
@@ -50,7 +51,13 @@ bundled!(vlan_corrupt, "vlan-corrupt.pcap", "example-shooter.kdl");
 #[test]
 fn findings_are_visible() {
     let (r, _) = analyze("lossy-bursts.pcap", "article.kdl");
-    assert!(r.reassembly.finding.as_deref().unwrap_or("").contains("fragments were lost"));
+    assert!(
+        r.reassembly
+            .finding
+            .as_deref()
+            .unwrap_or("")
+            .contains("fragments were lost")
+    );
     let (r, _) = analyze("mtu-ignored.pcap", "article.kdl");
     assert!(r.mtu.ip_fragmented > 0 && r.mtu.over_budget > 0);
     let (r, t) = analyze("mtu-df.pcap", "article.kdl");
@@ -59,13 +66,28 @@ fn findings_are_visible() {
     assert!(r.mtu.icmp.iter().all(|i| i.mtu == 1400 && i.flow.is_some()));
     let (r, _) = analyze("attacks.pcap", "article.kdl");
     let a = &r.reassembly.attacks;
-    assert!(a.id_out_of_range > 0 && a.count_changed > 0 && a.oversize > 0 && a.short_non_last > 0 && a.duplicate > 0 && a.stale > 0);
+    assert!(
+        a.id_out_of_range > 0
+            && a.count_changed > 0
+            && a.oversize > 0
+            && a.short_non_last > 0
+            && a.duplicate > 0
+            && a.stale > 0
+    );
 }
 
 #[test]
 fn generation_is_deterministic() {
     let p = dissect::load(&root().join("dissectors/article.kdl")).unwrap();
-    let cfg = SimConfig { seed: 99, duration_s: 2.0, loss: 0.05, dup: 0.02, reorder: 0.05, jitter_ms: 3.0, ..SimConfig::default() };
+    let cfg = SimConfig {
+        seed: 99,
+        duration_s: 2.0,
+        loss: 0.05,
+        dup: 0.02,
+        reorder: 0.05,
+        jitter_ms: 3.0,
+        ..SimConfig::default()
+    };
     let a = simulate(&p, &cfg).unwrap();
     let b = simulate(&p, &cfg).unwrap();
     assert_eq!(a.frames, b.frames);

@@ -21,7 +21,11 @@ fn random_definition(rng: &mut Rng) -> String {
     let mut s = format!(
         "protocol \"random\" {{\n    id {:#x}\n    ports 40000\n    types {types}\n    end-check {}\n    fragment-size {}\n    max-fragments {}\n    fragment-count \"{}\"\n    mtu-budget {}\n}}\n",
         rng.next_u32(),
-        if rng.chance(0.8) { "\"end\"".to_string() } else { "#null".to_string() },
+        if rng.chance(0.8) {
+            "\"end\"".to_string()
+        } else {
+            "#null".to_string()
+        },
         rng.range(200, 1024),
         rng.range(8, 255),
         if rng.chance(0.5) { "count" } else { "count-1" },
@@ -51,10 +55,20 @@ fn random_definition(rng: &mut Rng) -> String {
                 7 => format!("quaternion q{k}"),
                 8 => format!("string s{k} {}", rng.range(2, 64)),
                 9 => format!("int n{k} 0 {}\n    bytes blob{k} n{k}", rng.range(1, 40)),
-                10 => format!("int n{k} 0 {}\n    array a{k} n{k} {{\n        thing\n    }}", rng.range(1, 300)),
-                11 => format!("relative-list r{k} {} {{\n        thing\n    }}", rng.range(2, 2000)),
-                12 => format!("list l{k} end=\"kind{k} == 0\" {{\n        int kind{k} 0 3\n        int x{k} -5 5\n    }}"),
-                _ => format!("bool on{k}\n    if \"!on{k}\" {{\n        check \"c{k}\"\n        align\n    }}"),
+                10 => format!(
+                    "int n{k} 0 {}\n    array a{k} n{k} {{\n        thing\n    }}",
+                    rng.range(1, 300)
+                ),
+                11 => format!(
+                    "relative-list r{k} {} {{\n        thing\n    }}",
+                    rng.range(2, 2000)
+                ),
+                12 => format!(
+                    "list l{k} end=\"kind{k} == 0\" {{\n        int kind{k} 0 3\n        int x{k} -5 5\n    }}"
+                ),
+                _ => {
+                    format!("bool on{k}\n    if \"!on{k}\" {{\n        check \"c{k}\"\n        align\n    }}")
+                }
             };
             s.push_str("    ");
             s.push_str(&f);
@@ -82,7 +96,10 @@ fn run(program: Arc<Program>, cfg: &SimConfig) -> Vec<String> {
     let report = a.finish();
     let mut diffs = compare(&g.truth, &report);
     if report.reassembly.peak_bytes > (8 << 20) + (1 << 20) {
-        diffs.push(format!("reassembly memory {} over its budget", report.reassembly.peak_bytes));
+        diffs.push(format!(
+            "reassembly memory {} over its budget",
+            report.reassembly.peak_bytes
+        ));
     }
     diffs
 }
@@ -94,12 +111,20 @@ fn config(rng: &mut Rng, seed: u64) -> SimConfig {
         rate_hz: 30.0 + rng.unit() * 60.0,
         clients: rng.range(1, 3) as u32,
         loss: if rng.chance(0.6) { rng.unit() * 0.1 } else { 0.0 },
-        burst: rng.chance(0.3).then(|| Burst { enter: 0.02, exit: 0.3, loss: 0.8 }),
+        burst: rng.chance(0.3).then_some(Burst {
+            enter: 0.02,
+            exit: 0.3,
+            loss: 0.8,
+        }),
         dup: if rng.chance(0.4) { rng.unit() * 0.05 } else { 0.0 },
         reorder: if rng.chance(0.4) { rng.unit() * 0.05 } else { 0.0 },
         jitter_ms: rng.unit() * 10.0,
         corrupt: if rng.chance(0.3) { rng.unit() * 0.03 } else { 0.0 },
-        link_mtu: if rng.chance(0.3) { rng.range(576, 1500) as u32 } else { 1500 },
+        link_mtu: if rng.chance(0.3) {
+            rng.range(576, 1500) as u32
+        } else {
+            1500
+        },
         df: rng.chance(0.3),
         no_fragment: rng.chance(0.2),
         foreign: rng.unit() * 0.05,
@@ -107,7 +132,9 @@ fn config(rng: &mut Rng, seed: u64) -> SimConfig {
         link: match rng.below(4) {
             0 => Link::Sll2,
             1 => Link::Raw,
-            2 => Link::Ethernet { vlan: Some(rng.range(1, 4094) as u16) },
+            2 => Link::Ethernet {
+                vlan: Some(rng.range(1, 4094) as u16),
+            },
             _ => Link::Ethernet { vlan: None },
         },
         big: rng.unit() * 0.3,
@@ -118,7 +145,10 @@ fn config(rng: &mut Rng, seed: u64) -> SimConfig {
 
 #[test]
 fn soak() {
-    let seeds: u64 = std::env::var("GPCAP_SOAK_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(100);
+    let seeds: u64 = std::env::var("GPCAP_SOAK_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(100);
     let root = env!("CARGO_MANIFEST_DIR");
     let shipped: Vec<Arc<Program>> = ["article.kdl", "example-shooter.kdl"]
         .iter()
@@ -128,19 +158,28 @@ fn soak() {
     for seed in 0..seeds {
         let mut rng = Rng::new(seed ^ 0x50a6);
         let (program, what) = match seed % 3 {
-            0 | 1 => (shipped[seed as usize % 2].clone(), format!("dissectors #{}", seed % 2)),
+            0 | 1 => (
+                shipped[seed as usize % 2].clone(),
+                format!("dissectors #{}", seed % 2),
+            ),
             _ => {
                 let text = random_definition(&mut rng);
                 match dissect::compile("random.kdl", &text) {
                     Ok(p) => (Arc::new(p), "random definition".to_string()),
-                    Err(e) => panic!("seed {seed}: random definition does not compile:\n{}\n{text}", dissect::render(&e, false)),
+                    Err(e) => panic!(
+                        "seed {seed}: random definition does not compile:\n{}\n{text}",
+                        dissect::render(&e, false)
+                    ),
                 }
             }
         };
         let cfg = config(&mut rng, seed);
         let diffs = run(program, &cfg);
         if !diffs.is_empty() {
-            failures.push(format!("seed {seed} ({what}, {cfg:?}):\n  {}", diffs.join("\n  ")));
+            failures.push(format!(
+                "seed {seed} ({what}, {cfg:?}):\n  {}",
+                diffs.join("\n  ")
+            ));
         }
     }
     eprintln!("soak: {seeds} seeds, {} failures", failures.len());

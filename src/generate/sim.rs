@@ -178,6 +178,9 @@ impl Ord for Out {
     }
 }
 
+/// A datagram to send: its UDP payload, and (id, count) for a fragment.
+type Datagram = (Vec<u8>, Option<(u32, u32)>);
+
 /// What the simulation hands out as it goes: frames in capture order, send events in
 /// send order.
 pub enum Emit<'a> {
@@ -305,10 +308,7 @@ pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -
         65_000
     };
 
-    loop {
-        let Some(fi) = (0..flows.len()).min_by_key(|&i| flows[i].next_ns) else {
-            break;
-        };
+    while let Some(fi) = (0..flows.len()).min_by_key(|&i| flows[i].next_ns) {
         let now = flows[fi].next_ns;
         if now > end_ns || cfg.packets.is_some_and(|n| sent_packets >= n) {
             break;
@@ -316,7 +316,10 @@ pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -
         while out.peek().is_some_and(|o| o.t_ns < now - horizon) {
             if let Some(o) = out.pop() {
                 oracle.frame(&o, &flows, &mut delivered, &mut truth);
-                emit(Emit::Frame { t_ns: o.t_ns, data: &o.frame });
+                emit(Emit::Frame {
+                    t_ns: o.t_ns,
+                    data: &o.frame,
+                });
             }
         }
         flows[fi].next_ns += flows[fi].interval_ns;
@@ -344,7 +347,7 @@ pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -
         if packet.len() > max_packet {
             continue;
         }
-        let datagrams: Vec<(Vec<u8>, Option<(u32, u32)>)> =
+        let datagrams: Vec<Datagram> =
             if p.fragment.is_some() && !cfg.no_fragment && packet.len() > fmt.mtu_budget as usize {
                 let chunks: Vec<&[u8]> = packet.chunks(fmt.fragment_size as usize).collect();
                 let n = chunks.len() as u32;
@@ -521,7 +524,10 @@ pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -
 
     while let Some(o) = out.pop() {
         oracle.frame(&o, &flows, &mut delivered, &mut truth);
-        emit(Emit::Frame { t_ns: o.t_ns, data: &o.frame });
+        emit(Emit::Frame {
+            t_ns: o.t_ns,
+            data: &o.frame,
+        });
     }
     oracle.finish(&flows, &mut truth);
     Ok(truth)
@@ -614,7 +620,13 @@ impl Oracle {
         }
     }
 
-    fn frame(&mut self, o: &Out, flows: &[Flow], delivered: &mut HashMap<usize, Delivered>, truth: &mut Truth) {
+    fn frame(
+        &mut self,
+        o: &Out,
+        flows: &[Flow],
+        delivered: &mut HashMap<usize, Delivered>,
+        truth: &mut Truth,
+    ) {
         truth.frames += 1;
         let Some(di) = o.datagram else { return };
         let Some(d) = delivered.get_mut(&di) else { return };
@@ -671,7 +683,13 @@ impl Oracle {
         }
         if let Some((id, count)) = d.fragment {
             ft.fragments += 1;
-            if !s.packets.entry(d.ext).or_insert((count, HashSet::new())).1.insert(id) {
+            if !s
+                .packets
+                .entry(d.ext)
+                .or_insert((count, HashSet::new()))
+                .1
+                .insert(id)
+            {
                 truth.fragment_duplicates += 1;
             }
             if s.packets.len() > 4096
