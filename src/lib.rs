@@ -7,6 +7,7 @@ pub mod analysis;
 pub mod bits;
 pub mod capture;
 pub mod dissect;
+pub mod filter;
 pub mod generate;
 pub mod identify;
 pub mod present;

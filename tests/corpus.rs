@@ -19,7 +19,9 @@ fn analyze(path: &Path) -> Result<u64, String> {
     let mut err = None;
     loop {
         match r.next_frame() {
-            Ok(Some(f)) => a.frame(&f),
+            Ok(Some(f)) => {
+                a.frame(&f);
+            }
             Ok(None) => break,
             Err(e) => {
                 err = Some(e.to_string());

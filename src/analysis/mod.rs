@@ -64,6 +64,41 @@ impl Config {
     }
 }
 
+/// What the analyzer made of one frame: the packet list of the TUI and live capture is
+/// built from these, so every view classifies a frame the same way.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Seen {
+    pub kind: SeenKind,
+    pub flow: Option<FlowId>,
+    /// UDP payload bytes (game and other UDP).
+    pub size: u32,
+    pub sequence: Option<u16>,
+    pub packet_type: Option<u32>,
+    /// (fragment id, fragment count) of a game fragment.
+    pub fragment: Option<(u32, u32)>,
+    /// CRC verdict: None when not checked.
+    pub crc_ok: Option<bool>,
+    pub fault: Option<FaultKind>,
+    /// The datagram was rebuilt from IP fragments (this frame carried the last one).
+    pub ip_fragmented: bool,
+    pub over_budget: bool,
+    /// Cut by the snaplen or shorter than the UDP length says.
+    pub truncated: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SeenKind {
+    /// A datagram on the protocol's ports.
+    Game,
+    OtherUdp,
+    /// An IP fragment that did not (yet) complete a datagram.
+    IpPiece,
+    Icmp,
+    #[default]
+    NotUdp,
+    Malformed,
+}
+
 /// Flows kept individually; traffic beyond is counted in aggregate.
 const MAX_FLOWS: usize = 65_536;
 /// Findings kept as lists (counts are exact beyond).
@@ -95,6 +130,7 @@ pub struct Analyzer {
     /// The smallest MTU ICMP announced for each flow.
     path_mtu: HashMap<(SocketAddr, SocketAddr), u32>,
     bursts: BurstSizes,
+    seen: Seen,
     report: Report,
 }
 
@@ -124,6 +160,7 @@ impl Analyzer {
             order: Vec::new(),
             path_mtu: HashMap::new(),
             bursts: BurstSizes::default(),
+            seen: Seen::default(),
             report,
         }
     }
@@ -148,7 +185,14 @@ impl Analyzer {
         }
     }
 
-    pub fn frame(&mut self, f: &Frame) {
+    /// Analyzes one frame and says what it was.
+    pub fn frame(&mut self, f: &Frame) -> Seen {
+        self.seen = Seen::default();
+        self.frame_inner(f);
+        self.seen
+    }
+
+    fn frame_inner(&mut self, f: &Frame) {
         let c = &mut self.report.capture;
         c.frames += 1;
         c.bytes += f.data.len() as u64;
@@ -209,9 +253,14 @@ impl Analyzer {
                     self.defrag.expire(f.ts_ns);
                 }
             }
-            Decoded::Icmp(icmp) => self.icmp(f, icmp),
+            Decoded::Icmp(icmp) => {
+                self.seen.kind = SeenKind::Icmp;
+                self.icmp(f, icmp)
+            }
             Decoded::Other(what) => *self.report.capture.not_udp.entry(what.into()).or_default() += 1,
             Decoded::Malformed { layer, .. } => {
+                self.seen.kind = SeenKind::Malformed;
+                self.seen.truncated = snap_cut;
                 if snap_cut {
                     *self
                         .report
@@ -279,11 +328,21 @@ impl Analyzer {
         if ip_fragments > 1 {
             c.ip_reassembled += 1;
         }
+        let key = (SocketAddr::new(ip.src, sport), SocketAddr::new(ip.dst, dport));
+        self.seen.flow = Some(FlowId {
+            src: key.0,
+            dst: key.1,
+        });
+        self.seen.size = payload.len() as u32;
+        self.seen.ip_fragmented = ip_fragments > 1;
+        self.seen.truncated = truncated;
+        self.seen.kind = SeenKind::OtherUdp;
         if !(self.cfg.any_port || self.cfg.ports.contains(&sport) || self.cfg.ports.contains(&dport)) {
             c.other_udp += 1;
             return;
         }
-        let key = (SocketAddr::new(ip.src, sport), SocketAddr::new(ip.dst, dport));
+        self.seen.kind = SeenKind::Game;
+        self.seen.over_budget = payload.len() as u32 > self.cfg.format.mtu_budget;
         if !self.flows.contains_key(&key) {
             if self.flows.len() >= MAX_FLOWS {
                 self.report.capture.flows_not_tracked += 1;
@@ -361,14 +420,17 @@ impl Analyzer {
                 CrcStatus::Mismatch { .. } => {
                     s.crc_fail += 1;
                     v.crc_mismatch += 1;
+                    self.seen.crc_ok = Some(false);
                     return;
                 }
                 CrcStatus::TooShort { .. } => {
                     s.too_short += 1;
                     v.too_short += 1;
+                    self.seen.crc_ok = Some(false);
                     return;
                 }
             }
+            self.seen.crc_ok = Some(true);
         }
         v.crc_ok += 1;
         s.crc_ok += 1;
@@ -383,6 +445,7 @@ impl Analyzer {
                             .entry(x.fault.as_ref().map_or("header", |f| f.kind.code()).into())
                             .or_default() += 1;
                         s.malformed += 1;
+                        self.seen.fault = Some(x.fault.as_ref().map_or(FaultKind::PastEnd, |f| f.kind));
                         return;
                     }
                 }
@@ -402,11 +465,19 @@ impl Analyzer {
                 Err(e) => {
                     *v.header_errors.entry(e.kind.code().into()).or_default() += 1;
                     s.malformed += 1;
+                    self.seen.fault = Some(FaultKind::from_error(&e.kind));
                     return;
                 }
             },
         };
         let event = flow.seq.observe(sequence, fragment.is_some());
+        let second = self.report.timeline.slot(f.ts_ns);
+        if let Some(t) = second {
+            t.datagrams += 1;
+            if let seq::SeqEvent::New { gap } = event {
+                t.lost += gap;
+            }
+        }
         if flow.recent.len() >= RECENT {
             flow.recent.pop_front();
         }
@@ -428,6 +499,10 @@ impl Analyzer {
         if let Some(n) = s.types.get_mut(ptype as usize) {
             *n += 1;
         }
+        self.seen.sequence = Some(sequence);
+        self.seen.packet_type = Some(ptype);
+        self.seen.fragment = fragment.map(|x| (x.id, x.count));
+        self.seen.fault = fault;
         if let Some(kind) = fault {
             s.malformed += 1;
             count_fault(&mut self.report.malformed, kind, f.number, key);

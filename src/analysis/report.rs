@@ -345,6 +345,38 @@ pub struct Report {
     pub mtu: MtuReport,
     /// How the protocol was recovered when no id was given.
     pub identification: Option<crate::identify::Identification>,
+    pub timeline: Timeline,
+}
+
+/// Valid game datagrams and sequences lost, per second of capture time.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Timeline {
+    pub start_ns: Option<i64>,
+    pub seconds: Vec<Second>,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Second {
+    pub datagrams: u32,
+    pub lost: u32,
+}
+
+/// Seconds kept (a day); later traffic is not charted.
+const TIMELINE_MAX: usize = 86_400;
+
+impl Timeline {
+    /// The bucket for a timestamp (None before the start or past the limit).
+    pub fn slot(&mut self, ts_ns: i64) -> Option<&mut Second> {
+        let start = *self.start_ns.get_or_insert(ts_ns);
+        let s = usize::try_from((ts_ns - start) / 1_000_000_000).ok()?;
+        if s >= TIMELINE_MAX {
+            return None;
+        }
+        if self.seconds.len() <= s {
+            self.seconds.resize(s + 1, Second::default());
+        }
+        self.seconds.get_mut(s)
+    }
 }
 
 /// Wilson score interval for `k` successes in `n` trials at 95%.

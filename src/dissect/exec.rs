@@ -88,6 +88,16 @@ pub enum FaultKind {
 }
 
 impl FaultKind {
+    pub fn from_error(e: &ErrorKind) -> FaultKind {
+        match e {
+            ErrorKind::PastEnd { .. } => FaultKind::PastEnd,
+            ErrorKind::OutOfRange { .. } => FaultKind::OutOfRange,
+            ErrorKind::NonZeroPadding { .. } => FaultKind::NonZeroPadding,
+            ErrorKind::CheckMismatch { .. } => FaultKind::Check,
+            ErrorKind::Invalid { .. } => FaultKind::Limit,
+        }
+    }
+
     pub fn code(self) -> &'static str {
         match self {
             FaultKind::PastEnd => "past_end",
@@ -319,13 +329,7 @@ impl<'p> Exec<'p> {
 
     /// Records a read error as the packet's fault, located at the field being read.
     fn read_fault(&self, out: &mut Dissection, e: BitError, parent: u32, label: Label) -> Stop {
-        let kind = match e.kind {
-            ErrorKind::PastEnd { .. } => FaultKind::PastEnd,
-            ErrorKind::OutOfRange { .. } => FaultKind::OutOfRange,
-            ErrorKind::NonZeroPadding { .. } => FaultKind::NonZeroPadding,
-            ErrorKind::CheckMismatch { .. } => FaultKind::Check,
-            ErrorKind::Invalid { .. } => FaultKind::Limit,
-        };
+        let kind = FaultKind::from_error(&e.kind);
         let field = self.path(out, parent, label);
         let _ = self.fault(out, kind, field, e.at, e.kind.to_string());
         Stop
