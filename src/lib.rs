@@ -11,4 +11,5 @@ pub mod filter;
 pub mod generate;
 pub mod identify;
 pub mod present;
+pub mod tui;
 pub mod wire;

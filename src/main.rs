@@ -76,6 +76,16 @@ enum Command {
     Check { dissector: PathBuf },
     /// Write a capture of simulated game traffic, and its ground truth beside it.
     Gen(GenArgs),
+    /// Browse a capture in the terminal: packets, fields and bits, flows, reassembly,
+    /// loss and MTU.
+    Tui {
+        capture: PathBuf,
+        #[command(flatten)]
+        protocol: ProtocolArgs,
+        /// Start with this display filter (as typed after `/`).
+        #[arg(long)]
+        filter: Option<String>,
+    },
     /// Recover protocol ids and the game's flows from the traffic alone.
     Identify {
         #[arg(required = true)]
@@ -147,6 +157,9 @@ struct GenArgs {
     /// Add an attacker that breaks each fragment rule of SPEC §1.
     #[arg(long)]
     attacks: bool,
+    /// Chance that a whole packet is sent cut short inside its end check (valid CRC).
+    #[arg(long, default_value_t = 0.0)]
+    malformed: f64,
     /// Analyze the written capture and compare every number with the ground truth.
     #[arg(long)]
     check: bool,
@@ -193,6 +206,7 @@ fn gen_cmd(a: &GenArgs) -> Result<ExitCode, String> {
         },
         big: a.big,
         attacks: a.attacks,
+        malformed: a.malformed,
     };
     let file = std::fs::File::create(&a.output).map_err(|e| format!("{}: {e}", a.output.display()))?;
     let out = std::io::BufWriter::with_capacity(1 << 20, file);
@@ -292,6 +306,11 @@ fn main() -> ExitCode {
         Command::Check { dissector } => check(&dissector),
         Command::Identify { captures, json } => identify_cmd(&captures, json),
         Command::Gen(args) => gen_cmd(&args),
+        Command::Tui {
+            capture,
+            protocol,
+            filter,
+        } => tui_cmd(&capture, &protocol, filter.as_deref()),
     };
     match result {
         Ok(code) => code,
@@ -667,4 +686,64 @@ fn identify_cmd(captures: &[PathBuf], json: bool) -> Result<ExitCode, String> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The analysis configuration for browsing: like analyze, identifying the protocol when
+/// nothing says what it is.
+fn browse_config(capture: &Path, p: &ProtocolArgs) -> Result<Config, String> {
+    let mut cfg = config(p)?;
+    if cfg.protocol_id.is_none()
+        && let Some(best) = identify(&[capture.to_path_buf()])?.best()
+    {
+        cfg.protocol_id = Some(best.protocol_id);
+        cfg.protocol_source = "identified".into();
+        if cfg.ports.is_empty() {
+            cfg.ports = best.ports.clone();
+        }
+    }
+    if cfg.ports.is_empty() {
+        cfg.any_port = true;
+    }
+    Ok(cfg)
+}
+
+fn tui_cmd(capture: &Path, p: &ProtocolArgs, filter: Option<&str>) -> Result<ExitCode, String> {
+    use gpcap::tui::{App, Index, load};
+    use std::sync::RwLock;
+    // Fail before the screen changes if the file cannot be read at all.
+    CaptureReader::open(capture).map_err(|e| e.to_string())?;
+    let cfg = browse_config(capture, p)?;
+    let program = cfg.program.clone();
+    let index = Arc::new(RwLock::new(Index::new(capture)));
+    let shared = index.clone();
+    let path = capture.to_path_buf();
+    std::thread::spawn(move || load(&path, cfg, &shared));
+    let mut app = App::new(index, program);
+    if let Some(f) = filter {
+        app.apply_filter(f);
+    }
+    run_tui(&mut app)
+}
+
+/// The event loop: draw, wait briefly for a key, fold in newly indexed packets.
+fn run_tui(app: &mut gpcap::tui::App) -> Result<ExitCode, String> {
+    use ratatui::crossterm::event::{self, Event, KeyEventKind};
+    let mut terminal = ratatui::init();
+    let result = (|| -> std::io::Result<()> {
+        while !app.quit {
+            app.tick();
+            terminal.draw(|f| gpcap::tui::ui::draw(f, app))?;
+            if event::poll(std::time::Duration::from_millis(100))? {
+                match event::read()? {
+                    Event::Key(k) if k.kind != KeyEventKind::Release => app.key(k),
+                    Event::Resize(..) => {}
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    })();
+    ratatui::restore();
+    result.map_err(|e| format!("terminal: {e}"))?;
+    Ok(ExitCode::SUCCESS)
 }

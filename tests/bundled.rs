@@ -47,6 +47,7 @@ bundled!(mtu_df, "mtu-df.pcap", "article.kdl");
 bundled!(attacks, "attacks.pcap", "article.kdl");
 bundled!(ipv6_sll2, "ipv6-sll2.pcapng", "example-shooter.kdl");
 bundled!(vlan_corrupt, "vlan-corrupt.pcap", "example-shooter.kdl");
+bundled!(malformed, "malformed.pcap", "article.kdl");
 
 #[test]
 fn findings_are_visible() {

@@ -114,6 +114,11 @@ impl SizeHist {
         self.max = self.max.max(size);
     }
 
+    /// Datagrams in the 16-byte bucket that holds `size`.
+    pub fn bucket(&self, size: u32) -> u32 {
+        self.buckets.get((size / 16) as usize).copied().unwrap_or(0)
+    }
+
     /// Upper edge of the bucket holding quantile `q` (capped at the max seen).
     pub fn quantile(&self, q: f64) -> u32 {
         if self.count == 0 {

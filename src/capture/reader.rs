@@ -21,6 +21,8 @@ pub struct Frame<'a> {
     pub interface: u32,
     /// Bytes on the wire; more than `data.len()` when the snaplen cut the frame.
     pub origlen: u32,
+    /// Where the record starts in the (decompressed) file, for reading it again.
+    pub offset: u64,
     pub data: &'a [u8],
 }
 
@@ -290,6 +292,7 @@ impl CaptureReader {
                 } => {
                     self.pending = consumed;
                     self.frames += 1;
+                    let offset = self.inner.consumed() as u64;
                     let data = self.inner.data().get(start..start.saturating_add(len));
                     let Some(data) = data else {
                         self.done = true;
@@ -301,6 +304,7 @@ impl CaptureReader {
                         linktype,
                         interface,
                         origlen: origlen.max(len as u32),
+                        offset,
                         data,
                     }));
                 }

@@ -23,6 +23,7 @@ pub fn compare(truth: &Truth, r: &Report) -> Vec<String> {
         eq(format!("{name}: crc ok"), t.crc_ok, f.crc_ok);
         eq(format!("{name}: crc fail"), t.crc_fail, f.crc_fail);
         eq(format!("{name}: ip-fragmented"), t.ip_fragmented, f.ip_fragmented);
+        eq(format!("{name}: malformed"), t.malformed, f.malformed);
         if t.crc_ok > 0 {
             eq(format!("{name}: received"), t.received, f.seq.received);
             eq(format!("{name}: lost"), t.lost, f.seq.lost);

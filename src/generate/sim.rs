@@ -52,6 +52,9 @@ pub struct SimConfig {
     pub big: f64,
     /// Add a flow that performs the fragment attacks of SPEC §1.
     pub attacks: bool,
+    /// Chance that a whole (unfragmented) packet is sent cut short inside its end check,
+    /// with a valid CRC: a malformed packet (past end). Needs an end check.
+    pub malformed: f64,
 }
 
 impl Default for SimConfig {
@@ -76,6 +79,7 @@ impl Default for SimConfig {
             link: Link::Ethernet { vlan: None },
             big: 0.05,
             attacks: false,
+            malformed: 0.0,
         }
     }
 }
@@ -115,6 +119,8 @@ pub struct FlowTruth {
     pub late: u64,
     pub fragments: u64,
     pub ip_fragmented: u64,
+    /// Intact datagrams whose body is malformed.
+    pub malformed: u64,
     /// Fragment count → (packets seen, completed).
     pub reassembly: BTreeMap<u32, (u64, u64)>,
 }
@@ -191,6 +197,7 @@ pub enum Emit<'a> {
 /// A game datagram as delivered, for the oracle.
 struct Delivered {
     flow: usize,
+    malformed: bool,
     ext: i64,
     fragment: Option<(u32, u32)>,
     corrupted: bool,
@@ -360,7 +367,13 @@ pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -
                 }
                 v
             } else {
-                vec![(packet.clone(), None)]
+                let mut whole = packet.clone();
+                if p.params.end_check.is_some() && packet.len() > 8 && values.chance(cfg.malformed) {
+                    // Cut inside the end check and sign it again: valid CRC, malformed body.
+                    whole.truncate(packet.len() - values.range(1, 3) as usize);
+                    write_crc(id, &mut whole);
+                }
+                vec![(whole, None)]
             };
         let base_delay = 20_000_000 + (net_rng.unit() * cfg.jitter_ms * 1e6) as i64;
         for (k, (payload, frag)) in datagrams.into_iter().enumerate() {
@@ -446,6 +459,7 @@ pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -
                         next_datagram,
                         Delivered {
                             flow: fi,
+                            malformed: frag.is_none() && payload.len() < packet.len(),
                             ext,
                             fragment: frag,
                             corrupted,
@@ -645,6 +659,7 @@ impl Oracle {
             return;
         }
         ft.crc_ok += 1;
+        ft.malformed += d.malformed as u64;
         let s = &mut self.states[d.flow];
         let fragment = d.fragment.is_some();
         match s.highest {

@@ -1,0 +1,123 @@
+//! The terminal UI drawn into ratatui's TestBackend at 80×24 and 160×48, every tab,
+//! driven by scripted key presses over bundled captures.
+
+use gpcap::analysis::Config;
+use gpcap::dissect;
+use gpcap::tui::{App, Index, load};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use std::path::Path;
+use std::sync::{Arc, RwLock};
+
+fn app(capture: &str, definition: &str) -> App {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let p = Arc::new(dissect::load(&root.join("dissectors").join(definition)).unwrap());
+    let path = root.join("captures").join(capture);
+    let index = Arc::new(RwLock::new(Index::new(&path)));
+    load(&path, Config::from_program(p.clone()), &index);
+    // Names in snapshots do not depend on where the repository is.
+    index.write().unwrap().name = capture.to_string();
+    let mut a = App::new(index, Some(p));
+    a.color = false;
+    a.tick();
+    a
+}
+
+fn keys(a: &mut App, script: &str) {
+    for word in script.split_whitespace() {
+        let code = match word {
+            "Down" => KeyCode::Down,
+            "Up" => KeyCode::Up,
+            "PageDown" => KeyCode::PageDown,
+            "End" => KeyCode::End,
+            "Enter" => KeyCode::Enter,
+            "Esc" => KeyCode::Esc,
+            "Tab" => KeyCode::Tab,
+            "Right" => KeyCode::Right,
+            "Left" => KeyCode::Left,
+            "Space" => KeyCode::Char(' '),
+            w if w.starts_with("text:") => {
+                for c in w[5..].replace('_', " ").chars() {
+                    a.key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
+                }
+                continue;
+            }
+            w => KeyCode::Char(w.chars().next().unwrap()),
+        };
+        a.key(KeyEvent::new(code, KeyModifiers::NONE));
+    }
+}
+
+fn screen(a: &mut App, w: u16, h: u16) -> String {
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    t.draw(|f| gpcap::tui::ui::draw(f, a)).unwrap();
+    let buf = t.backend().buffer().clone();
+    let mut out = String::new();
+    for y in 0..h {
+        let line: String = (0..w).map(|x| buf[(x, y)].symbol().to_string()).collect();
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+macro_rules! snap {
+    ($name:ident, $capture:expr, $def:expr, $script:expr) => {
+        #[test]
+        fn $name() {
+            for (w, h) in [(80u16, 24u16), (160, 48)] {
+                let mut a = app($capture, $def);
+                keys(&mut a, $script);
+                insta::assert_snapshot!(
+                    format!("{}_{w}x{h}", stringify!($name)),
+                    screen(&mut a, w, h)
+                );
+            }
+        }
+    };
+}
+
+snap!(
+    packets_fields_and_bits,
+    "clean.pcap",
+    "article.kdl",
+    "Down Down t Down Down Down Down"
+);
+snap!(
+    packets_filtered,
+    "vlan-corrupt.pcap",
+    "example-shooter.kdl",
+    "/ text:crc.fail Enter"
+);
+snap!(flows, "lossy-bursts.pcap", "article.kdl", "2");
+snap!(reassembly, "attacks.pcap", "article.kdl", "3");
+snap!(loss, "lossy-bursts.pcap", "article.kdl", "4");
+snap!(mtu, "mtu-df.pcap", "article.kdl", "5");
+snap!(help, "clean.pcap", "article.kdl", "?");
+
+#[test]
+fn filter_errors_are_shown_not_applied() {
+    let mut a = app("clean.pcap", "article.kdl");
+    let all = a.view.len();
+    keys(&mut a, "/ text:type_==_bogus Enter");
+    assert_eq!(a.view.len(), all);
+    let (msg, err) = a.message.clone().unwrap();
+    assert!(err && msg.contains("no packet type is named `bogus`"), "{msg}");
+}
+
+#[test]
+fn goto_follow_and_fold() {
+    let mut a = app("clean.pcap", "article.kdl");
+    keys(&mut a, "g text:100 Enter");
+    assert_eq!(a.selected_row().unwrap().frame, 100);
+    keys(&mut a, "f");
+    assert!(a.filter.text.starts_with("flow "), "{}", a.filter.text);
+    assert_eq!(a.selected_row().unwrap().frame, 100);
+    let before = a.view.len();
+    assert!(before > 0);
+    keys(&mut a, "t Down Down Down");
+    let shown = a.visible_fields().len();
+    keys(&mut a, "Space");
+    assert!(a.visible_fields().len() <= shown);
+}
