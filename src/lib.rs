@@ -10,6 +10,9 @@ pub mod dissect;
 pub mod filter;
 pub mod generate;
 pub mod identify;
+#[cfg(feature = "live")]
+pub mod live;
 pub mod present;
+pub mod session;
 pub mod tui;
 pub mod wire;

@@ -76,6 +76,10 @@ enum Command {
     Check { dissector: PathBuf },
     /// Write a capture of simulated game traffic, and its ground truth beside it.
     Gen(GenArgs),
+    /// Capture live from an interface (needs the `live` feature and libpcap).
+    Live(LiveArgs),
+    /// Send a generated game session over a real UDP socket (a test peer for `live`).
+    Send(SendArgs),
     /// Browse a capture in the terminal: packets, fields and bits, flows, reassembly,
     /// loss and MTU.
     Tui {
@@ -93,6 +97,68 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Args)]
+struct LiveArgs {
+    /// Interface to capture on (see --list).
+    iface: Option<String>,
+    /// List the interfaces and exit.
+    #[arg(long)]
+    list: bool,
+    #[command(flatten)]
+    protocol: ProtocolArgs,
+    /// BPF capture filter, e.g. "udp port 40000".
+    #[arg(long)]
+    filter: Option<String>,
+    /// Also write every captured frame to this pcapng file.
+    #[arg(long)]
+    write: Option<PathBuf>,
+    #[arg(long, default_value_t = 65535)]
+    snaplen: i32,
+    /// Print reports instead of opening the terminal UI.
+    #[arg(long = "no-tui")]
+    no_tui: bool,
+    /// With --no-tui: reports as JSON lines.
+    #[arg(long)]
+    json: bool,
+    /// Stop after this many seconds (else Ctrl-C, or q in the UI).
+    #[arg(long)]
+    duration: Option<f64>,
+    /// With --no-tui: seconds between reports.
+    #[arg(long, default_value_t = 5.0)]
+    interval: f64,
+    /// Link MTU for "IP datagram over the link MTU".
+    #[arg(long = "link-mtu", default_value_t = 1500)]
+    link_mtu: u32,
+    /// UDP payload budget in bytes (default: the definition's, else 1200).
+    #[arg(long)]
+    mtu: Option<u32>,
+}
+
+#[derive(Args)]
+struct SendArgs {
+    #[arg(short = 'd', long = "dissector")]
+    dissector: PathBuf,
+    /// Destination, e.g. 127.0.0.1:40000.
+    #[arg(long)]
+    to: std::net::SocketAddr,
+    /// Local address to send from (default: any port).
+    #[arg(long)]
+    from: Option<std::net::SocketAddr>,
+    #[arg(long, default_value_t = 100)]
+    packets: u64,
+    /// Packets per second (0: as fast as possible).
+    #[arg(long, default_value_t = 60.0)]
+    rate: f64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Chance that a packet is large.
+    #[arg(long, default_value_t = 0.2)]
+    big: f64,
+    /// Send packets over the MTU budget whole (the kernel may IP-fragment them).
+    #[arg(long = "no-fragment")]
+    no_fragment: bool,
 }
 
 #[derive(Args)]
@@ -306,6 +372,8 @@ fn main() -> ExitCode {
         Command::Check { dissector } => check(&dissector),
         Command::Identify { captures, json } => identify_cmd(&captures, json),
         Command::Gen(args) => gen_cmd(&args),
+        Command::Live(args) => live_cmd(&args),
+        Command::Send(args) => send_cmd(&args),
         Command::Tui {
             capture,
             protocol,
@@ -730,7 +798,7 @@ fn run_tui(app: &mut gpcap::tui::App) -> Result<ExitCode, String> {
     use ratatui::crossterm::event::{self, Event, KeyEventKind};
     let mut terminal = ratatui::init();
     let result = (|| -> std::io::Result<()> {
-        while !app.quit {
+        while !app.quit && app.quit_at.is_none_or(|t| std::time::Instant::now() < t) {
             app.tick();
             terminal.draw(|f| gpcap::tui::ui::draw(f, app))?;
             if event::poll(std::time::Duration::from_millis(100))? {
@@ -746,4 +814,302 @@ fn run_tui(app: &mut gpcap::tui::App) -> Result<ExitCode, String> {
     ratatui::restore();
     result.map_err(|e| format!("terminal: {e}"))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `gpcap send` sent, as JSON on stdout.
+#[derive(serde::Serialize, Default)]
+struct Sent {
+    datagrams: u64,
+    packets: u64,
+    fragmented_packets: u64,
+    fragments: u64,
+    /// Fragment count → packets.
+    by_count: std::collections::BTreeMap<u32, u64>,
+    /// Sizes of datagrams over the MTU budget (sent whole with --no-fragment).
+    over_budget: Vec<usize>,
+    errors: u64,
+}
+
+fn send_cmd(a: &SendArgs) -> Result<ExitCode, String> {
+    use gpcap::generate::packet::PacketWriter;
+    use gpcap::generate::rng::Rng;
+    let program = load_program(&a.dissector)?;
+    let from = a.from.unwrap_or_else(|| {
+        if a.to.is_ipv6() {
+            "[::]:0".parse().unwrap_or(a.to)
+        } else {
+            "0.0.0.0:0".parse().unwrap_or(a.to)
+        }
+    });
+    let sock = std::net::UdpSocket::bind(from).map_err(|e| format!("bind {from}: {e}"))?;
+    let mut w = PacketWriter::new(&program);
+    let types = w.types();
+    if types.is_empty() {
+        return Err("the definition has no packet types".into());
+    }
+    let mut rng = Rng::new(a.seed);
+    let fmt = program.params.format;
+    let mut sent = Sent::default();
+    let interval = if a.rate > 0.0 {
+        std::time::Duration::from_secs_f64(1.0 / a.rate)
+    } else {
+        std::time::Duration::ZERO
+    };
+    let start = std::time::Instant::now();
+    let max = if program.fragment.is_some() && !a.no_fragment {
+        (fmt.fragment_size * fmt.max_fragments) as usize
+    } else {
+        65_000
+    };
+    for k in 0..a.packets {
+        let ty = types[rng.below(types.len() as u64) as usize];
+        let mut scale = if rng.chance(a.big) {
+            rng.range(200, 600) as u64
+        } else {
+            rng.range(0, 12) as u64
+        };
+        let seq = k as u16;
+        let mut packet = Vec::new();
+        for _ in 0..8 {
+            w.scale = scale;
+            packet = w.packet(&mut rng, ty, seq).map_err(|e| e.to_string())?;
+            if packet.len() <= max {
+                break;
+            }
+            scale /= 4;
+        }
+        let mut datagrams = Vec::new();
+        if program.fragment.is_some() && !a.no_fragment && packet.len() > fmt.mtu_budget as usize {
+            let chunks: Vec<&[u8]> = packet.chunks(fmt.fragment_size as usize).collect();
+            let n = chunks.len() as u32;
+            for (i, c) in chunks.iter().enumerate() {
+                datagrams.push(
+                    w.fragment(&mut rng, seq, i as u32, n, c)
+                        .map_err(|e| e.to_string())?,
+                );
+            }
+            sent.fragmented_packets += 1;
+            sent.fragments += n as u64;
+            *sent.by_count.entry(n).or_default() += 1;
+        } else {
+            if packet.len() > fmt.mtu_budget as usize {
+                sent.over_budget.push(packet.len());
+            }
+            datagrams.push(packet);
+        }
+        sent.packets += 1;
+        for d in &datagrams {
+            match sock.send_to(d, a.to) {
+                Ok(_) => sent.datagrams += 1,
+                Err(_) => sent.errors += 1,
+            }
+        }
+        let due = interval * (k as u32 + 1);
+        if let Some(wait) = due.checked_sub(start.elapsed()) {
+            std::thread::sleep(wait);
+        }
+    }
+    println!("{}", serde_json::to_string(&sent).map_err(|e| e.to_string())?);
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(not(feature = "live"))]
+fn live_cmd(_: &LiveArgs) -> Result<ExitCode, String> {
+    Err("live capture is not compiled in; build it with `cargo install --path . --features live` (needs libpcap: apt-get install libpcap-dev)".into())
+}
+
+#[cfg(feature = "live")]
+fn live_cmd(a: &LiveArgs) -> Result<ExitCode, String> {
+    use gpcap::live::{LiveCapture, LiveOptions, interfaces};
+    use gpcap::session::Session;
+    use gpcap::tui::{App, Index};
+    use std::sync::RwLock;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+    if a.list || a.iface.is_none() {
+        let list = interfaces()?;
+        for i in list {
+            println!(
+                "{:<16} {}{}",
+                i.name,
+                i.addresses.join(" "),
+                i.description.map(|d| format!("  ({d})")).unwrap_or_default()
+            );
+        }
+        return Ok(if a.list {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(2)
+        });
+    }
+    let iface = a.iface.clone().unwrap_or_default();
+    let opts = LiveOptions {
+        iface: iface.clone(),
+        bpf: a.filter.clone(),
+        snaplen: a.snaplen,
+        ..LiveOptions::default()
+    };
+    let mut cap = LiveCapture::start(&opts).map_err(|e| e.to_string())?;
+    let stop = Arc::new(AtomicBool::new(false));
+    if a.no_tui {
+        let s = stop.clone();
+        let _ = ctrlc::set_handler(move || s.store(true, Ordering::Relaxed));
+    }
+    let start = Instant::now();
+    let over = |stop: &AtomicBool| {
+        stop.load(Ordering::Relaxed) || a.duration.is_some_and(|d| start.elapsed().as_secs_f64() >= d)
+    };
+
+    // The protocol: from the definition or flags, else identified from the first traffic.
+    let mut cfg = config(&a.protocol)?;
+    let mut early: Vec<gpcap::live::Captured> = Vec::new();
+    if cfg.protocol_id.is_none() {
+        let mut ident = gpcap::identify::Identifier::default();
+        let until = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < until && early.len() < 2000 && !over(&stop) {
+            if let Some(c) = cap.next(Duration::from_millis(50)) {
+                if let Decoded::Udp {
+                    ip,
+                    src_port,
+                    dst_port,
+                    payload,
+                    truncated: false,
+                } = decode(cap.linktype, &c.data)
+                {
+                    ident.datagram(
+                        gpcap::analysis::FlowId {
+                            src: std::net::SocketAddr::new(ip.src, src_port),
+                            dst: std::net::SocketAddr::new(ip.dst, dst_port),
+                        },
+                        payload,
+                    );
+                }
+                early.push(c);
+            }
+        }
+        if let Some(best) = ident.finish().best() {
+            cfg.protocol_id = Some(best.protocol_id);
+            cfg.protocol_source = "identified".into();
+            if cfg.ports.is_empty() {
+                cfg.ports = best.ports.clone();
+            }
+        }
+    }
+    if cfg.ports.is_empty() {
+        cfg.any_port = true;
+    }
+    cfg.link_mtu = a.link_mtu;
+    if let Some(m) = a.mtu {
+        cfg.format.mtu_budget = m;
+    }
+    let program = cfg.program.clone();
+    let index = Arc::new(RwLock::new(Index::new(Path::new(&iface))));
+    if let Ok(mut ix) = index.write() {
+        ix.name = format!("live {iface}");
+    }
+    let mut session =
+        Session::new(cfg, index.clone(), cap.linktype, a.write.as_deref()).map_err(|e| e.to_string())?;
+    session
+        .feed(early.iter().map(|c| (c.ts_ns, c.origlen, c.data.as_slice())))
+        .map_err(|e| e.to_string())?;
+
+    let stats_line = |s: &gpcap::live::LiveStats| {
+        format!(
+            "captured {} · kernel drops {} · interface drops {} · queue drops {}",
+            s.captured, s.kernel_dropped, s.if_dropped, s.queue_dropped
+        )
+    };
+    // The analysis loop: drain the queue in batches, publish a report now and then.
+    let pump = |session: &mut Session, cap: &LiveCapture, wait: Duration| -> Result<(), String> {
+        let mut batch = Vec::new();
+        if let Some(c) = cap.next(wait) {
+            batch.push(c);
+            while batch.len() < 4096 {
+                match cap.next(Duration::ZERO) {
+                    Some(c) => batch.push(c),
+                    None => break,
+                }
+            }
+        }
+        session
+            .feed(batch.iter().map(|c| (c.ts_ns, c.origlen, c.data.as_slice())))
+            .map_err(|e| e.to_string())
+    };
+
+    if a.no_tui {
+        let mut next_report = Instant::now() + Duration::from_secs_f64(a.interval.max(0.1));
+        let print = |r: &Report, s: &gpcap::live::LiveStats, last: bool| {
+            if a.json {
+                let v = serde_json::json!({"live": s, "final": last, "elapsed_s": start.elapsed().as_secs_f64(), "report": r});
+                println!("{v}");
+            } else {
+                println!(
+                    "Live capture on {iface}: {:.1} s, {}{}",
+                    start.elapsed().as_secs_f64(),
+                    stats_line(s),
+                    if last { " (final)" } else { "" }
+                );
+                print!("{}", present::tables::render(r));
+            }
+        };
+        while !over(&stop) && cap.is_running() {
+            pump(&mut session, &cap, Duration::from_millis(50))?;
+            if Instant::now() >= next_report {
+                next_report += Duration::from_secs_f64(a.interval.max(0.1));
+                print(&session.report(), &cap.stats(), false);
+            }
+        }
+        let stats = cap.stop();
+        while cap
+            .next(Duration::ZERO)
+            .is_some_and(|c| session.feed([(c.ts_ns, c.origlen, c.data.as_slice())]).is_ok())
+        {}
+        let failure = cap.failure.lock().ok().and_then(|f| f.clone());
+        let report = session.finish().map_err(|e| e.to_string())?;
+        print(&report, &stats, true);
+        if let Some(f) = failure {
+            return Err(format!("capture on {iface} stopped: {f}"));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    // The terminal UI: analysis on its own thread, the screen on this one.
+    let analysis_stop = Arc::new(AtomicBool::new(false));
+    let (astop, aindex) = (analysis_stop.clone(), index.clone());
+    let analysis = std::thread::spawn(move || {
+        let mut last = Instant::now();
+        while !astop.load(Ordering::Relaxed) {
+            if pump(&mut session, &cap, Duration::from_millis(50)).is_err() {
+                break;
+            }
+            if last.elapsed() > Duration::from_secs(1) {
+                last = Instant::now();
+                let report = session.report();
+                let line = stats_line(&cap.stats());
+                if let Ok(mut ix) = aindex.write() {
+                    ix.report = Some(report);
+                    ix.live_status = Some(line);
+                }
+            }
+        }
+        cap.stop();
+    });
+    let mut app = App::new(index, program);
+    app.live = true;
+    let deadline = a.duration.map(|d| start + Duration::from_secs_f64(d));
+    let result = run_tui_until(&mut app, deadline);
+    analysis_stop.store(true, Ordering::Relaxed);
+    let _ = analysis.join();
+    result
+}
+
+#[cfg(feature = "live")]
+fn run_tui_until(
+    app: &mut gpcap::tui::App,
+    deadline: Option<std::time::Instant>,
+) -> Result<ExitCode, String> {
+    if deadline.is_some() {
+        app.quit_at = deadline;
+    }
+    run_tui(app)
 }

@@ -104,6 +104,7 @@ const MAX_FLOWS: usize = 65_536;
 /// Findings kept as lists (counts are exact beyond).
 const MAX_LISTED: usize = 1000;
 
+#[derive(Clone)]
 struct FlowState {
     stats: FlowStats,
     seq: SeqTracker,
@@ -118,6 +119,8 @@ struct FlowState {
 const RECENT: usize = 4096;
 const BURST_WINDOW_NS: i64 = 1_000_000_000;
 
+/// Frame-by-frame analysis; `snapshot` reports without ending it (live capture).
+#[derive(Clone)]
 pub struct Analyzer {
     cfg: Config,
     dissector: Option<Dissector>,
@@ -585,6 +588,12 @@ impl Analyzer {
         }
     }
 
+    /// The report so far, leaving the analysis running (packets still being reassembled
+    /// count as incomplete in it).
+    pub fn snapshot(&self) -> Report {
+        self.clone().finish()
+    }
+
     /// Ends the analysis: gives up what is still incomplete and builds the report.
     pub fn finish(mut self) -> Report {
         self.defrag.finish();
@@ -631,7 +640,7 @@ fn count_fault(m: &mut Malformed, kind: FaultKind, frame: u64, key: (SocketAddr,
 
 /// Payload sizes in the second before each loss burst (a gap of two or more sequences)
 /// against all sizes: do oversize packets come before the losses?
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct BurstSizes {
     bursts: u64,
     before: SizeTally,

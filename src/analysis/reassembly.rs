@@ -70,7 +70,7 @@ impl CountStats {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Entry {
     sequence: u16,
     /// Completed: kept (without data) so late copies count as duplicates, not as a new
@@ -91,7 +91,7 @@ impl Entry {
 }
 
 /// Memory shared by every flow's buffer.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Budget {
     pub limit: usize,
     pub used: usize,
@@ -127,7 +127,7 @@ pub enum Outcome {
     Refused,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct FlowReassembly {
     entries: Vec<Option<Entry>>,
     newest: Option<u16>,

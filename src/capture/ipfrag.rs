@@ -13,6 +13,7 @@ struct Key {
     protocol: u8,
 }
 
+#[derive(Clone)]
 struct Entry {
     first_ns: i64,
     data: Vec<u8>,
@@ -43,6 +44,7 @@ pub struct DefragStats {
     pub bad_fragments: u64,
 }
 
+#[derive(Clone)]
 pub struct IpDefrag {
     entries: HashMap<Key, Entry>,
     pub max_entries: usize,

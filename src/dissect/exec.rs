@@ -157,6 +157,7 @@ impl Dissection {
 }
 
 /// Reusable execution state: dissecting many packets allocates nothing once warm.
+#[derive(Clone)]
 pub struct Dissector {
     program: std::sync::Arc<Program>,
     slots: Vec<i64>,

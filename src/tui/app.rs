@@ -89,6 +89,8 @@ pub struct App {
     pub mtu_flow: usize,
     pub list_height: usize,
     pub live: bool,
+    /// Close by itself at this time (live capture with --duration).
+    pub quit_at: Option<std::time::Instant>,
 }
 
 impl App {
@@ -115,6 +117,7 @@ impl App {
             mtu_flow: 0,
             list_height: 10,
             live: false,
+            quit_at: None,
         }
     }
 
@@ -181,11 +184,19 @@ impl App {
             self.detail = None;
             return;
         };
-        let path = match self.index.read() {
-            Ok(ix) => ix.path.clone(),
+        let (path, stored) = match self.index.read() {
+            Ok(ix) => (
+                ix.path.clone(),
+                ix.store.as_ref().map(|s| s.get(row.frame).map(<[u8]>::to_vec)),
+            ),
             Err(_) => return,
         };
-        let frame = match read_frame(&path, row.offset) {
+        let read = match stored {
+            Some(Some(bytes)) => Ok(bytes),
+            Some(None) => Err(std::io::Error::other("no longer held in memory")),
+            None => read_frame(&path, row.offset),
+        };
+        let frame = match read {
             Ok(f) => f,
             Err(e) => {
                 self.detail = Some(Detail {

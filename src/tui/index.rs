@@ -102,6 +102,43 @@ impl FragPacket {
 /// Fragmented packets tracked for the reassembly view.
 const MAX_FRAG_PACKETS: usize = 200_000;
 
+/// Recent frames kept in memory when there is no file to read them back from (live
+/// capture), bounded by bytes.
+#[derive(Debug, Default)]
+pub struct FrameStore {
+    frames: std::collections::VecDeque<(u64, Vec<u8>)>,
+    bytes: usize,
+    pub limit: usize,
+}
+
+impl FrameStore {
+    pub fn new(limit: usize) -> Self {
+        FrameStore {
+            limit,
+            ..FrameStore::default()
+        }
+    }
+
+    pub fn push(&mut self, frame: u64, data: &[u8]) {
+        self.bytes += data.len();
+        self.frames.push_back((frame, data.to_vec()));
+        while self.bytes > self.limit {
+            match self.frames.pop_front() {
+                Some((_, d)) => self.bytes -= d.len(),
+                None => break,
+            }
+        }
+    }
+
+    pub fn get(&self, frame: u64) -> Option<&[u8]> {
+        let i = self.frames.partition_point(|(n, _)| *n < frame);
+        self.frames
+            .get(i)
+            .filter(|(n, _)| *n == frame)
+            .map(|(_, d)| d.as_slice())
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct Index {
     pub name: String,
@@ -116,6 +153,10 @@ pub struct Index {
     pub done: bool,
     pub error: Option<String>,
     pub report: Option<Report>,
+    /// Frames held in memory (live capture); files are read back instead.
+    pub store: Option<FrameStore>,
+    /// A line about the live capture (drops), shown in the status bar.
+    pub live_status: Option<String>,
 }
 
 impl Index {

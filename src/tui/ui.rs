@@ -802,6 +802,9 @@ fn draw_status(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
             Some((m, false)) => (m.clone(), Style::default()),
             None => match &ix.error {
                 Some(e) => (e.clone(), style(app, Color::Red)),
+                None if ix.live_status.is_some() && app.selected_row().is_none() => {
+                    (ix.live_status.clone().unwrap_or_default(), Style::default())
+                }
                 None => {
                     let sel = app.selected_row();
                     (

@@ -1,0 +1,255 @@
+//! Live capture (cargo feature `live`, run as root by .ci/run): a known session sent over
+//! a real UDP socket on loopback is captured, analyzed, reassembled and dissected to
+//! exactly what was sent; and on a veth pair with MTU 1280 between two network
+//! namespaces, datagrams that leave IP-fragmented are reported as MTU violations with
+//! their sizes. Skipped with a message when not root.
+#![cfg(feature = "live")]
+
+use gpcap::analysis::Config;
+use gpcap::capture::{Decoded, decode};
+use gpcap::dissect::{self, Dissector};
+use gpcap::generate::packet::PacketWriter;
+use gpcap::generate::rng::Rng;
+use gpcap::live::{LiveCapture, LiveOptions};
+use gpcap::session::Session;
+use gpcap::tui::Index;
+use std::path::Path;
+use std::process::Command;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+fn root() -> bool {
+    let uid = Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    if uid.ok().as_deref() != Some("0") {
+        eprintln!("skipped: live capture tests need root");
+        return false;
+    }
+    true
+}
+
+fn definition() -> Arc<gpcap::dissect::Program> {
+    Arc::new(dissect::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("dissectors/article.kdl")).unwrap())
+}
+
+#[test]
+fn loopback_session_is_captured_exactly() {
+    if !root() {
+        return;
+    }
+    let port = 40123u16;
+    let program = definition();
+    let mut cap = LiveCapture::start(&LiveOptions {
+        iface: "lo".into(),
+        bpf: Some(format!("udp and dst port {port}")),
+        ..LiveOptions::default()
+    })
+    .expect("capture on lo");
+    let cfg = Config {
+        ports: vec![port],
+        ..Config::from_program(program.clone())
+    };
+    let index = Arc::new(RwLock::new(Index::new(Path::new("lo"))));
+    let mut session = Session::new(cfg, index.clone(), cap.linktype, None).unwrap();
+
+    // The known session: 200 packets, some fragmented, each remembered with its leaves.
+    let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let sink = std::net::UdpSocket::bind(("127.0.0.1", port)).unwrap();
+    let mut w = PacketWriter::new(&program);
+    let mut rng = Rng::new(42);
+    let fmt = program.params.format;
+    let mut sent: Vec<Vec<u8>> = Vec::new();
+    let mut whole: Vec<(Vec<u8>, Vec<(u64, u64, u64)>)> = Vec::new();
+    let mut fragmented = 0u64;
+    for seq in 0..200u16 {
+        let ty = w.types()[rng.below(5) as usize];
+        w.scale = if rng.chance(0.15) { 300 } else { 6 };
+        let p = w.packet(&mut rng, ty, seq).unwrap();
+        if p.len() > fmt.mtu_budget as usize {
+            fragmented += 1;
+            let chunks: Vec<Vec<u8>> = p.chunks(fmt.fragment_size as usize).map(<[u8]>::to_vec).collect();
+            for (i, c) in chunks.iter().enumerate() {
+                sent.push(
+                    w.fragment(&mut rng, seq, i as u32, chunks.len() as u32, c)
+                        .unwrap(),
+                );
+            }
+        } else {
+            whole.push((p.clone(), w.leaves.clone()));
+            sent.push(p);
+        }
+    }
+    for d in &sent {
+        sock.send_to(d, ("127.0.0.1", port)).unwrap();
+        std::thread::sleep(Duration::from_micros(300));
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while session.frames() < sent.len() as u64 && Instant::now() < deadline {
+        if let Some(c) = cap.next(Duration::from_millis(50)) {
+            session.feed([(c.ts_ns, c.origlen, c.data.as_slice())]).unwrap();
+        }
+    }
+    let stats = cap.stop();
+    drop(sink);
+    assert_eq!(stats.kernel_dropped + stats.queue_dropped, 0, "{stats:?}");
+    let report = session.finish().unwrap();
+    assert_eq!(report.flows.len(), 1);
+    let f = &report.flows[0];
+    assert_eq!(
+        (f.datagrams, f.crc_ok, f.malformed),
+        (sent.len() as u64, sent.len() as u64, 0)
+    );
+    assert_eq!((f.seq.received, f.seq.lost, f.seq.duplicates), (200, 0, 0));
+    assert_eq!(report.reassembly.completed, fragmented);
+    assert_eq!(report.reassembly.dissected_ok, fragmented);
+    assert!(fragmented > 0);
+
+    // What was captured is what was sent, and dissects to the values written.
+    let ix = index.read().unwrap();
+    let store = ix.store.as_ref().unwrap();
+    let captured: Vec<Vec<u8>> = ix
+        .rows
+        .iter()
+        .filter_map(|r| match decode(r.linktype as i32, store.get(r.frame)?) {
+            Decoded::Udp { payload, .. } => Some(payload.to_vec()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(captured, sent);
+    let mut d = Dissector::new(program.clone());
+    for (bytes, leaves) in &whole {
+        let out = d.dissect(bytes);
+        let got: Vec<(u64, u64, u64)> = out
+            .fields
+            .iter()
+            .filter(|f| !f.is_group())
+            .map(|f| (f.bit_offset, f.bit_len, f.raw))
+            .collect();
+        assert_eq!(&got, leaves);
+    }
+}
+
+fn sh(cmd: &str) -> bool {
+    Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn veth_with_mtu_1280_reports_ip_fragmentation() {
+    if !root() {
+        return;
+    }
+    if !sh("command -v ip > /dev/null") {
+        eprintln!("skipped: iproute2 is not installed");
+        return;
+    }
+    let (a, b) = (
+        format!("gpA{}", std::process::id() % 10000),
+        format!("gpB{}", std::process::id() % 10000),
+    );
+    let setup = format!(
+        "ip netns add {a} && ip netns add {b} && ip link add vA{a} type veth peer name vB{b} && \
+         ip link set vA{a} netns {a} && ip link set vB{b} netns {b} && \
+         ip -n {a} addr add 10.99.0.1/24 dev vA{a} && ip -n {b} addr add 10.99.0.2/24 dev vB{b} && \
+         ip -n {a} link set vA{a} mtu 1280 up && ip -n {b} link set vB{b} mtu 1280 up && \
+         ip -n {a} link set lo up && ip -n {b} link set lo up"
+    );
+    let cleanup = format!("ip netns del {a} 2>/dev/null; ip netns del {b} 2>/dev/null; true");
+    if !sh(&setup) {
+        sh(&cleanup);
+        eprintln!("skipped: cannot create network namespaces here");
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_gpcap");
+    let def = Path::new(env!("CARGO_MANIFEST_DIR")).join("dissectors/article.kdl");
+    let live = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &b,
+            bin,
+            "live",
+            &format!("vB{b}"),
+            "--no-tui",
+            "--json",
+            "--duration",
+            "4",
+        ])
+        .args([
+            "--protocol-id",
+            "0x55667788",
+            "--port",
+            "40000",
+            "--link-mtu",
+            "1280",
+            "--interval",
+            "100",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    let send = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &a,
+            bin,
+            "send",
+            "-d",
+            def.to_str().unwrap(),
+            "--to",
+            "10.99.0.2:40000",
+        ])
+        .args([
+            "--from",
+            "10.99.0.1:50000",
+            "--no-fragment",
+            "--big",
+            "0.5",
+            "--packets",
+            "30",
+            "--rate",
+            "50",
+        ])
+        .output()
+        .unwrap();
+    let out = live.wait_with_output().unwrap();
+    sh(&cleanup);
+    let sent: serde_json::Value = serde_json::from_slice(&send.stdout).expect("send prints JSON");
+    let last = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .unwrap_or("")
+        .to_string();
+    let r: serde_json::Value = serde_json::from_str(&last).expect("live prints JSON");
+    let over: Vec<u64> = sent["over_budget"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    let mut expected: Vec<u64> = over.iter().filter(|&&s| s + 28 > 1280).map(|s| s + 28).collect();
+    expected.sort();
+    assert!(
+        !expected.is_empty(),
+        "the sender sent nothing over the MTU: {sent}"
+    );
+    let m = &r["report"]["mtu"];
+    let mut got: Vec<u64> = m["ip_fragmented_list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["ip_len"].as_u64().unwrap())
+        .collect();
+    got.sort();
+    assert_eq!(got, expected, "{m}");
+    assert_eq!(m["ip_fragmented"].as_u64(), Some(expected.len() as u64));
+    assert_eq!(m["over_link_mtu"].as_u64(), Some(expected.len() as u64));
+    assert_eq!(r["report"]["validation"]["crc_ok"].as_u64(), Some(30));
+}
