@@ -61,7 +61,7 @@ fn loopback_session_is_captured_exactly() {
     let mut rng = Rng::new(42);
     let fmt = program.params.format;
     let mut sent: Vec<Vec<u8>> = Vec::new();
-    let mut whole: Vec<(Vec<u8>, Vec<(u64, u64, u64)>)> = Vec::new();
+    let mut whole: Vec<(Vec<u8>, Vec<gpcap::generate::packet::Leaf>)> = Vec::new();
     let mut fragmented = 0u64;
     for seq in 0..200u16 {
         let ty = w.types()[rng.below(5) as usize];
