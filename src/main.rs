@@ -451,11 +451,7 @@ fn analyze(
                 id.sampled, id.flows
             ));
         };
-        cfg.protocol_id = Some(best.protocol_id);
-        cfg.protocol_source = "identified".into();
-        if cfg.ports.is_empty() {
-            cfg.ports = best.ports.clone();
-        }
+        cfg.use_identified(best);
         if !json {
             println!(
                 "Protocol id {} identified from the traffic: it validates {} of {} sampled datagrams in {} flows (ports {}); header read with the reference layout.\n",
@@ -763,11 +759,7 @@ fn browse_config(capture: &Path, p: &ProtocolArgs) -> Result<Config, String> {
     if cfg.protocol_id.is_none()
         && let Some(best) = identify(&[capture.to_path_buf()])?.best()
     {
-        cfg.protocol_id = Some(best.protocol_id);
-        cfg.protocol_source = "identified".into();
-        if cfg.ports.is_empty() {
-            cfg.ports = best.ports.clone();
-        }
+        cfg.use_identified(best);
     }
     if cfg.ports.is_empty() {
         cfg.any_port = true;
@@ -988,11 +980,7 @@ fn live_cmd(a: &LiveArgs) -> Result<ExitCode, String> {
             }
         }
         if let Some(best) = ident.finish().best() {
-            cfg.protocol_id = Some(best.protocol_id);
-            cfg.protocol_source = "identified".into();
-            if cfg.ports.is_empty() {
-                cfg.ports = best.ports.clone();
-            }
+            cfg.use_identified(best);
         }
     }
     if cfg.ports.is_empty() {

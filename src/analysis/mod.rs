@@ -51,6 +51,15 @@ impl Default for Config {
 }
 
 impl Config {
+    /// Takes the protocol id (and, when none are set, the ports) that identification found.
+    pub fn use_identified(&mut self, c: &crate::identify::Candidate) {
+        self.protocol_id = Some(c.protocol_id);
+        self.protocol_source = "identified".into();
+        if self.ports.is_empty() {
+            self.ports = c.ports.clone();
+        }
+    }
+
     /// Parameters from a compiled definition.
     pub fn from_program(p: Arc<Program>) -> Self {
         Config {

@@ -4,14 +4,15 @@
 //! flow by the entry count and overall by a shared byte budget.
 
 use crate::wire::{HeaderFormat, sequence_diff};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Entries in a flow's sequence buffer.
 pub const BUFFER_ENTRIES: usize = 256;
 
 /// Why a fragment was refused or a packet given up, one counter each.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct AttackCounters {
     pub id_out_of_range: u64,
     pub count_out_of_range: u64,

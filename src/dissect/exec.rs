@@ -384,6 +384,36 @@ impl<'p> Exec<'p> {
         Ok(out.fields.len() as u32 - 1)
     }
 
+    /// Stops the packet: a hard limit was reached while reading `label`.
+    fn limit(&self, out: &mut Dissection, parent: u32, label: Label, bit: u64, reason: String) -> Step {
+        let field = self.path(out, parent, label);
+        self.fault(out, FaultKind::Limit, field, bit, reason)
+    }
+
+    /// Opens element `i` of a list or array.
+    fn element(
+        &self,
+        out: &mut Dissection,
+        id: NodeId,
+        group: u32,
+        i: u32,
+        depth: u16,
+        at: u64,
+    ) -> Result<u32, Stop> {
+        self.push(
+            out,
+            id,
+            Label::Index(i),
+            "element",
+            group,
+            depth,
+            at,
+            0,
+            0,
+            Value::None,
+        )
+    }
+
     fn close(&self, out: &mut Dissection, group: u32, r: &BitReader, value: Value) {
         if let Some(f) = out.fields.get_mut(group as usize) {
             f.bit_len = r.bits_read() - f.bit_offset;
@@ -818,29 +848,12 @@ impl<'p> Exec<'p> {
                 let n = self.count(*count);
                 let g = self.push(out, id, label, kind, parent, depth, at, 0, 0, Value::UInt(n))?;
                 if n > p.limits.max_elements {
-                    let field = self.path(out, parent, label);
-                    return self.fault(
-                        out,
-                        FaultKind::Limit,
-                        field,
-                        at,
-                        format!("array of {n} elements (limit {})", p.limits.max_elements),
-                    );
+                    let reason = format!("array of {n} elements (limit {})", p.limits.max_elements);
+                    return self.limit(out, parent, label, at, reason);
                 }
                 for i in 0..n as u32 {
                     let eat = r.bits_read();
-                    let e = self.push(
-                        out,
-                        id,
-                        Label::Index(i),
-                        "element",
-                        g,
-                        depth + 1,
-                        eat,
-                        0,
-                        0,
-                        Value::None,
-                    )?;
+                    let e = self.element(out, id, g, i, depth + 1, eat)?;
                     self.block(r, out, *body, e, depth + 2)?;
                     self.close(out, e, r, Value::None);
                 }
@@ -852,28 +865,16 @@ impl<'p> Exec<'p> {
                 let mut i = 0u32;
                 loop {
                     if i as u64 >= p.limits.max_elements {
-                        let field = self.path(out, parent, label);
-                        return self.fault(
+                        return self.limit(
                             out,
-                            FaultKind::Limit,
-                            field,
+                            parent,
+                            label,
                             r.bits_read(),
                             format!("list longer than {} elements", p.limits.max_elements),
                         );
                     }
                     let eat = r.bits_read();
-                    let e = self.push(
-                        out,
-                        id,
-                        Label::Index(i),
-                        "element",
-                        g,
-                        depth + 1,
-                        eat,
-                        0,
-                        0,
-                        Value::None,
-                    )?;
+                    let e = self.element(out, id, g, i, depth + 1, eat)?;
                     let Some((&first, rest)) = ids.split_first() else {
                         break;
                     };
@@ -889,11 +890,10 @@ impl<'p> Exec<'p> {
                         break;
                     }
                     if r.bits_read() == eat {
-                        let field = self.path(out, g, Label::Index(i));
-                        return self.fault(
+                        return self.limit(
                             out,
-                            FaultKind::Limit,
-                            field,
+                            g,
+                            Label::Index(i),
                             eat,
                             "list element consumed no bits".into(),
                         );
@@ -908,28 +908,16 @@ impl<'p> Exec<'p> {
                 let mut i = 0u32;
                 loop {
                     if i as u64 > p.limits.max_elements {
-                        let field = self.path(out, parent, label);
-                        return self.fault(
+                        return self.limit(
                             out,
-                            FaultKind::Limit,
-                            field,
+                            parent,
+                            label,
                             r.bits_read(),
                             format!("more than {} objects", p.limits.max_elements),
                         );
                     }
                     let eat = r.bits_read();
-                    let e = self.push(
-                        out,
-                        id,
-                        Label::Index(i),
-                        "element",
-                        g,
-                        depth + 1,
-                        eat,
-                        0,
-                        0,
-                        Value::None,
-                    )?;
+                    let e = self.element(out, id, g, i, depth + 1, eat)?;
                     let index = self.relative_index(r, out, id, e, depth + 2, previous, *max)?;
                     previous = index;
                     if index == *max {

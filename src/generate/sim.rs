@@ -9,6 +9,7 @@
 use super::net::{self, Link};
 use super::packet::{GenError, PacketWriter};
 use super::rng::Rng;
+use crate::analysis::reassembly::AttackCounters;
 use crate::dissect::Program;
 use crate::wire::{FRAGMENT_TYPE, ProtocolId, write_crc};
 use serde::{Deserialize, Serialize};
@@ -125,18 +126,6 @@ pub struct FlowTruth {
     pub reassembly: BTreeMap<u32, (u64, u64)>,
 }
 
-/// Fragment rules the attack flow breaks, and how often.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AttackTruth {
-    pub id_out_of_range: u64,
-    pub count_out_of_range: u64,
-    pub count_changed: u64,
-    pub oversize: u64,
-    pub short_non_last: u64,
-    pub duplicate: u64,
-    pub stale: u64,
-}
-
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Truth {
     pub event: String,
@@ -151,8 +140,9 @@ pub struct Truth {
     /// Foreign datagrams on other ports (DNS-like).
     pub other_udp: u64,
     pub flows: BTreeMap<String, FlowTruth>,
-    /// Counted on the attack flow only.
-    pub attacks: Option<AttackTruth>,
+    /// The fragment rules the attack flow breaks, and how often (only the rule
+    /// counters; give-ups are not predicted).
+    pub attacks: Option<AttackCounters>,
     /// Intact copies of a fragment already received (network duplicates), which the
     /// analyzer counts with the duplicate-fragment attack.
     pub fragment_duplicates: u64,
@@ -559,12 +549,12 @@ fn attacks(
     end_ns: i64,
     out: &mut std::collections::BinaryHeap<Out>,
     order: &mut u64,
-) -> Result<AttackTruth, GenError> {
+) -> Result<AttackCounters, GenError> {
     let attacker = addr(cfg.ipv6, 0x606, 50066);
     let size = p.params.format.fragment_size as usize;
     let max = p.params.format.max_fragments;
     let full = vec![0x5a; size];
-    let mut t = AttackTruth::default();
+    let mut t = AttackCounters::default();
     let mut send: Vec<Vec<u8>> = Vec::new();
     let mut seq = 1000u16;
     for _ in 0..3 {
