@@ -11,6 +11,28 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
+/// Writes to stdout; a closed pipe (`gpcap analyze … | head`) ends the program quietly
+/// instead of panicking as `print!` would.
+fn write_stdout(args: std::fmt::Arguments) {
+    let mut o = std::io::stdout().lock();
+    if let Err(e) = o.write_fmt(args).and_then(|_| o.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("gpcap: cannot write to stdout: {e}");
+        std::process::exit(2);
+    }
+}
+
+macro_rules! out {
+    ($($t:tt)*) => { write_stdout(format_args!($($t)*)) };
+}
+
+macro_rules! outln {
+    () => { write_stdout(format_args!("\n")) };
+    ($($t:tt)*) => { write_stdout(format_args!("{}\n", format_args!($($t)*))) };
+}
+
 #[derive(Parser)]
 #[command(
     name = "gpcap",
@@ -71,6 +93,9 @@ enum Command {
         /// One JSON object per frame, in an array.
         #[arg(long)]
         json: bool,
+        /// Show only packets matching this display filter (as in the TUI's `/`).
+        #[arg(long)]
+        filter: Option<String>,
     },
     /// Validate a definition: exit 0, or print diagnostics and exit 1.
     Check { dissector: PathBuf },
@@ -368,7 +393,8 @@ fn main() -> ExitCode {
             protocol,
             frame,
             json,
-        } => dissect_cmd(&capture, &protocol, frame, json),
+            filter,
+        } => dissect_cmd(&capture, &protocol, frame, json, filter.as_deref()),
         Command::Check { dissector } => check(&dissector),
         Command::Identify { captures, json } => identify_cmd(&captures, json),
         Command::Gen(args) => gen_cmd(&args),
@@ -399,7 +425,7 @@ fn load_program(path: &Path) -> Result<Arc<Program>, String> {
 fn check(path: &Path) -> Result<ExitCode, String> {
     match dissect::load(path) {
         Ok(p) => {
-            println!(
+            outln!(
                 "{}: ok — protocol {:?}, {} packet types defined, {}",
                 path.display(),
                 p.params.name,
@@ -453,7 +479,7 @@ fn analyze(
         };
         cfg.use_identified(best);
         if !json {
-            println!(
+            outln!(
                 "Protocol id {} identified from the traffic: it validates {} of {} sampled datagrams in {} flows (ports {}); header read with the reference layout.\n",
                 best.protocol_id,
                 best.datagrams,
@@ -478,12 +504,12 @@ fn analyze(
     let mut report = run_analysis(captures, cfg)?;
     report.identification = identification;
     if json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
         );
     } else {
-        print!("{}", present::tables::render(&report));
+        out!("{}", present::tables::render(&report));
     }
     let failed = gates(&report, fail_on)?;
     if !failed.is_empty() {
@@ -596,21 +622,129 @@ fn gates(r: &Report, fail_on: &[String]) -> Result<Vec<String>, String> {
     Ok(failed)
 }
 
-fn dissect_cmd(path: &Path, p: &ProtocolArgs, only: Option<u64>, json: bool) -> Result<ExitCode, String> {
+/// A closed stdout ends output quietly; other write errors are reported.
+fn quiet_on_broken_pipe(e: std::io::Error) -> Result<ExitCode, String> {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        Err(format!("cannot write to stdout: {e}"))
+    }
+}
+
+/// Writes one dissected packet as text or JSON.
+struct DissectOut<W: Write> {
+    out: W,
+    json: bool,
+    first: bool,
+}
+
+impl<W: Write> DissectOut<W> {
+    #[allow(clippy::too_many_arguments)]
+    fn packet(
+        &mut self,
+        program: &Program,
+        d: &dissect::Dissection,
+        data: &[u8],
+        frame: u64,
+        time: f64,
+        flow: &str,
+        crc: Option<CrcStatus>,
+        note: Option<&str>,
+    ) -> std::io::Result<()> {
+        if self.json {
+            let mut v = present::tree::json_tree(program, d, data);
+            v["frame"] = serde_json::json!(frame);
+            v["time"] = serde_json::json!(time);
+            v["flow"] = serde_json::json!(flow);
+            v["length"] = serde_json::json!(data.len());
+            v["crc_ok"] = serde_json::json!(crc.map(|c| c == CrcStatus::Ok));
+            if let Some(n) = note {
+                v["note"] = serde_json::json!(n);
+            }
+            if !self.first {
+                writeln!(self.out, ",")?;
+            }
+            self.first = false;
+            return write!(
+                self.out,
+                "{}",
+                serde_json::to_string_pretty(&v).unwrap_or_default()
+            );
+        }
+        let crc_text = match crc {
+            Some(CrcStatus::Ok) => "CRC ok".to_string(),
+            Some(CrcStatus::Mismatch { stored, computed }) => {
+                format!("CRC MISMATCH (stored 0x{stored:08x}, expected 0x{computed:08x})")
+            }
+            Some(CrcStatus::TooShort { len }) => format!("too short for a CRC ({len} bytes)"),
+            None => "CRC not checked".into(),
+        };
+        let t = d
+            .packet_type
+            .map(|t| format!("type {t} ({})", program.type_name(t).unwrap_or("undefined")))
+            .unwrap_or_else(|| "no header".into());
+        writeln!(
+            self.out,
+            "Frame {frame}: {} bytes, {flow}, {time:.6} s",
+            data.len()
+        )?;
+        if let Some(n) = note {
+            writeln!(self.out, "[{n}]")?;
+        }
+        writeln!(
+            self.out,
+            "{} {t}, sequence {}, {crc_text}",
+            if program.params.name.is_empty() {
+                "gpcap"
+            } else {
+                &program.params.name
+            },
+            d.sequence.map(|s| s.to_string()).unwrap_or_else(|| "?".into())
+        )?;
+        write!(self.out, "{}", present::tree::text_tree(program, d, data))?;
+        writeln!(self.out)
+    }
+}
+
+fn dissect_cmd(
+    path: &Path,
+    p: &ProtocolArgs,
+    only: Option<u64>,
+    json: bool,
+    filter: Option<&str>,
+) -> Result<ExitCode, String> {
+    use gpcap::analysis::reassembly::{Budget, FlowReassembly, FragmentIn, Outcome};
+    use gpcap::capture::ipfrag::IpDefrag;
+    use gpcap::filter::{Filter, PacketFacts};
     let Some(def) = &p.dissector else {
         return Err("dissect needs a definition: -d dissectors/NAME.kdl".into());
     };
     let program = load_program(def)?;
     let cfg = config(p)?;
+    let filter = match filter {
+        Some(text) => Filter::parse(text, &|n| {
+            program.packets.iter().find(|d| d.name == n).map(|d| d.type_id)
+        })
+        .map_err(|e| format!("--filter: {e}"))?,
+        None => Filter::all(),
+    };
     let mut d = Dissector::new(program.clone());
     let mut r = CaptureReader::open(path).map_err(|e| e.to_string())?;
-    let out = std::io::stdout();
-    let mut out = std::io::BufWriter::new(out.lock());
-    let mut first = true;
+    let mut w = DissectOut {
+        out: std::io::BufWriter::new(std::io::stdout().lock()),
+        json,
+        first: true,
+    };
     if json {
-        let _ = writeln!(out, "[");
+        let _ = writeln!(w.out, "[");
     }
     let mut dissection = dissect::Dissection::default();
+    let mut defrag = IpDefrag::default();
+    let mut reasm: std::collections::HashMap<(std::net::SocketAddr, std::net::SocketAddr), FlowReassembly> =
+        std::collections::HashMap::new();
+    let mut budget = Budget::new(64 << 20);
+    let mut packet = Vec::new();
+    let mut rebuilt;
     loop {
         let f = match r.next_frame() {
             Ok(Some(f)) => f,
@@ -620,18 +754,36 @@ fn dissect_cmd(path: &Path, p: &ProtocolArgs, only: Option<u64>, json: bool) -> 
                 break;
             }
         };
-        if only.is_some_and(|n| n != f.number) {
-            continue;
-        }
-        let Decoded::Udp {
-            ip,
-            src_port,
-            dst_port,
-            payload,
-            ..
-        } = decode(f.linktype, f.data)
-        else {
-            continue;
+        // The UDP datagram of this frame, rebuilt from IP fragments when needed.
+        let (ip, src_port, dst_port, payload, ip_pieces) = match decode(f.linktype, f.data) {
+            Decoded::Udp {
+                ip,
+                src_port,
+                dst_port,
+                payload,
+                ..
+            } => (ip, src_port, dst_port, payload, 1),
+            Decoded::IpFragment {
+                ip,
+                protocol: 17,
+                payload,
+            } => match defrag.push(f.ts_ns, &ip, 17, payload) {
+                Some(whole) => {
+                    rebuilt = whole;
+                    match gpcap::capture::decode::udp_from_reassembled(rebuilt.ip, &rebuilt.data) {
+                        Decoded::Udp {
+                            ip,
+                            src_port,
+                            dst_port,
+                            payload,
+                            ..
+                        } => (ip, src_port, dst_port, payload, rebuilt.fragments),
+                        _ => continue,
+                    }
+                }
+                None => continue,
+            },
+            _ => continue,
         };
         let on_port = cfg.any_port
             || cfg.ports.is_empty()
@@ -640,69 +792,86 @@ fn dissect_cmd(path: &Path, p: &ProtocolArgs, only: Option<u64>, json: bool) -> 
         if !on_port {
             continue;
         }
+        let src = std::net::SocketAddr::new(ip.src, src_port);
+        let dst = std::net::SocketAddr::new(ip.dst, dst_port);
         let crc = cfg.protocol_id.map(|id| wire::verify_crc(id, payload));
-        let crc_text = match crc {
-            Some(CrcStatus::Ok) => "CRC ok".to_string(),
-            Some(CrcStatus::Mismatch { stored, computed }) => {
-                format!("CRC MISMATCH (stored 0x{stored:08x}, expected 0x{computed:08x})")
-            }
-            Some(CrcStatus::TooShort { len }) => format!("too short for a CRC ({len} bytes)"),
-            None => "CRC not checked".into(),
-        };
         d.dissect_into(payload, &mut dissection);
-        let flow = format!("{}:{src_port} → {}:{dst_port}", ip.src, ip.dst);
+        let flow = format!("{src} → {dst}");
         let time = f.ts_ns as f64 / 1e9;
-        if json {
-            let mut v = present::tree::json_tree(&program, &dissection, payload);
-            v["frame"] = serde_json::json!(f.number);
-            v["time"] = serde_json::json!(time);
-            v["flow"] = serde_json::json!(flow);
-            v["length"] = serde_json::json!(payload.len());
-            v["crc_ok"] = serde_json::json!(crc.map(|c| c == CrcStatus::Ok));
-            if !first {
-                let _ = writeln!(out, ",");
-            }
-            first = false;
-            let _ = write!(out, "{}", serde_json::to_string_pretty(&v).unwrap_or_default());
-        } else {
-            let t = dissection
-                .packet_type
-                .map(|t| format!("type {t} ({})", program.type_name(t).unwrap_or("undefined")))
-                .unwrap_or_else(|| "no header".into());
-            let _ = writeln!(
-                out,
-                "Frame {}: {} bytes, {flow}, {time:.6} s",
+        let facts = PacketFacts {
+            frame: f.number,
+            src: Some(src),
+            dst: Some(dst),
+            sequence: dissection.sequence,
+            packet_type: dissection.packet_type,
+            size: payload.len() as u32,
+            fragment: dissection.fragment.map(|x| (x.id, x.count)),
+            crc_ok: crc == Some(CrcStatus::Ok),
+            crc_fail: crc.is_some_and(|c| c != CrcStatus::Ok),
+            malformed: dissection.fault.is_some(),
+            ip_fragmented: ip_pieces > 1,
+            over_budget: payload.len() as u32 > cfg.format.mtu_budget,
+            truncated: f.snaplen_truncated(),
+            game: true,
+        };
+        let shown = only.is_none_or(|n| n == f.number) && filter.matches(&facts);
+        let ip_note = (ip_pieces > 1).then(|| format!("reassembled from {ip_pieces} IP fragments"));
+        if shown {
+            if let Err(e) = w.packet(
+                &program,
+                &dissection,
+                payload,
                 f.number,
-                payload.len()
-            );
-            let _ = writeln!(
-                out,
-                "{} {}, sequence {}, {crc_text}",
-                if program.params.name.is_empty() {
-                    "gpcap"
-                } else {
-                    &program.params.name
-                },
-                t,
-                dissection
-                    .sequence
-                    .map(|s| s.to_string())
-                    .unwrap_or_else(|| "?".into())
-            );
-            let _ = write!(
-                out,
-                "{}",
-                present::tree::text_tree(&program, &dissection, payload)
-            );
-            let _ = writeln!(out);
+                time,
+                &flow,
+                crc,
+                ip_note.as_deref(),
+            ) {
+                return quiet_on_broken_pipe(e);
+            }
         }
-        if out.flush().is_err() {
+        // A game fragment that completes its packet: show the packet, as Wireshark does.
+        if let (Some(frag), Some(seq), false) = (dissection.fragment, dissection.sequence, facts.crc_fail) {
+            let data = payload
+                .get(frag.data_offset..frag.data_offset + frag.data_len)
+                .unwrap_or(&[]);
+            let input = FragmentIn {
+                sequence: seq,
+                id: frag.id,
+                count: frag.count,
+                data,
+            };
+            let buf = reasm.entry((src, dst)).or_default();
+            if let Outcome::Complete { count } =
+                buf.push(input, &program.params.format, &mut budget, &mut packet)
+            {
+                let whole_crc = cfg.protocol_id.map(|id| wire::verify_crc(id, &packet));
+                let mut whole = dissect::Dissection::default();
+                d.dissect_into(&packet, &mut whole);
+                let note = format!("packet reassembled from {count} fragments, completed by this frame");
+                if only.is_none_or(|n| n == f.number) && (filter.is_all() || filter.matches(&facts)) {
+                    if let Err(e) = w.packet(
+                        &program,
+                        &whole,
+                        &packet,
+                        f.number,
+                        time,
+                        &flow,
+                        whole_crc,
+                        Some(&note),
+                    ) {
+                        return quiet_on_broken_pipe(e);
+                    }
+                }
+            }
+        }
+        if w.out.flush().is_err() {
             // stdout closed (a pipe into head): stop quietly.
             return Ok(ExitCode::SUCCESS);
         }
     }
     if json {
-        let _ = writeln!(out, "\n]");
+        let _ = writeln!(w.out, "\n]");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -738,12 +907,12 @@ fn identify(captures: &[PathBuf]) -> Result<gpcap::identify::Identification, Str
 fn identify_cmd(captures: &[PathBuf], json: bool) -> Result<ExitCode, String> {
     let id = identify(captures)?;
     if json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&id).map_err(|e| e.to_string())?
         );
     } else {
-        print!("{}", present::tables::render_identification(&id));
+        out!("{}", present::tables::render_identification(&id));
     }
     Ok(if id.candidates.is_empty() {
         ExitCode::from(1)
@@ -901,7 +1070,7 @@ fn send_cmd(a: &SendArgs) -> Result<ExitCode, String> {
             std::thread::sleep(wait);
         }
     }
-    println!("{}", serde_json::to_string(&sent).map_err(|e| e.to_string())?);
+    outln!("{}", serde_json::to_string(&sent).map_err(|e| e.to_string())?);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -921,7 +1090,7 @@ fn live_cmd(a: &LiveArgs) -> Result<ExitCode, String> {
     if a.list || a.iface.is_none() {
         let list = interfaces()?;
         for i in list {
-            println!(
+            outln!(
                 "{:<16} {}{}",
                 i.name,
                 i.addresses.join(" "),
@@ -1029,15 +1198,15 @@ fn live_cmd(a: &LiveArgs) -> Result<ExitCode, String> {
         let print = |r: &Report, s: &gpcap::live::LiveStats, last: bool| {
             if a.json {
                 let v = serde_json::json!({"live": s, "final": last, "elapsed_s": start.elapsed().as_secs_f64(), "report": r});
-                println!("{v}");
+                outln!("{v}");
             } else {
-                println!(
+                outln!(
                     "Live capture on {iface}: {:.1} s, {}{}",
                     start.elapsed().as_secs_f64(),
                     stats_line(s),
                     if last { " (final)" } else { "" }
                 );
-                print!("{}", present::tables::render(r));
+                out!("{}", present::tables::render(r));
             }
         };
         while !over(&stop) && cap.is_running() {

@@ -1,0 +1,171 @@
+//! The command line as a user types it: exit codes, gates, errors that name the file,
+//! dissect's filter and JSON, and the two README commands' main job.
+
+use std::process::Command;
+
+fn gpcap(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_gpcap"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn quick_start_needs_no_configuration() {
+    let (code, out, _) = gpcap(&["analyze", "captures/article.pcap"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.starts_with("Protocol id 0x55667788 identified from the traffic"),
+        "{out}"
+    );
+    assert!(out.contains("│ crc ok                    ┆ 1156"), "{out}");
+}
+
+#[test]
+fn gates_exit_3_and_say_why() {
+    let (code, _, err) = gpcap(&[
+        "analyze",
+        "-d",
+        "dissectors/article.kdl",
+        "--fail-on",
+        "crc,mtu",
+        "captures/article.pcap",
+    ]);
+    assert_eq!(code, 3);
+    assert!(
+        err.contains("gate failed: crc: 7 datagrams failed the CRC"),
+        "{err}"
+    );
+    assert!(
+        err.contains("gate failed: mtu: 30 payloads over the 1200-byte budget, 21 IP-fragmented"),
+        "{err}"
+    );
+    let (code, _, _) = gpcap(&[
+        "analyze",
+        "-d",
+        "dissectors/article.kdl",
+        "--fail-on",
+        "frag-loss=0.05",
+        "captures/clean.pcap",
+    ]);
+    assert_eq!(code, 0);
+    let (code, _, err) = gpcap(&[
+        "analyze",
+        "-d",
+        "dissectors/article.kdl",
+        "--fail-on",
+        "frag-loss=0.01",
+        "captures/lossy-bursts.pcap",
+    ]);
+    assert_eq!(code, 3, "{err}");
+    let (code, _, err) = gpcap(&[
+        "analyze",
+        "-d",
+        "dissectors/article.kdl",
+        "--fail-on",
+        "bogus",
+        "captures/clean.pcap",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown --fail-on gate `bogus`"), "{err}");
+}
+
+#[test]
+fn unreadable_input_is_one_line_naming_file_and_offset() {
+    let (code, _, err) = gpcap(&["analyze", "--protocol-id", "0x55667788", "Cargo.toml"]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        err.trim(),
+        "gpcap: Cargo.toml: not a pcap or pcapng file (unknown magic) at byte offset 0 (after frame 0)"
+    );
+    let (code, _, err) = gpcap(&["analyze", "--protocol-id", "0x55667788", "no/such.pcap"]);
+    assert_eq!(code, 2);
+    assert!(err.starts_with("gpcap: no/such.pcap: cannot open"), "{err}");
+}
+
+#[test]
+fn check_reports_diagnostics_and_exit_1() {
+    let (code, out, _) = gpcap(&["check", "dissectors/example-shooter.kdl"]);
+    assert_eq!(code, 0, "{out}");
+    let dir = std::env::temp_dir().join(format!("gpcap-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.kdl");
+    std::fs::write(&bad, "header {\n    bits crc 32 role=crc\n    bits sequence 16 role=sequence\n    int type 0 5 role=type\n}\npacket 1 \"A\" {\n    flaot x\n}\n").unwrap();
+    let (code, _, err) = gpcap(&["check", bad.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("bad.kdl:7:5: unknown primitive or struct `flaot`"),
+        "{err}"
+    );
+    assert!(err.contains("did you mean `float`?"), "{err}");
+}
+
+#[test]
+fn dissect_filters_and_shows_reassembled_packets() {
+    let (code, out, _) = gpcap(&[
+        "dissect",
+        "captures/article.pcap",
+        "-d",
+        "dissectors/article.kdl",
+        "--filter",
+        "frag && seq == 100",
+    ]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        out.matches("\nFrame ").count() + out.starts_with("Frame ") as usize,
+        4,
+        "{out}"
+    );
+    assert!(out.contains("[packet reassembled from 3 fragments, completed by this frame]\narticle type 2 (B), sequence 100, CRC ok"), "{out}");
+    let (code, out, _) = gpcap(&[
+        "dissect",
+        "captures/article.pcap",
+        "-d",
+        "dissectors/article.kdl",
+        "--json",
+        "--filter",
+        "ipfrag",
+    ]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let frames = v.as_array().unwrap();
+    assert_eq!(frames.len(), 21);
+    assert!(frames.iter().all(|f| {
+        f["note"]
+            .as_str()
+            .unwrap()
+            .starts_with("reassembled from 2 IP fragments")
+    }));
+    assert!(frames.iter().all(|f| f["fault"].is_null() && f["crc_ok"] == true));
+}
+
+#[test]
+fn dissect_shows_the_fault() {
+    let (code, out, _) = gpcap(&[
+        "dissect",
+        "captures/malformed.pcap",
+        "-d",
+        "dissectors/article.kdl",
+        "--filter",
+        "malformed",
+    ]);
+    assert_eq!(code, 0);
+    assert!(out.contains("[Malformed: past_end at bit"), "{out}");
+    assert!(out.contains(" in end_check: past end: needed 32 bits"), "{out}");
+}
+
+#[test]
+fn live_without_the_feature_says_how_to_build_it() {
+    if cfg!(feature = "live") {
+        return;
+    }
+    let (code, _, err) = gpcap(&["live", "lo"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("cargo install --path . --features live"), "{err}");
+}
