@@ -816,8 +816,8 @@ fn dissect_cmd(
         };
         let shown = only.is_none_or(|n| n == f.number) && filter.matches(&facts);
         let ip_note = (ip_pieces > 1).then(|| format!("reassembled from {ip_pieces} IP fragments"));
-        if shown {
-            if let Err(e) = w.packet(
+        if shown
+            && let Err(e) = w.packet(
                 &program,
                 &dissection,
                 payload,
@@ -826,9 +826,9 @@ fn dissect_cmd(
                 &flow,
                 crc,
                 ip_note.as_deref(),
-            ) {
-                return quiet_on_broken_pipe(e);
-            }
+            )
+        {
+            return quiet_on_broken_pipe(e);
         }
         // A game fragment that completes its packet: show the packet, as Wireshark does.
         if let (Some(frag), Some(seq), false) = (dissection.fragment, dissection.sequence, facts.crc_fail) {
@@ -849,8 +849,8 @@ fn dissect_cmd(
                 let mut whole = dissect::Dissection::default();
                 d.dissect_into(&packet, &mut whole);
                 let note = format!("packet reassembled from {count} fragments, completed by this frame");
-                if only.is_none_or(|n| n == f.number) && (filter.is_all() || filter.matches(&facts)) {
-                    if let Err(e) = w.packet(
+                if shown
+                    && let Err(e) = w.packet(
                         &program,
                         &whole,
                         &packet,
@@ -859,9 +859,9 @@ fn dissect_cmd(
                         &flow,
                         whole_crc,
                         Some(&note),
-                    ) {
-                        return quiet_on_broken_pipe(e);
-                    }
+                    )
+                {
+                    return quiet_on_broken_pipe(e);
                 }
             }
         }
