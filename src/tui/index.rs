@@ -278,8 +278,10 @@ pub fn load(path: &Path, cfg: Config, shared: &RwLock<Index>) {
     let mut a = Analyzer::new(cfg);
     a.begin_file(&path.display().to_string());
     let mut local = Index::new(path);
-    let mut published = 0usize;
     let mut error = None;
+    // Rows go out in batches; the fragment grid (rewritten as fragments arrive) at most
+    // once a second, so publishing stays cheap on captures of millions of packets.
+    let mut frags_at = std::time::Instant::now();
     loop {
         match reader.next_frame() {
             Ok(Some(f)) => {
@@ -292,12 +294,16 @@ pub fn load(path: &Path, cfg: Config, shared: &RwLock<Index>) {
                 break;
             }
         }
-        if local.rows.len() - published >= 8192 {
-            publish(&mut local, &mut published, reader.offset(), shared);
+        if local.rows.len() >= 65536 {
+            let with_frags = frags_at.elapsed() > std::time::Duration::from_secs(1);
+            if with_frags {
+                frags_at = std::time::Instant::now();
+            }
+            publish(&mut local, reader.offset(), with_frags, shared);
         }
     }
     a.end_file(None, reader.truncated_tail.clone());
-    publish(&mut local, &mut published, reader.offset(), shared);
+    publish(&mut local, reader.offset(), true, shared);
     let report = a.finish();
     if let Ok(mut s) = shared.write() {
         s.frags = std::mem::take(&mut local.frags);
@@ -307,13 +313,18 @@ pub fn load(path: &Path, cfg: Config, shared: &RwLock<Index>) {
     }
 }
 
-fn publish(local: &mut Index, published: &mut usize, bytes: u64, shared: &RwLock<Index>) {
+fn publish(local: &mut Index, bytes: u64, frags: bool, shared: &RwLock<Index>) {
     if let Ok(mut s) = shared.write() {
-        s.rows.extend_from_slice(&local.rows[*published..]);
-        s.flows.clone_from(&local.flows);
-        s.frags.clone_from(&local.frags);
+        s.rows.extend_from_slice(&local.rows);
+        // Rows live once, in the shared index.
+        local.rows.clear();
+        if s.flows.len() != local.flows.len() {
+            s.flows.clone_from(&local.flows);
+        }
+        if frags {
+            s.frags.clone_from(&local.frags);
+        }
         s.bytes_read = bytes;
-        *published = local.rows.len();
     }
 }
 

@@ -214,7 +214,7 @@ fn draw_packets(f: &mut Frame, app: &mut App, ix: &Index, area: Rect) {
     let table = Table::new(
         body,
         [
-            Constraint::Length(7),
+            Constraint::Length(8),
             Constraint::Length(10),
             Constraint::Min(20),
             Constraint::Length(5),
