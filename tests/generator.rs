@@ -67,3 +67,35 @@ fn fragments_dissect_with_their_roles() {
         assert_eq!(&bytes[f.data_offset..], data.as_slice());
     }
 }
+
+/// Regression (found by the soak): foreign DNS-like datagrams were sent from ephemeral
+/// ports that could equal a game port of the definition (40000–50001 for the article
+/// profile), and were then analyzed as game traffic.
+#[test]
+fn foreign_traffic_never_uses_a_game_port() {
+    use gpcap::analysis::{Analyzer, Config};
+    use gpcap::generate::check::compare;
+    use gpcap::generate::sim::{SimConfig, simulate};
+    let p = load("article.kdl");
+    let cfg = SimConfig {
+        seed: 1390,
+        foreign: 1.0,
+        duration_s: 3.0,
+        clients: 2,
+        ..SimConfig::default()
+    };
+    let g = simulate(&p, &cfg).unwrap();
+    assert!(g.truth.other_udp > 100);
+    let mut a = Analyzer::new(Config::from_program(p.clone()));
+    let mut w = gpcap::capture::writer::PcapWriter::new(Vec::new(), g.linktype, 65535, true).unwrap();
+    for (t, f) in &g.frames {
+        w.write(*t, f, f.len() as u32).unwrap();
+    }
+    let mut r =
+        gpcap::capture::CaptureReader::from_read("mem", std::io::Cursor::new(w.into_inner())).unwrap();
+    while let Some(f) = r.next_frame().unwrap() {
+        a.frame(&f);
+    }
+    let diffs = compare(&g.truth, &a.finish());
+    assert!(diffs.is_empty(), "{}", diffs.join("\n"));
+}
