@@ -108,8 +108,10 @@ pub enum SeenKind {
     Malformed,
 }
 
-/// Flows kept individually; traffic beyond is counted in aggregate.
-const MAX_FLOWS: usize = 65_536;
+/// Flows kept individually; traffic beyond is counted in aggregate. With the per-flow
+/// state bounded (sizes 2 KiB, burst window 8 KiB, sequences 128 B, reassembly within the
+/// shared budget) this bounds the analyzer's memory whatever the capture.
+const MAX_FLOWS: usize = 16_384;
 /// Findings kept as lists (counts are exact beyond).
 const MAX_LISTED: usize = 1000;
 
@@ -124,8 +126,9 @@ struct FlowState {
     counted_until: i64,
 }
 
-/// Datagrams remembered per flow for the burst window.
-const RECENT: usize = 4096;
+/// Datagrams remembered per flow for the burst window (a flow sending faster than this
+/// per second is sampled by its latest datagrams).
+const RECENT: usize = 512;
 const BURST_WINDOW_NS: i64 = 1_000_000_000;
 
 /// Frame-by-frame analysis; `snapshot` reports without ending it (live capture).
@@ -490,7 +493,11 @@ impl Analyzer {
                 t.lost += gap;
             }
         }
-        if flow.recent.len() >= RECENT {
+        while flow
+            .recent
+            .front()
+            .is_some_and(|&(t, _)| t < f.ts_ns - BURST_WINDOW_NS || flow.recent.len() >= RECENT)
+        {
             flow.recent.pop_front();
         }
         flow.recent.push_back((f.ts_ns, payload.len() as u32));

@@ -128,9 +128,16 @@ pub enum Outcome {
     Refused,
 }
 
+/// Memory an entry costs besides its data: charged to the budget so that the number of
+/// entries, across every flow, is bounded too.
+fn overhead(e: &Entry) -> usize {
+    std::mem::size_of::<Entry>() + 16 + e.spans.capacity() * std::mem::size_of::<(u32, u32)>()
+}
+
 #[derive(Debug, Default, Clone)]
 pub struct FlowReassembly {
-    entries: Vec<Option<Entry>>,
+    /// Entries by `sequence % BUFFER_ENTRIES`, only those in use.
+    entries: hashbrown::HashMap<u16, Entry>,
     newest: Option<u16>,
     pub attacks: AttackCounters,
     pub by_count: BTreeMap<u32, CountStats>,
@@ -138,36 +145,34 @@ pub struct FlowReassembly {
 }
 
 impl FlowReassembly {
+    /// Releases an entry's memory; one that never completed counts as lost.
     fn give_up(&mut self, e: Entry, budget: &mut Budget) {
+        let held = e.data.capacity() + overhead(&e);
+        budget.used -= held;
+        self.bytes_held -= held;
         if e.done {
             return;
         }
-        budget.used -= e.data.capacity();
-        self.bytes_held -= e.data.capacity();
         let s = self.by_count.entry(e.count).or_default();
         s.fragments_of_lost += e.received as u64;
         s.bytes_wasted += e.data.len() as u64;
     }
 
-    /// Evicts this flow's oldest incomplete entry; false if it holds none.
+    /// Frees this flow's oldest entry — a completed marker first, else the oldest
+    /// incomplete packet (counted); false if it holds none.
     pub fn evict_oldest(&mut self, budget: &mut Budget) -> bool {
         let Some(newest) = self.newest else { return false };
         let oldest = self
             .entries
             .iter()
-            .enumerate()
-            .filter_map(|(i, e)| {
-                e.as_ref()
-                    .filter(|e| !e.done)
-                    .map(|e| (sequence_diff(newest, e.sequence), i))
-            })
-            .max();
-        match oldest {
-            Some((_, i)) => {
-                if let Some(e) = self.entries[i].take() {
+            .map(|(&k, e)| (!e.done, sequence_diff(newest, e.sequence), k))
+            .min_by_key(|&(incomplete, age, _)| (incomplete, -age));
+        match oldest.and_then(|(_, _, k)| self.entries.remove(&k)) {
+            Some(e) => {
+                if !e.done {
                     self.attacks.evicted_for_memory += 1;
-                    self.give_up(e, budget);
                 }
+                self.give_up(e, budget);
                 true
             }
             None => false,
@@ -208,11 +213,14 @@ impl FlowReassembly {
             if d > 0 {
                 self.newest = Some(f.sequence);
                 // Entries now 256 or more behind the newest can never complete.
-                for i in 0..self.entries.len() {
-                    let stale = self.entries[i].as_ref().is_some_and(|e| {
-                        sequence_diff(f.sequence, e.sequence) as i64 >= BUFFER_ENTRIES as i64
-                    });
-                    if stale && let Some(e) = self.entries[i].take() {
+                let stale: Vec<u16> = self
+                    .entries
+                    .iter()
+                    .filter(|(_, e)| sequence_diff(f.sequence, e.sequence) as i64 >= BUFFER_ENTRIES as i64)
+                    .map(|(&k, _)| k)
+                    .collect();
+                for k in stale {
+                    if let Some(e) = self.entries.remove(&k) {
                         self.attacks.evicted_incomplete += !e.done as u64;
                         self.give_up(e, budget);
                     }
@@ -221,27 +229,28 @@ impl FlowReassembly {
         } else {
             self.newest = Some(f.sequence);
         }
-        if self.entries.is_empty() {
-            self.entries.resize_with(BUFFER_ENTRIES, || None);
-        }
-        let slot = f.sequence as usize % BUFFER_ENTRIES;
-        if let Some(e) = &self.entries[slot]
-            && e.sequence != f.sequence
+        let slot = (f.sequence as usize % BUFFER_ENTRIES) as u16;
+        if self.entries.get(&slot).is_some_and(|e| e.sequence != f.sequence)
+            && let Some(e) = self.entries.remove(&slot)
         {
-            let e = self.entries[slot].take();
-            if let Some(e) = e {
-                self.attacks.evicted_incomplete += !e.done as u64;
-                self.give_up(e, budget);
-            }
+            self.attacks.evicted_incomplete += !e.done as u64;
+            self.give_up(e, budget);
         }
-        let entry = self.entries[slot].get_or_insert_with(|| Entry {
-            sequence: f.sequence,
-            done: false,
-            count: f.count,
-            received: 0,
-            bitmap: [0; 4],
-            data: Vec::new(),
-            spans: vec![(0, 0); f.count as usize],
+        let entry = self.entries.entry(slot).or_insert_with(|| {
+            let e = Entry {
+                sequence: f.sequence,
+                done: false,
+                count: f.count,
+                received: 0,
+                bitmap: [0; 4],
+                data: Vec::new(),
+                spans: vec![(0, 0); f.count as usize],
+            };
+            let o = overhead(&e);
+            budget.used += o;
+            budget.peak = budget.peak.max(budget.used);
+            self.bytes_held += o;
+            e
         });
         if entry.received == 0 {
             self.by_count.entry(f.count).or_default().seen += 1;
@@ -273,8 +282,9 @@ impl FlowReassembly {
         for &(s, l) in &entry.spans {
             out.extend_from_slice(&entry.data[s as usize..(s + l) as usize]);
         }
-        budget.used -= entry.data.capacity();
-        self.bytes_held -= entry.data.capacity();
+        let freed = entry.data.capacity() + entry.spans.capacity() * std::mem::size_of::<(u32, u32)>();
+        budget.used -= freed;
+        self.bytes_held -= freed;
         entry.data = Vec::new();
         entry.spans = Vec::new();
         entry.done = true;
@@ -285,19 +295,17 @@ impl FlowReassembly {
 
     /// Gives up every entry still waiting (end of capture).
     pub fn finish(&mut self, budget: &mut Budget) {
-        for i in 0..self.entries.len() {
-            if let Some(e) = self.entries[i].take() {
-                self.attacks.incomplete_at_end += !e.done as u64;
-                self.give_up(e, budget);
-            }
+        let all: Vec<Entry> = self.entries.drain().map(|(_, e)| e).collect();
+        for e in all {
+            self.attacks.incomplete_at_end += !e.done as u64;
+            self.give_up(e, budget);
         }
     }
 
     /// Incomplete entries: (sequence, count, received ids) for the UI.
     pub fn pending(&self) -> Vec<(u16, u32, Vec<u32>)> {
         self.entries
-            .iter()
-            .flatten()
+            .values()
             .filter(|e| !e.done)
             .map(|e| (e.sequence, e.count, (0..e.count).filter(|&i| e.has(i)).collect()))
             .collect()

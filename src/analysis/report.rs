@@ -95,7 +95,8 @@ pub struct Validation {
     pub fragments: u64,
 }
 
-/// Payload sizes in 16-byte buckets: percentiles within 16 bytes, bounded memory.
+/// Payload sizes: 16-byte buckets up to 4 KiB, 256-byte buckets above — percentiles
+/// within a bucket in 2 KiB per flow.
 #[derive(Debug, Clone, Default)]
 pub struct SizeHist {
     buckets: Vec<u32>,
@@ -103,20 +104,43 @@ pub struct SizeHist {
     pub max: u32,
 }
 
+const FINE: u32 = 4096;
+const FINE_STEP: u32 = 16;
+const COARSE_STEP: u32 = 256;
+const BUCKETS: usize = (FINE / FINE_STEP + (65536 - FINE) / COARSE_STEP) as usize;
+
+fn bucket_of(size: u32) -> usize {
+    if size < FINE {
+        (size / FINE_STEP) as usize
+    } else {
+        ((FINE / FINE_STEP + (size.min(65535) - FINE) / COARSE_STEP) as usize).min(BUCKETS - 1)
+    }
+}
+
+/// The largest size that falls in bucket `b`.
+fn bucket_top(b: usize) -> u32 {
+    let fine = (FINE / FINE_STEP) as usize;
+    if b < fine {
+        (b as u32 + 1) * FINE_STEP - 1
+    } else {
+        FINE + (b - fine + 1) as u32 * COARSE_STEP - 1
+    }
+}
+
 impl SizeHist {
     pub fn add(&mut self, size: u32) {
         if self.buckets.is_empty() {
-            self.buckets = vec![0; 4096];
+            self.buckets = vec![0; BUCKETS];
         }
-        let b = (size / 16).min(4095) as usize;
+        let b = bucket_of(size);
         self.buckets[b] = self.buckets[b].saturating_add(1);
         self.count += 1;
         self.max = self.max.max(size);
     }
 
-    /// Datagrams in the 16-byte bucket that holds `size`.
+    /// Datagrams in the bucket that holds `size`.
     pub fn bucket(&self, size: u32) -> u32 {
-        self.buckets.get((size / 16) as usize).copied().unwrap_or(0)
+        self.buckets.get(bucket_of(size)).copied().unwrap_or(0)
     }
 
     /// Upper edge of the bucket holding quantile `q` (capped at the max seen).
@@ -129,7 +153,7 @@ impl SizeHist {
         for (i, &n) in self.buckets.iter().enumerate() {
             acc += n as u64;
             if acc >= target {
-                return ((i as u32 + 1) * 16 - 1).min(self.max);
+                return bucket_top(i).min(self.max);
             }
         }
         self.max
