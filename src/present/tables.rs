@@ -165,7 +165,13 @@ pub fn render(r: &Report) -> String {
         "frags",
         "ip-frag",
     ]);
-    for f in &r.flows {
+    // The busiest flows; the JSON has them all.
+    const SHOWN: usize = 40;
+    let mut flows: Vec<&crate::analysis::FlowStats> = r.flows.iter().collect();
+    if flows.len() > SHOWN {
+        flows.sort_by(|a, b| b.datagrams.cmp(&a.datagrams));
+    }
+    for f in flows.iter().take(SHOWN) {
         t.add_row(vec![
             format!("{} → {}", f.src, f.dst),
             f.datagrams.to_string(),
@@ -184,7 +190,22 @@ pub fn render(r: &Report) -> String {
         ]);
     }
     right(&mut t, 1);
-    let _ = writeln!(out, "{t}\n");
+    let _ = writeln!(out, "{t}");
+    if r.flows.len() > SHOWN {
+        let _ = writeln!(
+            out,
+            "({} more flows, fewer datagrams each; --json lists them all)",
+            r.flows.len() - SHOWN
+        );
+    }
+    if r.capture.flows_not_tracked > 0 {
+        let _ = writeln!(
+            out,
+            "({} datagrams of further flows were counted but not tracked: the flow table is full)",
+            r.capture.flows_not_tracked
+        );
+    }
+    let _ = writeln!(out);
 
     let mut totals: Vec<u64> = Vec::new();
     for f in &r.flows {
@@ -321,6 +342,8 @@ pub fn render_reassembly(r: &Report) -> String {
     out
 }
 
+const SHOWN_SIZES: usize = 40;
+
 /// MTU diagnosis.
 pub fn render_mtu(r: &Report) -> String {
     let mut out = String::new();
@@ -379,7 +402,11 @@ pub fn render_mtu(r: &Report) -> String {
         }
         let _ = writeln!(out, "{t}");
     }
-    let game: Vec<_> = r.flows.iter().filter(|f| f.is_game()).collect();
+    let mut game: Vec<_> = r.flows.iter().filter(|f| f.is_game()).collect();
+    if game.len() > SHOWN_SIZES {
+        game.sort_by(|a, b| b.datagrams.cmp(&a.datagrams));
+        game.truncate(SHOWN_SIZES);
+    }
     if !game.is_empty() {
         let mut t = table(&["flow", "p50", "p95", "p99", "max", "over budget", "ip-fragmented"]);
         for f in game {
