@@ -169,7 +169,7 @@ pub fn render(r: &Report) -> String {
     const SHOWN: usize = 40;
     let mut flows: Vec<&crate::analysis::FlowStats> = r.flows.iter().collect();
     if flows.len() > SHOWN {
-        flows.sort_by(|a, b| b.datagrams.cmp(&a.datagrams));
+        flows.sort_by_key(|f| std::cmp::Reverse(f.datagrams));
     }
     for f in flows.iter().take(SHOWN) {
         t.add_row(vec![
@@ -404,7 +404,7 @@ pub fn render_mtu(r: &Report) -> String {
     }
     let mut game: Vec<_> = r.flows.iter().filter(|f| f.is_game()).collect();
     if game.len() > SHOWN_SIZES {
-        game.sort_by(|a, b| b.datagrams.cmp(&a.datagrams));
+        game.sort_by_key(|f| std::cmp::Reverse(f.datagrams));
         game.truncate(SHOWN_SIZES);
     }
     if !game.is_empty() {
