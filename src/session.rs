@@ -13,6 +13,9 @@ use std::sync::{Arc, RwLock};
 pub struct Session {
     analyzer: Analyzer,
     pub index: Arc<RwLock<Index>>,
+    /// Keep a row per packet and recent frames (for the TUI); reports alone keep nothing
+    /// per packet.
+    pub keep_packets: bool,
     frames: u64,
     linktype: i32,
     writer: Option<PcapNgWriter<BufWriter<File>>>,
@@ -42,6 +45,7 @@ impl Session {
         Ok(Session {
             analyzer,
             index,
+            keep_packets: true,
             frames: 0,
             linktype,
             writer,
@@ -69,9 +73,11 @@ impl Session {
                 data,
             };
             let seen = self.analyzer.frame(&f);
-            ix.push(&f, &seen);
-            if let Some(s) = ix.store.as_mut() {
-                s.push(f.number, data);
+            if self.keep_packets {
+                ix.push(&f, &seen);
+                if let Some(s) = ix.store.as_mut() {
+                    s.push(f.number, data);
+                }
             }
             if let Some(w) = self.writer.as_mut() {
                 w.packet(0, ts_ns.max(0) as u64, data, origlen)?;
