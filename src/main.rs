@@ -1166,6 +1166,8 @@ fn live_cmd(a: &LiveArgs) -> Result<ExitCode, String> {
     }
     let mut session =
         Session::new(cfg, index.clone(), cap.linktype, a.write.as_deref()).map_err(|e| e.to_string())?;
+    // Reports alone need no per-packet rows: a long --no-tui run keeps bounded memory.
+    session.keep_packets = !a.no_tui;
     session
         .feed(early.iter().map(|c| (c.ts_ns, c.origlen, c.data.as_slice())))
         .map_err(|e| e.to_string())?;
