@@ -503,14 +503,7 @@ fn analyze(
     cfg.link_mtu = link_mtu;
     let mut report = run_analysis(captures, cfg)?;
     report.identification = identification;
-    if json {
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
-        );
-    } else {
-        out!("{}", present::tables::render(&report));
-    }
+    json_or_text(json, &report, || present::tables::render(&report))?;
     let failed = gates(&report, fail_on)?;
     if !failed.is_empty() {
         for f in &failed {
@@ -620,6 +613,23 @@ fn gates(r: &Report, fail_on: &[String]) -> Result<Vec<String>, String> {
         }
     }
     Ok(failed)
+}
+
+/// Prints `value` as pretty JSON, or the text `render` makes of it.
+fn json_or_text<T: serde::Serialize>(
+    json: bool,
+    value: &T,
+    render: impl FnOnce() -> String,
+) -> Result<(), String> {
+    if json {
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(value).map_err(|e| e.to_string())?
+        );
+    } else {
+        out!("{}", render());
+    }
+    Ok(())
 }
 
 /// A closed stdout ends output quietly; other write errors are reported.
@@ -906,14 +916,7 @@ fn identify(captures: &[PathBuf]) -> Result<gpcap::identify::Identification, Str
 
 fn identify_cmd(captures: &[PathBuf], json: bool) -> Result<ExitCode, String> {
     let id = identify(captures)?;
-    if json {
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&id).map_err(|e| e.to_string())?
-        );
-    } else {
-        out!("{}", present::tables::render_identification(&id));
-    }
+    json_or_text(json, &id, || present::tables::render_identification(&id))?;
     Ok(if id.candidates.is_empty() {
         ExitCode::from(1)
     } else {

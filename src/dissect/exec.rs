@@ -297,25 +297,9 @@ impl<'p> Exec<'p> {
     }
 
     fn path(&self, out: &Dissection, parent: u32, last: Label) -> String {
-        let mut parts = vec![last];
-        let mut p = parent;
-        while let Some(f) = out.fields.get(p as usize) {
-            parts.push(f.label);
-            p = f.parent;
-        }
-        let mut s = String::new();
-        for l in parts.iter().rev() {
-            match l {
-                Label::Index(i) => s.push_str(&format!("[{i}]")),
-                other => {
-                    if !s.is_empty() {
-                        s.push('.');
-                    }
-                    s.push_str(label_name(self.program, *other));
-                }
-            }
-        }
-        s
+        let mut labels = vec![last];
+        labels.extend(ancestors(out, parent));
+        render_path(self.program, &labels)
     }
 
     fn fault(&self, out: &mut Dissection, kind: FaultKind, field: String, bit: u64, reason: String) -> Step {
@@ -1070,16 +1054,20 @@ pub fn label_name(p: &Program, l: Label) -> &str {
     }
 }
 
-/// The path of field `i`, e.g. `objects[3].position.x`.
-pub fn path_of(p: &Program, d: &Dissection, i: usize) -> String {
-    let mut labels = Vec::new();
-    let mut at = i as u32;
-    while let Some(f) = d.fields.get(at as usize) {
-        labels.push(f.label);
+/// Labels from field `i` up to the root.
+fn ancestors(d: &Dissection, i: u32) -> impl Iterator<Item = Label> + '_ {
+    let mut at = i;
+    std::iter::from_fn(move || {
+        let f = d.fields.get(at as usize)?;
         at = f.parent;
-    }
+        Some(f.label)
+    })
+}
+
+/// Joins labels given leaf first: `objects[3].position.x`.
+fn render_path(p: &Program, leaf_first: &[Label]) -> String {
     let mut s = String::new();
-    for l in labels.iter().rev() {
+    for l in leaf_first.iter().rev() {
         match l {
             Label::Index(i) => s.push_str(&format!("[{i}]")),
             other => {
@@ -1091,4 +1079,10 @@ pub fn path_of(p: &Program, d: &Dissection, i: usize) -> String {
         }
     }
     s
+}
+
+/// The path of field `i`, e.g. `objects[3].position.x`.
+pub fn path_of(p: &Program, d: &Dissection, i: usize) -> String {
+    let labels: Vec<Label> = ancestors(d, i as u32).collect();
+    render_path(p, &labels)
 }
