@@ -58,6 +58,10 @@ struct ProtocolArgs {
     /// Validate every UDP datagram, whatever its ports.
     #[arg(long = "any-port")]
     any_port: bool,
+    /// Memory for game-level reassembly across all flows, in MiB; a flood beyond it is
+    /// reported (packets evicted for memory), not suffered.
+    #[arg(long = "reassembly-memory", default_value_t = 32)]
+    reassembly_mb: usize,
 }
 
 #[derive(Subcommand)]
@@ -456,6 +460,7 @@ fn config(p: &ProtocolArgs) -> Result<Config, String> {
         cfg.ports = p.port.clone();
     }
     cfg.any_port |= p.any_port;
+    cfg.reassembly_budget = p.reassembly_mb.max(1) << 20;
     Ok(cfg)
 }
 

@@ -130,6 +130,12 @@ pub fn json_tree(p: &Program, d: &Dissection, data: &[u8]) -> Json {
         let mut m = Map::new();
         m.insert("path".into(), json!(path_of(p, d, i)));
         m.insert("kind".into(), json!(f.kind));
+        if let (crate::dissect::Label::Node(n), Some(node)) = (f.label, p.nodes.get(f.node as usize))
+            && n == f.node
+            && let Some(doc) = &node.doc
+        {
+            m.insert("doc".into(), json!(doc));
+        }
         m.insert("bit_offset".into(), json!(f.bit_offset));
         m.insert("bit_len".into(), json!(f.bit_len));
         if !f.is_group() && f.bit_len <= 64 {

@@ -346,6 +346,13 @@ fn draw_hex(f: &mut Frame, app: &App, area: Rect) {
             "bit offset {}, {} bits",
             fl.bit_offset, fl.bit_len
         )));
+        let doc = app.program.as_ref().and_then(|p| match fl.label {
+            Label::Node(n) => p.nodes.get(n as usize).and_then(|node| node.doc.clone()),
+            _ => None,
+        });
+        if let Some(doc) = doc {
+            lines.push(Line::from(Span::styled(doc, style(app, Color::Gray))));
+        }
         if fl.bit_len <= 64 {
             lines.push(Line::from(format!(
                 "bits: {}",
