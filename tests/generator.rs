@@ -99,3 +99,35 @@ fn foreign_traffic_never_uses_a_game_port() {
     let diffs = compare(&g.truth, &a.finish());
     assert!(diffs.is_empty(), "{}", diffs.join("\n"));
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Validation (no fields recorded, a fast path for common leaves) finds exactly what
+    /// a full dissection finds, on valid, cut and corrupted packets.
+    #[test]
+    fn validation_agrees_with_full_dissection(seed in any::<u64>(), cut in 0usize..40, flip in any::<u32>()) {
+        for def in ["article.kdl", "example-shooter.kdl"] {
+            let p = load(def);
+            let mut w = PacketWriter::new(&p);
+            let mut rng = Rng::new(seed);
+            w.scale = seed % 200;
+            let ty = w.types()[(seed % w.types().len() as u64) as usize];
+            let mut bytes = w.packet(&mut rng, ty, 7).unwrap();
+            if seed % 3 == 0 {
+                let n = bytes.len();
+                bytes.truncate(n.saturating_sub(cut));
+            } else if seed % 3 == 1 && !bytes.is_empty() {
+                let bit = flip as usize % (bytes.len() * 8);
+                bytes[bit / 8] ^= 1 << (bit % 8);
+            }
+            let full = Dissector::new(p.clone()).dissect(&bytes);
+            let mut fast = Dissector::new(p.clone());
+            fast.record = false;
+            let quick = fast.dissect(&bytes);
+            prop_assert_eq!(&quick.fault, &full.fault);
+            prop_assert_eq!((quick.sequence, quick.packet_type, quick.fragment), (full.sequence, full.packet_type, full.fragment));
+            prop_assert_eq!(quick.bits_read, full.bits_read);
+        }
+    }
+}

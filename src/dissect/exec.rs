@@ -197,6 +197,14 @@ impl Dissector {
         };
         let _ = exec.packet(&mut r, out);
         out.bits_read = r.bits_read();
+        if !self.record && out.fault.is_some() {
+            // Validation keeps no parents, so a fault's path would lack them: faults are
+            // rare, read the packet again in full for the exact path.
+            self.record = true;
+            self.dissect_into(data, out);
+            self.record = false;
+            out.fields.clear();
+        }
     }
 
     pub fn dissect(&mut self, data: &[u8]) -> Dissection {
@@ -529,7 +537,82 @@ impl<'p> Exec<'p> {
         }
     }
 
+    /// One field. Validation (nothing recorded) takes a small fast path for the common
+    /// leaves; everything else, and every fault, goes through `node_general`.
+    #[inline(always)]
     fn node(&mut self, r: &mut BitReader, out: &mut Dissection, id: NodeId, parent: u32, depth: u16) -> Step {
+        if !self.record {
+            let node = &self.program.nodes[id as usize];
+            let start = r.bits_read();
+            let fast = match &node.kind {
+                Kind::Bits(n) => r.read_bits(*n).ok().map(|v| (v as i64, 1)),
+                Kind::Bool => r.read_bits(1).ok().map(|v| (v as i64, 1)),
+                Kind::Int { min, max } => {
+                    let width = crate::bits::int_width(*min, *max).unwrap_or(0);
+                    let mark = r.bits_read();
+                    match r.read_bits(width) {
+                        Ok(raw) if min + raw as i64 <= *max => Some((min + raw as i64, 1)),
+                        _ => {
+                            *r = BitReader::at(r.data(), mark);
+                            None
+                        }
+                    }
+                }
+                Kind::CompressedFloat(cf) => {
+                    let mark = r.bits_read();
+                    match r.read_bits(cf.bits) {
+                        Ok(i) if i <= cf.max_int => Some((0, 1)),
+                        _ => {
+                            *r = BitReader::at(r.data(), mark);
+                            None
+                        }
+                    }
+                }
+                Kind::CompressedVector(cf) => {
+                    let mark = r.bits_read();
+                    let ok = (0..3).all(|_| r.read_bits(cf.bits).is_ok_and(|i| i <= cf.max_int));
+                    if ok {
+                        Some((0, 4))
+                    } else {
+                        *r = BitReader::at(r.data(), mark);
+                        None
+                    }
+                }
+                Kind::SmallestThree(bits) => {
+                    let mark = r.bits_read();
+                    if r.skip_bits(2 + 3 * *bits as u64).is_ok() {
+                        Some((0, 5))
+                    } else {
+                        *r = BitReader::at(r.data(), mark);
+                        None
+                    }
+                }
+                _ => None,
+            };
+            if let Some((value, fields)) = fast {
+                let n = self.count.get() + fields;
+                self.count.set(n);
+                if n <= self.program.limits.max_fields {
+                    self.set(node, value);
+                    return Ok(());
+                }
+                // Over the limit: read it again on the general path, which reports it.
+                self.count.set(n - fields);
+                *r = BitReader::at(r.data(), start);
+            }
+        }
+        self.node_general(r, out, id, parent, depth)
+    }
+
+    #[inline(never)]
+    fn node_general(
+        &mut self,
+        r: &mut BitReader,
+        out: &mut Dissection,
+        id: NodeId,
+        parent: u32,
+        depth: u16,
+    ) -> Step {
         let p = self.program;
         let node = &p.nodes[id as usize];
         let label = Label::Node(id);
