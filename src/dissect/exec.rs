@@ -1102,6 +1102,7 @@ impl<'p> Exec<'p> {
         Ok(index)
     }
 
+    #[inline(always)]
     fn flag(
         &self,
         r: &mut BitReader,
@@ -1111,6 +1112,15 @@ impl<'p> Exec<'p> {
         depth: u16,
         name: &'static str,
     ) -> Result<bool, Stop> {
+        if !self.record {
+            let n = self.count.get() + 1;
+            if n <= self.program.limits.max_fields
+                && let Ok(v) = r.read_bits(1)
+            {
+                self.count.set(n);
+                return Ok(v != 0);
+            }
+        }
         let at = r.bits_read();
         let v = self.bits(r, out, 1, parent, Label::Part(name))?;
         self.push(
