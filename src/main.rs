@@ -258,6 +258,9 @@ struct GenArgs {
     /// Analyze the written capture and compare every number with the ground truth.
     #[arg(long)]
     check: bool,
+    /// Write only the truth's summary line, not a line per datagram (large captures).
+    #[arg(long = "summary-only")]
+    summary_only: bool,
 }
 
 fn gen_cmd(a: &GenArgs) -> Result<ExitCode, String> {
@@ -330,6 +333,7 @@ fn gen_cmd(a: &GenArgs) -> Result<ExitCode, String> {
                 (_, Some(w)) => w.packet(0, t_ns as u64, data, data.len() as u32),
                 _ => Ok(()),
             },
+            Emit::Event(_) if a.summary_only => Ok(()),
             Emit::Event(ev) => serde_json::to_writer(&mut tout, ev)
                 .map_err(std::io::Error::other)
                 .and_then(|_| tout.write_all(b"\n")),
