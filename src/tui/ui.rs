@@ -305,12 +305,15 @@ fn draw_tree(f: &mut Frame, app: &App, area: Rect) {
             "  "
         };
         let value = value_text(p, fl, payload);
+        let chosen = i == app.field && app.focus == Focus::Tree;
+        // A pointer as well as the highlight, for terminals without colour or reverse.
         let text = format!(
-            "{}{marker}{name}{}{value}",
+            "{}{}{marker}{name}{}{value}",
+            if chosen { "›" } else { " " },
             "  ".repeat(fl.depth as usize),
             if value.is_empty() { "" } else { ": " }
         );
-        let st = if i == app.field && app.focus == Focus::Tree {
+        let st = if chosen {
             selected_style(app)
         } else {
             Style::default()
@@ -367,17 +370,23 @@ fn draw_hex(f: &mut Frame, app: &App, area: Rect) {
         }));
     }
     let height = area.height.saturating_sub(2) as usize;
-    let first_line = if b0 != u64::MAX { (b0 / 8 / 8) as usize } else { 0 };
+    // 16 bytes a line when the pane is wide enough, as in Wireshark; else 8.
+    let per: usize = if area.width >= 76 { 16 } else { 8 };
+    let first_line = if b0 != u64::MAX {
+        (b0 / 8) as usize / per
+    } else {
+        0
+    };
     let start_line = first_line.saturating_sub(1);
     for (n, chunk) in data
-        .chunks(8)
+        .chunks(per)
         .enumerate()
         .skip(start_line)
         .take(height.saturating_sub(lines.len()))
     {
-        let mut spans = vec![Span::raw(format!("{:04x}  ", n * 8))];
+        let mut spans = vec![Span::raw(format!("{:04x}  ", n * per))];
         for (k, b) in chunk.iter().enumerate() {
-            let byte = (n * 8 + k) as u64;
+            let byte = (n * per + k) as u64;
             let lo = byte * 8;
             let covered = b0 < lo + 8 && b1 > lo;
             let full = b0 <= lo && b1 >= lo + 8;
@@ -398,7 +407,7 @@ fn draw_hex(f: &mut Frame, app: &App, area: Rect) {
         spans.push(Span::raw(format!(
             "{:pad$} {ascii}",
             "",
-            pad = (8 - chunk.len()) * 3
+            pad = (per - chunk.len()) * 3
         )));
         lines.push(Line::from(spans));
     }
