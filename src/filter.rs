@@ -88,7 +88,11 @@ struct Parser<'a> {
     pos: usize,
     type_names: &'a dyn Fn(&str) -> Option<u32>,
     len: usize,
+    /// Nesting of `!` and parentheses, bounded so no filter can exhaust the stack.
+    depth: u32,
 }
+
+const MAX_NESTING: u32 = 64;
 
 fn tokenize(s: &str) -> Vec<(String, usize)> {
     let mut out = Vec::new();
@@ -156,6 +160,16 @@ impl Parser<'_> {
     }
 
     fn not(&mut self) -> Result<Node, FilterError> {
+        self.depth += 1;
+        if self.depth > MAX_NESTING {
+            return Err(self.err(format!("the filter nests more than {MAX_NESTING} levels deep")));
+        }
+        let r = self.not_inner();
+        self.depth -= 1;
+        r
+    }
+
+    fn not_inner(&mut self) -> Result<Node, FilterError> {
         if self.peek() == Some("!") {
             self.pos += 1;
             return Ok(Node::Not(Box::new(self.not()?)));
@@ -259,6 +273,7 @@ impl Filter {
             pos: 0,
             type_names,
             len: text.chars().count(),
+            depth: 0,
         };
         let root = p.or()?;
         if p.pos < p.toks.len() {
@@ -389,5 +404,15 @@ mod tests {
         assert_eq!(e.column, 1);
         assert!(Filter::parse("(frag", &names).is_err());
         assert!(Filter::parse("flow nowhere", &names).is_err());
+        // Hostile nesting is refused, not a stack overflow.
+        let deep = format!("{}frag", "!".repeat(100_000));
+        assert!(
+            Filter::parse(&deep, &names)
+                .unwrap_err()
+                .message
+                .contains("nests more than")
+        );
+        let deep = format!("{}frag{}", "(".repeat(100_000), ")".repeat(100_000));
+        assert!(Filter::parse(&deep, &names).is_err());
     }
 }

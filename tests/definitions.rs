@@ -100,3 +100,23 @@ fn shipped_definitions_compile() {
         }
     }
 }
+
+/// Regression: deeply nested blocks or expressions in a hostile definition overflowed the
+/// stack (in the KDL parser and in the expression parser); both are refused now.
+#[test]
+fn hostile_nesting_is_refused() {
+    let deep_blocks = format!(
+        "{HEADER}packet 1 \"A\" {{\n{}{}}}\n",
+        "struct x { ".repeat(20_000),
+        "}".repeat(20_000)
+    );
+    let e = dissect::compile("deep.kdl", &deep_blocks).unwrap_err();
+    assert_eq!(e[0].message, "blocks nest more than 64 levels deep");
+    let deep_expr = format!(
+        "{HEADER}packet 1 \"A\" {{\n    int n 0 3\n    if \"{}n{}\" {{\n        bool b\n    }}\n}}\n",
+        "(".repeat(50_000),
+        ")".repeat(50_000)
+    );
+    let e = dissect::compile("deep.kdl", &deep_expr).unwrap_err();
+    assert_eq!(e[0].message, "expression nests more than 64 levels deep");
+}

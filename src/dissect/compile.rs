@@ -35,8 +35,49 @@ const PRIMITIVES: &[&str] = &[
 ];
 
 /// Compiles definition text; `file` names it in diagnostics.
+/// Deepest `{` nesting accepted before parsing (the KDL parser recurses per level).
+const MAX_BRACES: usize = 64;
+
+/// Where the `{` nesting (outside strings and comments, roughly) first exceeds the limit.
+fn too_deep(text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    let (mut depth, mut i) = (0usize, 0usize);
+    let mut in_str = false;
+    while i < b.len() {
+        match b[i] {
+            b'\\' if in_str => i += 1,
+            b'"' => in_str = !in_str,
+            b'/' if !in_str && b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'{' if !in_str => {
+                depth += 1;
+                if depth > MAX_BRACES {
+                    return Some(i);
+                }
+            }
+            b'}' if !in_str => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
 pub fn compile(file: &str, text: &str) -> Result<Program, Vec<DefinitionError>> {
     let src = Arc::new(text.to_string());
+    if let Some(at) = too_deep(text) {
+        return Err(vec![DefinitionError::new(
+            file,
+            &src,
+            SourceSpan::from(at..at + 1),
+            format!("blocks nest more than {MAX_BRACES} levels deep"),
+            "too deep",
+            Some("a definition nests structs instead of blocks inside blocks".into()),
+        )]);
+    }
     let doc = match KdlDocument::parse_v2(text) {
         Ok(d) => d,
         Err(e) => {

@@ -205,7 +205,13 @@ struct Parser<'a, F> {
     end: usize,
     out: Vec<Op>,
     resolve: &'a mut F,
+    /// Nesting of parentheses and unary operators, bounded so that a hostile definition
+    /// cannot exhaust the stack.
+    depth: u32,
 }
+
+/// Deepest nesting of parentheses and unary operators in one expression.
+pub const MAX_NESTING: u32 = 64;
 
 impl<F: FnMut(&str) -> Result<Op, (String, String)>> Parser<'_, F> {
     fn peek(&self) -> Option<&(Tok, usize, usize)> {
@@ -223,6 +229,16 @@ impl<F: FnMut(&str) -> Result<Op, (String, String)>> Parser<'_, F> {
     }
 
     fn primary(&mut self) -> Result<(), ExprError> {
+        self.depth += 1;
+        if self.depth > MAX_NESTING {
+            return Err(self.err_here(format!("expression nests more than {MAX_NESTING} levels deep")));
+        }
+        let r = self.primary_inner();
+        self.depth -= 1;
+        r
+    }
+
+    fn primary_inner(&mut self) -> Result<(), ExprError> {
         let Some((tok, off, len)) = self.peek().cloned() else {
             return Err(self.err_here("expression ends where a value was expected".into()));
         };
@@ -293,6 +309,7 @@ pub fn compile(
         end: src.len(),
         out: Vec::new(),
         resolve,
+        depth: 0,
     };
     p.expr(0)?;
     if p.pos < p.toks.len() {
@@ -393,5 +410,9 @@ mod tests {
         assert!(run("1 2", &[]).is_err());
         assert!(run("", &[]).is_err());
         assert!(run("$", &[]).is_err());
+        // Hostile nesting is refused, not a stack overflow.
+        let deep = format!("{}1{}", "(".repeat(100_000), ")".repeat(100_000));
+        assert!(run(&deep, &[]).unwrap_err().message.contains("nests more than"));
+        assert!(run(&"!".repeat(100_000), &[]).is_err());
     }
 }
