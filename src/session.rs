@@ -75,6 +75,9 @@ impl Session {
             let seen = self.analyzer.frame(&f);
             if self.keep_packets {
                 ix.push(&f, &seen);
+                if let Some(p) = self.analyzer.reassembled_payload() {
+                    ix.keep_ip_payload(f.number, p);
+                }
                 if let Some(s) = ix.store.as_mut() {
                     s.push(f.number, data);
                 }

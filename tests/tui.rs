@@ -121,3 +121,15 @@ fn goto_follow_and_fold() {
     keys(&mut a, "Space");
     assert!(a.visible_fields().len() <= shown);
 }
+
+#[test]
+fn ip_reassembled_datagrams_show_their_fields() {
+    let mut a = app("article.pcap", "article.kdl");
+    keys(&mut a, "/ text:ipfrag Enter");
+    assert_eq!(a.view.len(), 21);
+    let d = a.detail.as_ref().unwrap();
+    let dissection = d.dissection.as_ref().expect("the rebuilt datagram is dissected");
+    assert!(dissection.fault.is_none());
+    assert_eq!(dissection.packet_type, Some(4));
+    assert_eq!(d.payload().len(), 1842);
+}

@@ -146,6 +146,8 @@ pub struct Analyzer {
     path_mtu: HashMap<(SocketAddr, SocketAddr), u32>,
     bursts: BurstSizes,
     seen: Seen,
+    /// The UDP payload last rebuilt from IP fragments (for viewers of this frame).
+    ip_payload: Vec<u8>,
     report: Report,
 }
 
@@ -176,6 +178,7 @@ impl Analyzer {
             path_mtu: HashMap::new(),
             bursts: BurstSizes::default(),
             seen: Seen::default(),
+            ip_payload: Vec::new(),
             report,
         }
     }
@@ -198,6 +201,12 @@ impl Analyzer {
             f.error = error;
             f.truncated_tail = truncated_tail;
         }
+    }
+
+    /// The UDP payload of the datagram the last frame completed, when it was rebuilt
+    /// from IP fragments (the frame itself holds only the last piece).
+    pub fn reassembled_payload(&self) -> Option<&[u8]> {
+        self.seen.ip_fragmented.then_some(self.ip_payload.as_slice())
     }
 
     /// Analyzes one frame and says what it was.
@@ -251,6 +260,8 @@ impl Analyzer {
                             truncated,
                         } = udp_from_reassembled(r.ip, &r.data)
                         {
+                            self.ip_payload.clear();
+                            self.ip_payload.extend_from_slice(payload);
                             self.datagram(f, &ip, src_port, dst_port, payload, truncated, r.fragments);
                         } else {
                             *self.report.capture.decode_errors.entry("udp".into()).or_default() += 1;

@@ -184,13 +184,27 @@ impl App {
             self.detail = None;
             return;
         };
-        let (path, stored) = match self.index.read() {
+        let (path, stored, rebuilt) = match self.index.read() {
             Ok(ix) => (
                 ix.path.clone(),
                 ix.store.as_ref().map(|s| s.get(row.frame).map(<[u8]>::to_vec)),
+                ix.ip_payloads.get(&row.frame).cloned(),
             ),
             Err(_) => return,
         };
+        if let Some(p) = rebuilt {
+            // The datagram rebuilt from IP fragments: show it whole.
+            let dissection = self.dissector.as_mut().map(|d| d.dissect(&p));
+            let len = p.len();
+            self.detail = Some(Detail {
+                row,
+                frame: p,
+                payload: Some((0, len)),
+                dissection,
+                note: Some("rebuilt from IP fragments; the bytes are the UDP payload".into()),
+            });
+            return;
+        }
         let read = match stored {
             Some(Some(bytes)) => Ok(bytes),
             Some(None) => Err(std::io::Error::other("no longer held in memory")),

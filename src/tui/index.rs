@@ -157,6 +157,22 @@ pub struct Index {
     pub store: Option<FrameStore>,
     /// A line about the live capture (drops), shown in the status bar.
     pub live_status: Option<String>,
+    /// UDP payloads rebuilt from IP fragments, by the frame that completed them (the
+    /// file holds only pieces), up to `IP_PAYLOAD_BYTES` in all.
+    pub ip_payloads: HashMap<u64, Vec<u8>>,
+    ip_payload_bytes: usize,
+}
+
+const IP_PAYLOAD_BYTES: usize = 64 << 20;
+
+impl Index {
+    /// Keeps the payload a frame completed by IP reassembly, while there is room.
+    pub fn keep_ip_payload(&mut self, frame: u64, payload: &[u8]) {
+        if self.ip_payload_bytes + payload.len() <= IP_PAYLOAD_BYTES {
+            self.ip_payload_bytes += payload.len();
+            self.ip_payloads.insert(frame, payload.to_vec());
+        }
+    }
 }
 
 impl Index {
@@ -287,6 +303,9 @@ pub fn load(path: &Path, cfg: Config, shared: &RwLock<Index>) {
             Ok(Some(f)) => {
                 let seen = a.frame(&f);
                 local.push(&f, &seen);
+                if let Some(p) = a.reassembled_payload() {
+                    local.keep_ip_payload(f.number, p);
+                }
             }
             Ok(None) => break,
             Err(e) => {
@@ -320,6 +339,9 @@ fn publish(local: &mut Index, bytes: u64, frags: bool, shared: &RwLock<Index>) {
         local.rows.clear();
         if s.flows.len() != local.flows.len() {
             s.flows.clone_from(&local.flows);
+        }
+        for (frame, p) in local.ip_payloads.drain() {
+            s.keep_ip_payload(frame, &p);
         }
         if frags {
             s.frags.clone_from(&local.frags);
