@@ -535,6 +535,15 @@ fn analyze(
 /// Reads every capture through one analyzer. A file that cannot be opened is an error;
 /// one that breaks midway keeps what was read and says where it stopped.
 fn run_analysis(captures: &[PathBuf], cfg: Config) -> Result<Report, String> {
+    // Large inputs are sharded over the cores by IP address pair (same report; tests/parallel.rs).
+    let total: u64 = captures
+        .iter()
+        .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .sum();
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    if cores > 1 && total > 8 << 20 {
+        return run_parallel(captures, cfg, (cores + 1).min(4), total);
+    }
     let mut a = Analyzer::new(cfg);
     for path in captures {
         let mut r = CaptureReader::open(path).map_err(|e| e.to_string())?;
@@ -579,6 +588,43 @@ fn run_analysis(captures: &[PathBuf], cfg: Config) -> Result<Report, String> {
         a.end_file(error, r.truncated_tail.clone());
     }
     Ok(a.finish())
+}
+
+fn run_parallel(captures: &[PathBuf], cfg: Config, shards: usize, total: u64) -> Result<Report, String> {
+    let sizes: Vec<u64> = captures
+        .iter()
+        .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .collect();
+    let bar = (std::io::stderr().is_terminal() && total > 64 << 20).then(|| {
+        let b = indicatif::ProgressBar::new(total);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{bar:40} {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b
+    });
+    let mut progress = |file: usize, offset: u64| {
+        if let Some(b) = &bar {
+            let before: u64 = sizes[..file].iter().sum();
+            b.set_position((before + offset).min(total));
+        }
+    };
+    let report = gpcap::analysis::parallel::analyze_files(captures, cfg, shards, &mut progress)
+        .map_err(|e| e.to_string())?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    for f in &report.capture.files {
+        if let Some(e) = &f.error {
+            eprintln!("gpcap: {e}");
+        }
+        if let Some(t) = &f.truncated_tail {
+            eprintln!("gpcap: warning: {t}");
+        }
+    }
+    Ok(report)
 }
 
 /// Gates for CI: which were crossed.

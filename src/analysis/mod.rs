@@ -1,6 +1,7 @@
 //! Flow analysis: protocol validation, sequence analysis, reassembly, MTU findings.
 //! The [`Analyzer`] takes frames and returns a [`Report`]; it never prints.
 
+pub mod parallel;
 pub mod reassembly;
 pub mod report;
 pub mod seq;
@@ -124,6 +125,8 @@ struct FlowState {
     recent: std::collections::VecDeque<(i64, u32)>,
     /// Datagrams up to this time were already counted as before a burst.
     counted_until: i64,
+    /// The frame that opened the flow: shards merge flows back in this order.
+    first_frame: u64,
 }
 
 /// Datagrams remembered per flow for the burst window (a flow sending faster than this
@@ -203,6 +206,47 @@ impl Analyzer {
         }
     }
 
+    /// Starts the per-second timeline at `ts_ns`, so that shards of one capture share it.
+    pub fn set_timeline_start(&mut self, ts_ns: i64) {
+        self.report.timeline.start_ns.get_or_insert(ts_ns);
+    }
+
+    /// Records how reading file `i` ended (for shards, whose reader is elsewhere).
+    pub fn file_result(
+        &mut self,
+        i: usize,
+        error: Option<CaptureError>,
+        truncated_tail: Option<CaptureError>,
+    ) {
+        if let Some(f) = self.report.capture.files.get_mut(i) {
+            f.error = error;
+            f.truncated_tail = truncated_tail;
+        }
+    }
+
+    /// Folds in a shard: an analyzer of the same capture that saw a disjoint set of IP
+    /// address pairs (so every flow, IP datagram and ICMP quote lives in one shard).
+    /// Counters add up, lists merge by frame, flows keep their order of appearance.
+    pub fn merge(&mut self, mut o: Analyzer) {
+        for k in std::mem::take(&mut o.order) {
+            if let Some(fs) = o.flows.remove(&k) {
+                self.order.push(k);
+                self.flows.insert(k, fs);
+            }
+        }
+        let flows = &self.flows;
+        self.order
+            .sort_by_key(|k| flows.get(k).map_or(u64::MAX, |f| f.first_frame));
+        self.path_mtu.extend(o.path_mtu.drain());
+        self.bursts.bursts += o.bursts.bursts;
+        self.bursts.before.merge(&o.bursts.before);
+        self.bursts.all.merge(&o.bursts.all);
+        self.defrag.merge(o.defrag);
+        self.budget.used += o.budget.used;
+        self.budget.peak += o.budget.peak;
+        self.report.merge(o.report);
+    }
+
     /// The UDP payload of the datagram the last frame completed, when it was rebuilt
     /// from IP fragments (the frame itself holds only the last piece).
     pub fn reassembled_payload(&self) -> Option<&[u8]> {
@@ -217,6 +261,8 @@ impl Analyzer {
     }
 
     fn frame_inner(&mut self, f: &Frame) {
+        // The timeline counts seconds of capture time, from the first frame.
+        self.report.timeline.start_ns.get_or_insert(f.ts_ns);
         let c = &mut self.report.capture;
         c.frames += 1;
         c.bytes += f.data.len() as u64;
@@ -383,6 +429,7 @@ impl Analyzer {
                     frags: FlowReassembly::default(),
                     recent: std::collections::VecDeque::new(),
                     counted_until: i64::MIN,
+                    first_frame: f.number,
                 },
             );
         }
@@ -682,6 +729,12 @@ struct SizeTally {
 }
 
 impl SizeTally {
+    fn merge(&mut self, o: &SizeTally) {
+        self.count += o.count;
+        self.bytes += o.bytes;
+        self.over_budget += o.over_budget;
+    }
+
     fn add(&mut self, size: u32, budget: u32) {
         self.count += 1;
         self.bytes += size as u64;

@@ -408,6 +408,89 @@ impl Timeline {
     }
 }
 
+fn add_map<K: Ord + Clone>(a: &mut BTreeMap<K, u64>, b: BTreeMap<K, u64>) {
+    for (k, v) in b {
+        *a.entry(k).or_default() += v;
+    }
+}
+
+/// Concatenates two lists kept in frame order, keeping the first `max`.
+fn merge_listed<T>(a: &mut Vec<T>, b: Vec<T>, frame: impl Fn(&T) -> u64, max: usize) {
+    a.extend(b);
+    a.sort_by_key(|x| frame(x));
+    a.truncate(max);
+}
+
+impl Report {
+    /// Adds the counters of a shard's report (before `finalize`; flows are merged by the
+    /// analyzer itself).
+    pub(crate) fn merge(&mut self, o: Report) {
+        let (c, d) = (&mut self.capture, o.capture);
+        for (i, f) in d.files.into_iter().enumerate() {
+            match c.files.get_mut(i) {
+                Some(mine) => mine.frames += f.frames,
+                None => c.files.push(f),
+            }
+        }
+        c.frames += d.frames;
+        c.bytes += d.bytes;
+        c.wire_bytes += d.wire_bytes;
+        c.first_ns = match (c.first_ns, d.first_ns) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        c.last_ns = c.last_ns.max(d.last_ns);
+        add_map(&mut c.link_types, d.link_types);
+        c.snaplen_truncated += d.snaplen_truncated;
+        add_map(&mut c.truncated_by_layer, d.truncated_by_layer);
+        add_map(&mut c.decode_errors, d.decode_errors);
+        add_map(&mut c.not_udp, d.not_udp);
+        c.udp_datagrams += d.udp_datagrams;
+        c.other_udp += d.other_udp;
+        c.ip_fragments += d.ip_fragments;
+        c.ip_reassembled += d.ip_reassembled;
+        c.icmp_too_big += d.icmp_too_big;
+        c.flows_not_tracked += d.flows_not_tracked;
+        let (v, w) = (&mut self.validation, o.validation);
+        v.examined += w.examined;
+        v.crc_ok += w.crc_ok;
+        v.crc_mismatch += w.crc_mismatch;
+        v.too_short += w.too_short;
+        v.truncated += w.truncated;
+        add_map(&mut v.header_errors, w.header_errors);
+        v.packets += w.packets;
+        v.fragments += w.fragments;
+        let m = &mut self.malformed;
+        m.total += o.malformed.total;
+        add_map(&mut m.by_cause, o.malformed.by_cause);
+        merge_listed(&mut m.examples, o.malformed.examples, |e| e.frame, 20);
+        let r = &mut self.reassembly;
+        r.completed += o.reassembly.completed;
+        r.dissected_ok += o.reassembly.dissected_ok;
+        r.malformed += o.reassembly.malformed;
+        r.crc_fail += o.reassembly.crc_fail;
+        let (m, n) = (&mut self.mtu, o.mtu);
+        m.over_budget += n.over_budget;
+        m.over_link_mtu += n.over_link_mtu;
+        m.df_over_link_mtu += n.df_over_link_mtu;
+        m.ip_fragmented += n.ip_fragmented;
+        merge_listed(&mut m.ip_fragmented_list, n.ip_fragmented_list, |x| x.frame, 1000);
+        m.fragments_over_size += n.fragments_over_size;
+        m.icmp_total += n.icmp_total;
+        merge_listed(&mut m.icmp, n.icmp, |x| x.frame, 1000);
+        m.df_over_path_mtu += n.df_over_path_mtu;
+        let t = &mut self.timeline;
+        if t.seconds.len() < o.timeline.seconds.len() {
+            t.seconds.resize(o.timeline.seconds.len(), Second::default());
+        }
+        for (a, b) in t.seconds.iter_mut().zip(o.timeline.seconds) {
+            a.datagrams += b.datagrams;
+            a.lost += b.lost;
+        }
+        t.start_ns = t.start_ns.or(o.timeline.start_ns);
+    }
+}
+
 /// Wilson score interval for `k` successes in `n` trials at 95%.
 pub fn wilson(k: u64, n: u64) -> (f64, f64) {
     if n == 0 {

@@ -158,6 +158,15 @@ impl IpDefrag {
         self.entries.clear();
     }
 
+    /// Takes over another defragmenter's pending datagrams and counts (disjoint keys).
+    pub fn merge(&mut self, o: IpDefrag) {
+        self.entries.extend(o.entries);
+        self.stats.fragments += o.stats.fragments;
+        self.stats.reassembled += o.stats.reassembled;
+        self.stats.incomplete += o.stats.incomplete;
+        self.stats.bad_fragments += o.stats.bad_fragments;
+    }
+
     pub fn pending(&self) -> usize {
         self.entries.len()
     }

@@ -1,0 +1,211 @@
+//! Analysis on several cores. Frames are routed by their IP address pair to shards, each
+//! a full [`Analyzer`] on its own thread: every flow, IP datagram and ICMP quote then
+//! lives in exactly one shard, and merging the shards gives the sequential report (only
+//! the reassembly memory budget is split between them).
+
+use super::{Analyzer, Config, Report};
+use crate::capture::{CaptureError, CaptureReader, Decoded, Frame, decode};
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::mpsc::{SyncSender, sync_channel};
+
+struct Meta {
+    number: u64,
+    ts_ns: i64,
+    linktype: i32,
+    interface: u32,
+    origlen: u32,
+    offset: u64,
+    start: usize,
+    len: usize,
+}
+
+/// Frames copied out of the reader's buffer, sent to a shard together.
+#[derive(Default)]
+struct Batch {
+    buf: Vec<u8>,
+    frames: Vec<Meta>,
+}
+
+enum Msg {
+    Begin(String),
+    Start(i64),
+    Frames(Batch),
+    End,
+}
+
+const BATCH_FRAMES: usize = 2048;
+const BATCH_BYTES: usize = 1 << 20;
+
+fn fold(h: &mut u64, ip: IpAddr) {
+    let bytes = match ip {
+        IpAddr::V4(a) => a.to_ipv6_mapped().octets(),
+        IpAddr::V6(a) => a.octets(),
+    };
+    for chunk in bytes.chunks(8) {
+        let mut w = [0u8; 8];
+        w[..chunk.len()].copy_from_slice(chunk);
+        *h = (*h ^ u64::from_le_bytes(w)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        *h ^= *h >> 29;
+    }
+}
+
+/// The shard of a frame: by its IP address pair (either direction), the quoted pair for
+/// ICMP, shard 0 for anything without one.
+fn shard_of(linktype: i32, data: &[u8], shards: usize) -> usize {
+    let pair = match decode(linktype, data) {
+        Decoded::Udp { ip, .. } | Decoded::IpFragment { ip, .. } => Some((ip.src, ip.dst)),
+        Decoded::Icmp(i) => i.quoted.map(|q| (q.src.ip(), q.dst.ip())),
+        _ => None,
+    };
+    let Some((a, b)) = pair else { return 0 };
+    let (x, y) = if a <= b { (a, b) } else { (b, a) };
+    let mut h = 0u64;
+    fold(&mut h, x);
+    fold(&mut h, y);
+    (h % shards as u64) as usize
+}
+
+impl Batch {
+    fn new() -> Self {
+        Batch {
+            buf: Vec::with_capacity(BATCH_BYTES),
+            frames: Vec::with_capacity(BATCH_FRAMES),
+        }
+    }
+}
+
+fn send(tx: &SyncSender<Msg>, batch: &mut Batch) {
+    if !batch.frames.is_empty() {
+        let _ = tx.send(Msg::Frames(std::mem::replace(batch, Batch::new())));
+    }
+}
+
+/// Analyzes captures with `shards` analyzers in parallel. A file that cannot be opened is
+/// an error; one that breaks midway keeps what was read and says where (as sequential).
+/// `progress(file, bytes)` is called now and then.
+pub fn analyze_files(
+    paths: &[PathBuf],
+    cfg: Config,
+    shards: usize,
+    progress: &mut dyn FnMut(usize, u64),
+) -> Result<Report, CaptureError> {
+    let shards = shards.max(1);
+    let mut shard_cfg = cfg;
+    shard_cfg.reassembly_budget = (shard_cfg.reassembly_budget / shards).max(1 << 20);
+    let mut txs = Vec::new();
+    let mut workers = Vec::new();
+    for _ in 0..shards {
+        let (tx, rx) = sync_channel::<Msg>(16);
+        let mut a = Analyzer::new(shard_cfg.clone());
+        workers.push(std::thread::spawn(move || {
+            for msg in rx {
+                match msg {
+                    Msg::Begin(name) => a.begin_file(&name),
+                    Msg::Start(ts) => a.set_timeline_start(ts),
+                    Msg::Frames(b) => {
+                        for m in &b.frames {
+                            let f = Frame {
+                                number: m.number,
+                                ts_ns: m.ts_ns,
+                                linktype: m.linktype,
+                                interface: m.interface,
+                                origlen: m.origlen,
+                                offset: m.offset,
+                                data: &b.buf[m.start..m.start + m.len],
+                            };
+                            a.frame(&f);
+                        }
+                    }
+                    Msg::End => a.end_file(None, None),
+                }
+            }
+            a
+        }));
+        txs.push(tx);
+    }
+    let mut results = Vec::new();
+    let mut started = false;
+    let mut failure = None;
+    for (i, path) in paths.iter().enumerate() {
+        let mut r = match CaptureReader::open(path) {
+            Ok(r) => r,
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        };
+        for tx in &txs {
+            let _ = tx.send(Msg::Begin(path.display().to_string()));
+        }
+        let mut batches: Vec<Batch> = (0..shards).map(|_| Batch::new()).collect();
+        let mut error = None;
+        loop {
+            match r.next_frame() {
+                Ok(Some(f)) => {
+                    if !started {
+                        started = true;
+                        for tx in &txs {
+                            let _ = tx.send(Msg::Start(f.ts_ns));
+                        }
+                    }
+                    let s = shard_of(f.linktype, f.data, shards);
+                    let b = &mut batches[s];
+                    b.frames.push(Meta {
+                        number: f.number,
+                        ts_ns: f.ts_ns,
+                        linktype: f.linktype,
+                        interface: f.interface,
+                        origlen: f.origlen,
+                        offset: f.offset,
+                        start: b.buf.len(),
+                        len: f.data.len(),
+                    });
+                    b.buf.extend_from_slice(f.data);
+                    if b.frames.len() >= BATCH_FRAMES || b.buf.len() >= BATCH_BYTES {
+                        send(&txs[s], b);
+                    }
+                    if f.number.is_multiple_of(65536) {
+                        progress(i, r.offset());
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    error = Some(e);
+                    break;
+                }
+            }
+        }
+        for (s, b) in batches.iter_mut().enumerate() {
+            send(&txs[s], b);
+        }
+        for tx in &txs {
+            let _ = tx.send(Msg::End);
+        }
+        results.push((error, r.truncated_tail.clone()));
+    }
+    drop(txs);
+    let mut merged: Option<Analyzer> = None;
+    for w in workers {
+        let a = w.join().map_err(|_| CaptureError {
+            file: String::new(),
+            offset: 0,
+            frame: 0,
+            message: "an analysis thread failed".into(),
+        })?;
+        match merged.as_mut() {
+            None => merged = Some(a),
+            Some(m) => m.merge(a),
+        }
+    }
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let Some(mut a) = merged else {
+        return Ok(Analyzer::new(shard_cfg).finish());
+    };
+    for (i, (error, tail)) in results.into_iter().enumerate() {
+        a.file_result(i, error, tail);
+    }
+    Ok(a.finish())
+}
