@@ -169,3 +169,38 @@ fn live_without_the_feature_says_how_to_build_it() {
     assert_eq!(code, 2);
     assert!(err.contains("cargo install --path . --features live"), "{err}");
 }
+
+/// A capture large enough for analyze to shard it over the cores, with loss and
+/// reordering, agrees with its truth (gen --check runs analyze the way the CLI does).
+#[test]
+fn large_capture_sharded_analysis_agrees_with_truth() {
+    let dir = std::env::temp_dir().join(format!("gpcap-large-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("large.pcap");
+    let (code, _, err) = gpcap(&[
+        "gen",
+        "-d",
+        "dissectors/article.kdl",
+        "-o",
+        out.to_str().unwrap(),
+        "--clients",
+        "16",
+        "--duration",
+        "60",
+        "--loss",
+        "0.02",
+        "--reorder",
+        "0.01",
+        "--dup",
+        "0.01",
+        "--big",
+        "0.1",
+        "--summary-only",
+        "--check",
+    ]);
+    let size = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(size > 8 << 20, "only {size} bytes: not large enough to shard");
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("analyze agrees with the ground truth"), "{err}");
+}
