@@ -549,17 +549,7 @@ fn run_analysis(captures: &[PathBuf], cfg: Config) -> Result<Report, String> {
         let mut r = CaptureReader::open(path).map_err(|e| e.to_string())?;
         a.begin_file(&path.display().to_string());
         let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-        let bar = (std::io::stderr().is_terminal() && size > 64 << 20).then(|| {
-            let b = indicatif::ProgressBar::new(size);
-            b.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "{msg} {bar:40} {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
-                )
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-            );
-            b.set_message(path.display().to_string());
-            b
-        });
+        let bar = progress_bar(size, &path.display().to_string());
         let mut error = None;
         loop {
             match r.next_frame() {
@@ -590,21 +580,27 @@ fn run_analysis(captures: &[PathBuf], cfg: Config) -> Result<Report, String> {
     Ok(a.finish())
 }
 
+/// A progress bar on stderr for long inputs, when stderr is a terminal.
+fn progress_bar(len: u64, message: &str) -> Option<indicatif::ProgressBar> {
+    (std::io::stderr().is_terminal() && len > 64 << 20).then(|| {
+        let b = indicatif::ProgressBar::new(len);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{msg} {bar:40} {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b.set_message(message.to_string());
+        b
+    })
+}
+
 fn run_parallel(captures: &[PathBuf], cfg: Config, shards: usize, total: u64) -> Result<Report, String> {
     let sizes: Vec<u64> = captures
         .iter()
         .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
         .collect();
-    let bar = (std::io::stderr().is_terminal() && total > 64 << 20).then(|| {
-        let b = indicatif::ProgressBar::new(total);
-        b.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{bar:40} {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        b
-    });
+    let bar = progress_bar(total, "");
     let mut progress = |file: usize, offset: u64| {
         if let Some(b) = &bar {
             let before: u64 = sizes[..file].iter().sum();
