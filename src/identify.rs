@@ -175,6 +175,24 @@ impl Identifier {
         }
     }
 
+    /// Samples the UDP datagram of one captured frame, if it holds a whole one.
+    pub fn frame(&mut self, linktype: i32, data: &[u8]) {
+        if let crate::capture::Decoded::Udp {
+            ip,
+            src_port,
+            dst_port,
+            payload,
+            truncated: false,
+        } = crate::capture::decode(linktype, data)
+        {
+            let flow = FlowId {
+                src: std::net::SocketAddr::new(ip.src, src_port),
+                dst: std::net::SocketAddr::new(ip.dst, dst_port),
+            };
+            self.datagram(flow, payload);
+        }
+    }
+
     /// Whether every flow seen has its samples (reading further adds nothing).
     pub fn saturated(&self) -> bool {
         self.flows.len() >= MAX_FLOWS

@@ -943,20 +943,7 @@ fn identify(captures: &[PathBuf]) -> Result<gpcap::identify::Identification, Str
     for path in captures {
         let mut r = CaptureReader::open(path).map_err(|e| e.to_string())?;
         while let Ok(Some(f)) = r.next_frame() {
-            if let Decoded::Udp {
-                ip,
-                src_port,
-                dst_port,
-                payload,
-                truncated: false,
-            } = decode(f.linktype, f.data)
-            {
-                let flow = gpcap::analysis::FlowId {
-                    src: std::net::SocketAddr::new(ip.src, src_port),
-                    dst: std::net::SocketAddr::new(ip.dst, dst_port),
-                };
-                ident.datagram(flow, payload);
-            }
+            ident.frame(f.linktype, f.data);
             if ident.saturated() {
                 break;
             }
@@ -1183,22 +1170,7 @@ fn live_cmd(a: &LiveArgs) -> Result<ExitCode, String> {
         let until = Instant::now() + Duration::from_secs(3);
         while Instant::now() < until && early.len() < 2000 && !over(&stop) {
             if let Some(c) = cap.next(Duration::from_millis(50)) {
-                if let Decoded::Udp {
-                    ip,
-                    src_port,
-                    dst_port,
-                    payload,
-                    truncated: false,
-                } = decode(cap.linktype, &c.data)
-                {
-                    ident.datagram(
-                        gpcap::analysis::FlowId {
-                            src: std::net::SocketAddr::new(ip.src, src_port),
-                            dst: std::net::SocketAddr::new(ip.dst, dst_port),
-                        },
-                        payload,
-                    );
-                }
+                ident.frame(cap.linktype, &c.data);
                 early.push(c);
             }
         }

@@ -1,7 +1,7 @@
 //! Zero configuration: the protocol id is solved from the datagrams themselves.
 
 use gpcap::analysis::FlowId;
-use gpcap::capture::{CaptureReader, Decoded, decode};
+use gpcap::capture::CaptureReader;
 use gpcap::identify::{Identifier, equivalent32, solve32};
 use gpcap::wire::article::{self, Body, PacketA, PacketB};
 use gpcap::wire::{CrcStatus, ProtocolId, verify_crc, write_crc};
@@ -79,22 +79,7 @@ fn article_capture() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/captures/article.pcap");
     let mut r = CaptureReader::open(std::path::Path::new(path)).unwrap();
     while let Some(f) = r.next_frame().unwrap() {
-        if let Decoded::Udp {
-            ip,
-            src_port,
-            dst_port,
-            payload,
-            ..
-        } = decode(f.linktype, f.data)
-        {
-            ident.datagram(
-                FlowId {
-                    src: SocketAddr::new(ip.src, src_port),
-                    dst: SocketAddr::new(ip.dst, dst_port),
-                },
-                payload,
-            );
-        }
+        ident.frame(f.linktype, f.data);
     }
     let id = ident.finish();
     let ids: Vec<String> = id.candidates.iter().map(|c| c.protocol_id.to_string()).collect();
