@@ -3,7 +3,7 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use gpcap::bits::{BitReader, BitWriter};
-use gpcap::wire::{ProtocolId, packet_crc};
+use gpcap::validate::{ProtocolId, packet_crc};
 use std::hint::black_box;
 
 fn widths(n: usize) -> Vec<u32> {

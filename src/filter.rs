@@ -1,29 +1,10 @@
 //! The display filter shared by the TUI's `/` bar and `gpcap dissect --filter`:
-//! `type == scene`, `seq > 100`, `crc.fail`, `frag`, `size > 1200`,
-//! `flow 10.0.0.1:40000`, combined with `&&`, `||`, `!` and parentheses.
+//! `type == scene`, `seq > 100`, `crc.fail`, `frag`, `reassembled`, `size > 1200`,
+//! `flow 10.0.0.1:40000`, combined with `&&`, `||`, `!` and parentheses. It reads the
+//! engine's [`PacketEvent`], the one packet model.
 
+use crate::engine::{Kind, PacketEvent};
 use std::net::{IpAddr, SocketAddr};
-
-/// What a filter can look at for one packet.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PacketFacts {
-    pub frame: u64,
-    pub src: Option<SocketAddr>,
-    pub dst: Option<SocketAddr>,
-    pub sequence: Option<u16>,
-    pub packet_type: Option<u32>,
-    /// UDP payload bytes.
-    pub size: u32,
-    pub fragment: Option<(u32, u32)>,
-    pub crc_ok: bool,
-    pub crc_fail: bool,
-    pub malformed: bool,
-    pub ip_fragmented: bool,
-    pub over_budget: bool,
-    pub truncated: bool,
-    /// A datagram of the protocol (on its ports).
-    pub game: bool,
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Field {
@@ -55,6 +36,7 @@ enum Flag {
     OverBudget,
     Truncated,
     Game,
+    Reassembled,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -199,6 +181,7 @@ impl Parser<'_> {
             "over-budget" | "oversize" => Some(Flag::OverBudget),
             "truncated" => Some(Flag::Truncated),
             "game" => Some(Flag::Game),
+            "reassembled" => Some(Flag::Reassembled),
             _ => None,
         };
         if let Some(f) = flag {
@@ -232,7 +215,7 @@ impl Parser<'_> {
             other => {
                 self.pos -= 1;
                 return Err(self.err(format!(
-                    "unknown filter word `{other}` (fields: type seq size frame frag.id frag.count; flags: crc.fail crc.ok frag ipfrag malformed over-budget truncated game; flow ADDR)"
+                    "unknown filter word `{other}` (fields: type seq size frame frag.id frag.count; flags: crc.fail crc.ok frag reassembled ipfrag malformed over-budget truncated game; flow ADDR)"
                 )));
             }
         };
@@ -296,39 +279,41 @@ impl Filter {
         self.root == Node::True
     }
 
-    pub fn matches(&self, f: &PacketFacts) -> bool {
-        eval(&self.root, f)
+    pub fn matches(&self, e: &PacketEvent) -> bool {
+        eval(&self.root, e)
     }
 }
 
-fn eval(n: &Node, f: &PacketFacts) -> bool {
+fn eval(n: &Node, f: &PacketEvent) -> bool {
     match n {
         Node::True => true,
         Node::Not(a) => !eval(a, f),
         Node::And(a, b) => eval(a, f) && eval(b, f),
         Node::Or(a, b) => eval(a, f) || eval(b, f),
         Node::Flag(flag) => match flag {
-            Flag::CrcFail => f.crc_fail,
-            Flag::CrcOk => f.crc_ok,
+            Flag::CrcFail => f.status.crc_failed(),
+            Flag::CrcOk => f.crc_ok(),
             Flag::Frag => f.fragment.is_some(),
-            Flag::IpFrag => f.ip_fragmented,
-            Flag::Malformed => f.malformed,
+            Flag::IpFrag => f.ip_fragments > 1,
+            Flag::Malformed => f.fault.is_some(),
             Flag::OverBudget => f.over_budget,
-            Flag::Truncated => f.truncated,
-            Flag::Game => f.game,
+            Flag::Truncated => f.truncated || f.snaplen_cut(),
+            Flag::Game => f.is_game(),
+            Flag::Reassembled => f.kind == Kind::Reassembled,
         },
-        Node::Flow(ip, port) => [f.src, f.dst]
+        Node::Flow(ip, port) => f
+            .flow
             .iter()
-            .flatten()
+            .flat_map(|fl| [fl.src, fl.dst])
             .any(|a| a.ip() == *ip && port.is_none_or(|p| a.port() == p)),
         Node::Compare(field, cmp, v) => {
             let x = match field {
                 Field::Type => f.packet_type.map(|t| t as i64),
                 Field::Seq => f.sequence.map(|s| s as i64),
-                Field::Size => Some(f.size as i64),
+                Field::Size => f.flow.map(|_| f.size as i64),
                 Field::Frame => Some(f.frame as i64),
-                Field::FragId => f.fragment.map(|x| x.0 as i64),
-                Field::FragCount => f.fragment.map(|x| x.1 as i64),
+                Field::FragId => f.fragment.map(|x| x.id as i64),
+                Field::FragCount => f.fragment.map(|x| x.count as i64),
             };
             let Some(x) = x else { return *cmp == Cmp::Ne };
             match cmp {
@@ -355,18 +340,21 @@ mod tests {
         }
     }
 
-    fn facts() -> PacketFacts {
-        PacketFacts {
+    fn facts() -> PacketEvent<'static> {
+        PacketEvent {
+            kind: Kind::Game,
             frame: 10,
-            src: Some("10.0.0.1:40000".parse().unwrap()),
-            dst: Some("10.0.0.2:50000".parse().unwrap()),
+            flow: Some(crate::engine::FlowId {
+                src: "10.0.0.1:40000".parse().unwrap(),
+                dst: "10.0.0.2:50000".parse().unwrap(),
+            }),
             sequence: Some(150),
             packet_type: Some(4),
             size: 1300,
-            crc_ok: true,
+            status: crate::engine::Status::Ok,
+            crc: Some(crate::validate::CrcStatus::Ok),
             over_budget: true,
-            game: true,
-            ..PacketFacts::default()
+            ..PacketEvent::empty()
         }
     }
 

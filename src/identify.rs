@@ -13,7 +13,7 @@
 //! game that uses 64-bit ids, as the 32-bit id that validates identically.
 
 use crate::analysis::FlowId;
-use crate::wire::{ProtocolId, packet_crc, stored_crc, verify_crc};
+use crate::validate::{ProtocolId, packet_crc, stored_crc, verify_crc};
 use hashbrown::HashMap;
 use serde::Serialize;
 
@@ -104,7 +104,7 @@ pub fn equivalent32(id: ProtocolId) -> u32 {
         return id.value as u32;
     }
     let mut p = vec![0u8; 16];
-    crate::wire::write_crc(id, &mut p);
+    crate::validate::write_crc(id, &mut p);
     solve32(&p).unwrap_or(0)
 }
 
@@ -177,13 +177,13 @@ impl Identifier {
 
     /// Samples the UDP datagram of one captured frame, if it holds a whole one.
     pub fn frame(&mut self, linktype: i32, data: &[u8]) {
-        if let crate::capture::Decoded::Udp {
+        if let crate::decode::Decoded::Udp {
             ip,
             src_port,
             dst_port,
             payload,
             truncated: false,
-        } = crate::capture::decode(linktype, data)
+        } = crate::decode::decode(linktype, data)
         {
             let flow = FlowId {
                 src: std::net::SocketAddr::new(ip.src, src_port),
@@ -235,7 +235,7 @@ impl Identifier {
                 let samples = &self.flows[f];
                 let valid: Vec<&Vec<u8>> = samples
                     .iter()
-                    .filter(|s| verify_crc(id, s) == crate::wire::CrcStatus::Ok)
+                    .filter(|s| verify_crc(id, s) == crate::validate::CrcStatus::Ok)
                     .collect();
                 if valid.is_empty() {
                     continue;
@@ -276,7 +276,7 @@ impl Identifier {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::write_crc;
+    use crate::validate::write_crc;
 
     #[test]
     fn solves_a_32_bit_id() {
@@ -296,7 +296,7 @@ mod tests {
             let mut p: Vec<u8> = (0..n).map(|i| (i * 31 + n) as u8).collect();
             write_crc(id, &mut p);
             assert_eq!(solve32(&p), Some(eq.value as u32), "length {n}");
-            assert_eq!(verify_crc(eq, &p), crate::wire::CrcStatus::Ok);
+            assert_eq!(verify_crc(eq, &p), crate::validate::CrcStatus::Ok);
         }
     }
 }

@@ -114,7 +114,7 @@ fn dissect_filters_and_shows_reassembled_packets() {
         "-d",
         "dissectors/article.kdl",
         "--filter",
-        "frag && seq == 100",
+        "seq == 100 && (frag || reassembled)",
     ]);
     assert_eq!(code, 0);
     assert_eq!(
@@ -122,7 +122,22 @@ fn dissect_filters_and_shows_reassembled_packets() {
         4,
         "{out}"
     );
-    assert!(out.contains("[packet reassembled from 3 fragments, completed by this frame]\narticle type 2 (B), sequence 100, CRC ok"), "{out}");
+    assert!(
+        out.contains("[packet reassembled from 3 fragments, completed by this frame]\n[fragments in frames"),
+        "{out}"
+    );
+    assert!(out.contains("article type 2 (B), sequence 100, CRC ok"), "{out}");
+    // A reassembled packet is an event like any other: filters see its type and size.
+    let (code, out, _) = gpcap(&[
+        "dissect",
+        "captures/lossy-bursts.pcap",
+        "-d",
+        "dissectors/article.kdl",
+        "--filter",
+        "type == scene && reassembled",
+    ]);
+    assert_eq!(code, 0);
+    assert_eq!(out.matches("[packet reassembled from").count(), 89, "{out}");
     let (code, out, _) = gpcap(&[
         "dissect",
         "captures/article.pcap",

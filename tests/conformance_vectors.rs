@@ -3,8 +3,8 @@
 //! serialize, through the writer, and through the CRC check.
 
 use gpcap::bits::*;
-use gpcap::wire::article::{self, Body};
-use gpcap::wire::{self, FragmentHeader, Header, ProtocolId};
+use gpcap::validate::article::{self, Body};
+use gpcap::validate::{self, FragmentHeader, Header, ProtocolId};
 use serde_json::Value;
 
 fn vectors() -> Vec<Value> {
@@ -121,8 +121,8 @@ fn article_profile_reads_every_vector() {
         let result = if name.starts_with("fragment") {
             let mut h = Header::default();
             let mut f = FragmentHeader::default();
-            wire::serialize_header(&mut s, &mut h, &fmt)
-                .and_then(|_| wire::serialize_fragment_header(&mut s, &mut f, &fmt))
+            validate::serialize_header(&mut s, &mut h, &fmt)
+                .and_then(|_| validate::serialize_fragment_header(&mut s, &mut f, &fmt))
                 .and_then(|_| {
                     let n = (s.bits_available() / 8) as usize;
                     s.bytes(&mut vec![0; n])
@@ -172,7 +172,7 @@ fn crc_ok_agrees() {
     for v in vectors() {
         let id = ProtocolId::parse(v["protocol_id"].as_str().unwrap()).unwrap();
         let data = hex(v["hex"].as_str().unwrap());
-        let ok = wire::verify_crc(id, &data) == wire::CrcStatus::Ok;
+        let ok = validate::verify_crc(id, &data) == validate::CrcStatus::Ok;
         assert_eq!(ok, v["crc_ok"].as_bool().unwrap(), "{}", v["name"]);
     }
 }

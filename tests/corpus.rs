@@ -4,7 +4,7 @@
 
 use gpcap::analysis::{Analyzer, Config};
 use gpcap::capture::CaptureReader;
-use gpcap::wire::ProtocolId;
+use gpcap::validate::ProtocolId;
 use std::path::{Path, PathBuf};
 
 fn analyze(path: &Path) -> Result<u64, String> {

@@ -4,7 +4,7 @@
 use gpcap::dissect::{self, Dissector, Program};
 use gpcap::generate::packet::PacketWriter;
 use gpcap::generate::rng::Rng;
-use gpcap::wire::{CrcStatus, verify_crc};
+use gpcap::validate::{CrcStatus, verify_crc};
 use proptest::prelude::*;
 use std::sync::Arc;
 

@@ -3,8 +3,8 @@
 use gpcap::analysis::FlowId;
 use gpcap::capture::CaptureReader;
 use gpcap::identify::{Identifier, equivalent32, solve32};
-use gpcap::wire::article::{self, Body, PacketA, PacketB};
-use gpcap::wire::{CrcStatus, ProtocolId, verify_crc, write_crc};
+use gpcap::validate::article::{self, Body, PacketA, PacketB};
+use gpcap::validate::{CrcStatus, ProtocolId, verify_crc, write_crc};
 use proptest::prelude::*;
 use std::net::SocketAddr;
 

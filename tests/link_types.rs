@@ -4,9 +4,10 @@
 
 use etherparse::PacketBuilder;
 use gpcap::analysis::{Analyzer, Config, Report};
+use gpcap::capture::CaptureReader;
 use gpcap::capture::writer::{PcapNgWriter, PcapWriter};
-use gpcap::capture::{CaptureReader, Decoded, decode};
-use gpcap::wire::article::{self, Body, PacketA};
+use gpcap::decode::{Decoded, decode};
+use gpcap::validate::article::{self, Body, PacketA};
 use std::io::Write;
 
 fn game_payload(seq: u16) -> Vec<u8> {

@@ -6,16 +6,16 @@
 #![cfg(feature = "live")]
 
 use gpcap::analysis::Config;
-use gpcap::capture::{Decoded, decode};
+use gpcap::decode::{Decoded, decode};
 use gpcap::dissect::{self, Dissector};
+use gpcap::engine::session::Session;
 use gpcap::generate::packet::PacketWriter;
 use gpcap::generate::rng::Rng;
 use gpcap::live::{LiveCapture, LiveOptions};
-use gpcap::session::Session;
-use gpcap::tui::Index;
+use gpcap::sinks::index::{Index, IndexSink, status};
 use std::path::Path;
 use std::process::Command;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 fn root() -> bool {
@@ -51,8 +51,10 @@ fn loopback_session_is_captured_exactly() {
         ports: vec![port],
         ..Config::from_program(program.clone())
     };
-    let index = Arc::new(RwLock::new(Index::new(Path::new("lo"))));
-    let mut session = Session::new(cfg, index.clone(), cap.linktype, None).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut sink = IndexSink::new(tx);
+    sink.keep_frames = true;
+    let mut session = Session::new(cfg, cap.linktype, Some(sink), None).unwrap();
 
     // The known session: 200 packets, some fragmented, each remembered with its leaves.
     let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -107,11 +109,15 @@ fn loopback_session_is_captured_exactly() {
     assert!(fragmented > 0);
 
     // What was captured is what was sent, and dissects to the values written.
-    let ix = index.read().unwrap();
+    let mut ix = Index::new(Path::new("lo"));
+    while let Ok(u) = rx.try_recv() {
+        ix.apply(u);
+    }
     let store = ix.store.as_ref().unwrap();
     let captured: Vec<Vec<u8>> = ix
         .rows
         .iter()
+        .filter(|r| !r.has(status::REASSEMBLED))
         .filter_map(|r| match decode(r.linktype as i32, store.get(r.frame)?) {
             Decoded::Udp { payload, .. } => Some(payload.to_vec()),
             _ => None,

@@ -1,10 +1,10 @@
 //! Analysis sharded over threads by IP address pair gives the sequential report, number
 //! for number (except the peak reassembly memory, which the shards share out).
 
-use gpcap::analysis::parallel::analyze_files;
 use gpcap::analysis::{Analyzer, Config, Report};
 use gpcap::capture::CaptureReader;
 use gpcap::dissect;
+use gpcap::engine::parallel::analyze_files;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! stream predicts the written size exactly, and no byte string panics any reader.
 
 use gpcap::bits::*;
-use gpcap::wire::{self, article};
+use gpcap::validate::{self, article};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
@@ -179,8 +179,8 @@ proptest! {
         let mut r = ReadStream::new(&data);
         let _ = run(&mut r, &mut ops);
         let _ = article::read_packet(&data);
-        let _ = wire::read_header(&data, &article::format());
-        let _ = wire::verify_crc(article::PROTOCOL_ID, &data);
+        let _ = validate::read_header(&data, &article::format());
+        let _ = validate::verify_crc(article::PROTOCOL_ID, &data);
         let mut br = BitReader::new(&data);
         for n in [3u32, 32, 0, 17, 33, 1] {
             let _ = br.read_bits(n);
@@ -194,7 +194,7 @@ proptest! {
                                   items in proptest::collection::vec(-100i32..=100, 0..300)) {
         for body in [article::Body::A(article::PacketA { a, b, c }), article::Body::B(article::PacketB { items })] {
             let bytes = article::write_packet(seq, &body).unwrap();
-            prop_assert_eq!(wire::verify_crc(article::PROTOCOL_ID, &bytes), wire::CrcStatus::Ok);
+            prop_assert_eq!(validate::verify_crc(article::PROTOCOL_ID, &bytes), validate::CrcStatus::Ok);
             prop_assert_eq!(article::measure_packet(&body).unwrap() as usize, bytes.len());
             let (h, back) = article::read_packet(&bytes).unwrap();
             prop_assert_eq!(h.sequence, seq);

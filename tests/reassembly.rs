@@ -1,13 +1,13 @@
 //! Reassembly rules and attacks of SPEC §1, one test each with its counter and a memory
 //! bound; known-loss captures against ground truth; the predicted-loss formula.
 
-use gpcap::analysis::reassembly::{Budget, FlowReassembly, FragmentIn, Outcome};
 use gpcap::analysis::{Analyzer, Config, Report, predicted_loss};
 use gpcap::capture::CaptureReader;
 use gpcap::capture::writer::PcapWriter;
-use gpcap::wire::HeaderFormat;
-use gpcap::wire::article::{self, Body, PacketB};
-use gpcap::wire::fragment::write_fragments;
+use gpcap::engine::reassembly::{Budget, FlowReassembly, FragmentIn, Outcome};
+use gpcap::validate::HeaderFormat;
+use gpcap::validate::article::{self, Body, PacketB};
+use gpcap::validate::fragment::write_fragments;
 
 fn fmt() -> HeaderFormat {
     HeaderFormat::default()
@@ -16,6 +16,7 @@ fn fmt() -> HeaderFormat {
 fn frag(sequence: u16, id: u32, count: u32, data: &[u8]) -> FragmentIn<'_> {
     FragmentIn {
         sequence,
+        frame: 0,
         id,
         count,
         data,
@@ -32,15 +33,15 @@ fn setup() -> (FlowReassembly, Budget, Vec<u8>) {
 fn completes_out_of_order() {
     let (mut r, mut b, mut out) = setup();
     assert_eq!(
-        r.push(frag(5, 2, 3, &[1, 2]), &fmt(), &mut b, &mut out),
+        r.push(frag(5, 2, 3, &[1, 2]), &fmt(), &mut b, &mut out, &mut Vec::new()),
         Outcome::Stored
     );
     assert_eq!(
-        r.push(frag(5, 0, 3, &FULL), &fmt(), &mut b, &mut out),
+        r.push(frag(5, 0, 3, &FULL), &fmt(), &mut b, &mut out, &mut Vec::new()),
         Outcome::Stored
     );
     assert_eq!(
-        r.push(frag(5, 1, 3, &FULL), &fmt(), &mut b, &mut out),
+        r.push(frag(5, 1, 3, &FULL), &fmt(), &mut b, &mut out, &mut Vec::new()),
         Outcome::Complete { count: 3 }
     );
     assert_eq!(out.len(), 2050);
@@ -56,7 +57,7 @@ fn completes_out_of_order() {
 fn fragment_id_out_of_range() {
     let (mut r, mut b, mut out) = setup();
     assert_eq!(
-        r.push(frag(1, 3, 3, &[1]), &fmt(), &mut b, &mut out),
+        r.push(frag(1, 3, 3, &[1]), &fmt(), &mut b, &mut out, &mut Vec::new()),
         Outcome::Refused
     );
     assert_eq!(r.attacks.id_out_of_range, 1);
@@ -70,7 +71,13 @@ fn many_flows_each_with_a_fragment_stay_within_the_budget() {
     let mut flows: Vec<FlowReassembly> = (0..2000).map(|_| FlowReassembly::default()).collect();
     for (i, r) in flows.iter_mut().enumerate() {
         for seq in 0..4u16 {
-            r.push(frag(seq, 0, 2, &FULL[..512 + i % 100]), &fmt(), &mut b, &mut out);
+            r.push(
+                frag(seq, 0, 2, &FULL[..512 + i % 100]),
+                &fmt(),
+                &mut b,
+                &mut out,
+                &mut Vec::new(),
+            );
         }
     }
     // Each flow frees its own oldest when over; the caller evicts elsewhere for the rest.
@@ -85,7 +92,7 @@ fn many_flows_each_with_a_fragment_stay_within_the_budget() {
 fn fragment_count_out_of_range() {
     let (mut r, mut b, mut out) = setup();
     assert_eq!(
-        r.push(frag(1, 0, 0, &[1]), &fmt(), &mut b, &mut out),
+        r.push(frag(1, 0, 0, &[1]), &fmt(), &mut b, &mut out, &mut Vec::new()),
         Outcome::Refused
     );
     let small = HeaderFormat {
@@ -93,7 +100,7 @@ fn fragment_count_out_of_range() {
         ..fmt()
     };
     assert_eq!(
-        r.push(frag(1, 0, 17, &FULL), &small, &mut b, &mut out),
+        r.push(frag(1, 0, 17, &FULL), &small, &mut b, &mut out, &mut Vec::new()),
         Outcome::Refused
     );
     assert_eq!(r.attacks.count_out_of_range, 2);
@@ -103,9 +110,9 @@ fn fragment_count_out_of_range() {
 #[test]
 fn fragment_count_changed_mid_packet() {
     let (mut r, mut b, mut out) = setup();
-    r.push(frag(9, 0, 3, &FULL), &fmt(), &mut b, &mut out);
+    r.push(frag(9, 0, 3, &FULL), &fmt(), &mut b, &mut out, &mut Vec::new());
     assert_eq!(
-        r.push(frag(9, 1, 4, &FULL), &fmt(), &mut b, &mut out),
+        r.push(frag(9, 1, 4, &FULL), &fmt(), &mut b, &mut out, &mut Vec::new()),
         Outcome::Refused
     );
     assert_eq!(r.attacks.count_changed, 1);
@@ -116,18 +123,30 @@ fn fragment_count_changed_mid_packet() {
 fn oversize_and_short_non_last() {
     let (mut r, mut b, mut out) = setup();
     assert_eq!(
-        r.push(frag(1, 0, 2, &[0; 1025]), &fmt(), &mut b, &mut out),
+        r.push(
+            frag(1, 0, 2, &[0; 1025]),
+            &fmt(),
+            &mut b,
+            &mut out,
+            &mut Vec::new()
+        ),
         Outcome::Refused
     );
     assert_eq!(r.attacks.oversize, 1);
     assert_eq!(
-        r.push(frag(1, 0, 2, &[0; 1000]), &fmt(), &mut b, &mut out),
+        r.push(
+            frag(1, 0, 2, &[0; 1000]),
+            &fmt(),
+            &mut b,
+            &mut out,
+            &mut Vec::new()
+        ),
         Outcome::Refused
     );
     assert_eq!(r.attacks.short_non_last, 1);
     // The last fragment may be short.
     assert_eq!(
-        r.push(frag(1, 1, 2, &[0; 10]), &fmt(), &mut b, &mut out),
+        r.push(frag(1, 1, 2, &[0; 10]), &fmt(), &mut b, &mut out, &mut Vec::new()),
         Outcome::Stored
     );
     assert_eq!(b.used, r.bytes_held);
@@ -136,9 +155,9 @@ fn oversize_and_short_non_last() {
 #[test]
 fn duplicate_fragment() {
     let (mut r, mut b, mut out) = setup();
-    r.push(frag(2, 0, 2, &FULL), &fmt(), &mut b, &mut out);
+    r.push(frag(2, 0, 2, &FULL), &fmt(), &mut b, &mut out, &mut Vec::new());
     assert_eq!(
-        r.push(frag(2, 0, 2, &FULL), &fmt(), &mut b, &mut out),
+        r.push(frag(2, 0, 2, &FULL), &fmt(), &mut b, &mut out, &mut Vec::new()),
         Outcome::Refused
     );
     assert_eq!(r.attacks.duplicate, 1);
@@ -148,12 +167,12 @@ fn duplicate_fragment() {
 #[test]
 fn stale_fragment_and_eviction() {
     let (mut r, mut b, mut out) = setup();
-    r.push(frag(10, 0, 2, &FULL), &fmt(), &mut b, &mut out);
+    r.push(frag(10, 0, 2, &FULL), &fmt(), &mut b, &mut out, &mut Vec::new());
     // 256 newer: entry 10 is now too old and is evicted incomplete.
-    r.push(frag(266, 0, 2, &FULL), &fmt(), &mut b, &mut out);
+    r.push(frag(266, 0, 2, &FULL), &fmt(), &mut b, &mut out, &mut Vec::new());
     assert_eq!(r.attacks.evicted_incomplete, 1);
     assert_eq!(
-        r.push(frag(10, 1, 2, &FULL), &fmt(), &mut b, &mut out),
+        r.push(frag(10, 1, 2, &FULL), &fmt(), &mut b, &mut out, &mut Vec::new()),
         Outcome::Refused
     );
     assert_eq!(r.attacks.stale, 1);
@@ -173,7 +192,13 @@ fn flood_of_256_by_256_fragments_stays_bounded() {
     // Every sequence 255 of 256 fragments: nothing ever completes.
     for seq in 0..256u16 {
         for id in 0..255u32 {
-            r.push(frag(seq, id, 256, &FULL), &fmt(), &mut b, &mut out);
+            r.push(
+                frag(seq, id, 256, &FULL),
+                &fmt(),
+                &mut b,
+                &mut out,
+                &mut Vec::new(),
+            );
         }
     }
     assert!(b.peak <= limit + 2 * 1024 * 256, "peak {}", b.peak);
@@ -320,13 +345,13 @@ fn oversize_packets_cluster_before_bursts() {
 #[test]
 fn late_copy_of_a_completed_packet_is_a_duplicate() {
     let (mut r, mut b, mut out) = setup();
-    r.push(frag(4, 0, 2, &FULL), &fmt(), &mut b, &mut out);
+    r.push(frag(4, 0, 2, &FULL), &fmt(), &mut b, &mut out, &mut Vec::new());
     assert_eq!(
-        r.push(frag(4, 1, 2, &[1]), &fmt(), &mut b, &mut out),
+        r.push(frag(4, 1, 2, &[1]), &fmt(), &mut b, &mut out, &mut Vec::new()),
         Outcome::Complete { count: 2 }
     );
     assert_eq!(
-        r.push(frag(4, 1, 2, &[1]), &fmt(), &mut b, &mut out),
+        r.push(frag(4, 1, 2, &[1]), &fmt(), &mut b, &mut out, &mut Vec::new()),
         Outcome::Refused
     );
     assert_eq!(r.attacks.duplicate, 1);

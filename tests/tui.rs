@@ -8,17 +8,18 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use std::path::Path;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 fn app(capture: &str, definition: &str) -> App {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let p = Arc::new(dissect::load(&root.join("dissectors").join(definition)).unwrap());
     let path = root.join("captures").join(capture);
-    let index = Arc::new(RwLock::new(Index::new(&path)));
-    load(&path, Config::from_program(p.clone()), &index);
+    let (tx, rx) = std::sync::mpsc::channel();
+    load(&path, Config::from_program(p.clone()), tx);
+    let mut index = Index::new(&path);
     // Names in snapshots do not depend on where the repository is.
-    index.write().unwrap().name = capture.to_string();
-    let mut a = App::new(index, Some(p));
+    index.name = capture.to_string();
+    let mut a = App::new(index, rx, Config::from_program(p));
     a.color = false;
     a.tick();
     a

@@ -10,7 +10,7 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     let Ok(mut r) = CaptureReader::from_read("fuzz", std::io::Cursor::new(data.to_vec())) else { return };
     let mut a = Analyzer::new(Config {
-        protocol_id: Some(gpcap::wire::ProtocolId::new32(0x5566_7788)),
+        protocol_id: Some(gpcap::validate::ProtocolId::new32(0x5566_7788)),
         any_port: true,
         ..Config::default()
     });

@@ -25,7 +25,7 @@ fuzz_target!(|data: &[u8]| {
         let _ = gpcap::present::tree::text_tree(p, &out, data);
         let _ = gpcap::present::tree::json_tree(p, &out, data);
     }
-    let _ = gpcap::wire::read_header(data, &gpcap::wire::HeaderFormat::default());
-    let _ = gpcap::wire::article::read_packet(data);
+    let _ = gpcap::validate::read_header(data, &gpcap::validate::HeaderFormat::default());
+    let _ = gpcap::validate::article::read_packet(data);
     let _ = gpcap::identify::solve32(data);
 });

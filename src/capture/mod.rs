@@ -1,9 +1,7 @@
-//! Capture input: files (pcap, pcapng, gzip) and the link/IP/UDP decode of each frame.
+//! Capture input and output: pcap/pcapng/gzip records read as borrowed frames (and
+//! read back at an offset), and pcap/pcapng writers.
 
-pub mod decode;
-pub mod ipfrag;
 pub mod reader;
 pub mod writer;
 
-pub use decode::{Decoded, IcmpTooBig, IpInfo, QuotedDatagram, decode};
 pub use reader::{CaptureError, CaptureReader, Frame};

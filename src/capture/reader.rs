@@ -338,3 +338,86 @@ impl CaptureReader {
         }
     }
 }
+
+/// A frame read back on its own, owning its bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnedFrame {
+    pub ts_ns: i64,
+    pub linktype: i32,
+    pub origlen: u32,
+    pub data: Vec<u8>,
+}
+
+/// Reads single frames back by the offset of their record (the TUI's detail view), with
+/// the same reader as everything else: the file's head (everything before its first
+/// record: headers and interface descriptions) is kept and replayed before the record.
+pub struct FrameAt {
+    path: std::path::PathBuf,
+    head: Vec<u8>,
+    gzip: bool,
+}
+
+impl FrameAt {
+    pub fn open(path: &Path) -> Result<Self, CaptureError> {
+        let mut r = CaptureReader::open(path)?;
+        let first = match r.next_frame()? {
+            Some(f) => f.offset,
+            None => r.offset(),
+        };
+        let name = path.display().to_string();
+        let err = |e: std::io::Error| CaptureError {
+            file: name.clone(),
+            offset: 0,
+            frame: 0,
+            message: format!("cannot read: {e}"),
+        };
+        let mut head = Vec::new();
+        let mut src = gzip_or_plain(File::open(path).map_err(err)?).map_err(err)?;
+        src.by_ref().take(first).read_to_end(&mut head).map_err(err)?;
+        let mut magic = [0u8; 2];
+        let gzip = File::open(path)
+            .and_then(|mut f| f.read_exact(&mut magic))
+            .is_ok()
+            && magic == [0x1f, 0x8b];
+        Ok(FrameAt {
+            path: path.to_path_buf(),
+            head,
+            gzip,
+        })
+    }
+
+    /// The frame whose record starts at `offset` of the (decompressed) file.
+    pub fn frame(&self, offset: u64) -> Result<OwnedFrame, CaptureError> {
+        let name = self.path.display().to_string();
+        let err = |message: String| CaptureError {
+            file: name.clone(),
+            offset,
+            frame: 0,
+            message,
+        };
+        let mut f = File::open(&self.path).map_err(|e| err(format!("cannot open: {e}")))?;
+        let body: Box<dyn Read + Send> = if self.gzip {
+            // No seeking in a gzip stream: read up to the record.
+            let mut gz = gzip_or_plain(f).map_err(|e| err(format!("cannot read: {e}")))?;
+            std::io::copy(&mut gz.by_ref().take(offset), &mut std::io::sink())
+                .map_err(|e| err(format!("cannot read: {e}")))?;
+            gz
+        } else {
+            use std::io::Seek;
+            f.seek(std::io::SeekFrom::Start(offset))
+                .map_err(|e| err(format!("cannot seek: {e}")))?;
+            Box::new(BufReader::new(f))
+        };
+        let stream = std::io::Cursor::new(self.head.clone()).chain(body);
+        let mut r = CaptureReader::from_read(&name, stream)?;
+        match r.next_frame()? {
+            Some(fr) => Ok(OwnedFrame {
+                ts_ns: fr.ts_ns,
+                linktype: fr.linktype,
+                origlen: fr.origlen,
+                data: fr.data.to_vec(),
+            }),
+            None => Err(err("no packet record at this offset".into())),
+        }
+    }
+}

@@ -4,7 +4,7 @@ use super::diag::DefinitionError;
 use super::expr::{self, Op};
 use super::program::*;
 use crate::bits::{CompressedFloat, hash_string, int_width};
-use crate::wire::{CountEncoding, HeaderFormat, ProtocolId};
+use crate::validate::{CountEncoding, HeaderFormat, ProtocolId};
 use kdl::{KdlDocument, KdlEntry, KdlNode, KdlValue};
 use miette::SourceSpan;
 use std::collections::{HashMap, HashSet};

@@ -7,7 +7,7 @@ use crate::bits::{
     BitError, BitReader, CompressedFloat, ErrorKind, RELATIVE_INDEX_LADDER, smallest_three_component,
     smallest_three_decode,
 };
-use crate::wire::{CountEncoding, FRAGMENT_TYPE};
+use crate::validate::{CountEncoding, FRAGMENT_TYPE};
 use serde::Serialize;
 
 /// Parent index of root fields.

@@ -3,7 +3,7 @@
 
 use super::expr;
 use crate::bits::CompressedFloat;
-use crate::wire::{CountEncoding, HeaderFormat, ProtocolId};
+use crate::validate::{CountEncoding, HeaderFormat, ProtocolId};
 use serde::Serialize;
 
 /// Index of a node in [`Program::nodes`].
@@ -248,7 +248,7 @@ impl Program {
     }
 
     pub fn type_name(&self, type_id: u32) -> Option<&str> {
-        if type_id == crate::wire::FRAGMENT_TYPE && self.fragment.is_some() {
+        if type_id == crate::validate::FRAGMENT_TYPE && self.fragment.is_some() {
             return Some("fragment");
         }
         self.packet(type_id).map(|p| p.name.as_str())

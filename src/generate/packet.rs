@@ -6,7 +6,7 @@ use super::rng::Rng;
 use crate::bits::*;
 use crate::dissect::expr::{Op, eval};
 use crate::dissect::program::{Block, Count, Kind, NodeId, Program, Role};
-use crate::wire::{CountEncoding, FRAGMENT_TYPE, write_crc};
+use crate::validate::{CountEncoding, FRAGMENT_TYPE, write_crc};
 use std::collections::HashSet;
 
 /// One primitive as written: bit offset, bit length, raw bits (0 for byte runs).
@@ -353,7 +353,7 @@ impl<'p> PacketWriter<'p> {
         let id = self.p.params.protocol_id.ok_or(GenError::NoProtocolId)?;
         let mut bytes = w.finish();
         write_crc(id, &mut bytes);
-        if let (Some(i), Some(crc)) = (self.crc_leaf, crate::wire::stored_crc(&bytes))
+        if let (Some(i), Some(crc)) = (self.crc_leaf, crate::validate::stored_crc(&bytes))
             && let Some(l) = self.leaves.get_mut(i)
         {
             l.2 = crc as u64;
@@ -387,6 +387,61 @@ impl<'p> PacketWriter<'p> {
         self.finish(w)
     }
 
+    /// The largest packet the sender can send: what its fragments can carry, or what
+    /// fits a UDP datagram when it does not fragment.
+    pub fn max_packet(&self, no_fragment: bool) -> usize {
+        let fmt = self.p.params.format;
+        if self.p.fragment.is_some() && !no_fragment {
+            (fmt.fragment_size * fmt.max_fragments) as usize
+        } else {
+            65_000
+        }
+    }
+
+    /// A packet of `type_id` about `scale` elements large, shrunk (a quarter each time,
+    /// eight tries) until it fits in `max` bytes; the last try is returned either way.
+    pub fn packet_within(
+        &mut self,
+        rng: &mut Rng,
+        type_id: u32,
+        sequence: u16,
+        mut scale: u64,
+        max: usize,
+    ) -> Result<Vec<u8>, GenError> {
+        let mut packet = Vec::new();
+        for _ in 0..8 {
+            self.scale = scale;
+            packet = self.packet(rng, type_id, sequence)?;
+            if packet.len() <= max {
+                break;
+            }
+            scale /= 4;
+        }
+        Ok(packet)
+    }
+
+    /// Whether the sender splits `packet` into fragments (over the MTU budget, with a
+    /// fragment layout, and fragmenting at all).
+    pub fn splits(&self, packet: &[u8], no_fragment: bool) -> bool {
+        self.p.fragment.is_some() && !no_fragment && packet.len() > self.p.params.format.mtu_budget as usize
+    }
+
+    /// The fragment datagrams that carry `packet`, each with its (id, count).
+    pub fn fragments_of(
+        &mut self,
+        rng: &mut Rng,
+        sequence: u16,
+        packet: &[u8],
+    ) -> Result<Vec<Datagram>, GenError> {
+        let size = (self.p.params.format.fragment_size as usize).max(1);
+        let n = packet.len().div_ceil(size) as u32;
+        let mut v = Vec::with_capacity(n as usize);
+        for (i, c) in packet.chunks(size).enumerate() {
+            v.push((self.fragment(rng, sequence, i as u32, n, c)?, Some((i as u32, n))));
+        }
+        Ok(v)
+    }
+
     /// One fragment datagram carrying `data`.
     pub fn fragment(
         &mut self,
@@ -417,6 +472,9 @@ impl<'p> PacketWriter<'p> {
         self.finish(w)
     }
 }
+
+/// A datagram to send, with (fragment id, count) when it carries a fragment.
+pub type Datagram = (Vec<u8>, Option<(u32, u32)>);
 
 /// Values the caller fixes for role fields.
 #[derive(Default)]

@@ -9,9 +9,9 @@
 use super::net::{self, Link};
 use super::packet::{GenError, PacketWriter};
 use super::rng::Rng;
-use crate::analysis::reassembly::AttackCounters;
 use crate::dissect::Program;
-use crate::wire::{FRAGMENT_TYPE, ProtocolId, write_crc};
+use crate::engine::reassembly::AttackCounters;
+use crate::validate::{FRAGMENT_TYPE, ProtocolId, write_crc};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -174,9 +174,6 @@ impl Ord for Out {
     }
 }
 
-/// A datagram to send: its UDP payload, and (id, count) for a fragment.
-type Datagram = (Vec<u8>, Option<(u32, u32)>);
-
 /// What the simulation hands out as it goes: frames in capture order, send events in
 /// send order.
 pub enum Emit<'a> {
@@ -298,12 +295,7 @@ pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -
     };
     let end_ns = EPOCH_NS + (cfg.duration_s * 1e9) as i64;
     let mut sent_packets = 0u64;
-    let fmt = p.params.format;
-    let max_packet = if p.fragment.is_some() && !cfg.no_fragment {
-        (fmt.fragment_size * fmt.max_fragments) as usize
-    } else {
-        65_000
-    };
+    let max_packet = writer.max_packet(cfg.no_fragment);
 
     while let Some(fi) = (0..flows.len()).min_by_key(|&i| flows[i].next_ns) {
         let now = flows[fi].next_ns;
@@ -325,46 +317,28 @@ pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -
         flows[fi].ext += 1;
         let seq = ext as u16;
         let ty = types[values.below(types.len() as u64) as usize];
-        let mut scale = if values.chance(cfg.big) {
+        let scale = if values.chance(cfg.big) {
             values.range(200, 800) as u64
         } else if values.chance(0.3) {
             values.range(12, 64) as u64
         } else {
             values.range(0, 12) as u64
         };
-        let mut packet = Vec::new();
-        for _ in 0..8 {
-            writer.scale = scale;
-            packet = writer.packet(&mut values, ty, seq)?;
-            if packet.len() <= max_packet {
-                break;
-            }
-            scale /= 4;
-        }
+        let packet = writer.packet_within(&mut values, ty, seq, scale, max_packet)?;
         if packet.len() > max_packet {
             continue;
         }
-        let datagrams: Vec<Datagram> =
-            if p.fragment.is_some() && !cfg.no_fragment && packet.len() > fmt.mtu_budget as usize {
-                let chunks: Vec<&[u8]> = packet.chunks(fmt.fragment_size as usize).collect();
-                let n = chunks.len() as u32;
-                let mut v = Vec::new();
-                for (i, c) in chunks.iter().enumerate() {
-                    v.push((
-                        writer.fragment(&mut values, seq, i as u32, n, c)?,
-                        Some((i as u32, n)),
-                    ));
-                }
-                v
-            } else {
-                let mut whole = packet.clone();
-                if p.params.end_check.is_some() && packet.len() > 8 && values.chance(cfg.malformed) {
-                    // Cut inside the end check and sign it again: valid CRC, malformed body.
-                    whole.truncate(packet.len() - values.range(1, 3) as usize);
-                    write_crc(id, &mut whole);
-                }
-                vec![(whole, None)]
-            };
+        let datagrams: Vec<super::packet::Datagram> = if writer.splits(&packet, cfg.no_fragment) {
+            writer.fragments_of(&mut values, seq, &packet)?
+        } else {
+            let mut whole = packet.clone();
+            if p.params.end_check.is_some() && packet.len() > 8 && values.chance(cfg.malformed) {
+                // Cut inside the end check and sign it again: valid CRC, malformed body.
+                whole.truncate(packet.len() - values.range(1, 3) as usize);
+                write_crc(id, &mut whole);
+            }
+            vec![(whole, None)]
+        };
         let base_delay = 20_000_000 + (net_rng.unit() * cfg.jitter_ms * 1e6) as i64;
         for (k, (payload, frag)) in datagrams.into_iter().enumerate() {
             let f = &mut flows[fi];

@@ -1,12 +1,16 @@
-//! TUI state and keys. Drawing reads a snapshot of this state; nothing here draws.
+//! TUI state and keys. The app owns its copy of the packet index, fed by updates from
+//! the loader over a channel, so drawing never waits on a lock; nothing here draws.
 
-use super::index::{Index, NO_FLOW, Row, read_frame};
-use crate::capture::{Decoded, decode};
-use crate::dissect::{Dissection, Dissector, Program};
+use crate::capture::reader::FrameAt;
+use crate::decode::{Decoded, decode};
+use crate::dissect::{Dissection, Program};
+use crate::engine::{Config, Validator};
 use crate::filter::Filter;
+use crate::sinks::index::{Index, NO_FLOW, Row, Update, status};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use std::collections::HashSet;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
+use std::sync::mpsc::Receiver;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tab {
@@ -64,9 +68,14 @@ impl Detail {
 }
 
 pub struct App {
-    pub index: Arc<RwLock<Index>>,
+    pub index: Index,
+    updates: Receiver<Update>,
     pub program: Option<Arc<Program>>,
-    dissector: Option<Dissector>,
+    cfg: Config,
+    /// The engine's stateless stage, recording fields, for the selected packet.
+    validator: Validator,
+    /// Reads the selected frame back from the file.
+    reader: Option<FrameAt>,
     pub tab: Tab,
     pub mode: Mode,
     pub focus: Focus,
@@ -94,11 +103,14 @@ pub struct App {
 }
 
 impl App {
-    pub fn new(index: Arc<RwLock<Index>>, program: Option<Arc<Program>>) -> Self {
+    pub fn new(index: Index, updates: Receiver<Update>, cfg: Config) -> Self {
         App {
-            dissector: program.clone().map(Dissector::new),
+            reader: None,
+            validator: Validator::new(&cfg, true),
+            program: cfg.program.clone(),
+            cfg,
             index,
-            program,
+            updates,
             tab: Tab::Packets,
             mode: Mode::Normal,
             focus: Focus::List,
@@ -121,26 +133,23 @@ impl App {
         }
     }
 
-    fn type_id(&self, name: &str) -> Option<u32> {
-        let p = self.program.as_ref()?;
-        p.packets
-            .iter()
-            .find(|d| d.name == name)
-            .map(|d| d.type_id)
-            .or_else(|| (p.fragment.is_some() && name == "fragment").then_some(crate::wire::FRAGMENT_TYPE))
+    /// Folds in what the loader sent, then extends the filtered view with new rows.
+    pub fn tick(&mut self) {
+        while let Ok(u) = self.updates.try_recv() {
+            self.index.apply(u);
+        }
+        self.scan();
     }
 
-    /// Extends the filtered view with rows indexed since the last call.
-    pub fn tick(&mut self) {
-        let Ok(ix) = self.index.read() else { return };
+    fn scan(&mut self) {
+        let ix = &self.index;
         let end = ix.rows.len();
         for i in self.scanned..end {
-            if self.filter.is_all() || self.filter.matches(&ix.rows[i].facts(&ix.flows)) {
+            if self.filter.is_all() || self.filter.matches(&ix.rows[i].event(&ix.flows)) {
                 self.view.push(i as u32);
             }
         }
         self.scanned = end;
-        drop(ix);
         if self.detail.is_none() && !self.view.is_empty() {
             self.load_detail();
         }
@@ -150,7 +159,7 @@ impl App {
         let keep = self.selected_row().map(|r| r.frame);
         self.view.clear();
         self.scanned = 0;
-        self.tick();
+        self.scan();
         self.selected = 0;
         if let Some(frame) = keep {
             self.goto_frame(frame, false);
@@ -160,16 +169,15 @@ impl App {
 
     pub fn selected_row(&self) -> Option<Row> {
         let i = *self.view.get(self.selected)? as usize;
-        self.index.read().ok()?.rows.get(i).copied()
+        self.index.rows.get(i).copied()
     }
 
     /// Selects the first shown packet at or after `frame`.
     fn goto_frame(&mut self, frame: u64, say: bool) {
-        let Ok(ix) = self.index.read() else { return };
+        let ix = &self.index;
         let pos = self
             .view
             .partition_point(|&i| ix.rows.get(i as usize).is_some_and(|r| r.frame < frame));
-        drop(ix);
         if pos < self.view.len() {
             self.selected = pos;
         } else if say {
@@ -180,35 +188,83 @@ impl App {
     fn load_detail(&mut self) {
         self.field = 0;
         self.collapsed.clear();
-        let Some(row) = self.selected_row() else {
+        let Some(&row_index) = self.view.get(self.selected) else {
             self.detail = None;
             return;
         };
-        let (path, stored, rebuilt) = match self.index.read() {
-            Ok(ix) => (
-                ix.path.clone(),
-                ix.store.as_ref().map(|s| s.get(row.frame).map(<[u8]>::to_vec)),
-                ix.ip_payloads.get(&row.frame).cloned(),
-            ),
-            Err(_) => return,
+        let Some(row) = self.index.rows.get(row_index as usize).copied() else {
+            self.detail = None;
+            return;
         };
-        if let Some(p) = rebuilt {
-            // The datagram rebuilt from IP fragments: show it whole.
-            let dissection = self.dissector.as_mut().map(|d| d.dissect(&p));
+        if let Some(kept) = self.index.kept.get(&row_index) {
+            // Bytes no single frame holds: a datagram rebuilt from IP fragments, or a
+            // packet reassembled from game fragments.
+            let p = kept.payload.clone();
+            let reassembled = row.has(status::REASSEMBLED);
+            let dissection = self.program.is_some().then(|| {
+                if reassembled {
+                    self.validator.reassembled(&p);
+                } else {
+                    self.validator.datagram(&p);
+                }
+                self.validator.dissection.clone()
+            });
+            let note = if reassembled {
+                let frames: Vec<String> = kept.fragment_frames.iter().map(|f| f.to_string()).collect();
+                format!(
+                    "reassembled from {} fragments (frames {}); the bytes are the whole packet",
+                    frames.len(),
+                    frames.join(", ")
+                )
+            } else {
+                "rebuilt from IP fragments; the bytes are the UDP payload".into()
+            };
             let len = p.len();
             self.detail = Some(Detail {
                 row,
                 frame: p,
                 payload: Some((0, len)),
                 dissection,
-                note: Some("rebuilt from IP fragments; the bytes are the UDP payload".into()),
+                note: Some(note),
             });
             return;
         }
-        let read = match stored {
-            Some(Some(bytes)) => Ok(bytes),
-            Some(None) => Err(std::io::Error::other("no longer held in memory")),
-            None => read_frame(&path, row.offset),
+        if row.has(status::REASSEMBLED) {
+            self.detail = Some(Detail {
+                row,
+                frame: Vec::new(),
+                payload: None,
+                dissection: None,
+                note: Some("a reassembled packet whose bytes were not kept (64 MiB of them are)".into()),
+            });
+            return;
+        }
+        let read = match &self.index.store {
+            Some(store) => store
+                .get(row.frame)
+                .map(<[u8]>::to_vec)
+                .ok_or_else(|| "no longer held in memory".to_string()),
+            None => {
+                if self.reader.is_none() {
+                    match FrameAt::open(&self.index.path) {
+                        Ok(r) => self.reader = Some(r),
+                        Err(e) => {
+                            self.detail = Some(Detail {
+                                row,
+                                frame: Vec::new(),
+                                payload: None,
+                                dissection: None,
+                                note: Some(format!("cannot read frame {}: {e}", row.frame)),
+                            });
+                            return;
+                        }
+                    }
+                }
+                match &self.reader {
+                    Some(r) => r.frame(row.offset).map(|f| f.data).map_err(|e| e.to_string()),
+                    None => Err("no reader".into()),
+                }
+            }
         };
         let frame = match read {
             Ok(f) => f,
@@ -240,12 +296,15 @@ impl App {
             }
             Decoded::UnsupportedLink(t) => note = Some(format!("link type {t} is not decoded")),
         }
-        if row.has(super::index::status::IP_FRAG) {
+        if row.has(status::IP_FRAG) {
             note = Some("rebuilt from IP fragments: this frame holds only the last piece".into());
             payload = None;
         }
-        let dissection = match (&mut self.dissector, payload) {
-            (Some(d), Some((a, b))) if row.has(super::index::status::GAME) => Some(d.dissect(&frame[a..b])),
+        let dissection = match payload {
+            Some((a, b)) if self.program.is_some() && row.has(status::GAME) => {
+                self.validator.datagram(&frame[a..b]);
+                Some(self.validator.dissection.clone())
+            }
             _ => None,
         };
         self.detail = Some(Detail {
@@ -381,7 +440,7 @@ impl App {
     }
 
     pub fn apply_filter(&mut self, text: &str) {
-        match Filter::parse(text, &|n| self.type_id(n)) {
+        match Filter::parse(text, &|n| self.cfg.type_id(n)) {
             Ok(f) => {
                 self.filter = f;
                 self.focus = Focus::List;
@@ -399,11 +458,7 @@ impl App {
             self.message = Some(("this packet has no UDP flow".into(), true));
             return;
         }
-        let flow = self
-            .index
-            .read()
-            .ok()
-            .and_then(|ix| ix.flows.get(row.flow as usize).copied());
+        let flow = self.index.flows.get(row.flow as usize).copied();
         if let Some(f) = flow {
             let text = format!("flow {} && flow {}", f.src, f.dst);
             self.apply_filter(&text);

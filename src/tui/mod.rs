@@ -1,9 +1,9 @@
-//! The terminal UI over captures and live traffic: an index built in the background,
-//! the app state and its keys, and drawing from that state.
+//! The terminal UI over captures and live traffic: the app state and its keys, and
+//! drawing from that state. The packet index it shows is a sink of the engine
+//! ([`crate::sinks::index`]), built on another thread and sent here as updates.
 
 pub mod app;
-pub mod index;
 pub mod ui;
 
+pub use crate::sinks::index::{Index, Update, load};
 pub use app::{App, Tab};
-pub use index::{Index, load};

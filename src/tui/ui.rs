@@ -1,10 +1,10 @@
-//! Drawing: every tab renders from the app's state and the index it reads under a
-//! short read lock; nothing here changes state except remembering the list height.
+//! Drawing: every tab renders from the app's state and its own copy of the index (no
+//! lock anywhere); nothing here changes state except remembering the list height.
 
 use super::app::{App, Focus, Mode, Tab};
-use super::index::{Index, NO_FLOW, Row, status};
 use crate::dissect::{FaultKind, Label, label_name};
 use crate::present::tree::{bit_pattern, value_text};
+use crate::sinks::index::{Index, NO_FLOW, Row, status};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -36,6 +36,8 @@ pub fn status_of(r: &Row) -> (&'static str, Color) {
         ("CRC FAIL", Color::Red)
     } else if r.has(status::MALFORMED) {
         ("MALFORMED", Color::Magenta)
+    } else if r.has(status::REASSEMBLED) {
+        ("reassembled", Color::Blue)
     } else if r.has(status::TRUNCATED) {
         ("truncated", Color::DarkGray)
     } else if r.has(status::IP_FRAG) {
@@ -68,8 +70,8 @@ pub fn draw(f: &mut Frame, app: &mut App) {
             Constraint::Length(1),
         ])
         .split(area);
-    let index = app.index.clone();
-    let Ok(ix) = index.read() else { return };
+    // The index is the app's own: lend it to the drawing functions for this frame.
+    let ix = std::mem::take(&mut app.index);
     draw_tabs(f, app, &ix, chunks[0]);
     match app.tab {
         Tab::Packets => draw_packets(f, app, &ix, chunks[1]),
@@ -83,6 +85,7 @@ pub fn draw(f: &mut Frame, app: &mut App) {
     if app.help {
         draw_help(f, app, area);
     }
+    app.index = ix;
 }
 
 fn draw_tabs(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
@@ -105,7 +108,7 @@ fn draw_tabs(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
     );
     if ix.done {
         let name = ix.name.rsplit('/').next().unwrap_or("");
-        let text = format!("{name} · {} frames", ix.rows.len());
+        let text = format!("{name} · {} frames", ix.frames());
         f.render_widget(Paragraph::new(text).right_aligned(), split[1]);
     } else {
         let ratio = if ix.total_bytes > 0 {
@@ -114,9 +117,9 @@ fn draw_tabs(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
             0.0
         };
         let label = if app.live {
-            format!("live · {} frames", ix.rows.len())
+            format!("live · {} frames", ix.frames())
         } else {
-            format!("indexing {:.0}% · {} frames", ratio * 100.0, ix.rows.len())
+            format!("indexing {:.0}% · {} frames", ratio * 100.0, ix.frames())
         };
         f.render_widget(
             Gauge::default()
@@ -177,7 +180,9 @@ fn draw_packets(f: &mut Frame, app: &mut App, ix: &Index, area: Rect) {
                 Cell::from(flow),
                 Cell::from(if game { r.seq.to_string() } else { String::new() }),
                 Cell::from(names(r.ptype)),
-                Cell::from(if r.frag_count > 0 {
+                Cell::from(if r.has(status::REASSEMBLED) {
+                    format!("×{}", r.frag_count)
+                } else if r.frag_count > 0 {
                     format!("{}/{}", r.frag_id as u32 + 1, r.frag_count)
                 } else {
                     String::new()
@@ -537,7 +542,7 @@ fn draw_reassembly(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
         ),
         split[0],
     );
-    let mut packets: Vec<&super::index::FragPacket> = ix.frags.iter().collect();
+    let mut packets: Vec<&crate::sinks::index::FragPacket> = ix.frags.iter().collect();
     packets.sort_by_key(|p| (p.complete(), p.first_frame));
     let width = split[1].width.saturating_sub(40) as usize;
     let rows: Vec<TRow> = packets
@@ -807,6 +812,10 @@ fn draw_mtu(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
 }
 
 fn draw_status(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
+    let selected = app
+        .view
+        .get(app.selected)
+        .and_then(|&i| ix.rows.get(i as usize).copied());
     let (text, st) = match &app.mode {
         Mode::Filter(t) => (
             format!("filter: {t}▏ (Enter apply, Esc cancel; e.g. type == scene && !frag)"),
@@ -818,11 +827,11 @@ fn draw_status(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
             Some((m, false)) => (m.clone(), Style::default()),
             None => match &ix.error {
                 Some(e) => (e.clone(), style(app, Color::Red)),
-                None if ix.live_status.is_some() && app.selected_row().is_none() => {
+                None if ix.live_status.is_some() && selected.is_none() => {
                     (ix.live_status.clone().unwrap_or_default(), Style::default())
                 }
                 None => {
-                    let sel = app.selected_row();
+                    let sel = selected;
                     (
                         sel.map(|r| {
                             let fault = (r.fault > 0).then(|| {

@@ -3,7 +3,7 @@
 //! every attack of the fragmentation article counted by cause. Memory is bounded per
 //! flow by the entry count and overall by a shared byte budget.
 
-use crate::wire::{HeaderFormat, sequence_diff};
+use crate::validate::{HeaderFormat, sequence_diff};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -83,6 +83,8 @@ struct Entry {
     /// Received fragment data in arrival order; `spans[id]` locates each.
     data: Vec<u8>,
     spans: Vec<(u32, u32)>,
+    /// The frame that carried each fragment, by id.
+    frames: Vec<u64>,
 }
 
 impl Entry {
@@ -115,13 +117,16 @@ pub struct FragmentIn<'a> {
     pub sequence: u16,
     pub id: u32,
     pub count: u32,
+    /// The frame that carried it.
+    pub frame: u64,
     pub data: &'a [u8],
 }
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum Outcome {
     Stored,
-    /// All fragments arrived; the packet's bytes are in the caller's buffer.
+    /// All fragments arrived; the packet's bytes and its fragments' frames are in the
+    /// caller's buffers.
     Complete {
         count: u32,
     },
@@ -131,7 +136,10 @@ pub enum Outcome {
 /// Memory an entry costs besides its data: charged to the budget so that the number of
 /// entries, across every flow, is bounded too.
 fn overhead(e: &Entry) -> usize {
-    std::mem::size_of::<Entry>() + 16 + e.spans.capacity() * std::mem::size_of::<(u32, u32)>()
+    std::mem::size_of::<Entry>()
+        + 16
+        + e.spans.capacity() * std::mem::size_of::<(u32, u32)>()
+        + e.frames.capacity() * std::mem::size_of::<u64>()
 }
 
 #[derive(Debug, Default, Clone)]
@@ -179,13 +187,15 @@ impl FlowReassembly {
         }
     }
 
-    /// Adds one fragment. On completion the packet is written to `out`.
+    /// Adds one fragment. On completion the packet is written to `out` and the frames of
+    /// its fragments, by id, to `frames_out`.
     pub fn push(
         &mut self,
         f: FragmentIn,
         fmt: &HeaderFormat,
         budget: &mut Budget,
         out: &mut Vec<u8>,
+        frames_out: &mut Vec<u64>,
     ) -> Outcome {
         if f.count == 0 || f.count > fmt.max_fragments || f.count > 256 {
             self.attacks.count_out_of_range += 1;
@@ -245,6 +255,7 @@ impl FlowReassembly {
                 bitmap: [0; 4],
                 data: Vec::new(),
                 spans: vec![(0, 0); f.count as usize],
+                frames: vec![0; f.count as usize],
             };
             let o = overhead(&e);
             budget.used += o;
@@ -271,6 +282,7 @@ impl FlowReassembly {
         budget.peak = budget.peak.max(budget.used);
         self.bytes_held += grown;
         entry.spans[f.id as usize] = (start, f.data.len() as u32);
+        entry.frames[f.id as usize] = f.frame;
         entry.bitmap[(f.id / 64) as usize] |= 1 << (f.id % 64);
         entry.received += 1;
         if entry.received < entry.count {
@@ -282,11 +294,16 @@ impl FlowReassembly {
         for &(s, l) in &entry.spans {
             out.extend_from_slice(&entry.data[s as usize..(s + l) as usize]);
         }
-        let freed = entry.data.capacity() + entry.spans.capacity() * std::mem::size_of::<(u32, u32)>();
+        frames_out.clear();
+        frames_out.extend_from_slice(&entry.frames);
+        let freed = entry.data.capacity()
+            + entry.spans.capacity() * std::mem::size_of::<(u32, u32)>()
+            + entry.frames.capacity() * std::mem::size_of::<u64>();
         budget.used -= freed;
         self.bytes_held -= freed;
         entry.data = Vec::new();
         entry.spans = Vec::new();
+        entry.frames = Vec::new();
         entry.done = true;
         let count = entry.count;
         self.by_count.entry(count).or_default().completed += 1;

@@ -1,10 +1,12 @@
 //! Analysis on several cores. Frames are routed by their IP address pair to shards, each
-//! a full [`Analyzer`] on its own thread: every flow, IP datagram and ICMP quote then
-//! lives in exactly one shard, and merging the shards gives the sequential report (only
-//! the reassembly memory budget is split between them).
+//! an engine with a statistics sink on its own thread: every flow, IP datagram and ICMP
+//! quote then lives in exactly one shard, and merging the shards' statistics gives the
+//! sequential report (only the reassembly memory budget is split between them).
 
-use super::{Analyzer, Config, Report};
-use crate::capture::{CaptureError, CaptureReader, Decoded, Frame, decode};
+use super::{Config, FileEnd};
+use crate::analysis::{Analyzer, Report, Statistics};
+use crate::capture::{CaptureError, CaptureReader, Frame};
+use crate::decode::{Decoded, decode};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::mpsc::{SyncSender, sync_channel};
@@ -120,7 +122,7 @@ pub fn analyze_files(
                     Msg::End => a.end_file(None, None),
                 }
             }
-            a
+            a.finish_stats()
         }));
         txs.push(tx);
     }
@@ -185,7 +187,7 @@ pub fn analyze_files(
         results.push((error, r.truncated_tail.clone()));
     }
     drop(txs);
-    let mut merged: Option<Analyzer> = None;
+    let mut merged: Option<Statistics> = None;
     for w in workers {
         let a = w.join().map_err(|_| CaptureError {
             file: String::new(),
@@ -204,8 +206,14 @@ pub fn analyze_files(
     let Some(mut a) = merged else {
         return Ok(Analyzer::new(shard_cfg).finish());
     };
-    for (i, (error, tail)) in results.into_iter().enumerate() {
-        a.file_result(i, error, tail);
+    for (i, (error, truncated_tail)) in results.into_iter().enumerate() {
+        a.file_result(
+            i,
+            &FileEnd {
+                error,
+                truncated_tail,
+            },
+        );
     }
-    Ok(a.finish())
+    Ok(a.report())
 }

@@ -1,31 +1,19 @@
 //! The analysis result: plain data, serialised as the `--json` schema (docs/json.md) and
 //! rendered as tables by the CLI and TUI.
 
-use super::Config;
-use super::reassembly::{AttackCounters, CountStats};
-use super::seq::SeqStats;
 use crate::capture::CaptureError;
-use crate::capture::ipfrag::DefragStats;
-use crate::wire::ProtocolId;
+use crate::decode::ipfrag::DefragStats;
+use crate::engine::Config;
+pub use crate::engine::FlowId;
+use crate::engine::reassembly::{AttackCounters, CountStats};
+use crate::engine::seq::SeqStats;
+use crate::validate::ProtocolId;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 
 /// JSON schema version; bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub struct FlowId {
-    pub src: SocketAddr,
-    pub dst: SocketAddr,
-}
-
-impl fmt::Display for FlowId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} → {}", self.src, self.dst)
-    }
-}
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct FileSummary {
@@ -451,6 +439,7 @@ impl Report {
         c.ip_reassembled += d.ip_reassembled;
         c.icmp_too_big += d.icmp_too_big;
         c.flows_not_tracked += d.flows_not_tracked;
+        c.ip_defrag.add(&d.ip_defrag);
         let (v, w) = (&mut self.validation, o.validation);
         v.examined += w.examined;
         v.crc_ok += w.crc_ok;
@@ -469,6 +458,15 @@ impl Report {
         r.dissected_ok += o.reassembly.dissected_ok;
         r.malformed += o.reassembly.malformed;
         r.crc_fail += o.reassembly.crc_fail;
+        r.peak_bytes += o.reassembly.peak_bytes;
+        r.attacks.add(&o.reassembly.attacks);
+        for (n, cs) in o.reassembly.by_count {
+            let e = r.by_count.entry(n).or_default();
+            e.seen += cs.seen;
+            e.completed += cs.completed;
+            e.fragments_of_lost += cs.fragments_of_lost;
+            e.bytes_wasted += cs.bytes_wasted;
+        }
         let (m, n) = (&mut self.mtu, o.mtu);
         m.over_budget += n.over_budget;
         m.over_link_mtu += n.over_link_mtu;

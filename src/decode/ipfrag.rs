@@ -1,7 +1,7 @@
 //! IP-level reassembly (IPv4 MF/offset, IPv6 fragment header) with bounded memory and a
 //! timeout, so the UDP payload of a datagram split by IP can still be analyzed.
 
-use super::decode::IpInfo;
+use super::link::IpInfo;
 use hashbrown::HashMap;
 use std::net::IpAddr;
 
@@ -42,6 +42,15 @@ pub struct DefragStats {
     pub incomplete: u64,
     /// Fragments that overlapped or went past 64 KiB.
     pub bad_fragments: u64,
+}
+
+impl DefragStats {
+    pub fn add(&mut self, o: &DefragStats) {
+        self.fragments += o.fragments;
+        self.reassembled += o.reassembled;
+        self.incomplete += o.incomplete;
+        self.bad_fragments += o.bad_fragments;
+    }
 }
 
 #[derive(Clone)]
@@ -156,15 +165,6 @@ impl IpDefrag {
     pub fn finish(&mut self) {
         self.stats.incomplete += self.entries.len() as u64;
         self.entries.clear();
-    }
-
-    /// Takes over another defragmenter's pending datagrams and counts (disjoint keys).
-    pub fn merge(&mut self, o: IpDefrag) {
-        self.entries.extend(o.entries);
-        self.stats.fragments += o.stats.fragments;
-        self.stats.reassembled += o.stats.reassembled;
-        self.stats.incomplete += o.stats.incomplete;
-        self.stats.bad_fragments += o.stats.bad_fragments;
     }
 
     pub fn pending(&self) -> usize {

@@ -1,7 +1,7 @@
 //! Sequence analysis per flow with 16-bit wrap-around: gaps (lost), duplicates and late
 //! (out-of-order) arrivals, in bounded memory.
 
-use crate::wire::sequence_diff;
+use crate::validate::sequence_diff;
 use serde::Serialize;
 
 /// Sequences remembered behind the newest, for duplicate/late detection.

@@ -1,0 +1,255 @@
+//! The command line's arguments (clap). Commands live beside this file, one a file.
+
+use clap::{Args, Parser, Subcommand};
+use gpcap::validate::ProtocolId;
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(
+    name = "gpcap",
+    version,
+    about = "Packet analyzer for the bitpacked UDP protocols of real-time games"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Args, Clone)]
+pub struct ProtocolArgs {
+    /// Dissector definition (dissectors/*.kdl): protocol id, ports, packet layouts.
+    #[arg(short = 'd', long = "dissector")]
+    pub dissector: Option<PathBuf>,
+    /// Protocol id (hex like 0x55667788), overriding the definition's.
+    #[arg(long = "protocol-id", value_parser = parse_protocol_id)]
+    pub protocol_id: Option<ProtocolId>,
+    /// UDP port of the protocol (repeatable), overriding the definition's.
+    #[arg(long = "port")]
+    pub port: Vec<u16>,
+    /// Validate every UDP datagram, whatever its ports.
+    #[arg(long = "any-port")]
+    pub any_port: bool,
+    /// Memory for game-level reassembly across all flows, in MiB; a flood beyond it is
+    /// reported (packets evicted for memory), not suffered.
+    #[arg(long = "reassembly-memory", default_value_t = 32)]
+    pub reassembly_mb: usize,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Validate, dissect, reassemble and report on captures.
+    Analyze(AnalyzeArgs),
+    /// Print each game datagram and reassembled packet's fields, down to the bit.
+    Dissect(DissectArgs),
+    /// Validate a definition: exit 0, or print diagnostics and exit 1.
+    Check {
+        /// The definition file (dissectors/*.kdl).
+        dissector: PathBuf,
+    },
+    /// Write a capture of simulated game traffic, and its ground truth beside it.
+    Gen(GenArgs),
+    /// Capture live from an interface (needs the `live` feature and libpcap).
+    Live(LiveArgs),
+    /// Send a generated game session over a real UDP socket (a test peer for `live`).
+    Send(SendArgs),
+    /// Browse a capture in the terminal: packets, fields and bits, flows, reassembly,
+    /// loss and MTU.
+    Tui(TuiArgs),
+    /// Recover protocol ids and the game's flows from the traffic alone.
+    Identify {
+        /// pcap or pcapng files (gzip-compressed ones too).
+        #[arg(required = true)]
+        captures: Vec<PathBuf>,
+        /// Print the identification as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args)]
+pub struct AnalyzeArgs {
+    /// pcap or pcapng files (gzip-compressed ones too).
+    #[arg(required = true)]
+    pub captures: Vec<PathBuf>,
+    #[command(flatten)]
+    pub protocol: ProtocolArgs,
+    /// Print the report as JSON (schema in docs/json.md).
+    #[arg(long)]
+    pub json: bool,
+    /// UDP payload budget in bytes (default: the definition's, else 1200).
+    #[arg(long)]
+    pub mtu: Option<u32>,
+    /// Link MTU for "IP datagram over the link MTU".
+    #[arg(long = "link-mtu", default_value_t = 1500)]
+    pub link_mtu: u32,
+    /// Exit with 3 when a gate is crossed: crc, mtu, malformed, frag-loss=RATE.
+    #[arg(long = "fail-on", value_delimiter = ',')]
+    pub fail_on: Vec<String>,
+}
+
+#[derive(Args)]
+pub struct DissectArgs {
+    /// A pcap or pcapng file (gzip-compressed too).
+    pub capture: PathBuf,
+    #[command(flatten)]
+    pub protocol: ProtocolArgs,
+    /// Only this frame (1-based, as tshark numbers them).
+    #[arg(long)]
+    pub frame: Option<u64>,
+    /// One JSON object per packet, in an array.
+    #[arg(long)]
+    pub json: bool,
+    /// Show only packets matching this display filter (as in the TUI's `/`).
+    #[arg(long)]
+    pub filter: Option<String>,
+}
+
+#[derive(Args)]
+pub struct TuiArgs {
+    /// A pcap or pcapng file (gzip-compressed too).
+    pub capture: PathBuf,
+    #[command(flatten)]
+    pub protocol: ProtocolArgs,
+    /// Start with this display filter (as typed after `/`).
+    #[arg(long)]
+    pub filter: Option<String>,
+}
+
+#[derive(Args)]
+pub struct LiveArgs {
+    /// Interface to capture on (see --list).
+    pub iface: Option<String>,
+    /// List the interfaces and exit.
+    #[arg(long)]
+    pub list: bool,
+    #[command(flatten)]
+    pub protocol: ProtocolArgs,
+    /// BPF capture filter, e.g. "udp port 40000".
+    #[arg(long)]
+    pub filter: Option<String>,
+    /// Also write every captured frame to this pcapng file.
+    #[arg(long)]
+    pub write: Option<PathBuf>,
+    #[arg(long, default_value_t = 65535)]
+    pub snaplen: i32,
+    /// Print reports instead of opening the terminal UI.
+    #[arg(long = "no-tui")]
+    pub no_tui: bool,
+    /// With --no-tui: reports as JSON lines.
+    #[arg(long)]
+    pub json: bool,
+    /// Stop after this many seconds (else Ctrl-C, or q in the UI).
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// With --no-tui: seconds between reports.
+    #[arg(long, default_value_t = 5.0)]
+    pub interval: f64,
+    /// Link MTU for "IP datagram over the link MTU".
+    #[arg(long = "link-mtu", default_value_t = 1500)]
+    pub link_mtu: u32,
+    /// UDP payload budget in bytes (default: the definition's, else 1200).
+    #[arg(long)]
+    pub mtu: Option<u32>,
+}
+
+#[derive(Args)]
+pub struct SendArgs {
+    #[arg(short = 'd', long = "dissector")]
+    pub dissector: PathBuf,
+    /// Destination, e.g. 127.0.0.1:40000.
+    #[arg(long)]
+    pub to: std::net::SocketAddr,
+    /// Local address to send from (default: any port).
+    #[arg(long)]
+    pub from: Option<std::net::SocketAddr>,
+    #[arg(long, default_value_t = 100)]
+    pub packets: u64,
+    /// Packets per second (0: as fast as possible).
+    #[arg(long, default_value_t = 60.0)]
+    pub rate: f64,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Chance that a packet is large.
+    #[arg(long, default_value_t = 0.2)]
+    pub big: f64,
+    /// Send packets over the MTU budget whole (the kernel may IP-fragment them).
+    #[arg(long = "no-fragment")]
+    pub no_fragment: bool,
+}
+
+#[derive(Args)]
+pub struct GenArgs {
+    /// The definition whose packets to write.
+    #[arg(short = 'd', long = "dissector")]
+    pub dissector: PathBuf,
+    /// Output capture: .pcap or .pcapng (OUT.truth.jsonl is written beside it).
+    #[arg(short = 'o', long = "output")]
+    pub output: PathBuf,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Seconds of traffic.
+    #[arg(long, default_value_t = 10.0)]
+    pub duration: f64,
+    /// Stop after this many game packets (all flows).
+    #[arg(long)]
+    pub packets: Option<u64>,
+    /// Server send rate in Hz (clients send at half of it).
+    #[arg(long, default_value_t = 60.0)]
+    pub rate: f64,
+    #[arg(long, default_value_t = 1)]
+    pub clients: u32,
+    /// Independent loss probability per IP packet.
+    #[arg(long, default_value_t = 0.0)]
+    pub loss: f64,
+    /// Gilbert–Elliott burst loss: ENTER,EXIT,LOSS (e.g. 0.01,0.3,0.8).
+    #[arg(long)]
+    pub burst: Option<String>,
+    #[arg(long, default_value_t = 0.0)]
+    pub dup: f64,
+    #[arg(long, default_value_t = 0.0)]
+    pub reorder: f64,
+    /// Uniform extra delay up to this many milliseconds.
+    #[arg(long, default_value_t = 0.0)]
+    pub jitter: f64,
+    /// Probability of one flipped bit per datagram.
+    #[arg(long, default_value_t = 0.0)]
+    pub corrupt: f64,
+    #[arg(long = "link-mtu", default_value_t = 1500)]
+    pub link_mtu: u32,
+    /// Send with don't-fragment: datagrams over the link MTU are dropped and answered by
+    /// ICMP (else they are IP-fragmented).
+    #[arg(long)]
+    pub df: bool,
+    /// The sender ignores the MTU budget: no game-level fragmentation.
+    #[arg(long = "no-fragment")]
+    pub no_fragment: bool,
+    /// Foreign datagrams (DNS-like, another protocol id) per game datagram.
+    #[arg(long, default_value_t = 0.0)]
+    pub foreign: f64,
+    #[arg(long)]
+    pub ipv6: bool,
+    /// 802.1Q VLAN id (Ethernet only).
+    #[arg(long)]
+    pub vlan: Option<u16>,
+    #[arg(long, default_value = "ethernet", value_parser = ["ethernet", "sll2", "raw"])]
+    pub linktype: String,
+    /// Chance that a packet is large (many array elements).
+    #[arg(long, default_value_t = 0.05)]
+    pub big: f64,
+    /// Add an attacker that breaks each fragment rule of SPEC §1.
+    #[arg(long)]
+    pub attacks: bool,
+    /// Chance that a whole packet is sent cut short inside its end check (valid CRC).
+    #[arg(long, default_value_t = 0.0)]
+    pub malformed: f64,
+    /// Analyze the written capture and compare every number with the ground truth.
+    #[arg(long)]
+    pub check: bool,
+    /// Write only the truth's summary line, not a line per datagram (large captures).
+    #[arg(long = "summary-only")]
+    pub summary_only: bool,
+}
+
+fn parse_protocol_id(s: &str) -> Result<ProtocolId, String> {
+    ProtocolId::parse(s).ok_or_else(|| format!("`{s}` is not a protocol id (try 0x55667788)"))
+}

@@ -1,0 +1,26 @@
+//! `gpcap check DEF`: compile a definition and say what is wrong, where.
+
+use super::Result;
+use crate::outln;
+use gpcap::dissect;
+use std::path::Path;
+use std::process::ExitCode;
+
+pub fn run(path: &Path) -> Result<ExitCode> {
+    match dissect::load(path) {
+        Ok(p) => {
+            outln!(
+                "{}: ok — protocol {:?}, {} packet types defined, {}",
+                path.display(),
+                p.params.name,
+                p.packets.len(),
+                dissect::compile::describe(&p.params.format)
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprint!("{}", dissect::render(&e, super::color()));
+            Ok(ExitCode::from(1))
+        }
+    }
+}

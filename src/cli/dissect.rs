@@ -1,0 +1,57 @@
+//! `gpcap dissect CAPTURE`: every game datagram and reassembled packet, field by field.
+
+use super::Result;
+use super::args::DissectArgs;
+use gpcap::Error;
+use gpcap::engine::resolve::{Missing, resolve};
+use gpcap::engine::{Engine, run_files, sample_files};
+use gpcap::filter::Filter;
+use gpcap::sinks::printer::Printer;
+use std::process::ExitCode;
+
+pub fn run(a: &DissectArgs) -> Result<ExitCode> {
+    let captures = std::slice::from_ref(&a.capture);
+    let resolved = resolve(&a.protocol.choice()?, Missing::Allow, |i| {
+        sample_files(captures, i)
+    })?;
+    if resolved.cfg.program.is_none() {
+        if let Some(note) = resolved.note() {
+            eprintln!("gpcap: {note}");
+        }
+        eprintln!(
+            "gpcap: no definition (-d): headers are read with the reference layout, bodies are not dissected"
+        );
+    }
+    let cfg = resolved.cfg;
+    let filter = match &a.filter {
+        Some(text) => Filter::parse(text, &|n| cfg.type_id(n)).map_err(|error| Error::Filter {
+            option: "--filter",
+            error,
+        })?,
+        None => Filter::all(),
+    };
+    let out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let mut printer = Printer::new(out, cfg.program.clone(), filter, a.json);
+    printer.only = a.frame;
+    printer.begin();
+    let outcomes = run_files(
+        captures,
+        Engine::new(cfg, true),
+        &mut printer,
+        &mut |_, _| {},
+        &|p| p.is_done(),
+    )?;
+    for o in &outcomes {
+        if let Some(e) = &o.end.error {
+            eprintln!("gpcap: {e}");
+        }
+        if let Some(t) = &o.end.truncated_tail {
+            eprintln!("gpcap: warning: {t}");
+        }
+    }
+    match printer.end() {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+        Err(e) => Err(Error::io("stdout", e)),
+        Ok(()) => Ok(ExitCode::SUCCESS),
+    }
+}

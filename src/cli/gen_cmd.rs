@@ -1,0 +1,128 @@
+//! `gpcap gen -d DEF -o OUT`: simulated game traffic and its ground truth.
+
+use super::args::GenArgs;
+use super::{Result, load_program};
+use gpcap::Error;
+use gpcap::engine::Config;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+pub fn run(a: &GenArgs) -> Result<ExitCode> {
+    use gpcap::generate::net::Link;
+    use gpcap::generate::sim::{Burst, Emit, SimConfig, simulate_into};
+    let program = load_program(&a.dissector)?;
+    let burst = match &a.burst {
+        None => None,
+        Some(s) => {
+            let v: Vec<f64> = s.split(',').filter_map(|x| x.trim().parse().ok()).collect();
+            let [enter, exit, loss] = v[..] else {
+                return Err(Error::Usage(format!(
+                    "--burst takes ENTER,EXIT,LOSS probabilities, got `{s}`"
+                )));
+            };
+            Some(Burst { enter, exit, loss })
+        }
+    };
+    let cfg = SimConfig {
+        seed: a.seed,
+        duration_s: a.duration,
+        packets: a.packets,
+        rate_hz: a.rate,
+        clients: a.clients,
+        loss: a.loss,
+        burst,
+        dup: a.dup,
+        reorder: a.reorder,
+        jitter_ms: a.jitter,
+        corrupt: a.corrupt,
+        link_mtu: a.link_mtu,
+        df: a.df,
+        no_fragment: a.no_fragment,
+        foreign: a.foreign,
+        ipv6: a.ipv6,
+        link: match a.linktype.as_str() {
+            "sll2" => Link::Sll2,
+            "raw" => Link::Raw,
+            _ => Link::Ethernet { vlan: a.vlan },
+        },
+        big: a.big,
+        attacks: a.attacks,
+        malformed: a.malformed,
+    };
+    let file = std::fs::File::create(&a.output).map_err(|e| Error::io(a.output.display(), e))?;
+    let out = std::io::BufWriter::with_capacity(1 << 20, file);
+    let truth_path = PathBuf::from(format!("{}.truth.jsonl", a.output.display()));
+    let tfile = std::fs::File::create(&truth_path).map_err(|e| Error::io(truth_path.display(), e))?;
+    let mut tout = std::io::BufWriter::with_capacity(1 << 20, tfile);
+    let ng = a.output.extension().is_some_and(|e| e == "pcapng");
+    let mut pcap = None;
+    let mut pcapng = None;
+    if ng {
+        let mut w =
+            gpcap::capture::writer::PcapNgWriter::new(out).map_err(|e| Error::io(a.output.display(), e))?;
+        w.interface(cfg.link.linktype() as u16, 65535, true)
+            .map_err(|e| Error::io(a.output.display(), e))?;
+        pcapng = Some(w);
+    } else {
+        pcap = Some(
+            gpcap::capture::writer::PcapWriter::new(out, cfg.link.linktype(), 65535, true)
+                .map_err(|e| Error::io(a.output.display(), e))?,
+        );
+    }
+    let mut io_error: Option<std::io::Error> = None;
+    let truth = simulate_into(&program, &cfg, &mut |e| {
+        let r = match e {
+            Emit::Frame { t_ns, data } => match (&mut pcap, &mut pcapng) {
+                (Some(w), _) => w.write(t_ns, data, data.len() as u32),
+                (_, Some(w)) => w.packet(0, t_ns as u64, data, data.len() as u32),
+                _ => Ok(()),
+            },
+            Emit::Event(_) if a.summary_only => Ok(()),
+            Emit::Event(ev) => serde_json::to_writer(&mut tout, ev)
+                .map_err(std::io::Error::other)
+                .and_then(|_| tout.write_all(b"\n")),
+        };
+        if let Err(e) = r {
+            io_error.get_or_insert(e);
+        }
+    })
+    .map_err(|e| Error::Usage(format!("{}: {e}", a.dissector.display())))?;
+    if let Some(e) = io_error {
+        return Err(Error::io(a.output.display(), e));
+    }
+    let flushed = match (pcap, pcapng) {
+        (Some(w), _) => w.into_inner().flush(),
+        (_, Some(w)) => w.into_inner().flush(),
+        _ => Ok(()),
+    };
+    flushed.map_err(|e| Error::io(a.output.display(), e))?;
+    serde_json::to_writer(&mut tout, &truth)
+        .map_err(|e| Error::io(truth_path.display(), std::io::Error::other(e)))?;
+    tout.write_all(b"\n")
+        .and_then(|_| tout.flush())
+        .map_err(|e| Error::io(truth_path.display(), e))?;
+    eprintln!(
+        "gpcap: wrote {} frames ({} game datagrams, {} lost, {} duplicated, {} corrupted) to {} and its truth to {}",
+        truth.frames,
+        truth.datagrams_sent,
+        truth.lost,
+        truth.duplicated,
+        truth.corrupted,
+        a.output.display(),
+        truth_path.display()
+    );
+    if a.check {
+        let report =
+            super::analyze::analyze_files(std::slice::from_ref(&a.output), Config::from_program(program))?;
+        let diffs = gpcap::generate::check::compare(&truth, &report);
+        if !diffs.is_empty() {
+            for d in &diffs {
+                eprintln!("gpcap: truth mismatch: {d}");
+            }
+            return Ok(ExitCode::from(4));
+        }
+        eprintln!("gpcap: analyze agrees with the ground truth");
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,104 @@
+//! The commands, one a file, each a short function over the library, and what they
+//! share: writing to stdout, loading a definition, the protocol choice, progress bars.
+
+pub mod analyze;
+pub mod args;
+pub mod check;
+pub mod dissect;
+pub mod gen_cmd;
+pub mod identify;
+pub mod live;
+pub mod send;
+pub mod tui;
+
+use args::ProtocolArgs;
+use gpcap::Error;
+use gpcap::dissect::Program;
+use gpcap::engine::resolve::Choice;
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::sync::Arc;
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Writes to stdout; a closed pipe (`gpcap analyze … | head`) ends the program quietly
+/// instead of panicking as `print!` would.
+pub fn write_stdout(args: std::fmt::Arguments) {
+    let mut o = std::io::stdout().lock();
+    if let Err(e) = o.write_fmt(args).and_then(|_| o.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("gpcap: cannot write to stdout: {e}");
+        std::process::exit(2);
+    }
+}
+
+#[macro_export]
+macro_rules! out {
+    ($($t:tt)*) => { $crate::cli::write_stdout(format_args!($($t)*)) };
+}
+
+#[macro_export]
+macro_rules! outln {
+    () => { $crate::cli::write_stdout(format_args!("\n")) };
+    ($($t:tt)*) => { $crate::cli::write_stdout(format_args!("{}\n", format_args!($($t)*))) };
+}
+
+/// Colours for diagnostics on a terminal, unless NO_COLOR says otherwise.
+pub fn color() -> bool {
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+}
+
+pub fn load_program(path: &Path) -> Result<Arc<Program>> {
+    gpcap::dissect::load(path)
+        .map(Arc::new)
+        .map_err(|e| Error::Definition {
+            rendered: gpcap::dissect::render(&e, color()),
+        })
+}
+
+impl ProtocolArgs {
+    /// What these flags say about the protocol.
+    pub fn choice(&self) -> Result<Choice> {
+        Ok(Choice {
+            program: self.dissector.as_deref().map(load_program).transpose()?,
+            protocol_id: self.protocol_id,
+            ports: self.port.clone(),
+            any_port: self.any_port,
+            reassembly_budget: Some(self.reassembly_mb.max(1) << 20),
+            ..Choice::default()
+        })
+    }
+}
+
+/// A progress bar on stderr for long inputs, when stderr is a terminal.
+pub fn progress_bar(len: u64, message: &str) -> Option<indicatif::ProgressBar> {
+    (std::io::stderr().is_terminal() && len > 64 << 20).then(|| {
+        let b = indicatif::ProgressBar::new(len);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{msg} {bar:40} {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b.set_message(message.to_string());
+        b
+    })
+}
+
+/// Prints `value` as pretty JSON, or the text `render` makes of it.
+pub fn json_or_text<T: serde::Serialize>(
+    json: bool,
+    value: &T,
+    render: impl FnOnce() -> String,
+) -> Result<()> {
+    if json {
+        let text =
+            serde_json::to_string_pretty(value).map_err(|e| Error::io("JSON", std::io::Error::other(e)))?;
+        outln!("{text}");
+    } else {
+        out!("{}", render());
+    }
+    Ok(())
+}

@@ -1,0 +1,57 @@
+//! `gpcap tui CAPTURE`: the terminal UI over a capture, and its event loop.
+
+use super::Result;
+use super::args::TuiArgs;
+use gpcap::Error;
+use gpcap::capture::CaptureReader;
+use gpcap::engine::resolve::{Missing, resolve};
+use gpcap::engine::sample_files;
+use gpcap::tui::{App, Index, load};
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+pub fn run(a: &TuiArgs) -> Result<ExitCode> {
+    // Fail before the screen changes if the file cannot be read at all.
+    CaptureReader::open(&a.capture)?;
+    if !std::io::stdout().is_terminal() {
+        return Err(Error::Usage(
+            "tui needs a terminal (stdout is not one); use `gpcap analyze` or `gpcap dissect` for output to a file or pipe".into(),
+        ));
+    }
+    let captures = std::slice::from_ref(&a.capture);
+    let cfg = resolve(&a.protocol.choice()?, Missing::Allow, |i| {
+        sample_files(captures, i)
+    })?
+    .cfg;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let path = a.capture.clone();
+    let loader_cfg = cfg.clone();
+    std::thread::spawn(move || load(&path, loader_cfg, tx));
+    let mut app = App::new(Index::new(&a.capture), rx, cfg);
+    if let Some(f) = &a.filter {
+        app.apply_filter(f);
+    }
+    event_loop(&mut app)
+}
+
+/// Draw, wait briefly for a key, fold in what the loader sent.
+pub fn event_loop(app: &mut App) -> Result<ExitCode> {
+    use ratatui::crossterm::event::{self, Event, KeyEventKind};
+    let mut terminal = ratatui::init();
+    let result = (|| -> std::io::Result<()> {
+        while !app.quit && app.quit_at.is_none_or(|t| std::time::Instant::now() < t) {
+            app.tick();
+            terminal.draw(|f| gpcap::tui::ui::draw(f, app))?;
+            if event::poll(std::time::Duration::from_millis(100))? {
+                match event::read()? {
+                    Event::Key(k) if k.kind != KeyEventKind::Release => app.key(k),
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    })();
+    ratatui::restore();
+    result.map_err(|e| Error::io("terminal", e))?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,217 @@
+//! The one packet model: what the engine says about each frame and each reassembled
+//! game packet. Every sink, the display filter and every printer read these.
+
+use crate::decode::{IcmpTooBig, IpInfo};
+use crate::dissect::{Dissection, FaultKind, FragmentInfo};
+use crate::engine::seq::SeqEvent;
+use crate::validate::CrcStatus;
+use serde::Serialize;
+use std::fmt;
+use std::net::SocketAddr;
+
+/// A UDP conversation in one direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct FlowId {
+    pub src: SocketAddr,
+    pub dst: SocketAddr,
+}
+
+impl fmt::Display for FlowId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} → {}", self.src, self.dst)
+    }
+}
+
+/// What an event stands for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// A frame that is not UDP (TCP, ARP, other ICMP…).
+    #[default]
+    NotUdp,
+    /// A frame whose link or IP header could not be read.
+    BadFrame,
+    /// ICMP "fragmentation needed" or ICMPv6 "packet too big".
+    Icmp,
+    /// An IP fragment that did not (yet) complete a datagram.
+    IpPiece,
+    /// A UDP datagram off the protocol's ports.
+    OtherUdp,
+    /// A UDP datagram on the protocol's ports.
+    Game,
+    /// A game packet put back together from its game-level fragments.
+    Reassembled,
+}
+
+/// The verdict on a game datagram or reassembled packet.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Not a game datagram: nothing was validated.
+    #[default]
+    None,
+    /// Valid: checksum (if any) and header fine, body read as the definition says.
+    Ok,
+    /// Cut by the snaplen or shorter than its UDP length: not validated.
+    Truncated,
+    CrcMismatch,
+    /// Too short to hold a checksum.
+    TooShort,
+    /// Checksum fine, header unreadable (see `fault`).
+    BadHeader,
+    /// Header fine, body not as the definition says (see `fault`).
+    Malformed,
+}
+
+impl Status {
+    pub fn crc_failed(self) -> bool {
+        matches!(self, Status::CrcMismatch | Status::TooShort)
+    }
+
+    /// The word used in every output.
+    pub fn code(self) -> &'static str {
+        match self {
+            Status::None => "none",
+            Status::Ok => "ok",
+            Status::Truncated => "truncated",
+            Status::CrcMismatch => "crc_mismatch",
+            Status::TooShort => "too_short",
+            Status::BadHeader => "bad_header",
+            Status::Malformed => "malformed",
+        }
+    }
+}
+
+/// What decoding found in the frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layer<'a> {
+    /// The frame carried a whole UDP datagram.
+    Udp,
+    /// The frame carried an IP fragment; when the event is a datagram, this piece
+    /// completed it.
+    IpPiece {
+        protocol: u8,
+    },
+    Icmp(IcmpTooBig),
+    Other(&'static str),
+    Malformed {
+        layer: &'static str,
+        reason: &'a str,
+    },
+    UnsupportedLink(i32),
+    /// An IP fragment completed a datagram that is not UDP.
+    RebuiltNotUdp,
+    /// A rebuilt IP datagram whose UDP header could not be read.
+    RebuiltBadUdp,
+}
+
+/// One event: a frame, or a game packet reassembled from fragments (then `frame` is the
+/// frame that completed it and `fragment_frames` lists them all).
+#[derive(Debug, Clone, Copy)]
+pub struct PacketEvent<'a> {
+    pub kind: Kind,
+    /// Index of the input file (several captures in one run).
+    pub file: u32,
+    /// 1-based, as tshark numbers frames.
+    pub frame: u64,
+    pub ts_ns: i64,
+    /// Where the frame's record starts in its (decompressed) file.
+    pub offset: u64,
+    pub linktype: i32,
+    /// The captured frame.
+    pub frame_data: &'a [u8],
+    /// Bytes on the wire.
+    pub wire_len: u32,
+    pub layer: Layer<'a>,
+    pub ip: Option<IpInfo>,
+    pub flow: Option<FlowId>,
+    /// Position of the flow in the engine's flow table (tracked flows only).
+    pub flow_index: Option<u32>,
+    /// IP fragments the datagram arrived in (1: sent whole).
+    pub ip_fragments: u32,
+    /// The UDP payload, or the reassembled packet (empty when the event was rebuilt from
+    /// an index row).
+    pub payload: &'a [u8],
+    /// Its size in bytes.
+    pub size: u32,
+    /// Payload cut by the snaplen or shorter than the UDP length says.
+    pub truncated: bool,
+    pub over_budget: bool,
+    pub status: Status,
+    /// None when the protocol declares no checksum or the datagram was not validated.
+    pub crc: Option<CrcStatus>,
+    pub sequence: Option<u16>,
+    pub packet_type: Option<u32>,
+    pub fragment: Option<FragmentInfo>,
+    pub fault: Option<FaultKind>,
+    /// The sequence analysis of this datagram (game datagrams of tracked flows).
+    pub seq_event: Option<SeqEvent>,
+    /// This fragment completed a packet of that many fragments (its event follows).
+    pub completes: Option<u32>,
+    /// Reassembled packets: the frames of its fragments, by fragment id.
+    pub fragment_frames: &'a [u64],
+    /// The field tree, when the engine records fields (dissect, TUI detail).
+    pub dissection: Option<&'a Dissection>,
+}
+
+impl<'a> PacketEvent<'a> {
+    /// An event for `frame` that says nothing yet.
+    pub fn new(frame: &crate::capture::Frame<'a>, file: u32) -> Self {
+        PacketEvent {
+            file,
+            frame: frame.number,
+            ts_ns: frame.ts_ns,
+            offset: frame.offset,
+            linktype: frame.linktype,
+            frame_data: frame.data,
+            wire_len: frame.origlen,
+            ..PacketEvent::empty()
+        }
+    }
+
+    /// An event that says nothing.
+    pub fn empty() -> Self {
+        PacketEvent {
+            kind: Kind::NotUdp,
+            file: 0,
+            frame: 0,
+            ts_ns: 0,
+            offset: 0,
+            linktype: 0,
+            frame_data: &[],
+            wire_len: 0,
+            layer: Layer::Other(""),
+            ip: None,
+            flow: None,
+            flow_index: None,
+            ip_fragments: 0,
+            payload: &[],
+            size: 0,
+            truncated: false,
+            over_budget: false,
+            status: Status::None,
+            crc: None,
+            sequence: None,
+            packet_type: None,
+            fragment: None,
+            fault: None,
+            seq_event: None,
+            completes: None,
+            fragment_frames: &[],
+            dissection: None,
+        }
+    }
+
+    /// A UDP datagram on the protocol's ports, or a reassembled packet.
+    pub fn is_game(&self) -> bool {
+        matches!(self.kind, Kind::Game | Kind::Reassembled)
+    }
+
+    pub fn snaplen_cut(&self) -> bool {
+        self.wire_len as usize > self.frame_data.len()
+    }
+
+    pub fn crc_ok(&self) -> bool {
+        self.crc == Some(CrcStatus::Ok)
+    }
+}

@@ -1,0 +1,436 @@
+//! The packet engine: the one route from captured frames to anything a user sees.
+//!
+//! A frame goes through a stateless stage (link/IP/UDP decode, then checksum, header and
+//! body in [`Validator`]: any frame, any core) and an ordered stateful stage (IP
+//! defragmentation, flows, sequences, game-fragment reassembly). The engine emits one
+//! [`PacketEvent`] per frame and one per reassembled game packet to a [`Sink`]: the
+//! statistics behind the report, the TUI's packet index, the `dissect` printers and the
+//! capture writer are all sinks, as Wireshark's taps are listeners of its one dissection.
+
+pub mod config;
+pub mod event;
+pub mod parallel;
+pub mod reassembly;
+pub mod resolve;
+pub mod run;
+pub mod seq;
+pub mod session;
+pub mod validator;
+
+pub use config::Config;
+pub use event::{FlowId, Kind, Layer, PacketEvent, Status};
+pub use run::{FileOutcome, run_files, sample_files};
+pub use validator::{Validator, Verdict};
+
+use crate::capture::{CaptureError, Frame};
+use crate::decode::ipfrag::{DefragStats, IpDefrag};
+use crate::decode::{Decoded, IpInfo, decode, udp_from_reassembled};
+use hashbrown::HashMap;
+use reassembly::{AttackCounters, Budget, CountStats, FlowReassembly, FragmentIn, Outcome};
+use seq::{SeqStats, SeqTracker};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+/// A consumer of the engine's events.
+pub trait Sink {
+    /// Input file `file` (0-based) begins.
+    fn begin_file(&mut self, _file: u32, _name: &str) {}
+    /// Every frame, and every reassembled packet right after the frame that completed it.
+    fn packet(&mut self, event: &PacketEvent<'_>);
+    /// Input file `file` ended: how reading it stopped.
+    fn end_file(&mut self, _file: u32, _end: &FileEnd) {}
+    /// A tracked flow's final sequence and reassembly state (at the end, in flow order).
+    fn flow_end(&mut self, _end: &FlowEnd) {}
+    /// The engine is done.
+    fn finish(&mut self, _summary: &Summary) {}
+}
+
+impl<S: Sink + ?Sized> Sink for &mut S {
+    fn begin_file(&mut self, file: u32, name: &str) {
+        (**self).begin_file(file, name)
+    }
+    fn packet(&mut self, event: &PacketEvent<'_>) {
+        (**self).packet(event)
+    }
+    fn end_file(&mut self, file: u32, end: &FileEnd) {
+        (**self).end_file(file, end)
+    }
+    fn flow_end(&mut self, end: &FlowEnd) {
+        (**self).flow_end(end)
+    }
+    fn finish(&mut self, summary: &Summary) {
+        (**self).finish(summary)
+    }
+}
+
+/// Two sinks fed the same events, in order.
+impl<A: Sink, B: Sink> Sink for (A, B) {
+    fn begin_file(&mut self, file: u32, name: &str) {
+        self.0.begin_file(file, name);
+        self.1.begin_file(file, name);
+    }
+    fn packet(&mut self, event: &PacketEvent<'_>) {
+        self.0.packet(event);
+        self.1.packet(event);
+    }
+    fn end_file(&mut self, file: u32, end: &FileEnd) {
+        self.0.end_file(file, end);
+        self.1.end_file(file, end);
+    }
+    fn flow_end(&mut self, end: &FlowEnd) {
+        self.0.flow_end(end);
+        self.1.flow_end(end);
+    }
+    fn finish(&mut self, summary: &Summary) {
+        self.0.finish(summary);
+        self.1.finish(summary);
+    }
+}
+
+/// How reading a file ended.
+#[derive(Debug, Clone, Default)]
+pub struct FileEnd {
+    /// Reading stopped here (frames before it were analyzed).
+    pub error: Option<CaptureError>,
+    /// The file ended inside a record.
+    pub truncated_tail: Option<CaptureError>,
+}
+
+/// A tracked flow's final state.
+#[derive(Debug, Clone)]
+pub struct FlowEnd {
+    pub index: u32,
+    pub flow: FlowId,
+    pub first_frame: u64,
+    pub seq: SeqStats,
+    pub reassembly: BTreeMap<u32, CountStats>,
+    pub attacks: AttackCounters,
+}
+
+/// What the engine's own state says at the end.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Summary {
+    pub ip_defrag: DefragStats,
+    /// Most memory reassembly held at once.
+    pub reassembly_peak: u64,
+}
+
+/// Flows kept individually; traffic beyond is counted in aggregate. With per-flow state
+/// bounded (sequences 128 B, reassembly within the shared budget, statistics 2 KiB) this
+/// bounds memory whatever the capture.
+pub const MAX_FLOWS: usize = 16_384;
+
+#[derive(Clone)]
+struct FlowState {
+    key: FlowId,
+    seq: SeqTracker,
+    frags: FlowReassembly,
+    first_frame: u64,
+}
+
+#[derive(Clone)]
+pub struct Engine {
+    cfg: Config,
+    validator: Validator,
+    defrag: IpDefrag,
+    ip_pieces: u64,
+    flow_index: HashMap<(SocketAddr, SocketAddr), u32>,
+    flows: Vec<FlowState>,
+    budget: Budget,
+    reassembled: Vec<u8>,
+    fragment_frames: Vec<u64>,
+    file: u32,
+}
+
+impl Engine {
+    /// `record`: attach the field tree to events (dissect, TUI detail); statistics alone
+    /// only validate bodies, which is much faster.
+    pub fn new(cfg: Config, record: bool) -> Self {
+        Engine {
+            validator: Validator::new(&cfg, record),
+            budget: Budget::new(cfg.reassembly_budget),
+            cfg,
+            defrag: IpDefrag::default(),
+            ip_pieces: 0,
+            flow_index: HashMap::new(),
+            flows: Vec::new(),
+            reassembled: Vec::new(),
+            fragment_frames: Vec::new(),
+            file: 0,
+        }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// Frames that follow belong to input file `file`.
+    pub fn set_file(&mut self, file: u32) {
+        self.file = file;
+    }
+
+    /// Runs one frame through both stages and hands its events to `sink`.
+    pub fn frame<S: Sink + ?Sized>(&mut self, f: &Frame<'_>, sink: &mut S) {
+        let mut e = PacketEvent::new(f, self.file);
+        let snap_cut = f.snaplen_truncated();
+        match decode(f.linktype, f.data) {
+            Decoded::Udp {
+                ip,
+                src_port,
+                dst_port,
+                payload,
+                truncated,
+            } => {
+                e.layer = Layer::Udp;
+                self.datagram(
+                    &e,
+                    f,
+                    ip,
+                    (src_port, dst_port),
+                    payload,
+                    truncated || snap_cut,
+                    1,
+                    sink,
+                );
+            }
+            Decoded::IpFragment {
+                ip,
+                protocol,
+                payload,
+            } => {
+                e.kind = Kind::IpPiece;
+                e.layer = Layer::IpPiece { protocol };
+                e.ip = Some(ip);
+                self.ip_pieces += 1;
+                let mut done = false;
+                if let Some(r) = self.defrag.push(f.ts_ns, &ip, protocol, payload) {
+                    if r.protocol == 17 {
+                        match udp_from_reassembled(r.ip, &r.data) {
+                            Decoded::Udp {
+                                ip,
+                                src_port,
+                                dst_port,
+                                payload,
+                                truncated,
+                            } => {
+                                // The layer stays `IpPiece`: this frame carried the last piece.
+                                self.datagram(
+                                    &e,
+                                    f,
+                                    ip,
+                                    (src_port, dst_port),
+                                    payload,
+                                    truncated,
+                                    r.fragments,
+                                    sink,
+                                );
+                                done = true;
+                            }
+                            _ => e.layer = Layer::RebuiltBadUdp,
+                        }
+                    } else {
+                        e.layer = Layer::RebuiltNotUdp;
+                    }
+                }
+                if self.ip_pieces.is_multiple_of(1024) {
+                    self.defrag.expire(f.ts_ns);
+                }
+                if !done {
+                    sink.packet(&e);
+                }
+            }
+            Decoded::Icmp(icmp) => {
+                e.kind = Kind::Icmp;
+                e.layer = Layer::Icmp(icmp);
+                sink.packet(&e);
+            }
+            Decoded::Other(what) => {
+                e.layer = Layer::Other(what);
+                sink.packet(&e);
+            }
+            Decoded::Malformed { layer, ref reason } => {
+                e.kind = Kind::BadFrame;
+                e.layer = Layer::Malformed { layer, reason };
+                e.truncated = snap_cut;
+                sink.packet(&e);
+            }
+            Decoded::UnsupportedLink(t) => {
+                e.layer = Layer::UnsupportedLink(t);
+                sink.packet(&e);
+            }
+        }
+    }
+
+    /// The flow's index, tracking it if there is room.
+    fn track(&mut self, key: FlowId, frame: u64) -> Option<u32> {
+        if let Some(&i) = self.flow_index.get(&(key.src, key.dst)) {
+            return Some(i);
+        }
+        if self.flows.len() >= MAX_FLOWS {
+            return None;
+        }
+        let i = self.flows.len() as u32;
+        self.flow_index.insert((key.src, key.dst), i);
+        self.flows.push(FlowState {
+            key,
+            seq: SeqTracker::default(),
+            frags: FlowReassembly::default(),
+            first_frame: frame,
+        });
+        Some(i)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn datagram<S: Sink + ?Sized>(
+        &mut self,
+        base: &PacketEvent<'_>,
+        f: &Frame<'_>,
+        ip: IpInfo,
+        (sport, dport): (u16, u16),
+        payload: &[u8],
+        truncated: bool,
+        ip_fragments: u32,
+        sink: &mut S,
+    ) {
+        let key = FlowId {
+            src: SocketAddr::new(ip.src, sport),
+            dst: SocketAddr::new(ip.dst, dport),
+        };
+        let mut e = PacketEvent {
+            ip: Some(ip),
+            flow: Some(key),
+            ip_fragments,
+            truncated,
+            payload,
+            size: payload.len() as u32,
+            ..*base
+        };
+        if !self.cfg.on_port(sport, dport) {
+            e.kind = Kind::OtherUdp;
+            sink.packet(&e);
+            return;
+        }
+        e.kind = Kind::Game;
+        e.over_budget = payload.len() as u32 > self.cfg.format.mtu_budget;
+        e.flow_index = self.track(key, f.number);
+        let Some(index) = e.flow_index else {
+            sink.packet(&e);
+            return;
+        };
+        if truncated {
+            e.status = Status::Truncated;
+            sink.packet(&e);
+            return;
+        }
+        let v = self.validator.datagram(payload);
+        e.status = v.status;
+        e.crc = v.crc;
+        e.fault = v.fault;
+        let record = self.validator.records();
+        let (Some(sequence), Some(ptype), Status::Ok | Status::Malformed) =
+            (v.sequence, v.packet_type, v.status)
+        else {
+            e.dissection = record.then_some(&self.validator.dissection);
+            sink.packet(&e);
+            return;
+        };
+        e.sequence = Some(sequence);
+        e.packet_type = Some(ptype);
+        e.fragment = v.fragment;
+        let flow = &mut self.flows[index as usize];
+        e.seq_event = Some(flow.seq.observe(sequence, v.fragment.is_some()));
+        let Some(frag) = v.fragment else {
+            e.dissection = record.then_some(&self.validator.dissection);
+            sink.packet(&e);
+            return;
+        };
+        let data = payload
+            .get(frag.data_offset..frag.data_offset + frag.data_len)
+            .unwrap_or(&[]);
+        let input = FragmentIn {
+            sequence,
+            id: frag.id,
+            count: frag.count,
+            frame: f.number,
+            data,
+        };
+        let outcome = flow.frags.push(
+            input,
+            &self.cfg.format,
+            &mut self.budget,
+            &mut self.reassembled,
+            &mut self.fragment_frames,
+        );
+        while self.budget.used > self.budget.limit {
+            if !flow.frags.evict_oldest(&mut self.budget) {
+                break;
+            }
+        }
+        if self.budget.used > self.budget.limit {
+            self.evict_elsewhere();
+        }
+        e.dissection = record.then_some(&self.validator.dissection);
+        let Outcome::Complete { count } = outcome else {
+            sink.packet(&e);
+            return;
+        };
+        e.completes = Some(count);
+        sink.packet(&e);
+        // The packet itself, validated and dissected like any other.
+        let v = self.validator.reassembled(&self.reassembled);
+        let whole = PacketEvent {
+            kind: Kind::Reassembled,
+            ip: Some(ip),
+            flow: Some(key),
+            flow_index: Some(index),
+            payload: &self.reassembled,
+            size: self.reassembled.len() as u32,
+            status: v.status,
+            crc: v.crc,
+            sequence: v.sequence.or(Some(sequence)),
+            packet_type: v.packet_type,
+            fragment: None,
+            fault: v.fault,
+            seq_event: None,
+            completes: None,
+            fragment_frames: &self.fragment_frames,
+            dissection: record.then_some(&self.validator.dissection),
+            ..*base
+        };
+        sink.packet(&whole);
+    }
+
+    fn evict_elsewhere(&mut self) {
+        for fl in &mut self.flows {
+            if self.budget.used <= self.budget.limit {
+                break;
+            }
+            while fl.frags.bytes_held > 0 && self.budget.used > self.budget.limit {
+                if !fl.frags.evict_oldest(&mut self.budget) {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Ends the run: gives up what is still incomplete and reports every flow's final
+    /// state, then the engine's own, to `sink`.
+    pub fn finish<S: Sink + ?Sized>(mut self, sink: &mut S) {
+        self.defrag.finish();
+        for (i, mut fl) in self.flows.into_iter().enumerate() {
+            fl.frags.finish(&mut self.budget);
+            sink.flow_end(&FlowEnd {
+                index: i as u32,
+                flow: fl.key,
+                first_frame: fl.first_frame,
+                seq: fl.seq.stats,
+                reassembly: fl.frags.by_count,
+                attacks: fl.frags.attacks,
+            });
+        }
+        sink.finish(&Summary {
+            ip_defrag: self.defrag.stats,
+            reassembly_peak: self.budget.peak as u64,
+        });
+    }
+}

@@ -1,0 +1,110 @@
+//! Protocol resolution: from a definition, flags and a sample of the traffic, what the
+//! engine should look for and why. Every command resolves through here.
+
+use super::Config;
+use crate::capture::CaptureError;
+use crate::dissect::Program;
+use crate::error::Error;
+use crate::identify::{Identification, Identifier};
+use crate::validate::ProtocolId;
+use std::sync::Arc;
+
+/// What the user said about the protocol (all optional).
+#[derive(Debug, Clone, Default)]
+pub struct Choice {
+    pub program: Option<Arc<Program>>,
+    pub protocol_id: Option<ProtocolId>,
+    pub ports: Vec<u16>,
+    pub any_port: bool,
+    pub reassembly_budget: Option<usize>,
+    pub mtu_budget: Option<u32>,
+    pub link_mtu: Option<u32>,
+}
+
+/// What to do when nothing names the protocol and the traffic does not either.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Missing {
+    /// Refuse: the command needs a protocol (analyze).
+    Refuse,
+    /// Go on without a protocol id (browsing, dissecting: every datagram is shown).
+    Allow,
+}
+
+/// The configuration, and how the protocol id was found when nothing gave it.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub cfg: Config,
+    pub identification: Option<Identification>,
+}
+
+impl Resolved {
+    /// One sentence on an identified protocol, for people.
+    pub fn note(&self) -> Option<String> {
+        let id = self.identification.as_ref()?;
+        let best = id.best()?;
+        Some(format!(
+            "Protocol id {} identified from the traffic: it validates {} of {} sampled datagrams in {} flows (ports {}); header read with the reference layout.",
+            best.protocol_id,
+            best.datagrams,
+            id.sampled,
+            best.flows.len(),
+            best.ports
+                .iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        ))
+    }
+}
+
+/// Resolves the protocol. `sample` feeds the identifier the first datagrams of the
+/// traffic; it is called only when neither the definition nor a flag gives an id. No
+/// ports at all means any port.
+pub fn resolve(
+    choice: &Choice,
+    missing: Missing,
+    sample: impl FnOnce(&mut Identifier) -> Result<(), CaptureError>,
+) -> Result<Resolved, Error> {
+    let mut cfg = match &choice.program {
+        Some(p) => Config::from_program(p.clone()),
+        None => Config::default(),
+    };
+    if let Some(id) = choice.protocol_id {
+        cfg.protocol_id = Some(id);
+        cfg.protocol_source = "flag".into();
+    }
+    if !choice.ports.is_empty() {
+        cfg.ports = choice.ports.clone();
+    }
+    cfg.any_port |= choice.any_port;
+    if let Some(b) = choice.reassembly_budget {
+        cfg.reassembly_budget = b;
+    }
+    if let Some(m) = choice.mtu_budget {
+        cfg.format.mtu_budget = m;
+    }
+    if let Some(m) = choice.link_mtu {
+        cfg.link_mtu = m;
+    }
+    let mut identification = None;
+    if cfg.protocol_id.is_none() {
+        let mut ident = Identifier::default();
+        sample(&mut ident)?;
+        let id = ident.finish();
+        match id.best() {
+            Some(best) => cfg.use_identified(best),
+            None if missing == Missing::Refuse => {
+                return Err(Error::NoProtocol {
+                    sampled: id.sampled,
+                    flows: id.flows,
+                });
+            }
+            None => {}
+        }
+        identification = Some(id);
+    }
+    if cfg.ports.is_empty() {
+        cfg.any_port = true;
+    }
+    Ok(Resolved { cfg, identification })
+}

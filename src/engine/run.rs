@@ -1,0 +1,81 @@
+//! The frame loop over capture files: the only one in gpcap besides the capture reader's.
+
+use super::{Engine, FileEnd, Sink};
+use crate::capture::{CaptureError, CaptureReader};
+use std::path::PathBuf;
+
+/// How far reading has come: file index and bytes read of it.
+pub type Progress<'a> = &'a mut dyn FnMut(usize, u64);
+
+/// How reading all files went, for the caller's messages.
+#[derive(Debug, Clone, Default)]
+pub struct FileOutcome {
+    pub name: String,
+    pub frames: u64,
+    pub end: FileEnd,
+}
+
+/// Reads every capture, in order, through `engine` into `sink`, then finishes the engine.
+/// A file that cannot be opened is an error; one that breaks midway keeps what was read
+/// and says where it stopped (in the outcome and to the sink). Stops early when the sink
+/// says it is done (a closed output).
+pub fn run_files<S: Sink + ?Sized>(
+    paths: &[PathBuf],
+    mut engine: Engine,
+    sink: &mut S,
+    progress: Progress,
+    done: &dyn Fn(&S) -> bool,
+) -> Result<Vec<FileOutcome>, CaptureError> {
+    let mut outcomes = Vec::new();
+    for (i, path) in paths.iter().enumerate() {
+        let name = path.display().to_string();
+        let mut r = CaptureReader::open(path)?;
+        engine.set_file(i as u32);
+        sink.begin_file(i as u32, &name);
+        let mut end = FileEnd::default();
+        loop {
+            match r.next_frame() {
+                Ok(Some(f)) => {
+                    engine.frame(&f, sink);
+                    if f.number.is_multiple_of(65536) {
+                        progress(i, r.offset());
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    end.error = Some(e);
+                    break;
+                }
+            }
+            if done(sink) {
+                break;
+            }
+        }
+        end.truncated_tail = r.truncated_tail.clone();
+        sink.end_file(i as u32, &end);
+        outcomes.push(FileOutcome {
+            name,
+            frames: r.frames_read(),
+            end,
+        });
+        if done(sink) {
+            break;
+        }
+    }
+    engine.finish(sink);
+    Ok(outcomes)
+}
+
+/// Feeds the identifier the first datagrams of each capture, until it has what it needs.
+pub fn sample_files(paths: &[PathBuf], ident: &mut crate::identify::Identifier) -> Result<(), CaptureError> {
+    for path in paths {
+        let mut r = CaptureReader::open(path)?;
+        while let Ok(Some(f)) = r.next_frame() {
+            ident.frame(f.linktype, f.data);
+            if ident.saturated() {
+                break;
+            }
+        }
+    }
+    Ok(())
+}

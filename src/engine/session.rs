@@ -1,0 +1,129 @@
+//! Frames fed as they arrive (live capture): the same engine and sinks as files, one
+//! batch at a time, with the report available at any moment.
+
+use super::{Config, Engine, Sink};
+use crate::analysis::{Report, Statistics};
+use crate::capture::Frame;
+use crate::sinks::index::IndexSink;
+use crate::sinks::writer::PcapNgSink;
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::Path;
+
+pub struct Session {
+    engine: Engine,
+    stats: Statistics,
+    /// The TUI's index (none for reports alone, which keep nothing per packet).
+    pub index: Option<IndexSink>,
+    writer: Option<PcapNgSink<BufWriter<File>>>,
+    frames: u64,
+    linktype: i32,
+}
+
+impl Session {
+    /// `write`: also save every frame to this pcapng file.
+    pub fn new(
+        cfg: Config,
+        linktype: i32,
+        index: Option<IndexSink>,
+        write: Option<&Path>,
+    ) -> std::io::Result<Self> {
+        let writer = match write {
+            Some(p) => Some(PcapNgSink::new(BufWriter::with_capacity(
+                1 << 20,
+                File::create(p)?,
+            ))?),
+            None => None,
+        };
+        let mut stats = Statistics::new(cfg.clone());
+        stats.begin_file(0, "live");
+        Ok(Session {
+            engine: Engine::new(cfg, false),
+            stats,
+            index,
+            writer,
+            frames: 0,
+            linktype,
+        })
+    }
+
+    pub fn frames(&self) -> u64 {
+        self.frames
+    }
+
+    /// Analyzes a batch of (timestamp, original length, bytes).
+    pub fn feed<'a>(&mut self, batch: impl IntoIterator<Item = (i64, u32, &'a [u8])>) -> std::io::Result<()> {
+        let mut sinks = (&mut self.stats, (&mut self.index, &mut self.writer));
+        for (ts_ns, origlen, data) in batch {
+            self.frames += 1;
+            let f = Frame {
+                number: self.frames,
+                ts_ns,
+                linktype: self.linktype,
+                interface: 0,
+                origlen,
+                offset: 0,
+                data,
+            };
+            self.engine.frame(&f, &mut sinks);
+        }
+        if let Some(w) = self.writer.as_mut()
+            && let Some(e) = w.error.take()
+        {
+            return Err(e);
+        }
+        if let Some(ix) = self.index.as_mut() {
+            ix.publish(false);
+        }
+        Ok(())
+    }
+
+    /// The report so far (packets still being reassembled count as incomplete in it).
+    pub fn report(&self) -> Report {
+        let mut stats = self.stats.clone();
+        self.engine.clone().finish(&mut stats);
+        stats.report()
+    }
+
+    pub fn finish(mut self) -> std::io::Result<Report> {
+        if let Some(w) = self.writer {
+            w.finish()?;
+        }
+        let mut stats = self.stats;
+        self.engine.finish(&mut stats);
+        let report = stats.report();
+        if let Some(ix) = self.index.as_mut() {
+            ix.done(Some(report.clone()), None);
+        }
+        Ok(report)
+    }
+}
+
+/// A sink that may be absent.
+impl<S: Sink> Sink for Option<S> {
+    fn begin_file(&mut self, file: u32, name: &str) {
+        if let Some(s) = self {
+            s.begin_file(file, name)
+        }
+    }
+    fn packet(&mut self, event: &super::PacketEvent<'_>) {
+        if let Some(s) = self {
+            s.packet(event)
+        }
+    }
+    fn end_file(&mut self, file: u32, end: &super::FileEnd) {
+        if let Some(s) = self {
+            s.end_file(file, end)
+        }
+    }
+    fn flow_end(&mut self, end: &super::FlowEnd) {
+        if let Some(s) = self {
+            s.flow_end(end)
+        }
+    }
+    fn finish(&mut self, summary: &super::Summary) {
+        if let Some(s) = self {
+            s.finish(summary)
+        }
+    }
+}

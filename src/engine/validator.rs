@@ -1,0 +1,152 @@
+//! The stateless part of the engine: checksum, header and body of one datagram, with no
+//! knowledge of flows or order — so it can run for any frame on any core.
+
+use super::config::Config;
+use super::event::Status;
+use crate::dissect::{Dissection, Dissector, FaultKind, FragmentInfo};
+use crate::validate::{self, CrcStatus, HeaderFormat, ProtocolId};
+
+/// What validation found in one datagram.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Verdict {
+    pub status: Status,
+    pub crc: Option<CrcStatus>,
+    pub sequence: Option<u16>,
+    pub packet_type: Option<u32>,
+    pub fragment: Option<FragmentInfo>,
+    pub fault: Option<FaultKind>,
+}
+
+/// Validates datagrams; reuses its buffers, so it allocates nothing once warm.
+#[derive(Clone)]
+pub struct Validator {
+    protocol_id: Option<ProtocolId>,
+    format: HeaderFormat,
+    dissector: Option<Dissector>,
+    /// The field tree of the last datagram (recorded only when asked for).
+    pub dissection: Dissection,
+}
+
+impl Validator {
+    /// `record`: keep the field tree of every datagram (dissect, detail views); without
+    /// it bodies are only validated, which is much faster.
+    pub fn new(cfg: &Config, record: bool) -> Self {
+        Validator {
+            protocol_id: cfg.protocol_id,
+            format: cfg.format,
+            dissector: cfg.program.clone().map(|p| {
+                let mut d = Dissector::new(p);
+                d.record = record;
+                d
+            }),
+            dissection: Dissection::default(),
+        }
+    }
+
+    pub fn records(&self) -> bool {
+        self.dissector.as_ref().is_some_and(|d| d.record)
+    }
+
+    /// Checksum, then header (and body with a definition). A datagram that fails its
+    /// checksum is still dissected when fields are recorded, so it can be shown, but its
+    /// header values are not trusted (the verdict carries none).
+    pub fn datagram(&mut self, payload: &[u8]) -> Verdict {
+        let mut v = Verdict::default();
+        self.dissection.fields.clear();
+        if let Some(id) = self.protocol_id {
+            let crc = validate::verify_crc(id, payload);
+            v.crc = Some(crc);
+            let failed = match crc {
+                CrcStatus::Ok => None,
+                CrcStatus::Mismatch { .. } => Some(Status::CrcMismatch),
+                CrcStatus::TooShort { .. } => Some(Status::TooShort),
+            };
+            if let Some(status) = failed {
+                v.status = status;
+                if self.records()
+                    && let Some(d) = &mut self.dissector
+                {
+                    d.dissect_into(payload, &mut self.dissection);
+                }
+                return v;
+            }
+        }
+        match &mut self.dissector {
+            Some(d) => {
+                d.dissect_into(payload, &mut self.dissection);
+                let x = &self.dissection;
+                match (x.sequence, x.packet_type) {
+                    (Some(seq), Some(t)) => {
+                        v.sequence = Some(seq);
+                        v.packet_type = Some(t);
+                        v.fragment = x.fragment;
+                        v.fault = x.fault.as_ref().map(|f| f.kind);
+                        v.status = if v.fault.is_some() {
+                            Status::Malformed
+                        } else {
+                            Status::Ok
+                        };
+                    }
+                    _ => {
+                        v.status = Status::BadHeader;
+                        v.fault = Some(x.fault.as_ref().map_or(FaultKind::PastEnd, |f| f.kind));
+                    }
+                }
+            }
+            None => match validate::read_header(payload, &self.format) {
+                Ok(h) => {
+                    v.status = Status::Ok;
+                    v.sequence = Some(h.header.sequence);
+                    v.packet_type = Some(h.header.packet_type);
+                    v.fragment = h.fragment.map(|fh| FragmentInfo {
+                        id: fh.fragment_id,
+                        count: fh.num_fragments,
+                        data_offset: h.body_offset,
+                        data_len: payload.len().saturating_sub(h.body_offset),
+                    });
+                }
+                Err(e) => {
+                    v.status = Status::BadHeader;
+                    v.fault = Some(FaultKind::from_error(&e.kind));
+                }
+            },
+        }
+        v
+    }
+
+    /// A packet put back together from fragments: validated and dissected like any other.
+    pub fn reassembled(&mut self, packet: &[u8]) -> Verdict {
+        let mut v = Verdict::default();
+        self.dissection.fields.clear();
+        if let Some(id) = self.protocol_id {
+            let crc = validate::verify_crc(id, packet);
+            v.crc = Some(crc);
+            if crc != CrcStatus::Ok {
+                v.status = Status::CrcMismatch;
+                return v;
+            }
+        }
+        match &mut self.dissector {
+            Some(d) => {
+                d.dissect_into(packet, &mut self.dissection);
+                let x = &self.dissection;
+                v.sequence = x.sequence;
+                v.packet_type = x.packet_type;
+                v.fault = x.fault.as_ref().map(|f| f.kind);
+            }
+            None => match validate::read_header(packet, &self.format) {
+                Ok(h) => {
+                    v.sequence = Some(h.header.sequence);
+                    v.packet_type = Some(h.header.packet_type);
+                }
+                Err(_) => v.fault = Some(FaultKind::PastEnd),
+            },
+        }
+        v.status = if v.fault.is_some() {
+            Status::Malformed
+        } else {
+            Status::Ok
+        };
+        v
+    }
+}

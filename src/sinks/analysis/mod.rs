@@ -1,0 +1,562 @@
+//! The statistics sink: counts what the engine's events say and builds the [`Report`]
+//! (capture summary, validation, flows, malformed packets, reassembly and amplification,
+//! MTU). It never prints. [`Analyzer`] is the engine with this sink, the usual way in.
+
+pub mod gates;
+pub mod report;
+
+use crate::capture::{CaptureError, Frame};
+use crate::decode::IcmpTooBig;
+use crate::dissect::FaultKind;
+pub use crate::engine::Config;
+use crate::engine::seq::SeqEvent;
+use crate::engine::{Engine, FileEnd, FlowEnd, Kind, Layer, PacketEvent, Sink, Status, Summary};
+use hashbrown::HashMap;
+pub use report::*;
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+
+/// Findings kept as lists (counts are exact beyond).
+const MAX_LISTED: usize = 1000;
+
+/// Datagrams remembered per flow for the burst window (a flow sending faster than this
+/// per second is sampled by its latest datagrams).
+const RECENT: usize = 512;
+const BURST_WINDOW_NS: i64 = 1_000_000_000;
+
+#[derive(Clone)]
+struct FlowState {
+    stats: FlowStats,
+    /// Recent (time, payload size) for "sizes in the second before a loss burst".
+    recent: VecDeque<(i64, u32)>,
+    /// Datagrams up to this time were already counted as before a burst.
+    counted_until: i64,
+    /// The frame that opened the flow: shards merge flows back in this order.
+    first_frame: u64,
+}
+
+/// Counts events into a report.
+#[derive(Clone)]
+pub struct Statistics {
+    cfg: Config,
+    /// Tracked flows, by the engine's flow index.
+    flows: Vec<FlowState>,
+    /// The smallest MTU ICMP announced for each flow.
+    path_mtu: HashMap<(SocketAddr, SocketAddr), u32>,
+    bursts: BurstSizes,
+    /// Frames by link type (named when the report is built).
+    link_types: Vec<(i32, u64)>,
+    report: Report,
+}
+
+impl Statistics {
+    pub fn new(cfg: Config) -> Self {
+        let mut report = Report::default();
+        report.protocol.protocol_id = cfg.protocol_id;
+        report.protocol.source = cfg.protocol_source.clone();
+        report.protocol.ports = cfg.ports.clone();
+        report.protocol.any_port = cfg.any_port;
+        report.protocol.name = cfg.program.as_ref().map(|p| p.params.name.clone());
+        report.mtu.budget = cfg.format.mtu_budget;
+        report.mtu.link_mtu = cfg.link_mtu;
+        Statistics {
+            cfg,
+            flows: Vec::new(),
+            path_mtu: HashMap::new(),
+            bursts: BurstSizes::default(),
+            link_types: Vec::new(),
+            report,
+        }
+    }
+
+    /// Starts the per-second timeline at `ts_ns`, so that shards of one capture share it.
+    pub fn set_timeline_start(&mut self, ts_ns: i64) {
+        self.report.timeline.start_ns.get_or_insert(ts_ns);
+    }
+
+    /// Records how reading file `i` ended (for shards, whose reader is elsewhere).
+    pub fn file_result(&mut self, i: usize, end: &FileEnd) {
+        if let Some(f) = self.report.capture.files.get_mut(i) {
+            f.error = end.error.clone();
+            f.truncated_tail = end.truncated_tail.clone();
+        }
+    }
+
+    /// Folds in a shard: statistics of the same capture over a disjoint set of IP address
+    /// pairs, both finished. Counters add up, lists merge by frame, flows keep their order
+    /// of appearance.
+    pub fn merge(&mut self, o: Statistics) {
+        self.flows.extend(o.flows);
+        self.flows.sort_by_key(|f| f.first_frame);
+        self.path_mtu.extend(o.path_mtu);
+        self.bursts.bursts += o.bursts.bursts;
+        self.bursts.before.merge(&o.bursts.before);
+        self.bursts.all.merge(&o.bursts.all);
+        for (t, n) in o.link_types {
+            self.count_link_type(t, n);
+        }
+        self.report.merge(o.report);
+    }
+
+    fn count_link_type(&mut self, t: i32, n: u64) {
+        match self.link_types.iter_mut().find(|(x, _)| *x == t) {
+            Some((_, c)) => *c += n,
+            None => self.link_types.push((t, n)),
+        }
+    }
+
+    /// Builds the report.
+    pub fn report(mut self) -> Report {
+        for (t, n) in std::mem::take(&mut self.link_types) {
+            *self
+                .report
+                .capture
+                .link_types
+                .entry(crate::decode::linktype::name(t))
+                .or_default() += n;
+        }
+        for fl in self.flows {
+            self.report.flows.push(fl.stats);
+        }
+        self.report.mtu.bursts = self.bursts.report();
+        self.report.finalize(&self.cfg);
+        self.report
+    }
+
+    fn frame(&mut self, e: &PacketEvent) {
+        // The timeline counts seconds of capture time, from the first frame.
+        self.report.timeline.start_ns.get_or_insert(e.ts_ns);
+        let c = &mut self.report.capture;
+        c.frames += 1;
+        c.bytes += e.frame_data.len() as u64;
+        c.wire_bytes += e.wire_len as u64;
+        c.first_ns = Some(c.first_ns.map_or(e.ts_ns, |t| t.min(e.ts_ns)));
+        c.last_ns = Some(c.last_ns.map_or(e.ts_ns, |t| t.max(e.ts_ns)));
+        if let Some(file) = c.files.last_mut() {
+            file.frames += 1;
+        }
+        let snap_cut = e.snaplen_cut();
+        if snap_cut {
+            c.snaplen_truncated += 1;
+        }
+        match self.link_types.last_mut() {
+            Some((t, n)) if *t == e.linktype => *n += 1,
+            _ => self.count_link_type(e.linktype, 1),
+        }
+        let c = &mut self.report.capture;
+        if matches!(
+            e.layer,
+            Layer::IpPiece { .. } | Layer::RebuiltBadUdp | Layer::RebuiltNotUdp
+        ) {
+            c.ip_fragments += 1;
+        }
+        match e.layer {
+            Layer::Udp => {}
+            Layer::IpPiece { .. } => {}
+            Layer::RebuiltBadUdp => *c.decode_errors.entry("udp".into()).or_default() += 1,
+            Layer::RebuiltNotUdp => *c.not_udp.entry("ip-fragmented non-udp".into()).or_default() += 1,
+            Layer::Icmp(icmp) => self.icmp(e.frame, icmp),
+            Layer::Other(what) => *c.not_udp.entry(what.into()).or_default() += 1,
+            Layer::Malformed { layer, .. } => {
+                if snap_cut {
+                    *c.truncated_by_layer.entry(layer.into()).or_default() += 1;
+                } else {
+                    *c.decode_errors.entry(layer.into()).or_default() += 1;
+                }
+            }
+            Layer::UnsupportedLink(t) => {
+                *c.decode_errors
+                    .entry(format!("unsupported linktype {t}"))
+                    .or_default() += 1
+            }
+        }
+    }
+
+    fn icmp(&mut self, frame: u64, icmp: IcmpTooBig) {
+        self.report.capture.icmp_too_big += 1;
+        if let Some(q) = icmp.quoted {
+            // Later datagrams are counted as they arrive; the first ICMP of a flow stands
+            // for the datagram before it.
+            let first = !self.path_mtu.contains_key(&(q.src, q.dst));
+            let mtu = self.path_mtu.entry((q.src, q.dst)).or_insert(icmp.mtu);
+            *mtu = (*mtu).min(icmp.mtu);
+            if first && q.ip_len > icmp.mtu {
+                self.report.mtu.df_over_path_mtu += 1;
+            }
+        }
+        let m = &mut self.report.mtu;
+        m.icmp_total += 1;
+        if m.icmp.len() < MAX_LISTED {
+            m.icmp.push(IcmpFinding {
+                frame,
+                from: icmp.from,
+                v6: icmp.v6,
+                mtu: icmp.mtu,
+                flow: icmp.quoted.map(|q| FlowId {
+                    src: q.src,
+                    dst: q.dst,
+                }),
+                quoted_ip_len: icmp.quoted.map(|q| q.ip_len),
+            });
+        }
+    }
+
+    fn datagram(&mut self, e: &PacketEvent) {
+        let (Some(ip), Some(key)) = (e.ip, e.flow) else {
+            return;
+        };
+        let c = &mut self.report.capture;
+        c.udp_datagrams += 1;
+        if e.ip_fragments > 1 {
+            c.ip_reassembled += 1;
+        }
+        if e.kind == Kind::OtherUdp {
+            c.other_udp += 1;
+            return;
+        }
+        let Some(index) = e.flow_index else {
+            c.flows_not_tracked += 1;
+            return;
+        };
+        let index = index as usize;
+        if index >= self.flows.len() {
+            self.flows.push(FlowState {
+                stats: FlowStats::new(key.src, key.dst, self.cfg.format.num_types),
+                recent: VecDeque::new(),
+                counted_until: i64::MIN,
+                first_frame: e.frame,
+            });
+        }
+        let Some(flow) = self.flows.get_mut(index) else {
+            return;
+        };
+        let payload_len = e.payload.len() as u32;
+        let s = &mut flow.stats;
+        let v = &mut self.report.validation;
+        v.examined += 1;
+        s.datagrams += 1;
+        s.bytes += payload_len as u64;
+        s.first_ns.get_or_insert(e.ts_ns);
+        s.last_ns = Some(e.ts_ns);
+        s.largest_payload = s.largest_payload.max(payload_len);
+        s.largest_ip = s.largest_ip.max(ip.total_len);
+        s.size_hist.add(payload_len);
+        let m = &mut self.report.mtu;
+        if e.over_budget {
+            s.over_budget += 1;
+            m.over_budget += 1;
+        }
+        let whole = e.ip_fragments <= 1;
+        if ip.total_len > self.cfg.link_mtu {
+            m.over_link_mtu += 1;
+            if ip.dont_fragment && whole {
+                m.df_over_link_mtu += 1;
+            }
+        }
+        // A datagram sent whole with don't-fragment over the MTU a router announced
+        // (the first one is counted from the ICMP that quotes it).
+        if ip.dont_fragment
+            && whole
+            && let Some(&pmtu) = self.path_mtu.get(&(key.src, key.dst))
+            && ip.total_len > pmtu
+        {
+            m.df_over_path_mtu += 1;
+        }
+        if !whole {
+            s.ip_fragmented += 1;
+            m.ip_fragmented += 1;
+            if m.ip_fragmented_list.len() < MAX_LISTED {
+                m.ip_fragmented_list.push(IpFragFinding {
+                    frame: e.frame,
+                    flow: key,
+                    ip_len: ip.total_len,
+                    fragments: e.ip_fragments,
+                });
+            }
+        }
+        match e.status {
+            Status::Truncated => {
+                s.truncated += 1;
+                v.truncated += 1;
+                return;
+            }
+            Status::CrcMismatch => {
+                s.crc_fail += 1;
+                v.crc_mismatch += 1;
+                return;
+            }
+            Status::TooShort => {
+                s.too_short += 1;
+                v.too_short += 1;
+                return;
+            }
+            _ => {}
+        }
+        v.crc_ok += 1;
+        s.crc_ok += 1;
+        if e.status == Status::BadHeader {
+            let code = e.fault.map_or("header", |f| f.code());
+            *v.header_errors.entry(code.into()).or_default() += 1;
+            s.malformed += 1;
+            return;
+        }
+        let (Some(ptype), Some(event)) = (e.packet_type, e.seq_event) else {
+            return;
+        };
+        if let Some(t) = self.report.timeline.slot(e.ts_ns) {
+            t.datagrams += 1;
+            if let SeqEvent::New { gap } = event {
+                t.lost += gap;
+            }
+        }
+        while flow
+            .recent
+            .front()
+            .is_some_and(|&(t, _)| t < e.ts_ns - BURST_WINDOW_NS || flow.recent.len() >= RECENT)
+        {
+            flow.recent.pop_front();
+        }
+        flow.recent.push_back((e.ts_ns, payload_len));
+        let budget = self.cfg.format.mtu_budget;
+        self.bursts.all.add(payload_len, budget);
+        if let SeqEvent::New { gap } = event
+            && gap >= 2
+        {
+            // A burst: the datagrams of the second before it (not counted yet).
+            self.bursts.bursts += 1;
+            let from = (e.ts_ns - BURST_WINDOW_NS).max(flow.counted_until);
+            for &(_, size) in flow.recent.iter().filter(|(t, _)| *t > from && *t < e.ts_ns) {
+                self.bursts.before.add(size, budget);
+            }
+            flow.counted_until = e.ts_ns;
+        }
+        let s = &mut flow.stats;
+        if let Some(n) = s.types.get_mut(ptype as usize) {
+            *n += 1;
+        }
+        if let Some(kind) = e.fault {
+            s.malformed += 1;
+            count_fault(&mut self.report.malformed, kind, e.frame, key);
+        }
+        let Some(frag) = e.fragment else {
+            v.packets += 1;
+            return;
+        };
+        v.fragments += 1;
+        s.fragments += 1;
+        if frag.data_len as u32 > self.cfg.format.fragment_size {
+            self.report.mtu.fragments_over_size += 1;
+        }
+    }
+
+    fn reassembled(&mut self, e: &PacketEvent) {
+        let r = &mut self.report.reassembly;
+        r.completed += 1;
+        match e.status {
+            Status::CrcMismatch | Status::TooShort => r.crc_fail += 1,
+            Status::Ok => r.dissected_ok += 1,
+            _ => {
+                r.malformed += 1;
+                if let (Some(kind), Some(key)) = (e.fault, e.flow) {
+                    count_fault(&mut self.report.malformed, kind, e.frame, key);
+                }
+            }
+        }
+    }
+}
+
+impl Sink for Statistics {
+    fn begin_file(&mut self, _file: u32, name: &str) {
+        self.report.capture.files.push(FileSummary {
+            name: name.to_string(),
+            ..FileSummary::default()
+        });
+    }
+
+    fn packet(&mut self, e: &PacketEvent<'_>) {
+        match e.kind {
+            Kind::Reassembled => self.reassembled(e),
+            Kind::Game | Kind::OtherUdp => {
+                self.frame(e);
+                self.datagram(e);
+            }
+            _ => self.frame(e),
+        }
+    }
+
+    fn end_file(&mut self, file: u32, end: &FileEnd) {
+        self.file_result(file as usize, end);
+    }
+
+    fn flow_end(&mut self, end: &FlowEnd) {
+        let r = &mut self.report.reassembly;
+        r.attacks.add(&end.attacks);
+        for (n, cs) in &end.reassembly {
+            let e = r.by_count.entry(*n).or_default();
+            e.seen += cs.seen;
+            e.completed += cs.completed;
+            e.fragments_of_lost += cs.fragments_of_lost;
+            e.bytes_wasted += cs.bytes_wasted;
+        }
+        if let Some(fl) = self.flows.get_mut(end.index as usize) {
+            fl.stats.seq = end.seq.clone();
+            fl.stats.reassembly = end.reassembly.clone();
+            fl.stats.attacks = end.attacks.clone();
+        }
+    }
+
+    fn finish(&mut self, s: &Summary) {
+        self.report.capture.ip_defrag = s.ip_defrag;
+        self.report.reassembly.peak_bytes = s.reassembly_peak;
+    }
+}
+
+/// The engine with the statistics sink: frames in, a [`Report`] out.
+#[derive(Clone)]
+pub struct Analyzer {
+    engine: Engine,
+    stats: Statistics,
+    files: u32,
+}
+
+impl Analyzer {
+    pub fn new(cfg: Config) -> Self {
+        Analyzer {
+            engine: Engine::new(cfg.clone(), false),
+            stats: Statistics::new(cfg),
+            files: 0,
+        }
+    }
+
+    pub fn config(&self) -> &Config {
+        self.engine.config()
+    }
+
+    /// Starts a new input file.
+    pub fn begin_file(&mut self, name: &str) {
+        self.engine.set_file(self.files);
+        self.stats.begin_file(self.files, name);
+        self.files += 1;
+    }
+
+    /// Ends the current file with what the reader said about it.
+    pub fn end_file(&mut self, error: Option<CaptureError>, truncated_tail: Option<CaptureError>) {
+        let end = FileEnd {
+            error,
+            truncated_tail,
+        };
+        self.stats.end_file(self.files.saturating_sub(1), &end);
+    }
+
+    /// Starts the per-second timeline at `ts_ns`, so that shards of one capture share it.
+    pub fn set_timeline_start(&mut self, ts_ns: i64) {
+        self.stats.set_timeline_start(ts_ns);
+    }
+
+    /// Analyzes one frame.
+    pub fn frame(&mut self, f: &Frame) {
+        self.engine.frame(f, &mut self.stats);
+    }
+
+    /// The report so far, leaving the analysis running (packets still being reassembled
+    /// count as incomplete in it).
+    pub fn snapshot(&self) -> Report {
+        self.clone().finish()
+    }
+
+    /// Ends the analysis and returns the finished statistics (for merging shards).
+    pub fn finish_stats(self) -> Statistics {
+        let mut stats = self.stats;
+        self.engine.finish(&mut stats);
+        stats
+    }
+
+    /// Ends the analysis: gives up what is still incomplete and builds the report.
+    pub fn finish(self) -> Report {
+        self.finish_stats().report()
+    }
+}
+
+fn count_fault(m: &mut Malformed, kind: FaultKind, frame: u64, flow: FlowId) {
+    m.total += 1;
+    *m.by_cause.entry(kind.code().into()).or_default() += 1;
+    if m.examples.len() < 20 {
+        m.examples.push(MalformedExample {
+            frame,
+            flow,
+            cause: kind.code().into(),
+        });
+    }
+}
+
+/// Payload sizes in the second before each loss burst (a gap of two or more sequences)
+/// against all sizes: do oversize packets come before the losses?
+#[derive(Default, Clone)]
+struct BurstSizes {
+    bursts: u64,
+    before: SizeTally,
+    all: SizeTally,
+}
+
+#[derive(Default, Clone, Copy)]
+struct SizeTally {
+    count: u64,
+    bytes: u64,
+    over_budget: u64,
+}
+
+impl SizeTally {
+    fn merge(&mut self, o: &SizeTally) {
+        self.count += o.count;
+        self.bytes += o.bytes;
+        self.over_budget += o.over_budget;
+    }
+
+    fn add(&mut self, size: u32, budget: u32) {
+        self.count += 1;
+        self.bytes += size as u64;
+        self.over_budget += (size > budget) as u64;
+    }
+}
+
+impl BurstSizes {
+    fn report(&self) -> BurstReport {
+        let rest = SizeTally {
+            count: self.all.count - self.before.count,
+            bytes: self.all.bytes - self.before.bytes,
+            over_budget: self.all.over_budget - self.before.over_budget,
+        };
+        let share = |t: &SizeTally| {
+            if t.count > 0 {
+                t.over_budget as f64 / t.count as f64
+            } else {
+                0.0
+            }
+        };
+        let mean = |t: &SizeTally| {
+            if t.count > 0 {
+                t.bytes as f64 / t.count as f64
+            } else {
+                0.0
+            }
+        };
+        let (b, r) = (share(&self.before), share(&rest));
+        let finding = (self.bursts > 0 && self.before.count > 0 && b > 2.0 * r && self.before.over_budget > 0).then(|| {
+            format!(
+                "oversize packets cluster before loss bursts: {:.1}% of datagrams in the second before a burst are over the budget, against {:.1}% otherwise",
+                b * 100.0,
+                r * 100.0
+            )
+        });
+        BurstReport {
+            bursts: self.bursts,
+            before_count: self.before.count,
+            before_mean_size: mean(&self.before),
+            before_over_budget: b,
+            rest_count: rest.count,
+            rest_mean_size: mean(&rest),
+            rest_over_budget: r,
+            finding,
+        }
+    }
+}

@@ -1,0 +1,558 @@
+//! The packet index behind the TUI: a few dozen bytes per event, built by a sink on the
+//! loader's thread and sent to the screen's thread as updates over a channel, so the
+//! screen owns its copy and never waits on a lock while drawing.
+
+use crate::analysis::Report;
+use crate::dissect::FaultKind;
+use crate::engine::{FlowId, Kind, PacketEvent, Sink, Status};
+use hashbrown::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::Sender;
+
+pub mod status {
+    pub const CRC_OK: u16 = 1;
+    pub const CRC_FAIL: u16 = 2;
+    pub const MALFORMED: u16 = 4;
+    pub const IP_FRAG: u16 = 8;
+    pub const OVER_BUDGET: u16 = 16;
+    pub const GAME: u16 = 32;
+    pub const TRUNCATED: u16 = 64;
+    pub const ICMP: u16 = 128;
+    pub const OTHER_UDP: u16 = 256;
+    pub const IP_PIECE: u16 = 512;
+    pub const BAD_FRAME: u16 = 1024;
+    /// A game packet reassembled from its fragments (the row of the completing frame).
+    pub const REASSEMBLED: u16 = 2048;
+}
+
+/// One row of the packet list: 48 bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Row {
+    pub frame: u64,
+    /// Where the record starts in the (decompressed) file.
+    pub offset: u64,
+    pub ts_ns: i64,
+    pub flow: u32,
+    pub size: u32,
+    pub seq: u16,
+    /// `u16::MAX` when there is no header.
+    pub ptype: u16,
+    /// Fragment count of a fragment, or of the fragments a packet was reassembled from.
+    pub frag_count: u16,
+    pub linktype: u16,
+    pub status: u16,
+    pub frag_id: u8,
+    /// `FaultKind` index + 1, 0 for none.
+    pub fault: u8,
+}
+
+pub const NO_FLOW: u32 = u32::MAX;
+
+impl Row {
+    pub fn has(&self, flag: u16) -> bool {
+        self.status & flag != 0
+    }
+
+    pub fn fault(&self) -> Option<FaultKind> {
+        FaultKind::ALL.get((self.fault as usize).checked_sub(1)?).copied()
+    }
+
+    /// The row as the one packet model, for the display filter (no bytes, no tree).
+    pub fn event(&self, flows: &[FlowId]) -> PacketEvent<'static> {
+        let flow = flows.get(self.flow as usize).copied();
+        let game = self.has(status::GAME);
+        let header = game && self.ptype != u16::MAX;
+        let status = if !game {
+            Status::None
+        } else if self.has(status::TRUNCATED) {
+            Status::Truncated
+        } else if self.has(status::CRC_FAIL) {
+            Status::CrcMismatch
+        } else if self.has(status::MALFORMED) {
+            if header {
+                Status::Malformed
+            } else {
+                Status::BadHeader
+            }
+        } else {
+            Status::Ok
+        };
+        let kind = if self.has(status::REASSEMBLED) {
+            Kind::Reassembled
+        } else if game {
+            Kind::Game
+        } else if self.has(status::OTHER_UDP) {
+            Kind::OtherUdp
+        } else if self.has(status::ICMP) {
+            Kind::Icmp
+        } else if self.has(status::IP_PIECE) {
+            Kind::IpPiece
+        } else if self.has(status::BAD_FRAME) {
+            Kind::BadFrame
+        } else {
+            Kind::NotUdp
+        };
+        let fragment =
+            (self.frag_count > 0 && !self.has(status::REASSEMBLED)).then_some(crate::dissect::FragmentInfo {
+                id: self.frag_id as u32,
+                count: self.frag_count as u32,
+                data_offset: 0,
+                data_len: 0,
+            });
+        PacketEvent {
+            kind,
+            frame: self.frame,
+            ts_ns: self.ts_ns,
+            offset: self.offset,
+            linktype: self.linktype as i32,
+            flow,
+            flow_index: None,
+            ip_fragments: if self.has(status::IP_FRAG) { 2 } else { 1 },
+            truncated: self.has(status::TRUNCATED),
+            over_budget: self.has(status::OVER_BUDGET),
+            status,
+            crc: if self.has(status::CRC_OK) {
+                Some(crate::validate::CrcStatus::Ok)
+            } else if self.has(status::CRC_FAIL) {
+                Some(crate::validate::CrcStatus::Mismatch {
+                    stored: 0,
+                    computed: 0,
+                })
+            } else {
+                None
+            },
+            sequence: header.then_some(self.seq),
+            packet_type: header.then_some(self.ptype as u32),
+            fragment,
+            fault: self.fault(),
+            size: self.size,
+            ..PacketEvent::empty()
+        }
+    }
+}
+
+/// A fragmented game packet: which of its fragments arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FragPacket {
+    pub flow: u32,
+    pub seq: u16,
+    pub count: u16,
+    pub received: [u64; 4],
+    pub duplicates: u16,
+    pub first_frame: u64,
+}
+
+impl FragPacket {
+    pub fn has(&self, id: u32) -> bool {
+        id < 256 && self.received[(id / 64) as usize] >> (id % 64) & 1 == 1
+    }
+
+    pub fn received_count(&self) -> u32 {
+        self.received.iter().map(|w| w.count_ones()).sum()
+    }
+
+    pub fn complete(&self) -> bool {
+        self.received_count() >= self.count as u32
+    }
+}
+
+/// Fragmented packets tracked for the reassembly view.
+const MAX_FRAG_PACKETS: usize = 200_000;
+/// Payloads kept for rows whose bytes are in no single frame (IP-rebuilt datagrams and
+/// reassembled packets), with the frames of reassembled packets' fragments.
+const KEPT_BYTES: usize = 64 << 20;
+
+/// Bytes of a row that no single frame holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Kept {
+    pub payload: Vec<u8>,
+    /// The frames of a reassembled packet's fragments, by fragment id.
+    pub fragment_frames: Vec<u64>,
+}
+
+/// What the loader sends the screen.
+#[derive(Debug)]
+pub enum Update {
+    /// New rows, the flows first named by them, and bytes kept for some of them (by row).
+    Rows {
+        rows: Vec<Row>,
+        flows: Vec<FlowId>,
+        kept: Vec<(u32, Kept)>,
+        /// Frames held in memory (live capture, where there is no file to read back).
+        frames: Vec<(u64, Vec<u8>)>,
+        bytes_read: u64,
+    },
+    /// The fragment grid, whole.
+    Frags(Vec<FragPacket>),
+    Report(Box<Report>),
+    /// A line about the live capture (drops), for the status bar.
+    LiveStatus(String),
+    Done {
+        error: Option<String>,
+    },
+}
+
+/// Recent frames kept in memory when there is no file to read them back from (live
+/// capture), bounded by bytes.
+#[derive(Debug, Default)]
+pub struct FrameStore {
+    frames: std::collections::VecDeque<(u64, Vec<u8>)>,
+    bytes: usize,
+    pub limit: usize,
+}
+
+impl FrameStore {
+    pub fn new(limit: usize) -> Self {
+        FrameStore {
+            limit,
+            ..FrameStore::default()
+        }
+    }
+
+    pub fn push(&mut self, frame: u64, data: Vec<u8>) {
+        self.bytes += data.len();
+        self.frames.push_back((frame, data));
+        while self.bytes > self.limit {
+            match self.frames.pop_front() {
+                Some((_, d)) => self.bytes -= d.len(),
+                None => break,
+            }
+        }
+    }
+
+    pub fn get(&self, frame: u64) -> Option<&[u8]> {
+        let i = self.frames.partition_point(|(n, _)| *n < frame);
+        self.frames
+            .get(i)
+            .filter(|(n, _)| *n == frame)
+            .map(|(_, d)| d.as_slice())
+    }
+}
+
+/// The screen's copy of the index.
+#[derive(Debug, Default)]
+pub struct Index {
+    pub name: String,
+    pub path: PathBuf,
+    pub rows: Vec<Row>,
+    /// Rows that are reassembled packets rather than frames.
+    pub reassembled: u64,
+    pub flows: Vec<FlowId>,
+    pub frags: Vec<FragPacket>,
+    pub kept: HashMap<u32, Kept>,
+    pub bytes_read: u64,
+    pub total_bytes: u64,
+    pub done: bool,
+    pub error: Option<String>,
+    pub report: Option<Report>,
+    /// Frames held in memory (live capture); files are read back instead.
+    pub store: Option<FrameStore>,
+    pub live_status: Option<String>,
+}
+
+impl Index {
+    /// Frames indexed (rows less reassembled packets).
+    pub fn frames(&self) -> u64 {
+        self.rows.len() as u64 - self.reassembled
+    }
+
+    pub fn new(path: &Path) -> Self {
+        Index {
+            name: path.display().to_string(),
+            path: path.to_path_buf(),
+            total_bytes: std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
+            ..Index::default()
+        }
+    }
+
+    /// Folds in one update from the loader.
+    pub fn apply(&mut self, u: Update) {
+        match u {
+            Update::Rows {
+                rows,
+                flows,
+                kept,
+                frames,
+                bytes_read,
+            } => {
+                self.reassembled += rows.iter().filter(|r| r.has(status::REASSEMBLED)).count() as u64;
+                self.rows.extend_from_slice(&rows);
+                self.flows.extend(flows);
+                self.kept.extend(kept);
+                if !frames.is_empty() {
+                    let store = self.store.get_or_insert_with(|| FrameStore::new(256 << 20));
+                    for (n, d) in frames {
+                        store.push(n, d);
+                    }
+                }
+                self.bytes_read = bytes_read;
+            }
+            Update::Frags(f) => self.frags = f,
+            Update::Report(r) => self.report = Some(*r),
+            Update::LiveStatus(s) => self.live_status = Some(s),
+            Update::Done { error } => {
+                self.error = error;
+                self.done = true;
+            }
+        }
+    }
+}
+
+/// Builds rows from events and sends them in batches.
+pub struct IndexSink {
+    tx: Sender<Update>,
+    rows: Vec<Row>,
+    /// Rows sent so far.
+    sent: u32,
+    flow_ids: HashMap<FlowId, u32>,
+    new_flows: Vec<FlowId>,
+    frags: Vec<FragPacket>,
+    frag_ids: HashMap<(u32, u16), u32>,
+    frags_changed: bool,
+    frags_sent_at: std::time::Instant,
+    kept: Vec<(u32, Kept)>,
+    kept_bytes: usize,
+    /// Keep frames in memory (live capture).
+    pub keep_frames: bool,
+    frames: Vec<(u64, Vec<u8>)>,
+    /// Bytes read of the capture, for the progress gauge (set by the reading loop).
+    pub bytes_read: Arc<AtomicU64>,
+    /// The screen has gone: stop working for it.
+    pub closed: bool,
+}
+
+impl IndexSink {
+    pub fn new(tx: Sender<Update>) -> Self {
+        IndexSink {
+            tx,
+            rows: Vec::new(),
+            sent: 0,
+            flow_ids: HashMap::new(),
+            new_flows: Vec::new(),
+            frags: Vec::new(),
+            frag_ids: HashMap::new(),
+            frags_changed: false,
+            frags_sent_at: std::time::Instant::now(),
+            kept: Vec::new(),
+            kept_bytes: 0,
+            keep_frames: false,
+            frames: Vec::new(),
+            bytes_read: Arc::new(AtomicU64::new(0)),
+            closed: false,
+        }
+    }
+
+    fn flow_id(&mut self, f: FlowId) -> u32 {
+        if let Some(&i) = self.flow_ids.get(&f) {
+            return i;
+        }
+        let i = self.flow_ids.len() as u32;
+        self.flow_ids.insert(f, i);
+        self.new_flows.push(f);
+        i
+    }
+
+    fn send(&mut self, u: Update) {
+        if self.tx.send(u).is_err() {
+            self.closed = true;
+        }
+    }
+
+    /// Sends what was gathered; the fragment grid (rewritten as fragments arrive) at most
+    /// once a second unless `all`, so publishing stays cheap on millions of packets.
+    pub fn publish(&mut self, all: bool) {
+        if !self.rows.is_empty() || !self.new_flows.is_empty() || !self.kept.is_empty() || all {
+            self.sent += self.rows.len() as u32;
+            let u = Update::Rows {
+                rows: std::mem::take(&mut self.rows),
+                flows: std::mem::take(&mut self.new_flows),
+                kept: std::mem::take(&mut self.kept),
+                frames: std::mem::take(&mut self.frames),
+                bytes_read: self.bytes_read.load(Ordering::Relaxed),
+            };
+            self.send(u);
+        }
+        if self.frags_changed && (all || self.frags_sent_at.elapsed() > std::time::Duration::from_secs(1)) {
+            self.frags_changed = false;
+            self.frags_sent_at = std::time::Instant::now();
+            let f = self.frags.clone();
+            self.send(Update::Frags(f));
+        }
+    }
+
+    /// Ends the index: what is left, the report and how reading ended.
+    pub fn done(&mut self, report: Option<Report>, error: Option<String>) {
+        self.publish(true);
+        if let Some(r) = report {
+            self.send(Update::Report(Box::new(r)));
+        }
+        self.send(Update::Done { error });
+    }
+
+    pub fn live_status(&mut self, line: String) {
+        self.send(Update::LiveStatus(line));
+    }
+
+    /// The report so far (live capture).
+    pub fn report(&mut self, r: Report) {
+        self.send(Update::Report(Box::new(r)));
+    }
+
+    fn keep(&mut self, row: u32, payload: &[u8], fragment_frames: &[u64]) {
+        let cost = payload.len() + fragment_frames.len() * 8;
+        if self.kept_bytes + cost <= KEPT_BYTES {
+            self.kept_bytes += cost;
+            self.kept.push((
+                row,
+                Kept {
+                    payload: payload.to_vec(),
+                    fragment_frames: fragment_frames.to_vec(),
+                },
+            ));
+        }
+    }
+
+    fn grid(&mut self, e: &PacketEvent, flow: u32) {
+        let (Some(seq), Some(frag)) = (e.sequence, e.fragment) else {
+            return;
+        };
+        let key = (flow, seq);
+        let i = match self.frag_ids.get(&key) {
+            Some(&i) => Some(i as usize),
+            None if self.frags.len() < MAX_FRAG_PACKETS => {
+                self.frags.push(FragPacket {
+                    flow,
+                    seq,
+                    count: frag.count.min(256) as u16,
+                    received: [0; 4],
+                    duplicates: 0,
+                    first_frame: e.frame,
+                });
+                self.frag_ids.insert(key, self.frags.len() as u32 - 1);
+                Some(self.frags.len() - 1)
+            }
+            None => None,
+        };
+        if let Some(p) = i.and_then(|i| self.frags.get_mut(i))
+            && frag.id < 256
+        {
+            if p.has(frag.id) {
+                p.duplicates += 1;
+            } else {
+                p.received[(frag.id / 64) as usize] |= 1 << (frag.id % 64);
+            }
+            self.frags_changed = true;
+        }
+    }
+}
+
+/// The status bits of an event.
+pub fn status_bits(e: &PacketEvent) -> u16 {
+    let mut st = match e.kind {
+        Kind::Game => status::GAME,
+        Kind::Reassembled => status::GAME | status::REASSEMBLED,
+        Kind::OtherUdp => status::OTHER_UDP,
+        Kind::IpPiece => status::IP_PIECE,
+        Kind::Icmp => status::ICMP,
+        Kind::BadFrame => status::BAD_FRAME,
+        Kind::NotUdp => 0,
+    };
+    match e.status {
+        Status::Ok | Status::Malformed | Status::BadHeader if e.crc.is_some() => st |= status::CRC_OK,
+        Status::CrcMismatch | Status::TooShort => st |= status::CRC_FAIL,
+        _ => {}
+    }
+    if e.fault.is_some() {
+        st |= status::MALFORMED;
+    }
+    if e.ip_fragments > 1 {
+        st |= status::IP_FRAG;
+    }
+    if e.over_budget {
+        st |= status::OVER_BUDGET;
+    }
+    if e.truncated || e.snaplen_cut() {
+        st |= status::TRUNCATED;
+    }
+    st
+}
+
+impl Sink for IndexSink {
+    fn packet(&mut self, e: &PacketEvent<'_>) {
+        let flow = e.flow.map(|fl| self.flow_id(fl)).unwrap_or(NO_FLOW);
+        let fault = e
+            .fault
+            .and_then(|k| FaultKind::ALL.iter().position(|x| *x == k))
+            .map_or(0, |i| i as u8 + 1);
+        let (frag_id, frag_count) = match (e.kind, e.fragment) {
+            (Kind::Reassembled, _) => (0, e.fragment_frames.len() as u32),
+            (_, Some(f)) => (f.id, f.count),
+            _ => (0, 0),
+        };
+        let row = self.sent + self.rows.len() as u32;
+        let header = e.sequence.is_some() && e.packet_type.is_some();
+        self.rows.push(Row {
+            frame: e.frame,
+            offset: e.offset,
+            ts_ns: e.ts_ns,
+            flow,
+            size: if e.flow.is_some() { e.size } else { 0 },
+            seq: e.sequence.unwrap_or(0),
+            ptype: if header {
+                e.packet_type
+                    .map_or(u16::MAX, |t| t.min(u16::MAX as u32 - 1) as u16)
+            } else {
+                u16::MAX
+            },
+            frag_count: frag_count.min(u16::MAX as u32) as u16,
+            linktype: e.linktype as u16,
+            status: status_bits(e),
+            frag_id: frag_id.min(255) as u8,
+            fault,
+        });
+        if e.kind == Kind::Reassembled || (e.is_game() && e.ip_fragments > 1) {
+            self.keep(row, e.payload, e.fragment_frames);
+        }
+        if e.kind == Kind::Game && !e.status.crc_failed() {
+            self.grid(e, flow);
+        }
+        if self.keep_frames && e.kind != Kind::Reassembled {
+            self.frames.push((e.frame, e.frame_data.to_vec()));
+        }
+        if self.rows.len() >= 65536 {
+            self.publish(false);
+        }
+    }
+}
+
+/// Reads a capture through the engine into the index (sent to `tx` in batches, so the
+/// screen shows the first packets at once) and the statistics, whose report comes last.
+pub fn load(path: &Path, cfg: crate::engine::Config, tx: Sender<Update>) {
+    use crate::analysis::Statistics;
+    use crate::engine::{Engine, run_files};
+    let index = IndexSink::new(tx);
+    let bytes = index.bytes_read.clone();
+    let mut sinks = (Statistics::new(cfg.clone()), index);
+    let total = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let result = run_files(
+        &[path.to_path_buf()],
+        Engine::new(cfg, false),
+        &mut sinks,
+        &mut |_, offset| bytes.store(offset, Ordering::Relaxed),
+        &|s| s.1.closed,
+    );
+    bytes.store(total, Ordering::Relaxed);
+    let (stats, mut index) = sinks;
+    match result {
+        Ok(outcomes) => {
+            let error = outcomes
+                .iter()
+                .find_map(|o| o.end.error.as_ref().or(o.end.truncated_tail.as_ref()))
+                .map(|e| e.to_string());
+            index.done(Some(stats.report()), error);
+        }
+        Err(e) => index.done(None, Some(e.to_string())),
+    }
+}

@@ -1,0 +1,7 @@
+//! Consumers of the engine's events: the statistics behind every report, the TUI's
+//! packet index, the `dissect` printers and the capture writer.
+
+pub mod analysis;
+pub mod index;
+pub mod printer;
+pub mod writer;

@@ -1,0 +1,195 @@
+//! The `dissect` printers: every game datagram and reassembled packet that passes the
+//! display filter, as a text tree (in the spirit of `tshark -V`) or as JSON.
+
+use crate::dissect::Program;
+use crate::engine::{Kind, PacketEvent, Sink};
+use crate::filter::Filter;
+use crate::present;
+use crate::validate::CrcStatus;
+use std::io::Write;
+use std::sync::Arc;
+
+pub struct Printer<W: Write> {
+    out: W,
+    program: Option<Arc<Program>>,
+    filter: Filter,
+    /// Only this frame.
+    pub only: Option<u64>,
+    json: bool,
+    first: bool,
+    /// Packets printed.
+    pub printed: u64,
+    /// Writing failed (a closed pipe ends output quietly; anything else is an error).
+    pub error: Option<std::io::Error>,
+}
+
+impl<W: Write> Printer<W> {
+    pub fn new(out: W, program: Option<Arc<Program>>, filter: Filter, json: bool) -> Self {
+        Printer {
+            out,
+            program,
+            filter,
+            only: None,
+            json,
+            first: true,
+            printed: 0,
+            error: None,
+        }
+    }
+
+    /// Output can no longer be written.
+    pub fn is_done(&self) -> bool {
+        self.error.is_some()
+    }
+
+    /// Opens the JSON array.
+    pub fn begin(&mut self) {
+        if self.json {
+            let r = writeln!(self.out, "[");
+            self.record(r);
+        }
+    }
+
+    /// Closes the JSON array and flushes.
+    pub fn end(&mut self) -> std::io::Result<()> {
+        if self.error.is_none() && self.json {
+            writeln!(self.out, "\n]")?;
+        }
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        self.out.flush()
+    }
+
+    fn record(&mut self, r: std::io::Result<()>) {
+        if let Err(e) = r {
+            self.error.get_or_insert(e);
+        }
+    }
+
+    fn note(e: &PacketEvent) -> Option<String> {
+        match e.kind {
+            Kind::Reassembled => Some(format!(
+                "packet reassembled from {} fragments, completed by this frame",
+                e.fragment_frames.len()
+            )),
+            _ if e.ip_fragments > 1 => Some(format!("reassembled from {} IP fragments", e.ip_fragments)),
+            _ => None,
+        }
+    }
+
+    fn write(&mut self, e: &PacketEvent) -> std::io::Result<()> {
+        let flow = e.flow.map(|f| f.to_string()).unwrap_or_default();
+        let time = e.ts_ns as f64 / 1e9;
+        let note = Self::note(e);
+        let empty = crate::dissect::Dissection::default();
+        let d = e.dissection.unwrap_or(&empty);
+        if self.json {
+            let mut v = match &self.program {
+                Some(p) => present::tree::json_tree(p, d, e.payload),
+                None => serde_json::json!({
+                    "packet_type": e.packet_type,
+                    "sequence": e.sequence,
+                    "fragment": e.fragment,
+                    "fields": [],
+                    "fault": e.fault.map(|f| serde_json::json!({"kind": f.code()})),
+                }),
+            };
+            v["frame"] = serde_json::json!(e.frame);
+            v["time"] = serde_json::json!(time);
+            v["flow"] = serde_json::json!(flow);
+            v["length"] = serde_json::json!(e.size);
+            v["status"] = serde_json::json!(e.status.code());
+            v["crc_ok"] = serde_json::json!(e.crc.map(|c| c == CrcStatus::Ok));
+            if e.kind == Kind::Reassembled {
+                v["fragment_frames"] = serde_json::json!(e.fragment_frames);
+            }
+            if let Some(n) = note {
+                v["note"] = serde_json::json!(n);
+            }
+            if !self.first {
+                writeln!(self.out, ",")?;
+            }
+            self.first = false;
+            return write!(
+                self.out,
+                "{}",
+                serde_json::to_string_pretty(&v).unwrap_or_default()
+            );
+        }
+        let crc_text = match e.crc {
+            Some(CrcStatus::Ok) => "CRC ok".to_string(),
+            Some(CrcStatus::Mismatch { stored, computed }) => {
+                format!("CRC MISMATCH (stored 0x{stored:08x}, expected 0x{computed:08x})")
+            }
+            Some(CrcStatus::TooShort { len }) => format!("too short for a CRC ({len} bytes)"),
+            None if e.status == crate::engine::Status::Truncated => "truncated, not validated".into(),
+            None => "CRC not checked".into(),
+        };
+        let name = |t: u32| {
+            self.program
+                .as_ref()
+                .and_then(|p| p.type_name(t))
+                .unwrap_or(if self.program.is_some() {
+                    "undefined"
+                } else {
+                    "reference layout"
+                })
+                .to_string()
+        };
+        let ptype = d.packet_type.or(e.packet_type);
+        let t = ptype
+            .map(|t| format!("type {t} ({})", name(t)))
+            .unwrap_or_else(|| "no header".into());
+        writeln!(
+            self.out,
+            "Frame {}: {} bytes, {flow}, {time:.6} s",
+            e.frame, e.size
+        )?;
+        if let Some(n) = note {
+            writeln!(self.out, "[{n}]")?;
+        }
+        if e.kind == Kind::Reassembled {
+            let frames: Vec<String> = e.fragment_frames.iter().map(|f| f.to_string()).collect();
+            writeln!(self.out, "[fragments in frames {}]", frames.join(", "))?;
+        }
+        let protocol = self
+            .program
+            .as_ref()
+            .map(|p| p.params.name.as_str())
+            .filter(|n| !n.is_empty())
+            .unwrap_or("gpcap");
+        let seq = d.sequence.or(e.sequence);
+        writeln!(
+            self.out,
+            "{protocol} {t}, sequence {}, {crc_text}",
+            seq.map(|s| s.to_string()).unwrap_or_else(|| "?".into())
+        )?;
+        match &self.program {
+            Some(p) => write!(self.out, "{}", present::tree::text_tree(p, d, e.payload))?,
+            None => {
+                if let Some(f) = e.fragment {
+                    writeln!(self.out, "    fragment {} of {}", f.id + 1, f.count)?;
+                }
+                if let Some(k) = e.fault {
+                    writeln!(self.out, "    [Malformed: {}]", k.code())?;
+                }
+            }
+        }
+        writeln!(self.out)
+    }
+}
+
+impl<W: Write> Sink for Printer<W> {
+    fn packet(&mut self, e: &PacketEvent<'_>) {
+        if self.error.is_some() || !e.is_game() {
+            return;
+        }
+        if self.only.is_some_and(|n| n != e.frame) || !self.filter.matches(e) {
+            return;
+        }
+        self.printed += 1;
+        let r = self.write(e);
+        self.record(r);
+    }
+}
