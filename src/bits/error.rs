@@ -11,6 +11,7 @@ pub enum ErrorKind {
     #[error("value {value} out of range [{min}, {max}]")]
     OutOfRange { value: i64, min: i64, max: i64 },
     #[error("non-zero padding {value:#x} in {bits} pad bits")]
+    #[serde(rename = "nonzero_padding")]
     NonZeroPadding { value: u32, bits: u32 },
     #[error("check failed: expected {expected:#010x}, got {got:#010x}")]
     CheckMismatch { expected: u32, got: u32 },

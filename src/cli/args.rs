@@ -97,8 +97,11 @@ pub struct DissectArgs {
     #[arg(long)]
     pub frame: Option<u64>,
     /// One JSON object per packet, in an array.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "brief")]
     pub json: bool,
+    /// One line per packet: frame, time, flow, type, sequence, size, status.
+    #[arg(long)]
+    pub brief: bool,
     /// Show only packets matching this display filter (as in the TUI's `/`).
     #[arg(long)]
     pub filter: Option<String>,

@@ -6,7 +6,7 @@ use gpcap::Error;
 use gpcap::engine::resolve::{Missing, resolve};
 use gpcap::engine::{Engine, run_files, sample_files};
 use gpcap::filter::Filter;
-use gpcap::sinks::printer::Printer;
+use gpcap::sinks::printer::{Format, Printer};
 use std::process::ExitCode;
 
 pub fn run(a: &DissectArgs) -> Result<ExitCode> {
@@ -31,12 +31,20 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
         None => Filter::all(),
     };
     let out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    let mut printer = Printer::new(out, cfg.program.clone(), filter, a.json);
+    let format = if a.json {
+        Format::Json
+    } else if a.brief {
+        Format::Brief
+    } else {
+        Format::Tree
+    };
+    let mut printer = Printer::new(out, cfg.program.clone(), filter, format);
     printer.only = a.frame;
     printer.begin();
     let outcomes = run_files(
         captures,
-        Engine::new(cfg, true),
+        // One-line summaries need no field tree.
+        Engine::new(cfg, format != Format::Brief),
         &mut printer,
         &mut |_, _| {},
         &|p| p.is_done(),

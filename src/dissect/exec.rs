@@ -75,8 +75,9 @@ impl Field {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+/// Why a dissection stopped. Serialized by [`FaultKind::code`], the one spelling used in
+/// every output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FaultKind {
     PastEnd,
     OutOfRange,
@@ -119,6 +120,12 @@ impl FaultKind {
         FaultKind::TrailingBytes,
         FaultKind::Limit,
     ];
+}
+
+impl Serialize for FaultKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.code())
+    }
 }
 
 /// Where and why a dissection stopped.

@@ -207,24 +207,33 @@ pub fn render(r: &Report) -> String {
     }
     let _ = writeln!(out);
 
-    let mut totals: Vec<u64> = Vec::new();
+    let mut totals: Vec<(u64, u64)> = Vec::new();
     for f in &r.flows {
-        if totals.len() < f.types.len() {
-            totals.resize(f.types.len(), 0);
+        let n = f.types.len().max(f.reassembled_types.len());
+        if totals.len() < n {
+            totals.resize(n, (0, 0));
         }
         for (i, n) in f.types.iter().enumerate() {
-            totals[i] += n;
+            totals[i].0 += n;
+        }
+        for (i, n) in f.reassembled_types.iter().enumerate() {
+            totals[i].1 += n;
         }
     }
-    if totals.iter().any(|&n| n > 0) {
+    if totals.iter().any(|&(d, p)| d + p > 0) {
         let _ = writeln!(out, "Packet types");
-        let mut t = table(&["type", "name", "datagrams"]);
-        for (i, n) in totals.iter().enumerate().filter(|(_, n)| **n > 0) {
+        let mut t = table(&["type", "name", "datagrams", "reassembled packets"]);
+        for (i, (d, p)) in totals.iter().enumerate().filter(|(_, (d, p))| d + p > 0) {
             let name = r.type_names.get(i).cloned().flatten().unwrap_or_default();
-            t.add_row(vec![i.to_string(), name, n.to_string()]);
+            t.add_row(vec![i.to_string(), name, d.to_string(), p.to_string()]);
         }
         right(&mut t, 2);
-        let _ = writeln!(out, "{t}\n");
+        right(&mut t, 3);
+        let _ = writeln!(out, "{t}");
+        let _ = writeln!(
+            out,
+            "(datagrams as received, fragments as their own type; reassembled packets by the type of the whole packet)\n"
+        );
     }
 
     let _ = writeln!(out, "Malformed packets: {}", r.malformed.total);

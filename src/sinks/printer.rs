@@ -9,12 +9,24 @@ use crate::validate::CrcStatus;
 use std::io::Write;
 use std::sync::Arc;
 
+/// How each packet is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// The field tree (`tshark -V`).
+    Tree,
+    /// One line per packet (`tshark`'s summary).
+    Brief,
+    /// JSON objects in an array.
+    Json,
+}
+
 pub struct Printer<W: Write> {
     out: W,
     program: Option<Arc<Program>>,
     filter: Filter,
     /// Only this frame.
     pub only: Option<u64>,
+    format: Format,
     json: bool,
     first: bool,
     /// Packets printed.
@@ -24,13 +36,14 @@ pub struct Printer<W: Write> {
 }
 
 impl<W: Write> Printer<W> {
-    pub fn new(out: W, program: Option<Arc<Program>>, filter: Filter, json: bool) -> Self {
+    pub fn new(out: W, program: Option<Arc<Program>>, filter: Filter, format: Format) -> Self {
         Printer {
             out,
             program,
             filter,
             only: None,
-            json,
+            format,
+            json: format == Format::Json,
             first: true,
             printed: 0,
             error: None,
@@ -78,7 +91,44 @@ impl<W: Write> Printer<W> {
         }
     }
 
+    fn type_name(&self, t: u32) -> &str {
+        match &self.program {
+            Some(p) => p.type_name(t).unwrap_or("undefined"),
+            None => "reference layout",
+        }
+    }
+
+    /// `frame time flow type seq size status`, and the fragments of a reassembled packet.
+    fn brief(&mut self, e: &PacketEvent) -> std::io::Result<()> {
+        let flow = e.flow.map(|f| f.to_string()).unwrap_or_default();
+        let ty = e
+            .packet_type
+            .map(|t| format!("{} ({t})", self.type_name(t)))
+            .unwrap_or_else(|| "-".into());
+        let seq = e.sequence.map(|s| s.to_string()).unwrap_or_else(|| "-".into());
+        let frag = match (e.kind, e.fragment) {
+            (Kind::Reassembled, _) => {
+                let frames: Vec<String> = e.fragment_frames.iter().map(|f| f.to_string()).collect();
+                format!(" reassembled from frames {}", frames.join(","))
+            }
+            (_, Some(f)) => format!(" fragment {}/{}", f.id + 1, f.count),
+            _ => String::new(),
+        };
+        let fault = e.fault.map(|k| format!(" ({})", k.code())).unwrap_or_default();
+        writeln!(
+            self.out,
+            "{} {:.6} {flow} {ty} seq {seq} {} bytes {}{fault}{frag}",
+            e.frame,
+            e.ts_ns as f64 / 1e9,
+            e.size,
+            e.status.code()
+        )
+    }
+
     fn write(&mut self, e: &PacketEvent) -> std::io::Result<()> {
+        if self.format == Format::Brief {
+            return self.brief(e);
+        }
         let flow = e.flow.map(|f| f.to_string()).unwrap_or_default();
         let time = e.ts_ns as f64 / 1e9;
         let note = Self::note(e);

@@ -350,6 +350,13 @@ impl Statistics {
     }
 
     fn reassembled(&mut self, e: &PacketEvent) {
+        if let (Some(t), Some(fl)) = (
+            e.packet_type,
+            e.flow_index.and_then(|i| self.flows.get_mut(i as usize)),
+        ) && let Some(n) = fl.stats.reassembled_types.get_mut(t as usize)
+        {
+            *n += 1;
+        }
         let r = &mut self.report.reassembly;
         r.completed += 1;
         match e.status {

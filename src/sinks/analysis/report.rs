@@ -175,8 +175,10 @@ pub struct FlowStats {
     pub too_short: u64,
     pub truncated: u64,
     pub malformed: u64,
-    /// Datagrams by packet type id.
+    /// Datagrams by packet type id (fragments count as their own type).
     pub types: Vec<u64>,
+    /// Packets reassembled from fragments, by the packet type of the whole packet.
+    pub reassembled_types: Vec<u64>,
     pub fragments: u64,
     pub ip_fragmented: u64,
     pub over_budget: u64,
@@ -208,6 +210,7 @@ impl FlowStats {
             truncated: 0,
             malformed: 0,
             types: vec![0; num_types.min(65536) as usize],
+            reassembled_types: vec![0; num_types.min(65536) as usize],
             fragments: 0,
             ip_fragmented: 0,
             over_budget: 0,

@@ -1,0 +1,242 @@
+//! One truth: the engine, `dissect --filter` and the TUI's `/` filter select the same
+//! packets (reassembled ones included) on every bundled capture, and every output spells
+//! fault kinds the same way.
+
+use gpcap::analysis::Config;
+use gpcap::dissect;
+use gpcap::engine::{Engine, Kind, PacketEvent, Sink, run_files};
+use gpcap::filter::Filter;
+use gpcap::sinks::index::status;
+use gpcap::tui::{App, Index, load};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+const BUNDLED: [(&str, &str); 9] = [
+    ("article.pcap", "article.kdl"),
+    ("clean.pcap", "article.kdl"),
+    ("lossy-bursts.pcap", "article.kdl"),
+    ("mtu-ignored.pcap", "article.kdl"),
+    ("mtu-df.pcap", "article.kdl"),
+    ("attacks.pcap", "article.kdl"),
+    ("malformed.pcap", "article.kdl"),
+    ("ipv6-sll2.pcapng", "example-shooter.kdl"),
+    ("vlan-corrupt.pcap", "example-shooter.kdl"),
+];
+
+const FILTERS: [&str; 14] = [
+    "type == scene",
+    "type == 2",
+    "size > 1000",
+    "size > 3000",
+    "reassembled",
+    "frag",
+    "crc.fail",
+    "crc.ok && seq > 100",
+    "malformed",
+    "ipfrag",
+    "!frag && seq < 50",
+    "over-budget || truncated",
+    "reassembled && type == scene",
+    "frag.count >= 3 && frag.id == 0",
+];
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn config(definition: &str) -> Config {
+    let p = Arc::new(dissect::load(&root().join("dissectors").join(definition)).unwrap());
+    let mut cfg = Config::from_program(p);
+    if cfg.ports.is_empty() {
+        cfg.any_port = true;
+    }
+    cfg
+}
+
+/// A game packet: its frame, and whether it is the reassembled packet.
+type Key = (u64, bool);
+
+struct Select<'f> {
+    filter: &'f Filter,
+    out: BTreeSet<Key>,
+}
+
+impl Sink for Select<'_> {
+    fn packet(&mut self, e: &PacketEvent<'_>) {
+        if e.is_game() && self.filter.matches(e) {
+            self.out.insert((e.frame, e.kind == Kind::Reassembled));
+        }
+    }
+}
+
+fn engine(path: &Path, cfg: &Config, filter: &Filter) -> BTreeSet<Key> {
+    let mut s = Select {
+        filter,
+        out: BTreeSet::new(),
+    };
+    run_files(
+        &[path.to_path_buf()],
+        Engine::new(cfg.clone(), false),
+        &mut s,
+        &mut |_, _| {},
+        &|_| false,
+    )
+    .unwrap();
+    s.out
+}
+
+fn dissect_cli(path: &Path, definition: &str, filter: &str) -> BTreeSet<Key> {
+    let out = Command::new(env!("CARGO_BIN_EXE_gpcap"))
+        .current_dir(root())
+        .args(["dissect", path.to_str().unwrap(), "-d"])
+        .arg(root().join("dissectors").join(definition))
+        .args(["--brief", "--filter", filter])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let frame = l.split(' ').next().unwrap().parse().unwrap();
+            (frame, l.contains(" reassembled from frames "))
+        })
+        .collect()
+}
+
+fn tui(path: &Path, cfg: &Config) -> App {
+    let (tx, rx) = std::sync::mpsc::channel();
+    load(path, cfg.clone(), tx);
+    let mut app = App::new(Index::new(path), rx, cfg.clone());
+    app.tick();
+    app
+}
+
+fn tui_selection(app: &mut App, filter: &str) -> BTreeSet<Key> {
+    app.apply_filter(filter);
+    app.view
+        .iter()
+        .map(|&i| app.index.rows[i as usize])
+        .filter(|r| r.has(status::GAME))
+        .map(|r| (r.frame, r.has(status::REASSEMBLED)))
+        .collect()
+}
+
+#[test]
+fn dissect_tui_and_engine_select_the_same_packets() {
+    let mut reassembled_seen = 0;
+    for (capture, definition) in BUNDLED {
+        let path: PathBuf = root().join("captures").join(capture);
+        let cfg = config(definition);
+        let mut app = tui(&path, &cfg);
+        for text in FILTERS {
+            // `scene` is a type of the article's definition only.
+            let Ok(filter) = Filter::parse(text, &|n| cfg.type_id(n)) else {
+                continue;
+            };
+            let by_engine = engine(&path, &cfg, &filter);
+            let by_dissect = dissect_cli(&path, definition, text);
+            let by_tui = tui_selection(&mut app, text);
+            assert_eq!(
+                by_engine, by_dissect,
+                "{capture}: `{text}`: engine vs dissect --filter"
+            );
+            assert_eq!(
+                by_engine, by_tui,
+                "{capture}: `{text}`: engine vs the TUI's filter"
+            );
+            if text == "reassembled" {
+                reassembled_seen += by_engine.len();
+            }
+        }
+    }
+    assert!(
+        reassembled_seen > 100,
+        "only {reassembled_seen} reassembled packets selected"
+    );
+}
+
+#[test]
+fn reassembled_packets_are_packets() {
+    let path = root().join("captures/lossy-bursts.pcap");
+    let cfg = config("article.kdl");
+    let scene = Filter::parse("type == scene && reassembled", &|n| cfg.type_id(n)).unwrap();
+    // The report's reassembled count, the engine's events and the filter agree.
+    let report = {
+        let mut a = gpcap::analysis::Analyzer::new(cfg.clone());
+        let mut r = gpcap::capture::CaptureReader::open(&path).unwrap();
+        a.begin_file("lossy-bursts.pcap");
+        while let Ok(Some(f)) = r.next_frame() {
+            a.frame(&f);
+        }
+        a.finish()
+    };
+    let all = Filter::parse("reassembled", &|_| None).unwrap();
+    assert_eq!(
+        engine(&path, &cfg, &all).len() as u64,
+        report.reassembly.completed
+    );
+    assert_eq!(report.reassembly.completed, 89);
+    let scenes = engine(&path, &cfg, &scene);
+    let by_type: u64 = report
+        .flows
+        .iter()
+        .map(|f| f.reassembled_types.get(4).copied().unwrap_or(0))
+        .sum();
+    assert_eq!(scenes.len() as u64, by_type);
+    assert!(!scenes.is_empty());
+}
+
+#[test]
+fn fault_kinds_are_spelled_one_way() {
+    let codes: Vec<&str> = gpcap::dissect::FaultKind::ALL.iter().map(|k| k.code()).collect();
+    assert!(codes.contains(&"nonzero_padding"));
+    let out = Command::new(env!("CARGO_BIN_EXE_gpcap"))
+        .current_dir(root())
+        .args([
+            "dissect",
+            "captures/malformed.pcap",
+            "-d",
+            "dissectors/article.kdl",
+            "--json",
+            "--filter",
+            "malformed",
+        ])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let kinds: BTreeSet<String> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["fault"]["kind"].as_str().unwrap().to_string())
+        .collect();
+    assert!(!kinds.is_empty());
+    for k in &kinds {
+        assert!(codes.contains(&k.as_str()), "dissect --json says `{k}`");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_gpcap"))
+        .current_dir(root())
+        .args([
+            "analyze",
+            "captures/malformed.pcap",
+            "-d",
+            "dissectors/article.kdl",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let causes = v["malformed"]["by_cause"].as_object().unwrap();
+    for k in causes.keys() {
+        assert!(codes.contains(&k.as_str()), "analyze --json says `{k}`");
+        assert!(kinds.contains(k), "analyze says `{k}`, dissect does not");
+    }
+    // The serialized kind is the code, whatever the variant's name.
+    assert_eq!(
+        serde_json::to_string(&gpcap::dissect::FaultKind::NonZeroPadding).unwrap(),
+        "\"nonzero_padding\""
+    );
+}
