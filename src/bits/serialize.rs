@@ -4,7 +4,7 @@
 use super::error::{BitError, BitResult, ErrorKind};
 use super::stream::{Stream, bits_required};
 
-#[inline]
+#[inline(always)]
 pub fn serialize_bits<S: Stream>(s: &mut S, value: &mut u32, bits: u32) -> BitResult<()> {
     s.bits(value, bits)
 }
@@ -17,7 +17,7 @@ pub fn serialize_bool<S: Stream>(s: &mut S, value: &mut bool) -> BitResult<()> {
     Ok(())
 }
 
-#[inline]
+#[inline(always)]
 pub fn serialize_int<S: Stream>(s: &mut S, value: &mut i64, min: i64, max: i64) -> BitResult<()> {
     s.int(value, min, max)
 }
@@ -32,6 +32,7 @@ pub fn serialize_int32<S: Stream>(s: &mut S, value: &mut i32, min: i32, max: i32
 }
 
 /// Low 32 bits first, then the high 32.
+#[inline(always)]
 pub fn serialize_uint64<S: Stream>(s: &mut S, value: &mut u64) -> BitResult<()> {
     let mut lo = *value as u32;
     let mut hi = (*value >> 32) as u32;
@@ -96,6 +97,25 @@ impl CompressedFloat {
     }
 }
 
+/// The wire layout of a compressed float: its integer in `cf.bits` bits, at most
+/// `cf.max_int` (checked on read).
+#[inline(always)]
+pub fn serialize_quantized<S: Stream>(s: &mut S, i: &mut u32, cf: &CompressedFloat) -> BitResult<()> {
+    let at = s.bits_processed();
+    s.bits(i, cf.bits)?;
+    if S::IS_READING && *i > cf.max_int {
+        return Err(BitError::new(
+            ErrorKind::OutOfRange {
+                value: *i as i64,
+                min: 0,
+                max: cf.max_int as i64,
+            },
+            at,
+        ));
+    }
+    Ok(())
+}
+
 pub fn serialize_compressed_float<S: Stream>(
     s: &mut S,
     value: &mut f32,
@@ -111,18 +131,8 @@ pub fn serialize_compressed_float<S: Stream>(
         at,
     ))?;
     let mut i = if S::IS_WRITING { cf.quantize(*value) } else { 0 };
-    s.bits(&mut i, cf.bits)?;
+    serialize_quantized(s, &mut i, &cf)?;
     if S::IS_READING {
-        if i > cf.max_int {
-            return Err(BitError::new(
-                ErrorKind::OutOfRange {
-                    value: i as i64,
-                    min: 0,
-                    max: cf.max_int as i64,
-                },
-                at,
-            ));
-        }
         *value = cf.dequantize(i);
     }
     Ok(())
@@ -168,9 +178,21 @@ pub fn smallest_three_decode(largest: u32, small: [f32; 3]) -> [f32; 4] {
     }
 }
 
-/// 2 bits for the largest component's index, then the other three in x,y,z,w order,
-/// each in `bits` (2..=10) bits over [-1/√2, +1/√2].
-pub fn serialize_smallest_three<S: Stream>(s: &mut S, q: &mut [f32; 4], bits: u32) -> BitResult<()> {
+/// Widths of a smallest-three quaternion's four reads: the largest component's index,
+/// then the other three.
+pub const fn smallest_three_widths(bits: u32) -> [u32; 4] {
+    [2, bits, bits, bits]
+}
+
+/// The wire layout of a smallest-three quaternion: 2 bits for the largest component's
+/// index, then the other three in x,y,z,w order, each in `bits` (2..=10) bits.
+#[inline(always)]
+pub fn serialize_smallest_three_raw<S: Stream>(
+    s: &mut S,
+    largest: &mut u32,
+    small: &mut [u32; 3],
+    bits: u32,
+) -> BitResult<()> {
     if !(2..=10).contains(&bits) {
         return Err(BitError::new(
             ErrorKind::Invalid {
@@ -179,7 +201,16 @@ pub fn serialize_smallest_three<S: Stream>(s: &mut S, q: &mut [f32; 4], bits: u3
             s.bits_processed(),
         ));
     }
-    let scale = ((1u32 << bits) - 1) as f32;
+    let mut v = [*largest, small[0], small[1], small[2]];
+    let res = s.bits_run(&mut v, &smallest_three_widths(bits));
+    [*largest, small[0], small[1], small[2]] = v;
+    res
+}
+
+/// A quaternion as its three smallest components over [-1/√2, +1/√2] (see
+/// [`serialize_smallest_three_raw`] for the layout).
+pub fn serialize_smallest_three<S: Stream>(s: &mut S, q: &mut [f32; 4], bits: u32) -> BitResult<()> {
+    let scale = ((1u32 << bits.min(31)) - 1) as f32;
     let mut largest = 0u32;
     let mut ints = [0u32; 3];
     if S::IS_WRITING {
@@ -199,10 +230,7 @@ pub fn serialize_smallest_three<S: Stream>(s: &mut S, q: &mut [f32; 4], bits: u3
             }
         }
     }
-    s.bits(&mut largest, 2)?;
-    for i in ints.iter_mut() {
-        s.bits(i, bits)?;
-    }
+    serialize_smallest_three_raw(s, &mut largest, &mut ints, bits)?;
     if S::IS_READING {
         *q = smallest_three_decode(largest, ints.map(|i| smallest_three_component(i, bits)));
     }
@@ -272,6 +300,7 @@ pub const fn hash_string(name: &str) -> u32 {
 pub const END_OF_PACKET: u32 = hash_string("end of packet");
 
 /// Align, then the 32-bit magic.
+#[inline(always)]
 pub fn serialize_check<S: Stream>(s: &mut S, magic: u32) -> BitResult<()> {
     s.align()?;
     s.check(magic)

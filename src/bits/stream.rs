@@ -38,7 +38,7 @@ fn bad_range(at: u64) -> BitError {
 
 /// One primitive as the reference reader consumed it (the `prims` of the conformance
 /// vectors); produced only by a tracing [`ReadStream`].
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(tag = "prim", rename_all = "snake_case")]
 pub enum Prim {
     Bits { at: u64, bits: u32, value: u32 },
@@ -62,6 +62,13 @@ impl Tracer for Vec<Prim> {
     }
 }
 
+impl<T: Tracer + ?Sized> Tracer for &mut T {
+    #[inline(always)]
+    fn record(&mut self, prim: Prim) {
+        (**self).record(prim)
+    }
+}
+
 pub trait Stream {
     const IS_READING: bool;
     const IS_WRITING: bool = !Self::IS_READING;
@@ -81,6 +88,16 @@ pub trait Stream {
     /// Bits left to read; unbounded for writing and measuring.
     fn bits_available(&self) -> u64 {
         u64::MAX
+    }
+
+    /// Several fields in a row, `widths[i]` bits each: one read where the stream can (an
+    /// untraced reader, when they fit 32 bits), else field by field.
+    #[inline(always)]
+    fn bits_run(&mut self, values: &mut [u32], widths: &[u32]) -> BitResult<()> {
+        for (v, &w) in values.iter_mut().zip(widths) {
+            self.bits(v, w)?;
+        }
+        Ok(())
     }
 }
 
@@ -106,8 +123,17 @@ impl<'a, T: Tracer> ReadStream<'a, T> {
         }
     }
 
+    /// A stream that goes on from `reader`'s position.
+    pub fn from_reader(reader: BitReader<'a>, tracer: T) -> Self {
+        ReadStream { reader, tracer }
+    }
+
     pub fn reader(&self) -> &BitReader<'a> {
         &self.reader
+    }
+
+    pub fn into_reader(self) -> BitReader<'a> {
+        self.reader
     }
 }
 
@@ -150,6 +176,7 @@ impl<T: Tracer> Stream for ReadStream<'_, T> {
         Ok(())
     }
 
+    #[inline]
     fn align(&mut self) -> BitResult<()> {
         let at = self.reader.bits_read();
         let bits = self.reader.read_align()?;
@@ -167,6 +194,7 @@ impl<T: Tracer> Stream for ReadStream<'_, T> {
         Ok(())
     }
 
+    #[inline]
     fn check(&mut self, magic: u32) -> BitResult<()> {
         let at = self.reader.bits_read();
         let got = self.reader.read_bits(32)?;
@@ -193,14 +221,91 @@ impl<T: Tracer> Stream for ReadStream<'_, T> {
     }
 }
 
-#[derive(Default)]
-pub struct WriteStream {
-    pub writer: BitWriter,
+/// The bare reader is an untraced read stream: the fastest way to read primitives.
+impl Stream for BitReader<'_> {
+    const IS_READING: bool = true;
+
+    #[inline(always)]
+    fn bits(&mut self, value: &mut u32, bits: u32) -> BitResult<()> {
+        *value = self.read_bits(bits)?;
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn int(&mut self, value: &mut i64, min: i64, max: i64) -> BitResult<()> {
+        *value = self.read_int(min, max)?;
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn align(&mut self) -> BitResult<()> {
+        self.read_align().map(|_| ())
+    }
+
+    fn bytes(&mut self, data: &mut [u8]) -> BitResult<()> {
+        data.copy_from_slice(self.read_bytes(data.len())?);
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn check(&mut self, magic: u32) -> BitResult<()> {
+        let at = self.bits_read();
+        let got = self.read_bits(32)?;
+        if got != magic {
+            return Err(BitError::new(
+                ErrorKind::CheckMismatch { expected: magic, got },
+                at,
+            ));
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn bits_processed(&self) -> u64 {
+        self.bits_read()
+    }
+
+    #[inline(always)]
+    fn bits_available(&self) -> u64 {
+        self.bits_remaining()
+    }
+
+    #[inline(always)]
+    fn bits_run(&mut self, values: &mut [u32], widths: &[u32]) -> BitResult<()> {
+        let total: u32 = widths.iter().sum();
+        if total > 32 {
+            for (v, &w) in values.iter_mut().zip(widths) {
+                *v = self.read_bits(w)?;
+            }
+            return Ok(());
+        }
+        // LSB first: the first field is in the low bits.
+        let mut all = self.read_bits(total)? as u64;
+        for (v, &w) in values.iter_mut().zip(widths) {
+            *v = (all & ((1u64 << w) - 1)) as u32;
+            all >>= w;
+        }
+        Ok(())
+    }
 }
 
-impl WriteStream {
+/// Writes through the shared writer; its tracer sees every primitive written, as a
+/// [`ReadStream`]'s sees every one read.
+#[derive(Default)]
+pub struct WriteStream<T: Tracer = ()> {
+    pub writer: BitWriter,
+    pub tracer: T,
+}
+
+impl WriteStream<()> {
     pub fn new() -> Self {
         Self::default()
+    }
+}
+
+impl<T: Tracer> WriteStream<T> {
+    pub fn with_tracer(writer: BitWriter, tracer: T) -> Self {
+        WriteStream { writer, tracer }
     }
 
     pub fn finish(self) -> Vec<u8> {
@@ -208,12 +313,19 @@ impl WriteStream {
     }
 }
 
-impl Stream for WriteStream {
+impl<T: Tracer> Stream for WriteStream<T> {
     const IS_READING: bool = false;
 
     #[inline(always)]
     fn bits(&mut self, value: &mut u32, bits: u32) -> BitResult<()> {
-        self.writer.write_bits(*value, bits)
+        let at = self.writer.bits_written();
+        self.writer.write_bits(*value, bits)?;
+        self.tracer.record(Prim::Bits {
+            at,
+            bits,
+            value: *value,
+        });
+        Ok(())
     }
 
     #[inline(always)]
@@ -230,19 +342,41 @@ impl Stream for WriteStream {
                 at,
             ));
         }
-        self.writer.write_bits((*value - min) as u32, width)
+        self.writer.write_bits((*value - min) as u32, width)?;
+        self.tracer.record(Prim::Int {
+            at,
+            min,
+            max,
+            value: *value,
+        });
+        Ok(())
     }
 
     fn align(&mut self) -> BitResult<()> {
-        self.writer.write_align().map(|_| ())
+        let at = self.writer.bits_written();
+        let bits = self.writer.write_align()?;
+        if bits > 0 {
+            self.tracer.record(Prim::Align { at, bits });
+        }
+        Ok(())
     }
 
     fn bytes(&mut self, data: &mut [u8]) -> BitResult<()> {
-        self.writer.write_bytes(data)
+        let at = self.writer.bits_written();
+        self.writer.write_bytes(data)?;
+        self.tracer.record(Prim::Bytes { at, len: data.len() });
+        Ok(())
     }
 
     fn check(&mut self, magic: u32) -> BitResult<()> {
-        self.writer.write_bits(magic, 32)
+        let at = self.writer.bits_written();
+        self.writer.write_bits(magic, 32)?;
+        self.tracer.record(Prim::Check {
+            at,
+            expected: magic,
+            value: magic,
+        });
+        Ok(())
     }
 
     fn bits_processed(&self) -> u64 {

@@ -2,11 +2,9 @@
 //! flat pre-order field tree where every field carries its bit offset and length.
 
 use super::expr::eval;
+use super::prims::{self, Raw};
 use super::program::*;
-use crate::bits::{
-    BitError, BitReader, CompressedFloat, ErrorKind, RELATIVE_INDEX_LADDER, smallest_three_component,
-    smallest_three_decode,
-};
+use crate::bits::{BitError, BitReader, ErrorKind, Prim, RELATIVE_INDEX_LADDER, ReadStream};
 use crate::validate::{CountEncoding, FRAGMENT_TYPE};
 use serde::Serialize;
 
@@ -168,6 +166,8 @@ impl Dissection {
 pub struct Dissector {
     program: std::sync::Arc<Program>,
     slots: Vec<i64>,
+    /// Primitives traced while reading one leaf (reused).
+    prims: Vec<Prim>,
     /// Record fields (false: validate only, for the fast path).
     pub record: bool,
 }
@@ -176,6 +176,7 @@ impl Dissector {
     pub fn new(program: std::sync::Arc<Program>) -> Self {
         Dissector {
             slots: vec![0; program.slot_count],
+            prims: Vec::with_capacity(8),
             record: true,
             program,
         }
@@ -198,6 +199,7 @@ impl Dissector {
         let mut exec = Exec {
             program: &self.program,
             slots: &mut self.slots,
+            prims: &mut self.prims,
             record: self.record,
             count: std::cell::Cell::new(0),
             rest: std::cell::Cell::new(None),
@@ -224,6 +226,7 @@ impl Dissector {
 struct Exec<'p> {
     program: &'p Program,
     slots: &'p mut Vec<i64>,
+    prims: &'p mut Vec<Prim>,
     record: bool,
     /// Fields read so far (counted even when not recorded, for the limit).
     count: std::cell::Cell<u32>,
@@ -282,8 +285,15 @@ impl<'p> Exec<'p> {
         };
         self.block(r, out, def.body, ROOT, 0)?;
         if let Some(magic) = p.params.end_check {
-            self.align(r, out, u32::MAX, ROOT, 0)?;
-            self.check(r, out, u32::MAX, Label::Part("end_check"), magic, ROOT, 0)?;
+            self.leaf(
+                r,
+                out,
+                u32::MAX,
+                &Kind::Check { magic },
+                Label::Part("end_check"),
+                ROOT,
+                0,
+            )?;
         }
         if r.bits_remaining() >= 8 {
             let bytes = r.bits_remaining() / 8;
@@ -302,13 +312,6 @@ impl<'p> Exec<'p> {
     #[inline]
     fn slot(&self, s: u16) -> i64 {
         self.slots.get(s as usize).copied().unwrap_or(0)
-    }
-
-    #[inline]
-    fn set(&mut self, node: &Node, v: i64) {
-        if let Some(s) = node.slot.and_then(|s| self.slots.get_mut(s as usize)) {
-            *s = v;
-        }
     }
 
     fn path(&self, out: &Dissection, parent: u32, last: Label) -> String {
@@ -464,79 +467,6 @@ impl<'p> Exec<'p> {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn check(
-        &self,
-        r: &mut BitReader,
-        out: &mut Dissection,
-        node: NodeId,
-        label: Label,
-        magic: u32,
-        parent: u32,
-        depth: u16,
-    ) -> Step {
-        let at = r.bits_read();
-        let got = self.bits(r, out, 32, parent, label)?;
-        self.push(
-            out,
-            node,
-            label,
-            "check",
-            parent,
-            depth,
-            at,
-            32,
-            got as u64,
-            Value::UInt(got as u64),
-        )?;
-        if got != magic {
-            let e = BitError::new(ErrorKind::CheckMismatch { expected: magic, got }, at);
-            return Err(self.read_fault(out, e, parent, label));
-        }
-        Ok(())
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn compressed(
-        &self,
-        r: &mut BitReader,
-        out: &mut Dissection,
-        node: NodeId,
-        label: Label,
-        cf: &CompressedFloat,
-        parent: u32,
-        depth: u16,
-    ) -> Result<f32, Stop> {
-        let at = r.bits_read();
-        let i = self.bits(r, out, cf.bits, parent, label)?;
-        // Validation alone needs only the range check, not the float.
-        let v = if self.record { cf.dequantize(i) } else { 0.0 };
-        self.push(
-            out,
-            node,
-            label,
-            "compressed-float",
-            parent,
-            depth,
-            at,
-            cf.bits as u64,
-            i as u64,
-            Value::Float(v),
-        )?;
-        if i > cf.max_int {
-            let e = BitError::new(
-                ErrorKind::OutOfRange {
-                    value: i as i64,
-                    min: 0,
-                    max: cf.max_int as i64,
-                },
-                at,
-            );
-            return Err(self.read_fault(out, e, parent, label));
-        }
-        Ok(v)
-    }
-
     fn count(&self, c: Count) -> u64 {
         match c {
             Count::Const(n) => n,
@@ -544,71 +474,219 @@ impl<'p> Exec<'p> {
         }
     }
 
-    /// One field. Validation (nothing recorded) takes a small fast path for the common
-    /// leaves; everything else, and every fault, goes through `node_general`.
+    /// One field: leaves through the primitive table, everything else here.
     #[inline(always)]
     fn node(&mut self, r: &mut BitReader, out: &mut Dissection, id: NodeId, parent: u32, depth: u16) -> Step {
+        let p = self.program;
+        let node = &p.nodes[id as usize];
+        let start = r.bits_read();
         if !self.record {
-            let node = &self.program.nodes[id as usize];
-            let start = r.bits_read();
-            let fast = match &node.kind {
-                Kind::Bits(n) => r.read_bits(*n).ok().map(|v| (v as i64, 1)),
-                Kind::Bool => r.read_bits(1).ok().map(|v| (v as i64, 1)),
-                Kind::Int { min, max } => {
-                    let width = crate::bits::int_width(*min, *max).unwrap_or(0);
-                    let mark = r.bits_read();
-                    match r.read_bits(width) {
-                        Ok(raw) if min + raw as i64 <= *max => Some((min + raw as i64, 1)),
-                        _ => {
-                            *r = BitReader::at(r.data(), mark);
-                            None
-                        }
-                    }
-                }
-                Kind::CompressedFloat(cf) => {
-                    let mark = r.bits_read();
-                    match r.read_bits(cf.bits) {
-                        Ok(i) if i <= cf.max_int => Some((0, 1)),
-                        _ => {
-                            *r = BitReader::at(r.data(), mark);
-                            None
-                        }
-                    }
-                }
-                Kind::CompressedVector(cf) => {
-                    let mark = r.bits_read();
-                    let ok = (0..3).all(|_| r.read_bits(cf.bits).is_ok_and(|i| i <= cf.max_int));
-                    if ok {
-                        Some((0, 4))
-                    } else {
-                        *r = BitReader::at(r.data(), mark);
-                        None
-                    }
-                }
-                Kind::SmallestThree(bits) => {
-                    let mark = r.bits_read();
-                    if r.skip_bits(2 + 3 * *bits as u64).is_ok() {
-                        Some((0, 5))
-                    } else {
-                        *r = BitReader::at(r.data(), mark);
-                        None
-                    }
-                }
-                _ => None,
-            };
-            if let Some((value, fields)) = fast {
+            match self.leaf_untraced(r, &node.kind, node.slot) {
+                Some(true) => return Ok(()),
+                Some(false) => *r = BitReader::at(r.data(), start),
+                None => return self.node_general(r, out, id, parent, depth),
+            }
+        } else if prims::field_count(&node.kind) == 0 {
+            return self.node_general(r, out, id, parent, depth);
+        }
+        self.leaf_traced(r, out, id, &node.kind, Label::Node(id), parent, depth, start)
+    }
+
+    /// Validation: reads a leaf untraced, counts its fields and sets what expressions
+    /// see. `None`: not a leaf; `Some(false)`: a fault or the field limit, to be read
+    /// again traced to say where.
+    #[inline(always)]
+    fn leaf_untraced(&mut self, r: &mut BitReader, kind: &Kind, slot: Option<u16>) -> Option<bool> {
+        let mut raw = Raw::default();
+        match prims::serialize_leaf(r, kind, &mut raw) {
+            Ok(0) => None,
+            Ok(fields) => {
                 let n = self.count.get() + fields;
+                if n > self.program.limits.max_fields {
+                    return Some(false);
+                }
                 self.count.set(n);
-                if n <= self.program.limits.max_fields {
-                    self.set(node, value);
+                if let Some(s) = slot.and_then(|s| self.slots.get_mut(s as usize)) {
+                    *s = raw.0[0] as i64;
+                }
+                Some(true)
+            }
+            Err(_) => Some(false),
+        }
+    }
+
+    /// A leaf outside `node` (the end check, `node_general`'s callers).
+    #[allow(clippy::too_many_arguments)]
+    fn leaf(
+        &mut self,
+        r: &mut BitReader,
+        out: &mut Dissection,
+        id: NodeId,
+        kind: &Kind,
+        label: Label,
+        parent: u32,
+        depth: u16,
+    ) -> Step {
+        let start = r.bits_read();
+        if !self.record {
+            let slot = self.program.nodes.get(id as usize).and_then(|n| n.slot);
+            if self.leaf_untraced(r, kind, slot) == Some(true) {
+                return Ok(());
+            }
+            *r = BitReader::at(r.data(), start);
+        }
+        self.leaf_traced(r, out, id, kind, label, parent, depth, start)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn leaf_traced(
+        &mut self,
+        r: &mut BitReader,
+        out: &mut Dissection,
+        id: NodeId,
+        kind: &Kind,
+        label: Label,
+        parent: u32,
+        depth: u16,
+        start: u64,
+    ) -> Step {
+        let mut raw = Raw::default();
+        // Without a fault no trace is needed: a one-field leaf spans what was read, a
+        // group's parts lie one after the other.
+        let fields = prims::field_count(kind);
+        if fields == 1 || prims::is_group(kind) {
+            let mut quick = BitReader::at(r.data(), start);
+            if prims::serialize_leaf(&mut quick, kind, &mut raw).is_ok() {
+                *r = quick;
+                if fields == 1 {
+                    let (bits, value) = prims::single(kind, raw.0[0], self.record);
+                    self.push(
+                        out,
+                        id,
+                        label,
+                        kind.name(),
+                        parent,
+                        depth,
+                        start,
+                        r.bits_read() - start,
+                        bits,
+                        value,
+                    )?;
+                    self.set_slot(id, raw.0[0] as i64);
                     return Ok(());
                 }
-                // Over the limit: read it again on the general path, which reports it.
-                self.count.set(n - fields);
-                *r = BitReader::at(r.data(), start);
+                let g = self.push(
+                    out,
+                    id,
+                    label,
+                    kind.name(),
+                    parent,
+                    depth,
+                    start,
+                    0,
+                    0,
+                    Value::None,
+                )?;
+                let mut pushed = Ok(0);
+                let value = prims::parts_of(kind, &raw, start, self.record, &mut |f: &prims::LeafField| {
+                    if pushed.is_ok() {
+                        let part = Label::Part(f.part.unwrap_or("?"));
+                        pushed = self.push(
+                            out,
+                            id,
+                            part,
+                            f.kind,
+                            g,
+                            depth + 1,
+                            f.bit_offset,
+                            f.bit_len,
+                            f.raw,
+                            f.value,
+                        );
+                    }
+                });
+                pushed?;
+                self.close(out, g, r, value);
+                return Ok(());
             }
         }
-        self.node_general(r, out, id, parent, depth)
+        self.prims.clear();
+        let mut s = ReadStream::from_reader(BitReader::at(r.data(), start), &mut *self.prims);
+        let res = prims::serialize_leaf(&mut s, kind, &mut raw);
+        *r = s.into_reader();
+        let group = if prims::is_group(kind) {
+            Some(self.push(
+                out,
+                id,
+                label,
+                kind.name(),
+                parent,
+                depth,
+                start,
+                0,
+                0,
+                Value::None,
+            )?)
+        } else {
+            None
+        };
+        let prims_read = std::mem::take(self.prims);
+        let mut pushed = Ok(0);
+        let group_value = prims::fields(kind, &prims_read, self.record, &mut |f: &prims::LeafField| {
+            if pushed.is_err() {
+                return;
+            }
+            let (flabel, fparent, fdepth) = match (f.part, group) {
+                (Some("align"), _) => (Label::Part("align"), parent, depth),
+                (Some(name), Some(g)) => (Label::Part(name), g, depth + 1),
+                _ => (label, parent, depth),
+            };
+            pushed = self.push(
+                out,
+                id,
+                flabel,
+                f.kind,
+                fparent,
+                fdepth,
+                f.bit_offset,
+                f.bit_len,
+                f.raw,
+                f.value,
+            );
+        });
+        *self.prims = prims_read;
+        pushed?;
+        if let Some(g) = group {
+            self.close(out, g, r, group_value);
+        }
+        match res {
+            Ok(_) => {
+                self.set_slot(id, raw.0[0] as i64);
+                Ok(())
+            }
+            Err(e) => {
+                let (flabel, fparent) = match (prims::failed_part(kind, self.prims, &e), group) {
+                    (Some("align"), _) => (Label::Part("align"), parent),
+                    (Some(name), Some(g)) => (Label::Part(name), g),
+                    _ => (label, parent),
+                };
+                Err(self.read_fault(out, e, fparent, flabel))
+            }
+        }
+    }
+
+    #[inline]
+    fn set_slot(&mut self, id: NodeId, v: i64) {
+        if let Some(s) = self
+            .program
+            .nodes
+            .get(id as usize)
+            .and_then(|n| n.slot)
+            .and_then(|s| self.slots.get_mut(s as usize))
+        {
+            *s = v;
+        }
     }
 
     #[inline(never)]
@@ -626,190 +704,6 @@ impl<'p> Exec<'p> {
         let at = r.bits_read();
         let kind = node.kind.name();
         match &node.kind {
-            Kind::Bits(n) => {
-                let v = self.bits(r, out, *n, parent, label)?;
-                self.set(node, v as i64);
-                self.push(
-                    out,
-                    id,
-                    label,
-                    kind,
-                    parent,
-                    depth,
-                    at,
-                    *n as u64,
-                    v as u64,
-                    Value::UInt(v as u64),
-                )?;
-            }
-            Kind::Bool => {
-                let v = self.bits(r, out, 1, parent, label)?;
-                self.set(node, v as i64);
-                self.push(
-                    out,
-                    id,
-                    label,
-                    kind,
-                    parent,
-                    depth,
-                    at,
-                    1,
-                    v as u64,
-                    Value::Bool(v != 0),
-                )?;
-            }
-            Kind::Int { min, max } => {
-                let width = crate::bits::int_width(*min, *max).unwrap_or(0);
-                let raw = self.bits(r, out, width, parent, label)?;
-                let v = min + raw as i64;
-                self.set(node, v);
-                self.push(
-                    out,
-                    id,
-                    label,
-                    kind,
-                    parent,
-                    depth,
-                    at,
-                    width as u64,
-                    raw as u64,
-                    Value::Int(v),
-                )?;
-                if v > *max {
-                    let e = BitError::new(
-                        ErrorKind::OutOfRange {
-                            value: v,
-                            min: *min,
-                            max: *max,
-                        },
-                        at,
-                    );
-                    return Err(self.read_fault(out, e, parent, label));
-                }
-            }
-            Kind::Uint64 => {
-                let lo = self.bits(r, out, 32, parent, label)?;
-                let hi = self.bits(r, out, 32, parent, label)?;
-                let v = (hi as u64) << 32 | lo as u64;
-                self.set(node, v as i64);
-                self.push(out, id, label, kind, parent, depth, at, 64, v, Value::UInt(v))?;
-            }
-            Kind::Float => {
-                let b = self.bits(r, out, 32, parent, label)?;
-                self.push(
-                    out,
-                    id,
-                    label,
-                    kind,
-                    parent,
-                    depth,
-                    at,
-                    32,
-                    b as u64,
-                    Value::Float(f32::from_bits(b)),
-                )?;
-            }
-            Kind::Double => {
-                let lo = self.bits(r, out, 32, parent, label)?;
-                let hi = self.bits(r, out, 32, parent, label)?;
-                let v = (hi as u64) << 32 | lo as u64;
-                self.push(
-                    out,
-                    id,
-                    label,
-                    kind,
-                    parent,
-                    depth,
-                    at,
-                    64,
-                    v,
-                    Value::Double(f64::from_bits(v)),
-                )?;
-            }
-            Kind::CompressedFloat(cf) => {
-                self.compressed(r, out, id, label, cf, parent, depth)?;
-            }
-            Kind::Vector | Kind::Quaternion => {
-                let g = self.push(out, id, label, kind, parent, depth, at, 0, 0, Value::None)?;
-                let parts: &[&'static str] = if matches!(node.kind, Kind::Vector) {
-                    &["x", "y", "z"]
-                } else {
-                    &["x", "y", "z", "w"]
-                };
-                let mut v = [0f32; 4];
-                for (i, part) in parts.iter().enumerate() {
-                    let pl = Label::Part(part);
-                    let fat = r.bits_read();
-                    let b = self.bits(r, out, 32, g, pl)?;
-                    v[i] = f32::from_bits(b);
-                    self.push(
-                        out,
-                        id,
-                        pl,
-                        "float",
-                        g,
-                        depth + 1,
-                        fat,
-                        32,
-                        b as u64,
-                        Value::Float(v[i]),
-                    )?;
-                }
-                let value = if parts.len() == 3 {
-                    Value::Vec3([v[0], v[1], v[2]])
-                } else {
-                    Value::Quat(v)
-                };
-                self.close(out, g, r, value);
-            }
-            Kind::CompressedVector(cf) => {
-                let g = self.push(out, id, label, kind, parent, depth, at, 0, 0, Value::None)?;
-                let mut v = [0f32; 3];
-                for (i, part) in ["x", "y", "z"].into_iter().enumerate() {
-                    v[i] = self.compressed(r, out, id, Label::Part(part), cf, g, depth + 1)?;
-                }
-                self.close(out, g, r, Value::Vec3(v));
-            }
-            Kind::SmallestThree(bits) => {
-                let g = self.push(out, id, label, kind, parent, depth, at, 0, 0, Value::None)?;
-                let largest = self.bits(r, out, 2, g, Label::Part("largest"))?;
-                const NAMES: [&str; 4] = ["x", "y", "z", "w"];
-                self.push(
-                    out,
-                    id,
-                    Label::Part("largest"),
-                    "bits",
-                    g,
-                    depth + 1,
-                    at,
-                    2,
-                    largest as u64,
-                    Value::UInt(largest as u64),
-                )?;
-                let mut small = [0f32; 3];
-                let others = (0..4usize).filter(|&c| c != largest as usize);
-                for (k, c) in others.enumerate() {
-                    let pl = Label::Part(NAMES[c]);
-                    let fat = r.bits_read();
-                    let i = self.bits(r, out, *bits, g, pl)?;
-                    if self.record {
-                        small[k] = smallest_three_component(i, *bits);
-                    }
-                    self.push(
-                        out,
-                        id,
-                        pl,
-                        "bits",
-                        g,
-                        depth + 1,
-                        fat,
-                        *bits as u64,
-                        i as u64,
-                        Value::Float(small[k]),
-                    )?;
-                }
-                self.close(out, g, r, Value::Quat(smallest_three_decode(largest, small)));
-            }
             Kind::Align => self.align(r, out, id, parent, depth)?,
             Kind::Bytes(c) => {
                 let n = self.count(*c);
@@ -884,10 +778,6 @@ impl<'p> Exec<'p> {
                     value,
                 )?;
                 self.close(out, g, r, value);
-            }
-            Kind::Check { magic } => {
-                self.align(r, out, id, parent, depth)?;
-                self.check(r, out, id, label, *magic, parent, depth)?;
             }
             Kind::Rest => {
                 self.align(r, out, id, parent, depth)?;
@@ -1022,6 +912,7 @@ impl<'p> Exec<'p> {
                 };
                 self.block(r, out, b, parent, depth)?;
             }
+            leaf => return self.leaf(r, out, id, leaf, label, parent, depth),
         }
         Ok(())
     }

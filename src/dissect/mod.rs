@@ -5,6 +5,7 @@ pub mod compile;
 pub mod diag;
 pub mod exec;
 pub mod expr;
+pub mod prims;
 pub mod program;
 
 pub use compile::{compile, load};

@@ -5,6 +5,7 @@
 use super::rng::Rng;
 use crate::bits::*;
 use crate::dissect::expr::{Op, eval};
+use crate::dissect::prims::{self, Raw};
 use crate::dissect::program::{Block, Count, Kind, NodeId, Program, Role};
 use crate::validate::{CountEncoding, FRAGMENT_TYPE, write_crc};
 use std::collections::HashSet;
@@ -34,6 +35,10 @@ pub struct PacketWriter<'p> {
     pub leaves: Vec<Leaf>,
     crc_leaf: Option<usize>,
 }
+
+/// The packet being written; its tracer sees every primitive, from which the leaves
+/// (what a dissection of it must find) are taken.
+type Out = WriteStream<Vec<Prim>>;
 
 fn slots_in(code: &[Op], out: &mut HashSet<u16>) {
     for op in code {
@@ -79,12 +84,12 @@ impl<'p> PacketWriter<'p> {
         }
     }
 
-    fn bits(&mut self, w: &mut WriteStream, v: u32, n: u32) -> BitResult<()> {
+    fn bits(&mut self, w: &mut Out, v: u32, n: u32) -> BitResult<()> {
         self.leaves.push((w.bits_processed(), n as u64, v as u64));
         w.writer.write_bits(v, n)
     }
 
-    fn align(&mut self, w: &mut WriteStream) -> BitResult<()> {
+    fn align(&mut self, w: &mut Out) -> BitResult<()> {
         let pad = w.writer.align_bits();
         if pad > 0 {
             self.leaves.push((w.bits_processed(), pad as u64, 0));
@@ -92,7 +97,7 @@ impl<'p> PacketWriter<'p> {
         w.writer.write_align().map(|_| ())
     }
 
-    fn bytes(&mut self, w: &mut WriteStream, data: &[u8]) -> BitResult<()> {
+    fn bytes(&mut self, w: &mut Out, data: &[u8]) -> BitResult<()> {
         self.align(w)?;
         self.leaves.push((w.bits_processed(), data.len() as u64 * 8, 0));
         w.writer.write_bytes(data)
@@ -110,95 +115,75 @@ impl<'p> PacketWriter<'p> {
         rng.range(min, max)
     }
 
-    fn block(&mut self, w: &mut WriteStream, rng: &mut Rng, b: Block, roles: &Roles) -> Result<(), GenError> {
+    /// A value for a leaf: the role's when the caller fixes it, else random (counts
+    /// within the scale).
+    fn leaf_value(&self, rng: &mut Rng, id: NodeId, kind: &Kind, role: Option<u64>) -> Raw {
+        let float = |rng: &mut Rng| ((rng.unit() as f32 - 0.5) * 2000.0).to_bits() as u64;
+        let mut r = [0u64; 4];
+        match kind {
+            Kind::Bits(n) => {
+                r[0] = role.unwrap_or_else(|| {
+                    let mask = (1u64 << n) - 1;
+                    if self
+                        .count_slots
+                        .contains(&self.p.nodes[id as usize].slot.unwrap_or(u16::MAX))
+                    {
+                        rng.below(self.scale.min(mask) + 1)
+                    } else {
+                        rng.next_u64() & mask
+                    }
+                })
+            }
+            Kind::Bool => r[0] = rng.below(2),
+            Kind::Int { min, max } => {
+                r[0] = role
+                    .map(|v| v as i64)
+                    .unwrap_or_else(|| self.int_value(rng, id, *min, *max)) as u64
+            }
+            Kind::Uint64 => r[0] = rng.next_u64(),
+            Kind::Float => r[0] = float(rng),
+            Kind::Double => r[0] = ((rng.unit() - 0.5) * 1e6).to_bits(),
+            Kind::CompressedFloat(cf) => r[0] = rng.below(cf.max_int as u64 + 1),
+            Kind::Vector => r[..3].iter_mut().for_each(|x| *x = float(rng)),
+            Kind::Quaternion => r
+                .iter_mut()
+                .for_each(|x| *x = (rng.unit() as f32 * 2.0 - 1.0).to_bits() as u64),
+            Kind::CompressedVector(cf) => r[..3]
+                .iter_mut()
+                .for_each(|x| *x = rng.below(cf.max_int as u64 + 1)),
+            Kind::SmallestThree(bits) => {
+                r[0] = rng.below(4);
+                r[1..].iter_mut().for_each(|x| *x = rng.below(1 << bits));
+            }
+            _ => {}
+        }
+        Raw(r)
+    }
+
+    /// Writes one leaf through the primitive table and keeps its leaves.
+    fn leaf(&mut self, w: &mut Out, id: NodeId, kind: &Kind, mut raw: Raw) -> BitResult<()> {
+        let before = w.tracer.len();
+        prims::serialize_leaf(w, kind, &mut raw)?;
+        self.set(id, raw.0[0] as i64);
+        let leaves = &mut self.leaves;
+        prims::fields(kind, &w.tracer[before..], false, &mut |f: &prims::LeafField| {
+            leaves.push((f.bit_offset, f.bit_len, f.raw))
+        });
+        Ok(())
+    }
+
+    fn block(&mut self, w: &mut Out, rng: &mut Rng, b: Block, roles: &Roles) -> Result<(), GenError> {
         for &id in self.p.block(b) {
             self.node(w, rng, id, roles)?;
         }
         Ok(())
     }
 
-    fn node(
-        &mut self,
-        w: &mut WriteStream,
-        rng: &mut Rng,
-        id: NodeId,
-        roles: &Roles,
-    ) -> Result<(), GenError> {
+    fn node(&mut self, w: &mut Out, rng: &mut Rng, id: NodeId, roles: &Roles) -> Result<(), GenError> {
         let p = self.p;
         let node = &p.nodes[id as usize];
         let role = node.role.and_then(|r| roles.get(r));
         match &node.kind {
-            Kind::Bits(n) => {
-                let v = role.unwrap_or_else(|| {
-                    if self.count_slots.contains(&node.slot.unwrap_or(u16::MAX)) {
-                        rng.below(self.scale.min((1u64 << n) - 1) + 1)
-                    } else {
-                        rng.next_u64() & ((1u64 << n) - 1)
-                    }
-                }) as u32;
-                if node.role == Some(Role::Crc) {
-                    self.crc_leaf = Some(self.leaves.len());
-                }
-                self.set(id, v as i64);
-                self.bits(w, v, *n)?;
-            }
-            Kind::Bool => {
-                let v = rng.below(2) as u32;
-                self.set(id, v as i64);
-                self.bits(w, v, 1)?;
-            }
-            Kind::Int { min, max } => {
-                let v = role
-                    .map(|r| r as i64)
-                    .unwrap_or_else(|| self.int_value(rng, id, *min, *max));
-                self.set(id, v);
-                let width = int_width(*min, *max).unwrap_or(0);
-                self.bits(w, (v - min) as u32, width)?;
-            }
-            Kind::Uint64 => {
-                let v = rng.next_u64();
-                self.set(id, v as i64);
-                self.leaves.push((w.bits_processed(), 64, v));
-                serialize_uint64(w, &mut v.clone())?;
-            }
-            Kind::Float => {
-                let v = (rng.unit() as f32 - 0.5) * 2000.0;
-                self.bits(w, v.to_bits(), 32)?;
-            }
-            Kind::Double => {
-                let v = (rng.unit() - 0.5) * 1e6;
-                self.leaves.push((w.bits_processed(), 64, v.to_bits()));
-                serialize_double(w, &mut v.clone())?;
-            }
-            Kind::CompressedFloat(cf) => {
-                let i = rng.below(cf.max_int as u64 + 1) as u32;
-                self.bits(w, i, cf.bits)?;
-            }
-            Kind::Vector => {
-                for _ in 0..3 {
-                    let v = (rng.unit() as f32 - 0.5) * 2000.0;
-                    self.bits(w, v.to_bits(), 32)?;
-                }
-            }
-            Kind::Quaternion => {
-                for _ in 0..4 {
-                    let v = rng.unit() as f32 * 2.0 - 1.0;
-                    self.bits(w, v.to_bits(), 32)?;
-                }
-            }
-            Kind::CompressedVector(cf) => {
-                for _ in 0..3 {
-                    let i = rng.below(cf.max_int as u64 + 1) as u32;
-                    self.bits(w, i, cf.bits)?;
-                }
-            }
-            Kind::SmallestThree(bits) => {
-                self.bits(w, rng.below(4) as u32, 2)?;
-                for _ in 0..3 {
-                    let i = rng.below(1 << bits) as u32;
-                    self.bits(w, i, *bits)?;
-                }
-            }
             Kind::Align => self.align(w)?,
             Kind::Bytes(c) => {
                 let n = match c {
@@ -214,10 +199,6 @@ impl<'p> PacketWriter<'p> {
                 self.bits(w, len, width)?;
                 let text: Vec<u8> = (0..len).map(|_| b'a' + rng.below(26) as u8).collect();
                 self.bytes(w, &text)?;
-            }
-            Kind::Check { magic } => {
-                self.align(w)?;
-                self.bits(w, *magic, 32)?;
             }
             Kind::Rest => {
                 let data = roles.data.clone().unwrap_or_default();
@@ -283,6 +264,13 @@ impl<'p> PacketWriter<'p> {
                 };
                 self.block(w, rng, b, roles)?;
             }
+            leaf => {
+                let raw = self.leaf_value(rng, id, leaf, role);
+                if node.role == Some(Role::Crc) {
+                    self.crc_leaf = Some(self.leaves.len());
+                }
+                self.leaf(w, id, leaf, raw)?;
+            }
         }
         Ok(())
     }
@@ -290,7 +278,7 @@ impl<'p> PacketWriter<'p> {
     /// Writes a list element's first field so that the end condition is (or is not) met.
     fn list_key(
         &mut self,
-        w: &mut WriteStream,
+        w: &mut Out,
         rng: &mut Rng,
         id: NodeId,
         end: crate::dissect::program::Expr,
@@ -299,10 +287,10 @@ impl<'p> PacketWriter<'p> {
     ) -> Result<(), GenError> {
         let p = self.p;
         let node = &p.nodes[id as usize];
-        let (min, max, width) = match node.kind {
-            Kind::Int { min, max } => (min, max, int_width(min, max).unwrap_or(0)),
-            Kind::Bits(n) => (0, (1i64 << n) - 1, n),
-            Kind::Bool => (0, 1, 1),
+        let (min, max) = match node.kind {
+            Kind::Int { min, max } => (min, max),
+            Kind::Bits(n) => (0, (1i64 << n) - 1),
+            Kind::Bool => (0, 1),
             _ => return Err(GenError::ListEnd(list.to_string())),
         };
         let mut pick = None;
@@ -321,35 +309,28 @@ impl<'p> PacketWriter<'p> {
         let Some(v) = pick else {
             return Err(GenError::ListEnd(list.to_string()));
         };
-        self.set(id, v);
-        self.bits(w, (v - min) as u32, width)?;
+        self.leaf(w, id, &node.kind, Raw([v as u64, 0, 0, 0]))?;
         Ok(())
     }
 
-    fn relative_index(
-        &mut self,
-        w: &mut WriteStream,
-        previous: &mut i64,
-        index: i64,
-        max: i64,
-    ) -> BitResult<()> {
-        let diff = index - *previous;
-        *previous = index;
-        if diff == 1 {
-            return self.bits(w, 1, 1);
-        }
-        self.bits(w, 0, 1)?;
-        for (lo, hi) in RELATIVE_INDEX_LADDER {
-            if diff <= hi {
-                self.bits(w, 1, 1)?;
-                return self.bits(w, (diff - lo) as u32, int_width(lo, hi).unwrap_or(0));
+    fn relative_index(&mut self, w: &mut Out, previous: &mut i64, index: i64, max: i64) -> BitResult<()> {
+        let before = w.tracer.len();
+        let mut current = index;
+        serialize_relative_index(w, previous, &mut current, max)?;
+        for p in &w.tracer[before..] {
+            match *p {
+                Prim::Bits { at, bits, value } => self.leaves.push((at, bits as u64, value as u64)),
+                Prim::Int { at, min, max, value } => {
+                    self.leaves
+                        .push((at, int_width(min, max).unwrap_or(0) as u64, (value - min) as u64))
+                }
+                _ => {}
             }
-            self.bits(w, 0, 1)?;
         }
-        self.bits(w, (diff - 126) as u32, int_width(126, max + 1).unwrap_or(0))
+        Ok(())
     }
 
-    fn finish(&mut self, w: WriteStream) -> Result<Vec<u8>, GenError> {
+    fn finish(&mut self, w: Out) -> Result<Vec<u8>, GenError> {
         let id = self.p.params.protocol_id.ok_or(GenError::NoProtocolId)?;
         let mut bytes = w.finish();
         write_crc(id, &mut bytes);
@@ -372,7 +353,7 @@ impl<'p> PacketWriter<'p> {
         let def = self.p.packet(type_id).ok_or(GenError::UnknownType(type_id))?;
         let body = def.body;
         self.start();
-        let mut w = WriteStream::new();
+        let mut w = Out::default();
         let roles = Roles {
             sequence: Some(sequence as u64),
             packet_type: Some(type_id as u64),
@@ -455,7 +436,7 @@ impl<'p> PacketWriter<'p> {
             return Err(GenError::UnknownType(FRAGMENT_TYPE));
         };
         self.start();
-        let mut w = WriteStream::new();
+        let mut w = Out::default();
         let encoded = match self.p.params.format.count_encoding {
             CountEncoding::Count => count,
             CountEncoding::CountMinusOne => count.wrapping_sub(1) & 0xff,
