@@ -238,6 +238,17 @@ struct Stop;
 
 type Step = Result<(), Stop>;
 
+/// Where a node is being read: its id, label and kind name, its parent and depth in
+/// the field tree, and the bit it starts at.
+struct Here {
+    id: NodeId,
+    label: Label,
+    kind: &'static str,
+    parent: u32,
+    depth: u16,
+    at: u64,
+}
+
 impl<'p> Exec<'p> {
     fn packet(&mut self, r: &mut BitReader, out: &mut Dissection) -> Step {
         let p = self.program;
@@ -689,6 +700,7 @@ impl<'p> Exec<'p> {
         }
     }
 
+    /// Everything that is not a leaf primitive: one method each.
     #[inline(never)]
     fn node_general(
         &mut self,
@@ -700,206 +712,30 @@ impl<'p> Exec<'p> {
     ) -> Step {
         let p = self.program;
         let node = &p.nodes[id as usize];
-        let label = Label::Node(id);
-        let at = r.bits_read();
-        let kind = node.kind.name();
+        // Built only for what records a group or reads bytes.
+        let here = |r: &BitReader| Here {
+            id,
+            label: Label::Node(id),
+            kind: node.kind.name(),
+            parent,
+            depth,
+            at: r.bits_read(),
+        };
         match &node.kind {
-            Kind::Align => self.align(r, out, id, parent, depth)?,
-            Kind::Bytes(c) => {
-                let n = self.count(*c);
-                self.align(r, out, id, parent, depth)?;
-                let at = r.bits_read();
-                let len = usize::try_from(n).unwrap_or(usize::MAX);
-                let b = r
-                    .read_bytes(len)
-                    .map_err(|e| self.read_fault(out, e, parent, label))?;
-                let offset = (at / 8) as usize;
-                self.push(
-                    out,
-                    id,
-                    label,
-                    kind,
-                    parent,
-                    depth,
-                    at,
-                    b.len() as u64 * 8,
-                    0,
-                    Value::Bytes { offset, len: b.len() },
-                )?;
-            }
-            Kind::String { max } => {
-                let g = self.push(out, id, label, kind, parent, depth, at, 0, 0, Value::None)?;
-                let ll = Label::Part("length");
-                let width = crate::bits::int_width(0, *max as i64 - 1).unwrap_or(0);
-                let len = self.bits(r, out, width, g, ll)?;
-                self.push(
-                    out,
-                    id,
-                    ll,
-                    "int",
-                    g,
-                    depth + 1,
-                    at,
-                    width as u64,
-                    len as u64,
-                    Value::Int(len as i64),
-                )?;
-                if len as i64 > *max as i64 - 1 {
-                    let e = BitError::new(
-                        ErrorKind::OutOfRange {
-                            value: len as i64,
-                            min: 0,
-                            max: *max as i64 - 1,
-                        },
-                        at,
-                    );
-                    return Err(self.read_fault(out, e, g, ll));
-                }
-                self.align(r, out, id, g, depth + 1)?;
-                let bat = r.bits_read();
-                let dl = Label::Part("data");
-                let b = r
-                    .read_bytes(len as usize)
-                    .map_err(|e| self.read_fault(out, e, g, dl))?;
-                let value = Value::Bytes {
-                    offset: (bat / 8) as usize,
-                    len: b.len(),
-                };
-                self.push(
-                    out,
-                    id,
-                    dl,
-                    "bytes",
-                    g,
-                    depth + 1,
-                    bat,
-                    b.len() as u64 * 8,
-                    0,
-                    value,
-                )?;
-                self.close(out, g, r, value);
-            }
-            Kind::Rest => {
-                self.align(r, out, id, parent, depth)?;
-                let at = r.bits_read();
-                let b = r
-                    .read_rest()
-                    .map_err(|e| self.read_fault(out, e, parent, label))?;
-                self.rest.set(Some(((at / 8) as usize, b.len())));
-                let value = Value::Bytes {
-                    offset: (at / 8) as usize,
-                    len: b.len(),
-                };
-                self.push(
-                    out,
-                    id,
-                    label,
-                    kind,
-                    parent,
-                    depth,
-                    at,
-                    b.len() as u64 * 8,
-                    0,
-                    value,
-                )?;
-            }
+            Kind::Align => self.align(r, out, id, parent, depth),
+            Kind::Bytes(c) => self.bytes(r, out, &here(r), *c),
+            Kind::String { max } => self.string(r, out, &here(r), *max),
+            Kind::Rest => self.rest_of_datagram(r, out, &here(r)),
             Kind::Struct { body } => {
-                let g = self.push(out, id, label, kind, parent, depth, at, 0, 0, Value::None)?;
+                let g = self.open(out, &here(r), Value::None)?;
                 self.block(r, out, *body, g, depth + 1)?;
                 self.close(out, g, r, Value::None);
+                Ok(())
             }
-            Kind::Array { count, body } => {
-                let n = self.count(*count);
-                let g = self.push(out, id, label, kind, parent, depth, at, 0, 0, Value::UInt(n))?;
-                if n > p.limits.max_elements {
-                    let reason = format!("array of {n} elements (limit {})", p.limits.max_elements);
-                    return self.limit(out, parent, label, at, reason);
-                }
-                for i in 0..n as u32 {
-                    let eat = r.bits_read();
-                    let e = self.element(out, id, g, i, depth + 1, eat)?;
-                    self.block(r, out, *body, e, depth + 2)?;
-                    self.close(out, e, r, Value::None);
-                }
-                self.close(out, g, r, Value::None);
-            }
-            Kind::List { end, body } => {
-                let g = self.push(out, id, label, kind, parent, depth, at, 0, 0, Value::None)?;
-                let ids = p.block(*body);
-                let mut i = 0u32;
-                loop {
-                    if i as u64 >= p.limits.max_elements {
-                        return self.limit(
-                            out,
-                            parent,
-                            label,
-                            r.bits_read(),
-                            format!("list longer than {} elements", p.limits.max_elements),
-                        );
-                    }
-                    let eat = r.bits_read();
-                    let e = self.element(out, id, g, i, depth + 1, eat)?;
-                    let Some((&first, rest)) = ids.split_first() else {
-                        break;
-                    };
-                    self.node(r, out, first, e, depth + 2)?;
-                    let done = eval(p.expr(*end), self.slots) != 0;
-                    if !done {
-                        for &nid in rest {
-                            self.node(r, out, nid, e, depth + 2)?;
-                        }
-                    }
-                    self.close(out, e, r, Value::None);
-                    if done {
-                        break;
-                    }
-                    if r.bits_read() == eat {
-                        return self.limit(
-                            out,
-                            g,
-                            Label::Index(i),
-                            eat,
-                            "list element consumed no bits".into(),
-                        );
-                    }
-                    i += 1;
-                }
-                self.close(out, g, r, Value::UInt(i as u64));
-            }
-            Kind::RelativeList { max, body } => {
-                let g = self.push(out, id, label, kind, parent, depth, at, 0, 0, Value::None)?;
-                let mut previous = -1i64;
-                let mut i = 0u32;
-                loop {
-                    if i as u64 > p.limits.max_elements {
-                        return self.limit(
-                            out,
-                            parent,
-                            label,
-                            r.bits_read(),
-                            format!("more than {} objects", p.limits.max_elements),
-                        );
-                    }
-                    let eat = r.bits_read();
-                    let e = self.element(out, id, g, i, depth + 1, eat)?;
-                    let index = self.relative_index(r, out, id, e, depth + 2, previous, *max)?;
-                    previous = index;
-                    if index == *max {
-                        // The sentinel is not an element: fold it into the list as `end`.
-                        if let Some(f) = out.fields.get_mut(e as usize) {
-                            f.label = Label::Part("end");
-                            f.kind = "sentinel";
-                        }
-                        self.close(out, e, r, Value::Int(index));
-                        break;
-                    }
-                    self.block(r, out, *body, e, depth + 2)?;
-                    self.close(out, e, r, Value::None);
-                    i += 1;
-                }
-                self.close(out, g, r, Value::UInt(i as u64));
-            }
-            Kind::Inline { body } => self.block(r, out, *body, parent, depth)?,
+            Kind::Array { count, body } => self.array(r, out, &here(r), *count, *body),
+            Kind::List { end, body } => self.list(r, out, &here(r), *end, *body),
+            Kind::RelativeList { max, body } => self.relative_list(r, out, &here(r), *max, *body),
+            Kind::Inline { body } => self.block(r, out, *body, parent, depth),
             Kind::If {
                 cond,
                 then,
@@ -910,10 +746,246 @@ impl<'p> Exec<'p> {
                 } else {
                     *otherwise
                 };
-                self.block(r, out, b, parent, depth)?;
+                self.block(r, out, b, parent, depth)
             }
-            leaf => return self.leaf(r, out, id, leaf, label, parent, depth),
+            leaf => self.leaf(r, out, id, leaf, Label::Node(id), parent, depth),
         }
+    }
+
+    /// A group field for the node at `h`, closed by the caller.
+    #[inline(always)]
+    fn open(&self, out: &mut Dissection, h: &Here, value: Value) -> Result<u32, Stop> {
+        self.push(out, h.id, h.label, h.kind, h.parent, h.depth, h.at, 0, 0, value)
+    }
+
+    /// `bytes name COUNT`: align, then COUNT bytes (zero-copy).
+    fn bytes(&mut self, r: &mut BitReader, out: &mut Dissection, h: &Here, count: Count) -> Step {
+        let n = self.count(count);
+        self.align(r, out, h.id, h.parent, h.depth)?;
+        let at = r.bits_read();
+        let len = usize::try_from(n).unwrap_or(usize::MAX);
+        let b = r
+            .read_bytes(len)
+            .map_err(|e| self.read_fault(out, e, h.parent, h.label))?;
+        let value = Value::Bytes {
+            offset: (at / 8) as usize,
+            len: b.len(),
+        };
+        self.push(
+            out,
+            h.id,
+            h.label,
+            h.kind,
+            h.parent,
+            h.depth,
+            at,
+            b.len() as u64 * 8,
+            0,
+            value,
+        )?;
+        Ok(())
+    }
+
+    /// `string name MAX`: a length in `int(0, MAX-1)`, align, the bytes.
+    fn string(&mut self, r: &mut BitReader, out: &mut Dissection, h: &Here, max: u32) -> Step {
+        let g = self.open(out, h, Value::None)?;
+        let ll = Label::Part("length");
+        let top = max as i64 - 1;
+        let width = crate::bits::int_width(0, top).unwrap_or(0);
+        let len = self.bits(r, out, width, g, ll)?;
+        self.push(
+            out,
+            h.id,
+            ll,
+            "int",
+            g,
+            h.depth + 1,
+            h.at,
+            width as u64,
+            len as u64,
+            Value::Int(len as i64),
+        )?;
+        if len as i64 > top {
+            let e = BitError::new(
+                ErrorKind::OutOfRange {
+                    value: len as i64,
+                    min: 0,
+                    max: top,
+                },
+                h.at,
+            );
+            return Err(self.read_fault(out, e, g, ll));
+        }
+        self.align(r, out, h.id, g, h.depth + 1)?;
+        let at = r.bits_read();
+        let dl = Label::Part("data");
+        let b = r
+            .read_bytes(len as usize)
+            .map_err(|e| self.read_fault(out, e, g, dl))?;
+        let value = Value::Bytes {
+            offset: (at / 8) as usize,
+            len: b.len(),
+        };
+        self.push(
+            out,
+            h.id,
+            dl,
+            "bytes",
+            g,
+            h.depth + 1,
+            at,
+            b.len() as u64 * 8,
+            0,
+            value,
+        )?;
+        self.close(out, g, r, value);
+        Ok(())
+    }
+
+    /// `rest name`: align, then the rest of the datagram (fragment data).
+    fn rest_of_datagram(&mut self, r: &mut BitReader, out: &mut Dissection, h: &Here) -> Step {
+        self.align(r, out, h.id, h.parent, h.depth)?;
+        let at = r.bits_read();
+        let b = r
+            .read_rest()
+            .map_err(|e| self.read_fault(out, e, h.parent, h.label))?;
+        self.rest.set(Some(((at / 8) as usize, b.len())));
+        let value = Value::Bytes {
+            offset: (at / 8) as usize,
+            len: b.len(),
+        };
+        self.push(
+            out,
+            h.id,
+            h.label,
+            h.kind,
+            h.parent,
+            h.depth,
+            at,
+            b.len() as u64 * 8,
+            0,
+            value,
+        )?;
+        Ok(())
+    }
+
+    /// `array name COUNT { … }`.
+    #[inline(always)]
+    fn array(
+        &mut self,
+        r: &mut BitReader,
+        out: &mut Dissection,
+        h: &Here,
+        count: Count,
+        body: Block,
+    ) -> Step {
+        let n = self.count(count);
+        let g = self.open(out, h, Value::UInt(n))?;
+        let max = self.program.limits.max_elements;
+        if n > max {
+            return self.limit(
+                out,
+                h.parent,
+                h.label,
+                h.at,
+                format!("array of {n} elements (limit {max})"),
+            );
+        }
+        for i in 0..n as u32 {
+            let e = self.element(out, h.id, g, i, h.depth + 1, r.bits_read())?;
+            self.block(r, out, body, e, h.depth + 2)?;
+            self.close(out, e, r, Value::None);
+        }
+        self.close(out, g, r, Value::None);
+        Ok(())
+    }
+
+    /// `list name END { first … }`: elements until END holds after an element's first
+    /// field.
+    #[inline(always)]
+    fn list(&mut self, r: &mut BitReader, out: &mut Dissection, h: &Here, end: Expr, body: Block) -> Step {
+        let p = self.program;
+        let g = self.open(out, h, Value::None)?;
+        let ids = p.block(body);
+        let mut i = 0u32;
+        loop {
+            if i as u64 >= p.limits.max_elements {
+                let reason = format!("list longer than {} elements", p.limits.max_elements);
+                return self.limit(out, h.parent, h.label, r.bits_read(), reason);
+            }
+            let eat = r.bits_read();
+            let e = self.element(out, h.id, g, i, h.depth + 1, eat)?;
+            let Some((&first, rest)) = ids.split_first() else {
+                break;
+            };
+            self.node(r, out, first, e, h.depth + 2)?;
+            let done = eval(p.expr(end), self.slots) != 0;
+            if !done {
+                for &nid in rest {
+                    self.node(r, out, nid, e, h.depth + 2)?;
+                }
+            }
+            self.close(out, e, r, Value::None);
+            if done {
+                break;
+            }
+            if r.bits_read() == eat {
+                return self.limit(
+                    out,
+                    g,
+                    Label::Index(i),
+                    eat,
+                    "list element consumed no bits".into(),
+                );
+            }
+            i += 1;
+        }
+        self.close(out, g, r, Value::UInt(i as u64));
+        Ok(())
+    }
+
+    /// `relative-list name MAX { … }`: the article's ascending object indices, ending
+    /// at MAX.
+    #[inline(always)]
+    fn relative_list(
+        &mut self,
+        r: &mut BitReader,
+        out: &mut Dissection,
+        h: &Here,
+        max: i64,
+        body: Block,
+    ) -> Step {
+        let limit = self.program.limits.max_elements;
+        let g = self.open(out, h, Value::None)?;
+        let mut previous = -1i64;
+        let mut i = 0u32;
+        loop {
+            if i as u64 > limit {
+                return self.limit(
+                    out,
+                    h.parent,
+                    h.label,
+                    r.bits_read(),
+                    format!("more than {limit} objects"),
+                );
+            }
+            let e = self.element(out, h.id, g, i, h.depth + 1, r.bits_read())?;
+            let index = self.relative_index(r, out, h.id, e, h.depth + 2, previous, max)?;
+            previous = index;
+            if index == max {
+                // The sentinel is not an element: fold it into the list as `end`.
+                if let Some(f) = out.fields.get_mut(e as usize) {
+                    f.label = Label::Part("end");
+                    f.kind = "sentinel";
+                }
+                self.close(out, e, r, Value::Int(index));
+                break;
+            }
+            self.block(r, out, body, e, h.depth + 2)?;
+            self.close(out, e, r, Value::None);
+            i += 1;
+        }
+        self.close(out, g, r, Value::UInt(i as u64));
         Ok(())
     }
 
