@@ -219,3 +219,31 @@ fn large_capture_sharded_analysis_agrees_with_truth() {
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("analyze agrees with the ground truth"), "{err}");
 }
+
+/// Without a terminal the TUI says so in one line instead of panicking (exit 101).
+#[test]
+fn tui_without_a_terminal_is_a_clear_error() {
+    let (code, out, err) = gpcap(&["tui", "captures/clean.pcap"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty());
+    assert!(err.starts_with("gpcap: tui needs a terminal"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+/// Regression: dissect exited 0 when its output could not be written (a full disk).
+#[test]
+fn dissect_fails_when_its_output_cannot_be_written() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        eprintln!("skipped: no /dev/full");
+        return;
+    };
+    let out = Command::new(env!("CARGO_BIN_EXE_gpcap"))
+        .args(["dissect", "captures/clean.pcap", "-d", "dissectors/article.kdl"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("stdout") && err.contains("No space left"), "{err}");
+}

@@ -134,3 +134,58 @@ fn ip_reassembled_datagrams_show_their_fields() {
     assert_eq!(dissection.packet_type, Some(4));
     assert_eq!(d.payload().len(), 1842);
 }
+
+/// Regression: the TUI froze on large captures (the screen held the index's read lock
+/// while asking for it again, behind the loader waiting to write). Now the loader sends
+/// updates and the screen owns its copy; this drives both at once, drawing and paging
+/// while a large capture is indexed, and must finish.
+#[test]
+fn loader_and_screen_run_together_on_a_large_capture() {
+    use gpcap::capture::writer::PcapWriter;
+    use gpcap::generate::sim::{Emit, SimConfig, simulate_into};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let p = Arc::new(dissect::load(&root.join("dissectors/article.kdl")).unwrap());
+    let dir = std::env::temp_dir().join(format!("gpcap-tui-large-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("large.pcap");
+    let mut w = PcapWriter::new(std::fs::File::create(&path).unwrap(), 1, 65535, true).unwrap();
+    let cfg = SimConfig {
+        seed: 5,
+        duration_s: 30.0,
+        clients: 24,
+        loss: 0.01,
+        ..SimConfig::default()
+    };
+    simulate_into(&p, &cfg, &mut |e| {
+        if let Emit::Frame { t_ns, data } = e {
+            w.write(t_ns, data, data.len() as u32).unwrap();
+        }
+    })
+    .unwrap();
+    drop(w);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let loader = {
+        let (path, cfg) = (path.clone(), Config::from_program(p.clone()));
+        std::thread::spawn(move || load(&path, cfg, tx))
+    };
+    let mut a = App::new(Index::new(&path), rx, Config::from_program(p));
+    a.color = false;
+    let mut t = Terminal::new(TestBackend::new(100, 30)).unwrap();
+    let start = std::time::Instant::now();
+    let mut frames_drawn = 0;
+    while !a.index.done {
+        assert!(
+            start.elapsed().as_secs() < 300,
+            "the screen did not finish with the loader"
+        );
+        a.tick();
+        t.draw(|f| gpcap::tui::ui::draw(f, &mut a)).unwrap();
+        a.key(KeyEvent::new(KeyCode::PageDown, KeyModifiers::NONE));
+        frames_drawn += 1;
+    }
+    loader.join().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(a.index.rows.len() > 60_000, "only {} rows", a.index.rows.len());
+    assert!(a.index.report.is_some());
+    assert!(frames_drawn > 1);
+}
