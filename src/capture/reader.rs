@@ -44,9 +44,40 @@ pub struct CaptureError {
 #[derive(Debug, Clone, Copy)]
 struct Interface {
     linktype: i32,
-    /// Units per second.
-    resolution: u64,
+    /// Timestamp units per second: 10^n, or 2^n when `binary` (pcapng `if_tsresol`).
+    resolution: Resolution,
     offset_s: i64,
+}
+
+/// A timestamp resolution: `units / 10^decimal` seconds, or `units / 2^binary` seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Resolution {
+    Decimal(u32),
+    Binary(u32),
+}
+
+impl Resolution {
+    /// pcapng `if_tsresol`: the high bit says a power of two, the rest the exponent.
+    fn from_tsresol(v: u8) -> Self {
+        if v & 0x80 != 0 {
+            Resolution::Binary((v & 0x7f) as u32)
+        } else {
+            Resolution::Decimal(v as u32)
+        }
+    }
+
+    /// Nanoseconds of `units`, saturated to what an i64 holds (years past 2262 stay at
+    /// its end rather than wrapping negative).
+    fn nanos(self, units: u64) -> i64 {
+        let wide = units as u128 * 1_000_000_000;
+        let ns = match self {
+            Resolution::Decimal(n) if n <= 38 => wide / 10u128.pow(n),
+            Resolution::Decimal(_) => 0,
+            Resolution::Binary(n) if n < 128 => wide >> n,
+            Resolution::Binary(_) => 0,
+        };
+        i64::try_from(ns).unwrap_or(i64::MAX)
+    }
 }
 
 /// The first block of a file may need this much; blocks up to `MAX_BLOCK` grow it.
@@ -180,11 +211,7 @@ impl CaptureReader {
                         PcapBlockOwned::LegacyHeader(h) => {
                             self.legacy = Some(Interface {
                                 linktype: h.network.0,
-                                resolution: if h.is_nanosecond_precision() {
-                                    1_000_000_000
-                                } else {
-                                    1_000_000
-                                },
+                                resolution: Resolution::Decimal(if h.is_nanosecond_precision() { 9 } else { 6 }),
                                 offset_s: 0,
                             });
                             Step::Skip(consumed)
@@ -192,10 +219,10 @@ impl CaptureReader {
                         PcapBlockOwned::Legacy(b) => {
                             let i = self.legacy.unwrap_or(Interface {
                                 linktype: 1,
-                                resolution: 1_000_000,
+                                resolution: Resolution::Decimal(6),
                                 offset_s: 0,
                             });
-                            let frac = b.ts_usec as i64 * (1_000_000_000 / i.resolution as i64);
+                            let frac = i.resolution.nanos(b.ts_usec as u64);
                             Step::Frame {
                                 consumed,
                                 start: locate(b.data),
@@ -213,7 +240,7 @@ impl CaptureReader {
                         PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => {
                             self.interfaces.push(Interface {
                                 linktype: idb.linktype.0,
-                                resolution: idb.ts_resolution().unwrap_or(1_000_000).max(1),
+                                resolution: Resolution::from_tsresol(idb.if_tsresol),
                                 offset_s: idb.ts_offset(),
                             });
                             Step::Skip(consumed)
@@ -227,7 +254,7 @@ impl CaptureReader {
                                 )),
                                 Some(i) => {
                                     let units = (epb.ts_high as u64) << 32 | epb.ts_low as u64;
-                                    let ns = (units as u128 * 1_000_000_000 / i.resolution as u128) as i64;
+                                    let ns = i.resolution.nanos(units);
                                     Step::Frame {
                                         consumed,
                                         start: locate(epb.data),

@@ -312,7 +312,7 @@ impl Statistics {
         while flow
             .recent
             .front()
-            .is_some_and(|&(t, _)| t < e.ts_ns - BURST_WINDOW_NS || flow.recent.len() >= RECENT)
+            .is_some_and(|&(t, _)| t < e.ts_ns.saturating_sub(BURST_WINDOW_NS) || flow.recent.len() >= RECENT)
         {
             flow.recent.pop_front();
         }
@@ -324,7 +324,7 @@ impl Statistics {
         {
             // A burst: the datagrams of the second before it (not counted yet).
             self.bursts.bursts += 1;
-            let from = (e.ts_ns - BURST_WINDOW_NS).max(flow.counted_until);
+            let from = e.ts_ns.saturating_sub(BURST_WINDOW_NS).max(flow.counted_until);
             for &(_, size) in flow.recent.iter().filter(|(t, _)| *t > from && *t < e.ts_ns) {
                 self.bursts.before.add(size, budget);
             }

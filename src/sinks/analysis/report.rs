@@ -388,7 +388,7 @@ impl Timeline {
     /// The bucket for a timestamp (None before the start or past the limit).
     pub fn slot(&mut self, ts_ns: i64) -> Option<&mut Second> {
         let start = *self.start_ns.get_or_insert(ts_ns);
-        let s = usize::try_from((ts_ns - start) / 1_000_000_000).ok()?;
+        let s = usize::try_from(ts_ns.saturating_sub(start) / 1_000_000_000).ok()?;
         if s >= TIMELINE_MAX {
             return None;
         }
@@ -516,7 +516,7 @@ impl Report {
         self.schema = SCHEMA_VERSION;
         let c = &mut self.capture;
         if let (Some(a), Some(b)) = (c.first_ns, c.last_ns) {
-            c.duration_s = (b - a) as f64 / 1e9;
+            c.duration_s = b.saturating_sub(a) as f64 / 1e9;
         }
         self.mtu.ip_never_reassembled = c.ip_defrag.incomplete;
         if let Some(p) = &cfg.program {
@@ -530,7 +530,7 @@ impl Report {
         let mut other = (0u64, 0u64);
         for f in &mut self.flows {
             if let (Some(a), Some(b)) = (f.first_ns, f.last_ns) {
-                f.duration_s = (b - a) as f64 / 1e9;
+                f.duration_s = b.saturating_sub(a).max(0) as f64 / 1e9;
             }
             if f.duration_s > 0.0 {
                 f.packets_per_s = f.datagrams as f64 / f.duration_s;
