@@ -120,3 +120,33 @@ fn hostile_nesting_is_refused() {
     let e = dissect::compile("deep.kdl", &deep_expr).unwrap_err();
     assert_eq!(e[0].message, "expression nests more than 64 levels deep");
 }
+
+/// Regression: an expression dividing by zero evaluated to 0, so the packet was read on
+/// as if valid; now the packet stops with a located fault.
+#[test]
+fn division_by_zero_is_a_located_fault() {
+    let text = format!(
+        "protocol \"t\" {{\n    end-check #null\n}}\n{HEADER}packet 1 \"A\" {{\n    int n 0 3\n    array items \"8 / n\" {{\n        bool b\n    }}\n}}\n"
+    );
+    let p = std::sync::Arc::new(
+        dissect::compile("div.kdl", &text).unwrap_or_else(|e| panic!("{}", dissect::render(&e, false))),
+    );
+    let mut w = gpcap::bits::WriteStream::new();
+    for (v, bits) in [(0u32, 32), (1, 16), (1, 3), (0, 2)] {
+        gpcap::bits::Stream::bits(&mut w, &mut { v }, bits).unwrap();
+    }
+    let bytes = w.finish();
+    let d = dissect::Dissector::new(p.clone()).dissect(&bytes);
+    let fault = d.fault.expect("a fault");
+    assert_eq!(fault.kind, dissect::FaultKind::Expression);
+    assert_eq!(fault.kind.code(), "expression");
+    assert_eq!(fault.field, "items");
+    assert_eq!(fault.bit, 53);
+    // Validation alone finds it too.
+    let mut v = dissect::Dissector::new(p);
+    v.record = false;
+    assert_eq!(
+        v.dissect(&bytes).fault.map(|f| f.kind),
+        Some(dissect::FaultKind::Expression)
+    );
+}

@@ -211,7 +211,11 @@ impl CaptureReader {
                         PcapBlockOwned::LegacyHeader(h) => {
                             self.legacy = Some(Interface {
                                 linktype: h.network.0,
-                                resolution: Resolution::Decimal(if h.is_nanosecond_precision() { 9 } else { 6 }),
+                                resolution: Resolution::Decimal(if h.is_nanosecond_precision() {
+                                    9
+                                } else {
+                                    6
+                                }),
                                 offset_s: 0,
                             });
                             Step::Skip(consumed)

@@ -84,6 +84,8 @@ pub enum FaultKind {
     UnknownType,
     TrailingBytes,
     Limit,
+    /// An expression of the definition could not be evaluated (division by zero).
+    Expression,
 }
 
 impl FaultKind {
@@ -106,10 +108,11 @@ impl FaultKind {
             FaultKind::UnknownType => "unknown_type",
             FaultKind::TrailingBytes => "trailing_bytes",
             FaultKind::Limit => "limit",
+            FaultKind::Expression => "expression",
         }
     }
 
-    pub const ALL: [FaultKind; 7] = [
+    pub const ALL: [FaultKind; 8] = [
         FaultKind::PastEnd,
         FaultKind::OutOfRange,
         FaultKind::NonZeroPadding,
@@ -117,6 +120,7 @@ impl FaultKind {
         FaultKind::UnknownType,
         FaultKind::TrailingBytes,
         FaultKind::Limit,
+        FaultKind::Expression,
     ];
 }
 
@@ -478,10 +482,33 @@ impl<'p> Exec<'p> {
         Ok(())
     }
 
-    fn count(&self, c: Count) -> u64 {
+    /// An expression's value; a division by zero stops the packet, located at the
+    /// field whose expression it is.
+    fn eval_at(
+        &self,
+        out: &mut Dissection,
+        e: Expr,
+        parent: u32,
+        label: Label,
+        bit: u64,
+    ) -> Result<i64, Stop> {
+        eval(self.program.expr(e), self.slots).map_err(|_| {
+            let field = self.path(out, parent, label);
+            let _ = self.fault(
+                out,
+                FaultKind::Expression,
+                field,
+                bit,
+                "division by zero in the field's expression".into(),
+            );
+            Stop
+        })
+    }
+
+    fn count(&self, out: &mut Dissection, c: Count, h: &Here) -> Result<u64, Stop> {
         match c {
-            Count::Const(n) => n,
-            Count::Expr(e) => eval(self.program.expr(e), self.slots).max(0) as u64,
+            Count::Const(n) => Ok(n),
+            Count::Expr(e) => Ok(self.eval_at(out, e, h.parent, h.label, h.at)?.max(0) as u64),
         }
     }
 
@@ -741,7 +768,7 @@ impl<'p> Exec<'p> {
                 then,
                 otherwise,
             } => {
-                let b = if eval(p.expr(*cond), self.slots) != 0 {
+                let b = if self.eval_at(out, *cond, parent, Label::Node(id), r.bits_read())? != 0 {
                     *then
                 } else {
                     *otherwise
@@ -760,7 +787,7 @@ impl<'p> Exec<'p> {
 
     /// `bytes name COUNT`: align, then COUNT bytes (zero-copy).
     fn bytes(&mut self, r: &mut BitReader, out: &mut Dissection, h: &Here, count: Count) -> Step {
-        let n = self.count(count);
+        let n = self.count(out, count, h)?;
         self.align(r, out, h.id, h.parent, h.depth)?;
         let at = r.bits_read();
         let len = usize::try_from(n).unwrap_or(usize::MAX);
@@ -879,7 +906,7 @@ impl<'p> Exec<'p> {
         count: Count,
         body: Block,
     ) -> Step {
-        let n = self.count(count);
+        let n = self.count(out, count, h)?;
         let g = self.open(out, h, Value::UInt(n))?;
         let max = self.program.limits.max_elements;
         if n > max {
@@ -919,7 +946,7 @@ impl<'p> Exec<'p> {
                 break;
             };
             self.node(r, out, first, e, h.depth + 2)?;
-            let done = eval(p.expr(end), self.slots) != 0;
+            let done = self.eval_at(out, end, e, Label::Index(i), r.bits_read())? != 0;
             if !done {
                 for &nid in rest {
                     self.node(r, out, nid, e, h.depth + 2)?;

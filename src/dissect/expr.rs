@@ -51,13 +51,17 @@ impl BinOp {
         }
     }
 
+    /// `None` for a division or remainder by zero.
     #[inline]
-    fn apply(self, a: i64, b: i64) -> i64 {
+    fn apply(self, a: i64, b: i64) -> Option<i64> {
         use BinOp::*;
-        match self {
+        Some(match self {
             Mul => a.wrapping_mul(b),
-            Div => a.checked_div(b).unwrap_or(0),
-            Rem => a.checked_rem(b).unwrap_or(0),
+            // i64::MIN / -1 wraps like the other operators; only zero is an error.
+            Div if b == 0 => return None,
+            Rem if b == 0 => return None,
+            Div => a.wrapping_div(b),
+            Rem => a.wrapping_rem(b),
             Add => a.wrapping_add(b),
             Sub => a.wrapping_sub(b),
             Shl => {
@@ -79,7 +83,7 @@ impl BinOp {
             Ne => (a != b) as i64,
             And => (a != 0 && b != 0) as i64,
             Or => (a != 0 || b != 0) as i64,
-        }
+        })
     }
 }
 
@@ -338,14 +342,19 @@ pub fn compile(
     Ok(p.out)
 }
 
-/// Evaluates compiled code; never panics (the compiler bounded the stack depth).
+/// Division or remainder by zero while evaluating an expression.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DivisionByZero;
+
+/// Evaluates compiled code; never panics (the compiler bounded the stack depth). A
+/// division by zero is an error, not a value.
 #[inline]
-pub fn eval(code: &[Op], slots: &[i64]) -> i64 {
+pub fn eval(code: &[Op], slots: &[i64]) -> Result<i64, DivisionByZero> {
     let mut stack = [0i64; MAX_STACK];
     let mut sp = 0usize;
     for op in code {
         match *op {
-            Op::Const(_) | Op::Slot(_) if sp >= MAX_STACK => return 0,
+            Op::Const(_) | Op::Slot(_) if sp >= MAX_STACK => return Ok(0),
             Op::Const(v) => {
                 stack[sp] = v;
                 sp += 1;
@@ -354,18 +363,18 @@ pub fn eval(code: &[Op], slots: &[i64]) -> i64 {
                 stack[sp] = slots.get(s as usize).copied().unwrap_or(0);
                 sp += 1;
             }
-            Op::Not | Op::Neg | Op::BitNot if sp == 0 => return 0,
+            Op::Not | Op::Neg | Op::BitNot if sp == 0 => return Ok(0),
             Op::Not => stack[sp - 1] = (stack[sp - 1] == 0) as i64,
             Op::Neg => stack[sp - 1] = stack[sp - 1].wrapping_neg(),
             Op::BitNot => stack[sp - 1] = !stack[sp - 1],
-            Op::Bin(_) if sp < 2 => return 0,
+            Op::Bin(_) if sp < 2 => return Ok(0),
             Op::Bin(b) => {
                 sp -= 1;
-                stack[sp - 1] = b.apply(stack[sp - 1], stack[sp]);
+                stack[sp - 1] = b.apply(stack[sp - 1], stack[sp]).ok_or(DivisionByZero)?;
             }
         }
     }
-    if sp == 0 { 0 } else { stack[sp - 1] }
+    Ok(if sp == 0 { 0 } else { stack[sp - 1] })
 }
 
 #[cfg(test)]
@@ -382,7 +391,18 @@ mod tests {
                 .map(|i| Op::Slot(i as u16))
                 .ok_or_else(|| (format!("unknown field `{n}`"), "no such".to_string()))
         })?;
-        Ok(eval(&code, &slots))
+        Ok(eval(&code, &slots).expect("no division by zero here"))
+    }
+
+    /// Regression: `n / 0` evaluated to 0 and the packet read on as if it were valid.
+    #[test]
+    fn division_by_zero_is_an_error() {
+        let code = compile("x / y + 1", &mut |n| Ok(Op::Slot(if n == "x" { 0 } else { 1 }))).unwrap();
+        assert_eq!(eval(&code, &[4, 0]), Err(DivisionByZero));
+        assert_eq!(eval(&code, &[4, 2]), Ok(3));
+        let code = compile("x % y", &mut |n| Ok(Op::Slot(if n == "x" { 0 } else { 1 }))).unwrap();
+        assert_eq!(eval(&code, &[4, 0]), Err(DivisionByZero));
+        assert_eq!(eval(&code, &[i64::MIN, -1]), Ok(0));
     }
 
     #[test]
@@ -394,7 +414,6 @@ mod tests {
         assert_eq!(run("count > 0 && flag", &[("count", 0), ("flag", 1)]).unwrap(), 0);
         assert_eq!(run("a == 1 || b == 2", &[("a", 0), ("b", 2)]).unwrap(), 1);
         assert_eq!(run("n * 8 - 1", &[("n", 4)]).unwrap(), 31);
-        assert_eq!(run("x / 0 + x % 0", &[("x", 4)]).unwrap(), 0);
         assert_eq!(run("1 << 70", &[]).unwrap(), 0);
         assert_eq!(run("-3 + 0x10", &[]).unwrap(), 13);
     }

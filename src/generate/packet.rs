@@ -19,6 +19,8 @@ pub enum GenError {
     UnknownType(u32),
     #[error("could not satisfy the end condition of list `{0}`")]
     ListEnd(String),
+    #[error("division by zero in an expression of the definition")]
+    DivisionByZero,
     #[error("write failed: {0}")]
     Write(#[from] BitError),
     #[error("the definition has no protocol id")]
@@ -188,7 +190,9 @@ impl<'p> PacketWriter<'p> {
             Kind::Bytes(c) => {
                 let n = match c {
                     Count::Const(n) => *n,
-                    Count::Expr(e) => eval(p.expr(*e), &self.slots).max(0) as u64,
+                    Count::Expr(e) => eval(p.expr(*e), &self.slots)
+                        .map_err(|_| GenError::DivisionByZero)?
+                        .max(0) as u64,
                 };
                 let data: Vec<u8> = (0..n.min(1 << 20)).map(|_| rng.next_u32() as u8).collect();
                 self.bytes(w, &data)?;
@@ -208,7 +212,9 @@ impl<'p> PacketWriter<'p> {
             Kind::Array { count, body } => {
                 let n = match count {
                     Count::Const(n) => *n,
-                    Count::Expr(e) => eval(p.expr(*e), &self.slots).max(0) as u64,
+                    Count::Expr(e) => eval(p.expr(*e), &self.slots)
+                        .map_err(|_| GenError::DivisionByZero)?
+                        .max(0) as u64,
                 };
                 for _ in 0..n.min(p.limits.max_elements) {
                     self.block(w, rng, *body, roles)?;
@@ -257,7 +263,7 @@ impl<'p> PacketWriter<'p> {
                 then,
                 otherwise,
             } => {
-                let b = if eval(p.expr(*cond), &self.slots) != 0 {
+                let b = if eval(p.expr(*cond), &self.slots).map_err(|_| GenError::DivisionByZero)? != 0 {
                     *then
                 } else {
                     *otherwise
@@ -301,7 +307,7 @@ impl<'p> PacketWriter<'p> {
                 (min + attempt - 16).min(max)
             };
             self.set(id, v);
-            if (eval(p.expr(end), &self.slots) != 0) == want_end {
+            if (eval(p.expr(end), &self.slots).unwrap_or(0) != 0) == want_end {
                 pick = Some(v);
                 break;
             }
