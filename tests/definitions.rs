@@ -150,3 +150,46 @@ fn division_by_zero_is_a_located_fault() {
         Some(dissect::FaultKind::Expression)
     );
 }
+
+/// Regression: `else if "cond"` was accepted and compiled as a plain `else`, reading
+/// the second branch whatever the condition.
+#[test]
+fn else_if_chains_test_their_conditions() {
+    let text = format!(
+        "protocol \"t\" {{\n    end-check #null\n}}\n{HEADER}packet 1 \"A\" {{\n    int mask 0 3\n    if \"mask == 2\" {{\n        bool two\n    }}\n    else if \"mask == 3\" {{\n        bits three 4\n    }}\n    else if \"mask == 1\" {{\n        bits one 6\n    }}\n    else {{\n        bits zero 2\n    }}\n}}\n"
+    );
+    let p = std::sync::Arc::new(
+        dissect::compile("elif.kdl", &text).unwrap_or_else(|e| panic!("{}", dissect::render(&e, false))),
+    );
+    let mut d = dissect::Dissector::new(p.clone());
+    for (mask, field, bits) in [
+        (0u32, "zero", 2u64),
+        (1, "one", 6),
+        (2, "two", 1),
+        (3, "three", 4),
+    ] {
+        let mut w = gpcap::bits::WriteStream::new();
+        for (v, n) in [(0u32, 32), (7, 16), (1, 3), (mask, 2), (0, bits as u32)] {
+            gpcap::bits::Stream::bits(&mut w, &mut { v }, n).unwrap();
+        }
+        let bytes = w.finish();
+        let out = d.dissect(&bytes);
+        assert!(out.fault.is_none(), "mask {mask}: {:?}", out.fault);
+        let names: Vec<String> = (0..out.fields.len())
+            .map(|i| dissect::exec::path_of(&p, &out, i))
+            .collect();
+        assert_eq!(
+            names.last().map(String::as_str),
+            Some(field),
+            "mask {mask}: {names:?}"
+        );
+        assert_eq!(out.fields.last().unwrap().bit_len, bits);
+    }
+    // Anything else after `else` is refused where it stands.
+    let bad = format!(
+        "{HEADER}packet 1 \"A\" {{\n    int mask 0 3\n    if \"mask == 2\" {{\n        bool a\n    }}\n    else \"mask == 3\" {{\n        bool b\n    }}\n}}\n"
+    );
+    let e = dissect::render(&dissect::compile("bad.kdl", &bad).unwrap_err(), false);
+    assert!(e.contains("`else` takes no condition of its own"), "{e}");
+    assert!(e.contains("bad.kdl:11:10"), "{e}");
+}

@@ -810,22 +810,58 @@ impl<'d> Compiler<'d> {
     fn block(&mut self, doc: Option<&'d KdlDocument>, depth: u32) -> Block {
         let mut ids: Vec<NodeId> = Vec::new();
         let mut names: HashSet<String> = HashSet::new();
+        // The `if` an `else` may follow: the last field, or the last `else if`.
+        let mut open_if: Option<NodeId> = None;
         for n in doc.map(|d| d.nodes()).unwrap_or(&[]) {
             if n.name().value() == "else" {
-                let last_if = ids.last().copied().filter(|&id| {
-                    matches!(self.nodes[id as usize].kind, Kind::If { otherwise, .. } if otherwise.len == 0)
-                });
-                match last_if {
-                    Some(id) => {
-                        let b = self.block(n.children(), depth + 1);
-                        if let Kind::If { otherwise, .. } = &mut self.nodes[id as usize].kind {
-                            *otherwise = b;
-                        }
+                let Some(target) = open_if.take() else {
+                    self.error(Self::name_span(n), "`else` without a preceding `if`", "", None);
+                    continue;
+                };
+                let args = positional(n);
+                let otherwise = match args.as_slice() {
+                    [] => self.block(n.children(), depth + 1),
+                    [kw, cond] if kw.value().as_string() == Some("if") => {
+                        // `else if "cond" { … }`: an `if` of its own in the else branch.
+                        let Some(cond) = self.expression(cond) else {
+                            continue;
+                        };
+                        let then = self.block(n.children(), depth + 1);
+                        self.nodes.push(Node {
+                            name: "if".into(),
+                            kind: Kind::If {
+                                cond,
+                                then,
+                                otherwise: Block::default(),
+                            },
+                            doc: None,
+                            slot: None,
+                            enum_id: None,
+                            role: None,
+                            type_name: None,
+                        });
+                        let nested = self.nodes.len() as NodeId - 1;
+                        open_if = Some(nested);
+                        let start = self.children.len() as u32;
+                        self.children.push(nested);
+                        Block { start, len: 1 }
                     }
-                    None => self.error(Self::name_span(n), "`else` without a preceding `if`", "", None),
+                    _ => {
+                        self.error(
+                            args[0].span(),
+                            "`else` takes no condition of its own",
+                            "unexpected here",
+                            Some("write `else if \"condition\" { … }`, or `else { … }`".into()),
+                        );
+                        continue;
+                    }
+                };
+                if let Kind::If { otherwise: o, .. } = &mut self.nodes[target as usize].kind {
+                    *o = otherwise;
                 }
                 continue;
             }
+            open_if = None;
             if let Some(id) = self.field(n, depth) {
                 let name = &self.nodes[id as usize].name;
                 let anonymous = matches!(
@@ -843,6 +879,9 @@ impl<'d> Compiler<'d> {
                         "duplicate",
                         None,
                     );
+                }
+                if matches!(self.nodes[id as usize].kind, Kind::If { .. }) {
+                    open_if = Some(id);
                 }
                 ids.push(id);
             }
