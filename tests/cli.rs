@@ -247,3 +247,73 @@ fn dissect_fails_when_its_output_cannot_be_written() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("stdout") && err.contains("No space left"), "{err}");
 }
+
+/// Regression: out-of-range flags were accepted (`--vlan 5000` was written as VLAN 904,
+/// `--loss 2`, NaN and infinite numbers, zero clients, rates, MTUs and budgets), `dissect
+/// --frame` past the end printed nothing with exit 0, and `check` on a missing file
+/// exited 1 like a definition error. Each is refused with exit 2, naming the flag.
+#[test]
+fn flags_out_of_range_are_refused() {
+    let generate = ["gen", "-d", "dissectors/article.kdl", "-o", "/nonexistent/x.pcap"];
+    let cases: &[(&[&str], &str)] = &[
+        (&["--vlan", "5000"], "--vlan"),
+        (
+            &["--vlan", "5", "--linktype", "raw"],
+            "--vlan needs --linktype ethernet",
+        ),
+        (&["--loss", "2"], "--loss"),
+        (&["--loss", "NaN"], "--loss"),
+        (&["--dup=-0.1"], "--dup"),
+        (&["--duration", "inf"], "--duration"),
+        (&["--clients", "0"], "--clients"),
+        (&["--rate", "0"], "--rate"),
+        (&["--jitter", "NaN"], "--jitter"),
+    ];
+    for (extra, says) in cases {
+        let args: Vec<&str> = generate.iter().chain(extra.iter()).copied().collect();
+        let (code, _, err) = gpcap(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    let analyze: &[(&[&str], &str)] = &[
+        (&["--mtu", "0"], "--mtu"),
+        (&["--link-mtu", "10"], "--link-mtu"),
+        (&["--fail-on", "frag-loss=NaN"], "frag-loss"),
+        (&["--fail-on=frag-loss=-1"], "frag-loss"),
+        (&["--fail-on", "frag-loss=5"], "frag-loss"),
+        (&["--reassembly-memory", "0"], "--reassembly-memory"),
+    ];
+    for (extra, says) in analyze {
+        let args: Vec<&str> = ["analyze", "captures/clean.pcap"]
+            .iter()
+            .chain(extra.iter())
+            .copied()
+            .collect();
+        let (code, _, err) = gpcap(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    let (code, _, err) = gpcap(&[
+        "dissect",
+        "captures/clean.pcap",
+        "-d",
+        "dissectors/article.kdl",
+        "--frame",
+        "0",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("numbered from 1"), "{err}");
+    let (code, out, err) = gpcap(&[
+        "dissect",
+        "captures/clean.pcap",
+        "-d",
+        "dissectors/article.kdl",
+        "--frame",
+        "99999",
+    ]);
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    assert!(err.contains("has 1558 frames"), "{err}");
+    let (code, _, err) = gpcap(&["check", "no-such-definition.kdl"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no-such-definition.kdl"), "{err}");
+}

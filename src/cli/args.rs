@@ -31,8 +31,8 @@ pub struct ProtocolArgs {
     pub any_port: bool,
     /// Memory for game-level reassembly across all flows, in MiB; a flood beyond it is
     /// reported (packets evicted for memory), not suffered.
-    #[arg(long = "reassembly-memory", default_value_t = 32)]
-    pub reassembly_mb: usize,
+    #[arg(long = "reassembly-memory", default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=65536))]
+    pub reassembly_mb: u64,
 }
 
 #[derive(Subcommand)]
@@ -77,10 +77,10 @@ pub struct AnalyzeArgs {
     #[arg(long)]
     pub json: bool,
     /// UDP payload budget in bytes (default: the definition's, else 1200).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(20..=65535))]
     pub mtu: Option<u32>,
     /// Link MTU for "IP datagram over the link MTU".
-    #[arg(long = "link-mtu", default_value_t = 1500)]
+    #[arg(long = "link-mtu", default_value_t = 1500, value_parser = clap::value_parser!(u32).range(68..=65535))]
     pub link_mtu: u32,
     /// Exit with 3 when a gate is crossed: crc, mtu, malformed, frag-loss=RATE.
     #[arg(long = "fail-on", value_delimiter = ',')]
@@ -94,7 +94,7 @@ pub struct DissectArgs {
     #[command(flatten)]
     pub protocol: ProtocolArgs,
     /// Only this frame (1-based, as tshark numbers them).
-    #[arg(long)]
+    #[arg(long, value_parser = frame_number)]
     pub frame: Option<u64>,
     /// One JSON object per packet, in an array.
     #[arg(long, conflicts_with = "brief")]
@@ -133,7 +133,7 @@ pub struct LiveArgs {
     /// Also write every captured frame to this pcapng file.
     #[arg(long)]
     pub write: Option<PathBuf>,
-    #[arg(long, default_value_t = 65535)]
+    #[arg(long, default_value_t = 65535, value_parser = clap::value_parser!(i32).range(64..=262144))]
     pub snaplen: i32,
     /// Print reports instead of opening the terminal UI.
     #[arg(long = "no-tui")]
@@ -142,16 +142,16 @@ pub struct LiveArgs {
     #[arg(long)]
     pub json: bool,
     /// Stop after this many seconds (else Ctrl-C, or q in the UI).
-    #[arg(long)]
+    #[arg(long, value_parser = positive)]
     pub duration: Option<f64>,
     /// With --no-tui: seconds between reports.
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, default_value_t = 5.0, value_parser = positive)]
     pub interval: f64,
     /// Link MTU for "IP datagram over the link MTU".
-    #[arg(long = "link-mtu", default_value_t = 1500)]
+    #[arg(long = "link-mtu", default_value_t = 1500, value_parser = clap::value_parser!(u32).range(68..=65535))]
     pub link_mtu: u32,
     /// UDP payload budget in bytes (default: the definition's, else 1200).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(20..=65535))]
     pub mtu: Option<u32>,
 }
 
@@ -168,12 +168,12 @@ pub struct SendArgs {
     #[arg(long, default_value_t = 100)]
     pub packets: u64,
     /// Packets per second (0: as fast as possible).
-    #[arg(long, default_value_t = 60.0)]
+    #[arg(long, default_value_t = 60.0, value_parser = non_negative)]
     pub rate: f64,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Chance that a packet is large.
-    #[arg(long, default_value_t = 0.2)]
+    #[arg(long, default_value_t = 0.2, value_parser = probability)]
     pub big: f64,
     /// Send packets over the MTU budget whole (the kernel may IP-fragment them).
     #[arg(long = "no-fragment")]
@@ -191,33 +191,33 @@ pub struct GenArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Seconds of traffic.
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, value_parser = positive)]
     pub duration: f64,
     /// Stop after this many game packets (all flows).
     #[arg(long)]
     pub packets: Option<u64>,
     /// Server send rate in Hz (clients send at half of it).
-    #[arg(long, default_value_t = 60.0)]
+    #[arg(long, default_value_t = 60.0, value_parser = positive)]
     pub rate: f64,
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10000))]
     pub clients: u32,
     /// Independent loss probability per IP packet.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = probability)]
     pub loss: f64,
     /// Gilbert–Elliott burst loss: ENTER,EXIT,LOSS (e.g. 0.01,0.3,0.8).
     #[arg(long)]
     pub burst: Option<String>,
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = probability)]
     pub dup: f64,
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = probability)]
     pub reorder: f64,
     /// Uniform extra delay up to this many milliseconds.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = non_negative)]
     pub jitter: f64,
     /// Probability of one flipped bit per datagram.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = probability)]
     pub corrupt: f64,
-    #[arg(long = "link-mtu", default_value_t = 1500)]
+    #[arg(long = "link-mtu", default_value_t = 1500, value_parser = clap::value_parser!(u32).range(68..=65535))]
     pub link_mtu: u32,
     /// Send with don't-fragment: datagrams over the link MTU are dropped and answered by
     /// ICMP (else they are IP-fragmented).
@@ -227,23 +227,23 @@ pub struct GenArgs {
     #[arg(long = "no-fragment")]
     pub no_fragment: bool,
     /// Foreign datagrams (DNS-like, another protocol id) per game datagram.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = non_negative)]
     pub foreign: f64,
     #[arg(long)]
     pub ipv6: bool,
-    /// 802.1Q VLAN id (Ethernet only).
-    #[arg(long)]
+    /// 802.1Q VLAN id, 0 to 4094 (Ethernet only).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(0..=4094))]
     pub vlan: Option<u16>,
     #[arg(long, default_value = "ethernet", value_parser = ["ethernet", "sll2", "raw"])]
     pub linktype: String,
     /// Chance that a packet is large (many array elements).
-    #[arg(long, default_value_t = 0.05)]
+    #[arg(long, default_value_t = 0.05, value_parser = probability)]
     pub big: f64,
     /// Add an attacker that breaks each fragment rule of SPEC §1.
     #[arg(long)]
     pub attacks: bool,
     /// Chance that a whole packet is sent cut short inside its end check (valid CRC).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = probability)]
     pub malformed: f64,
     /// Analyze the written capture and compare every number with the ground truth.
     #[arg(long)]
@@ -255,4 +255,38 @@ pub struct GenArgs {
 
 fn parse_protocol_id(s: &str) -> Result<ProtocolId, String> {
     ProtocolId::parse(s).ok_or_else(|| format!("`{s}` is not a protocol id (try 0x55667788)"))
+}
+
+/// A probability: a finite number from 0 to 1.
+fn probability(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
+        _ => Err(format!("`{s}` is not a probability (a number from 0 to 1)")),
+    }
+}
+
+/// A finite number of at least 0.
+fn non_negative(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        _ => Err(format!("`{s}` is not a finite number of at least 0")),
+    }
+}
+
+/// A finite number over 0.
+fn positive(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err(format!("`{s}` is not a finite number over 0")),
+    }
+}
+
+/// A frame number: 1 or more, as tshark numbers frames.
+fn frame_number(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "`{s}` is not a frame number (frames are numbered from 1)"
+        )),
+    }
 }

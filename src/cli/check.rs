@@ -7,6 +7,8 @@ use std::path::Path;
 use std::process::ExitCode;
 
 pub fn run(path: &Path) -> Result<ExitCode> {
+    // A file that cannot be read is an input error (2), not a definition error (1).
+    std::fs::metadata(path).map_err(|e| gpcap::Error::io(path.display(), e))?;
     match dissect::load(path) {
         Ok(p) => {
             outln!(

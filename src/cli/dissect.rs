@@ -57,9 +57,21 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
             eprintln!("gpcap: warning: {t}");
         }
     }
+    let printed = printer.printed;
     match printer.end() {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
-        Err(e) => Err(Error::io("stdout", e)),
-        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(ExitCode::SUCCESS),
+        Err(e) => return Err(Error::io("stdout", e)),
+        Ok(()) => {}
     }
+    if let Some(n) = a.frame
+        && printed == 0
+    {
+        let frames: u64 = outcomes.iter().map(|o| o.frames).sum();
+        return Err(Error::Usage(if n > frames {
+            format!("--frame {n}: {} has {frames} frames", a.capture.display())
+        } else {
+            format!("--frame {n}: frame {n} carries no game datagram (or the filter excludes it)")
+        }));
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -11,6 +11,12 @@ use std::process::ExitCode;
 pub fn run(a: &GenArgs) -> Result<ExitCode> {
     use gpcap::generate::net::Link;
     use gpcap::generate::sim::{Burst, Emit, SimConfig, simulate_into};
+    if a.vlan.is_some() && a.linktype != "ethernet" {
+        return Err(Error::Usage(format!(
+            "--vlan needs --linktype ethernet (a VLAN tag is part of the Ethernet header, not of {})",
+            a.linktype
+        )));
+    }
     let program = load_program(&a.dissector)?;
     let burst = match &a.burst {
         None => None,

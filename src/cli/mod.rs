@@ -66,7 +66,7 @@ impl ProtocolArgs {
             protocol_id: self.protocol_id,
             ports: self.port.clone(),
             any_port: self.any_port,
-            reassembly_budget: Some(self.reassembly_mb.max(1) << 20),
+            reassembly_budget: Some((self.reassembly_mb as usize) << 20),
             ..Choice::default()
         })
     }
