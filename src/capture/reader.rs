@@ -97,18 +97,43 @@ pub struct CaptureReader {
     pub truncated_tail: Option<CaptureError>,
     /// Blocks skipped because they could not be parsed (pcapng only; reading goes on).
     pub done: bool,
+    /// Set when a gzip stream was cut short.
+    gzip_cut: Option<Cut>,
 }
 
-fn gzip_or_plain(r: impl Read + Send + 'static) -> std::io::Result<Box<dyn Read + Send>> {
+/// A gzip stream that is cut short ends like a cut file: its decoder's unexpected end
+/// becomes the end of the data, and `cut` remembers it.
+struct CutGzip<R> {
+    inner: flate2::read::MultiGzDecoder<R>,
+    cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl<R: BufRead> Read for CutGzip<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self.inner.read(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                self.cut.store(true, std::sync::atomic::Ordering::Relaxed);
+                Ok(0)
+            }
+            other => other,
+        }
+    }
+}
+
+type Cut = std::sync::Arc<std::sync::atomic::AtomicBool>;
+
+fn gzip_or_plain(r: impl Read + Send + 'static) -> std::io::Result<(Box<dyn Read + Send>, Option<Cut>)> {
     let mut br = BufReader::with_capacity(1 << 16, r);
     let gz = br.fill_buf()?.starts_with(&[0x1f, 0x8b]);
     if gz {
-        Ok(Box::new(BufReader::with_capacity(
-            1 << 16,
-            flate2::read::MultiGzDecoder::new(br),
-        )))
+        let cut = Cut::default();
+        let inner = CutGzip {
+            inner: flate2::read::MultiGzDecoder::new(br),
+            cut: cut.clone(),
+        };
+        Ok((Box::new(BufReader::with_capacity(1 << 16, inner)), Some(cut)))
     } else {
-        Ok(Box::new(br))
+        Ok((Box::new(br), None))
     }
 }
 
@@ -132,13 +157,14 @@ impl CaptureReader {
             frame: 0,
             message,
         };
-        let r = gzip_or_plain(r).map_err(|e| err(format!("cannot read: {e}")))?;
+        let (r, gzip_cut) = gzip_or_plain(r).map_err(|e| err(format!("cannot read: {e}")))?;
         let inner = create_reader(INITIAL_BUFFER, r).map_err(|e| {
             err(match e {
                 PcapError::HeaderNotRecognized => "not a pcap or pcapng file (unknown magic)".to_string(),
                 PcapError::Eof | PcapError::UnexpectedEof | PcapError::Incomplete(_) => {
                     "file too short to hold a capture header".to_string()
                 }
+                PcapError::ReadError => "cannot read the capture header (a read failed)".to_string(),
                 other => format!("cannot read the capture header: {other:?}"),
             })
         })?;
@@ -152,6 +178,7 @@ impl CaptureReader {
             interfaces: Vec::new(),
             truncated_tail: None,
             done: false,
+            gzip_cut,
         })
     }
 
@@ -359,6 +386,19 @@ impl CaptureReader {
                 }
                 Step::End => {
                     self.done = true;
+                    if self.truncated_tail.is_none()
+                        && self
+                            .gzip_cut
+                            .as_ref()
+                            .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+                    {
+                        self.truncated_tail = Some(
+                            self.error(
+                                "the gzip stream is cut short; every complete frame before the cut was read"
+                                    .into(),
+                            ),
+                        );
+                    }
                     return Ok(None);
                 }
                 Step::Fail(m) => {
@@ -403,7 +443,7 @@ impl FrameAt {
             message: format!("cannot read: {e}"),
         };
         let mut head = Vec::new();
-        let mut src = gzip_or_plain(File::open(path).map_err(err)?).map_err(err)?;
+        let (mut src, _) = gzip_or_plain(File::open(path).map_err(err)?).map_err(err)?;
         src.by_ref().take(first).read_to_end(&mut head).map_err(err)?;
         let mut magic = [0u8; 2];
         let gzip = File::open(path)
@@ -429,7 +469,7 @@ impl FrameAt {
         let mut f = File::open(&self.path).map_err(|e| err(format!("cannot open: {e}")))?;
         let body: Box<dyn Read + Send> = if self.gzip {
             // No seeking in a gzip stream: read up to the record.
-            let mut gz = gzip_or_plain(f).map_err(|e| err(format!("cannot read: {e}")))?;
+            let (mut gz, _) = gzip_or_plain(f).map_err(|e| err(format!("cannot read: {e}")))?;
             std::io::copy(&mut gz.by_ref().take(offset), &mut std::io::sink())
                 .map_err(|e| err(format!("cannot read: {e}")))?;
             gz
