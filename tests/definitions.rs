@@ -193,3 +193,42 @@ fn else_if_chains_test_their_conditions() {
     assert!(e.contains("`else` takes no condition of its own"), "{e}");
     assert!(e.contains("bad.kdl:11:10"), "{e}");
 }
+
+/// Regression (reproducer F3): a definition was read whole with no limit (`check
+/// /dev/zero` grew past 2 GB; a 10 MB one took 25 s and 1.5 GB) and "too many fields"
+/// pointed at `header`, not at the field that crossed the limit.
+#[test]
+fn definitions_are_bounded_and_the_limit_is_located() {
+    let dir = std::env::temp_dir().join(format!("gpcap-defs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let big = dir.join("big.kdl");
+    let fields: String = (0..100_000)
+        .map(|i| format!("    bool field_number_{i}\n"))
+        .collect();
+    std::fs::write(&big, format!("{HEADER}packet 1 \"A\" {{\n{fields}}}\n")).unwrap();
+    let e = dissect::render(&dissect::load(&big).unwrap_err(), false);
+    assert!(e.contains("larger than 1024 KiB"), "{e}");
+    if std::path::Path::new("/dev/zero").exists() {
+        let start = std::time::Instant::now();
+        let e = dissect::render(
+            &dissect::load(std::path::Path::new("/dev/zero")).unwrap_err(),
+            false,
+        );
+        assert!(e.contains("larger than"), "{e}");
+        assert!(start.elapsed().as_secs() < 10);
+    }
+    // Under the size limit but over the field limit: located at the field past it.
+    let many = dir.join("many.kdl");
+    let fields: String = (0..70_000).map(|i| format!("bool b{i}\n")).collect();
+    std::fs::write(&many, format!("{HEADER}packet 1 \"A\" {{\n{fields}}}\n")).unwrap();
+    let e = dissect::render(&dissect::load(&many).unwrap_err(), false);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(e.contains("too many fields"), "{e}");
+    let line: usize = e
+        .split("many.kdl:")
+        .nth(1)
+        .and_then(|r| r.split(':').next())
+        .and_then(|l| l.parse().ok())
+        .unwrap_or(0);
+    assert!(line > 65_000, "located at line {line}: {e}");
+}

@@ -121,9 +121,37 @@ pub fn compile(file: &str, text: &str) -> Result<Program, Vec<DefinitionError>> 
 }
 
 /// Reads and compiles a definition file.
+/// The largest definition read: far beyond any real protocol's, and small enough that
+/// compiling it stays fast and small whatever it holds.
+pub const MAX_DEFINITION_BYTES: u64 = 1 << 20;
+
+/// Fields (definition nodes) one definition may declare.
+pub const MAX_NODES: usize = 65_535;
+
+/// Reads at most [`MAX_DEFINITION_BYTES`] of `path` as UTF-8.
+fn read_definition(path: &std::path::Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_DEFINITION_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_DEFINITION_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than {} KiB", MAX_DEFINITION_BYTES >> 10),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("not UTF-8 text (byte offset {})", e.utf8_error().valid_up_to()),
+        )
+    })
+}
+
 pub fn load(path: &std::path::Path) -> Result<Program, Vec<DefinitionError>> {
     let name = path.display().to_string();
-    match std::fs::read_to_string(path) {
+    match read_definition(path) {
         Ok(text) => compile(&name, &text),
         Err(e) => {
             let src = Arc::new(String::new());
@@ -926,6 +954,15 @@ impl<'d> Compiler<'d> {
                 Self::name_span(n),
                 "definition nests more than 32 levels deep",
                 "",
+                None,
+            );
+            return None;
+        }
+        if self.nodes.len() >= MAX_NODES {
+            self.error(
+                Self::name_span(n),
+                format!("too many fields: a definition declares at most {MAX_NODES}"),
+                "this one is over",
                 None,
             );
             return None;
