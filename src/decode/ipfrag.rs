@@ -17,7 +17,7 @@ struct Key {
 struct Entry {
     first_ns: i64,
     data: Vec<u8>,
-    /// Received byte ranges, merged.
+    /// Received byte ranges: sorted, disjoint, merged where they touch.
     ranges: Vec<(u32, u32)>,
     total: Option<u32>,
     fragments: u32,
@@ -113,7 +113,11 @@ impl IpDefrag {
             fragments: 0,
             first: None,
         });
-        if e.ranges.iter().any(|&(a, b)| start < b && a < end) {
+        // Ranges are kept sorted, disjoint and merged where they touch, so one binary
+        // search finds an overlap and in-order pieces cost O(1): a datagram of 8000 tiny
+        // fragments is not quadratic.
+        let i = e.ranges.partition_point(|&(a, _)| a < end);
+        if i > 0 && e.ranges[i - 1].1 > start {
             self.stats.bad_fragments += 1;
             return None;
         }
@@ -121,8 +125,17 @@ impl IpDefrag {
             e.data.resize(end as usize, 0);
         }
         e.data[start as usize..end as usize].copy_from_slice(payload);
-        e.ranges.push((start, end));
-        e.ranges.sort_unstable();
+        let left = i > 0 && e.ranges[i - 1].1 == start;
+        let right = e.ranges.get(i).is_some_and(|r| r.0 == end);
+        match (left, right) {
+            (true, true) => {
+                e.ranges[i - 1].1 = e.ranges[i].1;
+                e.ranges.remove(i);
+            }
+            (true, false) => e.ranges[i - 1].1 = end,
+            (false, true) => e.ranges[i].0 = start,
+            (false, false) => e.ranges.insert(i, (start, end)),
+        }
         e.fragments += 1;
         if !ip.more_fragments {
             e.total = Some(end);
@@ -130,10 +143,10 @@ impl IpDefrag {
         if start == 0 {
             e.first = Some(*ip);
         }
-        let covered = e
-            .ranges
-            .iter()
-            .try_fold(0u32, |at, &(a, b)| (a == at).then_some(b));
+        let covered = match e.ranges.as_slice() {
+            [(0, b)] => Some(*b),
+            _ => None,
+        };
         match (e.total, covered, e.first) {
             (Some(t), Some(c), Some(first)) if c == t => {
                 let e = self.entries.remove(&key)?;
