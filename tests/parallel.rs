@@ -262,3 +262,30 @@ fn merging_adds_every_counter() {
         "counters no capture fills (so their merge is untested): {empty:?}"
     );
 }
+
+/// Regression (reproducer F2): a capture over the flow cap, or flooding a small
+/// reassembly budget, got a different report sharded than on one core (the limits
+/// applied per shard). Sharded analysis now equals sequential whatever the limits.
+#[test]
+fn limits_reached_give_the_sequential_report() {
+    let dir = std::env::temp_dir().join(format!("gpcap-limits-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("hostile.pcap");
+    let cfg = hostile(&path);
+    let paths = vec![path];
+    for budget in [8 << 10, 24 << 10, 1 << 20] {
+        let cfg = Config {
+            reassembly_budget: budget,
+            ..cfg.clone()
+        };
+        let seq = json(&sequential(&paths, cfg.clone()));
+        assert!(seq["capture"]["flows_not_tracked"].as_u64().unwrap() > 0);
+        for shards in [2, 3] {
+            let par = json(&analyze_files(&paths, cfg.clone(), shards, &mut |_, _| {}).unwrap());
+            for (k, v) in seq.as_object().unwrap() {
+                assert!(par[k] == *v, "budget {budget}, {shards} shards: `{k}` differs");
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

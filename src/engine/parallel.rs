@@ -1,7 +1,10 @@
 //! Analysis on several cores. Frames are routed by their IP address pair to shards, each
 //! an engine with a statistics sink on its own thread: every flow, IP datagram and ICMP
 //! quote then lives in exactly one shard, and merging the shards' statistics gives the
-//! sequential report (only the reassembly memory budget is split between them).
+//! sequential report. The flow table's cap and the reassembly budget are global limits
+//! that shards cannot share exactly, so when any shard reaches one the capture is
+//! analyzed again on one core: the report is always the sequential one (only the peak
+//! reassembly memory, a sum over shards, differs).
 
 use super::{Config, FileEnd};
 use crate::analysis::{Analyzer, Report, Statistics};
@@ -93,7 +96,7 @@ pub fn analyze_files(
     progress: &mut dyn FnMut(usize, u64),
 ) -> Result<Report, CaptureError> {
     let shards = shards.max(1);
-    let mut shard_cfg = cfg;
+    let mut shard_cfg = cfg.clone();
     shard_cfg.reassembly_budget = (shard_cfg.reassembly_budget / shards).max(1 << 20);
     let mut txs = Vec::new();
     let mut workers = Vec::new();
@@ -215,5 +218,20 @@ pub fn analyze_files(
             },
         );
     }
-    Ok(a.report())
+    let report = a.report();
+    let limited = report.capture.flows_not_tracked > 0
+        || report.flows.len() > super::MAX_FLOWS
+        || report.reassembly.attacks.evicted_for_memory > 0;
+    if !limited {
+        return Ok(report);
+    }
+    let mut stats = Statistics::new(cfg.clone());
+    super::run_files(
+        paths,
+        super::Engine::new(cfg, false),
+        &mut stats,
+        progress,
+        &|_| false,
+    )?;
+    Ok(stats.report())
 }
