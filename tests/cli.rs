@@ -1,6 +1,7 @@
 //! The command line as a user types it: exit codes, gates, errors that name the file,
 //! dissect's filter and JSON, and the two README commands' main job.
 
+mod common;
 use std::process::Command;
 
 fn gpcap(args: &[&str]) -> (i32, String, String) {
@@ -234,7 +235,7 @@ fn tui_without_a_terminal_is_a_clear_error() {
 #[test]
 fn dissect_fails_when_its_output_cannot_be_written() {
     let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
-        eprintln!("skipped: no /dev/full");
+        common::skipped(module_path!(), "no /dev/full");
         return;
     };
     let out = Command::new(env!("CARGO_BIN_EXE_gpcap"))

@@ -2,6 +2,7 @@
 //! and analyzed without panic, hang or unbounded memory; unreadable ones get an error
 //! naming the file and offset. A few of them live in tests/fixtures/corpus.
 
+mod common;
 use gpcap::analysis::{Analyzer, Config};
 use gpcap::capture::CaptureReader;
 use gpcap::validate::ProtocolId;
@@ -58,7 +59,7 @@ fn bundled_corpus_samples() {
 fn tcpdump_corpus_never_panics() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/tcpdump");
     if !dir.is_dir() {
-        eprintln!("skipped: {} is absent", dir.display());
+        common::skipped(module_path!(), &format!("{} is absent", dir.display()));
         return;
     }
     let all: Vec<PathBuf> = files(&dir)

@@ -5,6 +5,7 @@
 //! their sizes. Skipped with a message when not root.
 #![cfg(feature = "live")]
 
+mod common;
 use gpcap::analysis::Config;
 use gpcap::decode::{Decoded, decode};
 use gpcap::dissect::{self, Dissector};
@@ -24,7 +25,7 @@ fn root() -> bool {
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
     if uid.ok().as_deref() != Some("0") {
-        eprintln!("skipped: live capture tests need root");
+        common::skipped(module_path!(), "live capture tests need root");
         return false;
     }
     true
@@ -151,7 +152,7 @@ fn veth_with_mtu_1280_reports_ip_fragmentation() {
         return;
     }
     if !sh("command -v ip > /dev/null") {
-        eprintln!("skipped: iproute2 is not installed");
+        common::skipped(module_path!(), "iproute2 is not installed");
         return;
     }
     let (a, b) = (
@@ -168,7 +169,7 @@ fn veth_with_mtu_1280_reports_ip_fragmentation() {
     let cleanup = format!("ip netns del {a} 2>/dev/null; ip netns del {b} 2>/dev/null; true");
     if !sh(&setup) {
         sh(&cleanup);
-        eprintln!("skipped: cannot create network namespaces here");
+        common::skipped(module_path!(), "cannot create network namespaces here");
         return;
     }
     let bin = env!("CARGO_BIN_EXE_gpcap");

@@ -2,6 +2,7 @@
 //! navigating to a malformed packet. Skipped with a message where tmux is absent (CI
 //! installs it).
 
+mod common;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -24,7 +25,7 @@ fn wait_for(session: &str, text: &str) -> String {
 #[test]
 fn navigate_to_a_malformed_packet() {
     if Command::new("tmux").arg("-V").output().is_err() {
-        eprintln!("skipped: tmux is not installed");
+        common::skipped(module_path!(), "tmux is not installed");
         return;
     }
     let bin = env!("CARGO_BIN_EXE_gpcap");
