@@ -52,3 +52,38 @@ fn a_gzip_stream_cut_between_records_says_so() {
     assert_eq!(frames, 1);
     assert!(tail.is_some_and(|t| t.contains("gzip stream is cut short")));
 }
+
+/// Regression: damaged records were reported with the parser's internal names
+/// ("malformed record (Verify)", "ReadError"); now in words, with the byte offset.
+#[test]
+fn damaged_records_are_described_in_words() {
+    let ng = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/captures/ipv6-sll2.pcapng")).unwrap();
+    // Break the second block's trailing length copy, then its type, then its length.
+    let first = u32::from_le_bytes(ng[4..8].try_into().unwrap()) as usize;
+    let second = u32::from_le_bytes(ng[first + 4..first + 8].try_into().unwrap()) as usize;
+    for (at, byte) in [(first + second - 4, 0x55u8), (first + 4, 0x03), (first + 5, 0xff)] {
+        let mut bad = ng.clone();
+        bad[at] = byte;
+        let mut r = CaptureReader::from_read("bad.pcapng", std::io::Cursor::new(bad)).unwrap();
+        let mut message = None;
+        loop {
+            match r.next_frame() {
+                Ok(Some(_)) => {}
+                Ok(None) => break,
+                Err(e) => {
+                    message = Some(e.to_string());
+                    break;
+                }
+            }
+        }
+        let m = message
+            .or(r.truncated_tail.map(|t| t.to_string()))
+            .unwrap_or_default();
+        for internal in ["Verify", "NomError", "ReadError", "Incomplete", "Error("] {
+            assert!(!m.contains(internal), "byte {at}: {m}");
+        }
+        if !m.is_empty() {
+            assert!(m.contains("byte offset"), "byte {at}: {m}");
+        }
+    }
+}

@@ -332,10 +332,15 @@ impl CaptureReader {
                 }
                 Err(PcapError::BufferTooSmall) => Step::Refill,
                 Err(e) => Step::Fail(match e {
-                    PcapError::NomError(_, k) => format!("malformed record ({k:?})"),
-                    PcapError::OwnedNomError(_, k) => format!("malformed record ({k:?})"),
-                    PcapError::ReadError => "read error".into(),
-                    other => format!("{other:?}"),
+                    PcapError::NomError(..) | PcapError::OwnedNomError(..) => {
+                        "malformed record: its header, length or contents do not parse".into()
+                    }
+                    PcapError::ReadError => "the file could not be read further (a read failed)".into(),
+                    PcapError::HeaderNotRecognized => "a section header of an unknown format".into(),
+                    PcapError::BufferTooSmall => "a record larger than the read buffer".into(),
+                    PcapError::Eof | PcapError::UnexpectedEof | PcapError::Incomplete(_) => {
+                        "the file ends inside a record".into()
+                    }
                 }),
             };
             match step {
