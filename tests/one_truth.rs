@@ -2,6 +2,9 @@
 //! packets (reassembled ones included) on every bundled capture, and every output spells
 //! fault kinds the same way.
 
+mod common;
+
+use common::BUNDLED;
 use gpcap::analysis::Config;
 use gpcap::dissect;
 use gpcap::engine::{Engine, Kind, PacketEvent, Sink, run_files};
@@ -12,18 +15,6 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
-
-const BUNDLED: [(&str, &str); 9] = [
-    ("article.pcap", "article.kdl"),
-    ("clean.pcap", "article.kdl"),
-    ("lossy-bursts.pcap", "article.kdl"),
-    ("mtu-ignored.pcap", "article.kdl"),
-    ("mtu-df.pcap", "article.kdl"),
-    ("attacks.pcap", "article.kdl"),
-    ("malformed.pcap", "article.kdl"),
-    ("ipv6-sll2.pcapng", "example-shooter.kdl"),
-    ("vlan-corrupt.pcap", "example-shooter.kdl"),
-];
 
 const FILTERS: [&str; 14] = [
     "type == scene",

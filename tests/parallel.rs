@@ -1,6 +1,8 @@
 //! Analysis sharded over threads by IP address pair gives the sequential report, number
 //! for number (except the peak reassembly memory, which the shards share out).
 
+mod common;
+
 use gpcap::analysis::{Analyzer, Config, Report};
 use gpcap::capture::CaptureReader;
 use gpcap::dissect;
@@ -30,18 +32,7 @@ fn json(r: &Report) -> serde_json::Value {
 #[test]
 fn shards_agree_with_sequential() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let cases = [
-        ("article.pcap", "article.kdl"),
-        ("clean.pcap", "article.kdl"),
-        ("lossy-bursts.pcap", "article.kdl"),
-        ("mtu-ignored.pcap", "article.kdl"),
-        ("mtu-df.pcap", "article.kdl"),
-        ("attacks.pcap", "article.kdl"),
-        ("malformed.pcap", "article.kdl"),
-        ("ipv6-sll2.pcapng", "example-shooter.kdl"),
-        ("vlan-corrupt.pcap", "example-shooter.kdl"),
-    ];
-    for (capture, def) in cases {
+    for (capture, def) in common::BUNDLED {
         let p = Arc::new(dissect::load(&root.join("dissectors").join(def)).unwrap());
         let cfg = Config::from_program(p);
         let paths = vec![root.join("captures").join(capture)];
@@ -209,20 +200,13 @@ fn merging_adds_every_counter() {
     std::fs::create_dir_all(&dir).unwrap();
     let hostile_path = dir.join("hostile.pcap");
     let hostile_cfg = hostile(&hostile_path);
-    let mut cases: Vec<(PathBuf, &Config)> = [
-        ("article.pcap", &article),
-        ("clean.pcap", &article),
-        ("lossy-bursts.pcap", &article),
-        ("mtu-ignored.pcap", &article),
-        ("mtu-df.pcap", &article),
-        ("attacks.pcap", &article),
-        ("malformed.pcap", &article),
-        ("ipv6-sll2.pcapng", &shooter),
-        ("vlan-corrupt.pcap", &shooter),
-    ]
-    .into_iter()
-    .map(|(c, cfg)| (root.join("captures").join(c), cfg))
-    .collect();
+    let mut cases: Vec<(PathBuf, &Config)> = common::BUNDLED
+        .into_iter()
+        .map(|(c, def)| {
+            let cfg = if def == "article.kdl" { &article } else { &shooter };
+            (root.join("captures").join(c), cfg)
+        })
+        .collect();
     cases.push((hostile_path, &hostile_cfg));
     let mut filled = std::collections::BTreeMap::new();
     for w in cases.windows(2) {

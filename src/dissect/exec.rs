@@ -794,9 +794,14 @@ impl<'p> Exec<'p> {
         let b = r
             .read_bytes(len)
             .map_err(|e| self.read_fault(out, e, h.parent, h.label))?;
+        self.push_bytes(out, h, at, b.len())
+    }
+
+    /// The field of `len` bytes read at bit `at` (zero-copy: an offset into the datagram).
+    fn push_bytes(&self, out: &mut Dissection, h: &Here, at: u64, len: usize) -> Step {
         let value = Value::Bytes {
             offset: (at / 8) as usize,
-            len: b.len(),
+            len,
         };
         self.push(
             out,
@@ -806,7 +811,7 @@ impl<'p> Exec<'p> {
             h.parent,
             h.depth,
             at,
-            b.len() as u64 * 8,
+            len as u64 * 8,
             0,
             value,
         )?;
@@ -877,23 +882,7 @@ impl<'p> Exec<'p> {
             .read_rest()
             .map_err(|e| self.read_fault(out, e, h.parent, h.label))?;
         self.rest.set(Some(((at / 8) as usize, b.len())));
-        let value = Value::Bytes {
-            offset: (at / 8) as usize,
-            len: b.len(),
-        };
-        self.push(
-            out,
-            h.id,
-            h.label,
-            h.kind,
-            h.parent,
-            h.depth,
-            at,
-            b.len() as u64 * 8,
-            0,
-            value,
-        )?;
-        Ok(())
+        self.push_bytes(out, h, at, b.len())
     }
 
     /// `array name COUNT { … }`.

@@ -59,6 +59,17 @@ pub struct Detail {
 }
 
 impl Detail {
+    /// A detail that only says why the packet cannot be shown.
+    fn unavailable(row: Row, note: String) -> Self {
+        Detail {
+            row,
+            frame: Vec::new(),
+            payload: None,
+            dissection: None,
+            note: Some(note),
+        }
+    }
+
     pub fn payload(&self) -> &[u8] {
         match self.payload {
             Some((a, b)) => self.frame.get(a..b).unwrap_or(&[]),
@@ -230,13 +241,8 @@ impl App {
             return;
         }
         if row.has(status::REASSEMBLED) {
-            self.detail = Some(Detail {
-                row,
-                frame: Vec::new(),
-                payload: None,
-                dissection: None,
-                note: Some("a reassembled packet whose bytes were not kept (64 MiB of them are)".into()),
-            });
+            let note = "a reassembled packet whose bytes were not kept (64 MiB of them are)".into();
+            self.detail = Some(Detail::unavailable(row, note));
             return;
         }
         let read = match &self.index.store {
@@ -249,13 +255,8 @@ impl App {
                     match FrameAt::open(&self.index.path) {
                         Ok(r) => self.reader = Some(r),
                         Err(e) => {
-                            self.detail = Some(Detail {
-                                row,
-                                frame: Vec::new(),
-                                payload: None,
-                                dissection: None,
-                                note: Some(format!("cannot read frame {}: {e}", row.frame)),
-                            });
+                            let note = format!("cannot read frame {}: {e}", row.frame);
+                            self.detail = Some(Detail::unavailable(row, note));
                             return;
                         }
                     }
@@ -269,13 +270,8 @@ impl App {
         let frame = match read {
             Ok(f) => f,
             Err(e) => {
-                self.detail = Some(Detail {
-                    row,
-                    frame: Vec::new(),
-                    payload: None,
-                    dissection: None,
-                    note: Some(format!("cannot read frame {}: {e}", row.frame)),
-                });
+                let note = format!("cannot read frame {}: {e}", row.frame);
+                self.detail = Some(Detail::unavailable(row, note));
                 return;
             }
         };
