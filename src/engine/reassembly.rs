@@ -66,6 +66,13 @@ pub struct CountStats {
 }
 
 impl CountStats {
+    pub fn add(&mut self, o: &CountStats) {
+        self.seen += o.seen;
+        self.completed += o.completed;
+        self.fragments_of_lost += o.fragments_of_lost;
+        self.bytes_wasted += o.bytes_wasted;
+    }
+
     pub fn lost(&self) -> u64 {
         self.seen - self.completed
     }

@@ -399,11 +399,7 @@ impl Sink for Statistics {
         let r = &mut self.report.reassembly;
         r.attacks.add(&end.attacks);
         for (n, cs) in &end.reassembly {
-            let e = r.by_count.entry(*n).or_default();
-            e.seen += cs.seen;
-            e.completed += cs.completed;
-            e.fragments_of_lost += cs.fragments_of_lost;
-            e.bytes_wasted += cs.bytes_wasted;
+            r.by_count.entry(*n).or_default().add(cs);
         }
         if let Some(fl) = self.flows.get_mut(end.index as usize) {
             fl.stats.seq = end.seq.clone();

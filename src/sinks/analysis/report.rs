@@ -464,11 +464,7 @@ impl Report {
         r.peak_bytes += o.reassembly.peak_bytes;
         r.attacks.add(&o.reassembly.attacks);
         for (n, cs) in o.reassembly.by_count {
-            let e = r.by_count.entry(n).or_default();
-            e.seen += cs.seen;
-            e.completed += cs.completed;
-            e.fragments_of_lost += cs.fragments_of_lost;
-            e.bytes_wasted += cs.bytes_wasted;
+            r.by_count.entry(n).or_default().add(&cs);
         }
         let (m, n) = (&mut self.mtu, o.mtu);
         m.over_budget += n.over_budget;
