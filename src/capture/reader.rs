@@ -68,12 +68,14 @@ impl Resolution {
 
     /// Nanoseconds of `units`, saturated to what an i64 holds (years past 2262 stay at
     /// its end rather than wrapping negative).
+    #[inline]
     fn nanos(self, units: u64) -> i64 {
-        let wide = units as u128 * 1_000_000_000;
         let ns = match self {
-            Resolution::Decimal(n) if n <= 38 => wide / 10u128.pow(n),
+            // Micro- and nanoseconds, the usual cases: a multiplication.
+            Resolution::Decimal(n) if n <= 9 => units as u128 * 10u128.pow(9 - n),
+            Resolution::Decimal(n) if n <= 38 => units as u128 / 10u128.pow(n - 9),
             Resolution::Decimal(_) => 0,
-            Resolution::Binary(n) if n < 128 => wide >> n,
+            Resolution::Binary(n) if n < 128 => (units as u128 * 1_000_000_000) >> n,
             Resolution::Binary(_) => 0,
         };
         i64::try_from(ns).unwrap_or(i64::MAX)

@@ -484,6 +484,7 @@ impl<'p> Exec<'p> {
 
     /// An expression's value; a division by zero stops the packet, located at the
     /// field whose expression it is.
+    #[inline(always)]
     fn eval_at(
         &self,
         out: &mut Dissection,
@@ -492,17 +493,23 @@ impl<'p> Exec<'p> {
         label: Label,
         bit: u64,
     ) -> Result<i64, Stop> {
-        eval(self.program.expr(e), self.slots).map_err(|_| {
-            let field = self.path(out, parent, label);
-            let _ = self.fault(
-                out,
-                FaultKind::Expression,
-                field,
-                bit,
-                "division by zero in the field's expression".into(),
-            );
-            Stop
-        })
+        match eval(self.program.expr(e), self.slots) {
+            Ok(v) => Ok(v),
+            Err(_) => Err(self.division_by_zero(out, parent, label, bit)),
+        }
+    }
+
+    #[cold]
+    fn division_by_zero(&self, out: &mut Dissection, parent: u32, label: Label, bit: u64) -> Stop {
+        let field = self.path(out, parent, label);
+        let _ = self.fault(
+            out,
+            FaultKind::Expression,
+            field,
+            bit,
+            "division by zero in the field's expression".into(),
+        );
+        Stop
     }
 
     fn count(&self, out: &mut Dissection, c: Count, h: &Here) -> Result<u64, Stop> {
