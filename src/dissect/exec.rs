@@ -621,38 +621,17 @@ impl<'p> Exec<'p> {
                     self.set_slot(id, raw.0[0] as i64);
                     return Ok(());
                 }
-                let g = self.push(
-                    out,
-                    id,
-                    label,
-                    kind.name(),
-                    parent,
-                    depth,
-                    start,
-                    0,
-                    0,
-                    Value::None,
-                )?;
+                let group = self.open_leaf_group(out, id, kind, label, parent, depth, start)?;
                 let mut pushed = Ok(0);
                 let value = prims::parts_of(kind, &raw, start, self.record, &mut |f: &prims::LeafField| {
                     if pushed.is_ok() {
-                        let part = Label::Part(f.part.unwrap_or("?"));
-                        pushed = self.push(
-                            out,
-                            id,
-                            part,
-                            f.kind,
-                            g,
-                            depth + 1,
-                            f.bit_offset,
-                            f.bit_len,
-                            f.raw,
-                            f.value,
-                        );
+                        pushed = self.push_leaf_field(out, id, f, label, parent, depth, group);
                     }
                 });
                 pushed?;
-                self.close(out, g, r, value);
+                if let Some(g) = group {
+                    self.close(out, g, r, value);
+                }
                 return Ok(());
             }
         }
@@ -660,45 +639,13 @@ impl<'p> Exec<'p> {
         let mut s = ReadStream::from_reader(BitReader::at(r.data(), start), &mut *self.prims);
         let res = prims::serialize_leaf(&mut s, kind, &mut raw);
         *r = s.into_reader();
-        let group = if prims::is_group(kind) {
-            Some(self.push(
-                out,
-                id,
-                label,
-                kind.name(),
-                parent,
-                depth,
-                start,
-                0,
-                0,
-                Value::None,
-            )?)
-        } else {
-            None
-        };
+        let group = self.open_leaf_group(out, id, kind, label, parent, depth, start)?;
         let prims_read = std::mem::take(self.prims);
         let mut pushed = Ok(0);
         let group_value = prims::fields(kind, &prims_read, self.record, &mut |f: &prims::LeafField| {
-            if pushed.is_err() {
-                return;
+            if pushed.is_ok() {
+                pushed = self.push_leaf_field(out, id, f, label, parent, depth, group);
             }
-            let (flabel, fparent, fdepth) = match (f.part, group) {
-                (Some("align"), _) => (Label::Part("align"), parent, depth),
-                (Some(name), Some(g)) => (Label::Part(name), g, depth + 1),
-                _ => (label, parent, depth),
-            };
-            pushed = self.push(
-                out,
-                id,
-                flabel,
-                f.kind,
-                fparent,
-                fdepth,
-                f.bit_offset,
-                f.bit_len,
-                f.raw,
-                f.value,
-            );
         });
         *self.prims = prims_read;
         pushed?;
@@ -719,6 +666,70 @@ impl<'p> Exec<'p> {
                 Err(self.read_fault(out, e, fparent, flabel))
             }
         }
+    }
+
+    /// The group field of a grouped leaf (vector, quaternion, …), closed by the caller.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn open_leaf_group(
+        &self,
+        out: &mut Dissection,
+        id: NodeId,
+        kind: &Kind,
+        label: Label,
+        parent: u32,
+        depth: u16,
+        start: u64,
+    ) -> Result<Option<u32>, Stop> {
+        if !prims::is_group(kind) {
+            return Ok(None);
+        }
+        let g = self.push(
+            out,
+            id,
+            label,
+            kind.name(),
+            parent,
+            depth,
+            start,
+            0,
+            0,
+            Value::None,
+        )?;
+        Ok(Some(g))
+    }
+
+    /// One field a leaf made: padding beside the leaf, a part under its group, or the
+    /// leaf itself.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn push_leaf_field(
+        &self,
+        out: &mut Dissection,
+        id: NodeId,
+        f: &prims::LeafField,
+        label: Label,
+        parent: u32,
+        depth: u16,
+        group: Option<u32>,
+    ) -> Result<u32, Stop> {
+        let (label, parent, depth) = match (f.part, group) {
+            (Some("align"), _) => (Label::Part("align"), parent, depth),
+            (Some(name), Some(g)) => (Label::Part(name), g, depth + 1),
+            _ => (label, parent, depth),
+        };
+        self.push(
+            out,
+            id,
+            label,
+            f.kind,
+            parent,
+            depth,
+            f.bit_offset,
+            f.bit_len,
+            f.raw,
+            f.value,
+        )
     }
 
     #[inline]

@@ -153,15 +153,15 @@ impl Statistics {
         match e.layer {
             Layer::Udp => {}
             Layer::IpPiece { .. } => {}
-            Layer::RebuiltBadUdp => *c.decode_errors.entry("udp".into()).or_default() += 1,
-            Layer::RebuiltNotUdp => *c.not_udp.entry("ip-fragmented non-udp".into()).or_default() += 1,
+            Layer::RebuiltBadUdp => count(&mut c.decode_errors, "udp"),
+            Layer::RebuiltNotUdp => count(&mut c.not_udp, "ip-fragmented non-udp"),
             Layer::Icmp(icmp) => self.icmp(e.frame, icmp),
-            Layer::Other(what) => *c.not_udp.entry(what.into()).or_default() += 1,
+            Layer::Other(what) => count(&mut c.not_udp, what),
             Layer::Malformed { layer, .. } => {
                 if snap_cut {
-                    *c.truncated_by_layer.entry(layer.into()).or_default() += 1;
+                    count(&mut c.truncated_by_layer, layer);
                 } else {
-                    *c.decode_errors.entry(layer.into()).or_default() += 1;
+                    count(&mut c.decode_errors, layer);
                 }
             }
             Layer::UnsupportedLink(t) => {
@@ -477,6 +477,16 @@ impl Analyzer {
     /// Ends the analysis: gives up what is still incomplete and builds the report.
     pub fn finish(self) -> Report {
         self.finish_stats().report()
+    }
+}
+
+/// Counts one more `key`, allocating its name only the first time.
+fn count(m: &mut std::collections::BTreeMap<String, u64>, key: &str) {
+    match m.get_mut(key) {
+        Some(n) => *n += 1,
+        None => {
+            m.insert(key.to_string(), 1);
+        }
     }
 }
 
