@@ -95,3 +95,24 @@ fn generation_is_deterministic() {
     let c = simulate(&p, &SimConfig { seed: 100, ..cfg }).unwrap();
     assert_ne!(a.frames, c.frames);
 }
+
+/// The amplification baseline counts single (unfragmented) datagrams only: the truth's
+/// 83 of 1693, not the 83 of 1800 sequences that included fragmented packets.
+#[test]
+fn single_datagram_baseline_is_singles_only() {
+    let (r, _) = analyze("lossy-bursts.pcap", "article.kdl");
+    let text = std::fs::read_to_string(root().join("captures/lossy-bursts.pcap.truth.jsonl")).unwrap();
+    let (mut sent, mut lost) = (0u64, 0u64);
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        if v["event"] == "send" && v.get("fragment").is_none() {
+            sent += 1;
+            lost += u64::from(v["lost"] == true);
+        }
+    }
+    assert_eq!((sent, lost), (1693, 83));
+    let a = &r.reassembly;
+    assert_eq!((a.single_total, a.single_lost), (sent, lost));
+    assert_eq!(a.single_loss, 83.0 / 1693.0);
+    assert_eq!(a.single_loss_scope, "same flows");
+}

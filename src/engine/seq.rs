@@ -11,6 +11,9 @@ const WINDOW: i64 = 1024;
 pub struct SeqStats {
     /// Distinct sequences received.
     pub received: u64,
+    /// Distinct sequences received as one whole (unfragmented) datagram: the baseline's
+    /// denominator with `lost`.
+    pub single: u64,
     /// Sequences skipped and never seen later.
     pub lost: u64,
     pub duplicates: u64,
@@ -67,6 +70,7 @@ impl SeqTracker {
             self.highest = Some(s as i64);
             self.set(s as i64, true);
             self.stats.received = 1;
+            self.stats.single = u64::from(!fragment);
             self.stats.first = Some(s);
             self.stats.last = Some(s);
             return SeqEvent::New { gap: 0 };
@@ -83,6 +87,7 @@ impl SeqTracker {
             self.highest = Some(ext);
             self.set(ext, true);
             self.stats.received += 1;
+            self.stats.single += u64::from(!fragment);
             self.stats.last = Some(s);
             let gap = (d - 1) as u32;
             if gap > 0 {
@@ -107,6 +112,7 @@ impl SeqTracker {
         }
         self.stats.late += 1;
         self.stats.received += 1;
+        self.stats.single += u64::from(!fragment);
         SeqEvent::Late
     }
 }
@@ -147,5 +153,6 @@ mod tests {
         assert_eq!(t.observe(7, true), SeqEvent::SamePacket);
         assert_eq!(t.observe(8, false), SeqEvent::New { gap: 0 });
         assert_eq!(t.stats.duplicates, 0);
+        assert_eq!((t.stats.received, t.stats.single), (2, 1));
     }
 }

@@ -281,8 +281,10 @@ pub fn render_reassembly(r: &Report) -> String {
         (
             "single-datagram loss",
             format!(
-                "{} (sequence gaps on {})",
+                "{} ({} of {} single datagrams, from sequence gaps on {})",
                 pct(a.single_loss),
+                a.single_lost,
+                a.single_total,
                 a.single_loss_scope
             ),
         ),

@@ -326,8 +326,11 @@ pub struct ReassemblyReport {
     pub fragments_received: u64,
     /// Fragment loss rate p: missing fragments over expected.
     pub fragment_loss: f64,
-    /// Loss of whole datagrams from sequence gaps (see `single_loss_scope`).
+    /// Loss of single (unfragmented) datagrams: sequence gaps over gaps plus sequences
+    /// received whole, on the flows `single_loss_scope` names.
     pub single_loss: f64,
+    pub single_lost: u64,
+    pub single_total: u64,
     /// "same flows" (the fragmenting flows' own single packets) or "flows that never
     /// fragment" when the fragmenting flows send nothing else.
     pub single_loss_scope: String,
@@ -538,7 +541,9 @@ impl Report {
                 p99: f.size_hist.quantile(0.99),
                 max: f.size_hist.max,
             };
-            let gaps = (f.seq.lost, f.seq.lost + f.seq.received);
+            // A gap is counted as a lost single datagram: a packet whose every fragment
+            // was lost leaves the same gap and cannot be told apart.
+            let gaps = (f.seq.lost, f.seq.lost + f.seq.single);
             if f.fragments > 0 && f.crc_ok > f.fragments {
                 same = (same.0 + gaps.0, same.1 + gaps.1);
             } else if f.fragments == 0 && f.crc_ok > 0 {
@@ -562,6 +567,8 @@ impl Report {
         } else {
             0.0
         };
+        r.single_lost = seq_lost;
+        r.single_total = seq_total;
         r.single_loss = if seq_total > 0 {
             seq_lost as f64 / seq_total as f64
         } else {
