@@ -313,10 +313,6 @@ impl Engine {
         e.kind = Kind::Game;
         e.over_budget = payload.len() as u32 > self.cfg.format.mtu_budget;
         e.flow_index = self.track(key, f.number);
-        let Some(index) = e.flow_index else {
-            sink.packet(&e);
-            return;
-        };
         if truncated {
             e.status = Status::Truncated;
             sink.packet(&e);
@@ -337,6 +333,13 @@ impl Engine {
         e.sequence = Some(sequence);
         e.packet_type = Some(ptype);
         e.fragment = v.fragment;
+        // A flow past the table's cap is validated and counted, without sequence
+        // analysis or reassembly.
+        let Some(index) = e.flow_index else {
+            e.dissection = record.then_some(&self.validator.dissection);
+            sink.packet(&e);
+            return;
+        };
         let flow = &mut self.flows[index as usize];
         e.seq_event = Some(flow.seq.observe(sequence, v.fragment.is_some()));
         let Some(frag) = v.fragment else {

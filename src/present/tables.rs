@@ -198,11 +198,15 @@ pub fn render(r: &Report) -> String {
             r.flows.len() - SHOWN
         );
     }
-    if r.capture.flows_not_tracked > 0 {
+    if let Some(u) = &r.untracked {
         let _ = writeln!(
             out,
-            "({} datagrams of further flows were counted but not tracked: the flow table is full)",
-            r.capture.flows_not_tracked
+            "({} datagrams of flows past the table of {} flows were validated and counted together — {} CRC ok, {} CRC mismatch, {} malformed — without sequence or reassembly analysis)",
+            r.capture.flows_not_tracked,
+            crate::engine::MAX_FLOWS,
+            u.crc_ok,
+            u.crc_fail,
+            u.malformed
         );
     }
     let _ = writeln!(out);

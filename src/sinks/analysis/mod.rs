@@ -35,12 +35,56 @@ struct FlowState {
     first_frame: u64,
 }
 
+impl FlowState {
+    fn new(key: FlowId, num_types: u32, first_frame: u64) -> Self {
+        FlowState {
+            stats: FlowStats::new(key.src, key.dst, num_types),
+            recent: VecDeque::new(),
+            counted_until: i64::MIN,
+            first_frame,
+        }
+    }
+
+    /// Sizes of the second before each loss burst, against all sizes.
+    fn sizes_before_bursts(
+        &mut self,
+        ts_ns: i64,
+        event: SeqEvent,
+        size: u32,
+        bursts: &mut BurstSizes,
+        budget: u32,
+    ) {
+        while self
+            .recent
+            .front()
+            .is_some_and(|&(t, _)| t < ts_ns.saturating_sub(BURST_WINDOW_NS) || self.recent.len() >= RECENT)
+        {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((ts_ns, size));
+        bursts.all.add(size, budget);
+        if let SeqEvent::New { gap } = event
+            && gap >= 2
+        {
+            // A burst: the datagrams of the second before it (not counted yet).
+            bursts.bursts += 1;
+            let from = ts_ns.saturating_sub(BURST_WINDOW_NS).max(self.counted_until);
+            for &(_, s) in self.recent.iter().filter(|(t, _)| *t > from && *t < ts_ns) {
+                bursts.before.add(s, budget);
+            }
+            self.counted_until = ts_ns;
+        }
+    }
+}
+
 /// Counts events into a report.
 #[derive(Clone)]
 pub struct Statistics {
     cfg: Config,
     /// Tracked flows, by the engine's flow index.
     flows: Vec<FlowState>,
+    /// Every flow past the engine's flow table, counted together.
+    untracked: Option<FlowState>,
     /// The smallest MTU ICMP announced for each flow.
     path_mtu: HashMap<(SocketAddr, SocketAddr), u32>,
     bursts: BurstSizes,
@@ -62,6 +106,7 @@ impl Statistics {
         Statistics {
             cfg,
             flows: Vec::new(),
+            untracked: None,
             path_mtu: HashMap::new(),
             bursts: BurstSizes::default(),
             link_types: Vec::new(),
@@ -88,6 +133,9 @@ impl Statistics {
     pub fn merge(&mut self, o: Statistics) {
         self.flows.extend(o.flows);
         self.flows.sort_by_key(|f| f.first_frame);
+        // Shards that both left flows untracked are never merged into the report shown:
+        // the run is done again on one core (`engine::parallel`).
+        self.untracked = self.untracked.take().or(o.untracked);
         self.path_mtu.extend(o.path_mtu);
         self.bursts.bursts += o.bursts.bursts;
         self.bursts.before.merge(&o.bursts.before);
@@ -118,6 +166,7 @@ impl Statistics {
         for fl in self.flows {
             self.report.flows.push(fl.stats);
         }
+        self.report.untracked = self.untracked.map(|f| f.stats);
         self.report.mtu.bursts = self.bursts.report();
         self.report.finalize(&self.cfg);
         self.report
@@ -214,21 +263,25 @@ impl Statistics {
             c.other_udp += 1;
             return;
         }
-        let Some(index) = e.flow_index else {
-            c.flows_not_tracked += 1;
-            return;
-        };
-        let index = index as usize;
-        if index >= self.flows.len() {
-            self.flows.push(FlowState {
-                stats: FlowStats::new(key.src, key.dst, self.cfg.format.num_types),
-                recent: VecDeque::new(),
-                counted_until: i64::MIN,
-                first_frame: e.frame,
-            });
-        }
-        let Some(flow) = self.flows.get_mut(index) else {
-            return;
+        let num_types = self.cfg.format.num_types;
+        let flow = match e.flow_index {
+            Some(index) => {
+                let index = index as usize;
+                if index >= self.flows.len() {
+                    self.flows.push(FlowState::new(key, num_types, e.frame));
+                }
+                let Some(flow) = self.flows.get_mut(index) else {
+                    return;
+                };
+                flow
+            }
+            None => {
+                c.flows_not_tracked += 1;
+                let none = SocketAddr::from(([0, 0, 0, 0], 0));
+                let all = FlowId { src: none, dst: none };
+                self.untracked
+                    .get_or_insert_with(|| FlowState::new(all, num_types, e.frame))
+            }
         };
         let payload_len = e.payload.len() as u32;
         let s = &mut flow.stats;
@@ -300,35 +353,23 @@ impl Statistics {
             s.malformed += 1;
             return;
         }
-        let (Some(ptype), Some(event)) = (e.packet_type, e.seq_event) else {
+        let Some(ptype) = e.packet_type else {
             return;
         };
-        if let Some(t) = self.report.timeline.slot(e.ts_ns) {
-            t.datagrams += 1;
-            if let SeqEvent::New { gap } = event {
-                t.lost += gap;
+        if let Some(event) = e.seq_event {
+            if let Some(t) = self.report.timeline.slot(e.ts_ns) {
+                t.datagrams += 1;
+                if let SeqEvent::New { gap } = event {
+                    t.lost += gap;
+                }
             }
-        }
-        while flow
-            .recent
-            .front()
-            .is_some_and(|&(t, _)| t < e.ts_ns.saturating_sub(BURST_WINDOW_NS) || flow.recent.len() >= RECENT)
-        {
-            flow.recent.pop_front();
-        }
-        flow.recent.push_back((e.ts_ns, payload_len));
-        let budget = self.cfg.format.mtu_budget;
-        self.bursts.all.add(payload_len, budget);
-        if let SeqEvent::New { gap } = event
-            && gap >= 2
-        {
-            // A burst: the datagrams of the second before it (not counted yet).
-            self.bursts.bursts += 1;
-            let from = e.ts_ns.saturating_sub(BURST_WINDOW_NS).max(flow.counted_until);
-            for &(_, size) in flow.recent.iter().filter(|(t, _)| *t > from && *t < e.ts_ns) {
-                self.bursts.before.add(size, budget);
-            }
-            flow.counted_until = e.ts_ns;
+            flow.sizes_before_bursts(
+                e.ts_ns,
+                event,
+                payload_len,
+                &mut self.bursts,
+                self.cfg.format.mtu_budget,
+            );
         }
         let s = &mut flow.stats;
         if let Some(n) = s.types.get_mut(ptype as usize) {

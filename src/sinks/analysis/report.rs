@@ -369,6 +369,9 @@ pub struct Report {
     /// How the protocol was recovered when no id was given.
     pub identification: Option<crate::identify::Identification>,
     pub timeline: Timeline,
+    /// Datagrams of flows past the flow table's cap, validated and counted together
+    /// (no sequence or reassembly analysis); `capture.flows_not_tracked` of them.
+    pub untracked: Option<FlowStats>,
 }
 
 /// Valid game datagrams and sequences lost, per second of capture time.
@@ -417,7 +420,8 @@ fn merge_listed<T>(a: &mut Vec<T>, b: Vec<T>, frame: impl Fn(&T) -> u64, max: us
 
 impl Report {
     /// Adds the counters of a shard's report (before `finalize`; flows are merged by the
-    /// analyzer itself).
+    /// analyzer itself). Shards that left flows untracked are not merged: the run is
+    /// done again on one core (`engine::parallel`), so `untracked` is not added here.
     pub(crate) fn merge(&mut self, o: Report) {
         let (c, d) = (&mut self.capture, o.capture);
         for (i, f) in d.files.into_iter().enumerate() {
