@@ -87,3 +87,46 @@ fn damaged_records_are_described_in_words() {
         }
     }
 }
+
+/// Regression: a pcapng block whose length is not a multiple of 4 (or under 12) was
+/// reported as "last record truncated"; it is malformed, said so with its offset, and the
+/// frames before it are kept.
+#[test]
+fn an_unaligned_pcapng_block_length_is_malformed_not_truncated() {
+    fn block(kind: u32, body: &[u8]) -> Vec<u8> {
+        let n = (12 + body.len()) as u32;
+        [&kind.to_le_bytes()[..], &n.to_le_bytes(), body, &n.to_le_bytes()].concat()
+    }
+    let shb = block(
+        0x0A0D_0D0A,
+        &[
+            0x4D, 0x3C, 0x2B, 0x1A, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+        ],
+    );
+    let idb = block(1, &[1, 0, 0, 0, 0xff, 0xff, 0, 0]);
+    let mut epb_body = vec![0u8; 20];
+    epb_body[12] = 60;
+    epb_body[16] = 60;
+    epb_body.extend([0u8; 60]);
+    let epb = block(6, &epb_body);
+    for bad_len in [epb.len() as u32 - 2, 8] {
+        let mut bad = epb.clone();
+        bad[4..8].copy_from_slice(&bad_len.to_le_bytes());
+        let file = [&shb[..], &idb, &epb, &epb, &bad, &epb].concat();
+        let at = shb.len() + idb.len() + 2 * epb.len();
+        let mut r = CaptureReader::from_read("bad.pcapng", std::io::Cursor::new(file)).unwrap();
+        let mut frames = 0;
+        let e = loop {
+            match r.next_frame() {
+                Ok(Some(_)) => frames += 1,
+                Ok(None) => panic!("length {bad_len}: read to the end, tail {:?}", r.truncated_tail),
+                Err(e) => break e.to_string(),
+            }
+        };
+        assert_eq!(frames, 2);
+        assert!(r.truncated_tail.is_none());
+        assert!(e.contains(&format!("pcapng block length {bad_len}")), "{e}");
+        assert!(e.contains("malformed, not cut short"), "{e}");
+        assert!(e.contains(&format!("byte offset {at}")), "{e}");
+    }
+}

@@ -94,6 +94,8 @@ pub struct CaptureReader {
     frames: u64,
     legacy: Option<Interface>,
     interfaces: Vec<Interface>,
+    /// Byte order of the current pcapng section (None for classic pcap).
+    ng_big_endian: Option<bool>,
     /// Set when the file ended inside a record (kept apart from errors: the frames read
     /// so far are good).
     pub truncated_tail: Option<CaptureError>,
@@ -167,7 +169,10 @@ impl CaptureReader {
                     "file too short to hold a capture header".to_string()
                 }
                 PcapError::ReadError => "cannot read the capture header (a read failed)".to_string(),
-                other => format!("cannot read the capture header: {other:?}"),
+                PcapError::BufferTooSmall => "the capture header is larger than the read buffer".to_string(),
+                PcapError::NomError(..) | PcapError::OwnedNomError(..) => {
+                    "the capture header does not parse (malformed)".to_string()
+                }
             })
         })?;
         Ok(CaptureReader {
@@ -178,6 +183,7 @@ impl CaptureReader {
             frames: 0,
             legacy: None,
             interfaces: Vec::new(),
+            ng_big_endian: None,
             truncated_tail: None,
             done: false,
             gzip_cut,
@@ -266,7 +272,8 @@ impl CaptureReader {
                                 origlen: b.origlen,
                             }
                         }
-                        PcapBlockOwned::NG(Block::SectionHeader(_)) => {
+                        PcapBlockOwned::NG(Block::SectionHeader(shb)) => {
+                            self.ng_big_endian = Some(shb.big_endian());
                             self.interfaces.clear();
                             Step::Skip(consumed)
                         }
@@ -321,22 +328,31 @@ impl CaptureReader {
                 Err(PcapError::Eof) => Step::End,
                 Err(PcapError::Incomplete(_)) | Err(PcapError::UnexpectedEof) => {
                     if self.inner.reader_exhausted() {
-                        let left = self.inner.data().len();
-                        if left > 0 {
-                            self.truncated_tail = Some(self.error(format!(
-                                "last record truncated ({left} bytes of an incomplete record)"
-                            )));
+                        let rest = self.inner.data();
+                        let left = rest.len();
+                        match self.ng_big_endian.and_then(|be| bad_block_length(rest, be)) {
+                            Some(problem) => Step::Fail(problem),
+                            None => {
+                                if left > 0 {
+                                    self.truncated_tail = Some(self.error(format!(
+                                        "last record truncated ({left} bytes of an incomplete record)"
+                                    )));
+                                }
+                                Step::End
+                            }
                         }
-                        Step::End
                     } else {
                         Step::Refill
                     }
                 }
                 Err(PcapError::BufferTooSmall) => Step::Refill,
                 Err(e) => Step::Fail(match e {
-                    PcapError::NomError(..) | PcapError::OwnedNomError(..) => {
-                        "malformed record: its header, length or contents do not parse".into()
-                    }
+                    PcapError::NomError(..) | PcapError::OwnedNomError(..) => self
+                        .ng_big_endian
+                        .and_then(|be| bad_block_length(self.inner.data(), be))
+                        .unwrap_or_else(|| {
+                            "malformed record: its header, length or contents do not parse".into()
+                        }),
                     PcapError::ReadError => "the file could not be read further (a read failed)".into(),
                     PcapError::HeaderNotRecognized => "a section header of an unknown format".into(),
                     PcapError::BufferTooSmall => "a record larger than the read buffer".into(),
@@ -414,6 +430,33 @@ impl CaptureReader {
                 }
             }
         }
+    }
+}
+
+/// Why a pcapng block that does not parse is malformed rather than cut short: its total
+/// length (bytes 4..8) is under the 12-byte minimum, not a multiple of 4, or fits in
+/// what is left of the file.
+fn bad_block_length(rest: &[u8], big_endian: bool) -> Option<String> {
+    let raw: [u8; 4] = rest.get(4..8)?.try_into().ok()?;
+    let len = if big_endian {
+        u32::from_be_bytes(raw)
+    } else {
+        u32::from_le_bytes(raw)
+    };
+    if len < 12 {
+        Some(format!(
+            "pcapng block length {len} is under the 12-byte minimum (malformed, not cut short)"
+        ))
+    } else if !len.is_multiple_of(4) {
+        Some(format!(
+            "pcapng block length {len} is not a multiple of 4 (malformed, not cut short)"
+        ))
+    } else if (len as usize) <= rest.len() {
+        Some(format!(
+            "pcapng block of {len} bytes does not parse: its contents or trailing length are malformed"
+        ))
+    } else {
+        None
     }
 }
 
