@@ -318,3 +318,55 @@ fn flags_out_of_range_are_refused() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("no-such-definition.kdl"), "{err}");
 }
+
+/// Regression: `gen` on a full disk left a partial capture and an empty truth file
+/// behind. Both are written under temporary names and renamed only when complete.
+#[test]
+fn gen_leaves_nothing_behind_when_it_fails() {
+    let dir = std::env::temp_dir().join(format!("gpcap-gen-fail-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("x.pcap.truth.jsonl")).unwrap();
+    let out = dir.join("x.pcap");
+    let run = |out: &std::path::Path| {
+        gpcap(&[
+            "gen",
+            "-d",
+            "dissectors/article.kdl",
+            "-o",
+            out.to_str().unwrap(),
+            "--duration",
+            "5",
+        ])
+    };
+    // The truth file cannot be created (a directory has its name).
+    let (code, _, err) = run(&out);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("x.pcap.truth.jsonl"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["x.pcap.truth.jsonl"], "left behind: {left:?}");
+    // A disk that fills up while writing (a 64 KiB tmpfs; mounting needs root).
+    let small = dir.join("small");
+    std::fs::create_dir_all(&small).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs", small.to_str().unwrap()])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if mounted {
+        let (code, _, err) = run(&small.join("y.pcap"));
+        let left = std::fs::read_dir(&small).unwrap().count();
+        let _ = Command::new("umount").arg(&small).status();
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("y.pcap") && err.contains("No space left"), "{err}");
+        assert_eq!(left, 0, "files left on the full disk");
+    } else {
+        common::skipped(
+            module_path!(),
+            "cannot mount a small tmpfs (needs root): full-disk case not run",
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

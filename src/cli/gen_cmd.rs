@@ -56,11 +56,13 @@ pub fn run(a: &GenArgs) -> Result<ExitCode> {
         attacks: a.attacks,
         malformed: a.malformed,
     };
-    let file = std::fs::File::create(&a.output).map_err(|e| Error::io(a.output.display(), e))?;
+    // Both files are written beside their names and renamed when complete: a failed run
+    // (a full disk) leaves neither a partial capture nor an empty truth file behind.
+    let (capture, file) = Staged::create(&a.output)?;
     let out = std::io::BufWriter::with_capacity(1 << 20, file);
     let truth_path = PathBuf::from(format!("{}.truth.jsonl", a.output.display()));
-    let tfile = std::fs::File::create(&truth_path).map_err(|e| Error::io(truth_path.display(), e))?;
-    let mut tout = std::io::BufWriter::with_capacity(1 << 20, tfile);
+    let (truth_file, file) = Staged::create(&truth_path)?;
+    let mut tout = std::io::BufWriter::with_capacity(1 << 20, file);
     let ng = a.output.extension().is_some_and(|e| e == "pcapng");
     let mut pcap = None;
     let mut pcapng = None;
@@ -77,25 +79,35 @@ pub fn run(a: &GenArgs) -> Result<ExitCode> {
         );
     }
     let mut io_error: Option<std::io::Error> = None;
+    let mut truth_error: Option<std::io::Error> = None;
     let truth = simulate_into(&program, &cfg, &mut |e| {
-        let r = match e {
-            Emit::Frame { t_ns, data } => match (&mut pcap, &mut pcapng) {
-                (Some(w), _) => w.write(t_ns, data, data.len() as u32),
-                (_, Some(w)) => w.packet(0, t_ns as u64, data, data.len() as u32),
-                _ => Ok(()),
-            },
-            Emit::Event(_) if a.summary_only => Ok(()),
-            Emit::Event(ev) => serde_json::to_writer(&mut tout, ev)
-                .map_err(std::io::Error::other)
-                .and_then(|_| tout.write_all(b"\n")),
+        let (r, slot) = match e {
+            Emit::Frame { t_ns, data } => (
+                match (&mut pcap, &mut pcapng) {
+                    (Some(w), _) => w.write(t_ns, data, data.len() as u32),
+                    (_, Some(w)) => w.packet(0, t_ns as u64, data, data.len() as u32),
+                    _ => Ok(()),
+                },
+                &mut io_error,
+            ),
+            Emit::Event(_) if a.summary_only => (Ok(()), &mut truth_error),
+            Emit::Event(ev) => (
+                serde_json::to_writer(&mut tout, ev)
+                    .map_err(std::io::Error::other)
+                    .and_then(|_| tout.write_all(b"\n")),
+                &mut truth_error,
+            ),
         };
         if let Err(e) = r {
-            io_error.get_or_insert(e);
+            slot.get_or_insert(e);
         }
     })
     .map_err(|e| Error::Usage(format!("{}: {e}", a.dissector.display())))?;
     if let Some(e) = io_error {
         return Err(Error::io(a.output.display(), e));
+    }
+    if let Some(e) = truth_error {
+        return Err(Error::io(truth_path.display(), e));
     }
     let flushed = match (pcap, pcapng) {
         (Some(w), _) => w.into_inner().flush(),
@@ -108,6 +120,9 @@ pub fn run(a: &GenArgs) -> Result<ExitCode> {
     tout.write_all(b"\n")
         .and_then(|_| tout.flush())
         .map_err(|e| Error::io(truth_path.display(), e))?;
+    drop(tout);
+    capture.commit()?;
+    truth_file.commit()?;
     eprintln!(
         "gpcap: wrote {} frames ({} game datagrams, {} lost, {} duplicated, {} corrupted) to {} and its truth to {}",
         truth.frames,
@@ -131,4 +146,48 @@ pub fn run(a: &GenArgs) -> Result<ExitCode> {
         eprintln!("gpcap: analyze agrees with the ground truth");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A file written under a temporary name beside its own and renamed into place by
+/// `commit`; dropped uncommitted, the temporary file is removed. Paths that are not
+/// regular files (`/dev/stdout`, a pipe) are written directly.
+struct Staged {
+    path: PathBuf,
+    temp: Option<PathBuf>,
+}
+
+impl Staged {
+    fn create(path: &std::path::Path) -> Result<(Staged, std::fs::File)> {
+        let special = std::fs::metadata(path).is_ok_and(|m| !m.is_file());
+        let temp = (!special).then(|| {
+            let mut name = path.file_name().unwrap_or_default().to_os_string();
+            name.push(".partial");
+            path.with_file_name(name)
+        });
+        let target = temp.as_deref().unwrap_or(path);
+        let file = std::fs::File::create(target).map_err(|e| Error::io(target.display(), e))?;
+        let staged = Staged {
+            path: path.to_path_buf(),
+            temp,
+        };
+        Ok((staged, file))
+    }
+
+    fn commit(mut self) -> Result<()> {
+        if let Some(temp) = self.temp.take() {
+            std::fs::rename(&temp, &self.path).map_err(|e| {
+                let _ = std::fs::remove_file(&temp);
+                Error::io(self.path.display(), e)
+            })?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if let Some(temp) = &self.temp {
+            let _ = std::fs::remove_file(temp);
+        }
+    }
 }
