@@ -232,3 +232,52 @@ fn definitions_are_bounded_and_the_limit_is_located() {
         .unwrap_or(0);
     assert!(line > 65_000, "located at line {line}: {e}");
 }
+
+// Regressions (#17, item 13): what `check` let through or answered with a cascade.
+broken!(
+    extra_argument,
+    "packet 1 \"A\" {\n    bool jump 1\n    bits b 3 4\n}\n"
+);
+broken!(
+    duplicate_enum_value,
+    "enum color {\n    red 1\n    green 2\n    blue 1\n}\npacket 1 \"A\" {\n    int c 0 3 enum=color\n}\n"
+);
+broken!(
+    fragment_count_too_narrow,
+    "protocol { max-fragments 256; fragment-count \"count\" }\nfragment {\n    bits id 8 role=fragment-id\n    bits count 8 role=fragment-count\n    rest data role=fragment-data\n}\n"
+);
+broken!(
+    else_on_the_closing_line,
+    "packet 1 \"A\" {\n    bool x\n    if \"x\" {\n        bool a\n    } else {\n        bool b\n    }\n}\n"
+);
+broken!(
+    hash_comment,
+    "# a comment\npacket 1 \"A\" {\n    bool x # why\n}\n"
+);
+
+/// `count-1` lets 256 fragments fit in 8 bits: no error there.
+#[test]
+fn count_minus_one_fits_256_in_8_bits() {
+    let text = format!(
+        "protocol {{ id 1; max-fragments 256; fragment-count \"count-1\" }}\n{HEADER}fragment {{\n    bits id 8 role=fragment-id\n    bits count 8 role=fragment-count\n    rest data role=fragment-data\n}}\n"
+    );
+    assert!(dissect::compile("ok.kdl", &text).is_ok());
+}
+
+/// A value too wide for its field names the field when a packet is generated.
+#[test]
+fn generator_write_errors_name_the_field() {
+    let e = gpcap::generate::packet::GenError::Field {
+        field: "num_fragments".into(),
+        error: gpcap::bits::BitError::new(
+            gpcap::bits::ErrorKind::Invalid {
+                what: "value wider than its bit width",
+            },
+            55,
+        ),
+    };
+    assert_eq!(
+        e.to_string(),
+        "field `num_fragments`: invalid argument: value wider than its bit width at bit 55"
+    );
+}

@@ -66,6 +66,90 @@ fn too_deep(text: &str) -> Option<usize> {
     None
 }
 
+/// Mistakes of people used to other languages that KDL reports as a cascade: `#`
+/// comments and `} else {` on one line. (offset, message, help) for each, outside strings
+/// and comments.
+fn common_mistakes(text: &str) -> Vec<(usize, String, &'static str)> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'#' => {
+                let hashes = b[i..].iter().take_while(|&&c| c == b'#').count();
+                if b.get(i + hashes) == Some(&b'"') {
+                    // A raw string: #"…"#, ##"…"##.
+                    let close: Vec<u8> = std::iter::once(b'"')
+                        .chain(std::iter::repeat_n(b'#', hashes))
+                        .collect();
+                    i += hashes + 1;
+                    while i < b.len() && !b[i..].starts_with(&close) {
+                        i += 1;
+                    }
+                    i += close.len().saturating_sub(1);
+                } else {
+                    let word: Vec<u8> = b[i + 1..]
+                        .iter()
+                        .take_while(|c| c.is_ascii_alphanumeric() || **c == b'-')
+                        .copied()
+                        .collect();
+                    let keyword = matches!(
+                        &word[..],
+                        b"true" | b"false" | b"null" | b"inf" | b"-inf" | b"nan"
+                    );
+                    if !keyword {
+                        out.push((
+                            i,
+                            "`#` does not start a comment in KDL".to_string(),
+                            "comments are `// to the end of the line` or `/* … */`",
+                        ));
+                        while i < b.len() && b[i] != b'\n' {
+                            i += 1;
+                        }
+                    }
+                }
+            }
+            b'}' => {
+                let mut j = i + 1;
+                while j < b.len() && (b[j] == b' ' || b[j] == b'\t') {
+                    j += 1;
+                }
+                let word = b.get(j..j + 4) == Some(b"else")
+                    && b.get(j + 4)
+                        .is_none_or(|c| !c.is_ascii_alphanumeric() && *c != b'_' && *c != b'-');
+                if word {
+                    out.push((
+                        j,
+                        "`else` must start a new line: in KDL `}` ends the `if` node".to_string(),
+                        "write `}` and then `else {` (or `else if \"…\" {`) on the next line",
+                    ));
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out
+}
+
 pub fn compile(file: &str, text: &str) -> Result<Program, Vec<DefinitionError>> {
     let src = Arc::new(text.to_string());
     if let Some(at) = too_deep(text) {
@@ -81,6 +165,23 @@ pub fn compile(file: &str, text: &str) -> Result<Program, Vec<DefinitionError>> 
     let doc = match KdlDocument::parse_v2(text) {
         Ok(d) => d,
         Err(e) => {
+            // Mistakes KDL reports as a cascade of unrelated errors: say the fix once.
+            let hints = common_mistakes(text);
+            if !hints.is_empty() {
+                return Err(hints
+                    .into_iter()
+                    .map(|(at, message, help)| {
+                        DefinitionError::new(
+                            file,
+                            &src,
+                            SourceSpan::from(at..at + 1),
+                            message,
+                            "here",
+                            Some(help.into()),
+                        )
+                    })
+                    .collect());
+            }
             return Err(e
                 .diagnostics
                 .iter()
@@ -310,6 +411,9 @@ impl<'d> Compiler<'d> {
         });
         let frag_slots = fragment
             .map(|(f, b)| self.roles(f, b, &[Role::FragmentId, Role::FragmentCount, Role::FragmentData]));
+        if let Some((f, b)) = fragment {
+            self.fragment_widths(f, b, &params.format);
+        }
 
         // The type field's range fixes the number of packet types.
         let type_node = self.find_role(header, Role::Type);
@@ -391,6 +495,7 @@ impl<'d> Compiler<'d> {
                 continue;
             }
             seen.insert(id as u32, (name.clone(), line));
+            self.extra_arguments(p, 2, &usage("packet"));
             self.scope.clear();
             self.check_props(p, &["doc"]);
             let body = self.block(p.children(), 0);
@@ -434,6 +539,58 @@ impl<'d> Compiler<'d> {
             limits: Limits::default(),
             role_slots,
         })
+    }
+
+    /// The fragment id and count fields must hold every value `max-fragments` allows:
+    /// a field too narrow fails only later, when a large packet is written.
+    fn fragment_widths(&mut self, f: &KdlNode, block: Block, format: &HeaderFormat) {
+        let max = format.max_fragments as i64;
+        let count_max = match format.count_encoding {
+            CountEncoding::Count => max,
+            CountEncoding::CountMinusOne => max - 1,
+        };
+        for (role, need, what) in [
+            (Role::FragmentId, max - 1, "fragment ids up to"),
+            (Role::FragmentCount, count_max, "the fragment count up to"),
+        ] {
+            let Some(id) = self.find_role(block, role) else {
+                continue;
+            };
+            let node = &self.nodes[id as usize];
+            let holds = match node.kind {
+                Kind::Bits(b) => (1i64 << b) - 1,
+                Kind::Int { max, .. } => max,
+                _ => continue,
+            };
+            if holds < need {
+                let message = format!(
+                    "the field `{}` ({}) holds at most {holds}, but max-fragments {max} needs {what} {need}",
+                    node.name,
+                    node.kind.name()
+                );
+                let at = f
+                    .children()
+                    .and_then(|c| {
+                        c.nodes().iter().find(|c| {
+                            positional(c).first().and_then(|e| e.value().as_string()) == Some(&node.name)
+                        })
+                    })
+                    .map_or(Self::name_span(f), |c| c.span());
+                self.error(
+                    at,
+                    message,
+                    "field too narrow",
+                    Some(format!(
+                        "widen the field or lower `max-fragments` in the protocol block to {}",
+                        match role {
+                            Role::FragmentId => holds + 1,
+                            _ if format.count_encoding == CountEncoding::CountMinusOne => holds + 1,
+                            _ => holds,
+                        }
+                    )),
+                );
+            }
+        }
     }
 
     fn line_of(&self, span: SourceSpan) -> usize {
@@ -564,11 +721,28 @@ impl<'d> Compiler<'d> {
         let Some(name) = self.arg_str(n, 0, "the enum's name") else {
             return;
         };
-        let mut values = Vec::new();
+        let mut values: Vec<(i64, String)> = Vec::new();
         for v in n.children().map(|c| c.nodes()).unwrap_or(&[]) {
+            self.extra_arguments(v, 1, "`NAME VALUE` inside an enum");
+            let value_name = v.name().value();
             match positional(v).first().and_then(|e| e.value().as_integer()) {
                 Some(x) if x >= i64::MIN as i128 && x <= i64::MAX as i128 => {
-                    values.push((x as i64, v.name().value().to_string()))
+                    if let Some((_, first)) = values.iter().find(|(y, _)| *y == x as i64) {
+                        self.error(
+                            positional(v)[0].span(),
+                            format!("enum `{name}` gives the value {x} to both `{first}` and `{value_name}`"),
+                            "value used twice",
+                            Some("each value names one thing; renumber one of them".into()),
+                        );
+                    } else if values.iter().any(|(_, other)| other == value_name) {
+                        self.error(
+                            Self::name_span(v),
+                            format!("enum `{name}` names `{value_name}` twice"),
+                            "name used twice",
+                            None,
+                        );
+                    }
+                    values.push((x as i64, value_name.to_string()))
                 }
                 _ => self.error(
                     Self::name_span(v),
@@ -717,6 +891,29 @@ impl<'d> Compiler<'d> {
                 );
                 None
             }
+        }
+    }
+
+    /// Positional arguments past the `expected` ones: an error at the first of them.
+    fn extra_arguments(&mut self, n: &KdlNode, expected: usize, usage: &str) {
+        let args = positional(n);
+        if let Some(extra) = args.get(expected) {
+            let takes = match expected {
+                0 => "no arguments".to_string(),
+                1 => "1 argument".to_string(),
+                k => format!("{k} arguments"),
+            };
+            self.error(
+                extra.span(),
+                format!(
+                    "`{}` takes {takes}, but has {}: `{}` is extra",
+                    n.name().value(),
+                    args.len(),
+                    extra.value()
+                ),
+                "extra argument",
+                Some(usage.trim_start_matches("usage: ").to_string()),
+            );
         }
     }
 
@@ -1164,6 +1361,18 @@ impl<'d> Compiler<'d> {
                 }
             }
         };
+        let expected = match &kind {
+            Kind::Bits(_) | Kind::SmallestThree(_) | Kind::Bytes(_) | Kind::String { .. } => 2,
+            Kind::Array { .. } | Kind::RelativeList { .. } => 2,
+            Kind::Int { .. } => 3,
+            Kind::CompressedFloat(_) | Kind::CompressedVector(_) => 4,
+            Kind::Align => 0,
+            Kind::Check { .. } => usize::from(prop(n, "magic").is_none()),
+            Kind::If { .. } => 1,
+            Kind::Inline { .. } => 0,
+            _ => 1,
+        };
+        self.extra_arguments(n, expected, &usage(kind_name));
         self.check_props(n, &allowed);
         let role = match prop(n, "role").map(|e| (e, e.value().as_string())) {
             None => None,
@@ -1246,6 +1455,12 @@ fn usage(kind: &str) -> String {
         "relative-list" => "usage: `relative-list NAME MAX { fields }`".into(),
         "packet" => "usage: `packet TYPE-ID \"name\" { fields }`".into(),
         "if" => "usage: `if \"condition\" { fields }`".into(),
+        "list" => "usage: `list NAME end=\"condition\" { fields }`".into(),
+        "check" => "usage: `check \"name to hash\"` or `check magic=0x…`".into(),
+        "align" => "usage: `align` (to the next byte)".into(),
+        "bool" | "uint64" | "float" | "double" | "vector" | "quaternion" | "rest" => {
+            format!("usage: `{kind} NAME`")
+        }
         _ => format!("usage: `{kind} NAME …`"),
     }
 }

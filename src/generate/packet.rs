@@ -23,6 +23,8 @@ pub enum GenError {
     DivisionByZero,
     #[error("write failed: {0}")]
     Write(#[from] BitError),
+    #[error("field `{field}`: {error}")]
+    Field { field: String, error: BitError },
     #[error("the definition has no protocol id")]
     NoProtocolId,
 }
@@ -163,9 +165,12 @@ impl<'p> PacketWriter<'p> {
     }
 
     /// Writes one leaf through the primitive table and keeps its leaves.
-    fn leaf(&mut self, w: &mut Out, id: NodeId, kind: &Kind, mut raw: Raw) -> BitResult<()> {
+    fn leaf(&mut self, w: &mut Out, id: NodeId, kind: &Kind, mut raw: Raw) -> Result<(), GenError> {
         let before = w.tracer.len();
-        prims::serialize_leaf(w, kind, &mut raw)?;
+        prims::serialize_leaf(w, kind, &mut raw).map_err(|error| GenError::Field {
+            field: self.p.nodes[id as usize].name.clone(),
+            error,
+        })?;
         self.set(id, raw.0[0] as i64);
         let leaves = &mut self.leaves;
         prims::fields(kind, &w.tracer[before..], false, &mut |f: &prims::LeafField| {
