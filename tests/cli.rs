@@ -370,3 +370,73 @@ fn gen_leaves_nothing_behind_when_it_fails() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Regression (#17, item 14): a definition that does not fit the capture said nothing
+/// but its 100% CRC mismatch; it now names the id the traffic validates with.
+#[test]
+fn a_wrong_protocol_id_gets_the_identified_one_as_a_hint() {
+    let (code, out, err) = gpcap(&["analyze", "--protocol-id", "0x12345678", "captures/clean.pcap"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("│ crc ok                    ┆ 0"), "{out}");
+    assert!(
+        err.contains("no datagram passed the CRC with protocol id 0x12345678")
+            && err.contains("validate with 0x55667788")
+            && err.contains("--protocol-id 0x55667788"),
+        "{err}"
+    );
+}
+
+/// Regression (#17, item 14): ordinary traffic without a game protocol got only "no
+/// protocol found"; it now gets the capture summary and its UDP conversations.
+#[test]
+fn traffic_without_a_game_protocol_gets_its_conversations() {
+    use gpcap::capture::writer::PcapWriter;
+    use gpcap::generate::net::{Link, ip_packets};
+    use std::net::SocketAddr;
+    let path = std::env::temp_dir().join(format!("gpcap-dns-{}.pcap", std::process::id()));
+    let link = Link::Ethernet { vlan: None };
+    let mut w = PcapWriter::new(
+        std::fs::File::create(&path).unwrap(),
+        link.linktype(),
+        65535,
+        true,
+    )
+    .unwrap();
+    let a: SocketAddr = "10.0.0.1:5353".parse().unwrap();
+    let b: SocketAddr = "10.0.0.2:53".parse().unwrap();
+    for k in 0..30u32 {
+        let (src, dst) = if k % 3 == 0 { (b, a) } else { (a, b) };
+        let payload: Vec<u8> = (0..40 + k).map(|i| (i * 7 + k) as u8).collect();
+        let f = link.frame(&ip_packets(src, dst, &payload, k, false, 1500)[0], false);
+        w.write(
+            1_700_000_000_000_000_000 + k as i64 * 1_000_000,
+            &f,
+            f.len() as u32,
+        )
+        .unwrap();
+    }
+    drop(w);
+    let p = path.to_str().unwrap();
+    let (code, out, err) = gpcap(&["analyze", p]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("UDP conversations"), "{out}");
+    assert!(
+        out.contains("│ 10.0.0.1:5353 → 10.0.0.2:53 ┆        20 ┆"),
+        "{out}"
+    );
+    assert!(
+        out.contains("│ 10.0.0.2:53 → 10.0.0.1:5353 ┆        10 ┆"),
+        "{out}"
+    );
+    assert!(
+        out.contains("No game protocol found: none of 30 sampled datagrams in 2 flows"),
+        "{out}"
+    );
+    let (code, out, _) = gpcap(&["analyze", "--json", p]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["protocol"], serde_json::Value::Null);
+    assert_eq!(v["conversations"][0]["datagrams"], 20);
+    assert_eq!(v["capture"]["udp_datagrams"], 30);
+    let _ = std::fs::remove_file(&path);
+}

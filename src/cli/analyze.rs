@@ -3,8 +3,9 @@
 use super::args::AnalyzeArgs;
 use super::{Result, json_or_text, progress_bar};
 use crate::outln;
+use gpcap::Error;
 use gpcap::analysis::gates::Gate;
-use gpcap::analysis::{Report, Statistics};
+use gpcap::analysis::{Conversations, Report, Statistics};
 use gpcap::engine::resolve::{Missing, resolve};
 use gpcap::engine::{Config, Engine, run_files, sample_files};
 use gpcap::present;
@@ -20,7 +21,10 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
     let mut choice = a.protocol.choice()?;
     choice.mtu_budget = a.mtu;
     choice.link_mtu = Some(a.link_mtu);
-    let resolved = resolve(&choice, Missing::Refuse, |i| sample_files(&a.captures, i))?;
+    let resolved = match resolve(&choice, Missing::Refuse, |i| sample_files(&a.captures, i)) {
+        Err(Error::NoProtocol { sampled, flows }) => return conversations(a, &choice, sampled, flows),
+        r => r?,
+    };
     if !a.json
         && let Some(note) = resolved.note()
     {
@@ -29,6 +33,9 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
     let mut report = analyze_files(&a.captures, resolved.cfg)?;
     report.identification = resolved.identification;
     json_or_text(a.json, &report, || present::tables::render(&report))?;
+    if let Some(hint) = other_protocol_id(&a.captures, &report) {
+        eprintln!("gpcap: hint: {hint}");
+    }
     let failed: Vec<String> = gates.iter().filter_map(|g| g.crossed(&report)).collect();
     if !failed.is_empty() {
         for f in &failed {
@@ -46,6 +53,59 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// When every datagram fails the CRC, the id given is likely not the traffic's: the id
+/// the traffic validates with, if the identifier finds one.
+fn other_protocol_id(captures: &[PathBuf], r: &Report) -> Option<String> {
+    let v = &r.validation;
+    let given = r.protocol.protocol_id?;
+    if v.crc_ok > 0 || v.crc_mismatch == 0 {
+        return None;
+    }
+    let mut ident = gpcap::identify::Identifier::default();
+    sample_files(captures, &mut ident).ok()?;
+    let id = ident.finish();
+    let best = id.best().filter(|b| b.protocol_id != given)?;
+    Some(format!(
+        "no datagram passed the CRC with protocol id {given}, but {} of {} sampled datagrams validate with {} (ports {}): check the definition's `id`, or pass --protocol-id {}",
+        best.datagrams,
+        id.sampled,
+        best.protocol_id,
+        best.ports
+            .iter()
+            .map(|p| p.to_string())
+            .collect::<Vec<_>>()
+            .join(" "),
+        best.protocol_id
+    ))
+}
+
+/// No game protocol in the traffic: what the capture holds instead — its summary and UDP
+/// conversations — and how to name a protocol. Gates are not checked (nothing to gate).
+fn conversations(
+    a: &AnalyzeArgs,
+    choice: &gpcap::engine::resolve::Choice,
+    sampled: u64,
+    flows: u64,
+) -> Result<ExitCode> {
+    let resolved = resolve(choice, Missing::Allow, |i| sample_files(&a.captures, i))?;
+    let mut cfg = resolved.cfg;
+    cfg.any_port = true;
+    let mut report = analyze_files(&a.captures, cfg)?;
+    report.identification = resolved.identification;
+    let note = format!(
+        "No game protocol found: none of {sampled} sampled datagrams in {flows} flows share a protocol id (a CRC32 whose id is prefixed but never sent). Give -d DISSECTOR or --protocol-id HEX to analyze one; `gpcap identify` shows what was tried."
+    );
+    let summary = Conversations::from_report(report, note);
+    json_or_text(a.json, &summary, || {
+        present::tables::render_conversations(&summary)
+    })?;
+    if !a.fail_on.is_empty() {
+        eprintln!("gpcap: gates not checked: no game protocol was found");
+        return Ok(ExitCode::from(2));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Reads every capture through the engine into the statistics. Large inputs are sharded

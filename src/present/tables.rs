@@ -36,9 +36,8 @@ fn kv(rows: &[(&str, String)]) -> Table {
 }
 
 /// The whole report, section by section.
-pub fn render(r: &Report) -> String {
-    let mut out = String::new();
-    let c = &r.capture;
+/// The capture summary: files, frames, link types, what was not UDP, read errors.
+fn render_capture(out: &mut String, c: &crate::analysis::CaptureSummary) {
     let _ = writeln!(out, "Capture");
     let mut files: Vec<String> = c
         .files
@@ -100,7 +99,54 @@ pub fn render(r: &Report) -> String {
         }
     }
     let _ = writeln!(out, "{}\n", kv(&rows));
+}
 
+/// A capture without a game protocol: its summary and UDP conversations, busiest first.
+pub fn render_conversations(r: &crate::analysis::Conversations) -> String {
+    let mut out = String::new();
+    render_capture(&mut out, &r.capture);
+    let _ = writeln!(out, "UDP conversations");
+    let mut t = table(&[
+        "conversation",
+        "datagrams",
+        "bytes",
+        "secs",
+        "pkt/s",
+        "kbit/s",
+        "largest",
+        "p50 size",
+        "ip-frag",
+    ]);
+    const SHOWN: usize = 40;
+    for f in r.conversations.iter().take(SHOWN) {
+        t.add_row(vec![
+            format!("{} → {}", f.src, f.dst),
+            f.datagrams.to_string(),
+            f.bytes.to_string(),
+            format!("{:.2}", f.duration_s),
+            format!("{:.1}", f.packets_per_s),
+            format!("{:.1}", f.bits_per_s / 1000.0),
+            f.largest_payload.to_string(),
+            f.sizes.p50.to_string(),
+            f.ip_fragmented.to_string(),
+        ]);
+    }
+    right(&mut t, 1);
+    let _ = writeln!(out, "{t}");
+    if r.conversations.len() > SHOWN {
+        let _ = writeln!(
+            out,
+            "({} more conversations, fewer datagrams each; --json lists them all)",
+            r.conversations.len() - SHOWN
+        );
+    }
+    let _ = writeln!(out, "\n{}", r.note);
+    out
+}
+
+pub fn render(r: &Report) -> String {
+    let mut out = String::new();
+    render_capture(&mut out, &r.capture);
     let p = &r.protocol;
     let v = &r.validation;
     let _ = writeln!(out, "Protocol validation");

@@ -644,3 +644,70 @@ fn amplification_finding(r: &ReassemblyReport) -> Option<String> {
         base * 100.0
     ))
 }
+
+/// What a capture holds when no game protocol was found in it: the capture summary and
+/// its UDP conversations, counted without any protocol's validation.
+#[derive(Debug, Clone, Serialize)]
+pub struct Conversations {
+    pub schema: u32,
+    /// Always null: no protocol id validated the traffic.
+    pub protocol: Option<()>,
+    pub note: String,
+    pub capture: CaptureSummary,
+    pub identification: Option<crate::identify::Identification>,
+    /// By datagrams, the busiest first.
+    pub conversations: Vec<Conversation>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Conversation {
+    pub src: SocketAddr,
+    pub dst: SocketAddr,
+    pub datagrams: u64,
+    /// UDP payload bytes.
+    pub bytes: u64,
+    pub first_ns: Option<i64>,
+    pub last_ns: Option<i64>,
+    pub duration_s: f64,
+    pub packets_per_s: f64,
+    pub bits_per_s: f64,
+    pub largest_payload: u32,
+    pub largest_ip: u32,
+    pub ip_fragmented: u64,
+    pub sizes: Percentiles,
+}
+
+impl Conversations {
+    /// From a report made with every UDP port and no protocol id: only what does not
+    /// depend on a protocol is kept.
+    pub fn from_report(r: Report, note: String) -> Self {
+        let mut conversations: Vec<Conversation> = r
+            .flows
+            .into_iter()
+            .map(|f| Conversation {
+                src: f.src,
+                dst: f.dst,
+                datagrams: f.datagrams,
+                bytes: f.bytes,
+                first_ns: f.first_ns,
+                last_ns: f.last_ns,
+                duration_s: f.duration_s,
+                packets_per_s: f.packets_per_s,
+                bits_per_s: f.bits_per_s,
+                largest_payload: f.largest_payload,
+                largest_ip: f.largest_ip,
+                ip_fragmented: f.ip_fragmented,
+                sizes: f.sizes,
+            })
+            .collect();
+        conversations.sort_by_key(|c| std::cmp::Reverse(c.datagrams));
+        Conversations {
+            schema: SCHEMA_VERSION,
+            protocol: None,
+            note,
+            capture: r.capture,
+            identification: r.identification,
+            conversations,
+        }
+    }
+}
