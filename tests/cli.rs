@@ -440,3 +440,46 @@ fn traffic_without_a_game_protocol_gets_its_conversations() {
     assert_eq!(v["capture"]["udp_datagrams"], 30);
     let _ = std::fs::remove_file(&path);
 }
+
+/// Regression (#17, item 15): several captures were merged by 4-tuple without a word.
+/// Now the merge is said (stderr and the files row), and `--per-file` reports each
+/// capture exactly as it is alone.
+#[test]
+fn several_captures_say_how_they_combine() {
+    let two = ["captures/clean.pcap", "captures/lossy-bursts.pcap"];
+    let (code, out, err) = gpcap(&["analyze", "-d", "dissectors/article.kdl", two[0], two[1]]);
+    assert_eq!(code, 0);
+    assert!(
+        err.contains("2 captures analyzed as one trace in the order given"),
+        "{err}"
+    );
+    assert!(out.contains("files (one trace)"), "{out}");
+    let (code, out, err) = gpcap(&[
+        "analyze",
+        "-d",
+        "dissectors/article.kdl",
+        "--per-file",
+        "--json",
+        two[0],
+        two[1],
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("one trace"), "{err}");
+    let per_file: serde_json::Value = serde_json::from_str(&out).unwrap();
+    for (i, file) in two.iter().enumerate() {
+        let (_, alone, _) = gpcap(&["analyze", "-d", "dissectors/article.kdl", "--json", file]);
+        let alone: serde_json::Value = serde_json::from_str(&alone).unwrap();
+        assert_eq!(per_file[i], alone, "{file}");
+    }
+    let (_, text, _) = gpcap(&[
+        "analyze",
+        "-d",
+        "dissectors/article.kdl",
+        "--per-file",
+        two[0],
+        two[1],
+    ]);
+    assert!(
+        text.starts_with("== captures/clean.pcap\n") && text.contains("\n== captures/lossy-bursts.pcap\n")
+    );
+}

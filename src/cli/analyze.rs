@@ -30,23 +30,73 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
     {
         outln!("{note}\n");
     }
-    let mut report = analyze_files(&a.captures, resolved.cfg)?;
-    report.identification = resolved.identification;
-    json_or_text(a.json, &report, || present::tables::render(&report))?;
-    if let Some(hint) = other_protocol_id(&a.captures, &report) {
-        eprintln!("gpcap: hint: {hint}");
+    // One trace of every capture, or one report per capture.
+    let groups: Vec<&[PathBuf]> = if a.per_file {
+        a.captures.chunks(1).collect()
+    } else {
+        if a.captures.len() > 1 {
+            eprintln!(
+                "gpcap: note: {} captures analyzed as one trace in the order given: a flow continues from one file into the next (--per-file reports each alone)",
+                a.captures.len()
+            );
+        }
+        vec![&a.captures[..]]
+    };
+    let mut reports = Vec::new();
+    for files in groups {
+        let mut report = analyze_files(files, resolved.cfg.clone())?;
+        report.identification = resolved.identification.clone();
+        if let Some(hint) = other_protocol_id(files, &report) {
+            eprintln!("gpcap: hint: {hint}");
+        }
+        reports.push(report);
     }
-    let failed: Vec<String> = gates.iter().filter_map(|g| g.crossed(&report)).collect();
+    if a.per_file && a.json {
+        json_or_text(true, &reports, String::new)?;
+    } else {
+        for (i, report) in reports.iter().enumerate() {
+            let heading = a.per_file.then(|| {
+                report
+                    .capture
+                    .files
+                    .first()
+                    .map(|f| f.name.clone())
+                    .unwrap_or_default()
+            });
+            json_or_text(a.json, report, || match &heading {
+                Some(name) => format!(
+                    "{}== {name}\n\n{}",
+                    if i > 0 { "\n" } else { "" },
+                    present::tables::render(report)
+                ),
+                None => present::tables::render(report),
+            })?;
+        }
+    }
+    let failed: Vec<String> = reports
+        .iter()
+        .flat_map(|r| {
+            let file = r
+                .capture
+                .files
+                .first()
+                .map(|f| f.name.as_str())
+                .unwrap_or_default();
+            gates.iter().filter_map(move |g| {
+                let m = g.crossed(r)?;
+                Some(if a.per_file { format!("{file}: {m}") } else { m })
+            })
+        })
+        .collect();
     if !failed.is_empty() {
         for f in &failed {
             eprintln!("gpcap: gate failed: {f}");
         }
         return Ok(ExitCode::from(3));
     }
-    let unreadable = report
-        .capture
-        .files
+    let unreadable = reports
         .iter()
+        .flat_map(|r| &r.capture.files)
         .any(|f| f.error.is_some() && f.frames == 0);
     Ok(if unreadable {
         ExitCode::from(2)

@@ -85,6 +85,10 @@ pub struct AnalyzeArgs {
     /// Exit with 3 when a gate is crossed: crc, mtu, malformed, frag-loss=RATE.
     #[arg(long = "fail-on", value_delimiter = ',')]
     pub fail_on: Vec<String>,
+    /// One report per capture. Without it several captures are one trace, in the order
+    /// given: a flow (same addresses and ports) continues from one file into the next.
+    #[arg(long = "per-file")]
+    pub per_file: bool,
 }
 
 #[derive(Args)]

@@ -49,7 +49,14 @@ fn render_capture(out: &mut String, c: &crate::analysis::CaptureSummary) {
         files.push(format!("and {} more", c.files.len() - 3));
     }
     let mut rows = vec![
-        ("files", files.join(", ")),
+        (
+            if c.files.len() > 1 {
+                "files (one trace)"
+            } else {
+                "files"
+            },
+            files.join(", "),
+        ),
         ("frames", c.frames.to_string()),
         ("bytes captured", c.bytes.to_string()),
         ("duration", format!("{:.3} s", c.duration_s)),
