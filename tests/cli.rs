@@ -483,3 +483,42 @@ fn several_captures_say_how_they_combine() {
         text.starts_with("== captures/clean.pcap\n") && text.contains("\n== captures/lossy-bursts.pcap\n")
     );
 }
+
+/// Regression (#17, item 16): `dissect --json` was indented (1.5 GB for a 5.7 MB capture)
+/// and named things unlike `analyze --json` (`flow` "a → b", float `time`). Now one
+/// compact object per line (`--jsonl`), the same objects in an array for `--json`, with
+/// `src`/`dst`/`ts_ns`/`size` as `analyze` names them.
+#[test]
+fn dissect_json_is_streamable_and_shaped_like_analyze() {
+    let base = ["dissect", "captures/clean.pcap", "-d", "dissectors/article.kdl"];
+    let (code, lines, _) = gpcap(&[&base[..], &["--jsonl"]].concat());
+    assert_eq!(code, 0);
+    let (_, array, _) = gpcap(&[&base[..], &["--json"]].concat());
+    let array: Vec<serde_json::Value> = serde_json::from_str(&array).unwrap();
+    let objects: Vec<serde_json::Value> = lines.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(objects.len(), 1589);
+    assert_eq!(objects, array);
+    let (_, report, _) = gpcap(&[
+        "analyze",
+        "--json",
+        "-d",
+        "dissectors/article.kdl",
+        "captures/clean.pcap",
+    ]);
+    let report: serde_json::Value = serde_json::from_str(&report).unwrap();
+    let flow = &report["flows"][0];
+    let first = objects
+        .iter()
+        .find(|o| o["src"] == flow["src"] && o["dst"] == flow["dst"])
+        .unwrap();
+    assert_eq!(first["ts_ns"], flow["first_ns"]);
+    for key in ["flow", "time", "length"] {
+        assert!(first.get(key).is_none(), "{key}");
+    }
+    let bytes: u64 = objects
+        .iter()
+        .filter(|o| o["src"] == flow["src"] && o["dst"] == flow["dst"] && o.get("fragment_frames").is_none())
+        .map(|o| o["size"].as_u64().unwrap())
+        .sum();
+    assert_eq!(bytes, flow["bytes"].as_u64().unwrap());
+}

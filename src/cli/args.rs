@@ -100,9 +100,12 @@ pub struct DissectArgs {
     /// Only this frame (1-based, as tshark numbers them).
     #[arg(long, value_parser = frame_number)]
     pub frame: Option<u64>,
-    /// One JSON object per packet, in an array.
-    #[arg(long, conflicts_with = "brief")]
+    /// One compact JSON object per packet, in an array (fields in docs/json.md).
+    #[arg(long, conflicts_with_all = ["brief", "jsonl"])]
     pub json: bool,
+    /// JSON Lines: one compact object per packet and line, streamable (same objects as --json).
+    #[arg(long, conflicts_with = "brief")]
+    pub jsonl: bool,
     /// One line per packet: frame, time, flow, type, sequence, size, status.
     #[arg(long)]
     pub brief: bool,

@@ -31,7 +31,9 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
         None => Filter::all(),
     };
     let out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    let format = if a.json {
+    let format = if a.jsonl {
+        Format::JsonLines
+    } else if a.json {
         Format::Json
     } else if a.brief {
         Format::Brief

@@ -16,8 +16,10 @@ pub enum Format {
     Tree,
     /// One line per packet (`tshark`'s summary).
     Brief,
-    /// JSON objects in an array.
+    /// Compact JSON objects in an array, one a line.
     Json,
+    /// JSON Lines: one compact object a line, nothing around them (streamable).
+    JsonLines,
 }
 
 pub struct Printer<W: Write> {
@@ -43,7 +45,7 @@ impl<W: Write> Printer<W> {
             filter,
             only: None,
             format,
-            json: format == Format::Json,
+            json: matches!(format, Format::Json | Format::JsonLines),
             first: true,
             printed: 0,
             error: None,
@@ -57,7 +59,7 @@ impl<W: Write> Printer<W> {
 
     /// Opens the JSON array.
     pub fn begin(&mut self) {
-        if self.json {
+        if self.format == Format::Json {
             let r = writeln!(self.out, "[");
             self.record(r);
         }
@@ -65,8 +67,8 @@ impl<W: Write> Printer<W> {
 
     /// Closes the JSON array and flushes.
     pub fn end(&mut self) -> std::io::Result<()> {
-        if self.error.is_none() && self.json {
-            writeln!(self.out, "\n]")?;
+        if self.error.is_none() && self.format == Format::Json {
+            writeln!(self.out, "{}]", if self.first { "" } else { "\n" })?;
         }
         if let Some(e) = self.error.take() {
             return Err(e);
@@ -129,8 +131,6 @@ impl<W: Write> Printer<W> {
         if self.format == Format::Brief {
             return self.brief(e);
         }
-        let flow = e.flow.map(|f| f.to_string()).unwrap_or_default();
-        let time = e.ts_ns as f64 / 1e9;
         let note = Self::note(e);
         let empty = crate::dissect::Dissection::default();
         let d = e.dissection.unwrap_or(&empty);
@@ -145,10 +145,12 @@ impl<W: Write> Printer<W> {
                     "fault": e.fault.map(|f| serde_json::json!({"kind": f.code()})),
                 }),
             };
+            // The names and units of `analyze --json`: src/dst as "ip:port", times in ns.
             v["frame"] = serde_json::json!(e.frame);
-            v["time"] = serde_json::json!(time);
-            v["flow"] = serde_json::json!(flow);
-            v["length"] = serde_json::json!(e.size);
+            v["ts_ns"] = serde_json::json!(e.ts_ns);
+            v["src"] = serde_json::json!(e.flow.map(|f| f.src));
+            v["dst"] = serde_json::json!(e.flow.map(|f| f.dst));
+            v["size"] = serde_json::json!(e.size);
             v["status"] = serde_json::json!(e.status.code());
             v["crc_ok"] = serde_json::json!(e.crc.map(|c| c == CrcStatus::Ok));
             if e.kind == Kind::Reassembled {
@@ -157,16 +159,20 @@ impl<W: Write> Printer<W> {
             if let Some(n) = note {
                 v["note"] = serde_json::json!(n);
             }
-            if !self.first {
-                writeln!(self.out, ",")?;
-            }
+            let sep = match (self.format, self.first) {
+                (Format::Json, false) => ",\n",
+                _ => "",
+            };
             self.first = false;
-            return write!(
-                self.out,
-                "{}",
-                serde_json::to_string_pretty(&v).unwrap_or_default()
-            );
+            let line = serde_json::to_string(&v).unwrap_or_default();
+            return if self.format == Format::JsonLines {
+                writeln!(self.out, "{line}")
+            } else {
+                write!(self.out, "{sep}{line}")
+            };
         }
+        let flow = e.flow.map(|f| f.to_string()).unwrap_or_default();
+        let time = e.ts_ns as f64 / 1e9;
         let crc_text = match e.crc {
             Some(CrcStatus::Ok) => "CRC ok".to_string(),
             Some(CrcStatus::Mismatch { stored, computed }) => {
