@@ -522,3 +522,26 @@ fn dissect_json_is_streamable_and_shaped_like_analyze() {
         .sum();
     assert_eq!(bytes, flow["bytes"].as_u64().unwrap());
 }
+
+/// Regression (#17, item 17): compressed floats printed with f32 noise (`-9.080002`,
+/// `6.6500015`); they print at their resolution, in the tree and in JSON.
+#[test]
+fn compressed_floats_print_at_their_resolution() {
+    let base = [
+        "dissect",
+        "captures/ipv6-sll2.pcapng",
+        "-d",
+        "dissectors/example-shooter.kdl",
+    ];
+    let (_, tree, _) = gpcap(&base);
+    assert!(
+        tree.contains("= yaw: -9.08  [bit 69, 16 bits]"),
+        "{}",
+        &tree[..2000]
+    );
+    assert!(tree.contains("velocity: (-23.90, 6.65, -31.20)"));
+    assert!(!tree.contains("-9.080002") && !tree.contains("6.6500015"));
+    let (_, json, _) = gpcap(&[&base[..], &["--jsonl"]].concat());
+    assert!(json.contains(r#""value":-9.08"#) && json.contains("[-23.9,6.65,-31.2]"));
+    assert!(!json.contains("9.0800018") && !json.contains("6.650001"));
+}

@@ -91,6 +91,13 @@ impl CompressedFloat {
         (normalized * self.max_int as f32 + 0.5).floor() as u32
     }
 
+    /// Decimal places that show every value this encoding can carry and no more: the
+    /// step between neighbouring values, in decimals (0.01 → 2, 0.05 → 2, 0.5 → 1).
+    pub fn decimals(&self) -> usize {
+        let step = (self.max as f64 - self.min as f64) / self.max_int as f64;
+        (-step.log10() - 1e-6).ceil().clamp(0.0, 9.0) as usize
+    }
+
     pub fn dequantize(&self, i: u32) -> f32 {
         let delta = self.max - self.min;
         (i as f32 / self.max_int as f32) * delta + self.min

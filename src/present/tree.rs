@@ -34,6 +34,33 @@ pub fn bit_pattern(data: &[u8], bit_offset: u64, bit_len: u64) -> String {
 }
 
 /// A field's decoded value for people.
+/// Decimal places of a compressed float or vector field (its resolution), else None.
+fn float_decimals(p: &Program, f: &Field) -> Option<usize> {
+    match p.nodes.get(f.node as usize)?.kind {
+        crate::dissect::program::Kind::CompressedFloat(cf)
+        | crate::dissect::program::Kind::CompressedVector(cf) => Some(cf.decimals()),
+        _ => None,
+    }
+}
+
+/// A float as people read it: at its resolution when compressed (`6.06`, not
+/// `6.0599995`), else the shortest text that reads back as the same f32.
+fn float_text(x: f32, decimals: Option<usize>) -> String {
+    match decimals {
+        Some(d) => format!("{x:.d$}"),
+        None => format!("{x}"),
+    }
+}
+
+/// The same number for JSON: what the text says, as a JSON number.
+fn float_json(x: f32, decimals: Option<usize>) -> Json {
+    float_text(x, decimals)
+        .parse::<f64>()
+        .ok()
+        .and_then(serde_json::Number::from_f64)
+        .map_or(Json::Null, Json::Number)
+}
+
 pub fn value_text(p: &Program, f: &Field, data: &[u8]) -> String {
     let enum_name = |v: i64| {
         p.nodes
@@ -54,10 +81,24 @@ pub fn value_text(p: &Program, f: &Field, data: &[u8]) -> String {
             None => v.to_string(),
         },
         Value::Bool(b) => if b { "True" } else { "False" }.into(),
-        Value::Float(x) => format!("{x}"),
+        Value::Float(x) => float_text(x, float_decimals(p, f)),
         Value::Double(x) => format!("{x}"),
-        Value::Vec3(v) => format!("({}, {}, {})", v[0], v[1], v[2]),
-        Value::Quat(q) => format!("({}, {}, {}, {})", q[0], q[1], q[2], q[3]),
+        Value::Vec3(v) => {
+            let d = float_decimals(p, f);
+            format!(
+                "({}, {}, {})",
+                float_text(v[0], d),
+                float_text(v[1], d),
+                float_text(v[2], d)
+            )
+        }
+        Value::Quat(q) => format!(
+            "({}, {}, {}, {})",
+            float_text(q[0], None),
+            float_text(q[1], None),
+            float_text(q[2], None),
+            float_text(q[3], None)
+        ),
         Value::Bytes { offset, len } => {
             let b = data.get(offset..offset + len).unwrap_or(&[]);
             if f.kind == "string" {
@@ -146,10 +187,10 @@ pub fn json_tree(p: &Program, d: &Dissection, data: &[u8]) -> Json {
             Value::Int(v) => json!(v),
             Value::UInt(v) => json!(v),
             Value::Bool(b) => json!(b),
-            Value::Float(x) => json!(x),
+            Value::Float(x) => float_json(x, float_decimals(p, f)),
             Value::Double(x) => json!(x),
-            Value::Vec3(v) => json!(v),
-            Value::Quat(q) => json!(q),
+            Value::Vec3(v) => Json::Array(v.iter().map(|&x| float_json(x, float_decimals(p, f))).collect()),
+            Value::Quat(q) => Json::Array(q.iter().map(|&x| float_json(x, None)).collect()),
             Value::Bytes { offset, len } => {
                 let b = data.get(offset..offset + len).unwrap_or(&[]);
                 if f.kind == "string" {
