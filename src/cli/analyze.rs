@@ -145,7 +145,9 @@ fn conversations(
     let mut report = analyze_files(&a.captures, cfg)?;
     report.identification = resolved.identification;
     let note = format!(
-        "No game protocol found: none of {sampled} sampled datagrams in {flows} flows share a protocol id (a CRC32 whose id is prefixed but never sent). Give -d DISSECTOR or --protocol-id HEX to analyze one; `gpcap identify` shows what was tried."
+        "No game protocol found: none of {} in {} share a protocol id (a CRC32 whose id is prefixed but never sent). Give -d DISSECTOR or --protocol-id HEX to analyze one; `gpcap identify` shows what was tried.",
+        gpcap::present::count(sampled, "sampled datagram"),
+        gpcap::present::count(flows, "flow")
     );
     let summary = Conversations::from_report(report, note);
     json_or_text(a.json, &summary, || {

@@ -140,6 +140,7 @@ pub struct LiveArgs {
     /// Also write every captured frame to this pcapng file.
     #[arg(long)]
     pub write: Option<PathBuf>,
+    /// Bytes kept of each frame (64 to 262144).
     #[arg(long, default_value_t = 65535, value_parser = clap::value_parser!(i32).range(64..=262144))]
     pub snaplen: i32,
     /// Print reports instead of opening the terminal UI.
@@ -164,6 +165,7 @@ pub struct LiveArgs {
 
 #[derive(Args)]
 pub struct SendArgs {
+    /// The definition whose packets to send.
     #[arg(short = 'd', long = "dissector")]
     pub dissector: PathBuf,
     /// Destination, e.g. 127.0.0.1:40000.
@@ -172,11 +174,13 @@ pub struct SendArgs {
     /// Local address to send from (default: any port).
     #[arg(long)]
     pub from: Option<std::net::SocketAddr>,
+    /// Game packets to send.
     #[arg(long, default_value_t = 100)]
     pub packets: u64,
     /// Packets per second (0: as fast as possible).
     #[arg(long, default_value_t = 60.0, value_parser = non_negative)]
     pub rate: f64,
+    /// Seed of the generator: the same seed writes the same traffic.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Chance that a packet is large.
@@ -195,6 +199,7 @@ pub struct GenArgs {
     /// Output capture: .pcap or .pcapng (OUT.truth.jsonl is written beside it).
     #[arg(short = 'o', long = "output")]
     pub output: PathBuf,
+    /// Seed of the generator: the same seed writes the same traffic.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Seconds of traffic.
@@ -206,6 +211,7 @@ pub struct GenArgs {
     /// Server send rate in Hz (clients send at half of it).
     #[arg(long, default_value_t = 60.0, value_parser = positive)]
     pub rate: f64,
+    /// Game clients, each with a flow to the server and one back (1 to 10000).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10000))]
     pub clients: u32,
     /// Independent loss probability per IP packet.
@@ -214,8 +220,10 @@ pub struct GenArgs {
     /// Gilbert–Elliott burst loss: ENTER,EXIT,LOSS (e.g. 0.01,0.3,0.8).
     #[arg(long)]
     pub burst: Option<String>,
+    /// Chance that a datagram is delivered twice.
     #[arg(long, default_value_t = 0.0, value_parser = probability)]
     pub dup: f64,
+    /// Chance that a datagram is delayed behind later ones.
     #[arg(long, default_value_t = 0.0, value_parser = probability)]
     pub reorder: f64,
     /// Uniform extra delay up to this many milliseconds.
@@ -224,6 +232,7 @@ pub struct GenArgs {
     /// Probability of one flipped bit per datagram.
     #[arg(long, default_value_t = 0.0, value_parser = probability)]
     pub corrupt: f64,
+    /// Link MTU: IP datagrams over it are split into IP fragments (or dropped with --df).
     #[arg(long = "link-mtu", default_value_t = 1500, value_parser = clap::value_parser!(u32).range(68..=65535))]
     pub link_mtu: u32,
     /// Send with don't-fragment: datagrams over the link MTU are dropped and answered by
@@ -236,17 +245,20 @@ pub struct GenArgs {
     /// Foreign datagrams (DNS-like, another protocol id) per game datagram.
     #[arg(long, default_value_t = 0.0, value_parser = non_negative)]
     pub foreign: f64,
+    /// Send over IPv6 instead of IPv4.
     #[arg(long)]
     pub ipv6: bool,
     /// 802.1Q VLAN id, 0 to 4094 (Ethernet only).
     #[arg(long, value_parser = clap::value_parser!(u16).range(0..=4094))]
     pub vlan: Option<u16>,
+    /// Link layer of the capture: Ethernet, Linux cooked v2, or raw IP.
     #[arg(long, default_value = "ethernet", value_parser = ["ethernet", "sll2", "raw"])]
     pub linktype: String,
     /// Chance that a packet is large (many array elements).
     #[arg(long, default_value_t = 0.05, value_parser = probability)]
     pub big: f64,
-    /// Add an attacker that breaks each fragment rule of SPEC §1.
+    /// Add an attacker that breaks each rule of fragment reassembly (ids and counts out of
+    /// range, changed counts, oversize and short fragments, duplicates, stale ones).
     #[arg(long)]
     pub attacks: bool,
     /// Chance that a whole packet is sent cut short inside its end check (valid CRC).
@@ -295,5 +307,25 @@ fn frame_number(s: &str) -> Result<u64, String> {
         _ => Err(format!(
             "`{s}` is not a frame number (frames are numbered from 1)"
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every argument and flag of every command says what it is in `--help`.
+    #[test]
+    fn every_argument_is_described() {
+        let cli = super::Cli::command();
+        let mut missing = Vec::new();
+        for cmd in cli.get_subcommands() {
+            for arg in cmd.get_arguments() {
+                if arg.get_help().is_none() && !["help", "version"].contains(&arg.get_id().as_str()) {
+                    missing.push(format!("{} {}", cmd.get_name(), arg.get_id()));
+                }
+            }
+        }
+        assert!(missing.is_empty(), "undocumented: {missing:?}");
     }
 }

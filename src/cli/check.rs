@@ -12,10 +12,10 @@ pub fn run(path: &Path) -> Result<ExitCode> {
     match dissect::load(path) {
         Ok(p) => {
             outln!(
-                "{}: ok — protocol {:?}, {} packet types defined, {}",
+                "{}: ok — protocol {:?}, {} defined, {}",
                 path.display(),
                 p.params.name,
-                p.packets.len(),
+                gpcap::present::count(p.packets.len() as u64, "packet type"),
                 dissect::compile::describe(&p.params.format)
             );
             Ok(ExitCode::SUCCESS)

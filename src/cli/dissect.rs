@@ -70,7 +70,11 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
     {
         let frames: u64 = outcomes.iter().map(|o| o.frames).sum();
         return Err(Error::Usage(if n > frames {
-            format!("--frame {n}: {} has {frames} frames", a.capture.display())
+            format!(
+                "--frame {n}: {} has {}",
+                a.capture.display(),
+                gpcap::present::count(frames, "frame")
+            )
         } else {
             format!("--frame {n}: frame {n} carries no game datagram (or the filter excludes it)")
         }));

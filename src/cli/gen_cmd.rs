@@ -124,9 +124,9 @@ pub fn run(a: &GenArgs) -> Result<ExitCode> {
     capture.commit()?;
     truth_file.commit()?;
     eprintln!(
-        "gpcap: wrote {} frames ({} game datagrams, {} lost, {} duplicated, {} corrupted) to {} and its truth to {}",
-        truth.frames,
-        truth.datagrams_sent,
+        "gpcap: wrote {} ({}, {} lost, {} duplicated, {} corrupted) to {} and its truth to {}",
+        gpcap::present::count(truth.frames, "frame"),
+        gpcap::present::count(truth.datagrams_sent, "game datagram"),
         truth.lost,
         truth.duplicated,
         truth.corrupted,

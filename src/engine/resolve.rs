@@ -43,11 +43,11 @@ impl Resolved {
         let id = self.identification.as_ref()?;
         let best = id.best()?;
         Some(format!(
-            "Protocol id {} identified from the traffic: it validates {} of {} sampled datagrams in {} flows (ports {}); header read with the reference layout.",
+            "Protocol id {} identified from the traffic: it validates {} of {} sampled datagrams in {} (ports {}); header read with the reference layout.",
             best.protocol_id,
             best.datagrams,
             id.sampled,
-            best.flows.len(),
+            crate::present::count(best.flows.len() as u64, "flow"),
             best.ports
                 .iter()
                 .map(|p| p.to_string())

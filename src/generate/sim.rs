@@ -51,7 +51,7 @@ pub struct SimConfig {
     pub link: Link,
     /// Chance that a packet is large (many array elements).
     pub big: f64,
-    /// Add a flow that performs the fragment attacks of SPEC §1.
+    /// Add a flow that breaks each rule of fragment reassembly.
     pub attacks: bool,
     /// Chance that a whole (unfragmented) packet is sent cut short inside its end check,
     /// with a valid CRC: a malformed packet (past end). Needs an end check.
@@ -511,7 +511,7 @@ pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -
     Ok(truth)
 }
 
-/// The fragment attacks of SPEC §1 from one attacker, each rule broken a known number
+/// The fragment attacks from one attacker, each rule broken a known number
 /// of times.
 #[allow(clippy::too_many_arguments)]
 fn attacks(

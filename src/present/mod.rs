@@ -4,3 +4,23 @@
 #[cfg(feature = "cli")]
 pub mod tables;
 pub mod tree;
+
+/// `n` and the noun, plural when `n` is not 1: "1 packet type", "2 packet types".
+pub fn count(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn count_agrees_with_its_number() {
+        assert_eq!(super::count(1u32, "packet type"), "1 packet type");
+        assert_eq!(super::count(0u32, "burst"), "0 bursts");
+        assert_eq!(super::count(2u64, "burst"), "2 bursts");
+    }
+}

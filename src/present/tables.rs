@@ -43,7 +43,7 @@ fn render_capture(out: &mut String, c: &crate::analysis::CaptureSummary) {
         .files
         .iter()
         .take(3)
-        .map(|f| format!("{} ({} frames)", f.name, f.frames))
+        .map(|f| format!("{} ({})", f.name, super::count(f.frames, "frame")))
         .collect();
     if c.files.len() > 3 {
         files.push(format!("and {} more", c.files.len() - 3));
@@ -443,8 +443,8 @@ pub fn render_mtu(r: &Report) -> String {
                 "no loss bursts".into()
             } else {
                 format!(
-                    "{} bursts: mean {:.0} B, {} over budget before; mean {:.0} B, {} over budget otherwise",
-                    m.bursts.bursts,
+                    "{}: mean {:.0} B, {} over budget before; mean {:.0} B, {} over budget otherwise",
+                    super::count(m.bursts.bursts, "burst"),
                     m.bursts.before_mean_size,
                     pct(m.bursts.before_over_budget),
                     m.bursts.rest_mean_size,

@@ -441,7 +441,13 @@ impl App {
                 self.filter = f;
                 self.focus = Focus::List;
                 self.refilter();
-                self.message = Some((format!("{} packets match", self.view.len()), false));
+                self.message = Some((
+                    format!(
+                        "{} match",
+                        crate::present::count(self.view.len() as u64, "packet")
+                    ),
+                    false,
+                ));
             }
             Err(e) => self.message = Some((format!("filter: {e}"), true)),
         }

@@ -108,7 +108,7 @@ fn draw_tabs(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
     );
     if ix.done {
         let name = ix.name.rsplit('/').next().unwrap_or("");
-        let text = format!("{name} · {} frames", ix.frames());
+        let text = format!("{name} · {}", crate::present::count(ix.frames(), "frame"));
         f.render_widget(Paragraph::new(text).right_aligned(), split[1]);
     } else {
         let ratio = if ix.total_bytes > 0 {
@@ -117,9 +117,13 @@ fn draw_tabs(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
             0.0
         };
         let label = if app.live {
-            format!("live · {} frames", ix.frames())
+            format!("live · {}", crate::present::count(ix.frames(), "frame"))
         } else {
-            format!("indexing {:.0}% · {} frames", ratio * 100.0, ix.frames())
+            format!(
+                "indexing {:.0}% · {}",
+                ratio * 100.0,
+                crate::present::count(ix.frames(), "frame")
+            )
         };
         f.render_widget(
             Gauge::default()
@@ -602,7 +606,7 @@ fn draw_reassembly(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
         .style(Style::default().add_modifier(Modifier::BOLD)),
     )
     .block(Block::default().borders(Borders::ALL).title(format!(
-        " Fragmented packets: {} , {incomplete} incomplete (first) ",
+        " Fragmented packets: {}, {incomplete} incomplete (listed first) ",
         packets.len()
     )));
     f.render_widget(t, split[1]);

@@ -36,8 +36,8 @@ impl Gate {
     pub fn crossed(&self, r: &Report) -> Option<String> {
         match *self {
             Gate::Crc if r.validation.crc_mismatch > 0 => Some(format!(
-                "crc: {} datagrams failed the CRC",
-                r.validation.crc_mismatch
+                "crc: {} failed the CRC",
+                crate::present::count(r.validation.crc_mismatch, "datagram")
             )),
             Gate::Mtu if r.mtu.over_budget + r.mtu.ip_fragmented > 0 => Some(format!(
                 "mtu: {} payloads over the {}-byte budget, {} IP-fragmented",
