@@ -535,13 +535,18 @@ fn compressed_floats_print_at_their_resolution() {
     ];
     let (_, tree, _) = gpcap(&base);
     assert!(
-        tree.contains("= yaw: -9.08  [bit 69, 16 bits]"),
+        tree.contains("= yaw: -146.31  [bit 69, 16 bits]"),
         "{}",
         &tree[..2000]
     );
-    assert!(tree.contains("velocity: (-23.90, 6.65, -31.20)"));
-    assert!(!tree.contains("-9.080002") && !tree.contains("6.6500015"));
+    assert!(tree.contains("velocity: (-31.15, -2.50, -28.70)  [bit 427, 33 bits]"));
+    // yaw is -180..180 by 0.01: two decimals, never f32 noise such as -146.30999.
+    let yaws: Vec<&str> = tree.lines().filter_map(|l| l.split("= yaw: ").nth(1)).collect();
+    assert!(yaws.len() > 20, "{} yaws", yaws.len());
+    for y in &yaws {
+        let v = y.split_whitespace().next().unwrap();
+        assert_eq!(v.split('.').nth(1).map(str::len), Some(2), "{y}");
+    }
     let (_, json, _) = gpcap(&[&base[..], &["--jsonl"]].concat());
-    assert!(json.contains(r#""value":-9.08"#) && json.contains("[-23.9,6.65,-31.2]"));
-    assert!(!json.contains("9.0800018") && !json.contains("6.650001"));
+    assert!(json.contains(r#""value":-146.31"#) && json.contains("[-31.15,-2.5,-28.7]"));
 }

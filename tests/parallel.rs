@@ -90,6 +90,7 @@ fn counters(v: &serde_json::Value, path: &str, out: &mut std::collections::BTree
                     "single_lost",
                     "single_total",
                     "untracked",
+                    "wrong_direction",
                 ];
                 if !NOT_COUNTERS.contains(&k.as_str()) && !derived.contains(&k.as_str()) {
                     counters(x, &format!("{path}.{k}"), out);

@@ -33,9 +33,12 @@ pub fn run(a: &SendArgs) -> Result<ExitCode> {
     });
     let sock = std::net::UdpSocket::bind(from).map_err(|e| Error::io(format!("bind {from}"), e))?;
     let mut w = PacketWriter::new(&program);
-    let types = w.types();
+    // A test peer speaks as a client.
+    let types = w.types_from(gpcap::dissect::program::Side::Client);
     if types.is_empty() {
-        return Err(Error::Usage("the definition has no packet types".into()));
+        return Err(Error::Usage(
+            "the definition has no packet types a client sends".into(),
+        ));
     }
     let gen_err =
         |e: gpcap::generate::packet::GenError| Error::Usage(format!("{}: {e}", a.dissector.display()));

@@ -497,7 +497,26 @@ impl<'d> Compiler<'d> {
             seen.insert(id as u32, (name.clone(), line));
             self.extra_arguments(p, 2, &usage("packet"));
             self.scope.clear();
-            self.check_props(p, &["doc"]);
+            self.check_props(p, &["doc", "from"]);
+            let from = match prop(p, "from") {
+                None => None,
+                Some(e) => match e.value().as_string() {
+                    Some("client") => Some(Side::Client),
+                    Some("server") => Some(Side::Server),
+                    _ => {
+                        self.error(
+                            e.span(),
+                            "`from` is client or server",
+                            "side",
+                            Some(
+                                "write `from=client` or `from=server`, or leave it out when both send it"
+                                    .into(),
+                            ),
+                        );
+                        None
+                    }
+                },
+            };
             let body = self.block(p.children(), 0);
             packets.push(PacketDef {
                 type_id: id as u32,
@@ -505,6 +524,7 @@ impl<'d> Compiler<'d> {
                 doc: prop(p, "doc")
                     .and_then(|e| e.value().as_string())
                     .map(str::to_string),
+                from,
                 body,
             });
         }

@@ -147,7 +147,26 @@ pub struct PacketDef {
     pub type_id: u32,
     pub name: String,
     pub doc: Option<String>,
+    /// The side that sends this packet type, when the definition says (`from=client`).
+    pub from: Option<Side>,
     pub body: Block,
+}
+
+/// An end of a game session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    Client,
+    Server,
+}
+
+impl Side {
+    pub fn other(self) -> Side {
+        match self {
+            Side::Client => Side::Server,
+            Side::Server => Side::Client,
+        }
+    }
 }
 
 /// The protocol's parameters (SPEC §1 defaults, overridden by the definition).

@@ -76,8 +76,19 @@ impl<'p> PacketWriter<'p> {
     }
 
     /// Packet types with a body definition.
+    /// Every packet type the definition declares.
     pub fn types(&self) -> Vec<u32> {
         self.p.packets.iter().map(|d| d.type_id).collect()
+    }
+
+    /// The packet types `side` sends: all but those declared `from` the other side.
+    pub fn types_from(&self, side: crate::dissect::program::Side) -> Vec<u32> {
+        self.p
+            .packets
+            .iter()
+            .filter(|d| d.from != Some(side.other()))
+            .map(|d| d.type_id)
+            .collect()
     }
 
     fn set(&mut self, id: NodeId, v: i64) {

@@ -202,6 +202,8 @@ struct Flow {
     bad: bool,
     ip_id: u32,
     name: String,
+    /// The packet types this side sends (a type declared `from` the other side is not).
+    types: Vec<u32>,
 }
 
 pub struct Generated {
@@ -249,16 +251,20 @@ pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -
     let mut values = rng.fork(1);
     let mut net_rng = rng.fork(2);
     let mut writer = PacketWriter::new(p);
-    let types = writer.types();
-    if types.is_empty() {
+    if p.packets.is_empty() {
         return Err(GenError::UnknownType(1));
     }
+    use crate::dissect::program::Side;
+    let (server_types, client_types) = (writer.types_from(Side::Server), writer.types_from(Side::Client));
     let server_port = p.params.ports.first().copied().unwrap_or(40000);
     let server = addr(cfg.ipv6, 1, server_port);
     let mut flows: Vec<Flow> = Vec::new();
     for c in 0..cfg.clients.max(1) {
         let client = addr(cfg.ipv6, 0x100 + c as u16 + 1, 50000 + c as u16);
-        for (src, dst, hz) in [(server, client, cfg.rate_hz), (client, server, cfg.rate_hz / 2.0)] {
+        for (src, dst, hz, types) in [
+            (server, client, cfg.rate_hz, &server_types),
+            (client, server, cfg.rate_hz / 2.0, &client_types),
+        ] {
             let interval = (1e9 / hz.max(0.1)) as i64;
             // Some flows start just before the wrap so that wrap-around is exercised.
             let start = if rng.chance(0.3) {
@@ -270,11 +276,17 @@ pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -
                 src,
                 dst,
                 interval_ns: interval,
-                next_ns: EPOCH_NS + rng.range(0, interval),
+                // A side with no packet type to send stays silent.
+                next_ns: if types.is_empty() {
+                    i64::MAX
+                } else {
+                    EPOCH_NS + rng.range(0, interval)
+                },
                 ext: start,
                 bad: false,
                 ip_id: rng.next_u32() & 0xffff,
                 name: format!("{src}>{dst}"),
+                types: types.clone(),
             });
         }
     }
@@ -316,6 +328,7 @@ pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -
         let ext = flows[fi].ext;
         flows[fi].ext += 1;
         let seq = ext as u16;
+        let types = &flows[fi].types;
         let ty = types[values.below(types.len() as u64) as usize];
         let scale = if values.chance(cfg.big) {
             values.range(200, 800) as u64

@@ -199,6 +199,29 @@ pub fn render(r: &Report) -> String {
     for (k, n) in &v.header_errors {
         rows.push(("header error", format!("{k} {n}")));
     }
+    if r.flows.iter().any(|f| f.role.is_some()) {
+        let worst: Vec<String> = r
+            .flows
+            .iter()
+            .filter(|f| f.wrong_direction > 0)
+            .take(3)
+            .map(|f| {
+                let by = match f.role {
+                    Some(crate::dissect::program::Side::Server) => "the server",
+                    _ => "a client",
+                };
+                format!("{} from {by} on {} → {}", f.wrong_direction, f.src, f.dst)
+            })
+            .collect();
+        rows.push((
+            "wrong direction",
+            if worst.is_empty() {
+                "0 (every packet type came from the side it is declared from)".into()
+            } else {
+                format!("{} ({})", v.wrong_direction, worst.join("; "))
+            },
+        ));
+    }
     let _ = writeln!(out, "{}\n", kv(&rows));
 
     let _ = writeln!(out, "Flows");

@@ -8,6 +8,7 @@ pub mod report;
 use crate::capture::{CaptureError, Frame};
 use crate::decode::IcmpTooBig;
 use crate::dissect::FaultKind;
+use crate::dissect::program::Side;
 pub use crate::engine::Config;
 use crate::engine::seq::SeqEvent;
 use crate::engine::{Engine, FileEnd, FlowEnd, Kind, Layer, PacketEvent, Sink, Status, Summary};
@@ -90,6 +91,8 @@ pub struct Statistics {
     bursts: BurstSizes,
     /// Frames by link type (named when the report is built).
     link_types: Vec<(i32, u64)>,
+    /// The side each packet type is declared `from`, by type id.
+    sides: Vec<Option<Side>>,
     report: Report,
 }
 
@@ -103,7 +106,16 @@ impl Statistics {
         report.protocol.name = cfg.program.as_ref().map(|p| p.params.name.clone());
         report.mtu.budget = cfg.format.mtu_budget;
         report.mtu.link_mtu = cfg.link_mtu;
+        let mut sides = Vec::new();
+        for d in cfg.program.iter().flat_map(|p| &p.packets) {
+            let t = d.type_id as usize;
+            if sides.len() <= t {
+                sides.resize(t + 1, None);
+            }
+            sides[t] = d.from;
+        }
         Statistics {
+            sides,
             cfg,
             flows: Vec::new(),
             untracked: None,
@@ -381,6 +393,7 @@ impl Statistics {
         }
         let Some(frag) = e.fragment else {
             v.packets += 1;
+            count_side(s, self.sides.get(ptype as usize).copied().flatten());
             return;
         };
         v.fragments += 1;
@@ -394,9 +407,11 @@ impl Statistics {
         if let (Some(t), Some(fl)) = (
             e.packet_type,
             e.flow_index.and_then(|i| self.flows.get_mut(i as usize)),
-        ) && let Some(n) = fl.stats.reassembled_types.get_mut(t as usize)
-        {
-            *n += 1;
+        ) {
+            if let Some(n) = fl.stats.reassembled_types.get_mut(t as usize) {
+                *n += 1;
+            }
+            count_side(&mut fl.stats, self.sides.get(t as usize).copied().flatten());
         }
         let r = &mut self.report.reassembly;
         r.completed += 1;
@@ -518,6 +533,15 @@ impl Analyzer {
     /// Ends the analysis: gives up what is still incomplete and builds the report.
     pub fn finish(self) -> Report {
         self.finish_stats().report()
+    }
+}
+
+/// One more packet of a type declared from `side`.
+fn count_side(s: &mut FlowStats, side: Option<Side>) {
+    match side {
+        Some(Side::Client) => s.from_client += 1,
+        Some(Side::Server) => s.from_server += 1,
+        None => {}
     }
 }
 

@@ -81,6 +81,9 @@ pub struct Validation {
     pub packets: u64,
     /// Valid fragments.
     pub fragments: u64,
+    /// Packets whose type is declared from the other end than the one sending them
+    /// (see `flows[].role`).
+    pub wrong_direction: u64,
 }
 
 /// Payload sizes: 16-byte buckets up to 4 KiB, 256-byte buckets above — percentiles
@@ -188,6 +191,15 @@ pub struct FlowStats {
     pub size_hist: SizeHist,
     pub reassembly: BTreeMap<u32, CountStats>,
     pub attacks: AttackCounters,
+    /// Packets (whole or reassembled) whose type the definition declares `from=client`,
+    /// and `from=server`.
+    pub from_client: u64,
+    pub from_server: u64,
+    /// Which end sends this flow, by the declared types of both directions (null when
+    /// nothing decides it).
+    pub role: Option<crate::dissect::program::Side>,
+    /// Packets whose type is declared from the other side than `role`.
+    pub wrong_direction: u64,
 }
 
 impl FlowStats {
@@ -219,6 +231,10 @@ impl FlowStats {
             size_hist: SizeHist::default(),
             reassembly: BTreeMap::new(),
             attacks: AttackCounters::default(),
+            from_client: 0,
+            from_server: 0,
+            role: None,
+            wrong_direction: 0,
         }
     }
 
@@ -515,6 +531,38 @@ pub fn predicted_loss(p: f64, n: u32) -> f64 {
 }
 
 impl Report {
+    /// Decides which end of each conversation is the client from the packet types the
+    /// definition declares `from=client` or `from=server`, over both directions; packets
+    /// against that decision are counted as wrong-direction. A tie decides nothing.
+    fn directions(&mut self) {
+        use crate::dissect::program::Side;
+        let index: std::collections::HashMap<(SocketAddr, SocketAddr), usize> = self
+            .flows
+            .iter()
+            .enumerate()
+            .map(|(i, f)| ((f.src, f.dst), i))
+            .collect();
+        let mut total = 0;
+        for i in 0..self.flows.len() {
+            let f = &self.flows[i];
+            let back = index.get(&(f.dst, f.src)).map(|&j| &self.flows[j]);
+            let (back_client, back_server) = back.map_or((0, 0), |b| (b.from_client, b.from_server));
+            // Votes for "this flow's source is the client", and for "it is the server".
+            let client = f.from_client + back_server;
+            let server = f.from_server + back_client;
+            let (role, wrong) = match client.cmp(&server) {
+                std::cmp::Ordering::Greater => (Some(Side::Client), f.from_server),
+                std::cmp::Ordering::Less => (Some(Side::Server), f.from_client),
+                std::cmp::Ordering::Equal => (None, 0),
+            };
+            let f = &mut self.flows[i];
+            f.role = role;
+            f.wrong_direction = wrong;
+            total += wrong;
+        }
+        self.validation.wrong_direction = total;
+    }
+
     pub(crate) fn finalize(&mut self, cfg: &Config) {
         self.schema = SCHEMA_VERSION;
         let c = &mut self.capture;
@@ -527,6 +575,7 @@ impl Report {
                 .map(|t| p.type_name(t).map(str::to_string))
                 .collect();
         }
+        self.directions();
         // Single-datagram loss from sequence gaps: on the fragmenting flows when they also
         // send whole packets, else on the flows that never fragment.
         let mut same = (0u64, 0u64);
