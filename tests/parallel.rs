@@ -331,3 +331,55 @@ fn untracked_flows_are_validated() {
     assert_eq!(r.validation.crc_mismatch, 1);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    /// Random sessions with more flows than the engine tracks (a table of 8 to 40 flows
+    /// here) and a small reassembly budget: sharded analysis gives the sequential report,
+    /// whatever the shard count.
+    #[test]
+    fn sharded_equals_sequential_past_every_limit(
+        seed in proptest::prelude::any::<u64>(),
+        max_flows in 8usize..40,
+        budget_kib in 2usize..64,
+        big in 0.0f64..0.6,
+        loss in 0.0f64..0.05,
+        shards in 2usize..5,
+    ) {
+        use gpcap::capture::writer::PcapWriter;
+        use gpcap::generate::sim::{SimConfig, simulate};
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let program = Arc::new(dissect::load(&root.join("dissectors/article.kdl")).unwrap());
+        let clients = max_flows as u32 / 2 + 6;
+        let sim = SimConfig {
+            seed,
+            clients,
+            packets: Some(clients as u64 * 12),
+            duration_s: 600.0,
+            big,
+            loss,
+            ..SimConfig::default()
+        };
+        let g = simulate(&program, &sim).unwrap();
+        let path = std::env::temp_dir().join(format!("gpcap-prop-{}-{seed}.pcap", std::process::id()));
+        let mut w = PcapWriter::new(std::fs::File::create(&path).unwrap(), g.linktype, 65535, true).unwrap();
+        for (t, f) in &g.frames {
+            w.write(*t, f, f.len() as u32).unwrap();
+        }
+        drop(w);
+        let cfg = Config {
+            reassembly_budget: budget_kib << 10,
+            max_flows,
+            ..Config::from_program(program)
+        };
+        let paths = vec![path.clone()];
+        let seq = json(&sequential(&paths, cfg.clone()));
+        let par = json(&analyze_files(&paths, cfg, shards, &mut |_, _| {}).unwrap());
+        let _ = std::fs::remove_file(&path);
+        proptest::prop_assert!(seq["capture"]["flows_not_tracked"].as_u64().unwrap() > 0);
+        for (k, v) in seq.as_object().unwrap() {
+            proptest::prop_assert!(par[k] == *v, "`{}` differs", k);
+        }
+    }
+}

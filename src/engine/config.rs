@@ -18,6 +18,9 @@ pub struct Config {
     pub link_mtu: u32,
     /// Total reassembly memory across flows.
     pub reassembly_budget: usize,
+    /// Flows tracked (sequence analysis, reassembly); the datagrams of further flows are
+    /// validated and counted together. `MAX_FLOWS` unless a test wants a small table.
+    pub max_flows: usize,
     /// Where the protocol id came from, for the report.
     pub protocol_source: String,
 }
@@ -32,6 +35,7 @@ impl Default for Config {
             program: None,
             link_mtu: 1500,
             reassembly_budget: 32 << 20,
+            max_flows: super::MAX_FLOWS,
             protocol_source: "none".into(),
         }
     }

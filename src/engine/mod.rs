@@ -266,7 +266,7 @@ impl Engine {
         if let Some(&i) = self.flow_index.get(&(key.src, key.dst)) {
             return Some(i);
         }
-        if self.flows.len() >= MAX_FLOWS {
+        if self.flows.len() >= self.cfg.max_flows {
             return None;
         }
         let i = self.flows.len() as u32;

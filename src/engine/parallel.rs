@@ -220,7 +220,7 @@ pub fn analyze_files(
     }
     let report = a.report();
     let limited = report.capture.flows_not_tracked > 0
-        || report.flows.len() > super::MAX_FLOWS
+        || report.flows.len() > cfg.max_flows
         || report.reassembly.attacks.evicted_for_memory > 0;
     if !limited {
         return Ok(report);
