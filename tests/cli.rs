@@ -390,32 +390,17 @@ fn a_wrong_protocol_id_gets_the_identified_one_as_a_hint() {
 /// protocol found"; it now gets the capture summary and its UDP conversations.
 #[test]
 fn traffic_without_a_game_protocol_gets_its_conversations() {
-    use gpcap::capture::writer::PcapWriter;
-    use gpcap::generate::net::{Link, ip_packets};
     use std::net::SocketAddr;
     let path = std::env::temp_dir().join(format!("gpcap-dns-{}.pcap", std::process::id()));
-    let link = Link::Ethernet { vlan: None };
-    let mut w = PcapWriter::new(
-        std::fs::File::create(&path).unwrap(),
-        link.linktype(),
-        65535,
-        true,
-    )
-    .unwrap();
     let a: SocketAddr = "10.0.0.1:5353".parse().unwrap();
     let b: SocketAddr = "10.0.0.2:53".parse().unwrap();
-    for k in 0..30u32 {
-        let (src, dst) = if k % 3 == 0 { (b, a) } else { (a, b) };
-        let payload: Vec<u8> = (0..40 + k).map(|i| (i * 7 + k) as u8).collect();
-        let f = link.frame(&ip_packets(src, dst, &payload, k, false, 1500)[0], false);
-        w.write(
-            1_700_000_000_000_000_000 + k as i64 * 1_000_000,
-            &f,
-            f.len() as u32,
-        )
-        .unwrap();
-    }
-    drop(w);
+    common::udp_capture(
+        &path,
+        (0..30u32).map(|k| {
+            let (src, dst) = if k % 3 == 0 { (b, a) } else { (a, b) };
+            (src, dst, (0..40 + k).map(|i| (i * 7 + k) as u8).collect())
+        }),
+    );
     let p = path.to_str().unwrap();
     let (code, out, err) = gpcap(&["analyze", p]);
     assert_eq!(code, 0, "{err}");

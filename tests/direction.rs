@@ -2,12 +2,12 @@
 //! (`from=client`), the generator respects it, and `analyze` reports packets that travel
 //! the wrong way.
 
+mod common;
+
 use gpcap::analysis::{Analyzer, Config, Report};
 use gpcap::capture::CaptureReader;
-use gpcap::capture::writer::PcapWriter;
 use gpcap::dissect;
 use gpcap::dissect::program::Side;
-use gpcap::generate::net::{Link, ip_packets};
 use gpcap::generate::packet::PacketWriter;
 use gpcap::generate::rng::Rng;
 use std::net::SocketAddr;
@@ -94,42 +94,28 @@ fn the_generator_sends_each_type_from_its_side() {
 fn wrong_direction_packets_are_counted() {
     let p = shooter();
     let path = std::env::temp_dir().join(format!("gpcap-direction-{}.pcap", std::process::id()));
-    let link = Link::Ethernet { vlan: None };
-    let mut out = PcapWriter::new(
-        std::fs::File::create(&path).unwrap(),
-        link.linktype(),
-        65535,
-        true,
-    )
-    .unwrap();
     let server: SocketAddr = "10.0.0.1:27015".parse().unwrap();
     let client: SocketAddr = "10.0.0.2:50000".parse().unwrap();
     let mut w = PacketWriter::new(&p);
     let mut rng = Rng::new(5);
-    let mut t = 1_700_000_000_000_000_000i64;
-    let mut send = |src, dst, ty: u32, seq: u16, w: &mut PacketWriter, rng: &mut Rng| {
-        let d = w.packet_within(rng, ty, seq, 2, 1000).unwrap();
-        let f = link.frame(&ip_packets(src, dst, &d, seq as u32, false, 1500)[0], false);
-        t += 1_000_000;
-        out.write(t, &f, f.len() as u32).unwrap();
-    };
     // The client: 20 inputs and 2 snapshots (wrong); the server: 20 snapshots and 3
     // inputs (wrong); 5 chats each way (either side).
+    let mut plan: Vec<(SocketAddr, SocketAddr, u32, u16)> = Vec::new();
     for k in 0..20 {
-        send(client, server, 2, k, &mut w, &mut rng);
-        send(server, client, 3, k, &mut w, &mut rng);
+        plan.push((client, server, 2, k));
+        plan.push((server, client, 3, k));
     }
-    for k in 20..22 {
-        send(client, server, 3, k, &mut w, &mut rng);
-    }
-    for k in 20..23 {
-        send(server, client, 2, k, &mut w, &mut rng);
-    }
+    plan.extend((20..22).map(|k| (client, server, 3, k)));
+    plan.extend((20..23).map(|k| (server, client, 2, k)));
     for k in 30..35 {
-        send(client, server, 5, k, &mut w, &mut rng);
-        send(server, client, 5, k, &mut w, &mut rng);
+        plan.push((client, server, 5, k));
+        plan.push((server, client, 5, k));
     }
-    drop(out);
+    let datagrams: Vec<_> = plan
+        .into_iter()
+        .map(|(src, dst, ty, seq)| (src, dst, w.packet_within(&mut rng, ty, seq, 2, 1000).unwrap()))
+        .collect();
+    common::udp_capture(&path, datagrams);
     let r = analyze(&path, p);
     let flow = |src: SocketAddr| r.flows.iter().find(|f| f.src == src).unwrap();
     let (c, s) = (flow(client), flow(server));

@@ -288,8 +288,6 @@ fn limits_reached_give_the_sequential_report() {
 /// validated. They are now checked like any other and counted together.
 #[test]
 fn untracked_flows_are_validated() {
-    use gpcap::capture::writer::PcapWriter;
-    use gpcap::generate::net::{Link, ip_packets};
     use gpcap::generate::packet::PacketWriter;
     use gpcap::generate::rng::Rng;
     use std::net::SocketAddr;
@@ -299,14 +297,6 @@ fn untracked_flows_are_validated() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let program = Arc::new(dissect::load(&root.join("dissectors/article.kdl")).unwrap());
     let cfg = Config::from_program(program.clone());
-    let link = Link::Ethernet { vlan: None };
-    let mut out = PcapWriter::new(
-        std::fs::File::create(&path).unwrap(),
-        link.linktype(),
-        65535,
-        true,
-    )
-    .unwrap();
     let server: SocketAddr = format!("10.9.0.2:{}", cfg.ports[0]).parse().unwrap();
     let whole = PacketWriter::new(&program)
         .packet(&mut Rng::new(3), 1, 1)
@@ -314,14 +304,17 @@ fn untracked_flows_are_validated() {
     let mut bad = whole.clone();
     bad[0] ^= 1;
     let cap = gpcap::engine::MAX_FLOWS as u32;
-    for k in 0..cap + 3 {
-        let src = SocketAddr::new(std::net::Ipv4Addr::from(0x0a0a_0000 + k).into(), 40_000);
-        let payload = if k == cap + 1 { &bad } else { &whole };
-        let f = link.frame(&ip_packets(src, server, payload, k, false, 1500)[0], false);
-        out.write(1_700_000_000_000_000_000 + k as i64, &f, f.len() as u32)
-            .unwrap();
-    }
-    drop(out);
+    common::udp_capture(
+        &path,
+        (0..cap + 3).map(|k| {
+            let src = SocketAddr::new(std::net::Ipv4Addr::from(0x0a0a_0000 + k).into(), 40_000);
+            (
+                src,
+                server,
+                if k == cap + 1 { bad.clone() } else { whole.clone() },
+            )
+        }),
+    );
     let r = sequential(&[path], cfg);
     assert_eq!(r.capture.flows_not_tracked, 3);
     let u = r.untracked.as_ref().expect("untracked datagrams are reported");

@@ -36,6 +36,32 @@ fn kv(rows: &[(&str, String)]) -> Table {
 }
 
 /// The whole report, section by section.
+/// The columns every flow table starts with (after the flow), and their cells.
+const TRAFFIC: [&str; 6] = ["datagrams", "bytes", "secs", "pkt/s", "kbit/s", "largest"];
+
+fn traffic_cells(f: &crate::analysis::FlowStats) -> Vec<String> {
+    vec![
+        format!("{} → {}", f.src, f.dst),
+        f.datagrams.to_string(),
+        f.bytes.to_string(),
+        format!("{:.2}", f.duration_s),
+        format!("{:.1}", f.packets_per_s),
+        format!("{:.1}", f.bits_per_s / 1000.0),
+        f.largest_payload.to_string(),
+    ]
+}
+
+/// The note under a table that shows only the busiest `shown` of `total` rows.
+fn more_rows(out: &mut String, total: usize, shown: usize, what: &str) {
+    if total > shown {
+        let _ = writeln!(
+            out,
+            "({} more {what}, fewer datagrams each; --json lists them all)",
+            total - shown
+        );
+    }
+}
+
 /// The capture summary: files, frames, link types, what was not UDP, read errors.
 fn render_capture(out: &mut String, c: &crate::analysis::CaptureSummary) {
     let _ = writeln!(out, "Capture");
@@ -113,40 +139,16 @@ pub fn render_conversations(r: &crate::analysis::Conversations) -> String {
     let mut out = String::new();
     render_capture(&mut out, &r.capture);
     let _ = writeln!(out, "UDP conversations");
-    let mut t = table(&[
-        "conversation",
-        "datagrams",
-        "bytes",
-        "secs",
-        "pkt/s",
-        "kbit/s",
-        "largest",
-        "p50 size",
-        "ip-frag",
-    ]);
+    let mut t = table(&[&["conversation"], &TRAFFIC[..], &["p50 size", "ip-frag"]].concat());
     const SHOWN: usize = 40;
-    for f in r.conversations.iter().take(SHOWN) {
-        t.add_row(vec![
-            format!("{} → {}", f.src, f.dst),
-            f.datagrams.to_string(),
-            f.bytes.to_string(),
-            format!("{:.2}", f.duration_s),
-            format!("{:.1}", f.packets_per_s),
-            format!("{:.1}", f.bits_per_s / 1000.0),
-            f.largest_payload.to_string(),
-            f.sizes.p50.to_string(),
-            f.ip_fragmented.to_string(),
-        ]);
+    for crate::analysis::Conversation(f) in r.conversations.iter().take(SHOWN) {
+        let mut row = traffic_cells(f);
+        row.extend([f.sizes.p50.to_string(), f.ip_fragmented.to_string()]);
+        t.add_row(row);
     }
     right(&mut t, 1);
     let _ = writeln!(out, "{t}");
-    if r.conversations.len() > SHOWN {
-        let _ = writeln!(
-            out,
-            "({} more conversations, fewer datagrams each; --json lists them all)",
-            r.conversations.len() - SHOWN
-        );
-    }
+    more_rows(&mut out, r.conversations.len(), SHOWN, "conversations");
     let _ = writeln!(out, "\n{}", r.note);
     out
 }
@@ -225,22 +227,14 @@ pub fn render(r: &Report) -> String {
     let _ = writeln!(out, "{}\n", kv(&rows));
 
     let _ = writeln!(out, "Flows");
-    let mut t = table(&[
-        "flow",
-        "datagrams",
-        "bytes",
-        "secs",
-        "pkt/s",
-        "kbit/s",
-        "largest",
-        "crc ok",
-        "crc fail",
-        "lost",
-        "dup",
-        "late",
-        "frags",
-        "ip-frag",
-    ]);
+    let mut t = table(
+        &[
+            &["flow"],
+            &TRAFFIC[..],
+            &["crc ok", "crc fail", "lost", "dup", "late", "frags", "ip-frag"],
+        ]
+        .concat(),
+    );
     // The busiest flows; the JSON has them all.
     const SHOWN: usize = 40;
     let mut flows: Vec<&crate::analysis::FlowStats> = r.flows.iter().collect();
@@ -248,14 +242,8 @@ pub fn render(r: &Report) -> String {
         flows.sort_by_key(|f| std::cmp::Reverse(f.datagrams));
     }
     for f in flows.iter().take(SHOWN) {
-        t.add_row(vec![
-            format!("{} → {}", f.src, f.dst),
-            f.datagrams.to_string(),
-            f.bytes.to_string(),
-            format!("{:.2}", f.duration_s),
-            format!("{:.1}", f.packets_per_s),
-            format!("{:.1}", f.bits_per_s / 1000.0),
-            f.largest_payload.to_string(),
+        let mut row = traffic_cells(f);
+        row.extend([
             f.crc_ok.to_string(),
             f.crc_fail.to_string(),
             f.seq.lost.to_string(),
@@ -264,16 +252,11 @@ pub fn render(r: &Report) -> String {
             f.fragments.to_string(),
             f.ip_fragmented.to_string(),
         ]);
+        t.add_row(row);
     }
     right(&mut t, 1);
     let _ = writeln!(out, "{t}");
-    if r.flows.len() > SHOWN {
-        let _ = writeln!(
-            out,
-            "({} more flows, fewer datagrams each; --json lists them all)",
-            r.flows.len() - SHOWN
-        );
-    }
+    more_rows(&mut out, r.flows.len(), SHOWN, "flows");
     if let Some(u) = &r.untracked {
         let _ = writeln!(
             out,

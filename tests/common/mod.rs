@@ -21,3 +21,24 @@ pub const BUNDLED: [(&str, &str); 9] = [
     ("ipv6-sll2.pcapng", "example-shooter.kdl"),
     ("vlan-corrupt.pcap", "example-shooter.kdl"),
 ];
+
+/// Writes UDP datagrams (source, destination, payload) as an Ethernet pcap, 1 ms apart.
+#[allow(dead_code)]
+pub fn udp_capture(
+    path: &std::path::Path,
+    datagrams: impl IntoIterator<Item = (std::net::SocketAddr, std::net::SocketAddr, Vec<u8>)>,
+) {
+    use gpcap::generate::net::{Link, ip_packets};
+    let link = Link::Ethernet { vlan: None };
+    let file = std::fs::File::create(path).unwrap();
+    let mut w = gpcap::capture::writer::PcapWriter::new(file, link.linktype(), 65535, true).unwrap();
+    for (k, (src, dst, payload)) in datagrams.into_iter().enumerate() {
+        let f = link.frame(&ip_packets(src, dst, &payload, k as u32, false, 1500)[0], false);
+        w.write(
+            1_700_000_000_000_000_000 + k as i64 * 1_000_000,
+            &f,
+            f.len() as u32,
+        )
+        .unwrap();
+    }
+}

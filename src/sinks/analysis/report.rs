@@ -708,48 +708,39 @@ pub struct Conversations {
     pub conversations: Vec<Conversation>,
 }
 
-#[derive(Debug, Clone, Serialize)]
-pub struct Conversation {
-    pub src: SocketAddr,
-    pub dst: SocketAddr,
-    pub datagrams: u64,
-    /// UDP payload bytes.
-    pub bytes: u64,
-    pub first_ns: Option<i64>,
-    pub last_ns: Option<i64>,
-    pub duration_s: f64,
-    pub packets_per_s: f64,
-    pub bits_per_s: f64,
-    pub largest_payload: u32,
-    pub largest_ip: u32,
-    pub ip_fragmented: u64,
-    pub sizes: Percentiles,
+/// A flow seen without a protocol: serialised with only the fields that do not depend
+/// on one (what was sent, when, how large).
+#[derive(Debug, Clone)]
+pub struct Conversation(pub FlowStats);
+
+impl Serialize for Conversation {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let f = &self.0;
+        let mut m = s.serialize_struct("Conversation", 13)?;
+        m.serialize_field("src", &f.src)?;
+        m.serialize_field("dst", &f.dst)?;
+        m.serialize_field("datagrams", &f.datagrams)?;
+        m.serialize_field("bytes", &f.bytes)?;
+        m.serialize_field("first_ns", &f.first_ns)?;
+        m.serialize_field("last_ns", &f.last_ns)?;
+        m.serialize_field("duration_s", &f.duration_s)?;
+        m.serialize_field("packets_per_s", &f.packets_per_s)?;
+        m.serialize_field("bits_per_s", &f.bits_per_s)?;
+        m.serialize_field("largest_payload", &f.largest_payload)?;
+        m.serialize_field("largest_ip", &f.largest_ip)?;
+        m.serialize_field("ip_fragmented", &f.ip_fragmented)?;
+        m.serialize_field("sizes", &f.sizes)?;
+        m.end()
+    }
 }
 
 impl Conversations {
     /// From a report made with every UDP port and no protocol id: only what does not
     /// depend on a protocol is kept.
     pub fn from_report(r: Report, note: String) -> Self {
-        let mut conversations: Vec<Conversation> = r
-            .flows
-            .into_iter()
-            .map(|f| Conversation {
-                src: f.src,
-                dst: f.dst,
-                datagrams: f.datagrams,
-                bytes: f.bytes,
-                first_ns: f.first_ns,
-                last_ns: f.last_ns,
-                duration_s: f.duration_s,
-                packets_per_s: f.packets_per_s,
-                bits_per_s: f.bits_per_s,
-                largest_payload: f.largest_payload,
-                largest_ip: f.largest_ip,
-                ip_fragmented: f.ip_fragmented,
-                sizes: f.sizes,
-            })
-            .collect();
-        conversations.sort_by_key(|c| std::cmp::Reverse(c.datagrams));
+        let mut conversations: Vec<Conversation> = r.flows.into_iter().map(Conversation).collect();
+        conversations.sort_by_key(|c| std::cmp::Reverse(c.0.datagrams));
         Conversations {
             schema: SCHEMA_VERSION,
             protocol: None,
