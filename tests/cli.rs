@@ -535,3 +535,39 @@ fn compressed_floats_print_at_their_resolution() {
     let (_, json, _) = gpcap(&[&base[..], &["--jsonl"]].concat());
     assert!(json.contains(r#""value":-146.31"#) && json.contains("[-31.15,-2.5,-28.7]"));
 }
+
+/// #13: a protocol without a checksum is generated, recognised by its header alone
+/// (no identification is attempted) and analyzed exactly as its truth says.
+#[test]
+fn a_protocol_without_a_checksum_is_analyzed_exactly() {
+    let out = std::env::temp_dir().join(format!("gpcap-plain-{}.pcap", std::process::id()));
+    let o = out.to_str().unwrap();
+    let (code, _, err) = gpcap(&[
+        "gen",
+        "-d",
+        "tests/fixtures/no-checksum.kdl",
+        "-o",
+        o,
+        "--duration",
+        "5",
+        "--clients",
+        "2",
+        "--loss",
+        "0.03",
+        "--big",
+        "0.3",
+        "--check",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("analyze agrees with the ground truth"), "{err}");
+    let (code, json, err) = gpcap(&["analyze", "--json", "-d", "tests/fixtures/no-checksum.kdl", o]);
+    assert_eq!(code, 0, "{err}");
+    let r: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(r["protocol"]["checksum"], "none");
+    assert_eq!(r["identification"], serde_json::Value::Null);
+    assert_eq!(r["validation"]["crc_mismatch"], 0);
+    assert!(r["validation"]["fragments"].as_u64().unwrap() > 50);
+    assert!(r["reassembly"]["completed"].as_u64().unwrap() > 10);
+    let _ = std::fs::remove_file(&out);
+    let _ = std::fs::remove_file(format!("{o}.truth.jsonl"));
+}

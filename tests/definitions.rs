@@ -281,3 +281,24 @@ fn generator_write_errors_name_the_field() {
         "field `num_fragments`: invalid argument: value wider than its bit width at bit 55"
     );
 }
+
+/// #13: validation is declared. `checksum "none"` needs no role=crc field; a role=crc
+/// field under it, or another checksum name, is refused with a located diagnostic.
+#[test]
+fn a_protocol_may_declare_no_checksum() {
+    let plain = "protocol { checksum \"none\"; ports 41000 }\nheader {\n    bits sequence 16 role=sequence\n    int type 0 3 role=type\n}\npacket 1 \"a\" {\n    bool x\n}\n";
+    let p = dissect::compile("plain.kdl", plain).unwrap();
+    assert_eq!(p.params.checksum, gpcap::dissect::program::Checksum::None);
+    assert_eq!(p.role_slots.crc, None);
+    let with_crc = format!("protocol {{ checksum \"none\" }}\n{HEADER}");
+    let e = diag("crc.kdl", &with_crc);
+    assert!(
+        e.contains("has role=crc, but the protocol declares `checksum \"none\"`"),
+        "{e}"
+    );
+    let e = diag("bad.kdl", &format!("protocol {{ checksum \"md5\" }}\n{HEADER}"));
+    assert!(
+        e.contains("bad.kdl:1:21: checksum is \"crc32\" or \"none\""),
+        "{e}"
+    );
+}

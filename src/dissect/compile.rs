@@ -404,7 +404,22 @@ impl<'d> Compiler<'d> {
         };
         self.scope.clear();
         let header = self.block(h.children(), 0);
-        let header_slots = self.roles(h, header, &[Role::Crc, Role::Sequence, Role::Type]);
+        let with_crc = params.checksum == Checksum::Crc32;
+        let header_roles: &[Role] = if with_crc {
+            &[Role::Crc, Role::Sequence, Role::Type]
+        } else {
+            &[Role::Sequence, Role::Type]
+        };
+        let header_slots = self.roles(h, header, header_roles);
+        if !with_crc && let Some(id) = self.find_role(header, Role::Crc) {
+            let name = self.nodes[id as usize].name.clone();
+            self.error(
+                Self::name_span(h),
+                format!("the field `{name}` has role=crc, but the protocol declares `checksum \"none\"`"),
+                "role=crc",
+                Some("remove role=crc, or declare `checksum \"crc32\"` in the protocol block".into()),
+            );
+        }
         let fragment = fragment_node.map(|f| {
             let b = self.block(f.children(), 0);
             (f, b)
@@ -539,9 +554,9 @@ impl<'d> Compiler<'d> {
         }
         let header_slots = header_slots?;
         let role_slots = RoleSlots {
-            crc: header_slots[0],
-            sequence: header_slots[1],
-            packet_type: header_slots[2],
+            crc: with_crc.then(|| header_slots[0]),
+            sequence: header_slots[usize::from(with_crc)],
+            packet_type: header_slots[usize::from(with_crc) + 1],
             fragment_id: frag_slots.as_ref().and_then(|s| s.as_ref()).map(|s| s[0]),
             fragment_count: frag_slots.as_ref().and_then(|s| s.as_ref()).map(|s| s[1]),
         };
@@ -646,6 +661,16 @@ impl<'d> Compiler<'d> {
                         Some("for example `id 0x55667788`".into()),
                     ),
                 },
+                "checksum" => match first.and_then(|e| e.value().as_string()) {
+                    Some("crc32") => params.checksum = Checksum::Crc32,
+                    Some("none") => params.checksum = Checksum::None,
+                    _ => self.error(
+                        first.map(|e| e.span()).unwrap_or(Self::name_span(n)),
+                        "checksum is \"crc32\" or \"none\"",
+                        "validation",
+                        Some("\"crc32\": a CRC32 over the protocol id and the packet (the default); \"none\": ports and a clean header read decide".into()),
+                    ),
+                },
                 "ports" => {
                     for e in positional(n) {
                         match e.value().as_integer() {
@@ -722,6 +747,7 @@ impl<'d> Compiler<'d> {
                         "ports",
                         "types",
                         "end-check",
+                        "checksum",
                         "fragment-size",
                         "max-fragments",
                         "fragment-count",

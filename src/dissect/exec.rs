@@ -258,7 +258,7 @@ impl<'p> Exec<'p> {
         let p = self.program;
         self.block(r, out, p.header, ROOT, 0)?;
         let rs = p.role_slots;
-        out.crc = Some(self.slot(rs.crc) as u32);
+        out.crc = rs.crc.map(|s| self.slot(s) as u32);
         out.sequence = Some(self.slot(rs.sequence) as u16);
         let ty = self.slot(rs.packet_type) as u32;
         out.packet_type = Some(ty);

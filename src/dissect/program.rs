@@ -175,8 +175,29 @@ pub struct Params {
     pub name: String,
     pub protocol_id: Option<ProtocolId>,
     pub ports: Vec<u16>,
+    /// How a datagram is recognised as the protocol's.
+    pub checksum: Checksum,
     pub end_check: Option<u32>,
     pub format: HeaderFormat,
+}
+
+/// The validation a protocol declares (`checksum` in the protocol block).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Checksum {
+    /// A CRC32 in the first four bytes over the protocol id (never sent) and the packet
+    /// with those bytes zeroed: the articles' scheme.
+    #[default]
+    Crc32,
+    /// No checksum: a datagram is the protocol's when it is on its ports and its header
+    /// reads cleanly.
+    None,
+}
+
+impl Checksum {
+    pub fn is_crc32(&self) -> bool {
+        *self == Checksum::Crc32
+    }
 }
 
 impl Default for Params {
@@ -185,6 +206,7 @@ impl Default for Params {
             name: String::new(),
             protocol_id: None,
             ports: Vec::new(),
+            checksum: Checksum::Crc32,
             end_check: Some(crate::bits::END_OF_PACKET),
             format: HeaderFormat::default(),
         }
@@ -235,7 +257,8 @@ pub struct Program {
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RoleSlots {
-    pub crc: u16,
+    /// None when the protocol declares no checksum.
+    pub crc: Option<u16>,
     pub sequence: u16,
     pub packet_type: u16,
     pub fragment_id: Option<u16>,

@@ -2,6 +2,7 @@
 //! the limits it works within.
 
 use crate::dissect::Program;
+pub use crate::dissect::program::Checksum;
 use crate::validate::{HeaderFormat, ProtocolId};
 use std::sync::Arc;
 
@@ -23,6 +24,8 @@ pub struct Config {
     pub max_flows: usize,
     /// Where the protocol id came from, for the report.
     pub protocol_source: String,
+    /// The validation the protocol declares.
+    pub checksum: Checksum,
 }
 
 impl Default for Config {
@@ -37,6 +40,7 @@ impl Default for Config {
             reassembly_budget: 32 << 20,
             max_flows: super::MAX_FLOWS,
             protocol_source: "none".into(),
+            checksum: Checksum::Crc32,
         }
     }
 }
@@ -57,6 +61,7 @@ impl Config {
             protocol_id: p.params.protocol_id,
             ports: p.params.ports.clone(),
             format: p.params.format,
+            checksum: p.params.checksum,
             protocol_source: "definition".into(),
             program: Some(p),
             ..Config::default()

@@ -87,7 +87,7 @@ pub fn resolve(
         cfg.link_mtu = m;
     }
     let mut identification = None;
-    if cfg.protocol_id.is_none() {
+    if cfg.protocol_id.is_none() && cfg.checksum == super::config::Checksum::Crc32 {
         let mut ident = Identifier::default();
         sample(&mut ident)?;
         let id = ident.finish();

@@ -32,7 +32,10 @@ impl Validator {
     /// it bodies are only validated, which is much faster.
     pub fn new(cfg: &Config, record: bool) -> Self {
         Validator {
-            protocol_id: cfg.protocol_id,
+            // A protocol without a checksum is recognised by its header alone.
+            protocol_id: cfg
+                .protocol_id
+                .filter(|_| cfg.checksum == super::config::Checksum::Crc32),
             format: cfg.format,
             dissector: cfg.program.clone().map(|p| {
                 let mut d = Dissector::new(p);

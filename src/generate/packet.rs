@@ -353,8 +353,11 @@ impl<'p> PacketWriter<'p> {
     }
 
     fn finish(&mut self, w: Out) -> Result<Vec<u8>, GenError> {
-        let id = self.p.params.protocol_id.ok_or(GenError::NoProtocolId)?;
         let mut bytes = w.finish();
+        if self.p.params.checksum == crate::dissect::program::Checksum::None {
+            return Ok(bytes);
+        }
+        let id = self.p.params.protocol_id.ok_or(GenError::NoProtocolId)?;
         write_crc(id, &mut bytes);
         if let (Some(i), Some(crc)) = (self.crc_leaf, crate::validate::stored_crc(&bytes))
             && let Some(l) = self.leaves.get_mut(i)

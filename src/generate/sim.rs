@@ -246,7 +246,12 @@ fn addr(v6: bool, host: u16, port: u16) -> SocketAddr {
 /// frames of the last delivery horizon are held back to be put in time order), and
 /// returns the ground truth.
 pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -> Result<Truth, GenError> {
-    let id = p.params.protocol_id.ok_or(GenError::NoProtocolId)?;
+    use crate::dissect::program::Checksum;
+    // The id signs every packet unless the protocol declares no checksum.
+    let id = match p.params.checksum {
+        Checksum::Crc32 => Some(p.params.protocol_id.ok_or(GenError::NoProtocolId)?),
+        Checksum::None => None,
+    };
     let mut rng = Rng::new(cfg.seed);
     let mut values = rng.fork(1);
     let mut net_rng = rng.fork(2);
@@ -302,7 +307,7 @@ pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -
     let mut truth = Truth {
         event: "summary".into(),
         seed: cfg.seed,
-        protocol_id: Some(id),
+        protocol_id: id,
         ..Truth::default()
     };
     let end_ns = EPOCH_NS + (cfg.duration_s * 1e9) as i64;
@@ -348,7 +353,9 @@ pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -
             if p.params.end_check.is_some() && packet.len() > 8 && values.chance(cfg.malformed) {
                 // Cut inside the end check and sign it again: valid CRC, malformed body.
                 whole.truncate(packet.len() - values.range(1, 3) as usize);
-                write_crc(id, &mut whole);
+                if let Some(id) = id {
+                    write_crc(id, &mut whole);
+                }
             }
             vec![(whole, None)]
         };

@@ -165,9 +165,11 @@ pub fn render(r: &Report) -> String {
             format!(
                 "{} {} ({})",
                 p.name.clone().unwrap_or_default(),
-                p.protocol_id
-                    .map(|i| i.to_string())
-                    .unwrap_or_else(|| "unknown".into()),
+                match (p.protocol_id, p.checksum) {
+                    (Some(i), _) => i.to_string(),
+                    (None, crate::dissect::program::Checksum::None) => String::new(),
+                    (None, _) => "unknown".into(),
+                },
                 match p.source.as_str() {
                     "identified" => "identified from the traffic",
                     "definition" => "from the definition",
@@ -175,8 +177,9 @@ pub fn render(r: &Report) -> String {
                     other => other,
                 }
             )
-            .trim()
-            .to_string(),
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" "),
         ),
         (
             "ports",
@@ -200,6 +203,15 @@ pub fn render(r: &Report) -> String {
     ];
     for (k, n) in &v.header_errors {
         rows.push(("header error", format!("{k} {n}")));
+    }
+    if !p.checksum.is_crc32() {
+        rows.insert(
+            2,
+            (
+                "validation",
+                "no checksum declared: a datagram on the ports whose header reads cleanly (counted as \"crc ok\")".into(),
+            ),
+        );
     }
     if r.flows.iter().any(|f| f.role.is_some()) {
         let worst: Vec<String> = r

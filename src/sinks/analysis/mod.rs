@@ -103,6 +103,7 @@ impl Statistics {
         report.protocol.source = cfg.protocol_source.clone();
         report.protocol.ports = cfg.ports.clone();
         report.protocol.any_port = cfg.any_port;
+        report.protocol.checksum = cfg.checksum;
         report.protocol.name = cfg.program.as_ref().map(|p| p.params.name.clone());
         report.mtu.budget = cfg.format.mtu_budget;
         report.mtu.link_mtu = cfg.link_mtu;

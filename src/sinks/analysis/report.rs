@@ -64,6 +64,11 @@ pub struct ProtocolInfo {
     pub source: String,
     pub ports: Vec<u16>,
     pub any_port: bool,
+    /// The validation used when it is not the default CRC32: "none" (ports and a clean
+    /// header read). Left out of the JSON for "crc32", so reports of CRC protocols keep
+    /// their shape.
+    #[serde(skip_serializing_if = "crate::dissect::program::Checksum::is_crc32")]
+    pub checksum: crate::dissect::program::Checksum,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
