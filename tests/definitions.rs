@@ -302,3 +302,17 @@ fn a_protocol_may_declare_no_checksum() {
         "{e}"
     );
 }
+
+/// #13: leaving `end-check` out means no end check (it used to apply "end of packet" to
+/// every body unless `end-check #null` said otherwise).
+#[test]
+fn end_check_only_when_declared() {
+    let body = "packet 1 \"a\" {\n    bool x\n}\n";
+    let none = dissect::compile("none.kdl", &format!("{HEADER}{body}")).unwrap();
+    assert_eq!(none.params.end_check, None);
+    let declared = format!("protocol {{ end-check \"end of packet\" }}\n{HEADER}{body}");
+    let declared = dissect::compile("declared.kdl", &declared).unwrap();
+    assert_eq!(declared.params.end_check, Some(gpcap::bits::END_OF_PACKET));
+    let off = format!("protocol {{ end-check #null }}\n{HEADER}{body}");
+    assert_eq!(dissect::compile("off.kdl", &off).unwrap().params.end_check, None);
+}

@@ -207,7 +207,8 @@ impl Default for Params {
             protocol_id: None,
             ports: Vec::new(),
             checksum: Checksum::Crc32,
-            end_check: Some(crate::bits::END_OF_PACKET),
+            // A body ends with a check only when the definition says `end-check`.
+            end_check: None,
             format: HeaderFormat::default(),
         }
     }
