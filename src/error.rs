@@ -19,11 +19,6 @@ pub enum Error {
         option: &'static str,
         error: FilterError,
     },
-    /// No protocol id was given and none could be found in the traffic.
-    #[error(
-        "no protocol found: none of {sampled} sampled datagrams in {flows} flows share a protocol id; give -d DISSECTOR or --protocol-id HEX"
-    )]
-    NoProtocol { sampled: u64, flows: u64 },
     /// An argument that is out of range or does not fit the others.
     #[error("{0}")]
     Usage(String),

@@ -3,10 +3,9 @@
 use super::args::AnalyzeArgs;
 use super::{Result, json_or_text, progress_bar};
 use crate::outln;
-use gpcap::Error;
 use gpcap::analysis::gates::Gate;
 use gpcap::analysis::{Conversations, Report, Statistics};
-use gpcap::engine::resolve::{Missing, resolve};
+use gpcap::engine::resolve::{Resolved, resolve};
 use gpcap::engine::{Config, Engine, run_files, sample_files};
 use gpcap::present;
 use std::path::PathBuf;
@@ -21,10 +20,10 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
     let mut choice = a.protocol.choice()?;
     choice.mtu_budget = a.mtu;
     choice.link_mtu = Some(a.link_mtu);
-    let resolved = match resolve(&choice, Missing::Refuse, |i| sample_files(&a.captures, i)) {
-        Err(Error::NoProtocol { sampled, flows }) => return conversations(a, &choice, sampled, flows),
-        r => r?,
-    };
+    let resolved = resolve(&choice, |i| sample_files(&a.captures, i))?;
+    if resolved.cfg.protocol_id.is_none() && resolved.cfg.checksum.is_crc32() {
+        return conversations(a, resolved);
+    }
     if !a.json
         && let Some(note) = resolved.note()
     {
@@ -133,13 +132,11 @@ fn other_protocol_id(captures: &[PathBuf], r: &Report) -> Option<String> {
 
 /// No game protocol in the traffic: what the capture holds instead — its summary and UDP
 /// conversations — and how to name a protocol. Gates are not checked (nothing to gate).
-fn conversations(
-    a: &AnalyzeArgs,
-    choice: &gpcap::engine::resolve::Choice,
-    sampled: u64,
-    flows: u64,
-) -> Result<ExitCode> {
-    let resolved = resolve(choice, Missing::Allow, |i| sample_files(&a.captures, i))?;
+fn conversations(a: &AnalyzeArgs, resolved: Resolved) -> Result<ExitCode> {
+    let (sampled, flows) = resolved
+        .identification
+        .as_ref()
+        .map_or((0, 0), |i| (i.sampled, i.flows));
     let mut cfg = resolved.cfg;
     cfg.any_port = true;
     let mut report = analyze_files(&a.captures, cfg)?;

@@ -3,7 +3,7 @@
 use super::Result;
 use super::args::DissectArgs;
 use gpcap::Error;
-use gpcap::engine::resolve::{Missing, resolve};
+use gpcap::engine::resolve::resolve;
 use gpcap::engine::{Engine, run_files, sample_files};
 use gpcap::filter::Filter;
 use gpcap::sinks::printer::{Format, Printer};
@@ -11,9 +11,7 @@ use std::process::ExitCode;
 
 pub fn run(a: &DissectArgs) -> Result<ExitCode> {
     let captures = std::slice::from_ref(&a.capture);
-    let resolved = resolve(&a.protocol.choice()?, Missing::Allow, |i| {
-        sample_files(captures, i)
-    })?;
+    let resolved = resolve(&a.protocol.choice()?, |i| sample_files(captures, i))?;
     if resolved.cfg.program.is_none() {
         if let Some(note) = resolved.note() {
             eprintln!("gpcap: {note}");

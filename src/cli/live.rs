@@ -18,7 +18,7 @@ pub fn run(a: &LiveArgs) -> Result<ExitCode> {
     use crate::out;
     use gpcap::Error;
     use gpcap::analysis::Report;
-    use gpcap::engine::resolve::{Missing, resolve};
+    use gpcap::engine::resolve::resolve;
     use gpcap::engine::session::Session;
     use gpcap::live::{LiveCapture, LiveOptions, interfaces};
     use gpcap::present;
@@ -67,7 +67,7 @@ pub fn run(a: &LiveArgs) -> Result<ExitCode> {
     choice.link_mtu = Some(a.link_mtu);
     choice.mtu_budget = a.mtu;
     let mut early: Vec<gpcap::live::Captured> = Vec::new();
-    let cfg = resolve(&choice, Missing::Allow, |ident| {
+    let cfg = resolve(&choice, |ident| {
         let until = Instant::now() + Duration::from_secs(3);
         while Instant::now() < until && early.len() < 2000 && !over(&stop) {
             if let Some(c) = cap.next(Duration::from_millis(50)) {

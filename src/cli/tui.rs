@@ -4,7 +4,7 @@ use super::Result;
 use super::args::TuiArgs;
 use gpcap::Error;
 use gpcap::capture::CaptureReader;
-use gpcap::engine::resolve::{Missing, resolve};
+use gpcap::engine::resolve::resolve;
 use gpcap::engine::sample_files;
 use gpcap::tui::{App, Index, load};
 use std::io::IsTerminal;
@@ -19,10 +19,7 @@ pub fn run(a: &TuiArgs) -> Result<ExitCode> {
         ));
     }
     let captures = std::slice::from_ref(&a.capture);
-    let cfg = resolve(&a.protocol.choice()?, Missing::Allow, |i| {
-        sample_files(captures, i)
-    })?
-    .cfg;
+    let cfg = resolve(&a.protocol.choice()?, |i| sample_files(captures, i))?.cfg;
     let (tx, rx) = std::sync::mpsc::channel();
     let path = a.capture.clone();
     let loader_cfg = cfg.clone();

@@ -21,15 +21,6 @@ pub struct Choice {
     pub link_mtu: Option<u32>,
 }
 
-/// What to do when nothing names the protocol and the traffic does not either.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Missing {
-    /// Refuse: the command needs a protocol (analyze).
-    Refuse,
-    /// Go on without a protocol id (browsing, dissecting: every datagram is shown).
-    Allow,
-}
-
 /// The configuration, and how the protocol id was found when nothing gave it.
 #[derive(Debug, Clone)]
 pub struct Resolved {
@@ -58,11 +49,11 @@ impl Resolved {
 }
 
 /// Resolves the protocol. `sample` feeds the identifier the first datagrams of the
-/// traffic; it is called only when neither the definition nor a flag gives an id. No
-/// ports at all means any port.
+/// traffic; it is called only when neither the definition nor a flag gives an id (nor
+/// declares no checksum). When the traffic gives none either, the configuration has no
+/// id and `identification` says what was tried. No ports at all means any port.
 pub fn resolve(
     choice: &Choice,
-    missing: Missing,
     sample: impl FnOnce(&mut Identifier) -> Result<(), CaptureError>,
 ) -> Result<Resolved, Error> {
     let mut cfg = match &choice.program {
@@ -91,15 +82,8 @@ pub fn resolve(
         let mut ident = Identifier::default();
         sample(&mut ident)?;
         let id = ident.finish();
-        match id.best() {
-            Some(best) => cfg.use_identified(best),
-            None if missing == Missing::Refuse => {
-                return Err(Error::NoProtocol {
-                    sampled: id.sampled,
-                    flows: id.flows,
-                });
-            }
-            None => {}
+        if let Some(best) = id.best() {
+            cfg.use_identified(best);
         }
         identification = Some(id);
     }

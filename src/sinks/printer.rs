@@ -29,7 +29,6 @@ pub struct Printer<W: Write> {
     /// Only this frame.
     pub only: Option<u64>,
     format: Format,
-    json: bool,
     first: bool,
     /// Packets printed.
     pub printed: u64,
@@ -45,7 +44,6 @@ impl<W: Write> Printer<W> {
             filter,
             only: None,
             format,
-            json: matches!(format, Format::Json | Format::JsonLines),
             first: true,
             printed: 0,
             error: None,
@@ -134,7 +132,7 @@ impl<W: Write> Printer<W> {
         let note = Self::note(e);
         let empty = crate::dissect::Dissection::default();
         let d = e.dissection.unwrap_or(&empty);
-        if self.json {
+        if matches!(self.format, Format::Json | Format::JsonLines) {
             let mut v = match &self.program {
                 Some(p) => present::tree::json_tree(p, d, e.payload),
                 None => serde_json::json!({
