@@ -289,7 +289,7 @@ fn a_protocol_may_declare_no_checksum() {
     let plain = "protocol { checksum \"none\"; ports 41000 }\nheader {\n    bits sequence 16 role=sequence\n    int type 0 3 role=type\n}\npacket 1 \"a\" {\n    bool x\n}\n";
     let p = dissect::compile("plain.kdl", plain).unwrap();
     assert_eq!(p.params.checksum, gpcap::dissect::program::Checksum::None);
-    assert_eq!(p.role_slots.crc, None);
+    assert!(!p.has_role(gpcap::dissect::program::Role::Crc));
     let with_crc = format!("protocol {{ checksum \"none\" }}\n{HEADER}");
     let e = diag("crc.kdl", &with_crc);
     assert!(
@@ -315,4 +315,84 @@ fn end_check_only_when_declared() {
     assert_eq!(declared.params.end_check, Some(gpcap::bits::END_OF_PACKET));
     let off = format!("protocol {{ end-check #null }}\n{HEADER}{body}");
     assert_eq!(dissect::compile("off.kdl", &off).unwrap().params.end_check, None);
+}
+
+const NO_CRC: &str = "protocol { checksum \"none\"; ports 41000; max-fragments 16 }\n";
+
+fn compile_ok(text: &str) -> gpcap::dissect::program::Program {
+    dissect::compile("ok.kdl", text).unwrap_or_else(|e| panic!("{}", dissect::render(&e, false)))
+}
+
+/// #13: role fields may sit inside branches, a different field on each path; a path
+/// without one, or two on one path, is refused where it happens.
+#[test]
+fn role_fields_are_placed_one_per_path() {
+    let two_paths = format!(
+        "{NO_CRC}header {{\n    bits long 1\n    if \"long\" {{\n        bits seq_long 16 role=sequence\n    }}\n    else {{\n        bits seq_short 8 role=sequence\n    }}\n}}\npacket 0 \"a\" {{\n    bool x\n}}\n"
+    );
+    let p = compile_ok(&two_paths);
+    let mut d = dissect::Dissector::new(std::sync::Arc::new(p));
+    // long = 1, then 16 bits of sequence (0x0105 >> 1); long = 0, then 8 (0x04 >> 1).
+    assert_eq!(d.dissect(&[0x05, 0x01, 0x00]).sequence, Some(0x82));
+    assert_eq!(d.dissect(&[0x04, 0x00]).sequence, Some(2));
+    let missing = format!(
+        "{NO_CRC}header {{\n    bits long 1\n    if \"long\" {{\n        bits seq 16 role=sequence\n    }}\n}}\npacket 0 \"a\" {{\n    bool x\n}}\n"
+    );
+    insta::assert_snapshot!(diag("path_without_sequence.kdl", &missing));
+    let twice = format!(
+        "{NO_CRC}header {{\n    bits seq 16 role=sequence\n    bits again 16 role=sequence\n}}\npacket 0 \"a\" {{\n    bool x\n}}\n"
+    );
+    insta::assert_snapshot!(diag("sequence_twice.kdl", &twice));
+    let repeated = format!(
+        "{NO_CRC}header {{\n    bits seq 16 role=sequence\n    array acks 2 {{\n        bits ack 16 role=ack\n    }}\n}}\npacket 0 \"a\" {{\n    bool x\n}}\n"
+    );
+    assert!(diag("repeated.kdl", &repeated).contains("more than one field with role=ack on one path"));
+}
+
+/// #13: without a type field, fragments are told apart by a declared condition.
+#[test]
+fn fragments_without_a_type_need_a_condition() {
+    let text = format!(
+        "{NO_CRC}header {{\n    bits flags 8\n    bits seq 16 role=sequence\n}}\nfragment {{\n    bits id 8 role=fragment-id\n    bits count 8 role=fragment-count\n    rest data role=fragment-data\n}}\npacket 0 \"a\" {{\n    rest payload\n}}\n"
+    );
+    insta::assert_snapshot!(diag("fragment_without_condition.kdl", &text));
+    let p = compile_ok(&text.replace("fragment {", "fragment when=\"flags & 1\" {"));
+    assert_eq!((p.fragment_type, p.type_name(1)), (1, Some("fragment")));
+    let mut d = dissect::Dissector::new(std::sync::Arc::new(p));
+    let frag = d.dissect(&[0x01, 7, 0, 2, 3, 0xaa, 0xbb]);
+    assert_eq!(frag.packet_type, Some(1));
+    let f = frag.fragment.unwrap();
+    assert_eq!((f.id, f.count, f.data_offset, f.data_len), (2, 3, 5, 2));
+    let whole = d.dissect(&[0x00, 7, 0, 0xaa]);
+    assert_eq!(
+        (whole.packet_type, whole.fragment, whole.sequence),
+        (Some(0), None, Some(7))
+    );
+}
+
+/// #13: derived fields compute a value from earlier ones (16-bit wrap by masking) and
+/// read no bits; a default is a derived value in the `else` of an optional field.
+#[test]
+fn derived_fields_and_defaults() {
+    let text = format!(
+        "{NO_CRC}header {{\n    bits has_bits 1\n    bits seq 16 role=sequence\n    bits delta 8\n    derived ack \"(seq - delta) & 0xffff\" role=ack\n    if \"has_bits\" {{\n        bits b 8\n    }}\n    else {{\n        derived b 0xff\n    }}\n    derived ack_bits \"b\" role=ack-bits\n}}\npacket 0 \"a\" {{\n}}\n"
+    );
+    let p = compile_ok(&text);
+    let mut d = dissect::Dissector::new(std::sync::Arc::new(p));
+    // has_bits 0, seq 1, delta 2: ack wraps to 65535, the absent byte is 0xff.
+    let bits = |v: &[u64]| -> Vec<u8> {
+        // pack LSB first: 1 + 16 + 8 bits
+        let x = v[0] | v[1] << 1 | v[2] << 17;
+        x.to_le_bytes()[..4].to_vec()
+    };
+    let x = d.dissect(&bits(&[0, 1, 2]));
+    assert_eq!((x.ack, x.ack_bits), (Some(65535), Some(0xff)));
+    let derived = x.fields.iter().filter(|f| f.kind == "derived").count();
+    assert_eq!(derived, 3);
+    assert!(
+        x.fields
+            .iter()
+            .filter(|f| f.kind == "derived")
+            .all(|f| f.bit_len == 0)
+    );
 }

@@ -20,6 +20,7 @@ fn frag(sequence: u16, id: u32, count: u32, data: &[u8]) -> FragmentIn<'_> {
         id,
         count,
         data,
+        lead: 0,
     }
 }
 

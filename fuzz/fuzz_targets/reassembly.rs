@@ -29,6 +29,7 @@ fuzz_target!(|data: &[u8]| {
             count: op[4] as u32,
             frame: n as u64 + 1,
             data: &payload[..len],
+            lead: 0,
         };
         if let Outcome::Complete { count } = flows[flow].push(f, &fmt, &mut budget, &mut out, &mut frames) {
             assert_eq!(frames.len(), count as usize);

@@ -27,6 +27,7 @@ const PRIMITIVES: &[&str] = &[
     "string",
     "check",
     "rest",
+    "derived",
     "array",
     "list",
     "relative-list",
@@ -210,8 +211,10 @@ pub fn compile(file: &str, text: &str) -> Result<Program, Vec<DefinitionError>> 
         structs: HashMap::new(),
         enums: Vec::new(),
         enum_index: HashMap::new(),
-        slot_count: 0,
+        slot_count: ROLE_SLOTS,
         scope: Vec::new(),
+        spans: Vec::new(),
+        header_block: None,
     };
     let program = c.document(&doc);
     if c.errors.is_empty() {
@@ -287,6 +290,10 @@ struct Compiler<'d> {
     slot_count: usize,
     /// Fields visible to expressions: name, slot (None for non-integer fields).
     scope: Vec<(String, Option<u16>)>,
+    /// Where each node is declared, for diagnostics after compilation (role paths).
+    spans: Vec<SourceSpan>,
+    /// The compiled header, which a fragment's data may re-read (`header`).
+    header_block: Option<Block>,
 }
 
 fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
@@ -404,34 +411,66 @@ impl<'d> Compiler<'d> {
         };
         self.scope.clear();
         let header = self.block(h.children(), 0);
+        self.header_block = Some(header);
         let with_crc = params.checksum == Checksum::Crc32;
-        let header_roles: &[Role] = if with_crc {
-            &[Role::Crc, Role::Sequence, Role::Type]
-        } else {
-            &[Role::Sequence, Role::Type]
-        };
-        let header_slots = self.roles(h, header, header_roles);
-        if !with_crc && let Some(id) = self.find_role(header, Role::Crc) {
-            let name = self.nodes[id as usize].name.clone();
+        let mut roles = 0u32;
+        let mut roles_ok = self.role_placement(h, header, Role::Sequence, true, &mut roles);
+        roles_ok &= self.role_placement(h, header, Role::Type, false, &mut roles);
+        if with_crc {
+            roles_ok &= self.role_placement(h, header, Role::Crc, true, &mut roles);
+        } else if let Some(id) = self.role_nodes(header, Role::Crc).first() {
+            let name = self.nodes[*id as usize].name.clone();
             self.error(
-                Self::name_span(h),
+                self.spans[*id as usize],
                 format!("the field `{name}` has role=crc, but the protocol declares `checksum \"none\"`"),
                 "role=crc",
                 Some("remove role=crc, or declare `checksum \"crc32\"` in the protocol block".into()),
             );
         }
+        for role in [Role::Ack, Role::AckBits] {
+            roles_ok &= self.role_placement(h, header, role, false, &mut roles);
+        }
+        let when = fragment_node
+            .and_then(|f| prop(f, "when"))
+            .and_then(|e| self.expression(e));
         let fragment = fragment_node.map(|f| {
+            self.check_props(f, &["when", "doc"]);
             let b = self.block(f.children(), 0);
             (f, b)
         });
-        let frag_slots = fragment
-            .map(|(f, b)| self.roles(f, b, &[Role::FragmentId, Role::FragmentCount, Role::FragmentData]));
         if let Some((f, b)) = fragment {
+            for role in [Role::FragmentId, Role::FragmentCount, Role::FragmentData] {
+                roles_ok &= self.role_placement(f, b, role, true, &mut roles);
+            }
+            for role in [Role::Ack, Role::AckBits] {
+                roles_ok &= self.role_placement(f, b, role, false, &mut roles);
+            }
             self.fragment_widths(f, b, &params.format);
+            if when.is_none() && !Program::role_declared(roles, Role::Type) {
+                self.error(
+                    Self::name_span(f),
+                    "without a type field, fragments need a condition",
+                    "which datagrams are fragments?",
+                    Some("write `fragment when=\"prefix & 1\" { … }` with a condition on header fields, or give the header a role=type field (fragments are then type 0)".into()),
+                );
+            }
         }
+        for role in [Role::FragmentId, Role::FragmentCount, Role::FragmentData] {
+            if fragment.is_none()
+                && let Some(id) = self.role_nodes(header, role).first()
+            {
+                self.error(
+                    self.spans[*id as usize],
+                    format!("role={} belongs in the `fragment` block", role.name()),
+                    "outside the fragment block",
+                    Some("declare `fragment { … }` with the fragment id, count and data".into()),
+                );
+            }
+        }
+        let typed = Program::role_declared(roles, Role::Type);
 
         // The type field's range fixes the number of packet types.
-        let type_node = self.find_role(header, Role::Type);
+        let type_node = self.role_nodes(header, Role::Type).first().copied();
         let derived_types = type_node.and_then(|id| match self.nodes[id as usize].kind {
             Kind::Int { min: 0, max } if max < 1 << 16 => Some(max as u32 + 1),
             Kind::Bits(b) if b <= 16 => Some(1u32 << b),
@@ -451,6 +490,7 @@ impl<'d> Compiler<'d> {
                 );
             }
             (Some(d), _) => params.format.num_types = d,
+            (None, 0) if !typed => params.format.num_types = 1,
             (None, 0) => {
                 if let Some(id) = type_node {
                     let _ = id;
@@ -490,7 +530,7 @@ impl<'d> Compiler<'d> {
                 );
                 continue;
             }
-            if id == 0 && fragment.is_some() {
+            if id == 0 && fragment.is_some() && when.is_none() && typed {
                 self.error(
                     id_span,
                     "packet type 0 is reserved for fragments",
@@ -533,6 +573,9 @@ impl<'d> Compiler<'d> {
                 },
             };
             let body = self.block(p.children(), 0);
+            for role in [Role::Ack, Role::AckBits] {
+                roles_ok &= self.role_placement(p, body, role, false, &mut roles);
+            }
             packets.push(PacketDef {
                 type_id: id as u32,
                 name,
@@ -543,7 +586,7 @@ impl<'d> Compiler<'d> {
                 body,
             });
         }
-        let mut by_type = vec![None; params.format.num_types as usize];
+        let mut by_type = vec![None; params.format.num_types as usize + usize::from(when.is_some())];
         for (i, p) in packets.iter().enumerate() {
             if let Some(slot) = by_type.get_mut(p.type_id as usize) {
                 *slot = Some(i as u16);
@@ -552,13 +595,15 @@ impl<'d> Compiler<'d> {
         if self.slot_count > u16::MAX as usize {
             self.error(Self::name_span(h), "too many fields", "", None);
         }
-        let header_slots = header_slots?;
-        let role_slots = RoleSlots {
-            crc: with_crc.then(|| header_slots[0]),
-            sequence: header_slots[usize::from(with_crc)],
-            packet_type: header_slots[usize::from(with_crc) + 1],
-            fragment_id: frag_slots.as_ref().and_then(|s| s.as_ref()).map(|s| s[0]),
-            fragment_count: frag_slots.as_ref().and_then(|s| s.as_ref()).map(|s| s[1]),
+        if !roles_ok {
+            return None;
+        }
+        // With a condition, fragments get a type of their own, one past the packets'.
+        let fragment_type = if when.is_some() {
+            params.format.num_types += 1;
+            params.format.num_types - 1
+        } else {
+            crate::validate::FRAGMENT_TYPE
         };
         Some(Program {
             params,
@@ -567,12 +612,14 @@ impl<'d> Compiler<'d> {
             code: std::mem::take(&mut self.code),
             header,
             fragment: fragment.map(|f| f.1),
+            fragment_when: when,
+            fragment_type,
+            roles,
             packets,
             by_type,
             enums: std::mem::take(&mut self.enums),
             slot_count: self.slot_count,
             limits: Limits::default(),
-            role_slots,
         })
     }
 
@@ -588,7 +635,7 @@ impl<'d> Compiler<'d> {
             (Role::FragmentId, max - 1, "fragment ids up to"),
             (Role::FragmentCount, count_max, "the fragment count up to"),
         ] {
-            let Some(id) = self.find_role(block, role) else {
+            let Some(&id) = self.role_nodes(block, role).first() else {
                 continue;
             };
             let node = &self.nodes[id as usize];
@@ -811,67 +858,159 @@ impl<'d> Compiler<'d> {
         self.enums.push(EnumDef { name, values });
     }
 
-    /// Slots of the fields carrying `roles` in `block`, with errors for missing ones.
-    fn roles(&mut self, owner: &KdlNode, block: Block, roles: &[Role]) -> Option<Vec<u16>> {
+    /// Every field carrying `role` in `block`, through branches, groups and re-reads.
+    fn role_nodes(&self, block: Block, role: Role) -> Vec<NodeId> {
         let mut out = Vec::new();
-        let mut ok = true;
-        for &r in roles {
-            let found = self.find_role(block, r);
-            let role_name = serde_json::to_value(r).ok();
-            let role_name = role_name.as_ref().and_then(|v| v.as_str()).unwrap_or("?");
-            match found {
-                None => {
-                    ok = false;
-                    self.error(
-                        Self::name_span(owner),
-                        format!("`{}` has no field with role={role_name}", owner.name().value()),
-                        "missing role",
-                        Some(format!(
-                            "mark the field, for example `bits {role_name} 16 role={role_name}`"
-                        )),
-                    );
-                }
-                Some(id) => {
-                    let node = self.nodes[id as usize].clone();
-                    let kind_ok = match (r, &node.kind) {
-                        (Role::Crc, Kind::Bits(32)) => true,
-                        (Role::Sequence, Kind::Bits(b)) => *b <= 16,
-                        (Role::Type | Role::FragmentId | Role::FragmentCount, Kind::Bits(b)) => *b <= 16,
-                        (Role::Type | Role::FragmentId | Role::FragmentCount, Kind::Int { .. }) => true,
-                        (Role::FragmentData, Kind::Rest) => true,
-                        _ => false,
-                    };
-                    if !kind_ok {
-                        ok = false;
-                        self.error(
-                            Self::name_span(owner),
-                            format!(
-                                "the role={role_name} field `{}` is a `{}`",
-                                node.name,
-                                node.kind.name()
-                            ),
-                            "wrong kind for its role",
-                            Some(match r {
-                                Role::Crc => "the CRC is `bits 32`".into(),
-                                Role::FragmentData => "fragment data is `rest`".into(),
-                                _ => "use `bits N` (N ≤ 16) or `int MIN MAX`".into(),
-                            }),
-                        );
-                    }
-                    out.push(node.slot.unwrap_or(0));
-                }
-            }
-        }
-        ok.then_some(out)
+        self.collect_role(block, role, &mut out, 0);
+        out
     }
 
-    fn find_role(&self, block: Block, role: Role) -> Option<NodeId> {
+    fn collect_role(&self, block: Block, role: Role, out: &mut Vec<NodeId>, depth: u32) {
+        if depth > 64 {
+            return;
+        }
         let ids = self
             .children
-            .get(block.start as usize..(block.start + block.len) as usize)?;
-        ids.iter()
-            .copied()
-            .find(|&id| self.nodes[id as usize].role == Some(role))
+            .get(block.start as usize..(block.start + block.len) as usize)
+            .unwrap_or(&[]);
+        for &id in ids {
+            let node = &self.nodes[id as usize];
+            if node.role == Some(role) {
+                out.push(id);
+            }
+            for b in node_blocks(&node.kind) {
+                self.collect_role(b, role, out, depth + 1);
+            }
+        }
+    }
+
+    /// The fewest and most fields with `role` on one path through `block`, and the
+    /// first `if` whose branches differ in it.
+    fn role_paths(&self, block: Block, role: Role, depth: u32) -> (u32, u32, Option<NodeId>) {
+        let ids = self
+            .children
+            .get(block.start as usize..(block.start + block.len) as usize)
+            .unwrap_or(&[]);
+        let (mut lo, mut hi, mut split) = (0u32, 0u32, None);
+        if depth > 64 {
+            return (0, 0, None);
+        }
+        for &id in ids {
+            let node = &self.nodes[id as usize];
+            if node.role == Some(role) {
+                lo += 1;
+                hi += 1;
+            }
+            let (l, h, sp) = match &node.kind {
+                Kind::If { then, otherwise, .. } => {
+                    let a = self.role_paths(*then, role, depth + 1);
+                    let b = self.role_paths(*otherwise, role, depth + 1);
+                    let here = (a.0 != b.0 || a.1 != b.1).then_some(id);
+                    (a.0.min(b.0), a.1.max(b.1), a.2.or(b.2).or(here))
+                }
+                Kind::Struct { body } | Kind::Inline { body } | Kind::Rest { body } => {
+                    self.role_paths(*body, role, depth + 1)
+                }
+                Kind::Array { body, .. } | Kind::List { body, .. } | Kind::RelativeList { body, .. } => {
+                    // Repeated: a role inside is read many times on one path.
+                    let (_, h, sp) = self.role_paths(*body, role, depth + 1);
+                    (0, h * 2, sp)
+                }
+                _ => (0, 0, None),
+            };
+            lo += l;
+            hi += h;
+            split = split.or(sp);
+        }
+        (lo, hi, split)
+    }
+
+    /// Checks where the fields with `role` sit in `block`: each of the right kind, at
+    /// most one on any path, and (when `required`) one on every path. Two paths may
+    /// use different fields. Records the role as declared.
+    fn role_placement(
+        &mut self,
+        owner: &KdlNode,
+        block: Block,
+        role: Role,
+        required: bool,
+        roles: &mut u32,
+    ) -> bool {
+        let name = role.name();
+        let owner_name = owner.name().value().to_string();
+        let nodes = self.role_nodes(block, role);
+        let (lo, hi, split) = self.role_paths(block, role, 0);
+        let mut ok = true;
+        if nodes.is_empty() {
+            if required {
+                self.error(
+                    Self::name_span(owner),
+                    format!("`{owner_name}` has no field with role={name}"),
+                    "missing role",
+                    Some(match role {
+                        Role::FragmentData => "mark the fragment's data, for example `rest data role=fragment-data`".into(),
+                        Role::Crc => "mark the CRC, `bits crc 32 role=crc`, or declare `checksum \"none\"` in the protocol block".into(),
+                        _ => format!("mark the field, for example `bits {} 16 role={name}`", name.replace('-', "_")),
+                    }),
+                );
+                return false;
+            }
+            return true;
+        }
+        Program::declare_role(roles, role);
+        for &id in &nodes {
+            let node = self.nodes[id as usize].clone();
+            let kind_ok = match (role, &node.kind) {
+                (_, Kind::Derived(_)) => role != Role::Crc,
+                (Role::Crc, Kind::Bits(32)) => true,
+                (Role::AckBits, Kind::Bits(_)) => true,
+                (Role::Sequence | Role::Ack, Kind::Bits(b)) => *b <= 16,
+                (Role::Type | Role::FragmentId | Role::FragmentCount, Kind::Bits(b)) => *b <= 16,
+                (Role::Type | Role::FragmentId | Role::FragmentCount, Kind::Int { .. }) => true,
+                (Role::FragmentData, Kind::Rest { .. }) => true,
+                _ => false,
+            };
+            if !kind_ok {
+                ok = false;
+                self.error(
+                    self.spans[id as usize],
+                    format!(
+                        "the role={name} field `{}` is a `{}`",
+                        node.name,
+                        node.kind.name()
+                    ),
+                    "wrong kind for its role",
+                    Some(match role {
+                        Role::Crc => "the CRC is `bits 32`".into(),
+                        Role::FragmentData => "fragment data is `rest`".into(),
+                        Role::AckBits => "use `bits N` (N ≤ 32) or `derived`".into(),
+                        Role::Sequence | Role::Ack => "use `bits N` (N ≤ 16) or `derived`".into(),
+                        _ => "use `bits N` (N ≤ 16), `int MIN MAX` or `derived`".into(),
+                    }),
+                );
+            }
+        }
+        if hi > 1 {
+            ok = false;
+            let second = nodes.get(1).copied().unwrap_or(nodes[0]);
+            self.error(
+                self.spans[second as usize],
+                format!("more than one field with role={name} on one path through `{owner_name}`"),
+                "another role field on the same path",
+                Some("a role is read once per packet: keep one field, or put them in the two branches of an `if`/`else`".into()),
+            );
+        }
+        if required && lo == 0 {
+            ok = false;
+            let at = split.map_or(Self::name_span(owner), |id| self.spans[id as usize]);
+            self.error(
+                at,
+                format!("on some paths through `{owner_name}` no field has role={name}"),
+                "a branch of this `if` has none",
+                Some("every path needs one: add the field to each branch (they may be different fields), or move it out of the `if`".into()),
+            );
+        }
+        ok
     }
 
     fn arg_entry<'n>(&mut self, n: &'n KdlNode, i: usize, what: &str) -> Option<&'n KdlEntry> {
@@ -1098,6 +1237,7 @@ impl<'d> Compiler<'d> {
                             continue;
                         };
                         let then = self.block(n.children(), depth + 1);
+                        self.spans.push(n.span());
                         self.nodes.push(Node {
                             name: "if".into(),
                             kind: Kind::If {
@@ -1211,7 +1351,12 @@ impl<'d> Compiler<'d> {
             return None;
         }
         let inline_struct = self.structs.contains_key(kind_name) && positional(n).is_empty();
-        let named = !matches!(kind_name, "align" | "if" | "check") && !inline_struct;
+        // `header` alone in a fragment or packet reads the protocol's header again.
+        let header_reread = kind_name == "header"
+            && self.header_block.is_some()
+            && !self.structs.contains_key("header")
+            && positional(n).is_empty();
+        let named = !matches!(kind_name, "align" | "if" | "check") && !inline_struct && !header_reread;
         let name = if named {
             self.arg_str(n, 0, "the field's name")?
         } else {
@@ -1336,8 +1481,26 @@ impl<'d> Compiler<'d> {
             }
             "rest" => {
                 allowed.push("role");
-                Kind::Rest
+                let body = self.block(n.children(), depth + 1);
+                Kind::Rest { body }
             }
+            "derived" => {
+                allowed.extend(["role", "enum"]);
+                let e = self.arg_entry(n, 1, "the expression that computes it")?;
+                if !e.value().is_string() && e.value().as_integer().is_none() {
+                    self.error(
+                        e.span(),
+                        "expected an expression in quotes",
+                        "",
+                        Some(usage("derived")),
+                    );
+                    return None;
+                }
+                Kind::Derived(self.expression(e)?)
+            }
+            "header" if header_reread => Kind::Struct {
+                body: self.header_block.unwrap_or_default(),
+            },
             "array" => {
                 let count = self.count(n, 1)?;
                 let body = self.block(n.children(), depth + 1);
@@ -1409,6 +1572,8 @@ impl<'d> Compiler<'d> {
         };
         let expected = match &kind {
             Kind::Bits(_) | Kind::SmallestThree(_) | Kind::Bytes(_) | Kind::String { .. } => 2,
+            Kind::Derived(_) => 2,
+            Kind::Struct { .. } if header_reread => 0,
             Kind::Array { .. } | Kind::RelativeList { .. } => 2,
             Kind::Int { .. } => 3,
             Kind::CompressedFloat(_) | Kind::CompressedVector(_) => 4,
@@ -1430,6 +1595,8 @@ impl<'d> Compiler<'d> {
                     Some("fragment-id") => Some(Role::FragmentId),
                     Some("fragment-count") => Some(Role::FragmentCount),
                     Some("fragment-data") => Some(Role::FragmentData),
+                    Some("ack") => Some(Role::Ack),
+                    Some("ack-bits") => Some(Role::AckBits),
                     _ => None,
                 };
                 if r.is_none() {
@@ -1437,7 +1604,7 @@ impl<'d> Compiler<'d> {
                         e.span(),
                         "unknown role",
                         "",
-                        Some("roles: crc, sequence, type, fragment-id, fragment-count, fragment-data".into()),
+                        Some(format!("roles: {}", Role::ALL.map(Role::name).join(", "))),
                     );
                 }
                 r
@@ -1461,18 +1628,34 @@ impl<'d> Compiler<'d> {
                 }
             }
         };
-        let integer = matches!(kind, Kind::Bits(_) | Kind::Bool | Kind::Int { .. } | Kind::Uint64);
-        let slot = if integer && named {
-            let s = self.slot_count as u16;
-            self.slot_count += 1;
-            Some(s)
-        } else {
-            None
+        let integer = matches!(
+            kind,
+            Kind::Bits(_) | Kind::Bool | Kind::Int { .. } | Kind::Uint64 | Kind::Derived(_)
+        );
+        // A role field writes its role's slot; a field named like an earlier one (the
+        // other branch of an `if`) shares its slot, so expressions read whichever was read.
+        let earlier = self
+            .scope
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == name)
+            .and_then(|(_, s)| *s)
+            .filter(|&s| s as usize >= ROLE_SLOTS);
+        let slot = match (integer && named, role.and_then(Role::slot), earlier) {
+            (false, _, _) => None,
+            (true, Some(r), _) => Some(r),
+            (true, None, Some(s)) => Some(s),
+            (true, None, None) => {
+                let s = self.slot_count as u16;
+                self.slot_count += 1;
+                Some(s)
+            }
         };
         if named {
             self.scope.push((name.clone(), slot));
         }
         let type_name = matches!(kind, Kind::Struct { .. }).then(|| kind_name.to_string());
+        self.spans.push(n.span());
         self.nodes.push(Node {
             name,
             kind,
@@ -1504,7 +1687,9 @@ fn usage(kind: &str) -> String {
         "list" => "usage: `list NAME end=\"condition\" { fields }`".into(),
         "check" => "usage: `check \"name to hash\"` or `check magic=0x…`".into(),
         "align" => "usage: `align` (to the next byte)".into(),
-        "bool" | "uint64" | "float" | "double" | "vector" | "quaternion" | "rest" => {
+        "derived" => "usage: `derived NAME \"expression over earlier fields\"`".into(),
+        "rest" => "usage: `rest NAME` or `rest NAME { what the bytes start with }`".into(),
+        "bool" | "uint64" | "float" | "double" | "vector" | "quaternion" => {
             format!("usage: `{kind} NAME`")
         }
         _ => format!("usage: `{kind} NAME …`"),
@@ -1523,4 +1708,18 @@ pub fn describe(format: &HeaderFormat) -> String {
             CountEncoding::CountMinusOne => "count-1",
         }
     )
+}
+
+/// The blocks a node holds (branches, bodies).
+fn node_blocks(kind: &Kind) -> Vec<Block> {
+    match kind {
+        Kind::If { then, otherwise, .. } => vec![*then, *otherwise],
+        Kind::Struct { body }
+        | Kind::Inline { body }
+        | Kind::Rest { body }
+        | Kind::Array { body, .. }
+        | Kind::List { body, .. }
+        | Kind::RelativeList { body, .. } => vec![*body],
+        _ => Vec::new(),
+    }
 }

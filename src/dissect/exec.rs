@@ -146,6 +146,10 @@ pub struct FragmentInfo {
     pub count: u32,
     pub data_offset: usize,
     pub data_len: usize,
+    /// Bytes at the start of the data that the fragment's `rest { … }` describes (the
+    /// packet header fragment 0 carries): part of the reassembled packet, but not
+    /// counted against `fragment-size`.
+    pub lead: usize,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -155,6 +159,9 @@ pub struct Dissection {
     pub sequence: Option<u16>,
     pub packet_type: Option<u32>,
     pub fragment: Option<FragmentInfo>,
+    /// The ack roles, when the packet's path read them.
+    pub ack: Option<u16>,
+    pub ack_bits: Option<u32>,
     pub fault: Option<Fault>,
     pub bits_read: u64,
 }
@@ -197,6 +204,8 @@ impl Dissector {
         out.sequence = None;
         out.packet_type = None;
         out.fragment = None;
+        out.ack = None;
+        out.ack_bits = None;
         out.fault = None;
         self.slots.iter_mut().for_each(|s| *s = 0);
         let mut r = BitReader::new(data);
@@ -207,6 +216,7 @@ impl Dissector {
             record: self.record,
             count: std::cell::Cell::new(0),
             rest: std::cell::Cell::new(None),
+            seen: 0,
         };
         let _ = exec.packet(&mut r, out);
         out.bits_read = r.bits_read();
@@ -234,8 +244,10 @@ struct Exec<'p> {
     record: bool,
     /// Fields read so far (counted even when not recorded, for the limit).
     count: std::cell::Cell<u32>,
-    /// Where the `rest` field's bytes are (fragment data).
-    rest: std::cell::Cell<Option<(usize, usize)>>,
+    /// Where the `rest` field's bytes are (fragment data) and its described lead.
+    rest: std::cell::Cell<Option<(usize, usize, usize)>>,
+    /// Role slots written on this packet's path (bit per slot).
+    seen: u32,
 }
 
 struct Stop;
@@ -257,27 +269,57 @@ impl<'p> Exec<'p> {
     fn packet(&mut self, r: &mut BitReader, out: &mut Dissection) -> Step {
         let p = self.program;
         self.block(r, out, p.header, ROOT, 0)?;
-        let rs = p.role_slots;
-        out.crc = rs.crc.map(|s| self.slot(s) as u32);
-        out.sequence = Some(self.slot(rs.sequence) as u16);
-        let ty = self.slot(rs.packet_type) as u32;
+        out.crc = self.role(Role::Crc).map(|v| v as u32);
+        out.sequence = self.role(Role::Sequence).map(|v| v as u16);
+        let ty = self.role(Role::Type).unwrap_or(0) as u32;
         out.packet_type = Some(ty);
-        if let (FRAGMENT_TYPE, Some(frag)) = (ty, p.fragment) {
-            self.block(r, out, frag, ROOT, 0)?;
-            let raw = rs.fragment_count.map(|s| self.slot(s)).unwrap_or(0) as u32;
+        let fragment = match (p.fragment, p.fragment_when) {
+            (Some(f), Some(when)) => {
+                let at = r.bits_read();
+                (self.eval_at(out, when, ROOT, Label::Part("fragment"), at)? != 0).then_some(f)
+            }
+            (Some(f), None) => (ty == FRAGMENT_TYPE).then_some(f),
+            (None, _) => None,
+        };
+        if let Some(frag) = fragment {
+            out.packet_type = Some(p.fragment_type);
+            let res = self.block(r, out, frag, ROOT, 0);
+            self.acks(out);
+            res?;
+            let raw = self.role(Role::FragmentCount).unwrap_or(0) as u32;
             let count = match p.params.format.count_encoding {
                 CountEncoding::Count => raw,
                 CountEncoding::CountMinusOne => raw + 1,
             };
-            let data = self.rest.get().unwrap_or(((r.bits_read() / 8) as usize, 0));
+            let data = self.rest.get().unwrap_or(((r.bits_read() / 8) as usize, 0, 0));
             out.fragment = Some(FragmentInfo {
-                id: rs.fragment_id.map(|s| self.slot(s)).unwrap_or(0) as u32,
+                id: self.role(Role::FragmentId).unwrap_or(0) as u32,
                 count,
                 data_offset: data.0,
                 data_len: data.1,
+                lead: data.2,
             });
             return Ok(());
         }
+        let res = self.body(r, out, ty);
+        self.acks(out);
+        res
+    }
+
+    fn acks(&self, out: &mut Dissection) {
+        out.ack = self.role(Role::Ack).map(|v| v as u16);
+        out.ack_bits = self.role(Role::AckBits).map(|v| v as u32);
+    }
+
+    /// The value of a role, when this packet's path read a field with it.
+    #[inline]
+    fn role(&self, role: Role) -> Option<i64> {
+        let s = role.slot()?;
+        (self.seen >> s & 1 == 1).then(|| self.slot(s))
+    }
+
+    fn body(&mut self, r: &mut BitReader, out: &mut Dissection, ty: u32) -> Step {
+        let p = self.program;
         let Some(def) = p.packet(ty) else {
             let at = out
                 .fields
@@ -551,8 +593,11 @@ impl<'p> Exec<'p> {
                     return Some(false);
                 }
                 self.count.set(n);
-                if let Some(s) = slot.and_then(|s| self.slots.get_mut(s as usize)) {
-                    *s = raw.0[0] as i64;
+                if let Some(s) = slot {
+                    self.seen |= u32::from((s as usize) < ROLE_SLOTS) << (s & 31);
+                    if let Some(x) = self.slots.get_mut(s as usize) {
+                        *x = raw.0[0] as i64;
+                    }
                 }
                 Some(true)
             }
@@ -734,14 +779,11 @@ impl<'p> Exec<'p> {
 
     #[inline]
     fn set_slot(&mut self, id: NodeId, v: i64) {
-        if let Some(s) = self
-            .program
-            .nodes
-            .get(id as usize)
-            .and_then(|n| n.slot)
-            .and_then(|s| self.slots.get_mut(s as usize))
-        {
-            *s = v;
+        if let Some(s) = self.program.nodes.get(id as usize).and_then(|n| n.slot) {
+            self.seen |= u32::from((s as usize) < ROLE_SLOTS) << (s & 31);
+            if let Some(x) = self.slots.get_mut(s as usize) {
+                *x = v;
+            }
         }
     }
 
@@ -770,7 +812,25 @@ impl<'p> Exec<'p> {
             Kind::Align => self.align(r, out, id, parent, depth),
             Kind::Bytes(c) => self.bytes(r, out, &here(r), *c),
             Kind::String { max } => self.string(r, out, &here(r), *max),
-            Kind::Rest => self.rest_of_datagram(r, out, &here(r)),
+            Kind::Rest { body } => self.rest_of_datagram(r, out, &here(r), *body),
+            Kind::Derived(e) => {
+                let at = r.bits_read();
+                let v = self.eval_at(out, *e, parent, Label::Node(id), at)?;
+                self.set_slot(id, v);
+                self.push(
+                    out,
+                    id,
+                    Label::Node(id),
+                    "derived",
+                    parent,
+                    depth,
+                    at,
+                    0,
+                    v as u64,
+                    Value::Int(v),
+                )?;
+                Ok(())
+            }
             Kind::Struct { body } => {
                 let g = self.open(out, &here(r), Value::None)?;
                 self.block(r, out, *body, g, depth + 1)?;
@@ -893,14 +953,28 @@ impl<'p> Exec<'p> {
     }
 
     /// `rest name`: align, then the rest of the datagram (fragment data).
-    fn rest_of_datagram(&mut self, r: &mut BitReader, out: &mut Dissection, h: &Here) -> Step {
+    fn rest_of_datagram(&mut self, r: &mut BitReader, out: &mut Dissection, h: &Here, body: Block) -> Step {
         self.align(r, out, h.id, h.parent, h.depth)?;
         let at = r.bits_read();
         let b = r
             .read_rest()
             .map_err(|e| self.read_fault(out, e, h.parent, h.label))?;
-        self.rest.set(Some(((at / 8) as usize, b.len())));
-        self.push_bytes(out, h, at, b.len())
+        let (offset, len) = ((at / 8) as usize, b.len());
+        self.rest.set(Some((offset, len, 0)));
+        self.push_bytes(out, h, at, len)?;
+        if body.len > 0 {
+            // What the bytes start with, read in place: fields under the rest field.
+            let group = if self.record {
+                out.fields.len() as u32 - 1
+            } else {
+                ROOT
+            };
+            let mut inner = BitReader::at(r.data(), at);
+            self.block(&mut inner, out, body, group, h.depth + 1)?;
+            let lead = (inner.bits_read() - at).div_ceil(8) as usize;
+            self.rest.set(Some((offset, len, lead)));
+        }
+        Ok(())
     }
 
     /// `array name COUNT { … }`.

@@ -38,6 +38,60 @@ pub enum Role {
     FragmentId,
     FragmentCount,
     FragmentData,
+    /// The newest sequence of the other direction that this packet acknowledges.
+    Ack,
+    /// Bit i set: sequence `ack - i` of the other direction was received too.
+    AckBits,
+}
+
+/// Slots 0..ROLE_SLOTS hold the role values: every field with a role, wherever it is
+/// (inside an `if`, a fragment header, a re-read header), writes its role's slot, so a
+/// role may come from a different field on each path.
+pub const ROLE_SLOTS: usize = 7;
+
+impl Role {
+    pub const ALL: [Role; 8] = [
+        Role::Crc,
+        Role::Sequence,
+        Role::Type,
+        Role::FragmentId,
+        Role::FragmentCount,
+        Role::FragmentData,
+        Role::Ack,
+        Role::AckBits,
+    ];
+
+    /// The slot of an integer role (fragment data has none).
+    pub const fn slot(self) -> Option<u16> {
+        Some(match self {
+            Role::Crc => 0,
+            Role::Sequence => 1,
+            Role::Type => 2,
+            Role::FragmentId => 3,
+            Role::FragmentCount => 4,
+            Role::Ack => 5,
+            Role::AckBits => 6,
+            Role::FragmentData => return None,
+        })
+    }
+
+    /// The spelling in definitions (`role=fragment-id`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Crc => "crc",
+            Role::Sequence => "sequence",
+            Role::Type => "type",
+            Role::FragmentId => "fragment-id",
+            Role::FragmentCount => "fragment-count",
+            Role::FragmentData => "fragment-data",
+            Role::Ack => "ack",
+            Role::AckBits => "ack-bits",
+        }
+    }
+
+    const fn bit(self) -> u32 {
+        1 << self as u32
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -64,8 +118,14 @@ pub enum Kind {
     Check {
         magic: u32,
     },
-    /// The rest of the datagram as bytes (fragment data).
-    Rest,
+    /// The rest of the datagram as bytes (fragment data); `body` describes what the
+    /// bytes start with (reliable's fragment 0 carries the packet header).
+    Rest {
+        body: Block,
+    },
+    /// A value computed from earlier fields, reading no bits (Wireshark's generated
+    /// fields): `derived ack "(sequence - ack_delta) & 0xffff"`.
+    Derived(Expr),
     Struct {
         body: Block,
     },
@@ -112,7 +172,8 @@ impl Kind {
             Kind::Bytes(_) => "bytes",
             Kind::String { .. } => "string",
             Kind::Check { .. } => "check",
-            Kind::Rest => "rest",
+            Kind::Rest { .. } => "rest",
+            Kind::Derived(_) => "derived",
             Kind::Struct { .. } => "struct",
             Kind::Inline { .. } => "inline",
             Kind::Array { .. } => "array",
@@ -246,27 +307,35 @@ pub struct Program {
     pub code: Vec<expr::Op>,
     pub header: Block,
     pub fragment: Option<Block>,
+    /// The condition that makes a datagram a fragment (`fragment when="prefix & 1"`);
+    /// without it, fragments are packet type 0.
+    pub fragment_when: Option<Expr>,
+    /// The type reported for fragments: 0, or one past the packet types with `when`.
+    pub fragment_type: u32,
+    /// The roles some field carries (bit per role).
+    pub roles: u32,
     pub packets: Vec<PacketDef>,
     /// Packet index by type id (`None` for undefined types).
     pub by_type: Vec<Option<u16>>,
     pub enums: Vec<EnumDef>,
     pub slot_count: usize,
     pub limits: Limits,
-    /// Slots of the role fields.
-    pub role_slots: RoleSlots,
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RoleSlots {
-    /// None when the protocol declares no checksum.
-    pub crc: Option<u16>,
-    pub sequence: u16,
-    pub packet_type: u16,
-    pub fragment_id: Option<u16>,
-    pub fragment_count: Option<u16>,
 }
 
 impl Program {
+    pub fn has_role(&self, role: Role) -> bool {
+        self.roles & role.bit() != 0
+    }
+
+    pub(crate) fn role_declared(roles: u32, role: Role) -> bool {
+        roles & role.bit() != 0
+    }
+
+    /// Sets the declared-role bit (the compiler).
+    pub(crate) fn declare_role(roles: &mut u32, role: Role) {
+        *roles |= role.bit();
+    }
+
     #[inline]
     pub fn block(&self, b: Block) -> &[NodeId] {
         self.children
@@ -291,7 +360,7 @@ impl Program {
     }
 
     pub fn type_name(&self, type_id: u32) -> Option<&str> {
-        if type_id == crate::validate::FRAGMENT_TYPE && self.fragment.is_some() {
+        if type_id == self.fragment_type && self.fragment.is_some() {
             return Some("fragment");
         }
         self.packet(type_id).map(|p| p.name.as_str())

@@ -142,6 +142,9 @@ pub struct PacketEvent<'a> {
     pub crc: Option<CrcStatus>,
     pub sequence: Option<u16>,
     pub packet_type: Option<u32>,
+    /// The ack roles of the packet (or of the header a fragment carries).
+    pub ack: Option<u16>,
+    pub ack_bits: Option<u32>,
     pub fragment: Option<FragmentInfo>,
     pub fault: Option<FaultKind>,
     /// The sequence analysis of this datagram (game datagrams of tracked flows).
@@ -192,6 +195,8 @@ impl<'a> PacketEvent<'a> {
             status: Status::None,
             crc: None,
             sequence: None,
+            ack: None,
+            ack_bits: None,
             packet_type: None,
             fragment: None,
             fault: None,

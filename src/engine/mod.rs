@@ -333,6 +333,8 @@ impl Engine {
         e.sequence = Some(sequence);
         e.packet_type = Some(ptype);
         e.fragment = v.fragment;
+        e.ack = v.ack;
+        e.ack_bits = v.ack_bits;
         // A flow past the table's cap is validated and counted, without sequence
         // analysis or reassembly.
         let Some(index) = e.flow_index else {
@@ -356,6 +358,7 @@ impl Engine {
             count: frag.count,
             frame: f.number,
             data,
+            lead: frag.lead,
         };
         let outcome = flow.frags.push(
             input,
@@ -392,6 +395,8 @@ impl Engine {
             crc: v.crc,
             sequence: v.sequence.or(Some(sequence)),
             packet_type: v.packet_type,
+            ack: v.ack,
+            ack_bits: v.ack_bits,
             fragment: None,
             fault: v.fault,
             seq_event: None,

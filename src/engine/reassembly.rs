@@ -127,6 +127,9 @@ pub struct FragmentIn<'a> {
     /// The frame that carried it.
     pub frame: u64,
     pub data: &'a [u8],
+    /// Bytes at the start of `data` outside `fragment-size` (the header fragment 0
+    /// carries, when the definition describes it).
+    pub lead: usize,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -213,11 +216,12 @@ impl FlowReassembly {
             return Outcome::Refused;
         }
         let size = fmt.fragment_size as usize;
-        if f.data.len() > size {
+        let carried = f.data.len().saturating_sub(f.lead);
+        if carried > size {
             self.attacks.oversize += 1;
             return Outcome::Refused;
         }
-        if f.id + 1 < f.count && f.data.len() < size {
+        if f.id + 1 < f.count && carried < size {
             self.attacks.short_non_last += 1;
             return Outcome::Refused;
         }

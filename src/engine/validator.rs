@@ -15,6 +15,9 @@ pub struct Verdict {
     pub packet_type: Option<u32>,
     pub fragment: Option<FragmentInfo>,
     pub fault: Option<FaultKind>,
+    /// The ack roles (definitions that declare them).
+    pub ack: Option<u16>,
+    pub ack_bits: Option<u32>,
 }
 
 /// Validates datagrams; reuses its buffers, so it allocates nothing once warm.
@@ -83,6 +86,8 @@ impl Validator {
                         v.sequence = Some(seq);
                         v.packet_type = Some(t);
                         v.fragment = x.fragment;
+                        v.ack = x.ack;
+                        v.ack_bits = x.ack_bits;
                         v.fault = x.fault.as_ref().map(|f| f.kind);
                         v.status = if v.fault.is_some() {
                             Status::Malformed
@@ -106,6 +111,7 @@ impl Validator {
                         count: fh.num_fragments,
                         data_offset: h.body_offset,
                         data_len: payload.len().saturating_sub(h.body_offset),
+                        lead: 0,
                     });
                 }
                 Err(e) => {
@@ -135,6 +141,8 @@ impl Validator {
                 let x = &self.dissection;
                 v.sequence = x.sequence;
                 v.packet_type = x.packet_type;
+                v.ack = x.ack;
+                v.ack_bits = x.ack_bits;
                 v.fault = x.fault.as_ref().map(|f| f.kind);
             }
             None => match validate::read_header(packet, &self.format) {

@@ -27,6 +27,8 @@ pub enum GenError {
     Field { field: String, error: BitError },
     #[error("the definition has no protocol id")]
     NoProtocolId,
+    #[error("no header written in 64 tries makes `fragment when` {0}")]
+    FragmentCondition(bool),
 }
 
 /// Writes packets of one definition.
@@ -38,6 +40,9 @@ pub struct PacketWriter<'p> {
     pub scale: u64,
     pub leaves: Vec<Leaf>,
     crc_leaf: Option<usize>,
+    /// Bytes of header in the last packet written: what fragment 0 carries beyond
+    /// `fragment-size` when the fragment's data describes the header.
+    header_bytes: usize,
 }
 
 /// The packet being written; its tracer sees every primitive, from which the leaves
@@ -72,6 +77,7 @@ impl<'p> PacketWriter<'p> {
             scale: 8,
             leaves: Vec::new(),
             crc_leaf: None,
+            header_bytes: 0,
         }
     }
 
@@ -220,9 +226,14 @@ impl<'p> PacketWriter<'p> {
                 let text: Vec<u8> = (0..len).map(|_| b'a' + rng.below(26) as u8).collect();
                 self.bytes(w, &text)?;
             }
-            Kind::Rest => {
+            // The caller's data already starts with what the body describes.
+            Kind::Rest { .. } => {
                 let data = roles.data.clone().unwrap_or_default();
                 self.bytes(w, &data)?;
+            }
+            Kind::Derived(e) => {
+                let v = eval(p.expr(*e), &self.slots).map_err(|_| GenError::DivisionByZero)?;
+                self.set(id, v);
             }
             Kind::Struct { body } | Kind::Inline { body } => self.block(w, rng, *body, roles)?,
             Kind::Array { count, body } => {
@@ -377,20 +388,50 @@ impl<'p> PacketWriter<'p> {
     pub fn packet(&mut self, rng: &mut Rng, type_id: u32, sequence: u16) -> Result<Vec<u8>, GenError> {
         let def = self.p.packet(type_id).ok_or(GenError::UnknownType(type_id))?;
         let body = def.body;
-        self.start();
-        let mut w = Out::default();
         let roles = Roles {
             sequence: Some(sequence as u64),
             packet_type: Some(type_id as u64),
             ..Roles::default()
         };
-        self.block(&mut w, rng, self.p.header, &roles)?;
+        let mut w = self.header(rng, &roles, false)?;
+        self.header_bytes = w.bits_processed().div_ceil(8) as usize;
         self.block(&mut w, rng, body, &roles)?;
         if let Some(magic) = self.p.params.end_check {
             self.align(&mut w)?;
             self.bits(&mut w, magic, 32)?;
         }
         self.finish(w)
+    }
+
+    /// The header, written again with other random values until `fragment when` is
+    /// `fragment` (a condition cannot be solved, but a few tries satisfy any that
+    /// tests a flag).
+    fn header(&mut self, rng: &mut Rng, roles: &Roles, fragment: bool) -> Result<Out, GenError> {
+        for _ in 0..64 {
+            self.start();
+            let mut w = Out::default();
+            self.block(&mut w, rng, self.p.header, roles)?;
+            let Some(when) = self.p.fragment_when else {
+                return Ok(w);
+            };
+            let holds = eval(self.p.expr(when), &self.slots).map_err(|_| GenError::DivisionByZero)? != 0;
+            if holds == fragment {
+                return Ok(w);
+            }
+        }
+        Err(GenError::FragmentCondition(fragment))
+    }
+
+    /// Bytes fragment 0 carries beyond `fragment-size`: the packet header, when the
+    /// fragment's data describes it (`rest data role=fragment-data { … }`).
+    fn fragment_lead(&self) -> usize {
+        let described = self.p.fragment.is_some_and(|f| {
+            self.p
+                .block(f)
+                .iter()
+                .any(|&id| matches!(self.p.nodes[id as usize].kind, Kind::Rest { body } if body.len > 0))
+        });
+        if described { self.header_bytes } else { 0 }
     }
 
     /// The largest packet the sender can send: what its fragments can carry, or what
@@ -440,9 +481,12 @@ impl<'p> PacketWriter<'p> {
         packet: &[u8],
     ) -> Result<Vec<Datagram>, GenError> {
         let size = (self.p.params.format.fragment_size as usize).max(1);
-        let n = packet.len().div_ceil(size) as u32;
+        let lead = self.fragment_lead().min(packet.len());
+        let n = (packet.len() - lead).div_ceil(size).max(1) as u32;
         let mut v = Vec::with_capacity(n as usize);
-        for (i, c) in packet.chunks(size).enumerate() {
+        let (first, rest) = packet.split_at((lead + size).min(packet.len()));
+        let chunks = std::iter::once(first).chain(rest.chunks(size));
+        for (i, c) in chunks.enumerate() {
             v.push((self.fragment(rng, sequence, i as u32, n, c)?, Some((i as u32, n))));
         }
         Ok(v)
@@ -460,20 +504,18 @@ impl<'p> PacketWriter<'p> {
         let Some(frag) = self.p.fragment else {
             return Err(GenError::UnknownType(FRAGMENT_TYPE));
         };
-        self.start();
-        let mut w = Out::default();
         let encoded = match self.p.params.format.count_encoding {
             CountEncoding::Count => count,
             CountEncoding::CountMinusOne => count.wrapping_sub(1) & 0xff,
         };
         let roles = Roles {
             sequence: Some(sequence as u64),
-            packet_type: Some(FRAGMENT_TYPE as u64),
+            packet_type: self.p.fragment_when.is_none().then_some(FRAGMENT_TYPE as u64),
             fragment_id: Some(id as u64),
             fragment_count: Some(encoded as u64),
             data: Some(data.to_vec()),
         };
-        self.block(&mut w, rng, self.p.header, &roles)?;
+        let mut w = self.header(rng, &roles, true)?;
         self.block(&mut w, rng, frag, &roles)?;
         self.finish(w)
     }
@@ -500,7 +542,7 @@ impl Roles {
             Role::Type => self.packet_type,
             Role::FragmentId => self.fragment_id,
             Role::FragmentCount => self.fragment_count,
-            Role::FragmentData => None,
+            Role::FragmentData | Role::Ack | Role::AckBits => None,
         }
     }
 }

@@ -125,7 +125,14 @@ pub fn text_tree(p: &Program, d: &Dissection, data: &[u8]) -> String {
             other => label_name(p, other).to_string(),
         };
         let value = value_text(p, f, data);
-        if f.is_group() {
+        if f.kind == "derived" {
+            // Computed, not read: in brackets, as Wireshark shows generated fields.
+            let _ = writeln!(
+                out,
+                "{indent}[{name}: {value}]  [derived at bit {}]",
+                f.bit_offset
+            );
+        } else if f.is_group() {
             let _ = writeln!(
                 out,
                 "{indent}{name}{}{}  [bit {}, {} bits]",
@@ -225,12 +232,20 @@ pub fn json_tree(p: &Program, d: &Dissection, data: &[u8]) -> Json {
         }
     }
     let roots: Vec<Json> = roots.into_iter().map(|i| node(p, d, data, &kids_of, i)).collect();
-    json!({
+    let mut top = json!({
         "packet_type": d.packet_type,
         "type_name": d.packet_type.and_then(|t| p.type_name(t)),
         "sequence": d.sequence,
         "fragment": d.fragment,
         "fields": roots,
         "fault": d.fault,
-    })
+    });
+    // The ack roles, when the definition has them and this packet's path read them.
+    if let Some(ack) = d.ack {
+        top["ack"] = json!(ack);
+    }
+    if let Some(bits) = d.ack_bits {
+        top["ack_bits"] = json!(bits);
+    }
+    top
 }

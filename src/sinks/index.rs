@@ -100,6 +100,7 @@ impl Row {
                 count: self.frag_count as u32,
                 data_offset: 0,
                 data_len: 0,
+                lead: 0,
             });
         PacketEvent {
             kind,

@@ -178,6 +178,13 @@ impl<W: Write> Printer<W> {
             }
             Some(CrcStatus::TooShort { len }) => format!("too short for a CRC ({len} bytes)"),
             None if e.status == crate::engine::Status::Truncated => "truncated, not validated".into(),
+            None if self
+                .program
+                .as_ref()
+                .is_some_and(|p| !p.params.checksum.is_crc32()) =>
+            {
+                "no checksum".into()
+            }
             None => "CRC not checked".into(),
         };
         let name = |t: u32| {

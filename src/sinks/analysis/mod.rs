@@ -2,6 +2,7 @@
 //! (capture summary, validation, flows, malformed packets, reassembly and amplification,
 //! MTU). It never prints. [`Analyzer`] is the engine with this sink, the usual way in.
 
+pub mod acks;
 pub mod gates;
 pub mod report;
 
@@ -34,6 +35,8 @@ struct FlowState {
     counted_until: i64,
     /// The frame that opened the flow: shards merge flows back in this order.
     first_frame: u64,
+    /// This direction's sequences, settled by the other direction's acks.
+    acks: Option<Box<acks::AckTracker>>,
 }
 
 impl FlowState {
@@ -43,6 +46,7 @@ impl FlowState {
             recent: VecDeque::new(),
             counted_until: i64::MIN,
             first_frame,
+            acks: None,
         }
     }
 
@@ -93,6 +97,10 @@ pub struct Statistics {
     link_types: Vec<(i32, u64)>,
     /// The side each packet type is declared `from`, by type id.
     sides: Vec<Option<Side>>,
+    /// Tracked flows by their key, to find the direction an ack answers.
+    by_key: HashMap<FlowId, u32>,
+    /// The definition marks ack and ack-bits fields.
+    ack_analysis: bool,
     report: Report,
 }
 
@@ -115,8 +123,14 @@ impl Statistics {
             }
             sides[t] = d.from;
         }
+        let ack_analysis = cfg.program.as_ref().is_some_and(|p| {
+            use crate::dissect::program::Role;
+            p.has_role(Role::Ack) && p.has_role(Role::AckBits)
+        });
         Statistics {
             sides,
+            by_key: HashMap::new(),
+            ack_analysis,
             cfg,
             flows: Vec::new(),
             untracked: None,
@@ -177,7 +191,9 @@ impl Statistics {
                 .or_default() += n;
         }
         for fl in self.flows {
-            self.report.flows.push(fl.stats);
+            let mut stats = fl.stats;
+            stats.acks = fl.acks.and_then(|a| a.finish());
+            self.report.flows.push(stats);
         }
         self.report.untracked = self.untracked.map(|f| f.stats);
         self.report.mtu.bursts = self.bursts.report();
@@ -282,6 +298,7 @@ impl Statistics {
                 let index = index as usize;
                 if index >= self.flows.len() {
                     self.flows.push(FlowState::new(key, num_types, e.frame));
+                    self.by_key.insert(key, index as u32);
                 }
                 let Some(flow) = self.flows.get_mut(index) else {
                     return;
@@ -384,6 +401,12 @@ impl Statistics {
                 self.cfg.format.mtu_budget,
             );
         }
+        if self.ack_analysis
+            && e.flow_index.is_some()
+            && let Some(seq) = e.sequence
+        {
+            flow.acks.get_or_insert_default().sent(seq, e.ts_ns);
+        }
         let s = &mut flow.stats;
         if let Some(n) = s.types.get_mut(ptype as usize) {
             *n += 1;
@@ -395,16 +418,44 @@ impl Statistics {
         let Some(frag) = e.fragment else {
             v.packets += 1;
             count_side(s, self.sides.get(ptype as usize).copied().flatten());
+            self.ack(e);
             return;
         };
         v.fragments += 1;
         s.fragments += 1;
-        if frag.data_len as u32 > self.cfg.format.fragment_size {
+        if frag.data_len.saturating_sub(frag.lead) as u32 > self.cfg.format.fragment_size {
             self.report.mtu.fragments_over_size += 1;
         }
     }
 
+    /// The acks a whole packet carries settle the other direction's sequences. A
+    /// fragment's copy of the header is not read until its packet is complete (as
+    /// reliable.io's receiver does), so the reassembled packet brings them.
+    fn ack(&mut self, e: &PacketEvent) {
+        let (true, Some(ack), Some(bits), Some(key)) = (self.ack_analysis, e.ack, e.ack_bits, e.flow) else {
+            return;
+        };
+        let back = FlowId {
+            src: key.dst,
+            dst: key.src,
+        };
+        let second = self
+            .report
+            .timeline
+            .start_ns
+            .and_then(|start| u32::try_from(e.ts_ns.saturating_sub(start) / 1_000_000_000).ok());
+        if let Some(&i) = self.by_key.get(&back)
+            && let Some(fl) = self.flows.get_mut(i as usize)
+            && let Some(t) = fl.acks.as_mut()
+        {
+            t.acked(ack, bits, e.ts_ns, second);
+        }
+    }
+
     fn reassembled(&mut self, e: &PacketEvent) {
+        if e.status == Status::Ok {
+            self.ack(e);
+        }
         if let (Some(t), Some(fl)) = (
             e.packet_type,
             e.flow_index.and_then(|i| self.flows.get_mut(i as usize)),

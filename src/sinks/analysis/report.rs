@@ -205,6 +205,9 @@ pub struct FlowStats {
     pub role: Option<crate::dissect::program::Side>,
     /// Packets whose type is declared from the other side than `role`.
     pub wrong_direction: u64,
+    /// Ack analysis of this direction's sequences (definitions with ack roles).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub acks: Option<super::acks::AckStats>,
 }
 
 impl FlowStats {
@@ -240,6 +243,7 @@ impl FlowStats {
             from_server: 0,
             role: None,
             wrong_direction: 0,
+            acks: None,
         }
     }
 
