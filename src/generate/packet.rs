@@ -29,6 +29,10 @@ pub enum GenError {
     NoProtocolId,
     #[error("no header written in 64 tries makes `fragment when` {0}")]
     FragmentCondition(bool),
+    #[error(
+        "--corrupt needs a checksum to detect the flipped bit, and the definition declares checksum \"none\""
+    )]
+    CorruptWithoutChecksum,
 }
 
 /// Writes packets of one definition.
@@ -226,9 +230,17 @@ impl<'p> PacketWriter<'p> {
                 let text: Vec<u8> = (0..len).map(|_| b'a' + rng.below(26) as u8).collect();
                 self.bytes(w, &text)?;
             }
-            // The caller's data already starts with what the body describes.
+            // Fragment data: the caller's, which already starts with what the body
+            // describes. Elsewhere (a payload to the end): random bytes, as many as the
+            // packet's scale asks.
             Kind::Rest { .. } => {
-                let data = roles.data.clone().unwrap_or_default();
+                let data = match &roles.data {
+                    Some(d) => d.clone(),
+                    None => {
+                        let n = rng.below((self.scale * 16).min(60_000) + 1);
+                        (0..n).map(|_| rng.next_u32() as u8).collect()
+                    }
+                };
                 self.bytes(w, &data)?;
             }
             Kind::Derived(e) => {
@@ -432,6 +444,18 @@ impl<'p> PacketWriter<'p> {
                 .any(|&id| matches!(self.p.nodes[id as usize].kind, Kind::Rest { body } if body.len > 0))
         });
         if described { self.header_bytes } else { 0 }
+    }
+
+    /// A packet header for the start of fragment 0's data when the definition says
+    /// fragment 0 carries it (empty otherwise, drawing nothing from `rng`).
+    pub fn fragment_header(&mut self, rng: &mut Rng) -> Result<Vec<u8>, GenError> {
+        self.header_bytes = 1;
+        if self.fragment_lead() == 0 {
+            return Ok(Vec::new());
+        }
+        let ty = self.types().first().copied().ok_or(GenError::UnknownType(0))?;
+        let packet = self.packet(rng, ty, 0)?;
+        Ok(packet[..self.header_bytes.min(packet.len())].to_vec())
     }
 
     /// The largest packet the sender can send: what its fragments can carry, or what

@@ -252,6 +252,9 @@ pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -
         Checksum::Crc32 => Some(p.params.protocol_id.ok_or(GenError::NoProtocolId)?),
         Checksum::None => None,
     };
+    if id.is_none() && cfg.corrupt > 0.0 {
+        return Err(GenError::CorruptWithoutChecksum);
+    }
     let mut rng = Rng::new(cfg.seed);
     let mut values = rng.fork(1);
     let mut net_rng = rng.fork(2);
@@ -489,7 +492,9 @@ pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -
                 order += 1;
                 truth.other_udp += 1;
             }
-            if net_rng.chance(cfg.foreign / 4.0) {
+            // Another protocol id on the game's ports (a protocol without a checksum has
+            // no id to differ by).
+            if net_rng.chance(cfg.foreign / 4.0) && id.is_some() {
                 let rogue = addr(cfg.ipv6, 0x909, 50009);
                 let mut pkt = writer.packet(&mut values, ty, net_rng.next_u32() as u16)?;
                 write_crc(ProtocolId::new32(0x0BAD_F00D), &mut pkt);
@@ -547,6 +552,9 @@ fn attacks(
     let attacker = addr(cfg.ipv6, 0x606, 50066);
     let size = p.params.format.fragment_size as usize;
     let max = p.params.format.max_fragments;
+    // Fragment 0 carries the packet header first when the definition says so.
+    let lead = w.fragment_header(rng)?;
+    let first = |data: &[u8]| [&lead[..], data].concat();
     let full = vec![0x5a; size];
     let mut t = AttackCounters::default();
     let mut send: Vec<Vec<u8>> = Vec::new();
@@ -556,29 +564,29 @@ fn attacks(
         send.push(w.fragment(rng, seq, 3, 3, &full)?); // id out of range
         t.id_out_of_range += 1;
         seq += 1;
-        send.push(w.fragment(rng, seq, 0, 3, &full)?);
+        send.push(w.fragment(rng, seq, 0, 3, &first(&full))?);
         send.push(w.fragment(rng, seq, 1, 4, &full)?); // count changed
         t.count_changed += 1;
         seq += 1;
-        send.push(w.fragment(rng, seq, 0, 2, &vec![0; size + 1])?); // oversize
+        send.push(w.fragment(rng, seq, 0, 2, &first(&vec![0; size + 1]))?); // oversize
         t.oversize += 1;
         seq += 1;
-        send.push(w.fragment(rng, seq, 0, 2, &[1, 2, 3])?); // short non-last
+        send.push(w.fragment(rng, seq, 0, 2, &first(&[1, 2, 3]))?); // short non-last
         t.short_non_last += 1;
         seq += 1;
-        send.push(w.fragment(rng, seq, 0, 2, &full)?);
-        send.push(w.fragment(rng, seq, 0, 2, &full)?); // duplicate
+        send.push(w.fragment(rng, seq, 0, 2, &first(&full))?);
+        send.push(w.fragment(rng, seq, 0, 2, &first(&full))?); // duplicate
         t.duplicate += 1;
         if max < 255 {
             seq += 1;
-            send.push(w.fragment(rng, seq, 0, max + 1, &full)?); // count out of range
+            send.push(w.fragment(rng, seq, 0, max + 1, &first(&full))?); // count out of range
             t.count_out_of_range += 1;
         }
     }
     // Stale: far behind the newest.
     seq += 400;
-    send.push(w.fragment(rng, seq, 0, 2, &full)?);
-    send.push(w.fragment(rng, seq.wrapping_sub(300), 0, 2, &full)?);
+    send.push(w.fragment(rng, seq, 0, 2, &first(&full))?);
+    send.push(w.fragment(rng, seq.wrapping_sub(300), 0, 2, &first(&full))?);
     t.stale += 1;
     for (i, payload) in send.iter().enumerate() {
         let ip = &net::ip_packets(attacker, server, payload, 0, false, 65535)[0];

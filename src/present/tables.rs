@@ -317,8 +317,80 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(out, "{t}");
     }
     let _ = writeln!(out);
+    out.push_str(&render_acks(r));
     out.push_str(&render_reassembly(r));
     out.push_str(&render_mtu(r));
+    out
+}
+
+/// What each direction's peer acknowledged (definitions with ack roles).
+pub fn render_acks(r: &Report) -> String {
+    let mut out = String::new();
+    let flows: Vec<&crate::analysis::FlowStats> = r.flows.iter().filter(|f| f.acks.is_some()).collect();
+    if flows.is_empty() {
+        return out;
+    }
+    let _ = writeln!(out, "Acks (what the other direction reported received)");
+    let mut t = table(&[
+        "flow",
+        "sequences",
+        "acked",
+        "never acked",
+        "ack-implied loss",
+        "captured loss",
+        "rtt p50 ms",
+        "p90",
+        "p99",
+        "max",
+    ]);
+    for f in flows.iter().take(40) {
+        let Some(a) = &f.acks else { continue };
+        let captured = f.seq.lost as f64 / (f.seq.received + f.seq.lost).max(1) as f64;
+        let ms = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.2}"));
+        let rtt = a.rtt_ms;
+        t.add_row(vec![
+            format!("{} → {}", f.src, f.dst),
+            a.sequences.to_string(),
+            a.acked.to_string(),
+            a.never_acked.to_string(),
+            format!("{:.1}%", a.ack_implied_loss * 100.0),
+            format!("{:.1}%", captured * 100.0),
+            ms(rtt.map(|r| r.p50)),
+            ms(rtt.map(|r| r.p90)),
+            ms(rtt.map(|r| r.p99)),
+            ms(rtt.map(|r| r.max)),
+        ]);
+    }
+    for c in 1..10 {
+        right(&mut t, c);
+    }
+    let _ = writeln!(out, "{t}");
+    more_rows(&mut out, flows.len(), 40, "flows");
+    let end: u64 = flows
+        .iter()
+        .filter_map(|f| f.acks.as_ref())
+        .map(|a| a.unacked_at_end)
+        .sum();
+    let unseen: u64 = flows
+        .iter()
+        .filter_map(|f| f.acks.as_ref())
+        .map(|a| a.acked_not_captured)
+        .sum();
+    let _ = writeln!(
+        out,
+        "(ack-implied loss counts sequences the peer never acknowledged, lost on the way or never delivered whole; captured loss counts sequence gaps in the capture. They differ by where the capture was taken: a datagram dropped after the capture point is captured but never acked{}. {} newest {} not acked when the capture ended and are not counted.)\n",
+        if unseen > 0 {
+            format!("; {unseen} acked sequences are missing from the capture")
+        } else {
+            String::new()
+        },
+        end,
+        if end == 1 {
+            "sequence was"
+        } else {
+            "sequences were"
+        },
+    );
     out
 }
 
