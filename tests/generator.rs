@@ -22,7 +22,7 @@ fn round_trip(p: &Arc<Program>, seed: u64, scale: u64) {
     let mut rng = Rng::new(seed);
     w.scale = scale;
     for t in w.types() {
-        let seq = rng.next_u32() as u16;
+        let seq = rng.next_u32() as u16 as u64;
         let bytes = w.packet(&mut rng, t, seq).unwrap();
         assert_eq!(verify_crc(p.params.protocol_id.unwrap(), &bytes), CrcStatus::Ok);
         let out = d.dissect(&bytes);

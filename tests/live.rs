@@ -66,7 +66,7 @@ fn loopback_session_is_captured_exactly() {
     let mut sent: Vec<Vec<u8>> = Vec::new();
     let mut whole: Vec<(Vec<u8>, Vec<gpcap::generate::packet::Leaf>)> = Vec::new();
     let mut fragmented = 0u64;
-    for seq in 0..200u16 {
+    for seq in 0..200u64 {
         let ty = w.types()[rng.below(5) as usize];
         w.scale = if rng.chance(0.15) { 300 } else { 6 };
         let p = w.packet(&mut rng, ty, seq).unwrap();

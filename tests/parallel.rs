@@ -182,7 +182,7 @@ fn hostile(path: &Path) -> Config {
     }
     // A flood of first fragments, each of a packet that never completes.
     for seq in 10..80u16 {
-        let d = w.fragment(&mut rng, seq, 0, 2, &[7; 1024]).unwrap();
+        let d = w.fragment(&mut rng, seq as u64, 0, 2, &[7; 1024]).unwrap();
         send(&mut put, &d, 100 + seq as u32, 1500, &all);
     }
     // More flows than the engine tracks.

@@ -151,17 +151,22 @@ fn soak() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(100);
     let root = env!("CARGO_MANIFEST_DIR");
-    let shipped: Vec<Arc<Program>> = ["article.kdl", "example-shooter.kdl", "reliable.kdl"]
-        .iter()
-        .map(|d| Arc::new(dissect::load(std::path::Path::new(&format!("{root}/dissectors/{d}"))).unwrap()))
-        .collect();
+    let shipped: Vec<Arc<Program>> = [
+        "article.kdl",
+        "example-shooter.kdl",
+        "reliable.kdl",
+        "netcode.kdl",
+    ]
+    .iter()
+    .map(|d| Arc::new(dissect::load(std::path::Path::new(&format!("{root}/dissectors/{d}"))).unwrap()))
+    .collect();
     let mut failures = Vec::new();
     for seed in 0..seeds {
         let mut rng = Rng::new(seed ^ 0x50a6);
-        let (program, what) = match seed % 4 {
-            0..=2 => (
-                shipped[seed as usize % 4].clone(),
-                format!("dissectors #{}", seed % 4),
+        let (program, what) = match seed % 5 {
+            0..=3 => (
+                shipped[seed as usize % 5].clone(),
+                format!("dissectors #{}", seed % 5),
             ),
             _ => {
                 let text = random_definition(&mut rng);
@@ -178,6 +183,10 @@ fn soak() {
         if !program.params.checksum.is_crc32() {
             // Nothing detects a flipped bit without a checksum (gen refuses it).
             cfg.corrupt = 0.0;
+        }
+        if program.fragment.is_none() {
+            // Nothing to attack (gen refuses it).
+            cfg.attacks = false;
         }
         let diffs = run(program, &cfg);
         if !diffs.is_empty() {

@@ -59,7 +59,8 @@ pub fn run(a: &SendArgs) -> Result<ExitCode> {
         } else {
             rng.range(0, 12) as u64
         };
-        let seq = k as u16;
+        // The counter at the sequence field's width.
+        let seq = k & (u64::MAX >> (64 - program.sequence_bits.clamp(1, 64)));
         let packet = w.packet_within(&mut rng, ty, seq, scale, max).map_err(gen_err)?;
         let datagrams = if w.splits(&packet, a.no_fragment) {
             let d = w.fragments_of(&mut rng, seq, &packet).map_err(gen_err)?;

@@ -28,6 +28,7 @@ const PRIMITIVES: &[&str] = &[
     "check",
     "rest",
     "derived",
+    "le-uint",
     "array",
     "list",
     "relative-list",
@@ -397,8 +398,13 @@ impl<'d> Compiler<'d> {
                 }
             }
         }
+        // Space 0 is each flow's own counter.
+        let mut params_spaces = vec![SequenceSpace {
+            name: "flow".into(),
+            per_sender: false,
+        }];
         if let Some(p) = protocol_node {
-            self.protocol(p, &mut params);
+            self.protocol(p, &mut params, &mut params_spaces);
         }
         let Some(h) = header_node else {
             self.error(
@@ -427,9 +433,21 @@ impl<'d> Compiler<'d> {
                 Some("remove role=crc, or declare `checksum \"crc32\"` in the protocol block".into()),
             );
         }
-        for role in [Role::Ack, Role::AckBits] {
+        for role in [Role::Ack, Role::AckBits, Role::ProtocolId] {
             roles_ok &= self.role_placement(h, header, role, false, &mut roles);
         }
+        let sequence_bits = self
+            .role_nodes(header, Role::Sequence)
+            .iter()
+            .map(|&id| match self.nodes[id as usize].kind {
+                Kind::Bits(b) => b,
+                Kind::Int { min, max } => int_width(min, max).unwrap_or(32),
+                Kind::Uint64 | Kind::LeUint(_) => 64,
+                _ => 0,
+            })
+            .max()
+            .filter(|&b| b > 0)
+            .unwrap_or(16);
         let when = fragment_node
             .and_then(|f| prop(f, "when"))
             .and_then(|e| self.expression(e));
@@ -506,6 +524,7 @@ impl<'d> Compiler<'d> {
         }
 
         let mut packets: Vec<PacketDef> = Vec::new();
+        let mut spaces = std::mem::take(&mut params_spaces);
         let mut seen: HashMap<u32, (String, usize)> = HashMap::new();
         for p in packet_nodes {
             let args = positional(p);
@@ -552,7 +571,35 @@ impl<'d> Compiler<'d> {
             seen.insert(id as u32, (name.clone(), line));
             self.extra_arguments(p, 2, &usage("packet"));
             self.scope.clear();
-            self.check_props(p, &["doc", "from"]);
+            self.check_props(p, &["doc", "from", "sequence-space"]);
+            let space = match prop(p, "sequence-space") {
+                None => 0,
+                Some(e) => match e.value().as_string() {
+                    Some(name) => match spaces.iter().position(|s: &SequenceSpace| s.name == name) {
+                        Some(i) => i as u8,
+                        None if spaces.len() < 16 => {
+                            spaces.push(SequenceSpace {
+                                name: name.to_string(),
+                                per_sender: false,
+                            });
+                            spaces.len() as u8 - 1
+                        }
+                        None => {
+                            self.error(e.span(), "at most 16 sequence spaces", "", None);
+                            0
+                        }
+                    },
+                    None => {
+                        self.error(
+                            e.span(),
+                            "`sequence-space` is a name",
+                            "",
+                            Some("for example `sequence-space=\"global\"`".into()),
+                        );
+                        0
+                    }
+                },
+            };
             let from = match prop(p, "from") {
                 None => None,
                 Some(e) => match e.value().as_string() {
@@ -573,7 +620,7 @@ impl<'d> Compiler<'d> {
                 },
             };
             let body = self.block(p.children(), 0);
-            for role in [Role::Ack, Role::AckBits] {
+            for role in [Role::Ack, Role::AckBits, Role::ProtocolId] {
                 roles_ok &= self.role_placement(p, body, role, false, &mut roles);
             }
             packets.push(PacketDef {
@@ -583,6 +630,7 @@ impl<'d> Compiler<'d> {
                     .and_then(|e| e.value().as_string())
                     .map(str::to_string),
                 from,
+                space,
                 body,
             });
         }
@@ -594,6 +642,14 @@ impl<'d> Compiler<'d> {
         }
         if self.slot_count > u16::MAX as usize {
             self.error(Self::name_span(h), "too many fields", "", None);
+        }
+        if Program::role_declared(roles, Role::ProtocolId) && params.protocol_id.is_none() {
+            self.error(
+                Self::name_span(h),
+                "a field has role=protocol-id, but the protocol block has no `id` to compare it with",
+                "protocol id",
+                Some("add `id 0x…` to the protocol block".into()),
+            );
         }
         if !roles_ok {
             return None;
@@ -615,6 +671,8 @@ impl<'d> Compiler<'d> {
             fragment_when: when,
             fragment_type,
             roles,
+            sequence_bits,
+            spaces,
             packets,
             by_type,
             enums: std::mem::take(&mut self.enums),
@@ -679,7 +737,7 @@ impl<'d> Compiler<'d> {
         self.src.get(..span.offset()).unwrap_or("").matches('\n').count() + 1
     }
 
-    fn protocol(&mut self, p: &KdlNode, params: &mut Params) {
+    fn protocol(&mut self, p: &KdlNode, params: &mut Params, spaces: &mut Vec<SequenceSpace>) {
         params.name = p
             .entries()
             .first()
@@ -788,6 +846,27 @@ impl<'d> Compiler<'d> {
                     }
                 }
                 "doc" => {}
+                "sequence-space" => {
+                    self.check_props(n, &["per", "doc"]);
+                    let Some(name) = self.arg_str(n, 0, "the space's name") else {
+                        continue;
+                    };
+                    let per_sender = match prop(n, "per").map(|e| (e, e.value().as_string())) {
+                        None | Some((_, Some("flow"))) => false,
+                        Some((_, Some("sender"))) => true,
+                        Some((e, _)) => {
+                            self.error(e.span(), "`per` is \"flow\" or \"sender\"", "", Some("\"sender\": one counter for every flow from the same address and port".into()));
+                            false
+                        }
+                    };
+                    if spaces.iter().any(|s| s.name == name) {
+                        self.error(positional(n)[0].span(), format!("sequence space `{name}` is declared twice"), "", None);
+                    } else if spaces.len() >= 16 {
+                        self.error(positional(n)[0].span(), "at most 16 sequence spaces", "", None);
+                    } else {
+                        spaces.push(SequenceSpace { name, per_sender });
+                    }
+                }
                 other => {
                     let known = [
                         "id",
@@ -799,6 +878,7 @@ impl<'d> Compiler<'d> {
                         "max-fragments",
                         "fragment-count",
                         "mtu-budget",
+                        "sequence-space",
                         "doc",
                     ];
                     let hint = closest(other, known)
@@ -964,7 +1044,9 @@ impl<'d> Compiler<'d> {
                 (_, Kind::Derived(_)) => role != Role::Crc,
                 (Role::Crc, Kind::Bits(32)) => true,
                 (Role::AckBits, Kind::Bits(_)) => true,
-                (Role::Sequence | Role::Ack, Kind::Bits(b)) => *b <= 16,
+                (Role::Sequence, Kind::Bits(_) | Kind::Int { .. } | Kind::Uint64 | Kind::LeUint(_)) => true,
+                (Role::ProtocolId, Kind::Bits(_) | Kind::Uint64 | Kind::LeUint(_)) => true,
+                (Role::Ack, Kind::Bits(b)) => *b <= 16,
                 (Role::Type | Role::FragmentId | Role::FragmentCount, Kind::Bits(b)) => *b <= 16,
                 (Role::Type | Role::FragmentId | Role::FragmentCount, Kind::Int { .. }) => true,
                 (Role::FragmentData, Kind::Rest { .. }) => true,
@@ -984,7 +1066,9 @@ impl<'d> Compiler<'d> {
                         Role::Crc => "the CRC is `bits 32`".into(),
                         Role::FragmentData => "fragment data is `rest`".into(),
                         Role::AckBits => "use `bits N` (N ≤ 32) or `derived`".into(),
-                        Role::Sequence | Role::Ack => "use `bits N` (N ≤ 16) or `derived`".into(),
+                        Role::Sequence => "use `bits N`, `int`, `uint64`, `le-uint` or `derived`".into(),
+                        Role::ProtocolId => "use `bits N`, `uint64` or `le-uint`".into(),
+                        Role::Ack => "use `bits N` (N ≤ 16) or `derived`".into(),
                         _ => "use `bits N` (N ≤ 16), `int MIN MAX` or `derived`".into(),
                     }),
                 );
@@ -1406,7 +1490,10 @@ impl<'d> Compiler<'d> {
                 }
                 Kind::Int { min, max }
             }
-            "uint64" => Kind::Uint64,
+            "uint64" => {
+                allowed.push("role");
+                Kind::Uint64
+            }
             "float" => Kind::Float,
             "double" => Kind::Double,
             "compressed-float" | "compressed-vector" => {
@@ -1498,6 +1585,22 @@ impl<'d> Compiler<'d> {
                 }
                 Kind::Derived(self.expression(e)?)
             }
+            "le-uint" => {
+                allowed.extend(["role", "enum"]);
+                let count = self.count(n, 1)?;
+                if let Count::Const(c) = count
+                    && !(1..=8).contains(&c)
+                {
+                    self.error(
+                        positional(n)[1].span(),
+                        format!("le-uint takes 1 to 8 bytes, not {c}"),
+                        "byte count",
+                        Some(usage("le-uint")),
+                    );
+                    return None;
+                }
+                Kind::LeUint(count)
+            }
             "header" if header_reread => Kind::Struct {
                 body: self.header_block.unwrap_or_default(),
             },
@@ -1572,7 +1675,7 @@ impl<'d> Compiler<'d> {
         };
         let expected = match &kind {
             Kind::Bits(_) | Kind::SmallestThree(_) | Kind::Bytes(_) | Kind::String { .. } => 2,
-            Kind::Derived(_) => 2,
+            Kind::Derived(_) | Kind::LeUint(_) => 2,
             Kind::Struct { .. } if header_reread => 0,
             Kind::Array { .. } | Kind::RelativeList { .. } => 2,
             Kind::Int { .. } => 3,
@@ -1597,6 +1700,7 @@ impl<'d> Compiler<'d> {
                     Some("fragment-data") => Some(Role::FragmentData),
                     Some("ack") => Some(Role::Ack),
                     Some("ack-bits") => Some(Role::AckBits),
+                    Some("protocol-id") => Some(Role::ProtocolId),
                     _ => None,
                 };
                 if r.is_none() {
@@ -1630,7 +1734,7 @@ impl<'d> Compiler<'d> {
         };
         let integer = matches!(
             kind,
-            Kind::Bits(_) | Kind::Bool | Kind::Int { .. } | Kind::Uint64 | Kind::Derived(_)
+            Kind::Bits(_) | Kind::Bool | Kind::Int { .. } | Kind::Uint64 | Kind::Derived(_) | Kind::LeUint(_)
         );
         // A role field writes its role's slot; a field named like an earlier one (the
         // other branch of an `if`) shares its slot, so expressions read whichever was read.
@@ -1688,6 +1792,9 @@ fn usage(kind: &str) -> String {
         "check" => "usage: `check \"name to hash\"` or `check magic=0x…`".into(),
         "align" => "usage: `align` (to the next byte)".into(),
         "derived" => "usage: `derived NAME \"expression over earlier fields\"`".into(),
+        "le-uint" => {
+            "usage: `le-uint NAME BYTES` (1..=8 bytes, little-endian; BYTES a number or an expression)".into()
+        }
         "rest" => "usage: `rest NAME` or `rest NAME { what the bytes start with }`".into(),
         "bool" | "uint64" | "float" | "double" | "vector" | "quaternion" => {
             format!("usage: `{kind} NAME`")

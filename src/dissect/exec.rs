@@ -156,7 +156,7 @@ pub struct FragmentInfo {
 pub struct Dissection {
     pub fields: Vec<Field>,
     pub crc: Option<u32>,
-    pub sequence: Option<u16>,
+    pub sequence: Option<u64>,
     pub packet_type: Option<u32>,
     pub fragment: Option<FragmentInfo>,
     /// The ack roles, when the packet's path read them.
@@ -270,7 +270,7 @@ impl<'p> Exec<'p> {
         let p = self.program;
         self.block(r, out, p.header, ROOT, 0)?;
         out.crc = self.role(Role::Crc).map(|v| v as u32);
-        out.sequence = self.role(Role::Sequence).map(|v| v as u16);
+        out.sequence = self.role(Role::Sequence).map(|v| v as u64);
         let ty = self.role(Role::Type).unwrap_or(0) as u32;
         out.packet_type = Some(ty);
         let fragment = match (p.fragment, p.fragment_when) {
@@ -303,7 +303,34 @@ impl<'p> Exec<'p> {
         }
         let res = self.body(r, out, ty);
         self.acks(out);
-        res
+        res?;
+        self.protocol_id(out)
+    }
+
+    /// An id sent in the clear must be the definition's: otherwise the datagram is
+    /// another protocol's (or another game's), located at the id field.
+    fn protocol_id(&self, out: &mut Dissection) -> Step {
+        let p = self.program;
+        let (Some(v), Some(id)) = (self.role(Role::ProtocolId), p.params.protocol_id) else {
+            return Ok(());
+        };
+        if v as u64 == id.value {
+            return Ok(());
+        }
+        let (field, bit) = out
+            .fields
+            .iter()
+            .enumerate()
+            .find(|(_, f)| matches!(f.label, Label::Node(n) if p.nodes[n as usize].role == Some(Role::ProtocolId)))
+            .map(|(i, f)| (path_of(p, out, i), f.bit_offset))
+            .unwrap_or_else(|| ("protocol id".into(), 0));
+        self.fault(
+            out,
+            FaultKind::Check,
+            field,
+            bit,
+            format!("protocol id 0x{:X} is not the definition's {id}", v as u64),
+        )
     }
 
     fn acks(&self, out: &mut Dissection) {
@@ -813,6 +840,7 @@ impl<'p> Exec<'p> {
             Kind::Bytes(c) => self.bytes(r, out, &here(r), *c),
             Kind::String { max } => self.string(r, out, &here(r), *max),
             Kind::Rest { body } => self.rest_of_datagram(r, out, &here(r), *body),
+            Kind::LeUint(c) => self.le_uint(r, out, &here(r), *c),
             Kind::Derived(e) => {
                 let at = r.bits_read();
                 let v = self.eval_at(out, *e, parent, Label::Node(id), at)?;
@@ -974,6 +1002,38 @@ impl<'p> Exec<'p> {
             let lead = (inner.bits_read() - at).div_ceil(8) as usize;
             self.rest.set(Some((offset, len, lead)));
         }
+        Ok(())
+    }
+
+    /// `le-uint name BYTES`: 1 to 8 bytes, lowest first.
+    fn le_uint(&mut self, r: &mut BitReader, out: &mut Dissection, h: &Here, c: Count) -> Step {
+        let n = self.count(out, c, h)?;
+        if !(1..=8).contains(&n) {
+            return self.fault(
+                out,
+                FaultKind::OutOfRange,
+                self.path(out, h.parent, h.label),
+                h.at,
+                format!("le-uint of {n} bytes: 1 to 8 are allowed"),
+            );
+        }
+        let mut v = 0u64;
+        for i in 0..n {
+            v |= (self.bits(r, out, 8, h.parent, h.label)? as u64) << (8 * i);
+        }
+        self.set_slot(h.id, v as i64);
+        self.push(
+            out,
+            h.id,
+            h.label,
+            h.kind,
+            h.parent,
+            h.depth,
+            h.at,
+            n * 8,
+            v,
+            Value::UInt(v),
+        )?;
         Ok(())
     }
 

@@ -42,15 +42,18 @@ pub enum Role {
     Ack,
     /// Bit i set: sequence `ack - i` of the other direction was received too.
     AckBits,
+    /// A protocol id sent in the clear (netcode's connection request): a datagram whose
+    /// id differs from the definition's is not the protocol's.
+    ProtocolId,
 }
 
 /// Slots 0..ROLE_SLOTS hold the role values: every field with a role, wherever it is
 /// (inside an `if`, a fragment header, a re-read header), writes its role's slot, so a
 /// role may come from a different field on each path.
-pub const ROLE_SLOTS: usize = 7;
+pub const ROLE_SLOTS: usize = 8;
 
 impl Role {
-    pub const ALL: [Role; 8] = [
+    pub const ALL: [Role; 9] = [
         Role::Crc,
         Role::Sequence,
         Role::Type,
@@ -59,6 +62,7 @@ impl Role {
         Role::FragmentData,
         Role::Ack,
         Role::AckBits,
+        Role::ProtocolId,
     ];
 
     /// The slot of an integer role (fragment data has none).
@@ -71,6 +75,7 @@ impl Role {
             Role::FragmentCount => 4,
             Role::Ack => 5,
             Role::AckBits => 6,
+            Role::ProtocolId => 7,
             Role::FragmentData => return None,
         })
     }
@@ -86,6 +91,7 @@ impl Role {
             Role::FragmentData => "fragment-data",
             Role::Ack => "ack",
             Role::AckBits => "ack-bits",
+            Role::ProtocolId => "protocol-id",
         }
     }
 
@@ -126,6 +132,9 @@ pub enum Kind {
     /// A value computed from earlier fields, reading no bits (Wireshark's generated
     /// fields): `derived ack "(sequence - ack_delta) & 0xffff"`.
     Derived(Expr),
+    /// An unsigned little-endian integer of 1 to 8 whole bytes, the count fixed or read
+    /// from earlier fields (netcode's sequence: `le-uint sequence "sequence_bytes"`).
+    LeUint(Count),
     Struct {
         body: Block,
     },
@@ -174,6 +183,7 @@ impl Kind {
             Kind::Check { .. } => "check",
             Kind::Rest { .. } => "rest",
             Kind::Derived(_) => "derived",
+            Kind::LeUint(_) => "le-uint",
             Kind::Struct { .. } => "struct",
             Kind::Inline { .. } => "inline",
             Kind::Array { .. } => "array",
@@ -210,7 +220,18 @@ pub struct PacketDef {
     pub doc: Option<String>,
     /// The side that sends this packet type, when the definition says (`from=client`).
     pub from: Option<Side>,
+    /// The sequence counter this packet type draws from (index in `Program::spaces`;
+    /// 0: the flow's own).
+    pub space: u8,
     pub body: Block,
+}
+
+/// A sequence counter that some packet types draw from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SequenceSpace {
+    pub name: String,
+    /// One counter per sending address (shared by all its flows) instead of per flow.
+    pub per_sender: bool,
 }
 
 /// An end of a game session.
@@ -314,6 +335,12 @@ pub struct Program {
     pub fragment_type: u32,
     /// The roles some field carries (bit per role).
     pub roles: u32,
+    /// Sequence counters: 0 is each flow's own; others are declared with
+    /// `sequence-space` (netcode's server keeps a global one for challenges).
+    pub spaces: Vec<SequenceSpace>,
+    /// Width of the sequence in bits: where it wraps (16 in the articles, 64 for
+    /// netcode's variable-length sequence).
+    pub sequence_bits: u32,
     pub packets: Vec<PacketDef>,
     /// Packet index by type id (`None` for undefined types).
     pub by_type: Vec<Option<u16>>,
@@ -357,6 +384,12 @@ impl Program {
     pub fn packet(&self, type_id: u32) -> Option<&PacketDef> {
         let i = (*self.by_type.get(type_id as usize)?)?;
         self.packets.get(i as usize)
+    }
+
+    /// The sequence space of a datagram of `type_id` (fragments: the flow's own).
+    #[inline]
+    pub fn space_of(&self, type_id: u32) -> u8 {
+        self.packet(type_id).map_or(0, |d| d.space)
     }
 
     pub fn type_name(&self, type_id: u32) -> Option<&str> {

@@ -68,6 +68,11 @@ impl Config {
         }
     }
 
+    /// Width of the sequence field: where sequence analysis wraps.
+    pub fn sequence_bits(&self) -> u32 {
+        self.program.as_ref().map_or(16, |p| p.sequence_bits)
+    }
+
     /// A datagram between these ports belongs to the protocol.
     #[inline]
     pub fn on_port(&self, src: u16, dst: u16) -> bool {
@@ -81,8 +86,6 @@ impl Config {
             .iter()
             .find(|d| d.name == name)
             .map(|d| d.type_id)
-            .or_else(|| {
-                (p.fragment.is_some() && name == "fragment").then_some(crate::validate::FRAGMENT_TYPE)
-            })
+            .or_else(|| (p.fragment.is_some() && name == "fragment").then_some(p.fragment_type))
     }
 }

@@ -140,7 +140,7 @@ pub struct PacketEvent<'a> {
     pub status: Status,
     /// None when the protocol declares no checksum or the datagram was not validated.
     pub crc: Option<CrcStatus>,
-    pub sequence: Option<u16>,
+    pub sequence: Option<u64>,
     pub packet_type: Option<u32>,
     /// The ack roles of the packet (or of the header a fragment carries).
     pub ack: Option<u16>,

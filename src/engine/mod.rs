@@ -103,16 +103,28 @@ pub struct FlowEnd {
     pub flow: FlowId,
     pub first_frame: u64,
     pub seq: SeqStats,
+    /// The flow's other sequence spaces (declared per flow), by name.
+    pub spaces: Vec<(String, SeqStats)>,
     pub reassembly: BTreeMap<u32, CountStats>,
     pub attacks: AttackCounters,
 }
 
+/// A sequence space counted per sending address (netcode's server-global counter).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SenderSpace {
+    pub sender: SocketAddr,
+    pub space: String,
+    pub seq: SeqStats,
+}
+
 /// What the engine's own state says at the end.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Summary {
     pub ip_defrag: DefragStats,
     /// Most memory reassembly held at once.
     pub reassembly_peak: u64,
+    /// Sequence spaces counted per sender, in order of first use.
+    pub sender_spaces: Vec<SenderSpace>,
 }
 
 /// Flows kept individually; traffic beyond is counted in aggregate. With per-flow state
@@ -124,6 +136,8 @@ pub const MAX_FLOWS: usize = 16_384;
 struct FlowState {
     key: FlowId,
     seq: SeqTracker,
+    /// Further per-flow sequence spaces, by space index (created on first use).
+    spaces: Vec<Option<SeqTracker>>,
     frags: FlowReassembly,
     first_frame: u64,
 }
@@ -140,6 +154,9 @@ pub struct Engine {
     reassembled: Vec<u8>,
     fragment_frames: Vec<u64>,
     file: u32,
+    /// Per-sender sequence spaces: (sender, space) and its tracker, in first-use order.
+    senders: Vec<((SocketAddr, u8), SeqTracker)>,
+    sender_index: HashMap<(SocketAddr, u8), usize>,
 }
 
 impl Engine {
@@ -157,6 +174,8 @@ impl Engine {
             reassembled: Vec::new(),
             fragment_frames: Vec::new(),
             file: 0,
+            senders: Vec::new(),
+            sender_index: HashMap::new(),
         }
     }
 
@@ -273,7 +292,8 @@ impl Engine {
         self.flow_index.insert((key.src, key.dst), i);
         self.flows.push(FlowState {
             key,
-            seq: SeqTracker::default(),
+            seq: SeqTracker::new(self.cfg.sequence_bits()),
+            spaces: Vec::new(),
             frags: FlowReassembly::default(),
             first_frame: frame,
         });
@@ -343,7 +363,34 @@ impl Engine {
             return;
         };
         let flow = &mut self.flows[index as usize];
-        e.seq_event = Some(flow.seq.observe(sequence, v.fragment.is_some()));
+        let fragment = v.fragment.is_some();
+        let program = self.cfg.program.as_deref();
+        let space = match program {
+            Some(p) if !fragment => p.space_of(ptype),
+            _ => 0,
+        };
+        let bits = self.cfg.sequence_bits();
+        e.seq_event = Some(
+            match (space, program.and_then(|p| p.spaces.get(space as usize))) {
+                (0, _) | (_, None) => flow.seq.observe(sequence, fragment),
+                (s, Some(def)) if def.per_sender => {
+                    let i = *self.sender_index.entry((key.src, s)).or_insert_with(|| {
+                        self.senders.push(((key.src, s), SeqTracker::new(bits)));
+                        self.senders.len() - 1
+                    });
+                    self.senders[i].1.observe(sequence, fragment)
+                }
+                (s, Some(_)) => {
+                    let s = s as usize;
+                    if flow.spaces.len() <= s {
+                        flow.spaces.resize(s + 1, None);
+                    }
+                    flow.spaces[s]
+                        .get_or_insert_with(|| SeqTracker::new(bits))
+                        .observe(sequence, fragment)
+                }
+            },
+        );
         let Some(frag) = v.fragment else {
             e.dissection = record.then_some(&self.validator.dissection);
             sink.packet(&e);
@@ -353,7 +400,8 @@ impl Engine {
             .get(frag.data_offset..frag.data_offset + frag.data_len)
             .unwrap_or(&[]);
         let input = FragmentIn {
-            sequence,
+            // Reassembly buffers are indexed by the low 16 bits, as the articles'.
+            sequence: sequence as u16,
             id: frag.id,
             count: frag.count,
             frame: f.number,
@@ -425,20 +473,43 @@ impl Engine {
     /// state, then the engine's own, to `sink`.
     pub fn finish<S: Sink + ?Sized>(mut self, sink: &mut S) {
         self.defrag.finish();
-        for (i, mut fl) in self.flows.into_iter().enumerate() {
+        for (i, mut fl) in std::mem::take(&mut self.flows).into_iter().enumerate() {
             fl.frags.finish(&mut self.budget);
             sink.flow_end(&FlowEnd {
                 index: i as u32,
                 flow: fl.key,
                 first_frame: fl.first_frame,
                 seq: fl.seq.stats,
+                spaces: fl
+                    .spaces
+                    .into_iter()
+                    .enumerate()
+                    .filter_map(|(i, t)| Some((self.space_name(i as u8), t?.stats)))
+                    .collect(),
                 reassembly: fl.frags.by_count,
                 attacks: fl.frags.attacks,
             });
         }
+        let sender_spaces = std::mem::take(&mut self.senders)
+            .into_iter()
+            .map(|((sender, s), t)| SenderSpace {
+                sender,
+                space: self.space_name(s),
+                seq: t.stats,
+            })
+            .collect();
         sink.finish(&Summary {
             ip_defrag: self.defrag.stats,
             reassembly_peak: self.budget.peak as u64,
+            sender_spaces,
         });
+    }
+
+    fn space_name(&self, s: u8) -> String {
+        self.cfg
+            .program
+            .as_ref()
+            .and_then(|p| p.spaces.get(s as usize))
+            .map_or_else(String::new, |d| d.name.clone())
     }
 }

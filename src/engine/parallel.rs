@@ -95,7 +95,13 @@ pub fn analyze_files(
     shards: usize,
     progress: &mut dyn FnMut(usize, u64),
 ) -> Result<Report, CaptureError> {
-    let shards = shards.max(1);
+    // A counter shared by every flow of a sender (a per-sender sequence space) crosses
+    // address pairs, so shards by address pair cannot see it whole: one shard then.
+    let per_sender = cfg
+        .program
+        .as_ref()
+        .is_some_and(|p| p.spaces.iter().any(|s| s.per_sender));
+    let shards = if per_sender { 1 } else { shards.max(1) };
     let mut shard_cfg = cfg.clone();
     shard_cfg.reassembly_budget = (shard_cfg.reassembly_budget / shards).max(1 << 20);
     let mut txs = Vec::new();

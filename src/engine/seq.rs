@@ -1,7 +1,7 @@
-//! Sequence analysis per flow with 16-bit wrap-around: gaps (lost), duplicates and late
-//! (out-of-order) arrivals, in bounded memory.
+//! Sequence analysis per flow with wrap-around at the sequence field's width (16 bits
+//! in the articles, up to 64): gaps (lost), duplicates and late (out-of-order)
+//! arrivals, in bounded memory.
 
-use crate::validate::sequence_diff;
 use serde::Serialize;
 
 /// Sequences remembered behind the newest, for duplicate/late detection.
@@ -19,13 +19,13 @@ pub struct SeqStats {
     pub duplicates: u64,
     /// Arrived after a newer sequence (filled a gap).
     pub late: u64,
-    /// Times the 16-bit sequence wrapped past 65535.
+    /// Times the sequence wrapped past its largest value.
     pub wraps: u64,
-    pub first: Option<u16>,
-    pub last: Option<u16>,
+    pub first: Option<u64>,
+    pub last: Option<u64>,
     /// Lost runs: (sequence where the run starts, length), the first 64.
     #[serde(skip)]
-    pub gap_starts: Vec<(u16, u32)>,
+    pub gap_starts: Vec<(u64, u32)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,24 +39,52 @@ pub enum SeqEvent {
     SamePacket,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct SeqTracker {
-    highest: Option<i64>,
+    /// Width of the sequence field in bits (1..=64).
+    bits: u32,
+    highest: Option<i128>,
     window: Vec<u64>,
     pub stats: SeqStats,
 }
 
+impl Default for SeqTracker {
+    fn default() -> Self {
+        SeqTracker::new(16)
+    }
+}
+
 impl SeqTracker {
-    fn bit(&self, ext: i64) -> bool {
-        let i = ext.rem_euclid(WINDOW) as usize;
+    pub fn new(bits: u32) -> Self {
+        SeqTracker {
+            bits: bits.clamp(1, 64),
+            highest: None,
+            window: Vec::new(),
+            stats: SeqStats::default(),
+        }
+    }
+
+    /// `s - high` in the sequence's modular arithmetic: the nearer way round.
+    fn diff(&self, s: u64, high: u64) -> i128 {
+        let modulus = 1i128 << self.bits;
+        let d = (s as i128 - high as i128).rem_euclid(modulus);
+        if d > modulus / 2 { d - modulus } else { d }
+    }
+
+    fn wire(&self, ext: i128) -> u64 {
+        ext.rem_euclid(1i128 << self.bits) as u64
+    }
+
+    fn bit(&self, ext: i128) -> bool {
+        let i = ext.rem_euclid(WINDOW as i128) as usize;
         self.window.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1)
     }
 
-    fn set(&mut self, ext: i64, on: bool) {
+    fn set(&mut self, ext: i128, on: bool) {
         if self.window.is_empty() {
             self.window = vec![0; (WINDOW / 64) as usize];
         }
-        let i = ext.rem_euclid(WINDOW) as usize;
+        let i = ext.rem_euclid(WINDOW as i128) as usize;
         if on {
             self.window[i / 64] |= 1 << (i % 64);
         } else {
@@ -65,23 +93,24 @@ impl SeqTracker {
     }
 
     /// Records one datagram's sequence. `fragment`: several datagrams share it.
-    pub fn observe(&mut self, s: u16, fragment: bool) -> SeqEvent {
+    pub fn observe(&mut self, s: u64, fragment: bool) -> SeqEvent {
+        let s = self.wire(s as i128);
         let Some(high) = self.highest else {
-            self.highest = Some(s as i64);
-            self.set(s as i64, true);
+            self.highest = Some(s as i128);
+            self.set(s as i128, true);
             self.stats.received = 1;
             self.stats.single = u64::from(!fragment);
             self.stats.first = Some(s);
             self.stats.last = Some(s);
             return SeqEvent::New { gap: 0 };
         };
-        let d = sequence_diff(s, high as u16) as i64;
+        let d = self.diff(s, self.wire(high));
         if d > 0 {
-            for k in 1..=d.min(WINDOW) {
+            for k in 1..=d.min(WINDOW as i128) {
                 self.set(high + k, false);
             }
             let ext = high + d;
-            if (ext as u64 >> 16) != (high as u64 >> 16) {
+            if ext >> self.bits != high >> self.bits {
                 self.stats.wraps += 1;
             }
             self.highest = Some(ext);
@@ -89,24 +118,24 @@ impl SeqTracker {
             self.stats.received += 1;
             self.stats.single += u64::from(!fragment);
             self.stats.last = Some(s);
-            let gap = (d - 1) as u32;
+            let gap = (d - 1).min(u32::MAX as i128) as u32;
             if gap > 0 {
                 self.stats.lost += gap as u64;
                 if self.stats.gap_starts.len() < 64 {
-                    self.stats.gap_starts.push((high.wrapping_add(1) as u16, gap));
+                    self.stats.gap_starts.push((self.wire(high + 1), gap));
                 }
             }
             return SeqEvent::New { gap };
         }
         let ext = high + d;
-        if -d < WINDOW && self.bit(ext) {
+        if -d < WINDOW as i128 && self.bit(ext) {
             if fragment {
                 return SeqEvent::SamePacket;
             }
             self.stats.duplicates += 1;
             return SeqEvent::Duplicate;
         }
-        if -d < WINDOW {
+        if -d < WINDOW as i128 {
             self.set(ext, true);
             self.stats.lost = self.stats.lost.saturating_sub(1);
         }
@@ -124,9 +153,27 @@ mod tests {
     fn run(seqs: &[u16]) -> SeqStats {
         let mut t = SeqTracker::default();
         for &s in seqs {
-            t.observe(s, false);
+            t.observe(s as u64, false);
         }
         t.stats
+    }
+
+    #[test]
+    fn wide_sequences_wrap_at_their_width() {
+        // 24 bits: 0xffffff then 0 is the next sequence, not a gap of 16 million.
+        let mut t = SeqTracker::new(24);
+        for s in [0xfffffe, 0xffffff, 0, 2] {
+            t.observe(s, false);
+        }
+        assert_eq!((t.stats.received, t.stats.lost, t.stats.wraps), (4, 1, 1));
+        // 64 bits around 2^63 (netcode's global counter) and at the very top.
+        let mut t = SeqTracker::new(64);
+        for s in [1u64 << 63, (1 << 63) + 1, (1 << 63) + 3, u64::MAX, 0] {
+            t.observe(s, false);
+        }
+        assert_eq!(t.stats.received, 4 + 1);
+        assert_eq!(t.stats.last, Some(0));
+        assert_eq!(t.stats.wraps, 1);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use crate::validate::{self, CrcStatus, HeaderFormat, ProtocolId};
 pub struct Verdict {
     pub status: Status,
     pub crc: Option<CrcStatus>,
-    pub sequence: Option<u16>,
+    pub sequence: Option<u64>,
     pub packet_type: Option<u32>,
     pub fragment: Option<FragmentInfo>,
     pub fault: Option<FaultKind>,
@@ -104,7 +104,7 @@ impl Validator {
             None => match validate::read_header(payload, &self.format) {
                 Ok(h) => {
                     v.status = Status::Ok;
-                    v.sequence = Some(h.header.sequence);
+                    v.sequence = Some(h.header.sequence as u64);
                     v.packet_type = Some(h.header.packet_type);
                     v.fragment = h.fragment.map(|fh| FragmentInfo {
                         id: fh.fragment_id,
@@ -147,7 +147,7 @@ impl Validator {
             }
             None => match validate::read_header(packet, &self.format) {
                 Ok(h) => {
-                    v.sequence = Some(h.header.sequence);
+                    v.sequence = Some(h.header.sequence as u64);
                     v.packet_type = Some(h.header.packet_type);
                 }
                 Err(_) => v.fault = Some(FaultKind::PastEnd),

@@ -33,6 +33,8 @@ pub enum GenError {
         "--corrupt needs a checksum to detect the flipped bit, and the definition declares checksum \"none\""
     )]
     CorruptWithoutChecksum,
+    #[error("--attacks breaks the rules of fragment reassembly, and the definition has no fragment block")]
+    AttacksWithoutFragments,
 }
 
 /// Writes packets of one definition.
@@ -44,6 +46,9 @@ pub struct PacketWriter<'p> {
     pub scale: u64,
     pub leaves: Vec<Leaf>,
     crc_leaf: Option<usize>,
+    /// Slots that hold the byte length of a role's `le-uint` (netcode's sequence_bytes):
+    /// written as the length the role's value needs.
+    length_of: std::collections::HashMap<u16, Role>,
     /// Bytes of header in the last packet written: what fragment 0 carries beyond
     /// `fragment-size` when the fragment's data describes the header.
     header_bytes: usize,
@@ -74,8 +79,17 @@ impl<'p> PacketWriter<'p> {
                 _ => {}
             }
         }
+        let mut length_of = std::collections::HashMap::new();
+        for n in &p.nodes {
+            if let (Kind::LeUint(Count::Expr(e)), Some(role)) = (&n.kind, n.role)
+                && let [Op::Slot(s)] = p.expr(*e)
+            {
+                length_of.insert(*s, role);
+            }
+        }
         PacketWriter {
             p,
+            length_of,
             slots: vec![0; p.slot_count],
             count_slots,
             scale: 8,
@@ -165,7 +179,7 @@ impl<'p> PacketWriter<'p> {
                     .map(|v| v as i64)
                     .unwrap_or_else(|| self.int_value(rng, id, *min, *max)) as u64
             }
-            Kind::Uint64 => r[0] = rng.next_u64(),
+            Kind::Uint64 => r[0] = role.unwrap_or_else(|| rng.next_u64()),
             Kind::Float => r[0] = float(rng),
             Kind::Double => r[0] = ((rng.unit() - 0.5) * 1e6).to_bits(),
             Kind::CompressedFloat(cf) => r[0] = rng.below(cf.max_int as u64 + 1),
@@ -210,7 +224,16 @@ impl<'p> PacketWriter<'p> {
     fn node(&mut self, w: &mut Out, rng: &mut Rng, id: NodeId, roles: &Roles) -> Result<(), GenError> {
         let p = self.p;
         let node = &p.nodes[id as usize];
-        let role = node.role.and_then(|r| roles.get(r));
+        let role = match node.role {
+            Some(Role::ProtocolId) => p.params.protocol_id.map(|i| i.value),
+            Some(r) => roles.get(r),
+            // The length of a role's le-uint: the bytes its value needs.
+            None => node
+                .slot
+                .and_then(|s| self.length_of.get(&s))
+                .and_then(|r| roles.get(*r))
+                .map(|v| u64::from((64 - v.leading_zeros()).div_ceil(8).max(1))),
+        };
         match &node.kind {
             Kind::Align => self.align(w)?,
             Kind::Bytes(c) => {
@@ -246,6 +269,21 @@ impl<'p> PacketWriter<'p> {
             Kind::Derived(e) => {
                 let v = eval(p.expr(*e), &self.slots).map_err(|_| GenError::DivisionByZero)?;
                 self.set(id, v);
+            }
+            Kind::LeUint(c) => {
+                let n = match c {
+                    Count::Const(n) => *n,
+                    Count::Expr(e) => eval(p.expr(*e), &self.slots)
+                        .map_err(|_| GenError::DivisionByZero)?
+                        .max(0) as u64,
+                }
+                .clamp(1, 8);
+                let mask = u64::MAX >> (64 - 8 * n);
+                let v = role.unwrap_or_else(|| rng.next_u64()) & mask;
+                for i in 0..n {
+                    self.bits(w, (v >> (8 * i)) as u32 & 0xff, 8)?;
+                }
+                self.set(id, v as i64);
             }
             Kind::Struct { body } | Kind::Inline { body } => self.block(w, rng, *body, roles)?,
             Kind::Array { count, body } => {
@@ -397,11 +435,11 @@ impl<'p> PacketWriter<'p> {
     }
 
     /// A complete packet of `type_id` with `sequence`, CRC included.
-    pub fn packet(&mut self, rng: &mut Rng, type_id: u32, sequence: u16) -> Result<Vec<u8>, GenError> {
+    pub fn packet(&mut self, rng: &mut Rng, type_id: u32, sequence: u64) -> Result<Vec<u8>, GenError> {
         let def = self.p.packet(type_id).ok_or(GenError::UnknownType(type_id))?;
         let body = def.body;
         let roles = Roles {
-            sequence: Some(sequence as u64),
+            sequence: Some(sequence),
             packet_type: Some(type_id as u64),
             ..Roles::default()
         };
@@ -458,6 +496,12 @@ impl<'p> PacketWriter<'p> {
         Ok(packet[..self.header_bytes.min(packet.len())].to_vec())
     }
 
+    /// The sequence the last packet's header carries (its role slot).
+    pub fn sequence_written(&self) -> Option<i64> {
+        let s = Role::Sequence.slot()?;
+        self.slots.get(s as usize).copied()
+    }
+
     /// The largest packet the sender can send: what its fragments can carry, or what
     /// fits a UDP datagram when it does not fragment.
     pub fn max_packet(&self, no_fragment: bool) -> usize {
@@ -475,7 +519,7 @@ impl<'p> PacketWriter<'p> {
         &mut self,
         rng: &mut Rng,
         type_id: u32,
-        sequence: u16,
+        sequence: u64,
         mut scale: u64,
         max: usize,
     ) -> Result<Vec<u8>, GenError> {
@@ -501,7 +545,7 @@ impl<'p> PacketWriter<'p> {
     pub fn fragments_of(
         &mut self,
         rng: &mut Rng,
-        sequence: u16,
+        sequence: u64,
         packet: &[u8],
     ) -> Result<Vec<Datagram>, GenError> {
         let size = (self.p.params.format.fragment_size as usize).max(1);
@@ -520,7 +564,7 @@ impl<'p> PacketWriter<'p> {
     pub fn fragment(
         &mut self,
         rng: &mut Rng,
-        sequence: u16,
+        sequence: u64,
         id: u32,
         count: u32,
         data: &[u8],
@@ -533,7 +577,7 @@ impl<'p> PacketWriter<'p> {
             CountEncoding::CountMinusOne => count.wrapping_sub(1) & 0xff,
         };
         let roles = Roles {
-            sequence: Some(sequence as u64),
+            sequence: Some(sequence),
             packet_type: self.p.fragment_when.is_none().then_some(FRAGMENT_TYPE as u64),
             fragment_id: Some(id as u64),
             fragment_count: Some(encoded as u64),
@@ -566,7 +610,7 @@ impl Roles {
             Role::Type => self.packet_type,
             Role::FragmentId => self.fragment_id,
             Role::FragmentCount => self.fragment_count,
-            Role::FragmentData | Role::Ack | Role::AckBits => None,
+            Role::FragmentData | Role::Ack | Role::AckBits | Role::ProtocolId => None,
         }
     }
 }

@@ -91,7 +91,7 @@ pub struct SendEvent {
     pub event: &'static str,
     pub t_ns: i64,
     pub flow: String,
-    pub sequence: u16,
+    pub sequence: u64,
     #[serde(rename = "type")]
     pub packet_type: u32,
     /// Size of the whole game packet.
@@ -184,6 +184,9 @@ pub enum Emit<'a> {
 /// A game datagram as delivered, for the oracle.
 struct Delivered {
     flow: usize,
+    /// The sequence space its sequence came from (the oracle follows space 0, the
+    /// flow's own counter, which is what the report's flow rows show).
+    space: u8,
     malformed: bool,
     ext: i64,
     fragment: Option<(u32, u32)>,
@@ -199,6 +202,8 @@ struct Flow {
     interval_ns: i64,
     next_ns: i64,
     ext: i64,
+    /// Counters of the flow's other (per-flow) sequence spaces, by space index.
+    space_ext: Vec<i64>,
     bad: bool,
     ip_id: u32,
     name: String,
@@ -255,6 +260,9 @@ pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -
     if id.is_none() && cfg.corrupt > 0.0 {
         return Err(GenError::CorruptWithoutChecksum);
     }
+    if cfg.attacks && p.fragment.is_none() {
+        return Err(GenError::AttacksWithoutFragments);
+    }
     let mut rng = Rng::new(cfg.seed);
     let mut values = rng.fork(1);
     let mut net_rng = rng.fork(2);
@@ -291,6 +299,7 @@ pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -
                     EPOCH_NS + rng.range(0, interval)
                 },
                 ext: start,
+                space_ext: vec![start; p.spaces.len()],
                 bad: false,
                 ip_id: rng.next_u32() & 0xffff,
                 name: format!("{src}>{dst}"),
@@ -316,6 +325,7 @@ pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -
     let end_ns = EPOCH_NS + (cfg.duration_s * 1e9) as i64;
     let mut sent_packets = 0u64;
     let max_packet = writer.max_packet(cfg.no_fragment);
+    let mut sender_ext: std::collections::HashMap<(SocketAddr, u8), i64> = std::collections::HashMap::new();
 
     while let Some(fi) = (0..flows.len()).min_by_key(|&i| flows[i].next_ns) {
         let now = flows[fi].next_ns;
@@ -333,11 +343,29 @@ pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -
         }
         flows[fi].next_ns += flows[fi].interval_ns;
         sent_packets += 1;
-        let ext = flows[fi].ext;
-        flows[fi].ext += 1;
-        let seq = ext as u16;
         let types = &flows[fi].types;
+        if types.is_empty() {
+            flows[fi].next_ns = i64::MAX;
+            sent_packets -= 1;
+            continue;
+        }
         let ty = types[values.below(types.len() as u64) as usize];
+        // The type's counter: the flow's own, another of the flow's, or one shared by
+        // every flow of the sender.
+        let space = p.space_of(ty);
+        let counter: &mut i64 = match p.spaces.get(space as usize) {
+            Some(def) if space > 0 && def.per_sender => {
+                let start = flows[fi].ext;
+                sender_ext.entry((flows[fi].src, space)).or_insert(start)
+            }
+            Some(_) if space > 0 => &mut flows[fi].space_ext[space as usize],
+            _ => &mut flows[fi].ext,
+        };
+        let ext = *counter;
+        *counter += 1;
+        // The counter at the sequence field's width (it wraps at 16 bits in the
+        // articles, and crosses into a third byte in netcode's).
+        let seq = ext as u64 & (u64::MAX >> (64 - p.sequence_bits.clamp(1, 64)));
         let scale = if values.chance(cfg.big) {
             values.range(200, 800) as u64
         } else if values.chance(0.3) {
@@ -346,6 +374,26 @@ pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -
             values.range(0, 12) as u64
         };
         let packet = writer.packet_within(&mut values, ty, seq, scale, max_packet)?;
+        if writer
+            .sequence_written()
+            .is_some_and(|s| s as u64 & (u64::MAX >> (64 - p.sequence_bits.clamp(1, 64))) != seq)
+        {
+            // The type's sequence is not the counter (netcode's request derives 0):
+            // its sequences cannot be predicted, so this side does not send it.
+            flows[fi].types.retain(|&t| t != ty);
+            match p.spaces.get(space as usize) {
+                Some(def) if space > 0 && def.per_sender => {
+                    if let Some(c) = sender_ext.get_mut(&(flows[fi].src, space)) {
+                        *c -= 1;
+                    }
+                }
+                Some(_) if space > 0 => flows[fi].space_ext[space as usize] -= 1,
+                _ => flows[fi].ext -= 1,
+            }
+            sent_packets -= 1;
+            flows[fi].next_ns -= flows[fi].interval_ns;
+            continue;
+        }
         if packet.len() > max_packet {
             continue;
         }
@@ -446,6 +494,7 @@ pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -
                         next_datagram,
                         Delivered {
                             flow: fi,
+                            space,
                             malformed: frag.is_none() && payload.len() < packet.len(),
                             ext,
                             fragment: frag,
@@ -496,7 +545,7 @@ pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -
             // no id to differ by).
             if net_rng.chance(cfg.foreign / 4.0) && id.is_some() {
                 let rogue = addr(cfg.ipv6, 0x909, 50009);
-                let mut pkt = writer.packet(&mut values, ty, net_rng.next_u32() as u16)?;
+                let mut pkt = writer.packet(&mut values, ty, net_rng.next_u32() as u16 as u64)?;
                 write_crc(ProtocolId::new32(0x0BAD_F00D), &mut pkt);
                 let ip = &net::ip_packets(rogue, server, &pkt, 0, false, 65535)[0];
                 out.push(Out {
@@ -561,32 +610,32 @@ fn attacks(
     let mut seq = 1000u16;
     for _ in 0..3 {
         seq += 1;
-        send.push(w.fragment(rng, seq, 3, 3, &full)?); // id out of range
+        send.push(w.fragment(rng, seq as u64, 3, 3, &full)?); // id out of range
         t.id_out_of_range += 1;
         seq += 1;
-        send.push(w.fragment(rng, seq, 0, 3, &first(&full))?);
-        send.push(w.fragment(rng, seq, 1, 4, &full)?); // count changed
+        send.push(w.fragment(rng, seq as u64, 0, 3, &first(&full))?);
+        send.push(w.fragment(rng, seq as u64, 1, 4, &full)?); // count changed
         t.count_changed += 1;
         seq += 1;
-        send.push(w.fragment(rng, seq, 0, 2, &first(&vec![0; size + 1]))?); // oversize
+        send.push(w.fragment(rng, seq as u64, 0, 2, &first(&vec![0; size + 1]))?); // oversize
         t.oversize += 1;
         seq += 1;
-        send.push(w.fragment(rng, seq, 0, 2, &first(&[1, 2, 3]))?); // short non-last
+        send.push(w.fragment(rng, seq as u64, 0, 2, &first(&[1, 2, 3]))?); // short non-last
         t.short_non_last += 1;
         seq += 1;
-        send.push(w.fragment(rng, seq, 0, 2, &first(&full))?);
-        send.push(w.fragment(rng, seq, 0, 2, &first(&full))?); // duplicate
+        send.push(w.fragment(rng, seq as u64, 0, 2, &first(&full))?);
+        send.push(w.fragment(rng, seq as u64, 0, 2, &first(&full))?); // duplicate
         t.duplicate += 1;
         if max < 255 {
             seq += 1;
-            send.push(w.fragment(rng, seq, 0, max + 1, &first(&full))?); // count out of range
+            send.push(w.fragment(rng, seq as u64, 0, max + 1, &first(&full))?); // count out of range
             t.count_out_of_range += 1;
         }
     }
     // Stale: far behind the newest.
     seq += 400;
-    send.push(w.fragment(rng, seq, 0, 2, &first(&full))?);
-    send.push(w.fragment(rng, seq.wrapping_sub(300), 0, 2, &first(&full))?);
+    send.push(w.fragment(rng, seq as u64, 0, 2, &first(&full))?);
+    send.push(w.fragment(rng, seq.wrapping_sub(300) as u64, 0, 2, &first(&full))?);
     t.stale += 1;
     for (i, payload) in send.iter().enumerate() {
         let ip = &net::ip_packets(attacker, server, payload, 0, false, 65535)[0];
@@ -652,6 +701,9 @@ impl Oracle {
         }
         ft.crc_ok += 1;
         ft.malformed += d.malformed as u64;
+        if d.space != 0 {
+            return;
+        }
         let s = &mut self.states[d.flow];
         let fragment = d.fragment.is_some();
         match s.highest {

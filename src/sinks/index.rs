@@ -27,7 +27,7 @@ pub mod status {
     pub const REASSEMBLED: u16 = 2048;
 }
 
-/// One row of the packet list: 48 bytes.
+/// One row of the packet list: 56 bytes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Row {
     pub frame: u64,
@@ -36,7 +36,7 @@ pub struct Row {
     pub ts_ns: i64,
     pub flow: u32,
     pub size: u32,
-    pub seq: u16,
+    pub seq: u64,
     /// `u16::MAX` when there is no header.
     pub ptype: u16,
     /// Fragment count of a fragment, or of the fragments a packet was reassembled from.
@@ -138,7 +138,7 @@ impl Row {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FragPacket {
     pub flow: u32,
-    pub seq: u16,
+    pub seq: u64,
     pub count: u16,
     pub received: [u64; 4],
     pub duplicates: u16,
@@ -310,7 +310,7 @@ pub struct IndexSink {
     flow_ids: HashMap<FlowId, u32>,
     new_flows: Vec<FlowId>,
     frags: Vec<FragPacket>,
-    frag_ids: HashMap<(u32, u16), u32>,
+    frag_ids: HashMap<(u32, u64), u32>,
     frags_changed: bool,
     frags_sent_at: std::time::Instant,
     kept: Vec<(u32, Kept)>,

@@ -405,7 +405,7 @@ impl Statistics {
             && e.flow_index.is_some()
             && let Some(seq) = e.sequence
         {
-            flow.acks.get_or_insert_default().sent(seq, e.ts_ns);
+            flow.acks.get_or_insert_default().sent(seq as u16, e.ts_ns);
         }
         let s = &mut flow.stats;
         if let Some(n) = s.types.get_mut(ptype as usize) {
@@ -511,6 +511,7 @@ impl Sink for Statistics {
         }
         if let Some(fl) = self.flows.get_mut(end.index as usize) {
             fl.stats.seq = end.seq.clone();
+            fl.stats.sequence_spaces = end.spaces.clone();
             fl.stats.reassembly = end.reassembly.clone();
             fl.stats.attacks = end.attacks.clone();
         }
@@ -519,6 +520,7 @@ impl Sink for Statistics {
     fn finish(&mut self, s: &Summary) {
         self.report.capture.ip_defrag = s.ip_defrag;
         self.report.reassembly.peak_bytes = s.reassembly_peak;
+        self.report.sender_spaces = s.sender_spaces.clone();
     }
 }
 

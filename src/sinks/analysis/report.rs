@@ -205,6 +205,9 @@ pub struct FlowStats {
     pub role: Option<crate::dissect::program::Side>,
     /// Packets whose type is declared from the other side than `role`.
     pub wrong_direction: u64,
+    /// Sequence analysis of the flow's other sequence spaces, by name.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sequence_spaces: Vec<(String, SeqStats)>,
     /// Ack analysis of this direction's sequences (definitions with ack roles).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub acks: Option<super::acks::AckStats>,
@@ -244,6 +247,7 @@ impl FlowStats {
             role: None,
             wrong_direction: 0,
             acks: None,
+            sequence_spaces: Vec::new(),
         }
     }
 
@@ -397,6 +401,9 @@ pub struct Report {
     /// Datagrams of flows past the flow table's cap, validated and counted together
     /// (no sequence or reassembly analysis); `capture.flows_not_tracked` of them.
     pub untracked: Option<FlowStats>,
+    /// Sequence spaces counted per sender (one counter for all of a sender's flows).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sender_spaces: Vec<crate::engine::SenderSpace>,
 }
 
 /// Valid game datagrams and sequences lost, per second of capture time.
