@@ -113,7 +113,13 @@ fn wrong_direction_packets_are_counted() {
     }
     let datagrams: Vec<_> = plan
         .into_iter()
-        .map(|(src, dst, ty, seq)| (src, dst, w.packet_within(&mut rng, ty, seq as u64, 2, 1000).unwrap()))
+        .map(|(src, dst, ty, seq)| {
+            (
+                src,
+                dst,
+                w.packet_within(&mut rng, ty, seq as u64, 2, 1000).unwrap(),
+            )
+        })
         .collect();
     common::udp_capture(&path, datagrams);
     let r = analyze(&path, p);

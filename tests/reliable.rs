@@ -296,3 +296,10 @@ fn generated_reliable_traffic_round_trips() {
     assert_eq!(r["reassembly"]["attacks"]["oversize"], 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The whole report as a reader sees it (golden): the ack table beside the flows.
+#[test]
+fn analyze_report_golden() {
+    let text = gpcap(&["analyze", "-d", DEF, CAPTURE]);
+    insta::assert_snapshot!(text);
+}

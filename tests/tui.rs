@@ -13,7 +13,12 @@ use std::sync::Arc;
 fn app(capture: &str, definition: &str) -> App {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let p = Arc::new(dissect::load(&root.join("dissectors").join(definition)).unwrap());
-    let path = root.join("captures").join(capture);
+    // A bare name is a bundled capture; a path is relative to the repository.
+    let path = if capture.contains('/') {
+        root.join(capture)
+    } else {
+        root.join("captures").join(capture)
+    };
     let (tx, rx) = std::sync::mpsc::channel();
     load(&path, Config::from_program(p.clone()), tx);
     let mut index = Index::new(&path);
@@ -96,6 +101,20 @@ snap!(reassembly, "attacks.pcap", "article.kdl", "3");
 snap!(loss, "lossy-bursts.pcap", "article.kdl", "4");
 snap!(mtu, "mtu-df.pcap", "article.kdl", "5");
 snap!(help, "clean.pcap", "article.kdl", "?");
+// reliable.io: derived fields in brackets (fragment 0 carries the header), and the
+// ack columns of the flows tab.
+snap!(
+    reliable_fragment_header,
+    "tests/fixtures/reliable/capture.pcap",
+    "reliable.kdl",
+    "t End"
+);
+snap!(
+    reliable_flows_with_acks,
+    "tests/fixtures/reliable/capture.pcap",
+    "reliable.kdl",
+    "2"
+);
 
 #[test]
 fn filter_errors_are_shown_not_applied() {

@@ -316,12 +316,17 @@ fn draw_tree(f: &mut Frame, app: &App, area: Rect) {
         let value = value_text(p, fl, payload);
         let chosen = i == app.field && app.focus == Focus::Tree;
         // A pointer as well as the highlight, for terminals without colour or reverse.
-        let text = format!(
-            "{}{}{marker}{name}{}{value}",
-            if chosen { "›" } else { " " },
-            "  ".repeat(fl.depth as usize),
-            if value.is_empty() { "" } else { ": " }
-        );
+        let pointer = if chosen { "›" } else { " " };
+        let indent = "  ".repeat(fl.depth as usize);
+        let text = if fl.kind == "derived" {
+            // Computed, not read: in brackets, as Wireshark shows generated fields.
+            format!("{pointer}{indent}{marker}[{name}: {value}]")
+        } else {
+            format!(
+                "{pointer}{indent}{marker}{name}{}{value}",
+                if value.is_empty() { "" } else { ": " }
+            )
+        };
         let st = if chosen {
             selected_style(app)
         } else {
@@ -447,6 +452,8 @@ fn draw_flows(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
         return;
     }
     let Some(r) = &ix.report else { return };
+    // Ack columns when the definition marks ack fields (the same numbers as analyze).
+    let acks = r.flows.iter().any(|fl| fl.acks.is_some());
     let rows: Vec<TRow> = r
         .flows
         .iter()
@@ -462,7 +469,7 @@ fn draw_flows(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
             } else {
                 Style::default()
             };
-            TRow::new(vec![
+            let mut cells = vec![
                 Cell::from(format!("{} → {}", fl.src, fl.dst)),
                 Cell::from(fl.datagrams.to_string()),
                 Cell::from(format!("{:.1}", fl.packets_per_s)),
@@ -473,44 +480,58 @@ fn draw_flows(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
                 Cell::from(fl.crc_fail.to_string()),
                 Cell::from(fl.largest_payload.to_string()),
                 Cell::from(fl.fragments.to_string()),
-            ])
+            ];
+            if acks {
+                let a = fl.acks.as_ref();
+                cells.push(Cell::from(a.map_or("-".into(), |a| a.acked.to_string())));
+                cells.push(Cell::from(a.map_or("-".into(), |a| pct(a.ack_implied_loss))));
+                cells.push(Cell::from(
+                    a.and_then(|a| a.rtt_ms)
+                        .map_or("-".into(), |r| format!("{:.2}", r.p50)),
+                ));
+            }
+            TRow::new(cells)
         })
         .collect();
-    let t = Table::new(
-        rows,
-        [
-            Constraint::Min(24),
-            Constraint::Length(9),
-            Constraint::Length(7),
-            Constraint::Length(8),
-            Constraint::Length(7),
-            Constraint::Length(5),
-            Constraint::Length(5),
-            Constraint::Length(8),
-            Constraint::Length(8),
+    let mut widths = vec![
+        Constraint::Min(24),
+        Constraint::Length(9),
+        Constraint::Length(7),
+        Constraint::Length(8),
+        Constraint::Length(7),
+        Constraint::Length(5),
+        Constraint::Length(5),
+        Constraint::Length(8),
+        Constraint::Length(8),
+        Constraint::Length(6),
+    ];
+    let mut header = vec![
+        "flow",
+        "datagrams",
+        "pkt/s",
+        "kbit/s",
+        "loss",
+        "dup",
+        "late",
+        "crc fail",
+        "largest",
+        "frags",
+    ];
+    if acks {
+        widths.extend([
             Constraint::Length(6),
-        ],
-    )
-    .header(
-        TRow::new([
-            "flow",
-            "datagrams",
-            "pkt/s",
-            "kbit/s",
-            "loss",
-            "dup",
-            "late",
-            "crc fail",
-            "largest",
-            "frags",
-        ])
-        .style(Style::default().add_modifier(Modifier::BOLD)),
-    )
-    .block(
-        Block::default()
-            .borders(Borders::ALL)
-            .title(format!(" Flows ({}) ", r.flows.len())),
-    );
+            Constraint::Length(8),
+            Constraint::Length(8),
+        ]);
+        header.extend(["acked", "ack loss", "rtt p50"]);
+    }
+    let t = Table::new(rows, widths)
+        .header(TRow::new(header).style(Style::default().add_modifier(Modifier::BOLD)))
+        .block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(format!(" Flows ({}) ", r.flows.len())),
+        );
     f.render_widget(t, area);
 }
 
