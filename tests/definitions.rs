@@ -396,3 +396,12 @@ fn derived_fields_and_defaults() {
             .all(|f| f.bit_len == 0)
     );
 }
+
+/// The README's example definition compiles as printed.
+#[test]
+fn readme_example_compiles() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let start = readme.find("```kdl\n").unwrap() + 7;
+    let end = start + readme[start..].find("```").unwrap();
+    compile_ok(&readme[start..end]);
+}
