@@ -6,19 +6,11 @@ mod common;
 
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
-use std::process::Command;
 
 const CAPTURE: &str = "tests/fixtures/netcode/capture.pcap";
 const DEF: &str = "dissectors/netcode.kdl";
 
-fn gpcap(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_gpcap"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
+use common::gpcap_ok as gpcap;
 
 fn json(path: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
@@ -201,26 +193,21 @@ fn a_request_with_another_protocol_id_is_not_the_game() {
 /// the global counter per sender, and the analysis agrees with the generator's truth.
 #[test]
 fn generated_netcode_crosses_the_three_byte_sequence() {
-    let dir = std::env::temp_dir().join(format!("gpcap-netcode-gen-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("nc.pcap");
-    let out = path.to_str().unwrap();
-    gpcap(&[
-        "gen",
-        "-d",
+    let (dir, out) = common::gen_checked(
         DEF,
-        "-o",
-        out,
-        "--seed",
-        "2",
-        "--clients",
-        "3",
-        "--duration",
-        "5",
-        "--loss",
-        "0.02",
-        "--check",
-    ]);
+        "nc",
+        &[
+            "--seed",
+            "2",
+            "--clients",
+            "3",
+            "--duration",
+            "5",
+            "--loss",
+            "0.02",
+        ],
+    );
+    let out = out.as_str();
     let mut widths = BTreeMap::new();
     for l in gpcap(&["dissect", "-d", DEF, out, "--jsonl"]).lines() {
         let d: Value = serde_json::from_str(l).unwrap();

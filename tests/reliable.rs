@@ -2,21 +2,15 @@
 //! sockets on loopback, with its own truth) analyzed and dissected with
 //! dissectors/reliable.kdl: every number must be the library's.
 
+mod common;
+
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::process::Command;
 
 const CAPTURE: &str = "tests/fixtures/reliable/capture.pcap";
 const DEF: &str = "dissectors/reliable.kdl";
 
-fn gpcap(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_gpcap"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
+use common::gpcap_ok as gpcap;
 
 fn truth_lines() -> Vec<Value> {
     std::fs::read_to_string("tests/fixtures/reliable/truth.jsonl")
@@ -262,26 +256,21 @@ fn reassembled_messages_are_the_header_and_the_data() {
 /// own truth, and every fragmented packet reassembles into a clean message.
 #[test]
 fn generated_reliable_traffic_round_trips() {
-    let dir = std::env::temp_dir().join(format!("gpcap-reliable-gen-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("rel.pcap");
-    let out = path.to_str().unwrap();
-    gpcap(&[
-        "gen",
-        "-d",
+    let (dir, out) = common::gen_checked(
         DEF,
-        "-o",
-        out,
-        "--clients",
-        "2",
-        "--duration",
-        "5",
-        "--loss",
-        "0.02",
-        "--big",
-        "0.2",
-        "--check",
-    ]);
+        "rel",
+        &[
+            "--clients",
+            "2",
+            "--duration",
+            "5",
+            "--loss",
+            "0.02",
+            "--big",
+            "0.2",
+        ],
+    );
+    let out = out.as_str();
     let r: Value = serde_json::from_str(&gpcap(&["analyze", "-d", DEF, out, "--json"])).unwrap();
     assert_eq!(r["malformed"]["total"], 0);
     let fragments: u64 = r["flows"]

@@ -221,6 +221,16 @@ impl<'p> PacketWriter<'p> {
         Ok(())
     }
 
+    /// A count's value from the fields written so far.
+    fn count(&self, c: &Count) -> Result<u64, GenError> {
+        Ok(match c {
+            Count::Const(n) => *n,
+            Count::Expr(e) => eval(self.p.expr(*e), &self.slots)
+                .map_err(|_| GenError::DivisionByZero)?
+                .max(0) as u64,
+        })
+    }
+
     fn node(&mut self, w: &mut Out, rng: &mut Rng, id: NodeId, roles: &Roles) -> Result<(), GenError> {
         let p = self.p;
         let node = &p.nodes[id as usize];
@@ -237,12 +247,7 @@ impl<'p> PacketWriter<'p> {
         match &node.kind {
             Kind::Align => self.align(w)?,
             Kind::Bytes(c) => {
-                let n = match c {
-                    Count::Const(n) => *n,
-                    Count::Expr(e) => eval(p.expr(*e), &self.slots)
-                        .map_err(|_| GenError::DivisionByZero)?
-                        .max(0) as u64,
-                };
+                let n = self.count(c)?;
                 let data: Vec<u8> = (0..n.min(1 << 20)).map(|_| rng.next_u32() as u8).collect();
                 self.bytes(w, &data)?;
             }
@@ -271,13 +276,7 @@ impl<'p> PacketWriter<'p> {
                 self.set(id, v);
             }
             Kind::LeUint(c) => {
-                let n = match c {
-                    Count::Const(n) => *n,
-                    Count::Expr(e) => eval(p.expr(*e), &self.slots)
-                        .map_err(|_| GenError::DivisionByZero)?
-                        .max(0) as u64,
-                }
-                .clamp(1, 8);
+                let n = self.count(c)?.clamp(1, 8);
                 let mask = u64::MAX >> (64 - 8 * n);
                 let v = role.unwrap_or_else(|| rng.next_u64()) & mask;
                 for i in 0..n {
@@ -287,12 +286,7 @@ impl<'p> PacketWriter<'p> {
             }
             Kind::Struct { body } | Kind::Inline { body } => self.block(w, rng, *body, roles)?,
             Kind::Array { count, body } => {
-                let n = match count {
-                    Count::Const(n) => *n,
-                    Count::Expr(e) => eval(p.expr(*e), &self.slots)
-                        .map_err(|_| GenError::DivisionByZero)?
-                        .max(0) as u64,
-                };
+                let n = self.count(count)?;
                 for _ in 0..n.min(p.limits.max_elements) {
                     self.block(w, rng, *body, roles)?;
                 }

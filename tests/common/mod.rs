@@ -42,3 +42,28 @@ pub fn udp_capture(
         .unwrap();
     }
 }
+
+/// Runs gpcap, which must succeed, and returns its standard output.
+#[allow(dead_code)]
+pub fn gpcap_ok(args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpcap"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `gpcap gen -d DEF -o DIR/NAME ARGS… --check` into a fresh directory of its own
+/// (removed by the caller); returns the directory and the capture's path.
+#[allow(dead_code)]
+pub fn gen_checked(def: &str, name: &str, args: &[&str]) -> (std::path::PathBuf, String) {
+    let dir = std::env::temp_dir().join(format!("gpcap-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{name}.pcap")).to_str().unwrap().to_string();
+    let mut all = vec!["gen", "-d", def, "-o", &path];
+    all.extend_from_slice(args);
+    all.push("--check");
+    gpcap_ok(&all);
+    (dir, path)
+}
