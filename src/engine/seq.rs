@@ -64,19 +64,31 @@ impl SeqTracker {
         }
     }
 
-    /// `s - high` in the sequence's modular arithmetic: the nearer way round.
+    fn mask(&self) -> u64 {
+        u64::MAX >> (64 - self.bits)
+    }
+
+    /// `s - high` in the sequence's modular arithmetic: the nearer way round (power-of-two
+    /// moduli only, so masks, no 128-bit division).
     fn diff(&self, s: u64, high: u64) -> i128 {
-        let modulus = 1i128 << self.bits;
-        let d = (s as i128 - high as i128).rem_euclid(modulus);
-        if d > modulus / 2 { d - modulus } else { d }
+        let d = s.wrapping_sub(high) & self.mask();
+        if d > 1u64 << (self.bits - 1) {
+            d as i128 - (self.mask() as i128 + 1)
+        } else {
+            d as i128
+        }
     }
 
     fn wire(&self, ext: i128) -> u64 {
-        ext.rem_euclid(1i128 << self.bits) as u64
+        ext as u64 & self.mask()
+    }
+
+    fn index(ext: i128) -> usize {
+        (ext as u64 & (WINDOW as u64 - 1)) as usize
     }
 
     fn bit(&self, ext: i128) -> bool {
-        let i = ext.rem_euclid(WINDOW as i128) as usize;
+        let i = Self::index(ext);
         self.window.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1)
     }
 
@@ -84,7 +96,7 @@ impl SeqTracker {
         if self.window.is_empty() {
             self.window = vec![0; (WINDOW / 64) as usize];
         }
-        let i = ext.rem_euclid(WINDOW as i128) as usize;
+        let i = Self::index(ext);
         if on {
             self.window[i / 64] |= 1 << (i % 64);
         } else {
