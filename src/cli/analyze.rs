@@ -43,7 +43,7 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
     };
     let mut reports = Vec::new();
     for files in groups {
-        let mut report = analyze_files(files, resolved.cfg.clone())?;
+        let mut report = analyze_files(files, resolved.cfg.clone(), a.threads)?;
         report.identification = resolved.identification.clone();
         if let Some(hint) = other_protocol_id(files, &report) {
             eprintln!("gpcap: hint: {hint}");
@@ -139,7 +139,7 @@ fn conversations(a: &AnalyzeArgs, resolved: Resolved) -> Result<ExitCode> {
         .map_or((0, 0), |i| (i.sampled, i.flows));
     let mut cfg = resolved.cfg;
     cfg.any_port = true;
-    let mut report = analyze_files(&a.captures, cfg)?;
+    let mut report = analyze_files(&a.captures, cfg, a.threads)?;
     report.identification = resolved.identification;
     let note = format!(
         "No game protocol found: none of {} in {} share a protocol id (a CRC32 whose id is prefixed but never sent). Give -d DISSECTOR or --protocol-id HEX to analyze one; `gpcap identify` shows what was tried.",
@@ -161,7 +161,9 @@ fn conversations(a: &AnalyzeArgs, resolved: Resolved) -> Result<ExitCode> {
 /// over the cores by IP address pair (the same report: tests/parallel.rs). A file that
 /// cannot be opened is an error; one that breaks midway keeps what was read and says
 /// where it stopped.
-pub fn analyze_files(captures: &[PathBuf], cfg: Config) -> Result<Report> {
+/// `threads`: analyzers to run (None: one per core, and one shard more than cores so
+/// the reader never waits).
+pub fn analyze_files(captures: &[PathBuf], cfg: Config, threads: Option<u32>) -> Result<Report> {
     let sizes: Vec<u64> = captures
         .iter()
         .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
@@ -175,8 +177,9 @@ pub fn analyze_files(captures: &[PathBuf], cfg: Config) -> Result<Report> {
         }
     };
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    let report = if cores > 1 && total > 8 << 20 {
-        gpcap::engine::parallel::analyze_files(captures, cfg, (cores + 1).min(4), &mut progress)?
+    let shards = threads.map_or((cores + 1).min(4), |t| t as usize);
+    let report = if shards > 1 && total > 8 << 20 {
+        gpcap::engine::parallel::analyze_files(captures, cfg, shards, &mut progress)?
     } else {
         let mut stats = Statistics::new(cfg.clone());
         run_files(

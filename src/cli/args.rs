@@ -89,6 +89,10 @@ pub struct AnalyzeArgs {
     /// given: a flow (same addresses and ports) continues from one file into the next.
     #[arg(long = "per-file")]
     pub per_file: bool,
+    /// Analyzer threads (1 to 64; default: one per core, sharded by IP address pair —
+    /// the report is the same either way).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub threads: Option<u32>,
 }
 
 #[derive(Args)]

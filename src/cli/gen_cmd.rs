@@ -134,8 +134,11 @@ pub fn run(a: &GenArgs) -> Result<ExitCode> {
         truth_path.display()
     );
     if a.check {
-        let report =
-            super::analyze::analyze_files(std::slice::from_ref(&a.output), Config::from_program(program))?;
+        let report = super::analyze::analyze_files(
+            std::slice::from_ref(&a.output),
+            Config::from_program(program),
+            None,
+        )?;
         let diffs = gpcap::generate::check::compare(&truth, &report);
         if !diffs.is_empty() {
             for d in &diffs {

@@ -2,6 +2,7 @@
 //! binary prints them; the TUI draws the same data.
 
 #[cfg(feature = "cli")]
+pub mod json;
 pub mod tables;
 pub mod tree;
 

@@ -1,8 +1,7 @@
 //! Dissections as text trees (in the spirit of `tshark -V`, with Wireshark-style bit
-//! patterns) and as JSON values.
+//! patterns); the values' text, which the JSON writer (`present::json`) shares.
 
-use crate::dissect::{Dissection, Field, Program, Value, exec::path_of, label_name};
-use serde_json::{Map, Value as Json, json};
+use crate::dissect::{Dissection, Field, Program, Value, label_name};
 use std::fmt::Write;
 
 /// The field's bits over the bytes it touches, each byte MSB first: `.... ..10 1100 ....`.
@@ -35,7 +34,7 @@ pub fn bit_pattern(data: &[u8], bit_offset: u64, bit_len: u64) -> String {
 
 /// A field's decoded value for people.
 /// Decimal places of a compressed float or vector field (its resolution), else None.
-fn float_decimals(p: &Program, f: &Field) -> Option<usize> {
+pub(crate) fn float_decimals(p: &Program, f: &Field) -> Option<usize> {
     match p.nodes.get(f.node as usize)?.kind {
         crate::dissect::program::Kind::CompressedFloat(cf)
         | crate::dissect::program::Kind::CompressedVector(cf) => Some(cf.decimals()),
@@ -45,20 +44,11 @@ fn float_decimals(p: &Program, f: &Field) -> Option<usize> {
 
 /// A float as people read it: at its resolution when compressed (`6.06`, not
 /// `6.0599995`), else the shortest text that reads back as the same f32.
-fn float_text(x: f32, decimals: Option<usize>) -> String {
+pub(crate) fn float_text(x: f32, decimals: Option<usize>) -> String {
     match decimals {
         Some(d) => format!("{x:.d$}"),
         None => format!("{x}"),
     }
-}
-
-/// The same number for JSON: what the text says, as a JSON number.
-fn float_json(x: f32, decimals: Option<usize>) -> Json {
-    float_text(x, decimals)
-        .parse::<f64>()
-        .ok()
-        .and_then(serde_json::Number::from_f64)
-        .map_or(Json::Null, Json::Number)
 }
 
 pub fn value_text(p: &Program, f: &Field, data: &[u8]) -> String {
@@ -168,84 +158,4 @@ pub fn text_tree(p: &Program, d: &Dissection, data: &[u8]) -> String {
         );
     }
     out
-}
-
-/// The dissection as nested JSON (`tshark -T json`-like): each field an object with
-/// its path, kind, bit offset and length, raw and decoded value, and children.
-pub fn json_tree(p: &Program, d: &Dissection, data: &[u8]) -> Json {
-    fn node(p: &Program, d: &Dissection, data: &[u8], kids_of: &[Vec<usize>], i: usize) -> Json {
-        let f = &d.fields[i];
-        let mut m = Map::new();
-        m.insert("path".into(), json!(path_of(p, d, i)));
-        m.insert("kind".into(), json!(f.kind));
-        if let (crate::dissect::Label::Node(n), Some(node)) = (f.label, p.nodes.get(f.node as usize))
-            && n == f.node
-            && let Some(doc) = &node.doc
-        {
-            m.insert("doc".into(), json!(doc));
-        }
-        m.insert("bit_offset".into(), json!(f.bit_offset));
-        m.insert("bit_len".into(), json!(f.bit_len));
-        if !f.is_group() && f.bit_len <= 64 {
-            m.insert("raw".into(), json!(f.raw));
-        }
-        let v = match f.value {
-            Value::None => Json::Null,
-            Value::Int(v) => json!(v),
-            Value::UInt(v) => json!(v),
-            Value::Bool(b) => json!(b),
-            Value::Float(x) => float_json(x, float_decimals(p, f)),
-            Value::Double(x) => json!(x),
-            Value::Vec3(v) => Json::Array(v.iter().map(|&x| float_json(x, float_decimals(p, f))).collect()),
-            Value::Quat(q) => Json::Array(q.iter().map(|&x| float_json(x, None)).collect()),
-            Value::Bytes { offset, len } => {
-                let b = data.get(offset..offset + len).unwrap_or(&[]);
-                if f.kind == "string" {
-                    json!(String::from_utf8_lossy(b))
-                } else {
-                    json!(b.iter().map(|x| format!("{x:02x}")).collect::<String>())
-                }
-            }
-        };
-        if !v.is_null() {
-            m.insert("value".into(), v);
-        }
-        let text = value_text(p, f, data);
-        if text.contains(" (")
-            && matches!(f.value, Value::Int(_) | Value::UInt(_))
-            && !text.starts_with(char::is_numeric)
-        {
-            m.insert("enum".into(), json!(text.split(" (").next()));
-        }
-        let kids: Vec<Json> = kids_of[i].iter().map(|&k| node(p, d, data, kids_of, k)).collect();
-        if !kids.is_empty() {
-            m.insert("fields".into(), Json::Array(kids));
-        }
-        Json::Object(m)
-    }
-    let mut kids_of = vec![Vec::new(); d.fields.len()];
-    let mut roots = Vec::new();
-    for (i, f) in d.fields.iter().enumerate() {
-        match kids_of.get_mut(f.parent as usize) {
-            Some(k) => k.push(i),
-            None => roots.push(i),
-        }
-    }
-    let roots: Vec<Json> = roots.into_iter().map(|i| node(p, d, data, &kids_of, i)).collect();
-    let mut top = json!({
-        "packet_type": d.packet_type,
-        "type_name": d.packet_type.and_then(|t| p.type_name(t)),
-        "sequence": d.sequence,
-        "fragment": d.fragment,
-        "fields": roots,
-        "fault": d.fault,
-    });
-    // The ack roles, when the definition has them and this packet's path read them.
-    if let Some(ack) = d.ack {
-        top["ack"] = json!(ack);
-    }
-    if let Some(bits) = d.ack_bits {
-        top["ack_bits"] = json!(bits);
-    }
-    top
 }

@@ -34,6 +34,7 @@ pub struct Printer<W: Write> {
     pub printed: u64,
     /// Writing failed (a closed pipe ends output quietly; anything else is an error).
     pub error: Option<std::io::Error>,
+    json: present::json::JsonScratch,
 }
 
 impl<W: Write> Printer<W> {
@@ -47,6 +48,7 @@ impl<W: Write> Printer<W> {
             first: true,
             printed: 0,
             error: None,
+            json: Default::default(),
         }
     }
 
@@ -133,41 +135,22 @@ impl<W: Write> Printer<W> {
         let empty = crate::dissect::Dissection::default();
         let d = e.dissection.unwrap_or(&empty);
         if matches!(self.format, Format::Json | Format::JsonLines) {
-            let mut v = match &self.program {
-                Some(p) => present::tree::json_tree(p, d, e.payload),
-                None => serde_json::json!({
-                    "packet_type": e.packet_type,
-                    "sequence": e.sequence,
-                    "fragment": e.fragment,
-                    "fields": [],
-                    "fault": e.fault.map(|f| serde_json::json!({"kind": f.code()})),
-                }),
-            };
-            // The names and units of `analyze --json`: src/dst as "ip:port", times in ns.
-            v["frame"] = serde_json::json!(e.frame);
-            v["ts_ns"] = serde_json::json!(e.ts_ns);
-            v["src"] = serde_json::json!(e.flow.map(|f| f.src));
-            v["dst"] = serde_json::json!(e.flow.map(|f| f.dst));
-            v["size"] = serde_json::json!(e.size);
-            v["status"] = serde_json::json!(e.status.code());
-            v["crc_ok"] = serde_json::json!(e.crc.map(|c| c == CrcStatus::Ok));
-            if e.kind == Kind::Reassembled {
-                v["fragment_frames"] = serde_json::json!(e.fragment_frames);
+            if self.format == Format::Json && !self.first {
+                self.out.write_all(b",\n")?;
             }
-            if let Some(n) = note {
-                v["note"] = serde_json::json!(n);
-            }
-            let sep = match (self.format, self.first) {
-                (Format::Json, false) => ",\n",
-                _ => "",
-            };
             self.first = false;
-            let line = serde_json::to_string(&v).unwrap_or_default();
-            return if self.format == Format::JsonLines {
-                writeln!(self.out, "{line}")
-            } else {
-                write!(self.out, "{sep}{line}")
-            };
+            present::json::write_packet(
+                &mut self.out,
+                self.program.as_deref(),
+                e,
+                d,
+                note.as_deref(),
+                &mut self.json,
+            )?;
+            if self.format == Format::JsonLines {
+                self.out.write_all(b"\n")?;
+            }
+            return Ok(());
         }
         let flow = e.flow.map(|f| f.to_string()).unwrap_or_default();
         let time = e.ts_ns as f64 / 1e9;

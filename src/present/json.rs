@@ -1,0 +1,332 @@
+//! `dissect --json`/`--jsonl` written straight from the field tree: no JSON value tree,
+//! no map per field, a path built once per level. Keys come out in the sorted order the
+//! document has always had, so the output is byte for byte what it was.
+
+use super::tree::{float_decimals, float_text};
+use crate::dissect::{Dissection, Field, FragmentInfo, Label, Program, Value, label_name};
+use crate::engine::{Kind, PacketEvent};
+use crate::validate::CrcStatus;
+use std::io::{self, Write};
+
+/// Buffers reused from packet to packet.
+#[derive(Default)]
+pub struct JsonScratch {
+    /// Where each field's subtree ends (pre-order), to walk children without lists.
+    end: Vec<u32>,
+    path: String,
+}
+
+fn string<W: Write>(w: &mut W, s: &str) -> io::Result<()> {
+    serde_json::to_writer(w, s).map_err(io::Error::other)
+}
+
+fn key<W: Write>(w: &mut W, first: &mut bool, k: &str) -> io::Result<()> {
+    if !std::mem::take(first) {
+        w.write_all(b",")?;
+    }
+    w.write_all(b"\"")?;
+    w.write_all(k.as_bytes())?;
+    w.write_all(b"\":")
+}
+
+fn opt<W: Write, T: std::fmt::Display>(w: &mut W, v: Option<T>) -> io::Result<()> {
+    match v {
+        Some(v) => write!(w, "{v}"),
+        None => w.write_all(b"null"),
+    }
+}
+
+/// A float at its resolution, as the tree shows it, as a JSON number (null if not finite).
+fn float<W: Write>(w: &mut W, x: f32, decimals: Option<usize>) -> io::Result<()> {
+    match float_text(x, decimals).parse::<f64>() {
+        Ok(v) if v.is_finite() => serde_json::to_writer(w, &v).map_err(io::Error::other),
+        _ => w.write_all(b"null"),
+    }
+}
+
+fn fragment<W: Write>(w: &mut W, f: Option<FragmentInfo>) -> io::Result<()> {
+    match f {
+        Some(f) => write!(
+            w,
+            "{{\"count\":{},\"data_len\":{},\"data_offset\":{},\"id\":{},\"lead\":{}}}",
+            f.count, f.data_len, f.data_offset, f.id, f.lead
+        ),
+        None => w.write_all(b"null"),
+    }
+}
+
+/// One game datagram or reassembled packet as one compact JSON object (no newline).
+pub fn write_packet<W: Write>(
+    w: &mut W,
+    program: Option<&Program>,
+    e: &PacketEvent,
+    d: &Dissection,
+    note: Option<&str>,
+    scratch: &mut JsonScratch,
+) -> io::Result<()> {
+    let mut first = true;
+    w.write_all(b"{")?;
+    if let Some(p) = program {
+        if let Some(ack) = d.ack {
+            key(w, &mut first, "ack")?;
+            write!(w, "{ack}")?;
+        }
+        if let Some(bits) = d.ack_bits {
+            key(w, &mut first, "ack_bits")?;
+            write!(w, "{bits}")?;
+        }
+        key(w, &mut first, "crc_ok")?;
+        opt(w, e.crc.map(|c| c == CrcStatus::Ok))?;
+        key(w, &mut first, "dst")?;
+        socket(w, e.flow.map(|f| f.dst))?;
+        key(w, &mut first, "fault")?;
+        match &d.fault {
+            Some(f) => {
+                write!(w, "{{\"bit\":{},\"field\":", f.bit)?;
+                string(w, &f.field)?;
+                write!(w, ",\"kind\":\"{}\",\"reason\":", f.kind.code())?;
+                string(w, &f.reason)?;
+                w.write_all(b"}")?;
+            }
+            None => w.write_all(b"null")?,
+        }
+        key(w, &mut first, "fields")?;
+        fields(w, p, d, e.payload, scratch)?;
+        key(w, &mut first, "fragment")?;
+        fragment(w, d.fragment)?;
+    } else {
+        key(w, &mut first, "crc_ok")?;
+        opt(w, e.crc.map(|c| c == CrcStatus::Ok))?;
+        key(w, &mut first, "dst")?;
+        socket(w, e.flow.map(|f| f.dst))?;
+        key(w, &mut first, "fault")?;
+        match e.fault {
+            Some(f) => write!(w, "{{\"kind\":\"{}\"}}", f.code())?,
+            None => w.write_all(b"null")?,
+        }
+        key(w, &mut first, "fields")?;
+        w.write_all(b"[]")?;
+        key(w, &mut first, "fragment")?;
+        fragment(w, e.fragment)?;
+    }
+    if e.kind == Kind::Reassembled {
+        key(w, &mut first, "fragment_frames")?;
+        w.write_all(b"[")?;
+        for (i, f) in e.fragment_frames.iter().enumerate() {
+            if i > 0 {
+                w.write_all(b",")?;
+            }
+            write!(w, "{f}")?;
+        }
+        w.write_all(b"]")?;
+    }
+    key(w, &mut first, "frame")?;
+    write!(w, "{}", e.frame)?;
+    if let Some(n) = note {
+        key(w, &mut first, "note")?;
+        string(w, n)?;
+    }
+    let (ptype, sequence) = match program {
+        Some(_) => (d.packet_type, d.sequence),
+        None => (e.packet_type, e.sequence),
+    };
+    key(w, &mut first, "packet_type")?;
+    opt(w, ptype)?;
+    key(w, &mut first, "sequence")?;
+    opt(w, sequence)?;
+    key(w, &mut first, "size")?;
+    write!(w, "{}", e.size)?;
+    key(w, &mut first, "src")?;
+    socket(w, e.flow.map(|f| f.src))?;
+    key(w, &mut first, "status")?;
+    write!(w, "\"{}\"", e.status.code())?;
+    key(w, &mut first, "ts_ns")?;
+    write!(w, "{}", e.ts_ns)?;
+    if let Some(p) = program {
+        key(w, &mut first, "type_name")?;
+        match ptype.and_then(|t| p.type_name(t)) {
+            Some(n) => string(w, n)?,
+            None => w.write_all(b"null")?,
+        }
+    }
+    w.write_all(b"}")
+}
+
+fn socket<W: Write>(w: &mut W, a: Option<std::net::SocketAddr>) -> io::Result<()> {
+    match a {
+        Some(a) => write!(w, "\"{a}\""),
+        None => w.write_all(b"null"),
+    }
+}
+
+/// The field tree: roots, then each field's children, in pre-order.
+fn fields<W: Write>(
+    w: &mut W,
+    p: &Program,
+    d: &Dissection,
+    data: &[u8],
+    s: &mut JsonScratch,
+) -> io::Result<()> {
+    let n = d.fields.len();
+    s.end.clear();
+    s.end.resize(n, n as u32);
+    // A field's subtree ends where the next field outside it starts.
+    let mut open: Vec<u32> = Vec::with_capacity(8);
+    for (i, f) in d.fields.iter().enumerate() {
+        while let Some(&top) = open.last() {
+            if f.parent == top {
+                break;
+            }
+            s.end[top as usize] = i as u32;
+            open.pop();
+        }
+        open.push(i as u32);
+    }
+    s.path.clear();
+    w.write_all(b"[")?;
+    let mut i = 0;
+    let mut first = true;
+    while i < n {
+        if !std::mem::take(&mut first) {
+            w.write_all(b",")?;
+        }
+        field(w, p, d, data, s, i)?;
+        i = s.end[i] as usize;
+    }
+    w.write_all(b"]")
+}
+
+fn field<W: Write>(
+    w: &mut W,
+    p: &Program,
+    d: &Dissection,
+    data: &[u8],
+    s: &mut JsonScratch,
+    i: usize,
+) -> io::Result<()> {
+    let f = &d.fields[i];
+    let mark = s.path.len();
+    match f.label {
+        Label::Index(k) => {
+            use std::fmt::Write as _;
+            let _ = write!(s.path, "[{k}]");
+        }
+        other => {
+            if mark > 0 {
+                s.path.push('.');
+            }
+            s.path.push_str(label_name(p, other));
+        }
+    }
+    write!(w, "{{\"bit_len\":{},\"bit_offset\":{}", f.bit_len, f.bit_offset)?;
+    if let (Label::Node(n), Some(node)) = (f.label, p.nodes.get(f.node as usize))
+        && n == f.node
+        && let Some(doc) = &node.doc
+    {
+        w.write_all(b",\"doc\":")?;
+        string(w, doc)?;
+    }
+    if let Some(name) = enum_name(p, f) {
+        w.write_all(b",\"enum\":")?;
+        string(w, name.split(" (").next().unwrap_or(name))?;
+    }
+    let end = s.end[i] as usize;
+    if i + 1 < end {
+        w.write_all(b",\"fields\":[")?;
+        let mut k = i + 1;
+        while k < end {
+            if k > i + 1 {
+                w.write_all(b",")?;
+            }
+            field(w, p, d, data, s, k)?;
+            k = s.end[k] as usize;
+        }
+        w.write_all(b"]")?;
+    }
+    w.write_all(b",\"kind\":")?;
+    string(w, f.kind)?;
+    w.write_all(b",\"path\":")?;
+    string(w, &s.path)?;
+    if !f.is_group() && f.bit_len <= 64 {
+        write!(w, ",\"raw\":{}", f.raw)?;
+    }
+    value(w, p, f, data)?;
+    s.path.truncate(mark);
+    w.write_all(b"}")
+}
+
+/// The enum name of an integer field's value, as the text tree shows it.
+fn enum_name<'p>(p: &'p Program, f: &Field) -> Option<&'p str> {
+    let v = match f.value {
+        Value::Int(v) => v,
+        Value::UInt(v) => v as i64,
+        _ => return None,
+    };
+    let name = p
+        .nodes
+        .get(f.node as usize)
+        .filter(|_| matches!(f.label, Label::Node(_)))
+        .and_then(|n| n.enum_id)
+        .and_then(|e| p.enum_name(e, v))?;
+    (!name.starts_with(char::is_numeric)).then_some(name)
+}
+
+fn value<W: Write>(w: &mut W, p: &Program, f: &Field, data: &[u8]) -> io::Result<()> {
+    match f.value {
+        Value::None => Ok(()),
+        Value::Int(v) => write!(w, ",\"value\":{v}"),
+        Value::UInt(v) => write!(w, ",\"value\":{v}"),
+        Value::Bool(b) => write!(w, ",\"value\":{b}"),
+        Value::Float(x) => {
+            // A value that is not a number is left out, as a null value always was.
+            let decimals = float_decimals(p, f);
+            match float_text(x, decimals).parse::<f64>() {
+                Ok(v) if v.is_finite() => {
+                    w.write_all(b",\"value\":")?;
+                    serde_json::to_writer(w, &v).map_err(io::Error::other)
+                }
+                _ => Ok(()),
+            }
+        }
+        Value::Double(x) if x.is_finite() => {
+            w.write_all(b",\"value\":")?;
+            serde_json::to_writer(w, &x).map_err(io::Error::other)
+        }
+        Value::Double(_) => Ok(()),
+        Value::Vec3(v) => {
+            let decimals = float_decimals(p, f);
+            w.write_all(b",\"value\":[")?;
+            for (k, x) in v.iter().enumerate() {
+                if k > 0 {
+                    w.write_all(b",")?;
+                }
+                float(w, *x, decimals)?;
+            }
+            w.write_all(b"]")
+        }
+        Value::Quat(q) => {
+            w.write_all(b",\"value\":[")?;
+            for (k, x) in q.iter().enumerate() {
+                if k > 0 {
+                    w.write_all(b",")?;
+                }
+                float(w, *x, None)?;
+            }
+            w.write_all(b"]")
+        }
+        Value::Bytes { offset, len } => {
+            let b = data.get(offset..offset + len).unwrap_or(&[]);
+            w.write_all(b",\"value\":")?;
+            if f.kind == "string" {
+                string(w, &String::from_utf8_lossy(b))
+            } else {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                w.write_all(b"\"")?;
+                for &x in b {
+                    w.write_all(&[HEX[(x >> 4) as usize], HEX[(x & 15) as usize]])?;
+                }
+                w.write_all(b"\"")
+            }
+        }
+    }
+}
