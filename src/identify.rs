@@ -150,16 +150,22 @@ impl Identification {
 const SAMPLES_PER_FLOW: usize = 24;
 const MAX_FLOWS: usize = 2048;
 const MAX_SAMPLE_LEN: usize = 4096;
+/// Datagrams in a row that add nothing to the sample (no new flow, no flow short of its
+/// samples) after which reading further is not expected to: sampling stops there.
+const QUIET: u32 = 65_536;
 
 /// Collects samples while a capture is read, then solves.
 #[derive(Default)]
 pub struct Identifier {
     flows: HashMap<FlowId, Vec<Vec<u8>>>,
     order: Vec<FlowId>,
+    /// Datagrams since the sample last grew.
+    quiet: u32,
 }
 
 impl Identifier {
     pub fn datagram(&mut self, flow: FlowId, payload: &[u8]) {
+        self.quiet = self.quiet.saturating_add(1);
         if payload.len() < 7 || payload.len() > MAX_SAMPLE_LEN {
             return;
         }
@@ -172,6 +178,7 @@ impl Identifier {
         let s = self.flows.entry(flow).or_default();
         if s.len() < SAMPLES_PER_FLOW {
             s.push(payload.to_vec());
+            self.quiet = 0;
         }
     }
 
@@ -193,9 +200,11 @@ impl Identifier {
         }
     }
 
-    /// Whether every flow seen has its samples (reading further adds nothing).
+    /// Whether reading further is not expected to add anything: the flow table is
+    /// full, or the last 65,536 datagrams brought no new flow and no missing sample
+    /// (a flow that appears only later is then analyzed but not sampled).
     pub fn saturated(&self) -> bool {
-        self.flows.len() >= MAX_FLOWS
+        self.flows.len() >= MAX_FLOWS || self.quiet >= QUIET
     }
 
     pub fn finish(self) -> Identification {
@@ -276,6 +285,33 @@ impl Identifier {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// #16: zero-config stops sampling once 65,536 datagrams in a row add nothing, so a
+    /// long capture is not read twice; a new flow or a missing sample restarts the count.
+    #[test]
+    fn sampling_stops_when_reading_adds_nothing() {
+        let flow = |port: u16| FlowId {
+            src: std::net::SocketAddr::from(([10, 0, 0, 1], port)),
+            dst: std::net::SocketAddr::from(([10, 0, 0, 2], 40000)),
+        };
+        let mut id = Identifier::default();
+        for k in 0..SAMPLES_PER_FLOW as u32 + QUIET - 1 {
+            id.datagram(flow(1), &k.to_le_bytes().repeat(3));
+        }
+        assert!(!id.saturated());
+        id.datagram(flow(2), &[7; 12]);
+        for _ in 0..QUIET - 1 {
+            id.datagram(flow(1), &[1; 12]);
+        }
+        assert!(!id.saturated(), "a new flow restarts the count");
+        for _ in 0..SAMPLES_PER_FLOW {
+            id.datagram(flow(2), &[2; 12]);
+        }
+        for _ in 0..QUIET {
+            id.datagram(flow(1), &[1; 12]);
+        }
+        assert!(id.saturated());
+    }
     use crate::validate::write_crc;
 
     #[test]
