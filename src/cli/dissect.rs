@@ -28,7 +28,7 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
         })?,
         None => Filter::all(),
     };
-    let out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let out = std::io::BufWriter::with_capacity(1 << 16, raw_stdout());
     let format = if a.jsonl {
         Format::JsonLines
     } else if a.json {
@@ -78,4 +78,17 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
         }));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Standard output without its line buffer, which scans every byte written for a newline:
+/// the printer's own buffer hands it large blocks.
+fn raw_stdout() -> Box<dyn std::io::Write> {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd;
+        if let Ok(fd) = std::io::stdout().as_fd().try_clone_to_owned() {
+            return Box::new(std::fs::File::from(fd));
+        }
+    }
+    Box::new(std::io::stdout())
 }

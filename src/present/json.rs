@@ -17,7 +17,20 @@ pub struct JsonScratch {
 }
 
 fn string<W: Write>(w: &mut W, s: &str) -> io::Result<()> {
+    // Names and paths rarely need escaping: copy those as they are.
+    if s.bytes()
+        .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
+    {
+        w.write_all(b"\"")?;
+        w.write_all(s.as_bytes())?;
+        return w.write_all(b"\"");
+    }
     serde_json::to_writer(w, s).map_err(io::Error::other)
+}
+
+/// An integer, without the formatting machinery.
+fn int<W: Write>(w: &mut W, v: impl itoa::Integer) -> io::Result<()> {
+    w.write_all(itoa::Buffer::new().format(v).as_bytes())
 }
 
 fn key<W: Write>(w: &mut W, first: &mut bool, k: &str) -> io::Result<()> {
@@ -218,7 +231,10 @@ fn field<W: Write>(
             s.path.push_str(label_name(p, other));
         }
     }
-    write!(w, "{{\"bit_len\":{},\"bit_offset\":{}", f.bit_len, f.bit_offset)?;
+    w.write_all(b"{\"bit_len\":")?;
+    int(w, f.bit_len)?;
+    w.write_all(b",\"bit_offset\":")?;
+    int(w, f.bit_offset)?;
     if let (Label::Node(n), Some(node)) = (f.label, p.nodes.get(f.node as usize))
         && n == f.node
         && let Some(doc) = &node.doc
@@ -248,7 +264,8 @@ fn field<W: Write>(
     w.write_all(b",\"path\":")?;
     string(w, &s.path)?;
     if !f.is_group() && f.bit_len <= 64 {
-        write!(w, ",\"raw\":{}", f.raw)?;
+        w.write_all(b",\"raw\":")?;
+        int(w, f.raw)?;
     }
     value(w, p, f, data)?;
     s.path.truncate(mark);
@@ -274,9 +291,19 @@ fn enum_name<'p>(p: &'p Program, f: &Field) -> Option<&'p str> {
 fn value<W: Write>(w: &mut W, p: &Program, f: &Field, data: &[u8]) -> io::Result<()> {
     match f.value {
         Value::None => Ok(()),
-        Value::Int(v) => write!(w, ",\"value\":{v}"),
-        Value::UInt(v) => write!(w, ",\"value\":{v}"),
-        Value::Bool(b) => write!(w, ",\"value\":{b}"),
+        Value::Int(v) => {
+            w.write_all(b",\"value\":")?;
+            int(w, v)
+        }
+        Value::UInt(v) => {
+            w.write_all(b",\"value\":")?;
+            int(w, v)
+        }
+        Value::Bool(b) => w.write_all(if b {
+            b",\"value\":true"
+        } else {
+            b",\"value\":false"
+        }),
         Value::Float(x) => {
             // A value that is not a number is left out, as a null value always was.
             let decimals = float_decimals(p, f);
