@@ -172,8 +172,8 @@ fn socket<W: Write>(w: &mut W, a: Option<std::net::SocketAddr>) -> io::Result<()
     }
 }
 
-/// The field tree: roots, then each field's children, in pre-order.
-fn fields<W: Write>(
+/// The field tree as a JSON array: roots, then each field's children, in pre-order.
+pub fn fields<W: Write>(
     w: &mut W,
     p: &Program,
     d: &Dissection,
