@@ -1,5 +1,6 @@
-//! Analysis sharded over threads by IP address pair gives the sequential report, number
-//! for number (except the peak reassembly memory, which the shards share out).
+//! Analysis sharded over threads by IP address pair, and analysis pipelined through
+//! validation workers, give the sequential report, number for number (sharding: except
+//! the peak reassembly memory, which the shards share out).
 
 mod common;
 
@@ -23,6 +24,10 @@ fn sequential(paths: &[PathBuf], cfg: Config) -> Report {
     a.finish()
 }
 
+fn pipelined(paths: &[PathBuf], cfg: Config, workers: usize) -> Result<Report, gpcap::capture::CaptureError> {
+    gpcap::engine::pipeline::analyze_files(paths, cfg, workers, &mut |_, _| {})
+}
+
 fn json(r: &Report) -> serde_json::Value {
     let mut v = serde_json::to_value(r).unwrap();
     v["reassembly"]["peak_bytes"] = serde_json::json!(0);
@@ -43,6 +48,13 @@ fn shards_agree_with_sequential() {
             for (k, v) in seq.as_object().unwrap() {
                 assert!(par[k] == *v, "{capture} with {shards} shards differs in `{k}`");
             }
+            let piped = json(&pipelined(&paths, cfg.clone(), shards).unwrap());
+            for (k, v) in seq.as_object().unwrap() {
+                assert!(
+                    piped[k] == *v,
+                    "{capture} with {shards} validation workers differs in `{k}`"
+                );
+            }
         }
     }
     // Several files at once.
@@ -54,6 +66,10 @@ fn shards_agree_with_sequential() {
         .collect();
     assert_eq!(
         json(&analyze_files(&paths, cfg.clone(), 2, &mut |_, _| {}).unwrap()),
+        json(&sequential(&paths, cfg.clone()))
+    );
+    assert_eq!(
+        json(&pipelined(&paths, cfg.clone(), 2).unwrap()),
         json(&sequential(&paths, cfg))
     );
 }
@@ -368,11 +384,16 @@ proptest::proptest! {
         };
         let paths = vec![path.clone()];
         let seq = json(&sequential(&paths, cfg.clone()));
-        let par = json(&analyze_files(&paths, cfg, shards, &mut |_, _| {}).unwrap());
+        let par = json(&analyze_files(&paths, cfg.clone(), shards, &mut |_, _| {}).unwrap());
+        // The pipeline is the sequential analyzer fed precomputed verdicts: equal, peak
+        // memory included.
+        let piped = serde_json::to_value(pipelined(&paths, cfg.clone(), shards).unwrap()).unwrap();
+        let exact = serde_json::to_value(sequential(&paths, cfg)).unwrap();
         let _ = std::fs::remove_file(&path);
         proptest::prop_assert!(seq["capture"]["flows_not_tracked"].as_u64().unwrap() > 0);
         for (k, v) in seq.as_object().unwrap() {
             proptest::prop_assert!(par[k] == *v, "`{}` differs", k);
         }
+        proptest::prop_assert!(piped == exact, "the pipeline differs");
     }
 }

@@ -178,7 +178,11 @@ pub fn analyze_files(captures: &[PathBuf], cfg: Config, threads: Option<u32>) ->
     };
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let shards = threads.map_or((cores + 1).min(4), |t| t as usize);
-    let report = if shards > 1 && total > 8 << 20 {
+    // Validating bodies dominates with a definition: validate on every core, whatever
+    // the traffic's shape (one flow included); without one, shard by address pair.
+    let report = if shards > 1 && total > 8 << 20 && cfg.program.is_some() {
+        gpcap::engine::pipeline::analyze_files(captures, cfg, shards, &mut progress)?
+    } else if shards > 1 && total > 8 << 20 {
         gpcap::engine::parallel::analyze_files(captures, cfg, shards, &mut progress)?
     } else {
         let mut stats = Statistics::new(cfg.clone());

@@ -10,6 +10,7 @@
 pub mod config;
 pub mod event;
 pub mod parallel;
+pub mod pipeline;
 pub mod reassembly;
 pub mod resolve;
 pub mod run;
@@ -157,6 +158,9 @@ pub struct Engine {
     /// Per-sender sequence spaces: (sender, space) and its tracker, in first-use order.
     senders: Vec<((SocketAddr, u8), SeqTracker)>,
     sender_index: HashMap<(SocketAddr, u8), usize>,
+    /// The verdict on the current frame's datagram, computed beforehand on another
+    /// thread (`frame_with`); validation is a function of the payload alone.
+    preset: Option<Verdict>,
 }
 
 impl Engine {
@@ -176,6 +180,7 @@ impl Engine {
             file: 0,
             senders: Vec::new(),
             sender_index: HashMap::new(),
+            preset: None,
         }
     }
 
@@ -186,6 +191,31 @@ impl Engine {
     /// Frames that follow belong to input file `file`.
     pub fn set_file(&mut self, file: u32) {
         self.file = file;
+    }
+
+    /// Runs one frame whose whole UDP datagram (on the protocol's ports, not cut short)
+    /// was already validated into `verdict` — see [`Engine::wants_verdict`] — through the
+    /// stateful stage only.
+    pub fn frame_with<S: Sink + ?Sized>(&mut self, f: &Frame<'_>, verdict: Option<Verdict>, sink: &mut S) {
+        self.preset = verdict;
+        self.frame(f, sink);
+        self.preset = None;
+    }
+
+    /// The payload of a frame that the engine validates as a whole UDP datagram: what
+    /// a validation worker should compute a verdict for.
+    #[inline]
+    pub fn wants_verdict<'a>(cfg: &Config, f: &Frame<'a>) -> Option<&'a [u8]> {
+        match decode(f.linktype, f.data) {
+            Decoded::Udp {
+                src_port,
+                dst_port,
+                payload,
+                truncated: false,
+                ..
+            } if !f.snaplen_truncated() && cfg.on_port(src_port, dst_port) => Some(payload),
+            _ => None,
+        }
     }
 
     /// Runs one frame through both stages and hands its events to `sink`.
@@ -338,7 +368,10 @@ impl Engine {
             sink.packet(&e);
             return;
         }
-        let v = self.validator.datagram(payload);
+        let v = match self.preset.take() {
+            Some(v) if ip_fragments <= 1 => v,
+            _ => self.validator.datagram(payload),
+        };
         e.status = v.status;
         e.crc = v.crc;
         e.fault = v.fault;

@@ -571,6 +571,11 @@ impl Analyzer {
         self.engine.frame(f, &mut self.stats);
     }
 
+    /// Analyzes one frame whose datagram another thread validated (`engine::pipeline`).
+    pub fn frame_with(&mut self, f: &Frame, verdict: Option<crate::engine::Verdict>) {
+        self.engine.frame_with(f, verdict, &mut self.stats);
+    }
+
     /// The report so far, leaving the analysis running (packets still being reassembled
     /// count as incomplete in it).
     pub fn snapshot(&self) -> Report {

@@ -1,0 +1,192 @@
+//! Analysis as a pipeline, for any traffic shape (one flow included): a reader copies
+//! frames into batches, validation workers (decode, checksum, header and body — the
+//! stateless part) compute each datagram's verdict on every core, and one analyzer
+//! takes the batches back in order and runs only the stateful part (flows, sequences,
+//! reassembly, IP defragmentation, statistics). The analyzer is the sequential one with
+//! the verdicts handed in, so the report is the sequential report by construction.
+
+use super::{Config, Engine, FileEnd, Validator, Verdict};
+use crate::analysis::{Analyzer, Report};
+use crate::capture::{CaptureError, CaptureReader, Frame};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, sync_channel};
+use std::sync::{Arc, Mutex};
+
+const BATCH_FRAMES: usize = 4096;
+const BATCH_BYTES: usize = 2 << 20;
+
+struct Meta {
+    number: u64,
+    ts_ns: i64,
+    linktype: i32,
+    interface: u32,
+    origlen: u32,
+    offset: u64,
+    start: usize,
+    len: usize,
+}
+
+#[derive(Default)]
+struct Batch {
+    buf: Vec<u8>,
+    frames: Vec<Meta>,
+}
+
+impl Batch {
+    fn frame(&self, m: &Meta) -> Frame<'_> {
+        Frame {
+            number: m.number,
+            ts_ns: m.ts_ns,
+            linktype: m.linktype,
+            interface: m.interface,
+            origlen: m.origlen,
+            offset: m.offset,
+            data: &self.buf[m.start..m.start + m.len],
+        }
+    }
+}
+
+/// In reading order; workers pass everything but frames through untouched.
+enum Msg {
+    Begin(String),
+    Frames(Batch, Vec<Option<Verdict>>),
+    End(FileEnd),
+}
+
+/// Analyzes captures with `workers` validation threads. Errors as sequential: a file that
+/// cannot be opened is an error, one that breaks midway keeps what was read.
+pub fn analyze_files(
+    paths: &[PathBuf],
+    cfg: Config,
+    workers: usize,
+    progress: &mut dyn FnMut(usize, u64),
+) -> Result<Report, CaptureError> {
+    let workers = workers.max(1);
+    // Bounded queues: memory stays a few batches whatever the capture's size.
+    let (work_tx, work_rx) = sync_channel::<(u64, Msg)>(workers * 2);
+    let (done_tx, done_rx) = sync_channel::<(u64, Msg)>(workers * 2);
+    let work_rx = Arc::new(Mutex::new(work_rx));
+    let mut threads = Vec::new();
+    for _ in 0..workers {
+        let rx = work_rx.clone();
+        let tx = done_tx.clone();
+        let cfg = cfg.clone();
+        threads.push(std::thread::spawn(move || {
+            let mut v = Validator::new(&cfg, false);
+            loop {
+                let next = rx.lock().map(|r| r.recv());
+                let Ok(Ok((seq, msg))) = next else { break };
+                let msg = match msg {
+                    Msg::Frames(batch, mut verdicts) => {
+                        verdicts.clear();
+                        verdicts.extend(batch.frames.iter().map(|m| {
+                            let f = batch.frame(m);
+                            Engine::wants_verdict(&cfg, &f).map(|payload| v.datagram(payload))
+                        }));
+                        Msg::Frames(batch, verdicts)
+                    }
+                    other => other,
+                };
+                if tx.send((seq, msg)).is_err() {
+                    break;
+                }
+            }
+        }));
+    }
+    drop(done_tx);
+    let analyzer = {
+        let cfg = cfg.clone();
+        std::thread::spawn(move || ordered(Analyzer::new(cfg), done_rx))
+    };
+    let mut seq = 0u64;
+    let mut send = |msg: Msg| {
+        let _ = work_tx.send((seq, msg));
+        seq += 1;
+    };
+    let mut failure = None;
+    for (i, path) in paths.iter().enumerate() {
+        let mut r = match CaptureReader::open(path) {
+            Ok(r) => r,
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        };
+        send(Msg::Begin(path.display().to_string()));
+        let mut batch = Batch::default();
+        let mut error = None;
+        loop {
+            match r.next_frame() {
+                Ok(Some(f)) => {
+                    batch.frames.push(Meta {
+                        number: f.number,
+                        ts_ns: f.ts_ns,
+                        linktype: f.linktype,
+                        interface: f.interface,
+                        origlen: f.origlen,
+                        offset: f.offset,
+                        start: batch.buf.len(),
+                        len: f.data.len(),
+                    });
+                    batch.buf.extend_from_slice(f.data);
+                    if batch.frames.len() >= BATCH_FRAMES || batch.buf.len() >= BATCH_BYTES {
+                        send(Msg::Frames(std::mem::take(&mut batch), Vec::new()));
+                    }
+                    if f.number.is_multiple_of(65536) {
+                        progress(i, r.offset());
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    error = Some(e);
+                    break;
+                }
+            }
+        }
+        if !batch.frames.is_empty() {
+            send(Msg::Frames(batch, Vec::new()));
+        }
+        send(Msg::End(FileEnd {
+            error,
+            truncated_tail: r.truncated_tail.clone(),
+        }));
+    }
+    drop(work_tx);
+    let failed = || CaptureError {
+        file: String::new(),
+        offset: 0,
+        frame: 0,
+        message: "an analysis thread failed".into(),
+    };
+    for t in threads {
+        t.join().map_err(|_| failed())?;
+    }
+    let report = analyzer.join().map_err(|_| failed())?;
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(report),
+    }
+}
+
+/// The analyzer's side: messages back in reading order, frames with their verdicts.
+fn ordered(mut a: Analyzer, rx: Receiver<(u64, Msg)>) -> Report {
+    let mut waiting: BTreeMap<u64, Msg> = BTreeMap::new();
+    let mut next = 0u64;
+    for (seq, msg) in rx {
+        waiting.insert(seq, msg);
+        while let Some(msg) = waiting.remove(&next) {
+            next += 1;
+            match msg {
+                Msg::Begin(name) => a.begin_file(&name),
+                Msg::Frames(batch, verdicts) => {
+                    for (m, v) in batch.frames.iter().zip(verdicts) {
+                        a.frame_with(&batch.frame(m), v);
+                    }
+                }
+                Msg::End(end) => a.end_file(end.error, end.truncated_tail),
+            }
+        }
+    }
+    a.finish()
+}
