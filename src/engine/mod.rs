@@ -7,6 +7,7 @@
 //! statistics behind the report, the TUI's packet index, the `dissect` printers and the
 //! capture writer are all sinks, as Wireshark's taps are listeners of its one dissection.
 
+mod batch;
 pub mod config;
 pub mod event;
 pub mod parallel;

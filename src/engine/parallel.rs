@@ -6,31 +6,14 @@
 //! analyzed again on one core: the report is always the sequential one (only the peak
 //! reassembly memory, a sum over shards, differs).
 
+use super::batch::Batch;
 use super::{Config, FileEnd};
 use crate::analysis::{Analyzer, Report, Statistics};
-use crate::capture::{CaptureError, CaptureReader, Frame};
+use crate::capture::{CaptureError, CaptureReader};
 use crate::decode::{Decoded, decode};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::mpsc::{SyncSender, sync_channel};
-
-struct Meta {
-    number: u64,
-    ts_ns: i64,
-    linktype: i32,
-    interface: u32,
-    origlen: u32,
-    offset: u64,
-    start: usize,
-    len: usize,
-}
-
-/// Frames copied out of the reader's buffer, sent to a shard together.
-#[derive(Default)]
-struct Batch {
-    buf: Vec<u8>,
-    frames: Vec<Meta>,
-}
 
 enum Msg {
     Begin(String),
@@ -38,9 +21,6 @@ enum Msg {
     Frames(Batch),
     End,
 }
-
-const BATCH_FRAMES: usize = 2048;
-const BATCH_BYTES: usize = 1 << 20;
 
 fn fold(h: &mut u64, ip: IpAddr) {
     let bytes = match ip {
@@ -71,17 +51,8 @@ fn shard_of(linktype: i32, data: &[u8], shards: usize) -> usize {
     (h % shards as u64) as usize
 }
 
-impl Batch {
-    fn new() -> Self {
-        Batch {
-            buf: Vec::with_capacity(BATCH_BYTES),
-            frames: Vec::with_capacity(BATCH_FRAMES),
-        }
-    }
-}
-
 fn send(tx: &SyncSender<Msg>, batch: &mut Batch) {
-    if !batch.frames.is_empty() {
+    if !batch.is_empty() {
         let _ = tx.send(Msg::Frames(std::mem::replace(batch, Batch::new())));
     }
 }
@@ -115,16 +86,7 @@ pub fn analyze_files(
                     Msg::Begin(name) => a.begin_file(&name),
                     Msg::Start(ts) => a.set_timeline_start(ts),
                     Msg::Frames(b) => {
-                        for m in &b.frames {
-                            let f = Frame {
-                                number: m.number,
-                                ts_ns: m.ts_ns,
-                                linktype: m.linktype,
-                                interface: m.interface,
-                                origlen: m.origlen,
-                                offset: m.offset,
-                                data: &b.buf[m.start..m.start + m.len],
-                            };
+                        for f in b.frames() {
                             a.frame(&f);
                         }
                     }
@@ -161,20 +123,8 @@ pub fn analyze_files(
                         }
                     }
                     let s = shard_of(f.linktype, f.data, shards);
-                    let b = &mut batches[s];
-                    b.frames.push(Meta {
-                        number: f.number,
-                        ts_ns: f.ts_ns,
-                        linktype: f.linktype,
-                        interface: f.interface,
-                        origlen: f.origlen,
-                        offset: f.offset,
-                        start: b.buf.len(),
-                        len: f.data.len(),
-                    });
-                    b.buf.extend_from_slice(f.data);
-                    if b.frames.len() >= BATCH_FRAMES || b.buf.len() >= BATCH_BYTES {
-                        send(&txs[s], b);
+                    if batches[s].push(&f) {
+                        send(&txs[s], &mut batches[s]);
                     }
                     if f.number.is_multiple_of(65536) {
                         progress(i, r.offset());

@@ -5,47 +5,14 @@
 //! reassembly, IP defragmentation, statistics). The analyzer is the sequential one with
 //! the verdicts handed in, so the report is the sequential report by construction.
 
+use super::batch::Batch;
 use super::{Config, Engine, FileEnd, Validator, Verdict};
 use crate::analysis::{Analyzer, Report};
-use crate::capture::{CaptureError, CaptureReader, Frame};
+use crate::capture::{CaptureError, CaptureReader};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, sync_channel};
 use std::sync::{Arc, Mutex};
-
-const BATCH_FRAMES: usize = 4096;
-const BATCH_BYTES: usize = 2 << 20;
-
-struct Meta {
-    number: u64,
-    ts_ns: i64,
-    linktype: i32,
-    interface: u32,
-    origlen: u32,
-    offset: u64,
-    start: usize,
-    len: usize,
-}
-
-#[derive(Default)]
-struct Batch {
-    buf: Vec<u8>,
-    frames: Vec<Meta>,
-}
-
-impl Batch {
-    fn frame(&self, m: &Meta) -> Frame<'_> {
-        Frame {
-            number: m.number,
-            ts_ns: m.ts_ns,
-            linktype: m.linktype,
-            interface: m.interface,
-            origlen: m.origlen,
-            offset: m.offset,
-            data: &self.buf[m.start..m.start + m.len],
-        }
-    }
-}
 
 /// In reading order; workers pass everything but frames through untouched.
 enum Msg {
@@ -80,10 +47,11 @@ pub fn analyze_files(
                 let msg = match msg {
                     Msg::Frames(batch, mut verdicts) => {
                         verdicts.clear();
-                        verdicts.extend(batch.frames.iter().map(|m| {
-                            let f = batch.frame(m);
-                            Engine::wants_verdict(&cfg, &f).map(|payload| v.datagram(payload))
-                        }));
+                        verdicts.extend(
+                            batch
+                                .frames()
+                                .map(|f| Engine::wants_verdict(&cfg, &f).map(|payload| v.datagram(payload))),
+                        );
                         Msg::Frames(batch, verdicts)
                     }
                     other => other,
@@ -114,24 +82,16 @@ pub fn analyze_files(
             }
         };
         send(Msg::Begin(path.display().to_string()));
-        let mut batch = Batch::default();
+        let mut batch = Batch::new();
         let mut error = None;
         loop {
             match r.next_frame() {
                 Ok(Some(f)) => {
-                    batch.frames.push(Meta {
-                        number: f.number,
-                        ts_ns: f.ts_ns,
-                        linktype: f.linktype,
-                        interface: f.interface,
-                        origlen: f.origlen,
-                        offset: f.offset,
-                        start: batch.buf.len(),
-                        len: f.data.len(),
-                    });
-                    batch.buf.extend_from_slice(f.data);
-                    if batch.frames.len() >= BATCH_FRAMES || batch.buf.len() >= BATCH_BYTES {
-                        send(Msg::Frames(std::mem::take(&mut batch), Vec::new()));
+                    if batch.push(&f) {
+                        send(Msg::Frames(
+                            std::mem::replace(&mut batch, Batch::new()),
+                            Vec::new(),
+                        ));
                     }
                     if f.number.is_multiple_of(65536) {
                         progress(i, r.offset());
@@ -144,7 +104,7 @@ pub fn analyze_files(
                 }
             }
         }
-        if !batch.frames.is_empty() {
+        if !batch.is_empty() {
             send(Msg::Frames(batch, Vec::new()));
         }
         send(Msg::End(FileEnd {
@@ -180,8 +140,8 @@ fn ordered(mut a: Analyzer, rx: Receiver<(u64, Msg)>) -> Report {
             match msg {
                 Msg::Begin(name) => a.begin_file(&name),
                 Msg::Frames(batch, verdicts) => {
-                    for (m, v) in batch.frames.iter().zip(verdicts) {
-                        a.frame_with(&batch.frame(m), v);
+                    for (f, v) in batch.frames().zip(verdicts) {
+                        a.frame_with(&f, v);
                     }
                 }
                 Msg::End(end) => a.end_file(end.error, end.truncated_tail),

@@ -1,0 +1,66 @@
+//! Frames copied out of the reader's buffer in batches, to hand to other threads
+//! (shards, validation workers) without a channel message per frame.
+
+use crate::capture::Frame;
+
+const BATCH_FRAMES: usize = 2048;
+const BATCH_BYTES: usize = 1 << 20;
+
+struct Meta {
+    number: u64,
+    ts_ns: i64,
+    linktype: i32,
+    interface: u32,
+    origlen: u32,
+    offset: u64,
+    start: usize,
+    len: usize,
+}
+
+#[derive(Default)]
+pub struct Batch {
+    buf: Vec<u8>,
+    frames: Vec<Meta>,
+}
+
+impl Batch {
+    pub fn new() -> Self {
+        Batch {
+            buf: Vec::with_capacity(BATCH_BYTES),
+            frames: Vec::with_capacity(BATCH_FRAMES),
+        }
+    }
+
+    /// Copies a frame in; true when the batch is full and should be sent.
+    pub fn push(&mut self, f: &Frame) -> bool {
+        self.frames.push(Meta {
+            number: f.number,
+            ts_ns: f.ts_ns,
+            linktype: f.linktype,
+            interface: f.interface,
+            origlen: f.origlen,
+            offset: f.offset,
+            start: self.buf.len(),
+            len: f.data.len(),
+        });
+        self.buf.extend_from_slice(f.data);
+        self.frames.len() >= BATCH_FRAMES || self.buf.len() >= BATCH_BYTES
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.frames.is_empty()
+    }
+
+    /// The frames, in the order they were pushed.
+    pub fn frames(&self) -> impl Iterator<Item = Frame<'_>> {
+        self.frames.iter().map(|m| Frame {
+            number: m.number,
+            ts_ns: m.ts_ns,
+            linktype: m.linktype,
+            interface: m.interface,
+            origlen: m.origlen,
+            offset: m.offset,
+            data: &self.buf[m.start..m.start + m.len],
+        })
+    }
+}
