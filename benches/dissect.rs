@@ -55,6 +55,13 @@ fn bench(c: &mut Criterion) {
             out.fields.len()
         })
     });
+    // analyze's pass: the same fields validated, not recorded (fields/s, #16's measure).
+    g.bench_function("validate_only", |b| {
+        b.iter(|| {
+            fast.dissect_into(black_box(&data), &mut out);
+            out.fault.is_none()
+        })
+    });
     g.finish();
 }
 
