@@ -1,7 +1,7 @@
 //! Frames copied out of the reader's buffer in batches, to hand to other threads
 //! (shards, validation workers) without a channel message per frame.
 
-use crate::capture::Frame;
+use crate::capture::{CaptureError, CaptureReader, Frame};
 
 const BATCH_FRAMES: usize = 2048;
 const BATCH_BYTES: usize = 1 << 20;
@@ -62,5 +62,37 @@ impl Batch {
             offset: m.offset,
             data: &self.buf[m.start..m.start + m.len],
         })
+    }
+}
+
+/// Hands every frame of `r` (file `file`) to `each`, reporting progress now and then;
+/// the read error that stopped it, if any (the frames before it were handed on).
+pub fn read_frames(
+    r: &mut CaptureReader,
+    file: usize,
+    progress: &mut dyn FnMut(usize, u64),
+    mut each: impl FnMut(&Frame),
+) -> Option<CaptureError> {
+    loop {
+        match r.next_frame() {
+            Ok(Some(f)) => {
+                each(&f);
+                if f.number.is_multiple_of(65536) {
+                    progress(file, r.offset());
+                }
+            }
+            Ok(None) => return None,
+            Err(e) => return Some(e),
+        }
+    }
+}
+
+/// A worker thread panicked: said as a capture error, in words.
+pub fn thread_failed() -> CaptureError {
+    CaptureError {
+        file: String::new(),
+        offset: 0,
+        frame: 0,
+        message: "an analysis thread failed".into(),
     }
 }

@@ -6,7 +6,7 @@
 //! analyzed again on one core: the report is always the sequential one (only the peak
 //! reassembly memory, a sum over shards, differs).
 
-use super::batch::Batch;
+use super::batch::{Batch, read_frames, thread_failed};
 use super::{Config, FileEnd};
 use crate::analysis::{Analyzer, Report, Statistics};
 use crate::capture::{CaptureError, CaptureReader};
@@ -112,31 +112,18 @@ pub fn analyze_files(
             let _ = tx.send(Msg::Begin(path.display().to_string()));
         }
         let mut batches: Vec<Batch> = (0..shards).map(|_| Batch::new()).collect();
-        let mut error = None;
-        loop {
-            match r.next_frame() {
-                Ok(Some(f)) => {
-                    if !started {
-                        started = true;
-                        for tx in &txs {
-                            let _ = tx.send(Msg::Start(f.ts_ns));
-                        }
-                    }
-                    let s = shard_of(f.linktype, f.data, shards);
-                    if batches[s].push(&f) {
-                        send(&txs[s], &mut batches[s]);
-                    }
-                    if f.number.is_multiple_of(65536) {
-                        progress(i, r.offset());
-                    }
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    error = Some(e);
-                    break;
+        let error = read_frames(&mut r, i, progress, |f| {
+            if !started {
+                started = true;
+                for tx in &txs {
+                    let _ = tx.send(Msg::Start(f.ts_ns));
                 }
             }
-        }
+            let s = shard_of(f.linktype, f.data, shards);
+            if batches[s].push(f) {
+                send(&txs[s], &mut batches[s]);
+            }
+        });
         for (s, b) in batches.iter_mut().enumerate() {
             send(&txs[s], b);
         }
@@ -148,12 +135,7 @@ pub fn analyze_files(
     drop(txs);
     let mut merged: Option<Statistics> = None;
     for w in workers {
-        let a = w.join().map_err(|_| CaptureError {
-            file: String::new(),
-            offset: 0,
-            frame: 0,
-            message: "an analysis thread failed".into(),
-        })?;
+        let a = w.join().map_err(|_| thread_failed())?;
         match merged.as_mut() {
             None => merged = Some(a),
             Some(m) => m.merge(a),

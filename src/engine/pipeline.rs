@@ -5,7 +5,7 @@
 //! reassembly, IP defragmentation, statistics). The analyzer is the sequential one with
 //! the verdicts handed in, so the report is the sequential report by construction.
 
-use super::batch::Batch;
+use super::batch::{Batch, read_frames, thread_failed};
 use super::{Config, Engine, FileEnd, Validator, Verdict};
 use crate::analysis::{Analyzer, Report};
 use crate::capture::{CaptureError, CaptureReader};
@@ -83,27 +83,14 @@ pub fn analyze_files(
         };
         send(Msg::Begin(path.display().to_string()));
         let mut batch = Batch::new();
-        let mut error = None;
-        loop {
-            match r.next_frame() {
-                Ok(Some(f)) => {
-                    if batch.push(&f) {
-                        send(Msg::Frames(
-                            std::mem::replace(&mut batch, Batch::new()),
-                            Vec::new(),
-                        ));
-                    }
-                    if f.number.is_multiple_of(65536) {
-                        progress(i, r.offset());
-                    }
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    error = Some(e);
-                    break;
-                }
+        let error = read_frames(&mut r, i, progress, |f| {
+            if batch.push(f) {
+                send(Msg::Frames(
+                    std::mem::replace(&mut batch, Batch::new()),
+                    Vec::new(),
+                ));
             }
-        }
+        });
         if !batch.is_empty() {
             send(Msg::Frames(batch, Vec::new()));
         }
@@ -113,16 +100,10 @@ pub fn analyze_files(
         }));
     }
     drop(work_tx);
-    let failed = || CaptureError {
-        file: String::new(),
-        offset: 0,
-        frame: 0,
-        message: "an analysis thread failed".into(),
-    };
     for t in threads {
-        t.join().map_err(|_| failed())?;
+        t.join().map_err(|_| thread_failed())?;
     }
-    let report = analyzer.join().map_err(|_| failed())?;
+    let report = analyzer.join().map_err(|_| thread_failed())?;
     match failure {
         Some(e) => Err(e),
         None => Ok(report),
