@@ -466,23 +466,31 @@ impl<'p> PacketWriter<'p> {
         Err(GenError::FragmentCondition(fragment))
     }
 
-    /// Bytes fragment 0 carries beyond `fragment-size`: the packet header, when the
-    /// fragment's data describes it (`rest data role=fragment-data { … }`).
-    fn fragment_lead(&self) -> usize {
-        let described = self.p.fragment.is_some_and(|f| {
+    /// Whether the fragment's data describes what it starts with (`rest data
+    /// role=fragment-data { … }`): fragment 0 then carries the packet header.
+    fn data_describes_header(&self) -> bool {
+        self.p.fragment.is_some_and(|f| {
             self.p
                 .block(f)
                 .iter()
                 .any(|&id| matches!(self.p.nodes[id as usize].kind, Kind::Rest { body } if body.len > 0))
-        });
-        if described { self.header_bytes } else { 0 }
+        })
+    }
+
+    /// Bytes fragment 0 carries beyond `fragment-size`: the last packet's header, when
+    /// the fragment's data describes it.
+    fn fragment_lead(&self) -> usize {
+        if self.data_describes_header() {
+            self.header_bytes
+        } else {
+            0
+        }
     }
 
     /// A packet header for the start of fragment 0's data when the definition says
     /// fragment 0 carries it (empty otherwise, drawing nothing from `rng`).
     pub fn fragment_header(&mut self, rng: &mut Rng) -> Result<Vec<u8>, GenError> {
-        self.header_bytes = 1;
-        if self.fragment_lead() == 0 {
+        if !self.data_describes_header() {
             return Ok(Vec::new());
         }
         let ty = self.types().first().copied().ok_or(GenError::UnknownType(0))?;
