@@ -45,6 +45,28 @@ impl<'a> BitReader<'a> {
     }
 
     #[inline]
+    pub fn len_bits(&self) -> u64 {
+        self.len_bits
+    }
+
+    /// `bits` (0..=32) bits at bit `pos`, which the caller has checked lie in `data`
+    /// (the validation plan checks a run of fields once, then reads them).
+    #[inline(always)]
+    pub fn peek_at(data: &[u8], pos: u64, bits: u32) -> u32 {
+        let byte = (pos >> 3) as usize;
+        let word = match data.get(byte..).and_then(|s| s.first_chunk::<8>()) {
+            Some(chunk) => u64::from_le_bytes(*chunk),
+            None => {
+                let mut tail = [0u8; 8];
+                let rest = data.get(byte..).unwrap_or(&[]);
+                tail[..rest.len()].copy_from_slice(rest);
+                u64::from_le_bytes(tail)
+            }
+        };
+        ((word >> (pos & 7)) & mask(bits.min(32))) as u32
+    }
+
+    #[inline]
     pub fn bits_remaining(&self) -> u64 {
         self.len_bits - self.pos
     }

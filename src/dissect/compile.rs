@@ -661,7 +661,7 @@ impl<'d> Compiler<'d> {
         } else {
             crate::validate::FRAGMENT_TYPE
         };
-        Some(Program {
+        let mut program = Program {
             params,
             nodes: std::mem::take(&mut self.nodes),
             children: std::mem::take(&mut self.children),
@@ -678,7 +678,10 @@ impl<'d> Compiler<'d> {
             enums: std::mem::take(&mut self.enums),
             slot_count: self.slot_count,
             limits: Limits::default(),
-        })
+            plan: Default::default(),
+        };
+        program.plan = super::plan::Plan::build(&program);
+        Some(program)
     }
 
     /// The fragment id and count fields must hold every value `max-fragments` allows:

@@ -2,6 +2,7 @@
 //! flat pre-order field tree where every field carries its bit offset and length.
 
 use super::expr::eval;
+use super::plan;
 use super::prims::{self, Raw};
 use super::program::*;
 use crate::bits::{BitError, BitReader, ErrorKind, Prim, RELATIVE_INDEX_LADDER, ReadStream};
@@ -511,10 +512,199 @@ impl<'p> Exec<'p> {
 
     fn block(&mut self, r: &mut BitReader, out: &mut Dissection, b: Block, parent: u32, depth: u16) -> Step {
         let p = self.program;
+        if !self.record {
+            let (base, ops) = p.plan.of(b);
+            if !ops.is_empty() {
+                let (at, count) = (r.bits_read(), self.count.get());
+                if self.run_plan(r, out, base, ops, parent, depth)? {
+                    return Ok(());
+                }
+                // Read the block again node by node: it says where and why.
+                *r = BitReader::at(r.data(), at);
+                self.count.set(count);
+            }
+        }
         for &id in p.block(b) {
             self.node(r, out, id, parent, depth)?;
         }
         Ok(())
+    }
+
+    /// Runs a block's validation plan (ops `base..` of the program's plan). `Ok(false)`:
+    /// an op failed — out of bits, a value out of range, a division by zero, the field
+    /// limit — and the interpreter must read the block again to locate it.
+    #[inline(never)]
+    fn run_plan(
+        &mut self,
+        r: &mut BitReader,
+        out: &mut Dissection,
+        base: u32,
+        ops: &[plan::Op],
+        parent: u32,
+        depth: u16,
+    ) -> Result<bool, Stop> {
+        use plan::Op;
+        let data = r.data();
+        let len = r.len_bits();
+        let mut pos = r.bits_read();
+        let mut count = self.count.get();
+        let mut pc = 0usize;
+        while let Some(op) = ops.get(pc) {
+            pc += 1;
+            match *op {
+                Op::Skip { bits, fields } => {
+                    pos += bits as u64;
+                    if pos > len {
+                        return Ok(false);
+                    }
+                    count += fields;
+                }
+                Op::Read {
+                    bits,
+                    slot,
+                    max,
+                    bias,
+                } => {
+                    if pos + bits as u64 > len {
+                        return Ok(false);
+                    }
+                    let v = BitReader::peek_at(data, pos, bits as u32);
+                    if v > max {
+                        return Ok(false);
+                    }
+                    pos += bits as u64;
+                    count += 1;
+                    if slot != plan::NO_SLOT {
+                        self.seen |= u32::from((slot as usize) < ROLE_SLOTS) << (slot & 31);
+                        if let Some(x) = self.slots.get_mut(slot as usize) {
+                            *x = v as i64 + bias;
+                        }
+                    }
+                }
+                Op::Read3 { bits, max } => {
+                    let bits = bits as u32;
+                    if pos + 3 * bits as u64 > len {
+                        return Ok(false);
+                    }
+                    let x = BitReader::peek_at(data, pos, bits);
+                    let y = BitReader::peek_at(data, pos + bits as u64, bits);
+                    let z = BitReader::peek_at(data, pos + 2 * bits as u64, bits);
+                    if x > max || y > max || z > max {
+                        return Ok(false);
+                    }
+                    pos += 3 * bits as u64;
+                    count += 4;
+                }
+                Op::Unless { cond, to } => match eval(self.program.expr(cond), self.slots) {
+                    Ok(0) => pc = to.wrapping_sub(base) as usize,
+                    Ok(_) => {}
+                    Err(_) => return Ok(false),
+                },
+                Op::UnlessSlot { slot, negate, to } => {
+                    if (self.slot(slot) == 0) != negate {
+                        pc = to.wrapping_sub(base) as usize;
+                    }
+                }
+                Op::Goto { to } => pc = to.wrapping_sub(base) as usize,
+                Op::Array { count: c, body } => {
+                    let n = match c {
+                        Count::Const(n) => n,
+                        Count::Expr(e) => match eval(self.program.expr(e), self.slots) {
+                            Ok(n) => n.max(0) as u64,
+                            Err(_) => return Ok(false),
+                        },
+                    };
+                    if n > self.program.limits.max_elements {
+                        return Ok(false);
+                    }
+                    // The array's group, then per element its group and body.
+                    count += 1;
+                    for _ in 0..n {
+                        *r = BitReader::at(data, pos);
+                        self.count.set(count + 1);
+                        self.block(r, out, body, parent, depth)?;
+                        pos = r.bits_read();
+                        count = self.count.get();
+                    }
+                }
+                Op::RelativeList { max, body } => {
+                    let limit = self.program.limits.max_elements;
+                    let mut previous = -1i64;
+                    let mut i = 0u64;
+                    // The list's group; per element its group, the index group and
+                    // its flags and difference.
+                    count += 1;
+                    loop {
+                        if i > limit {
+                            return Ok(false);
+                        }
+                        count += 3;
+                        let mut flag = || {
+                            let v = (pos < len).then(|| BitReader::peek_at(data, pos, 1));
+                            pos += 1;
+                            v
+                        };
+                        let diff = match flag() {
+                            None => return Ok(false),
+                            Some(1) => 1,
+                            Some(_) => {
+                                let mut range = (126, max + 1);
+                                for rung in RELATIVE_INDEX_LADDER {
+                                    count += 1;
+                                    match flag() {
+                                        None => return Ok(false),
+                                        Some(1) => {
+                                            range = rung;
+                                            break;
+                                        }
+                                        Some(_) => {}
+                                    }
+                                }
+                                let (lo, hi) = range;
+                                let width = crate::bits::int_width(lo, hi).unwrap_or(0);
+                                if pos + width as u64 > len {
+                                    return Ok(false);
+                                }
+                                let d = lo + BitReader::peek_at(data, pos, width) as i64;
+                                pos += width as u64;
+                                count += 1;
+                                if d > hi {
+                                    return Ok(false);
+                                }
+                                d
+                            }
+                        };
+                        let index = previous + diff;
+                        if index > max {
+                            return Ok(false);
+                        }
+                        previous = index;
+                        if index == max {
+                            break;
+                        }
+                        *r = BitReader::at(data, pos);
+                        self.count.set(count);
+                        self.block(r, out, body, parent, depth)?;
+                        pos = r.bits_read();
+                        count = self.count.get();
+                        i += 1;
+                    }
+                }
+                Op::Node(id) => {
+                    *r = BitReader::at(data, pos);
+                    self.count.set(count);
+                    self.node(r, out, id, parent, depth)?;
+                    pos = r.bits_read();
+                    count = self.count.get();
+                }
+            }
+        }
+        if count > self.program.limits.max_fields {
+            return Ok(false);
+        }
+        *r = BitReader::at(data, pos);
+        self.count.set(count);
+        Ok(true)
     }
 
     fn bits(

@@ -347,6 +347,8 @@ pub struct Program {
     pub enums: Vec<EnumDef>,
     pub slot_count: usize,
     pub limits: Limits,
+    /// Every block flattened for validation (built last, from the above).
+    pub plan: super::plan::Plan,
 }
 
 impl Program {
