@@ -103,11 +103,12 @@ fn foreign_traffic_never_uses_a_game_port() {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
-    /// Validation (no fields recorded, a fast path for common leaves) finds exactly what
-    /// a full dissection finds, on valid, cut and corrupted packets.
+    /// Validation (no fields recorded: the flattened plan, the interpreter where a plan
+    /// fails) finds exactly what a full dissection finds, on valid, cut and corrupted
+    /// packets of every shipped definition.
     #[test]
     fn validation_agrees_with_full_dissection(seed in any::<u64>(), cut in 0usize..40, flip in any::<u32>()) {
-        for def in ["article.kdl", "example-shooter.kdl"] {
+        for def in ["article.kdl", "example-shooter.kdl", "reliable.kdl", "netcode.kdl"] {
             let p = load(def);
             let mut w = PacketWriter::new(&p);
             let mut rng = Rng::new(seed);
@@ -128,6 +129,31 @@ proptest! {
             prop_assert_eq!(&quick.fault, &full.fault);
             prop_assert_eq!((quick.sequence, quick.packet_type, quick.fragment), (full.sequence, full.packet_type, full.fragment));
             prop_assert_eq!(quick.bits_read, full.bits_read);
+            prop_assert_eq!((quick.ack, quick.ack_bits, quick.crc), (full.ack, full.ack_bits, full.crc));
         }
+    }
+}
+
+/// The validation plan counts fields as the interpreter does: with a field limit below a
+/// packet's fields, validation stops at the same field and bit as a full dissection.
+#[test]
+fn validation_plan_keeps_the_field_limit() {
+    let p = load("article.kdl");
+    let mut w = PacketWriter::new(&p);
+    let mut rng = Rng::new(7);
+    w.scale = 150;
+    let bytes = w.packet(&mut rng, 4, 7).unwrap();
+    let fields = Dissector::new(p.clone()).dissect(&bytes).fields.len() as u32;
+    assert!(fields > 100, "a scene of {fields} fields");
+    for limit in [3, 10, 50, fields - 1, fields] {
+        let mut q = (*p).clone();
+        q.limits.max_fields = limit;
+        let q = Arc::new(q);
+        let full = Dissector::new(q.clone()).dissect(&bytes);
+        let mut fast = Dissector::new(q);
+        fast.record = false;
+        let quick = fast.dissect(&bytes);
+        assert_eq!(quick.fault, full.fault, "limit {limit}");
+        assert_eq!(full.fault.is_some(), limit < fields, "limit {limit}");
     }
 }

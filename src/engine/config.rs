@@ -73,10 +73,15 @@ impl Config {
         self.program.as_ref().map_or(16, |p| p.sequence_bits)
     }
 
-    /// A datagram between these ports belongs to the protocol.
-    #[inline]
+    /// A datagram between these ports belongs to the protocol (a scan: see [`PortSet`]
+    /// for the per-datagram test).
     pub fn on_port(&self, src: u16, dst: u16) -> bool {
         self.any_port || self.ports.contains(&src) || self.ports.contains(&dst)
+    }
+
+    /// The ports as a set to test every datagram against.
+    pub fn port_set(&self) -> PortSet {
+        PortSet::new(self.any_port, &self.ports)
     }
 
     /// Name of packet type `t`, from the definition or the reference layout.
@@ -87,5 +92,56 @@ impl Config {
             .find(|d| d.name == name)
             .map(|d| d.type_id)
             .or_else(|| (p.fragment.is_some() && name == "fragment").then_some(p.fragment_type))
+    }
+}
+
+/// The protocol's ports as a bitmap: one load per datagram end, however many ports
+/// identification found (a server's 128 client ports were a scan of 129 per end).
+#[derive(Clone)]
+pub struct PortSet {
+    any: bool,
+    bits: Box<[u64; 1024]>,
+}
+
+impl PortSet {
+    pub fn new(any: bool, ports: &[u16]) -> Self {
+        let mut bits = Box::new([0u64; 1024]);
+        for &p in ports {
+            bits[p as usize >> 6] |= 1 << (p & 63);
+        }
+        PortSet { any, bits }
+    }
+
+    #[inline]
+    fn has(&self, p: u16) -> bool {
+        self.bits[p as usize >> 6] >> (p & 63) & 1 == 1
+    }
+
+    #[inline]
+    pub fn on_port(&self, src: u16, dst: u16) -> bool {
+        self.any || self.has(src) || self.has(dst)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn port_set_agrees_with_the_port_list() {
+        let ports: Vec<u16> = (50_000..50_128).chain([40_000, 0, 63, 64, 65_535]).collect();
+        let cfg = Config {
+            ports,
+            ..Config::default()
+        };
+        let set = cfg.port_set();
+        for p in (0..=u16::MAX)
+            .step_by(7)
+            .chain([0, 63, 64, 65_535, 40_000, 50_127, 50_128])
+        {
+            assert_eq!(set.on_port(p, 1), cfg.on_port(p, 1), "port {p}");
+            assert_eq!(set.on_port(1, p), cfg.on_port(1, p), "port {p}");
+        }
+        assert!(PortSet::new(true, &[]).on_port(1, 2));
     }
 }

@@ -19,7 +19,7 @@ pub mod seq;
 pub mod session;
 pub mod validator;
 
-pub use config::Config;
+pub use config::{Config, PortSet};
 pub use event::{FlowId, Kind, Layer, PacketEvent, Status};
 pub use run::{FileOutcome, run_files, sample_files};
 pub use validator::{Validator, Verdict};
@@ -147,6 +147,7 @@ struct FlowState {
 #[derive(Clone)]
 pub struct Engine {
     cfg: Config,
+    ports: PortSet,
     validator: Validator,
     defrag: IpDefrag,
     ip_pieces: u64,
@@ -171,6 +172,7 @@ impl Engine {
         Engine {
             validator: Validator::new(&cfg, record),
             budget: Budget::new(cfg.reassembly_budget),
+            ports: cfg.port_set(),
             cfg,
             defrag: IpDefrag::default(),
             ip_pieces: 0,
@@ -206,7 +208,7 @@ impl Engine {
     /// The payload of a frame that the engine validates as a whole UDP datagram: what
     /// a validation worker should compute a verdict for.
     #[inline]
-    pub fn wants_verdict<'a>(cfg: &Config, f: &Frame<'a>) -> Option<&'a [u8]> {
+    pub fn wants_verdict<'a>(ports: &PortSet, f: &Frame<'a>) -> Option<&'a [u8]> {
         match decode(f.linktype, f.data) {
             Decoded::Udp {
                 src_port,
@@ -214,7 +216,7 @@ impl Engine {
                 payload,
                 truncated: false,
                 ..
-            } if !f.snaplen_truncated() && cfg.on_port(src_port, dst_port) => Some(payload),
+            } if !f.snaplen_truncated() && ports.on_port(src_port, dst_port) => Some(payload),
             _ => None,
         }
     }
@@ -356,7 +358,7 @@ impl Engine {
             size: payload.len() as u32,
             ..*base
         };
-        if !self.cfg.on_port(sport, dport) {
+        if !self.ports.on_port(sport, dport) {
             e.kind = Kind::OtherUdp;
             sink.packet(&e);
             return;

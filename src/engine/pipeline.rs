@@ -41,21 +41,21 @@ pub fn analyze_files(
         let cfg = cfg.clone();
         threads.push(std::thread::spawn(move || {
             let mut v = Validator::new(&cfg, false);
+            let ports = cfg.port_set();
             loop {
                 let next = rx.lock().map(|r| r.recv());
                 let Ok(Ok((seq, msg))) = next else { break };
-                let msg = match msg {
-                    Msg::Frames(batch, mut verdicts) => {
-                        verdicts.clear();
-                        verdicts.extend(
-                            batch
-                                .frames()
-                                .map(|f| Engine::wants_verdict(&cfg, &f).map(|payload| v.datagram(payload))),
-                        );
-                        Msg::Frames(batch, verdicts)
-                    }
-                    other => other,
-                };
+                let msg =
+                    match msg {
+                        Msg::Frames(batch, mut verdicts) => {
+                            verdicts.clear();
+                            verdicts.extend(batch.frames().map(|f| {
+                                Engine::wants_verdict(&ports, &f).map(|payload| v.datagram(payload))
+                            }));
+                            Msg::Frames(batch, verdicts)
+                        }
+                        other => other,
+                    };
                 if tx.send((seq, msg)).is_err() {
                     break;
                 }
