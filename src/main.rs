@@ -13,6 +13,7 @@ fn main() -> ExitCode {
         Command::Analyze(a) => cli::analyze::run(a),
         Command::Dissect(a) => cli::dissect::run(a),
         Command::Check { dissector } => cli::check::run(dissector),
+        Command::Export(a) => cli::export::run(a),
         Command::Identify { captures, json } => cli::identify::run(captures, *json),
         Command::Gen(a) => cli::gen_cmd::run(a),
         Command::Live(a) => cli::live::run(a),

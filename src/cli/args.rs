@@ -55,6 +55,9 @@ pub enum Command {
     /// Browse a capture in the terminal: packets, fields and bits, flows, reassembly,
     /// loss and MTU.
     Tui(TuiArgs),
+    /// Write captures as a Parquet dataset (packets, one table per packet type with
+    /// typed field columns, flows and the report's tables) for DuckDB, Spark, DataFusion.
+    Export(ExportArgs),
     /// Recover protocol ids and the game's flows from the traffic alone.
     Identify {
         /// pcap or pcapng files (gzip-compressed ones too).
@@ -93,6 +96,25 @@ pub struct AnalyzeArgs {
     /// the report is the same either way).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub threads: Option<u32>,
+}
+
+#[derive(Args)]
+pub struct ExportArgs {
+    /// pcap or pcapng files (gzip-compressed ones too); each is one partition
+    /// (`capture=FILE NAME`) of every table.
+    #[arg(required = true)]
+    pub captures: Vec<PathBuf>,
+    #[command(flatten)]
+    pub protocol: ProtocolArgs,
+    /// The dataset's directory (created; a capture exported again replaces its partition).
+    #[arg(short = 'o', long = "out")]
+    pub out: PathBuf,
+    /// UDP payload budget in bytes (default: the definition's, else 1200).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(20..=65535))]
+    pub mtu: Option<u32>,
+    /// Link MTU for "IP datagram over the link MTU".
+    #[arg(long = "link-mtu", default_value_t = 1500, value_parser = clap::value_parser!(u32).range(68..=65535))]
+    pub link_mtu: u32,
 }
 
 #[derive(Args)]

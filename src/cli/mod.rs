@@ -5,6 +5,7 @@ pub mod analyze;
 pub mod args;
 pub mod check;
 pub mod dissect;
+pub mod export;
 pub mod gen_cmd;
 pub mod identify;
 pub mod live;

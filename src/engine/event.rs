@@ -151,6 +151,9 @@ pub struct PacketEvent<'a> {
     pub seq_event: Option<SeqEvent>,
     /// This fragment completed a packet of that many fragments (its event follows).
     pub completes: Option<u32>,
+    /// This fragment was the first received of its packet: the packet counts as seen in
+    /// the reassembly table's row for its fragment count.
+    pub opens: bool,
     /// Reassembled packets: the frames of its fragments, by fragment id.
     pub fragment_frames: &'a [u64],
     /// The field tree, when the engine records fields (dissect, TUI detail).
@@ -202,6 +205,7 @@ impl<'a> PacketEvent<'a> {
             fault: None,
             seq_event: None,
             completes: None,
+            opens: false,
             fragment_frames: &[],
             dissection: None,
         }

@@ -451,6 +451,7 @@ impl Engine {
             &mut self.reassembled,
             &mut self.fragment_frames,
         );
+        e.opens = flow.frags.opened;
         while self.budget.used > self.budget.limit {
             if !flow.frags.evict_oldest(&mut self.budget) {
                 break;
@@ -485,6 +486,7 @@ impl Engine {
             fault: v.fault,
             seq_event: None,
             completes: None,
+            opens: false,
             fragment_frames: &self.fragment_frames,
             dissection: record.then_some(&self.validator.dissection),
             ..*base

@@ -160,6 +160,8 @@ pub struct FlowReassembly {
     pub attacks: AttackCounters,
     pub by_count: BTreeMap<u32, CountStats>,
     pub bytes_held: usize,
+    /// The last fragment pushed was the first received of its packet (counted `seen`).
+    pub opened: bool,
 }
 
 impl FlowReassembly {
@@ -207,6 +209,7 @@ impl FlowReassembly {
         out: &mut Vec<u8>,
         frames_out: &mut Vec<u64>,
     ) -> Outcome {
+        self.opened = false;
         if f.count == 0 || f.count > fmt.max_fragments || f.count > 256 {
             self.attacks.count_out_of_range += 1;
             return Outcome::Refused;
@@ -276,6 +279,7 @@ impl FlowReassembly {
         });
         if entry.received == 0 {
             self.by_count.entry(f.count).or_default().seen += 1;
+            self.opened = true;
         }
         if entry.count != f.count {
             self.attacks.count_changed += 1;

@@ -2,6 +2,8 @@
 //! packet index, the `dissect` printers and the capture writer.
 
 pub mod analysis;
+#[cfg(feature = "export")]
+pub mod export;
 pub mod index;
 pub mod printer;
 pub mod writer;

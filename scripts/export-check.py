@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Reproduces `gpcap analyze --json` from a `gpcap export` dataset with DuckDB.
+
+For every capture given: per-flow datagrams, CRC failures and per-type counts, and the
+fragmented packets seen and completed per fragment count, computed by SQL over the
+`packets` table alone, must equal the report exactly. Exit 1 on any difference.
+
+Usage: scripts/export-check.py GPCAP DEFINITION DATASET CAPTURE...
+(pip install duckdb)
+"""
+import json
+import os
+import subprocess
+import sys
+
+import duckdb
+
+gpcap, definition, dataset, captures = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+db = duckdb.connect()
+db.sql(f"""
+create view packets as
+select * from read_parquet('{dataset}/packets/*/*.parquet', hive_partitioning = true);
+create macro endpoint(ip, port) as
+  case when contains(ip, ':') then '[' || ip || ']:' || port else ip || ':' || port end;
+""")
+failures = 0
+for capture in captures:
+    name = os.path.basename(capture)
+    report = json.loads(
+        subprocess.run([gpcap, "analyze", "--json", "-d", definition, capture], check=True, capture_output=True).stdout
+    )
+    want_flows = {
+        (f["src"], f["dst"]): (f["datagrams"], f["crc_fail"], [t for t in f["types"]]) for f in report["flows"]
+    }
+    got = {}
+    for src, dst, datagrams, crc_fail in db.execute(
+        """
+        select endpoint(src_ip, src_port), endpoint(dst_ip, dst_port),
+               count(*), count(*) filter (status = 'crc_mismatch')
+        from packets where capture = ? and row = 'datagram' group by all
+        """,
+        [name],
+    ).fetchall():
+        got[(src, dst)] = [datagrams, crc_fail, [0] * len(report["flows"][0]["types"]) if report["flows"] else []]
+    for src, dst, type_id, n in db.execute(
+        """
+        select endpoint(src_ip, src_port), endpoint(dst_ip, dst_port), type_id, count(*)
+        from packets
+        where capture = ? and row = 'datagram' and status in ('ok', 'malformed') and type_id is not null
+        group by all
+        """,
+        [name],
+    ).fetchall():
+        got[(src, dst)][2][type_id] = n
+    got = {k: (v[0], v[1], v[2]) for k, v in got.items()}
+    want_rows = {
+        r["fragments"]: (r["seen"], r["completed"]) for r in report["reassembly"]["rows"] if r["seen"] or r["completed"]
+    }
+    got_rows = {
+        n: (seen, completed)
+        for n, seen, completed in db.execute(
+            """
+            select fragment_count, count(*) filter (opens), count(*) filter (completes is not null)
+            from packets where capture = ? and fragment_count is not null group by all
+            """,
+            [name],
+        ).fetchall()
+        if seen or completed
+    }
+    ok = got == want_flows and got_rows == want_rows
+    print(
+        f"{name}: {len(got)} flows, {sum(v[0] for v in got.values())} datagrams, "
+        f"{sum(v[1] for v in got.values())} CRC failures, "
+        f"{sum(s for s, _ in got_rows.values())} fragmented packets seen, "
+        f"{sum(c for _, c in got_rows.values())} completed: {'same as analyze --json' if ok else 'DIFFERENT'}"
+    )
+    if not ok:
+        failures += 1
+        for k in sorted(set(got) | set(want_flows)):
+            if got.get(k) != want_flows.get(k):
+                print(f"  flow {k}: export {got.get(k)} analyze {want_flows.get(k)}")
+        if got_rows != want_rows:
+            print(f"  reassembly: export {got_rows} analyze {want_rows}")
+sys.exit(1 if failures else 0)

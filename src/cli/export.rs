@@ -1,0 +1,92 @@
+//! `gpcap export CAPTURE... -o DIR`: each capture through the engine into its partition
+//! of a Parquet dataset (docs/export.md).
+
+use super::Result;
+use super::args::ExportArgs;
+use std::process::ExitCode;
+
+#[cfg(not(feature = "export"))]
+pub fn run(_: &ExportArgs) -> Result<ExitCode> {
+    Err(gpcap::Error::Usage(
+        "export is not compiled in; build with the `export` feature (on by default)".into(),
+    ))
+}
+
+#[cfg(feature = "export")]
+pub fn run(a: &ExportArgs) -> Result<ExitCode> {
+    use super::progress_bar;
+    use gpcap::Error;
+    use gpcap::engine::resolve::resolve;
+    use gpcap::engine::{Engine, run_files, sample_files};
+    use gpcap::sinks::export::Export;
+
+    let mut choice = a.protocol.choice()?;
+    choice.mtu_budget = a.mtu;
+    choice.link_mtu = Some(a.link_mtu);
+    // One protocol for the whole dataset: its tables must have one schema.
+    let resolved = resolve(&choice, |i| sample_files(&a.captures, i))?;
+    if resolved.cfg.protocol_id.is_none() && resolved.cfg.checksum.is_crc32() {
+        return Err(Error::Usage(
+            "no game protocol found in the captures: give it with -d DEFINITION or --protocol-id".into(),
+        ));
+    }
+    if let Some(note) = resolved.note() {
+        eprintln!("gpcap: {note}");
+    }
+    let mut names = std::collections::HashSet::new();
+    for path in &a.captures {
+        let name = capture_name(path);
+        if !names.insert(name.clone()) {
+            return Err(Error::Usage(format!(
+                "two captures named {name}: each capture is the partition capture={name}; rename one"
+            )));
+        }
+    }
+    for path in &a.captures {
+        let name = capture_name(path);
+        let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        let bar = progress_bar(size, &format!("export {name}"));
+        let mut sink =
+            Export::new(&a.out, &name, resolved.cfg.clone()).map_err(|e| Error::Usage(e.to_string()))?;
+        let outcomes = run_files(
+            std::slice::from_ref(path),
+            Engine::new(resolved.cfg.clone(), true),
+            &mut sink,
+            &mut |_, offset| {
+                if let Some(b) = &bar {
+                    b.set_position(offset);
+                }
+            },
+            &|s| s.error.is_some(),
+        )?;
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        for o in &outcomes {
+            if let Some(e) = &o.end.error {
+                eprintln!("gpcap: {e}");
+            }
+            if let Some(t) = &o.end.truncated_tail {
+                eprintln!("gpcap: warning: {t}");
+            }
+        }
+        let done = sink.close().map_err(|e| Error::Usage(e.to_string()))?;
+        let report = &done.report;
+        let tables: Vec<String> = done.rows.iter().map(|(t, n)| format!("{t} {n}")).collect();
+        eprintln!(
+            "gpcap: {name}: {} frames → {} ({})",
+            report.capture.frames,
+            a.out.display(),
+            tables.join(", ")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The partition a capture is written to: its file name.
+#[cfg(feature = "export")]
+fn capture_name(path: &std::path::Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string())
+}

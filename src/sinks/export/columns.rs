@@ -1,0 +1,531 @@
+//! A packet type's fields as typed Arrow columns, laid out from the definition before
+//! packets flow: integers in the narrowest type that holds the declared range, floats,
+//! booleans, strings, bytes; vectors and named structs as structs; arrays and lists as
+//! lists of structs; `if` branches and inline structs spliced into their group (a field
+//! a packet's path did not read is null). Filled from each packet's field tree.
+
+use crate::dissect::{Dissection, Label, Program, Value, program::Block, program::Kind, program::NodeId};
+use arrow_array::builder::*;
+use arrow_array::{ArrayRef, ListArray, StructArray};
+use arrow_buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_schema::{DataType, Field, Fields};
+use std::sync::Arc;
+
+/// Groups nested deeper than this are not laid out (a definition is untrusted).
+const MAX_NEST: u32 = 16;
+
+enum Int {
+    I8(Int8Builder),
+    I16(Int16Builder),
+    I32(Int32Builder),
+    I64(Int64Builder),
+    U8(UInt8Builder),
+    U16(UInt16Builder),
+    U32(UInt32Builder),
+    U64(UInt64Builder),
+}
+
+macro_rules! each_int {
+    ($self:expr, $b:ident => $e:expr) => {
+        match $self {
+            Int::I8($b) => $e,
+            Int::I16($b) => $e,
+            Int::I32($b) => $e,
+            Int::I64($b) => $e,
+            Int::U8($b) => $e,
+            Int::U16($b) => $e,
+            Int::U32($b) => $e,
+            Int::U64($b) => $e,
+        }
+    };
+}
+
+impl Int {
+    /// The narrowest integer type that holds `min..=max`.
+    fn for_range(min: i128, max: i128) -> Int {
+        let fits = |lo: i128, hi: i128| min >= lo && max <= hi;
+        if fits(0, u8::MAX as i128) {
+            Int::U8(Default::default())
+        } else if fits(0, u16::MAX as i128) {
+            Int::U16(Default::default())
+        } else if fits(0, u32::MAX as i128) {
+            Int::U32(Default::default())
+        } else if fits(0, u64::MAX as i128) {
+            Int::U64(Default::default())
+        } else if fits(i8::MIN as i128, i8::MAX as i128) {
+            Int::I8(Default::default())
+        } else if fits(i16::MIN as i128, i16::MAX as i128) {
+            Int::I16(Default::default())
+        } else if fits(i32::MIN as i128, i32::MAX as i128) {
+            Int::I32(Default::default())
+        } else {
+            Int::I64(Default::default())
+        }
+    }
+
+    fn range(&self) -> (i128, i128) {
+        match self {
+            Int::I8(_) => (i8::MIN as i128, i8::MAX as i128),
+            Int::I16(_) => (i16::MIN as i128, i16::MAX as i128),
+            Int::I32(_) => (i32::MIN as i128, i32::MAX as i128),
+            Int::I64(_) => (i64::MIN as i128, i64::MAX as i128),
+            Int::U8(_) => (0, u8::MAX as i128),
+            Int::U16(_) => (0, u16::MAX as i128),
+            Int::U32(_) => (0, u32::MAX as i128),
+            Int::U64(_) => (0, u64::MAX as i128),
+        }
+    }
+
+    /// A value that does not fit the column (never, for what the definition declares)
+    /// is null rather than wrapped.
+    fn append(&mut self, v: Option<i128>) {
+        match self {
+            Int::I8(b) => b.append_option(v.and_then(|v| v.try_into().ok())),
+            Int::I16(b) => b.append_option(v.and_then(|v| v.try_into().ok())),
+            Int::I32(b) => b.append_option(v.and_then(|v| v.try_into().ok())),
+            Int::I64(b) => b.append_option(v.and_then(|v| v.try_into().ok())),
+            Int::U8(b) => b.append_option(v.and_then(|v| v.try_into().ok())),
+            Int::U16(b) => b.append_option(v.and_then(|v| v.try_into().ok())),
+            Int::U32(b) => b.append_option(v.and_then(|v| v.try_into().ok())),
+            Int::U64(b) => b.append_option(v.and_then(|v| v.try_into().ok())),
+        }
+    }
+
+    fn finish(&mut self) -> ArrayRef {
+        each_int!(self, b => Arc::new(b.finish()))
+    }
+
+    fn data_type(&self) -> DataType {
+        match self {
+            Int::I8(_) => DataType::Int8,
+            Int::I16(_) => DataType::Int16,
+            Int::I32(_) => DataType::Int32,
+            Int::I64(_) => DataType::Int64,
+            Int::U8(_) => DataType::UInt8,
+            Int::U16(_) => DataType::UInt16,
+            Int::U32(_) => DataType::UInt32,
+            Int::U64(_) => DataType::UInt64,
+        }
+    }
+}
+
+enum Col {
+    Int(Int),
+    Bool(BooleanBuilder),
+    F32(Float32Builder),
+    F64(Float64Builder),
+    Str(StringBuilder),
+    Bin(BinaryBuilder),
+    /// A vector or quaternion: its parts as float columns, from the group's value.
+    Floats {
+        parts: Vec<(&'static str, Float32Builder)>,
+        valid: Vec<bool>,
+    },
+    /// A named struct, or an element of a list: its fields from the child fields.
+    Group {
+        fields: Vec<Column>,
+        valid: Vec<bool>,
+    },
+    /// An array or list: one element group per child element; `index` for the article's
+    /// relative lists (the object index each element is for).
+    List {
+        elem: Box<Col>,
+        offsets: Vec<i32>,
+        valid: Vec<bool>,
+    },
+}
+
+/// One column: its name, the definition nodes that fill it (an `if` and its `else`
+/// may both declare `ack`), and its values.
+pub struct Column {
+    name: String,
+    nodes: Vec<NodeId>,
+    col: Col,
+}
+
+/// A packet type's table: its columns and how many rows are buffered.
+pub struct TypeColumns {
+    fields: Vec<Column>,
+    pub rows: usize,
+    /// Per field: where its subtree ends (reused).
+    end: Vec<u32>,
+}
+
+impl TypeColumns {
+    /// The columns of the packet body `body` of program `p`.
+    pub fn new(p: &Program, body: Block) -> TypeColumns {
+        let mut fields = Vec::new();
+        lay_out(p, body, &mut fields, 0);
+        TypeColumns {
+            fields,
+            rows: 0,
+            end: Vec::new(),
+        }
+    }
+
+    /// The Arrow fields, in order.
+    pub fn schema_fields(&self) -> Vec<Field> {
+        self.fields
+            .iter()
+            .map(|c| Field::new(&c.name, c.col.data_type(), true))
+            .collect()
+    }
+
+    /// Appends a row from a packet's field tree (the body's fields are the roots).
+    pub fn append(&mut self, d: &Dissection, payload: &[u8]) {
+        let n = d.fields.len();
+        self.end.clear();
+        self.end.resize(n, n as u32);
+        let mut open: Vec<u32> = Vec::with_capacity(8);
+        for (i, f) in d.fields.iter().enumerate() {
+            while let Some(&top) = open.last() {
+                if f.parent == top {
+                    break;
+                }
+                self.end[top as usize] = i as u32;
+                open.pop();
+            }
+            open.push(i as u32);
+        }
+        let roots = Children::new(&self.end, 0, n as u32);
+        let t = Tree {
+            d,
+            end: &self.end,
+            payload,
+        };
+        for c in &mut self.fields {
+            let at = roots.clone().find(|&i| t.is(i, &c.nodes));
+            c.col.append(&t, at);
+        }
+        self.rows += 1;
+    }
+
+    /// The buffered rows as arrays (the builders start again empty).
+    pub fn finish(&mut self) -> Vec<ArrayRef> {
+        self.rows = 0;
+        self.fields.iter_mut().map(|c| c.col.finish()).collect()
+    }
+}
+
+/// A dissection and where each field's subtree ends.
+struct Tree<'a> {
+    d: &'a Dissection,
+    end: &'a [u32],
+    payload: &'a [u8],
+}
+
+impl Tree<'_> {
+    fn is(&self, i: u32, nodes: &[NodeId]) -> bool {
+        matches!(self.d.fields[i as usize].label, Label::Node(n) if nodes.contains(&n))
+    }
+
+    fn children(&self, i: u32) -> Children<'_> {
+        Children::new(self.end, i + 1, self.end[i as usize])
+    }
+
+    fn value(&self, i: u32) -> Value {
+        self.d.fields[i as usize].value
+    }
+
+    fn bytes(&self, i: u32) -> Option<&[u8]> {
+        match self.value(i) {
+            Value::Bytes { offset, len } => self.payload.get(offset..offset.checked_add(len)?),
+            _ => None,
+        }
+    }
+}
+
+/// The direct children of a field: each next one starts where the one before ends.
+#[derive(Clone)]
+struct Children<'a> {
+    end: &'a [u32],
+    at: u32,
+    stop: u32,
+}
+
+impl<'a> Children<'a> {
+    fn new(end: &'a [u32], at: u32, stop: u32) -> Self {
+        Children { end, at, stop }
+    }
+}
+
+impl Iterator for Children<'_> {
+    type Item = u32;
+    fn next(&mut self) -> Option<u32> {
+        if self.at >= self.stop {
+            return None;
+        }
+        let i = self.at;
+        self.at = self.end.get(i as usize).copied().unwrap_or(self.stop).max(i + 1);
+        Some(i)
+    }
+}
+
+impl Col {
+    fn leaf(kind: &Kind) -> Option<Col> {
+        let floats = |names: &[&'static str]| Col::Floats {
+            parts: names.iter().map(|n| (*n, Float32Builder::new())).collect(),
+            valid: Vec::new(),
+        };
+        Some(match kind {
+            Kind::Bits(n) => Col::Int(Int::for_range(0, (1i128 << n) - 1)),
+            Kind::Int { min, max } => Col::Int(Int::for_range(*min as i128, *max as i128)),
+            Kind::Uint64 | Kind::LeUint(_) => Col::Int(Int::U64(Default::default())),
+            Kind::Derived(_) => Col::Int(Int::I64(Default::default())),
+            Kind::Bool => Col::Bool(BooleanBuilder::new()),
+            Kind::Float | Kind::CompressedFloat(_) => Col::F32(Float32Builder::new()),
+            Kind::Double => Col::F64(Float64Builder::new()),
+            Kind::String { .. } => Col::Str(StringBuilder::new()),
+            Kind::Bytes(_) | Kind::Rest { .. } => Col::Bin(BinaryBuilder::new()),
+            Kind::Vector | Kind::CompressedVector(_) => floats(&["x", "y", "z"]),
+            Kind::Quaternion | Kind::SmallestThree(_) => floats(&["x", "y", "z", "w"]),
+            _ => return None,
+        })
+    }
+
+    fn data_type(&self) -> DataType {
+        match self {
+            Col::Int(i) => i.data_type(),
+            Col::Bool(_) => DataType::Boolean,
+            Col::F32(_) => DataType::Float32,
+            Col::F64(_) => DataType::Float64,
+            Col::Str(_) => DataType::Utf8,
+            Col::Bin(_) => DataType::Binary,
+            Col::Floats { parts, .. } => DataType::Struct(
+                parts
+                    .iter()
+                    .map(|(n, _)| Field::new(*n, DataType::Float32, true))
+                    .collect(),
+            ),
+            Col::Group { fields, .. } => DataType::Struct(group_fields(fields)),
+            Col::List { elem, .. } => DataType::List(Arc::new(Field::new("item", elem.data_type(), true))),
+        }
+    }
+
+    /// Appends the value of field `at` (null when the packet has none).
+    fn append(&mut self, t: &Tree, at: Option<u32>) {
+        let value = at.map(|i| t.value(i));
+        match self {
+            Col::Int(b) => b.append(value.and_then(|v| match v {
+                Value::Int(v) => Some(v as i128),
+                Value::UInt(v) => Some(v as i128),
+                Value::Bool(v) => Some(v as i128),
+                _ => None,
+            })),
+            Col::Bool(b) => b.append_option(value.and_then(|v| match v {
+                Value::Bool(v) => Some(v),
+                Value::UInt(v) => Some(v != 0),
+                _ => None,
+            })),
+            Col::F32(b) => b.append_option(value.and_then(|v| match v {
+                Value::Float(v) => Some(v),
+                _ => None,
+            })),
+            Col::F64(b) => b.append_option(value.and_then(|v| match v {
+                Value::Double(v) => Some(v),
+                Value::Float(v) => Some(v as f64),
+                _ => None,
+            })),
+            Col::Str(b) => b.append_option(at.and_then(|i| t.bytes(i)).map(String::from_utf8_lossy)),
+            Col::Bin(b) => b.append_option(at.and_then(|i| t.bytes(i))),
+            Col::Floats { parts, valid } => {
+                let xs: Option<&[f32]> = match &value {
+                    Some(Value::Vec3(v)) => Some(v),
+                    Some(Value::Quat(q)) => Some(q),
+                    _ => None,
+                };
+                for (k, (_, b)) in parts.iter_mut().enumerate() {
+                    b.append_option(xs.and_then(|xs| xs.get(k).copied()));
+                }
+                valid.push(xs.is_some());
+            }
+            Col::Group { fields, valid } => {
+                append_group(fields, t, at);
+                valid.push(at.is_some());
+            }
+            Col::List { elem, offsets, valid } => {
+                if offsets.is_empty() {
+                    offsets.push(0);
+                }
+                let mut n = *offsets.last().unwrap_or(&0);
+                if let Some(i) = at {
+                    for e in t.children(i) {
+                        if matches!(t.d.fields[e as usize].label, Label::Index(_)) {
+                            elem.append(t, Some(e));
+                            n += 1;
+                        }
+                    }
+                }
+                offsets.push(n);
+                valid.push(at.is_some());
+            }
+        }
+    }
+
+    fn finish(&mut self) -> ArrayRef {
+        match self {
+            Col::Int(b) => b.finish(),
+            Col::Bool(b) => Arc::new(b.finish()),
+            Col::F32(b) => Arc::new(b.finish()),
+            Col::F64(b) => Arc::new(b.finish()),
+            Col::Str(b) => Arc::new(b.finish()),
+            Col::Bin(b) => Arc::new(b.finish()),
+            Col::Floats { parts, valid } => {
+                let fields: Fields = parts
+                    .iter()
+                    .map(|(n, _)| Field::new(*n, DataType::Float32, true))
+                    .collect();
+                let arrays: Vec<ArrayRef> = parts
+                    .iter_mut()
+                    .map(|(_, b)| Arc::new(b.finish()) as ArrayRef)
+                    .collect();
+                let nulls = NullBuffer::from(std::mem::take(valid));
+                struct_array(fields, arrays, nulls)
+            }
+            Col::Group { fields, valid } => {
+                let schema = group_fields(fields);
+                let arrays: Vec<ArrayRef> = fields.iter_mut().map(|c| c.col.finish()).collect();
+                let nulls = NullBuffer::from(std::mem::take(valid));
+                struct_array(schema, arrays, nulls)
+            }
+            Col::List { elem, offsets, valid } => {
+                let field = Arc::new(Field::new("item", elem.data_type(), true));
+                let values = elem.finish();
+                let mut offs = std::mem::take(offsets);
+                if offs.is_empty() {
+                    offs.push(0);
+                }
+                let nulls = NullBuffer::from(std::mem::take(valid));
+                match ListArray::try_new(
+                    field,
+                    OffsetBuffer::new(ScalarBuffer::from(offs)),
+                    values,
+                    Some(nulls),
+                ) {
+                    Ok(a) => Arc::new(a),
+                    // Offsets are built monotonic over the values appended: unreachable.
+                    Err(_) => arrow_array::new_null_array(&self.data_type(), 0),
+                }
+            }
+        }
+    }
+}
+
+fn group_fields(fields: &[Column]) -> Fields {
+    fields
+        .iter()
+        .map(|c| Field::new(&c.name, c.col.data_type(), true))
+        .collect()
+}
+
+fn struct_array(fields: Fields, arrays: Vec<ArrayRef>, nulls: NullBuffer) -> ArrayRef {
+    let len = nulls.len();
+    if fields.is_empty() {
+        return Arc::new(StructArray::new_empty_fields(len, Some(nulls)));
+    }
+    match StructArray::try_new(fields.clone(), arrays, Some(nulls)) {
+        Ok(a) => Arc::new(a),
+        // Every child gets one value per row: unreachable.
+        Err(_) => arrow_array::new_null_array(&DataType::Struct(fields), len),
+    }
+}
+
+/// Fills a group's columns from the children of field `at` (null for each, when none).
+fn append_group(fields: &mut [Column], t: &Tree, at: Option<u32>) {
+    for c in fields.iter_mut() {
+        let child = at.and_then(|g| {
+            t.children(g).find(|&i| {
+                let f = &t.d.fields[i as usize];
+                t.is(i, &c.nodes) || (c.nodes.is_empty() && f.label == Label::Part("index"))
+            })
+        });
+        c.col.append(t, child);
+    }
+}
+
+/// Lays out block `b`'s fields as columns, splicing inline structs and `if` branches.
+fn lay_out(p: &Program, b: Block, out: &mut Vec<Column>, nest: u32) {
+    if nest > MAX_NEST {
+        return;
+    }
+    for &id in p.block(b) {
+        let Some(node) = p.nodes.get(id as usize) else {
+            continue;
+        };
+        let col = match &node.kind {
+            Kind::Inline { body } => {
+                lay_out(p, *body, out, nest + 1);
+                continue;
+            }
+            Kind::If { then, otherwise, .. } => {
+                lay_out(p, *then, out, nest + 1);
+                lay_out(p, *otherwise, out, nest + 1);
+                continue;
+            }
+            Kind::Struct { body } => {
+                let mut fields = Vec::new();
+                lay_out(p, *body, &mut fields, nest + 1);
+                Col::Group {
+                    fields,
+                    valid: Vec::new(),
+                }
+            }
+            Kind::Array { body, .. } | Kind::List { body, .. } | Kind::RelativeList { body, .. } => {
+                let mut fields = Vec::new();
+                if let Kind::RelativeList { max, .. } = node.kind {
+                    fields.push(Column {
+                        name: "index".into(),
+                        nodes: Vec::new(),
+                        col: Col::Int(Int::for_range(0, max as i128)),
+                    });
+                }
+                lay_out(p, *body, &mut fields, nest + 1);
+                Col::List {
+                    elem: Box::new(Col::Group {
+                        fields,
+                        valid: Vec::new(),
+                    }),
+                    offsets: Vec::new(),
+                    valid: Vec::new(),
+                }
+            }
+            kind => match Col::leaf(kind) {
+                Some(c) => c,
+                None => continue,
+            },
+        };
+        add(out, &node.name, id, col);
+    }
+}
+
+/// Adds a column; a name seen before (an `if` and its `else`) shares the column when the
+/// types agree, widens integers to one that holds both, and is suffixed otherwise.
+fn add(out: &mut Vec<Column>, name: &str, id: NodeId, col: Col) {
+    if let Some(c) = out.iter_mut().find(|c| c.name == name) {
+        if c.col.data_type() == col.data_type() {
+            c.nodes.push(id);
+            return;
+        }
+        if let (Col::Int(a), Col::Int(b)) = (&c.col, &col) {
+            let (a, b) = (a.range(), b.range());
+            c.col = Col::Int(Int::for_range(a.0.min(b.0), a.1.max(b.1)));
+            c.nodes.push(id);
+            return;
+        }
+        let mut k = 2;
+        while out.iter().any(|c| c.name == format!("{name}_{k}")) {
+            k += 1;
+        }
+        out.push(Column {
+            name: format!("{name}_{k}"),
+            nodes: vec![id],
+            col,
+        });
+        return;
+    }
+    out.push(Column {
+        name: name.to_string(),
+        nodes: vec![id],
+        col,
+    });
+}

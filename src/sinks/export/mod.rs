@@ -1,0 +1,497 @@
+//! `gpcap export`: the engine's events as an Apache Parquet dataset that DuckDB,
+//! DataFusion, Spark or ClickHouse query in place. One sink per capture, writing Hive
+//! partitions (`TABLE/capture=NAME/part-0.parquet`), so captures exported anywhere, in
+//! any order, form one dataset. Rows are streamed: a batch is built every
+//! [`BATCH_ROWS`] rows and row groups are flushed as they fill, so memory stays bounded
+//! whatever the capture's size. The layout is documented in docs/export.md
+//! ([`SCHEMA_VERSION`]).
+
+mod columns;
+mod report;
+
+use crate::analysis::Statistics;
+use crate::dissect::Program;
+use crate::engine::{FileEnd, FlowEnd, Kind, PacketEvent, Sink, Summary};
+use arrow_array::builder::*;
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use columns::TypeColumns;
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The dataset layout's version, in every file's metadata (`gpcap.schema`).
+pub const SCHEMA_VERSION: u32 = 1;
+/// Rows buffered per table before they become a batch.
+pub const BATCH_ROWS: usize = 8192;
+/// Rows per row group, at most.
+const GROUP_ROWS: usize = 128 * 1024;
+/// A row group is flushed early once it holds this many bytes.
+const GROUP_BYTES: usize = 64 << 20;
+
+/// Why an export failed: the file and what went wrong.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {path}: {reason}")]
+pub struct ExportError {
+    pub path: String,
+    pub reason: String,
+}
+
+/// A table's Parquet file in its partition, written to a temporary name and renamed
+/// when complete (a failed or interrupted job leaves no half file under the real name).
+struct Table {
+    writer: ArrowWriter<File>,
+    tmp: PathBuf,
+    path: PathBuf,
+    schema: SchemaRef,
+}
+
+impl Table {
+    fn create(dir: &Path, table: &str, capture: &str, schema: SchemaRef) -> Result<Table, ExportError> {
+        let part = dir
+            .join(table)
+            .join(format!("capture={}", partition_value(capture)));
+        let path = part.join("part-0.parquet");
+        let fail = |e: &dyn std::fmt::Display| ExportError {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        };
+        std::fs::create_dir_all(&part).map_err(|e| fail(&e))?;
+        let tmp = part.join(".part-0.parquet.tmp");
+        let file = File::create(&tmp).map_err(|e| fail(&e))?;
+        let props = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).map_err(|e| fail(&e))?))
+            .set_max_row_group_size(GROUP_ROWS)
+            .set_key_value_metadata(Some(vec![
+                parquet::file::metadata::KeyValue::new("gpcap.schema".into(), SCHEMA_VERSION.to_string()),
+                parquet::file::metadata::KeyValue::new("gpcap.capture".into(), capture.to_string()),
+            ]))
+            .build();
+        let writer = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|e| fail(&e))?;
+        Ok(Table {
+            writer,
+            tmp,
+            path,
+            schema,
+        })
+    }
+
+    fn write(&mut self, columns: Vec<ArrayRef>) -> Result<(), ExportError> {
+        let batch = RecordBatch::try_new(self.schema.clone(), columns).map_err(|e| self.fail(&e))?;
+        self.writer.write(&batch).map_err(|e| self.fail(&e))?;
+        if self.writer.in_progress_size() > GROUP_BYTES {
+            self.writer.flush().map_err(|e| self.fail(&e))?;
+        }
+        Ok(())
+    }
+
+    fn close(self) -> Result<(), ExportError> {
+        let fail = |e: &dyn std::fmt::Display| ExportError {
+            path: self.path.display().to_string(),
+            reason: e.to_string(),
+        };
+        self.writer.close().map_err(|e| fail(&e))?;
+        std::fs::rename(&self.tmp, &self.path).map_err(|e| fail(&e))
+    }
+
+    fn fail(&self, e: &dyn std::fmt::Display) -> ExportError {
+        ExportError {
+            path: self.path.display().to_string(),
+            reason: e.to_string(),
+        }
+    }
+}
+
+/// A Hive partition value: the capture's file name, with what a path or the engines
+/// would misread percent-encoded.
+pub fn partition_value(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() || "-_.+@".contains(c) {
+            out.push(c);
+        } else {
+            let mut buf = [0u8; 4];
+            for b in c.encode_utf8(&mut buf).bytes() {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        }
+    }
+    if out.is_empty() || out.starts_with('.') {
+        out.insert(0, '_');
+    }
+    out
+}
+
+/// The `packets` table: one row per game datagram and per reassembled packet.
+struct Packets {
+    frame: UInt64Builder,
+    row: StringBuilder,
+    ts: TimestampNanosecondBuilder,
+    src_ip: StringBuilder,
+    src_port: UInt16Builder,
+    dst_ip: StringBuilder,
+    dst_port: UInt16Builder,
+    size: UInt32Builder,
+    wire_len: UInt32Builder,
+    ip_fragments: UInt32Builder,
+    over_budget: BooleanBuilder,
+    status: StringBuilder,
+    crc_ok: BooleanBuilder,
+    fault_kind: StringBuilder,
+    fault_field: StringBuilder,
+    fault_bit: UInt64Builder,
+    sequence: UInt64Builder,
+    type_id: UInt32Builder,
+    type_name: StringBuilder,
+    fragment_id: UInt32Builder,
+    fragment_count: UInt32Builder,
+    opens: BooleanBuilder,
+    completes: UInt32Builder,
+    fragment_frames: ListBuilder<UInt64Builder>,
+    ack: UInt16Builder,
+    ack_bits: UInt32Builder,
+    rows: usize,
+    acks: bool,
+}
+
+impl Packets {
+    fn new(acks: bool) -> Self {
+        Packets {
+            frame: Default::default(),
+            row: Default::default(),
+            ts: TimestampNanosecondBuilder::new().with_timezone("UTC"),
+            src_ip: Default::default(),
+            src_port: Default::default(),
+            dst_ip: Default::default(),
+            dst_port: Default::default(),
+            size: Default::default(),
+            wire_len: Default::default(),
+            ip_fragments: Default::default(),
+            over_budget: Default::default(),
+            status: Default::default(),
+            crc_ok: Default::default(),
+            fault_kind: Default::default(),
+            fault_field: Default::default(),
+            fault_bit: Default::default(),
+            sequence: Default::default(),
+            type_id: Default::default(),
+            type_name: Default::default(),
+            fragment_id: Default::default(),
+            fragment_count: Default::default(),
+            opens: Default::default(),
+            completes: Default::default(),
+            fragment_frames: ListBuilder::new(UInt64Builder::new()),
+            ack: Default::default(),
+            ack_bits: Default::default(),
+            rows: 0,
+            acks,
+        }
+    }
+
+    fn schema(acks: bool) -> Schema {
+        let mut f = vec![
+            Field::new("frame", DataType::UInt64, false),
+            Field::new("row", DataType::Utf8, false),
+            Field::new(
+                "ts",
+                DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
+                false,
+            ),
+            Field::new("src_ip", DataType::Utf8, true),
+            Field::new("src_port", DataType::UInt16, true),
+            Field::new("dst_ip", DataType::Utf8, true),
+            Field::new("dst_port", DataType::UInt16, true),
+            Field::new("size", DataType::UInt32, false),
+            Field::new("wire_len", DataType::UInt32, false),
+            Field::new("ip_fragments", DataType::UInt32, false),
+            Field::new("over_budget", DataType::Boolean, false),
+            Field::new("status", DataType::Utf8, false),
+            Field::new("crc_ok", DataType::Boolean, true),
+            Field::new("fault_kind", DataType::Utf8, true),
+            Field::new("fault_field", DataType::Utf8, true),
+            Field::new("fault_bit", DataType::UInt64, true),
+            Field::new("sequence", DataType::UInt64, true),
+            Field::new("type_id", DataType::UInt32, true),
+            Field::new("type_name", DataType::Utf8, true),
+            Field::new("fragment_id", DataType::UInt32, true),
+            Field::new("fragment_count", DataType::UInt32, true),
+            Field::new("opens", DataType::Boolean, false),
+            Field::new("completes", DataType::UInt32, true),
+            Field::new(
+                "fragment_frames",
+                DataType::List(Arc::new(Field::new("item", DataType::UInt64, true))),
+                true,
+            ),
+        ];
+        if acks {
+            f.push(Field::new("ack", DataType::UInt16, true));
+            f.push(Field::new("ack_bits", DataType::UInt32, true));
+        }
+        Schema::new(f)
+    }
+
+    fn append(&mut self, e: &PacketEvent, program: Option<&Program>) {
+        self.frame.append_value(e.frame);
+        self.row.append_value(if e.kind == Kind::Reassembled {
+            "reassembled"
+        } else {
+            "datagram"
+        });
+        self.ts.append_value(e.ts_ns);
+        let flow = e.flow;
+        self.src_ip.append_option(flow.map(|f| f.src.ip().to_string()));
+        self.src_port.append_option(flow.map(|f| f.src.port()));
+        self.dst_ip.append_option(flow.map(|f| f.dst.ip().to_string()));
+        self.dst_port.append_option(flow.map(|f| f.dst.port()));
+        self.size.append_value(e.size);
+        self.wire_len.append_value(e.wire_len);
+        self.ip_fragments.append_value(e.ip_fragments.max(1));
+        self.over_budget.append_value(e.over_budget);
+        self.status.append_value(e.status.code());
+        self.crc_ok
+            .append_option(e.crc.map(|c| c == crate::validate::CrcStatus::Ok));
+        let fault = e.dissection.and_then(|d| d.fault.as_ref());
+        self.fault_kind.append_option(e.fault.map(|f| f.code()));
+        self.fault_field.append_option(fault.map(|f| f.field.as_str()));
+        self.fault_bit.append_option(fault.map(|f| f.bit));
+        self.sequence.append_option(e.sequence);
+        self.type_id.append_option(e.packet_type);
+        self.type_name
+            .append_option(e.packet_type.and_then(|t| program.and_then(|p| p.type_name(t))));
+        self.fragment_id.append_option(e.fragment.map(|f| f.id));
+        self.fragment_count.append_option(e.fragment.map(|f| f.count));
+        self.opens.append_value(e.opens);
+        self.completes.append_option(e.completes);
+        if e.kind == Kind::Reassembled {
+            self.fragment_frames.values().append_slice(e.fragment_frames);
+            self.fragment_frames.append(true);
+        } else {
+            self.fragment_frames.append(false);
+        }
+        if self.acks {
+            self.ack.append_option(e.ack);
+            self.ack_bits.append_option(e.ack_bits);
+        }
+        self.rows += 1;
+    }
+
+    fn finish(&mut self) -> Vec<ArrayRef> {
+        self.rows = 0;
+        let mut c: Vec<ArrayRef> = vec![
+            Arc::new(self.frame.finish()),
+            Arc::new(self.row.finish()),
+            Arc::new(self.ts.finish()),
+            Arc::new(self.src_ip.finish()),
+            Arc::new(self.src_port.finish()),
+            Arc::new(self.dst_ip.finish()),
+            Arc::new(self.dst_port.finish()),
+            Arc::new(self.size.finish()),
+            Arc::new(self.wire_len.finish()),
+            Arc::new(self.ip_fragments.finish()),
+            Arc::new(self.over_budget.finish()),
+            Arc::new(self.status.finish()),
+            Arc::new(self.crc_ok.finish()),
+            Arc::new(self.fault_kind.finish()),
+            Arc::new(self.fault_field.finish()),
+            Arc::new(self.fault_bit.finish()),
+            Arc::new(self.sequence.finish()),
+            Arc::new(self.type_id.finish()),
+            Arc::new(self.type_name.finish()),
+            Arc::new(self.fragment_id.finish()),
+            Arc::new(self.fragment_count.finish()),
+            Arc::new(self.opens.finish()),
+            Arc::new(self.completes.finish()),
+            Arc::new(self.fragment_frames.finish()),
+        ];
+        if self.acks {
+            c.push(Arc::new(self.ack.finish()));
+            c.push(Arc::new(self.ack_bits.finish()));
+        }
+        c
+    }
+}
+
+/// One packet type's table: its columns and file.
+struct TypeTable {
+    columns: TypeColumns,
+    /// Key columns: frame and whether the row is a reassembled packet.
+    frame: UInt64Builder,
+    reassembled: BooleanBuilder,
+    table: Table,
+}
+
+/// What an export wrote: the capture's report and the rows of each streamed table.
+pub struct Exported {
+    pub report: crate::analysis::Report,
+    pub rows: std::collections::BTreeMap<String, u64>,
+}
+
+/// The export sink of one capture. Statistics run beside it for the report's tables.
+pub struct Export {
+    dir: PathBuf,
+    capture: String,
+    program: Option<Arc<Program>>,
+    packets: Packets,
+    packets_table: Table,
+    types: Vec<Option<TypeTable>>,
+    stats: Statistics,
+    /// The first write that failed: the export stops there and says so.
+    pub error: Option<ExportError>,
+    rows: std::collections::BTreeMap<String, u64>,
+}
+
+impl Export {
+    /// An export of capture `capture` (its file name) into dataset `dir`.
+    pub fn new(dir: &Path, capture: &str, cfg: crate::engine::Config) -> Result<Export, ExportError> {
+        let program = cfg.program.clone();
+        let acks = program.as_ref().is_some_and(|p| {
+            p.has_role(crate::dissect::Role::Ack) || p.has_role(crate::dissect::Role::AckBits)
+        });
+        let packets_table = Table::create(dir, "packets", capture, Arc::new(Packets::schema(acks)))?;
+        let mut types = Vec::new();
+        if let Some(p) = &program {
+            for def in &p.packets {
+                let columns = TypeColumns::new(p, def.body);
+                let mut fields = vec![
+                    Field::new("frame", DataType::UInt64, false),
+                    Field::new("reassembled", DataType::Boolean, false),
+                ];
+                fields.extend(columns.schema_fields());
+                let name = format!("type_{}", partition_value(&def.name));
+                let table = Table::create(dir, &name, capture, Arc::new(Schema::new(fields)))?;
+                let at = def.type_id as usize;
+                if types.len() <= at {
+                    types.resize_with(at + 1, || None);
+                }
+                types[at] = Some(TypeTable {
+                    columns,
+                    frame: UInt64Builder::new(),
+                    reassembled: BooleanBuilder::new(),
+                    table,
+                });
+            }
+        }
+        Ok(Export {
+            dir: dir.to_path_buf(),
+            capture: capture.to_string(),
+            packets: Packets::new(acks),
+            packets_table,
+            types,
+            stats: Statistics::new(cfg),
+            program,
+            error: None,
+            rows: Default::default(),
+        })
+    }
+
+    fn count(&mut self, table: &str, n: usize) {
+        *self.rows.entry(table.to_string()).or_default() += n as u64;
+    }
+
+    fn flush_packets(&mut self) {
+        let n = self.packets.rows;
+        if n == 0 || self.error.is_some() {
+            return;
+        }
+        let cols = self.packets.finish();
+        if let Err(e) = self.packets_table.write(cols) {
+            self.error = Some(e);
+        }
+        self.count("packets", n);
+    }
+
+    fn flush_type(&mut self, t: usize) {
+        let Some(Some(tt)) = self.types.get_mut(t) else {
+            return;
+        };
+        let n = tt.columns.rows;
+        if n == 0 {
+            return;
+        }
+        let mut cols: Vec<ArrayRef> = vec![Arc::new(tt.frame.finish()), Arc::new(tt.reassembled.finish())];
+        cols.extend(tt.columns.finish());
+        if let Err(e) = tt.table.write(cols) {
+            self.error.get_or_insert(e);
+        }
+        let table = self
+            .program
+            .as_ref()
+            .and_then(|p| p.type_name(t as u32))
+            .map(|n| format!("type_{}", partition_value(n)))
+            .unwrap_or_default();
+        self.count(&table, n);
+    }
+
+    /// Writes what is buffered, the report's tables, and closes every file. The
+    /// capture's report is returned for the caller's summary.
+    pub fn close(mut self) -> Result<Exported, ExportError> {
+        self.flush_packets();
+        for t in 0..self.types.len() {
+            self.flush_type(t);
+        }
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        let report = self.stats.report();
+        self.packets_table.close()?;
+        for tt in self.types.into_iter().flatten() {
+            tt.table.close()?;
+        }
+        for (name, schema, columns) in report::tables(&report) {
+            let mut t = Table::create(&self.dir, name, &self.capture, schema)?;
+            t.write(columns)?;
+            t.close()?;
+        }
+        Ok(Exported {
+            report,
+            rows: self.rows,
+        })
+    }
+}
+
+impl Sink for Export {
+    fn begin_file(&mut self, file: u32, name: &str) {
+        self.stats.begin_file(file, name);
+    }
+
+    fn packet(&mut self, e: &PacketEvent<'_>) {
+        self.stats.packet(e);
+        if !e.is_game() || self.error.is_some() {
+            return;
+        }
+        self.packets.append(e, self.program.as_deref());
+        if self.packets.rows >= BATCH_ROWS {
+            self.flush_packets();
+        }
+        let (Some(t), Some(d)) = (e.packet_type, e.dissection) else {
+            return;
+        };
+        if e.fragment.is_some() {
+            return;
+        }
+        let Some(Some(tt)) = self.types.get_mut(t as usize) else {
+            return;
+        };
+        tt.frame.append_value(e.frame);
+        tt.reassembled.append_value(e.kind == Kind::Reassembled);
+        tt.columns.append(d, e.payload);
+        if tt.columns.rows >= BATCH_ROWS {
+            self.flush_type(t as usize);
+        }
+    }
+
+    fn end_file(&mut self, file: u32, end: &FileEnd) {
+        self.stats.end_file(file, end);
+    }
+
+    fn flow_end(&mut self, end: &FlowEnd) {
+        self.stats.flow_end(end);
+    }
+
+    fn finish(&mut self, summary: &Summary) {
+        self.stats.finish(summary);
+    }
+}
