@@ -98,6 +98,24 @@ pub struct AnalyzeArgs {
     pub threads: Option<u32>,
 }
 
+/// `KEY=VALUE` with a column name for a key.
+fn partition_key(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}`: expected KEY=VALUE, e.g. day=2026-11-22"))?;
+    let name = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    if k.is_empty() || !k.chars().all(name) || k.starts_with(|c: char| c.is_ascii_digit()) {
+        return Err(format!("`{k}`: a partition key is a column name (letters, digits, _)"));
+    }
+    if k == "capture" {
+        return Err("`capture` is the partition gpcap writes itself (the capture's file name)".into());
+    }
+    if v.is_empty() {
+        return Err(format!("`{s}`: the value is empty"));
+    }
+    Ok((k.to_string(), v.to_string()))
+}
+
 #[derive(Args)]
 pub struct ExportArgs {
     /// pcap or pcapng files (gzip-compressed ones too); each is one partition
@@ -109,6 +127,11 @@ pub struct ExportArgs {
     /// The dataset's directory (created; a capture exported again replaces its partition).
     #[arg(short = 'o', long = "out")]
     pub out: PathBuf,
+    /// A Hive partition above `capture=` in every table, e.g. `--partition day=2026-11-22
+    /// --partition map=dust --partition build=1.4.2` (repeatable; the engines read them
+    /// as columns).
+    #[arg(long = "partition", value_parser = partition_key)]
+    pub partition: Vec<(String, String)>,
     /// UDP payload budget in bytes (default: the definition's, else 1200).
     #[arg(long, value_parser = clap::value_parser!(u32).range(20..=65535))]
     pub mtu: Option<u32>,

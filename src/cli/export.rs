@@ -47,7 +47,7 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
         let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
         let bar = progress_bar(size, &format!("export {name}"));
         let mut sink =
-            Export::new(&a.out, &name, resolved.cfg.clone()).map_err(|e| Error::Usage(e.to_string()))?;
+            Export::new(&a.out, &a.partition, &name, resolved.cfg.clone()).map_err(|e| Error::Usage(e.to_string()))?;
         let outcomes = run_files(
             std::slice::from_ref(path),
             Engine::new(resolved.cfg.clone(), true),

@@ -50,10 +50,18 @@ struct Table {
 }
 
 impl Table {
-    fn create(dir: &Path, table: &str, capture: &str, schema: SchemaRef) -> Result<Table, ExportError> {
-        let part = dir
-            .join(table)
-            .join(format!("capture={}", partition_value(capture)));
+    fn create(
+        dir: &Path,
+        table: &str,
+        keys: &[(String, String)],
+        capture: &str,
+        schema: SchemaRef,
+    ) -> Result<Table, ExportError> {
+        let mut part = dir.join(table);
+        for (k, v) in keys {
+            part.push(format!("{}={}", partition_value(k), partition_value(v)));
+        }
+        part.push(format!("capture={}", partition_value(capture)));
         let path = part.join("part-0.parquet");
         let fail = |e: &dyn std::fmt::Display| ExportError {
             path: path.display().to_string(),
@@ -332,6 +340,7 @@ pub struct Exported {
 /// The export sink of one capture. Statistics run beside it for the report's tables.
 pub struct Export {
     dir: PathBuf,
+    keys: Vec<(String, String)>,
     capture: String,
     program: Option<Arc<Program>>,
     packets: Packets,
@@ -344,13 +353,19 @@ pub struct Export {
 }
 
 impl Export {
-    /// An export of capture `capture` (its file name) into dataset `dir`.
-    pub fn new(dir: &Path, capture: &str, cfg: crate::engine::Config) -> Result<Export, ExportError> {
+    /// An export of capture `capture` (its file name) into dataset `dir`, under the
+    /// Hive partitions `keys` (`day=2026-11-22/map=dust/`) before `capture=`.
+    pub fn new(
+        dir: &Path,
+        keys: &[(String, String)],
+        capture: &str,
+        cfg: crate::engine::Config,
+    ) -> Result<Export, ExportError> {
         let program = cfg.program.clone();
         let acks = program.as_ref().is_some_and(|p| {
             p.has_role(crate::dissect::Role::Ack) || p.has_role(crate::dissect::Role::AckBits)
         });
-        let packets_table = Table::create(dir, "packets", capture, Arc::new(Packets::schema(acks)))?;
+        let packets_table = Table::create(dir, "packets", keys, capture, Arc::new(Packets::schema(acks)))?;
         let mut types = Vec::new();
         if let Some(p) = &program {
             for def in &p.packets {
@@ -361,7 +376,7 @@ impl Export {
                 ];
                 fields.extend(columns.schema_fields());
                 let name = format!("type_{}", partition_value(&def.name));
-                let table = Table::create(dir, &name, capture, Arc::new(Schema::new(fields)))?;
+                let table = Table::create(dir, &name, keys, capture, Arc::new(Schema::new(fields)))?;
                 let at = def.type_id as usize;
                 if types.len() <= at {
                     types.resize_with(at + 1, || None);
@@ -376,6 +391,7 @@ impl Export {
         }
         Ok(Export {
             dir: dir.to_path_buf(),
+            keys: keys.to_vec(),
             capture: capture.to_string(),
             packets: Packets::new(acks),
             packets_table,
@@ -441,7 +457,7 @@ impl Export {
             tt.table.close()?;
         }
         for (name, schema, columns) in report::tables(&report) {
-            let mut t = Table::create(&self.dir, name, &self.capture, schema)?;
+            let mut t = Table::create(&self.dir, name, &self.keys, &self.capture, schema)?;
             t.write(columns)?;
             t.close()?;
         }

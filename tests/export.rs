@@ -1,0 +1,217 @@
+//! `gpcap export` read back with the parquet crate: row counts and typed values equal
+//! what `analyze --json` and `dissect --jsonl` say, on every bundled capture.
+#![cfg(feature = "export")]
+
+mod common;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::*;
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_schema::DataType;
+use common::{BUNDLED, gpcap_ok};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::Path;
+
+fn read(path: &Path) -> Vec<RecordBatch> {
+    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file).unwrap().build().unwrap();
+    reader.map(|b| b.unwrap()).collect()
+}
+
+/// A scalar cell as JSON (integers, floats, booleans, strings; null).
+fn cell(a: &ArrayRef, i: usize) -> Value {
+    if a.is_null(i) {
+        return Value::Null;
+    }
+    macro_rules! int {
+        ($t:ty) => {
+            Value::from(a.as_primitive::<$t>().value(i) as i64)
+        };
+    }
+    match a.data_type() {
+        DataType::Int8 => int!(Int8Type),
+        DataType::Int16 => int!(Int16Type),
+        DataType::Int32 => int!(Int32Type),
+        DataType::Int64 => int!(Int64Type),
+        DataType::UInt8 => int!(UInt8Type),
+        DataType::UInt16 => int!(UInt16Type),
+        DataType::UInt32 => int!(UInt32Type),
+        DataType::UInt64 => Value::from(a.as_primitive::<UInt64Type>().value(i)),
+        DataType::Float32 => Value::from(a.as_primitive::<Float32Type>().value(i) as f64),
+        DataType::Float64 => Value::from(a.as_primitive::<Float64Type>().value(i)),
+        DataType::Boolean => Value::from(a.as_boolean().value(i)),
+        DataType::Utf8 => Value::from(a.as_string::<i32>().value(i)),
+        DataType::Timestamp(..) => Value::from(a.as_primitive::<TimestampNanosecondType>().value(i)),
+        other => Value::String(format!("<{other}>")),
+    }
+}
+
+/// Every field of a dissect object by path, nested ones included.
+fn by_path(d: &Value) -> HashMap<&str, &Value> {
+    fn walk<'a>(fields: &'a Value, out: &mut HashMap<&'a str, &'a Value>) {
+        for f in fields.as_array().into_iter().flatten() {
+            out.insert(f["path"].as_str().unwrap(), &f["value"]);
+            walk(&f["fields"], out);
+        }
+    }
+    let mut out = HashMap::new();
+    walk(&d["fields"], &mut out);
+    out
+}
+
+fn column<'a>(b: &'a RecordBatch, name: &str) -> &'a ArrayRef {
+    b.column_by_name(name).unwrap_or_else(|| panic!("column {name}"))
+}
+
+/// Values agree: exactly, or floats within the coarsest resolution dissect prints.
+fn same(export: &Value, dissect: &Value) -> bool {
+    match (export.as_f64(), dissect.as_f64()) {
+        (Some(a), Some(b)) if export.is_f64() || dissect.is_f64() => (a - b).abs() <= 0.051,
+        _ => export == dissect,
+    }
+}
+
+#[test]
+fn export_reads_back_as_analyze_and_dissect_say() {
+    let out = std::env::temp_dir().join(format!("gpcap-export-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let root = env!("CARGO_MANIFEST_DIR");
+    let mut checked_values = 0u64;
+    for (capture, def) in BUNDLED {
+        let path = format!("{root}/captures/{capture}");
+        let def = format!("{root}/dissectors/{def}");
+        let dir = out.join(def.rsplit('/').next().unwrap());
+        gpcap_ok(&["export", "-d", &def, &path, "-o", dir.to_str().unwrap()]);
+        let part = |table: &str| dir.join(table).join(format!("capture={capture}")).join("part-0.parquet");
+
+        // packets: one row per dissect object, in order, with its frame, status,
+        // sequence and type.
+        let dissect: Vec<Value> = gpcap_ok(&["dissect", "-d", &def, &path, "--jsonl"])
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let packets = read(&part("packets"));
+        let rows: usize = packets.iter().map(|b| b.num_rows()).sum();
+        assert_eq!(rows, dissect.len(), "{capture}: packets rows");
+        let mut k = 0;
+        for b in &packets {
+            for i in 0..b.num_rows() {
+                let d = &dissect[k];
+                k += 1;
+                assert_eq!(cell(column(b, "frame"), i), d["frame"], "{capture} row {k}");
+                assert_eq!(cell(column(b, "status"), i), d["status"], "{capture} row {k}");
+                // A datagram that failed its checksum was not validated: dissect still
+                // shows what its bytes would say, the export (as analyze) has no values.
+                let validated = d["crc_ok"] != false;
+                let seen = |v: &Value| if validated { v.clone() } else { Value::Null };
+                assert_eq!(cell(column(b, "sequence"), i), seen(&d["sequence"]), "{capture} row {k}");
+                assert_eq!(cell(column(b, "type_id"), i), seen(&d["packet_type"]), "{capture} row {k}");
+                assert_eq!(cell(column(b, "type_name"), i), seen(&d["type_name"]), "{capture} row {k}");
+                assert_eq!(cell(column(b, "size"), i), d["size"], "{capture} row {k}");
+                assert_eq!(cell(column(b, "ts"), i), d["ts_ns"], "{capture} row {k}");
+                let reassembled = d.get("fragment_frames").is_some();
+                assert_eq!(cell(column(b, "row"), i), if reassembled { "reassembled" } else { "datagram" });
+                let frag = &d["fragment"];
+                assert_eq!(cell(column(b, "fragment_count"), i), seen(&frag["count"]), "{capture} row {k}");
+            }
+        }
+
+        // Against the report: datagrams per flow and reassembled packets.
+        let report: Value = serde_json::from_str(&gpcap_ok(&["analyze", "--json", "-d", &def, &path])).unwrap();
+        let datagrams: u64 = report["flows"].as_array().unwrap().iter().map(|f| f["datagrams"].as_u64().unwrap()).sum();
+        let reassembled = dissect.iter().filter(|d| d.get("fragment_frames").is_some()).count() as u64;
+        assert_eq!(rows as u64, datagrams + reassembled, "{capture}");
+        assert_eq!(reassembled, report["reassembly"]["completed"].as_u64().unwrap(), "{capture}");
+        let flows: usize = read(&part("flows")).iter().map(|b| b.num_rows()).sum();
+        assert_eq!(flows, report["flows"].as_array().unwrap().len(), "{capture}: flows rows");
+
+        // Each type's table: one row per dissected packet of that type, and every
+        // top-level scalar field as dissect shows it.
+        let mut by_key: HashMap<(u64, bool), &Value> = HashMap::new();
+        for d in &dissect {
+            if d["fragment"].is_null() && !d["packet_type"].is_null() && d["crc_ok"] != false {
+                by_key.insert((d["frame"].as_u64().unwrap(), d.get("fragment_frames").is_some()), d);
+            }
+        }
+        let mut type_rows = 0;
+        for t in std::fs::read_dir(&dir).unwrap() {
+            let t = t.unwrap().file_name().to_string_lossy().into_owned();
+            let Some(type_name) = t.strip_prefix("type_") else { continue };
+            for b in read(&part(&t)) {
+                for i in 0..b.num_rows() {
+                    type_rows += 1;
+                    let frame = cell(column(&b, "frame"), i).as_u64().unwrap();
+                    let re = cell(column(&b, "reassembled"), i).as_bool().unwrap();
+                    let d = by_key.get(&(frame, re)).unwrap_or_else(|| panic!("{capture} {t} frame {frame}"));
+                    assert_eq!(d["type_name"], type_name, "{capture} frame {frame}");
+                    let fields = by_path(d);
+                    for (c, field) in b.schema().fields().iter().enumerate().skip(2) {
+                        let got = cell(b.column(c), i);
+                        if got.as_str().is_some_and(|s| s.starts_with('<')) {
+                            continue; // a group: its parts are checked by their own paths below
+                        }
+                        let want = fields.get(field.name().as_str()).copied().unwrap_or(&Value::Null);
+                        assert!(same(&got, want), "{capture} frame {frame} {}: export {got} dissect {want}", field.name());
+                        checked_values += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(type_rows, by_key.len(), "{capture}: rows of the type tables");
+    }
+    assert!(checked_values > 10_000, "{checked_values} values compared");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Nested columns: a scene's objects as a list of structs, each object's index,
+/// position and velocities as dissect shows them.
+#[test]
+fn export_lists_and_structs_hold_each_element() {
+    let out = std::env::temp_dir().join(format!("gpcap-export-nested-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let root = env!("CARGO_MANIFEST_DIR");
+    let path = format!("{root}/captures/clean.pcap");
+    let def = format!("{root}/dissectors/article.kdl");
+    gpcap_ok(&["export", "-d", &def, &path, "-o", out.to_str().unwrap()]);
+    let dissect: HashMap<u64, Value> = gpcap_ok(&["dissect", "-d", &def, &path, "--jsonl"])
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|d| d["type_name"] == "scene" && d.get("fragment_frames").is_none())
+        .map(|d| (d["frame"].as_u64().unwrap(), d))
+        .collect();
+    let mut objects_checked = 0;
+    for b in read(&out.join("type_scene/capture=clean.pcap/part-0.parquet")) {
+        let objects = column(&b, "objects").as_list::<i32>();
+        for i in 0..b.num_rows() {
+            let frame = cell(column(&b, "frame"), i).as_u64().unwrap();
+            if cell(column(&b, "reassembled"), i) == true {
+                continue;
+            }
+            let d = &dissect[&frame];
+            let fields = by_path(d);
+            let list = objects.value(i);
+            let elems = list.as_struct();
+            let n = (0..).take_while(|k| fields.contains_key(format!("objects[{k}].position.x").as_str())).count();
+            assert_eq!(elems.len(), n, "frame {frame}: objects");
+            for k in 0..n {
+                let index = cell(elems.column_by_name("index").unwrap(), k);
+                assert_eq!(&index, fields[format!("objects[{k}].index").as_str()], "frame {frame} object {k}");
+                let position = elems.column_by_name("position").unwrap().as_struct();
+                for axis in ["x", "y", "z"] {
+                    let got = cell(position.column_by_name(axis).unwrap(), k);
+                    let want = fields[format!("objects[{k}].position.{axis}").as_str()];
+                    assert!(same(&got, want), "frame {frame} object {k} {axis}: {got} vs {want}");
+                }
+                let at_rest = cell(elems.column_by_name("at_rest").unwrap(), k);
+                assert_eq!(&at_rest, fields[format!("objects[{k}].at_rest").as_str()]);
+                let velocity = elems.column_by_name("linear_velocity").unwrap().as_struct();
+                assert_eq!(velocity.is_null(k), at_rest == true, "frame {frame} object {k}: velocity only when moving");
+                objects_checked += 1;
+            }
+        }
+    }
+    assert!(objects_checked > 1000, "{objects_checked} objects compared");
+    let _ = std::fs::remove_dir_all(&out);
+}
