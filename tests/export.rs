@@ -16,7 +16,10 @@ use std::path::Path;
 
 fn read(path: &Path) -> Vec<RecordBatch> {
     let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let reader = ParquetRecordBatchReaderBuilder::try_new(file).unwrap().build().unwrap();
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap();
     reader.map(|b| b.unwrap()).collect()
 }
 
@@ -84,7 +87,11 @@ fn export_reads_back_as_analyze_and_dissect_say() {
         let def = format!("{root}/dissectors/{def}");
         let dir = out.join(def.rsplit('/').next().unwrap());
         gpcap_ok(&["export", "-d", &def, &path, "-o", dir.to_str().unwrap()]);
-        let part = |table: &str| dir.join(table).join(format!("capture={capture}")).join("part-0.parquet");
+        let part = |table: &str| {
+            dir.join(table)
+                .join(format!("capture={capture}"))
+                .join("part-0.parquet")
+        };
 
         // packets: one row per dissect object, in order, with its frame, status,
         // sequence and type.
@@ -106,45 +113,88 @@ fn export_reads_back_as_analyze_and_dissect_say() {
                 // shows what its bytes would say, the export (as analyze) has no values.
                 let validated = d["crc_ok"] != false;
                 let seen = |v: &Value| if validated { v.clone() } else { Value::Null };
-                assert_eq!(cell(column(b, "sequence"), i), seen(&d["sequence"]), "{capture} row {k}");
-                assert_eq!(cell(column(b, "type_id"), i), seen(&d["packet_type"]), "{capture} row {k}");
-                assert_eq!(cell(column(b, "type_name"), i), seen(&d["type_name"]), "{capture} row {k}");
+                assert_eq!(
+                    cell(column(b, "sequence"), i),
+                    seen(&d["sequence"]),
+                    "{capture} row {k}"
+                );
+                assert_eq!(
+                    cell(column(b, "type_id"), i),
+                    seen(&d["packet_type"]),
+                    "{capture} row {k}"
+                );
+                assert_eq!(
+                    cell(column(b, "type_name"), i),
+                    seen(&d["type_name"]),
+                    "{capture} row {k}"
+                );
                 assert_eq!(cell(column(b, "size"), i), d["size"], "{capture} row {k}");
                 assert_eq!(cell(column(b, "ts"), i), d["ts_ns"], "{capture} row {k}");
                 let reassembled = d.get("fragment_frames").is_some();
-                assert_eq!(cell(column(b, "row"), i), if reassembled { "reassembled" } else { "datagram" });
+                assert_eq!(
+                    cell(column(b, "row"), i),
+                    if reassembled { "reassembled" } else { "datagram" }
+                );
                 let frag = &d["fragment"];
-                assert_eq!(cell(column(b, "fragment_count"), i), seen(&frag["count"]), "{capture} row {k}");
+                assert_eq!(
+                    cell(column(b, "fragment_count"), i),
+                    seen(&frag["count"]),
+                    "{capture} row {k}"
+                );
             }
         }
 
         // Against the report: datagrams per flow and reassembled packets.
-        let report: Value = serde_json::from_str(&gpcap_ok(&["analyze", "--json", "-d", &def, &path])).unwrap();
-        let datagrams: u64 = report["flows"].as_array().unwrap().iter().map(|f| f["datagrams"].as_u64().unwrap()).sum();
-        let reassembled = dissect.iter().filter(|d| d.get("fragment_frames").is_some()).count() as u64;
+        let report: Value =
+            serde_json::from_str(&gpcap_ok(&["analyze", "--json", "-d", &def, &path])).unwrap();
+        let datagrams: u64 = report["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["datagrams"].as_u64().unwrap())
+            .sum();
+        let reassembled = dissect
+            .iter()
+            .filter(|d| d.get("fragment_frames").is_some())
+            .count() as u64;
         assert_eq!(rows as u64, datagrams + reassembled, "{capture}");
-        assert_eq!(reassembled, report["reassembly"]["completed"].as_u64().unwrap(), "{capture}");
+        assert_eq!(
+            reassembled,
+            report["reassembly"]["completed"].as_u64().unwrap(),
+            "{capture}"
+        );
         let flows: usize = read(&part("flows")).iter().map(|b| b.num_rows()).sum();
-        assert_eq!(flows, report["flows"].as_array().unwrap().len(), "{capture}: flows rows");
+        assert_eq!(
+            flows,
+            report["flows"].as_array().unwrap().len(),
+            "{capture}: flows rows"
+        );
 
         // Each type's table: one row per dissected packet of that type, and every
         // top-level scalar field as dissect shows it.
         let mut by_key: HashMap<(u64, bool), &Value> = HashMap::new();
         for d in &dissect {
             if d["fragment"].is_null() && !d["packet_type"].is_null() && d["crc_ok"] != false {
-                by_key.insert((d["frame"].as_u64().unwrap(), d.get("fragment_frames").is_some()), d);
+                by_key.insert(
+                    (d["frame"].as_u64().unwrap(), d.get("fragment_frames").is_some()),
+                    d,
+                );
             }
         }
         let mut type_rows = 0;
         for t in std::fs::read_dir(&dir).unwrap() {
             let t = t.unwrap().file_name().to_string_lossy().into_owned();
-            let Some(type_name) = t.strip_prefix("type_") else { continue };
+            let Some(type_name) = t.strip_prefix("type_") else {
+                continue;
+            };
             for b in read(&part(&t)) {
                 for i in 0..b.num_rows() {
                     type_rows += 1;
                     let frame = cell(column(&b, "frame"), i).as_u64().unwrap();
                     let re = cell(column(&b, "reassembled"), i).as_bool().unwrap();
-                    let d = by_key.get(&(frame, re)).unwrap_or_else(|| panic!("{capture} {t} frame {frame}"));
+                    let d = by_key
+                        .get(&(frame, re))
+                        .unwrap_or_else(|| panic!("{capture} {t} frame {frame}"));
                     assert_eq!(d["type_name"], type_name, "{capture} frame {frame}");
                     let fields = by_path(d);
                     for (c, field) in b.schema().fields().iter().enumerate().skip(2) {
@@ -153,7 +203,11 @@ fn export_reads_back_as_analyze_and_dissect_say() {
                             continue; // a group: its parts are checked by their own paths below
                         }
                         let want = fields.get(field.name().as_str()).copied().unwrap_or(&Value::Null);
-                        assert!(same(&got, want), "{capture} frame {frame} {}: export {got} dissect {want}", field.name());
+                        assert!(
+                            same(&got, want),
+                            "{capture} frame {frame} {}: export {got} dissect {want}",
+                            field.name()
+                        );
                         checked_values += 1;
                     }
                 }
@@ -193,21 +247,34 @@ fn export_lists_and_structs_hold_each_element() {
             let fields = by_path(d);
             let list = objects.value(i);
             let elems = list.as_struct();
-            let n = (0..).take_while(|k| fields.contains_key(format!("objects[{k}].position.x").as_str())).count();
+            let n = (0..)
+                .take_while(|k| fields.contains_key(format!("objects[{k}].position.x").as_str()))
+                .count();
             assert_eq!(elems.len(), n, "frame {frame}: objects");
             for k in 0..n {
                 let index = cell(elems.column_by_name("index").unwrap(), k);
-                assert_eq!(&index, fields[format!("objects[{k}].index").as_str()], "frame {frame} object {k}");
+                assert_eq!(
+                    &index,
+                    fields[format!("objects[{k}].index").as_str()],
+                    "frame {frame} object {k}"
+                );
                 let position = elems.column_by_name("position").unwrap().as_struct();
                 for axis in ["x", "y", "z"] {
                     let got = cell(position.column_by_name(axis).unwrap(), k);
                     let want = fields[format!("objects[{k}].position.{axis}").as_str()];
-                    assert!(same(&got, want), "frame {frame} object {k} {axis}: {got} vs {want}");
+                    assert!(
+                        same(&got, want),
+                        "frame {frame} object {k} {axis}: {got} vs {want}"
+                    );
                 }
                 let at_rest = cell(elems.column_by_name("at_rest").unwrap(), k);
                 assert_eq!(&at_rest, fields[format!("objects[{k}].at_rest").as_str()]);
                 let velocity = elems.column_by_name("linear_velocity").unwrap().as_struct();
-                assert_eq!(velocity.is_null(k), at_rest == true, "frame {frame} object {k}: velocity only when moving");
+                assert_eq!(
+                    velocity.is_null(k),
+                    at_rest == true,
+                    "frame {frame} object {k}: velocity only when moving"
+                );
                 objects_checked += 1;
             }
         }

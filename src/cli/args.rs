@@ -105,7 +105,9 @@ fn partition_key(s: &str) -> Result<(String, String), String> {
         .ok_or_else(|| format!("`{s}`: expected KEY=VALUE, e.g. day=2026-11-22"))?;
     let name = |c: char| c.is_ascii_alphanumeric() || c == '_';
     if k.is_empty() || !k.chars().all(name) || k.starts_with(|c: char| c.is_ascii_digit()) {
-        return Err(format!("`{k}`: a partition key is a column name (letters, digits, _)"));
+        return Err(format!(
+            "`{k}`: a partition key is a column name (letters, digits, _)"
+        ));
     }
     if k == "capture" {
         return Err("`capture` is the partition gpcap writes itself (the capture's file name)".into());

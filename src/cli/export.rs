@@ -46,8 +46,8 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
         let name = capture_name(path);
         let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
         let bar = progress_bar(size, &format!("export {name}"));
-        let mut sink =
-            Export::new(&a.out, &a.partition, &name, resolved.cfg.clone()).map_err(|e| Error::Usage(e.to_string()))?;
+        let mut sink = Export::new(&a.out, &a.partition, &name, resolved.cfg.clone())
+            .map_err(|e| Error::Usage(e.to_string()))?;
         let outcomes = run_files(
             std::slice::from_ref(path),
             Engine::new(resolved.cfg.clone(), true),

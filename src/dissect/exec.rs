@@ -171,6 +171,25 @@ impl Dissection {
     pub fn is_ok(&self) -> bool {
         self.fault.is_none()
     }
+
+    /// Where each field's subtree ends: fields are in pre-order, so field `i`'s
+    /// descendants are `i + 1 .. end[i]`, and its next sibling starts at `end[i]`.
+    pub fn subtree_ends(&self, end: &mut Vec<u32>) {
+        let n = self.fields.len();
+        end.clear();
+        end.resize(n, n as u32);
+        let mut open: Vec<u32> = Vec::with_capacity(8);
+        for (i, f) in self.fields.iter().enumerate() {
+            while let Some(&top) = open.last() {
+                if f.parent == top {
+                    break;
+                }
+                end[top as usize] = i as u32;
+                open.pop();
+            }
+            open.push(i as u32);
+        }
+    }
 }
 
 /// Reusable execution state: dissecting many packets allocates nothing once warm.

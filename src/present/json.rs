@@ -181,20 +181,7 @@ pub fn fields<W: Write>(
     s: &mut JsonScratch,
 ) -> io::Result<()> {
     let n = d.fields.len();
-    s.end.clear();
-    s.end.resize(n, n as u32);
-    // A field's subtree ends where the next field outside it starts.
-    let mut open: Vec<u32> = Vec::with_capacity(8);
-    for (i, f) in d.fields.iter().enumerate() {
-        while let Some(&top) = open.last() {
-            if f.parent == top {
-                break;
-            }
-            s.end[top as usize] = i as u32;
-            open.pop();
-        }
-        open.push(i as u32);
-    }
+    d.subtree_ends(&mut s.end);
     s.path.clear();
     w.write_all(b"[")?;
     let mut i = 0;

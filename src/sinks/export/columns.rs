@@ -174,19 +174,7 @@ impl TypeColumns {
     /// Appends a row from a packet's field tree (the body's fields are the roots).
     pub fn append(&mut self, d: &Dissection, payload: &[u8]) {
         let n = d.fields.len();
-        self.end.clear();
-        self.end.resize(n, n as u32);
-        let mut open: Vec<u32> = Vec::with_capacity(8);
-        for (i, f) in d.fields.iter().enumerate() {
-            while let Some(&top) = open.last() {
-                if f.parent == top {
-                    break;
-                }
-                self.end[top as usize] = i as u32;
-                open.pop();
-            }
-            open.push(i as u32);
-        }
+        d.subtree_ends(&mut self.end);
         let roots = Children::new(&self.end, 0, n as u32);
         let t = Tree {
             d,
