@@ -18,6 +18,7 @@ fn main() -> ExitCode {
         Command::Gen(a) => cli::gen_cmd::run(a),
         Command::Live(a) => cli::live::run(a),
         Command::Send(a) => cli::send::run(a),
+        Command::Replay(a) => cli::replay::run(a),
         Command::Tui(a) => cli::tui::run(a),
     };
     match result {

@@ -52,6 +52,9 @@ pub enum Command {
     Live(LiveArgs),
     /// Send a generated game session over a real UDP socket (a test peer for `live`).
     Send(SendArgs),
+    /// Send a capture's game datagrams to a UDP address, paced by their timestamps (a
+    /// tcpreplay for game traffic: load a test server, drive `gpcap live`).
+    Replay(ReplayArgs),
     /// Browse a capture in the terminal: packets, fields and bits, flows, reassembly,
     /// loss and MTU.
     Tui(TuiArgs),
@@ -240,6 +243,47 @@ pub struct SendArgs {
     /// Send packets over the MTU budget whole (the kernel may IP-fragment them).
     #[arg(long = "no-fragment")]
     pub no_fragment: bool,
+}
+
+#[derive(Args)]
+pub struct ReplayArgs {
+    /// pcap or pcapng files, replayed one after the other.
+    #[arg(required = true)]
+    pub captures: Vec<PathBuf>,
+    #[command(flatten)]
+    pub protocol: ProtocolArgs,
+    /// Destination of every datagram, e.g. 127.0.0.1:40000.
+    #[arg(long)]
+    pub to: std::net::SocketAddr,
+    /// Local address to send from (default: any port).
+    #[arg(long)]
+    pub from: Option<std::net::SocketAddr>,
+    /// Replay speed: 1 as captured, 10 ten times as fast, 0 as fast as the socket takes
+    /// them (0 to 1000).
+    #[arg(long, default_value_t = 1.0, value_parser = speed)]
+    pub speed: f64,
+    /// Replay the captures this many times (1 to 1000000).
+    #[arg(long = "loop", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub repeat: u32,
+    /// Stop after this many seconds of sending, wherever the replay is (0.001 to 1e6).
+    #[arg(long, value_parser = replay_duration)]
+    pub duration: Option<f64>,
+}
+
+fn replay_duration(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
+    if !(0.001..=1e6).contains(&v) {
+        return Err(format!("{v} is outside 0.001 to 1000000"));
+    }
+    Ok(v)
+}
+
+fn speed(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
+    if !(0.0..=1000.0).contains(&v) {
+        return Err(format!("{v} is outside 0 to 1000"));
+    }
+    Ok(v)
 }
 
 #[derive(Args)]

@@ -9,6 +9,7 @@ pub mod export;
 pub mod gen_cmd;
 pub mod identify;
 pub mod live;
+pub mod replay;
 pub mod send;
 pub mod tui;
 

@@ -6,4 +6,5 @@ pub mod analysis;
 pub mod export;
 pub mod index;
 pub mod printer;
+pub mod replay;
 pub mod writer;

@@ -1,0 +1,47 @@
+//! `gpcap replay CAPTURE... --to HOST:PORT [--speed X]`: the capture's game datagrams
+//! through the engine into a UDP socket; what was sent as JSON on stdout.
+
+use super::Result;
+use super::args::ReplayArgs;
+use crate::outln;
+use gpcap::Error;
+use gpcap::engine::resolve::resolve;
+use gpcap::engine::{Engine, run_files, sample_files};
+use gpcap::sinks::replay::Replay;
+use std::process::ExitCode;
+
+pub fn run(a: &ReplayArgs) -> Result<ExitCode> {
+    let resolved = resolve(&a.protocol.choice()?, |i| sample_files(&a.captures, i))?;
+    let from = a.from.unwrap_or_else(|| {
+        let any = if a.to.is_ipv6() { "[::]:0" } else { "0.0.0.0:0" };
+        any.parse().unwrap_or(a.to)
+    });
+    let mut replay = Replay::new(from, a.to, a.speed)
+        .map_err(|e| Error::io(format!("UDP socket {from} → {}", a.to), e))?;
+    replay.until = a
+        .duration
+        .map(|d| std::time::Instant::now() + std::time::Duration::from_secs_f64(d));
+    for _ in 0..a.repeat {
+        if replay.is_done() {
+            break;
+        }
+        let outcomes = run_files(
+            &a.captures,
+            Engine::new(resolved.cfg.clone(), false),
+            &mut replay,
+            &mut |_, _| {},
+            &|r| r.is_done(),
+        )?;
+        for o in &outcomes {
+            if let Some(e) = &o.end.error {
+                eprintln!("gpcap: {e}");
+            }
+        }
+    }
+    let sent = replay.finish();
+    outln!(
+        "{}",
+        serde_json::to_string(&sent).map_err(|e| Error::io("stdout", std::io::Error::other(e)))?
+    );
+    Ok(ExitCode::SUCCESS)
+}
