@@ -1,8 +1,18 @@
-//! The display filter shared by the TUI's `/` bar and `gpcap dissect --filter`:
-//! `type == scene`, `seq > 100`, `crc.fail`, `frag`, `reassembled`, `size > 1200`,
-//! `flow 10.0.0.1:40000`, combined with `&&`, `||`, `!` and parentheses. It reads the
-//! engine's [`PacketEvent`], the one packet model.
+//! The display filter shared by the TUI's `/` bar, `gpcap dissect --filter` and live
+//! capture: `type == scene`, `seq > 100`, `crc.fail`, `frag`, `reassembled`,
+//! `size > 1200`, `flow 10.0.0.1:40000`, and any dissected field by its path
+//! (`scene.objects.at_rest == true`, `input.weapon == railgun`, `chat.text contains "gg"`),
+//! combined with `&&`, `||`, `!` and parentheses. Compiled once against the definition;
+//! it reads the engine's [`PacketEvent`], the one packet model.
+//!
+//! A path names every occurrence of a field (`objects.position.x`: each object's), or one
+//! (`objects[3].position.x`). As in Wireshark, a comparison holds when any occurrence
+//! satisfies it and `!=` when none is equal (`!(a == b)`); `all PATH OP VALUE` asks every
+//! occurrence (and at least one). Floats compare at their resolution: a compressed float
+//! equals a value within half its step, an f32 equals the value rounded to f32.
 
+use crate::dissect::paths::{Holds, PathInfo, catalog, nearest};
+use crate::dissect::{Dissection, Label, Program, ROOT, Value};
 use crate::engine::{Kind, PacketEvent};
 use std::net::{IpAddr, SocketAddr};
 
@@ -14,6 +24,9 @@ enum Field {
     Frame,
     FragId,
     FragCount,
+    /// The ack role of the packet (needs the engine: the index has no acks).
+    Ack,
+    AckBits,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,13 +54,49 @@ enum Flag {
 
 #[derive(Debug, Clone, PartialEq)]
 enum Node {
-    Compare(Field, Cmp, i64),
+    Compare(Field, Cmp, i128),
     Flag(Flag),
     Flow(IpAddr, Option<u16>),
+    Dissected(Box<FieldTest>),
     Not(Box<Node>),
     And(Box<Node>, Box<Node>),
     Or(Box<Node>, Box<Node>),
     True,
+}
+
+/// One step of a path: a field or part name, and an element index if given.
+#[derive(Debug, Clone, PartialEq)]
+struct Seg {
+    name: String,
+    /// The definition nodes of that name (sorted).
+    nodes: Vec<u32>,
+    index: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Operand {
+    Int(i128),
+    Float(f64),
+    Bool(bool),
+    Bytes(Vec<u8>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Test {
+    Exists,
+    Compare(Cmp, Operand),
+    Contains(Vec<u8>),
+}
+
+/// A test of a dissected field.
+#[derive(Debug, Clone, PartialEq)]
+struct FieldTest {
+    /// The packet type the path was prefixed with (`scene.objects…`).
+    packet_type: Option<u32>,
+    segs: Vec<Seg>,
+    holds: Holds,
+    all: bool,
+    test: Test,
 }
 
 /// A compiled filter.
@@ -55,10 +104,12 @@ enum Node {
 pub struct Filter {
     root: Node,
     pub text: String,
+    /// It reads what only the engine knows (dissected fields, acks), not the TUI's index.
+    needs_engine: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message} at column {column}")]
+#[error("column {column}: {message}")]
 pub struct FilterError {
     pub message: String,
     /// 1-based.
@@ -68,7 +119,9 @@ pub struct FilterError {
 struct Parser<'a> {
     toks: Vec<(String, usize)>,
     pos: usize,
-    type_names: &'a dyn Fn(&str) -> Option<u32>,
+    program: Option<&'a Program>,
+    paths: Vec<PathInfo>,
+    needs_engine: bool,
     len: usize,
     /// Nesting of `!` and parentheses, bounded so no filter can exhaust the stack.
     depth: u32,
@@ -76,7 +129,7 @@ struct Parser<'a> {
 
 const MAX_NESTING: u32 = 64;
 
-fn tokenize(s: &str) -> Vec<(String, usize)> {
+fn tokenize(s: &str) -> Result<Vec<(String, usize)>, FilterError> {
     let mut out = Vec::new();
     let b: Vec<char> = s.chars().collect();
     let mut i = 0;
@@ -87,6 +140,29 @@ fn tokenize(s: &str) -> Vec<(String, usize)> {
             continue;
         }
         let start = i;
+        if c == '"' {
+            // A quoted string, backslash escaping a quote or backslash; the token keeps
+            // its opening quote so that it is never read as a word.
+            let mut t = String::from('"');
+            i += 1;
+            while i < b.len() && b[i] != '"' {
+                if b[i] == '\\' && i + 1 < b.len() {
+                    i += 1;
+                }
+                t.push(b[i]);
+                i += 1;
+            }
+            if i == b.len() {
+                return Err(FilterError {
+                    message: "the string has no closing quote".into(),
+                    column: start + 1,
+                });
+            }
+            t.push('"');
+            i += 1;
+            out.push((t, start));
+            continue;
+        }
         let two: String = b[i..(i + 2).min(b.len())].iter().collect();
         if ["&&", "||", "==", "!=", "<=", ">="].contains(&two.as_str()) {
             out.push((two, start));
@@ -107,7 +183,7 @@ fn tokenize(s: &str) -> Vec<(String, usize)> {
             }
         }
     }
-    out
+    Ok(out)
 }
 
 impl Parser<'_> {
@@ -212,13 +288,47 @@ impl Parser<'_> {
             "frame" => Field::Frame,
             "frag.id" => Field::FragId,
             "frag.count" => Field::FragCount,
-            other => {
+            // A definition's own field of that name (the shooter's `ack`) comes first.
+            "ack" | "ack_bits" | "ack-bits" if self.paths.iter().any(|e| e.path == word) => {
                 self.pos -= 1;
-                return Err(self.err(format!(
-                    "unknown filter word `{other}` (fields: type seq size frame frag.id frag.count; flags: crc.fail crc.ok frag reassembled ipfrag malformed over-budget truncated game; flow ADDR)"
-                )));
+                return self.dissected();
+            }
+            "ack" => Field::Ack,
+            "ack_bits" | "ack-bits" => Field::AckBits,
+            _ => {
+                self.pos -= 1;
+                return self.dissected();
             }
         };
+        if matches!(field, Field::Ack | Field::AckBits) {
+            self.needs_engine = true;
+        }
+        let cmp = self.cmp(&word)?;
+        let Some(v) = self.peek().map(str::to_string) else {
+            return Err(self.err("expected a value"));
+        };
+        let value = match parse_int(&v) {
+            Some(n) => n,
+            None if field == Field::Type => match self.type_id(&v) {
+                Some(t) => t as i128,
+                None => return Err(self.err(format!("no packet type is named `{v}`"))),
+            },
+            None => return Err(self.err(format!("`{v}` is not a number"))),
+        };
+        self.pos += 1;
+        Ok(Node::Compare(field, cmp, value))
+    }
+
+    fn type_id(&self, name: &str) -> Option<u32> {
+        let p = self.program?;
+        p.packets
+            .iter()
+            .find(|d| d.name == name)
+            .map(|d| d.type_id)
+            .or_else(|| (p.fragment.is_some() && name == "fragment").then_some(p.fragment_type))
+    }
+
+    fn cmp(&mut self, what: &str) -> Result<Cmp, FilterError> {
         let cmp = match self.peek() {
             Some("==") => Cmp::Eq,
             Some("!=") => Cmp::Ne,
@@ -226,35 +336,282 @@ impl Parser<'_> {
             Some("<=") => Cmp::Le,
             Some(">") => Cmp::Gt,
             Some(">=") => Cmp::Ge,
-            _ => return Err(self.err(format!("`{word}` needs a comparison: == != < <= > >="))),
+            _ => return Err(self.err(format!("`{what}` needs a comparison: == != < <= > >="))),
         };
         self.pos += 1;
-        let Some(v) = self.peek().map(str::to_string) else {
-            return Err(self.err("expected a value"));
+        Ok(cmp)
+    }
+
+    /// `[any|all] PATH [OP VALUE | contains "TEXT"]`: a dissected field.
+    fn dissected(&mut self) -> Result<Node, FilterError> {
+        let all = match self.peek() {
+            Some("all") => {
+                self.pos += 1;
+                true
+            }
+            Some("any") => {
+                self.pos += 1;
+                false
+            }
+            _ => false,
         };
-        let value = match v.parse::<i64>() {
-            Ok(n) => n,
-            Err(_) if field == Field::Type => match (self.type_names)(&v) {
-                Some(t) => t as i64,
-                None => return Err(self.err(format!("no packet type is named `{v}`"))),
-            },
-            Err(_) => return Err(self.err(format!("`{v}` is not a number"))),
+        let Some(word) = self.peek().map(str::to_string) else {
+            return Err(self.err("expected a field after any/all"));
         };
+        let Some(program) = self.program else {
+            return Err(self.err(format!(
+                "unknown filter word `{word}` (fields: {BUILTIN_FIELDS}; flags: {FLAGS}; flow ADDR; dissected fields need a definition: -d)"
+            )));
+        };
+        let (packet_type, path) = self.resolve(&word)?;
+        let Some(info) = path else {
+            // A packet type's name alone: `scene` is `type == scene`.
+            self.pos += 1;
+            let t = packet_type.unwrap_or(u32::MAX) as i128;
+            return Ok(Node::Compare(Field::Type, Cmp::Eq, t));
+        };
+        let segs = segments(program, &word, packet_type.is_some());
+        if segs.iter().any(|s| s.index.is_some()) && !self.indexes_fit(&segs) {
+            return Err(self.err(format!("`{word}`: only an array or list takes an index")));
+        }
         self.pos += 1;
-        Ok(Node::Compare(field, cmp, value))
+        self.needs_engine = true;
+        let test = match self.peek() {
+            Some("contains") => {
+                self.pos += 1;
+                if !matches!(info.holds, Holds::Text | Holds::Bytes) {
+                    return Err(self.err(format!(
+                        "`{word}` is not text or bytes: `contains` does not apply"
+                    )));
+                }
+                match self.peek() {
+                    Some(v) if v.starts_with('"') => {
+                        let text = unquote(v).to_vec();
+                        self.pos += 1;
+                        Test::Contains(text)
+                    }
+                    _ => return Err(self.err("`contains` needs a quoted string, like \"gg\"")),
+                }
+            }
+            Some("==" | "!=" | "<" | "<=" | ">" | ">=") => {
+                let cmp = self.cmp(&word)?;
+                let Some(v) = self.peek().map(str::to_string) else {
+                    return Err(self.err("expected a value"));
+                };
+                let operand = self.operand(program, &info, &word, &v)?;
+                if matches!(operand, Operand::Bytes(_) | Operand::Bool(_))
+                    && !matches!(cmp, Cmp::Eq | Cmp::Ne)
+                {
+                    return Err(self.err(format!("`{v}` can only be compared with == or !=")));
+                }
+                self.pos += 1;
+                Test::Compare(cmp, operand)
+            }
+            _ => Test::Exists,
+        };
+        Ok(Node::Dissected(Box::new(FieldTest {
+            packet_type,
+            segs,
+            holds: info.holds,
+            all,
+            test,
+        })))
+    }
+
+    /// The packet type a path starts with (if it does) and the path's entry; an unknown
+    /// path is an error with the nearest known one.
+    fn resolve(&self, word: &str) -> Result<(Option<u32>, Option<PathInfo>), FilterError> {
+        let plain = strip_indices(word);
+        if let Some(e) = self.paths.iter().find(|e| e.path == plain) {
+            return Ok((None, Some(e.clone())));
+        }
+        let (head, rest) = plain.split_once('.').unwrap_or((plain.as_str(), ""));
+        if let Some(t) = self.type_id(head) {
+            if rest.is_empty() {
+                return Ok((Some(t), None));
+            }
+            if let Some(e) = self
+                .paths
+                .iter()
+                .find(|e| e.path == rest && (e.types.is_empty() || e.types.contains(&t)))
+            {
+                return Ok((Some(t), Some(e.clone())));
+            }
+            let of_type: Vec<PathInfo> = self
+                .paths
+                .iter()
+                .filter(|e| e.types.contains(&t) || e.types.is_empty())
+                .cloned()
+                .collect();
+            let hint = nearest(&of_type, rest)
+                .map(|n| format!("; did you mean `{head}.{n}`?"))
+                .unwrap_or_default();
+            return Err(self.err(format!("packet type {head} has no field `{rest}`{hint}")));
+        }
+        let hint = nearest(&self.paths, &plain)
+            .map(|n| format!("; did you mean `{n}`?"))
+            .unwrap_or_else(|| format!(" (fields: {BUILTIN_FIELDS}; flags: {FLAGS}; flow ADDR)"));
+        Err(self.err(format!("unknown field `{word}`{hint}")))
+    }
+
+    /// Every indexed segment names an array or list.
+    fn indexes_fit(&self, segs: &[Seg]) -> bool {
+        let mut path = String::new();
+        for s in segs {
+            if !path.is_empty() {
+                path.push('.');
+            }
+            path.push_str(&s.name);
+            if s.index.is_some() && !self.paths.iter().any(|e| e.path == path && e.indexed) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// A value for a field that holds `info.holds`: a number, true/false, an enum's name,
+    /// or a quoted string.
+    fn operand(
+        &self,
+        program: &Program,
+        info: &PathInfo,
+        word: &str,
+        v: &str,
+    ) -> Result<Operand, FilterError> {
+        if v.starts_with('"') {
+            return match info.holds {
+                Holds::Text | Holds::Bytes => Ok(Operand::Bytes(unquote(v).to_vec())),
+                _ => Err(self.err(format!("`{word}` holds numbers, not text"))),
+            };
+        }
+        if let Some(n) = parse_int(v) {
+            return match info.holds {
+                Holds::Bool if n == 0 || n == 1 => Ok(Operand::Bool(n == 1)),
+                Holds::Float { .. } | Holds::Double => Ok(Operand::Float(n as f64)),
+                Holds::Text | Holds::Bytes => {
+                    Err(self.err(format!("`{word}` holds text or bytes: quote the value")))
+                }
+                _ => Ok(Operand::Int(n)),
+            };
+        }
+        if let Ok(x) = v.parse::<f64>()
+            && x.is_finite()
+            && !v.chars().all(char::is_alphabetic)
+        {
+            return match info.holds {
+                Holds::Float { .. } | Holds::Double | Holds::Int { .. } | Holds::Group => {
+                    Ok(Operand::Float(x))
+                }
+                _ => Err(self.err(format!("`{word}` does not hold numbers with a fraction"))),
+            };
+        }
+        match (v, info.holds) {
+            ("true" | "True", Holds::Bool) => return Ok(Operand::Bool(true)),
+            ("false" | "False", Holds::Bool) => return Ok(Operand::Bool(false)),
+            _ => {}
+        }
+        if let Holds::Int { enum_id: Some(e) } = info.holds
+            && let Some(def) = program.enums.get(e as usize)
+        {
+            if let Some((n, _)) = def.values.iter().find(|(_, name)| name == v) {
+                return Ok(Operand::Int(*n as i128));
+            }
+            let names: Vec<&str> = def.values.iter().map(|(_, n)| n.as_str()).take(12).collect();
+            return Err(self.err(format!(
+                "`{v}` is not a value of {word} (enum {}: {})",
+                def.name,
+                names.join(" ")
+            )));
+        }
+        let wants = match info.holds {
+            Holds::Bool => "true or false",
+            Holds::Text | Holds::Bytes => "a quoted string",
+            _ => "a number",
+        };
+        Err(self.err(format!("`{v}` is not a value of {word}: it takes {wants}")))
     }
 }
 
+const BUILTIN_FIELDS: &str = "type seq size frame frag.id frag.count ack ack_bits";
+const FLAGS: &str = "crc.fail crc.ok frag reassembled ipfrag malformed over-budget truncated game";
+
+/// A decimal, `0x` hexadecimal or negative integer.
+fn parse_int(v: &str) -> Option<i128> {
+    let (neg, digits) = match v.strip_prefix('-') {
+        Some(d) => (true, d),
+        None => (false, v),
+    };
+    let n = match digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
+        Some(h) => i128::from_str_radix(h, 16).ok()?,
+        None if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) => digits.parse().ok()?,
+        None => return None,
+    };
+    Some(if neg { -n } else { n })
+}
+
+/// The text between a token's quotes.
+fn unquote(v: &str) -> &[u8] {
+    let inner = v.strip_prefix('"').unwrap_or(v);
+    inner.strip_suffix('"').unwrap_or(inner).as_bytes()
+}
+
+/// `objects[3].position.x` → `objects.position.x`.
+fn strip_indices(word: &str) -> String {
+    let mut out = String::with_capacity(word.len());
+    let mut depth = 0u32;
+    for c in word.chars() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth = depth.saturating_sub(1),
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The path's steps, each with the definition nodes of its name (a type prefix dropped).
+fn segments(p: &Program, word: &str, typed: bool) -> Vec<Seg> {
+    let mut parts: Vec<&str> = word.split('.').collect();
+    if typed {
+        parts.remove(0);
+    }
+    parts
+        .iter()
+        .map(|part| {
+            let (name, index) = match part.split_once('[') {
+                Some((n, rest)) => (n, rest.trim_end_matches(']').parse::<u32>().ok()),
+                None => (*part, None),
+            };
+            let nodes = p
+                .nodes
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| n.name == name)
+                .map(|(i, _)| i as u32)
+                .collect();
+            Seg {
+                name: name.to_string(),
+                nodes,
+                index,
+            }
+        })
+        .collect()
+}
+
 impl Filter {
-    /// Parses `text`; `type_names` maps a packet type name to its id.
-    pub fn parse(text: &str, type_names: &dyn Fn(&str) -> Option<u32>) -> Result<Filter, FilterError> {
+    /// Compiles `text` against the definition (type names, enums and field paths);
+    /// without one, only the fields every packet has can be named.
+    pub fn parse(text: &str, program: Option<&Program>) -> Result<Filter, FilterError> {
         if text.trim().is_empty() {
             return Ok(Filter::all());
         }
         let mut p = Parser {
-            toks: tokenize(text),
+            toks: tokenize(text)?,
             pos: 0,
-            type_names,
+            program,
+            paths: program.map(catalog).unwrap_or_default(),
+            needs_engine: false,
             len: text.chars().count(),
             depth: 0,
         };
@@ -265,13 +622,21 @@ impl Filter {
         Ok(Filter {
             root,
             text: text.to_string(),
+            needs_engine: p.needs_engine,
         })
+    }
+
+    /// The filter reads dissected fields or acks: it needs the engine's field tree (the
+    /// TUI's index holds neither).
+    pub fn needs_engine(&self) -> bool {
+        self.needs_engine
     }
 
     pub fn all() -> Filter {
         Filter {
             root: Node::True,
             text: String::new(),
+            needs_engine: false,
         }
     }
 
@@ -308,36 +673,169 @@ fn eval(n: &Node, f: &PacketEvent) -> bool {
             .any(|a| a.ip() == *ip && port.is_none_or(|p| a.port() == p)),
         Node::Compare(field, cmp, v) => {
             let x = match field {
-                Field::Type => f.packet_type.map(|t| t as i64),
-                Field::Seq => f.sequence.map(|s| s as i64),
-                Field::Size => f.flow.map(|_| f.size as i64),
-                Field::Frame => Some(f.frame as i64),
-                Field::FragId => f.fragment.map(|x| x.id as i64),
-                Field::FragCount => f.fragment.map(|x| x.count as i64),
+                Field::Type => f.packet_type.map(i128::from),
+                Field::Seq => f.sequence.map(i128::from),
+                Field::Size => f.flow.map(|_| f.size as i128),
+                Field::Frame => Some(f.frame as i128),
+                Field::FragId => f.fragment.map(|x| x.id as i128),
+                Field::FragCount => f.fragment.map(|x| x.count as i128),
+                Field::Ack => f.ack.map(i128::from),
+                Field::AckBits => f.ack_bits.map(i128::from),
             };
             let Some(x) = x else { return *cmp == Cmp::Ne };
-            match cmp {
-                Cmp::Eq => x == *v,
-                Cmp::Ne => x != *v,
-                Cmp::Lt => x < *v,
-                Cmp::Le => x <= *v,
-                Cmp::Gt => x > *v,
-                Cmp::Ge => x >= *v,
-            }
+            ordered(*cmp, x.cmp(v))
+        }
+        Node::Dissected(t) => field_test(t, f),
+    }
+}
+
+fn ordered(cmp: Cmp, o: std::cmp::Ordering) -> bool {
+    use std::cmp::Ordering::*;
+    match cmp {
+        Cmp::Eq => o == Equal,
+        Cmp::Ne => o != Equal,
+        Cmp::Lt => o == Less,
+        Cmp::Le => o != Greater,
+        Cmp::Gt => o == Greater,
+        Cmp::Ge => o != Less,
+    }
+}
+
+/// Wireshark's semantics: any occurrence satisfies, `!=` none is equal; `all`: every
+/// occurrence, and at least one.
+fn field_test(t: &FieldTest, e: &PacketEvent) -> bool {
+    let negated = matches!(t.test, Test::Compare(Cmp::Ne, _));
+    let Some(d) = e.dissection else {
+        return negated && !t.all;
+    };
+    if t.packet_type.is_some_and(|ty| e.packet_type != Some(ty)) {
+        return negated && !t.all;
+    }
+    let mut seen = false;
+    for (i, field) in d.fields.iter().enumerate() {
+        if !leaf_matches(&t.segs, d, i) {
+            continue;
+        }
+        seen = true;
+        let ok = occurrence(t, field.value, e.payload);
+        match (t.all, negated) {
+            // `!=`: true when no occurrence equals, i.e. every one differs.
+            (_, true) if !ok => return false,
+            (false, false) if ok => return true,
+            (true, false) if !ok => return false,
+            _ => {}
         }
     }
+    if negated { true } else { t.all && seen }
+}
+
+/// One occurrence's value against the test (`!=` is tested as its `==` being false).
+fn occurrence(t: &FieldTest, v: Value, payload: &[u8]) -> bool {
+    match &t.test {
+        Test::Exists => true,
+        Test::Contains(needle) => bytes_of(v, payload).is_some_and(|b| contains(b, needle)),
+        Test::Compare(cmp, operand) => compare(t.holds, v, *cmp, operand, payload).unwrap_or(*cmp == Cmp::Ne),
+    }
+}
+
+fn bytes_of(v: Value, payload: &[u8]) -> Option<&[u8]> {
+    match v {
+        Value::Bytes { offset, len } => payload.get(offset..offset.checked_add(len)?),
+        _ => None,
+    }
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// `value CMP operand`; `None` when the value is not of the operand's kind.
+fn compare(holds: Holds, v: Value, cmp: Cmp, operand: &Operand, payload: &[u8]) -> Option<bool> {
+    let int = match v {
+        Value::Int(x) => Some(x as i128),
+        Value::UInt(x) => Some(x as i128),
+        Value::Bool(b) => Some(b as i128),
+        _ => None,
+    };
+    let float = match v {
+        Value::Float(x) => Some(x as f64),
+        Value::Double(x) => Some(x),
+        _ => int.map(|i| i as f64),
+    };
+    Some(match operand {
+        Operand::Int(n) => ordered(cmp, int?.cmp(n)),
+        Operand::Bool(b) => ordered(cmp, (int? != 0).cmp(b)),
+        Operand::Bytes(want) => ordered(cmp, bytes_of(v, payload)?.cmp(want.as_slice())),
+        Operand::Float(want) => {
+            let x = float?;
+            let order = match (holds, v) {
+                // Equal within half the step of a compressed float.
+                (Holds::Float { step }, _)
+                    if step > 0.0 && (x - want).abs() <= step / 2.0 + 1e-9 * want.abs() =>
+                {
+                    std::cmp::Ordering::Equal
+                }
+                // An f32 as read equals the value rounded to f32.
+                (_, Value::Float(f)) => f.partial_cmp(&(*want as f32))?,
+                _ => x.partial_cmp(want)?,
+            };
+            ordered(cmp, order)
+        }
+    })
+}
+
+/// Whether field `i` is an occurrence of the path: its name and its ancestors' names
+/// are the path's steps from the root (elements passed over, or matched to an index).
+fn leaf_matches(segs: &[Seg], d: &Dissection, i: usize) -> bool {
+    let Some(last) = segs.last() else { return false };
+    let Some(f) = d.fields.get(i) else { return false };
+    // An element is an occurrence only of a path that ends in an index.
+    if matches!(f.label, Label::Index(_)) && last.index.is_none() {
+        return false;
+    }
+    let mut at = i as u32;
+    let mut k = segs.len();
+    let mut element: Option<u32> = None;
+    // Bounded by the tree's depth: each step goes to a parent, which comes earlier.
+    while k > 0 {
+        let Some(f) = d.fields.get(at as usize) else {
+            return false;
+        };
+        match f.label {
+            Label::Index(n) => {
+                element = Some(n);
+                at = f.parent;
+                continue;
+            }
+            Label::Node(n) if segs[k - 1].nodes.binary_search(&n).is_ok() => {}
+            Label::Part(name) if name == segs[k - 1].name => {}
+            _ => return false,
+        }
+        if segs[k - 1].index.is_some_and(|want| element != Some(want)) {
+            return false;
+        }
+        element = None;
+        k -= 1;
+        if f.parent >= at && f.parent != ROOT {
+            return false;
+        }
+        at = f.parent;
+    }
+    at == ROOT
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn names(s: &str) -> Option<u32> {
-        match s {
-            "scene" => Some(4),
-            "A" => Some(1),
-            _ => None,
-        }
+    /// The article's definition: types `A` (1) and `scene` (4).
+    fn article() -> Program {
+        crate::dissect::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("dissectors/article.kdl"))
+            .unwrap()
+    }
+
+    fn parse(s: &str) -> Result<Filter, FilterError> {
+        Filter::parse(s, Some(&article()))
     }
 
     fn facts() -> PacketEvent<'static> {
@@ -359,7 +857,7 @@ mod tests {
     }
 
     fn m(s: &str) -> bool {
-        Filter::parse(s, &names).unwrap().matches(&facts())
+        parse(s).unwrap().matches(&facts())
     }
 
     #[test]
@@ -381,26 +879,76 @@ mod tests {
 
     #[test]
     fn errors_have_columns() {
-        let e = Filter::parse("type == bogus", &names).unwrap_err();
+        let e = parse("type == bogus").unwrap_err();
         assert_eq!(
             (e.column, e.message.as_str()),
             (9, "no packet type is named `bogus`")
         );
-        let e = Filter::parse("seq >", &names).unwrap_err();
+        let e = parse("seq >").unwrap_err();
         assert_eq!(e.column, 6);
-        let e = Filter::parse("sze > 3", &names).unwrap_err();
+        let e = parse("sze > 3").unwrap_err();
         assert_eq!(e.column, 1);
-        assert!(Filter::parse("(frag", &names).is_err());
-        assert!(Filter::parse("flow nowhere", &names).is_err());
+        assert!(parse("(frag").is_err());
+        assert!(parse("flow nowhere").is_err());
         // Hostile nesting is refused, not a stack overflow.
         let deep = format!("{}frag", "!".repeat(100_000));
-        assert!(
-            Filter::parse(&deep, &names)
-                .unwrap_err()
-                .message
-                .contains("nests more than")
-        );
+        assert!(parse(&deep).unwrap_err().message.contains("nests more than"));
         let deep = format!("{}frag{}", "(".repeat(100_000), ")".repeat(100_000));
-        assert!(Filter::parse(&deep, &names).is_err());
+        assert!(parse(&deep).is_err());
+    }
+
+    #[test]
+    fn field_paths_compile_or_say_what_is_near() {
+        let f = parse("scene.objects.at_rest == true").unwrap();
+        assert!(f.needs_engine());
+        assert!(!parse("type == scene && seq > 3").unwrap().needs_engine());
+        assert!(parse("objects[2].position.x >= -1.5 && all objects.at_rest == false").is_ok());
+        assert!(parse("misc.name contains \"g\\\"g\"").is_ok());
+        let e = parse("scene.objects.at_rst == true").unwrap_err();
+        assert_eq!(
+            (e.column, e.message.as_str()),
+            (
+                1,
+                "packet type scene has no field `objects.at_rst`; did you mean `scene.objects.at_rest`?"
+            )
+        );
+        let e = parse("type == A && objets.at_rest").unwrap_err();
+        assert_eq!(e.column, 14);
+        assert!(
+            e.message.contains("did you mean `objects.at_rest`"),
+            "{}",
+            e.message
+        );
+        let e = parse("objects.at_rest == maybe").unwrap_err();
+        assert_eq!(
+            (e.column, e.message.as_str()),
+            (
+                20,
+                "`maybe` is not a value of objects.at_rest: it takes true or false"
+            )
+        );
+        let e = parse("objects.position[1].x == 3").unwrap_err();
+        assert!(
+            e.message.contains("only an array or list takes an index"),
+            "{}",
+            e.message
+        );
+        let e = parse("misc.name == \"gg").unwrap_err();
+        assert_eq!(
+            (e.column, e.message.as_str()),
+            (14, "the string has no closing quote")
+        );
+        let e = parse("a contains \"x\"").unwrap_err();
+        assert!(e.message.contains("not text or bytes"), "{}", e.message);
+        // Without a definition only the built-in words exist.
+        let e = Filter::parse("objects.at_rest", None).unwrap_err();
+        assert!(e.message.contains("need a definition"), "{}", e.message);
+    }
+
+    #[test]
+    fn enum_names_are_values() {
+        // The article's header `type` is an enum: a packet type's name alone is its test.
+        assert_eq!(parse("scene").unwrap().root, parse("type == scene").unwrap().root);
+        assert!(parse("type == 4").unwrap().matches(&facts()));
     }
 }

@@ -571,3 +571,63 @@ fn a_protocol_without_a_checksum_is_analyzed_exactly() {
     let _ = std::fs::remove_file(&out);
     let _ = std::fs::remove_file(format!("{o}.truth.jsonl"));
 }
+
+#[test]
+fn dissect_write_keeps_every_fragment_of_a_selected_packet() {
+    let dir = std::env::temp_dir().join(format!("gpcap-write-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("resting.pcapng");
+    let filter = "scene.objects.at_rest == true && reassembled";
+    let (code, shown, err) = gpcap(&[
+        "dissect",
+        "captures/lossy-bursts.pcap",
+        "-d",
+        "dissectors/article.kdl",
+        "--brief",
+        "--filter",
+        filter,
+        "--write",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(shown.lines().count(), 89);
+    assert!(err.contains("wrote 462 frames of 89 packets"), "{err}");
+    // The written capture reassembles the same packets again, and nothing else.
+    let (code, json, err) = gpcap(&[
+        "analyze",
+        "-d",
+        "dissectors/article.kdl",
+        out.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let r: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(r["capture"]["frames"], 462);
+    assert_eq!(r["reassembly"]["completed"], 89);
+    assert_eq!(r["reassembly"]["packets_seen"], 89);
+    let (_, again, _) = gpcap(&[
+        "dissect",
+        out.to_str().unwrap(),
+        "-d",
+        "dissectors/article.kdl",
+        "--brief",
+        "--filter",
+        filter,
+    ]);
+    assert_eq!(again.lines().count(), 89);
+    // A write that cannot be made leaves nothing behind and says where.
+    let (code, _, err) = gpcap(&[
+        "dissect",
+        "captures/lossy-bursts.pcap",
+        "-d",
+        "dissectors/article.kdl",
+        "--brief",
+        "--filter",
+        "reassembled",
+        "--write",
+        "/nonexistent-dir/x.pcapng",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("/nonexistent-dir/x.pcapng"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

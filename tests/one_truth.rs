@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-const FILTERS: [&str; 14] = [
+const FILTERS: [&str; 25] = [
     "type == scene",
     "type == 2",
     "size > 1000",
@@ -31,6 +31,18 @@ const FILTERS: [&str; 14] = [
     "over-budget || truncated",
     "reassembled && type == scene",
     "frag.count >= 3 && frag.id == 0",
+    // Dissected fields (a filter a definition cannot compile is skipped for it).
+    "objects.at_rest == true",
+    "all scene.objects.at_rest == true",
+    "objects.position.x < -500 || objects[1].linear_velocity.y > 5",
+    "scene.objects[0].index == 45",
+    "misc.name contains \"a\" && misc.n != 3",
+    "items.item >= 90 && !reassembled",
+    "input.weapon == rocket && input.fire",
+    "input.yaw == 12.5 || input.pitch < -80",
+    "chat.text contains \"g\"",
+    "connect.player_name",
+    "end_check != 0",
 ];
 
 fn root() -> &'static Path {
@@ -69,7 +81,7 @@ fn engine(path: &Path, cfg: &Config, filter: &Filter) -> BTreeSet<Key> {
     };
     run_files(
         &[path.to_path_buf()],
-        Engine::new(cfg.clone(), false),
+        Engine::new(cfg.clone(), filter.needs_engine()),
         &mut s,
         &mut |_, _| {},
         &|_| false,
@@ -107,6 +119,16 @@ fn tui(path: &Path, cfg: &Config) -> App {
 
 fn tui_selection(app: &mut App, filter: &str) -> BTreeSet<Key> {
     app.apply_filter(filter);
+    // A filter on dissected fields runs on a thread of its own.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !app.scan_finished() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        app.tick();
+    }
+    assert!(
+        app.scan_finished(),
+        "`{filter}`: the TUI's field scan did not finish"
+    );
     app.view
         .iter()
         .map(|&i| app.index.rows[i as usize])
@@ -118,13 +140,14 @@ fn tui_selection(app: &mut App, filter: &str) -> BTreeSet<Key> {
 #[test]
 fn dissect_tui_and_engine_select_the_same_packets() {
     let mut reassembled_seen = 0;
+    let mut by_fields = 0;
     for (capture, definition) in BUNDLED {
         let path: PathBuf = root().join("captures").join(capture);
         let cfg = config(definition);
         let mut app = tui(&path, &cfg);
-        for text in FILTERS {
+        for (k, text) in FILTERS.into_iter().enumerate() {
             // `scene` is a type of the article's definition only.
-            let Ok(filter) = Filter::parse(text, &|n| cfg.type_id(n)) else {
+            let Ok(filter) = Filter::parse(text, cfg.program.as_deref()) else {
                 continue;
             };
             let by_engine = engine(&path, &cfg, &filter);
@@ -141,8 +164,15 @@ fn dissect_tui_and_engine_select_the_same_packets() {
             if text == "reassembled" {
                 reassembled_seen += by_engine.len();
             }
+            if k >= 14 {
+                by_fields += by_engine.len();
+            }
         }
     }
+    assert!(
+        by_fields > 5000,
+        "filters on dissected fields selected only {by_fields} packets"
+    );
     assert!(
         reassembled_seen > 100,
         "only {reassembled_seen} reassembled packets selected"
@@ -153,7 +183,7 @@ fn dissect_tui_and_engine_select_the_same_packets() {
 fn reassembled_packets_are_packets() {
     let path = root().join("captures/lossy-bursts.pcap");
     let cfg = config("article.kdl");
-    let scene = Filter::parse("type == scene && reassembled", &|n| cfg.type_id(n)).unwrap();
+    let scene = Filter::parse("type == scene && reassembled", cfg.program.as_deref()).unwrap();
     // The report's reassembled count, the engine's events and the filter agree.
     let report = {
         let mut a = gpcap::analysis::Analyzer::new(cfg.clone());
@@ -164,7 +194,7 @@ fn reassembled_packets_are_packets() {
         }
         a.finish()
     };
-    let all = Filter::parse("reassembled", &|_| None).unwrap();
+    let all = Filter::parse("reassembled", None).unwrap();
     assert_eq!(
         engine(&path, &cfg, &all).len() as u64,
         report.reassembly.completed
@@ -230,4 +260,72 @@ fn fault_kinds_are_spelled_one_way() {
         serde_json::to_string(&gpcap::dissect::FaultKind::NonZeroPadding).unwrap(),
         "\"nonzero_padding\""
     );
+}
+
+mod random_field_filters {
+    use super::*;
+    use gpcap::dissect::paths::{Holds, catalog};
+    use proptest::prelude::*;
+
+    /// A comparison of a dissected field of the article's definition: any path the
+    /// catalog lists, an operator, a value of its kind, `all` now and then.
+    fn term(paths: Vec<(String, Holds)>) -> impl Strategy<Value = String> {
+        let n = paths.len();
+        (0..n, 0..6usize, -40i64..1200, any::<bool>(), 0..8u8).prop_map(move |(i, op, v, b, q)| {
+            let (path, holds) = &paths[i];
+            let ops = ["==", "!=", "<", "<=", ">", ">="];
+            let all = if q == 0 { "all " } else { "" };
+            match holds {
+                Holds::Bool => format!("{all}{path} {} {b}", ops[op % 2]),
+                Holds::Float { .. } | Holds::Double => {
+                    format!("{all}{path} {} {}", ops[op], v as f64 / 1.7)
+                }
+                Holds::Text | Holds::Bytes => format!(
+                    "{path} contains \"{}\"",
+                    (b'a' + (v.rem_euclid(26)) as u8) as char
+                ),
+                Holds::Group => path.clone(),
+                Holds::Int { .. } => format!("{all}{path} {} {}", ops[op], v.rem_euclid(70)),
+            }
+        })
+    }
+
+    fn filters() -> impl Strategy<Value = String> {
+        let cfg = config("article.kdl");
+        let paths: Vec<(String, Holds)> = catalog(cfg.program.as_deref().unwrap())
+            .into_iter()
+            .map(|e| (e.path, e.holds))
+            .collect();
+        (term(paths.clone()), term(paths), 0..4u8).prop_map(|(a, b, join)| match join {
+            0 => a,
+            1 => format!("{a} && {b}"),
+            2 => format!("{a} || {b}"),
+            _ => format!("!({a}) && reassembled"),
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+        /// For random filters over dissected fields, the TUI, `dissect --filter` and the
+        /// engine select the same packets.
+        #[test]
+        fn tui_dissect_and_engine_agree(text in filters()) {
+            thread_local! {
+                static APP: std::cell::RefCell<Option<App>> = const { std::cell::RefCell::new(None) };
+            }
+            let path = root().join("captures/lossy-bursts.pcap");
+            let cfg = config("article.kdl");
+            let filter = Filter::parse(&text, cfg.program.as_deref()).unwrap();
+            let by_engine = engine(&path, &cfg, &filter);
+            let by_dissect = dissect_cli(&path, "article.kdl", &text);
+            let by_tui = APP.with(|a| {
+                let mut a = a.borrow_mut();
+                let app = a.get_or_insert_with(|| tui(&path, &cfg));
+                tui_selection(app, &text)
+            });
+            prop_assert_eq!(&by_engine, &by_dissect, "`{}`: engine vs dissect --filter", text);
+            prop_assert_eq!(&by_engine, &by_tui, "`{}`: engine vs the TUI", text);
+        }
+    }
 }

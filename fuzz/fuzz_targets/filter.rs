@@ -35,7 +35,7 @@ fn fixture() -> &'static Fixture {
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
     let f = fixture();
-    match Filter::parse(text, &|n| f.cfg.type_id(n)) {
+    match Filter::parse(text, f.cfg.program.as_deref()) {
         Ok(filter) => {
             for e in &f.events {
                 let _ = filter.matches(e);

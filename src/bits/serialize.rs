@@ -94,8 +94,12 @@ impl CompressedFloat {
     /// Decimal places that show every value this encoding can carry and no more: the
     /// step between neighbouring values, in decimals (0.01 → 2, 0.05 → 2, 0.5 → 1).
     pub fn decimals(&self) -> usize {
-        let step = (self.max as f64 - self.min as f64) / self.max_int as f64;
-        (-step.log10() - 1e-6).ceil().clamp(0.0, 9.0) as usize
+        (-self.step().log10() - 1e-6).ceil().clamp(0.0, 9.0) as usize
+    }
+
+    /// The step between neighbouring values: the resolution a value is known to.
+    pub fn step(&self) -> f64 {
+        (self.max as f64 - self.min as f64) / self.max_int as f64
     }
 
     pub fn dequantize(&self, i: u32) -> f32 {

@@ -163,9 +163,14 @@ pub struct DissectArgs {
     /// One line per packet: frame, time, flow, type, sequence, size, status.
     #[arg(long)]
     pub brief: bool,
-    /// Show only packets matching this display filter (as in the TUI's `/`).
+    /// Show only packets matching this display filter (as in the TUI's `/`): built-in
+    /// fields and flags, and any dissected field by its path (README, Display filters).
     #[arg(long)]
     pub filter: Option<String>,
+    /// Also write the frames of the packets shown to this pcapng file (a reassembled
+    /// packet brings all its fragments).
+    #[arg(long, short = 'w')]
+    pub write: Option<PathBuf>,
 }
 
 #[derive(Args)]

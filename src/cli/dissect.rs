@@ -7,6 +7,7 @@ use gpcap::engine::resolve::resolve;
 use gpcap::engine::{Engine, run_files, sample_files};
 use gpcap::filter::Filter;
 use gpcap::sinks::printer::{Format, Printer};
+use gpcap::sinks::select::{Select, write_frames};
 use std::process::ExitCode;
 
 pub fn run(a: &DissectArgs) -> Result<ExitCode> {
@@ -22,12 +23,13 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
     }
     let cfg = resolved.cfg;
     let filter = match &a.filter {
-        Some(text) => Filter::parse(text, &|n| cfg.type_id(n)).map_err(|error| Error::Filter {
+        Some(text) => Filter::parse(text, cfg.program.as_deref()).map_err(|error| Error::Filter {
             option: "--filter",
             error,
         })?,
         None => Filter::all(),
     };
+    let needs_fields = filter.needs_engine();
     let out = std::io::BufWriter::with_capacity(1 << 16, raw_stdout());
     let format = if a.jsonl {
         Format::JsonLines
@@ -38,16 +40,21 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
     } else {
         Format::Tree
     };
+    let mut select = a.write.as_ref().map(|_| {
+        let mut s = Select::new(filter.clone());
+        s.keep_rows = false;
+        s
+    });
     let mut printer = Printer::new(out, cfg.program.clone(), filter, format);
     printer.only = a.frame;
     printer.begin();
     let outcomes = run_files(
         captures,
-        // One-line summaries need no field tree.
-        Engine::new(cfg, format != Format::Brief),
-        &mut printer,
+        // One-line summaries need no field tree, unless the filter reads fields.
+        Engine::new(cfg, format != Format::Brief || needs_fields),
+        &mut (&mut printer, select.as_mut()),
         &mut |_, _| {},
-        &|p| p.is_done(),
+        &|p| p.0.is_done(),
     )?;
     for o in &outcomes {
         if let Some(e) = &o.end.error {
@@ -56,6 +63,15 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
         if let Some(t) = &o.end.truncated_tail {
             eprintln!("gpcap: warning: {t}");
         }
+    }
+    if let (Some(to), Some(select)) = (&a.write, &select) {
+        let n = write_frames(&a.capture, &select.frames, to).map_err(|e| Error::Usage(e.to_string()))?;
+        eprintln!(
+            "gpcap: wrote {} of {} to {}",
+            gpcap::present::count(n, "frame"),
+            gpcap::present::count(select.selected, "packet"),
+            to.display()
+        );
     }
     let printed = printer.printed;
     match printer.end() {

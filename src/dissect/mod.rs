@@ -5,6 +5,7 @@ pub mod compile;
 pub mod diag;
 pub mod exec;
 pub mod expr;
+pub mod paths;
 pub mod plan;
 pub mod prims;
 pub mod program;

@@ -7,4 +7,5 @@ pub mod export;
 pub mod index;
 pub mod printer;
 pub mod replay;
+pub mod select;
 pub mod writer;

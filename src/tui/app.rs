@@ -7,9 +7,11 @@ use crate::dissect::{Dissection, Program};
 use crate::engine::{Config, Validator};
 use crate::filter::Filter;
 use crate::sinks::index::{Index, NO_FLOW, Row, Update, status};
+use crate::sinks::select::{ScanUpdate, scan};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +80,28 @@ impl Detail {
     }
 }
 
+/// A filter on dissected fields: the engine runs over the capture on a thread of its
+/// own (the index holds no fields) and sends the rows it selects, in order.
+pub struct FieldScan {
+    updates: Receiver<ScanUpdate>,
+    stop: Arc<AtomicBool>,
+    /// Selected rows the index has not reached yet (the scan may run ahead of it).
+    pending: std::collections::VecDeque<u32>,
+    pub bytes_read: u64,
+    pub done: bool,
+    pub error: Option<String>,
+    pub started: std::time::Instant,
+    pub seconds: f64,
+    /// The result was said on the status line.
+    reported: bool,
+}
+
+impl Drop for FieldScan {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
 pub struct App {
     pub index: Index,
     updates: Receiver<Update>,
@@ -91,6 +115,10 @@ pub struct App {
     pub mode: Mode,
     pub focus: Focus,
     pub filter: Filter,
+    /// The scan behind a filter on dissected fields.
+    pub field_scan: Option<FieldScan>,
+    /// The frame to select again once a field scan reaches it.
+    keep_frame: Option<u64>,
     /// Rows (by position in the index) that pass the filter.
     pub view: Vec<u32>,
     scanned: usize,
@@ -126,6 +154,8 @@ impl App {
             mode: Mode::Normal,
             focus: Focus::List,
             filter: Filter::all(),
+            field_scan: None,
+            keep_frame: None,
             view: Vec::new(),
             scanned: 0,
             selected: 0,
@@ -153,6 +183,94 @@ impl App {
     }
 
     fn scan(&mut self) {
+        if self.field_scan.is_some() {
+            self.take_field_scan();
+        } else {
+            self.scan_rows();
+        }
+        if self.detail.is_none() && !self.view.is_empty() {
+            self.load_detail();
+        }
+    }
+
+    /// Moves what the field scan selected into the view, as far as the index goes.
+    fn take_field_scan(&mut self) {
+        let Some(fs) = self.field_scan.as_mut() else {
+            return;
+        };
+        while let Ok(u) = fs.updates.try_recv() {
+            match u {
+                ScanUpdate::Rows { rows, bytes_read } => {
+                    fs.pending.extend(rows);
+                    fs.bytes_read = bytes_read;
+                }
+                ScanUpdate::Done { error } => {
+                    fs.done = true;
+                    fs.error = error;
+                    fs.seconds = fs.started.elapsed().as_secs_f64();
+                }
+            }
+        }
+        let loaded = self.index.rows.len() as u32;
+        let before = self.view.len();
+        while let Some(&r) = fs.pending.front() {
+            if r >= loaded {
+                break;
+            }
+            self.view.push(r);
+            fs.pending.pop_front();
+        }
+        let finished = fs.done && fs.pending.is_empty() && fs.error.is_none();
+        if finished && !fs.reported {
+            fs.reported = true;
+            self.message = Some((
+                format!(
+                    "{} match ({:.2} s)",
+                    crate::present::count(self.view.len() as u64, "packet"),
+                    fs.seconds
+                ),
+                false,
+            ));
+        }
+        // The packet selected before the filter changed, once the scan reaches it.
+        if let Some(frame) = self.keep_frame
+            && self.view.len() > before
+            && self.view[before..]
+                .iter()
+                .any(|&i| self.index.rows.get(i as usize).is_some_and(|r| r.frame >= frame))
+        {
+            self.keep_frame = None;
+            self.goto_frame(frame, false);
+            self.load_detail();
+        }
+    }
+
+    /// No field scan is running, or it has ended and its rows are all in the view (as far
+    /// as the index goes).
+    pub fn scan_finished(&self) -> bool {
+        self.field_scan
+            .as_ref()
+            .is_none_or(|fs| fs.done && fs.pending.is_empty())
+    }
+
+    /// How the field scan is going, for the status line.
+    pub fn scan_status(&self) -> Option<String> {
+        let fs = self.field_scan.as_ref()?;
+        let n = crate::present::count(self.view.len() as u64, "packet");
+        Some(match (&fs.error, fs.done) {
+            (Some(e), _) => format!("filter stopped: {e} ({n} match so far)"),
+            (None, true) => format!("{n} match `{}` ({:.2} s)", self.filter.text, fs.seconds),
+            (None, false) => {
+                let total = self.index.total_bytes.max(1);
+                format!(
+                    "filtering on fields {:.0}% · {n} match",
+                    (fs.bytes_read as f64 / total as f64 * 100.0).min(100.0)
+                )
+            }
+        })
+    }
+
+    fn scan_rows(&mut self) {
         let ix = &self.index;
         let end = ix.rows.len();
         for i in self.scanned..end {
@@ -161,15 +279,36 @@ impl App {
             }
         }
         self.scanned = end;
-        if self.detail.is_none() && !self.view.is_empty() {
-            self.load_detail();
-        }
     }
 
     fn refilter(&mut self) {
         let keep = self.selected_row().map(|r| r.frame);
         self.view.clear();
         self.scanned = 0;
+        self.field_scan = None;
+        if self.filter.needs_engine() {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let stop = Arc::new(AtomicBool::new(false));
+            let (path, cfg, filter, flag) = (
+                self.index.path.clone(),
+                self.cfg.clone(),
+                self.filter.clone(),
+                stop.clone(),
+            );
+            std::thread::spawn(move || scan(&path, cfg, filter, tx, flag));
+            self.field_scan = Some(FieldScan {
+                updates: rx,
+                stop,
+                pending: Default::default(),
+                bytes_read: 0,
+                done: false,
+                error: None,
+                started: std::time::Instant::now(),
+                seconds: 0.0,
+                reported: false,
+            });
+            self.keep_frame = keep;
+        }
         self.scan();
         self.selected = 0;
         if let Some(frame) = keep {
@@ -436,18 +575,27 @@ impl App {
     }
 
     pub fn apply_filter(&mut self, text: &str) {
-        match Filter::parse(text, &|n| self.cfg.type_id(n)) {
+        match Filter::parse(text, self.program.as_deref()) {
+            Ok(f) if f.needs_engine() && self.index.store.is_some() => {
+                self.message = Some((
+                    "filters on dissected fields and acks need a capture file: write the live capture with --write and open it with gpcap tui".into(),
+                    true,
+                ));
+            }
             Ok(f) => {
                 self.filter = f;
                 self.focus = Focus::List;
                 self.refilter();
-                self.message = Some((
-                    format!(
-                        "{} match",
-                        crate::present::count(self.view.len() as u64, "packet")
-                    ),
-                    false,
-                ));
+                // A field filter says how it goes on the status line as it runs.
+                self.message = (!self.filter.needs_engine()).then(|| {
+                    (
+                        format!(
+                            "{} match",
+                            crate::present::count(self.view.len() as u64, "packet")
+                        ),
+                        false,
+                    )
+                });
             }
             Err(e) => self.message = Some((format!("filter: {e}"), true)),
         }

@@ -852,6 +852,13 @@ fn draw_status(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
             Some((m, false)) => (m.clone(), Style::default()),
             None => match &ix.error {
                 Some(e) => (e.clone(), style(app, Color::Red)),
+                None if app
+                    .field_scan
+                    .as_ref()
+                    .is_some_and(|s| !s.done || s.error.is_some()) =>
+                {
+                    (app.scan_status().unwrap_or_default(), Style::default())
+                }
                 None if ix.live_status.is_some() && selected.is_none() => {
                     (ix.live_status.clone().unwrap_or_default(), Style::default())
                 }

@@ -1,0 +1,215 @@
+//! What a display filter selects: events by their position in the engine's order (the
+//! TUI's row numbers, one row per event) and the frames that carry them — a reassembled
+//! packet that matches brings every fragment it was put back together from — so that the
+//! TUI's list, `dissect --filter` and `--write` select the same packets.
+
+use crate::capture::{CaptureError, CaptureReader};
+use crate::engine::{Kind, PacketEvent, Sink};
+use crate::filter::Filter;
+use crate::sinks::writer::PcapNgSink;
+use std::path::Path;
+
+/// A set of frame numbers, one bit each.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FrameSet {
+    bits: Vec<u64>,
+    len: u64,
+}
+
+impl FrameSet {
+    pub fn insert(&mut self, frame: u64) {
+        let (w, b) = ((frame / 64) as usize, frame % 64);
+        if w >= self.bits.len() {
+            self.bits.resize(w + 1, 0);
+        }
+        if self.bits[w] & (1 << b) == 0 {
+            self.bits[w] |= 1 << b;
+            self.len += 1;
+        }
+    }
+
+    pub fn contains(&self, frame: u64) -> bool {
+        self.bits
+            .get((frame / 64) as usize)
+            .is_some_and(|w| w & (1 << (frame % 64)) != 0)
+    }
+
+    /// Frames in the set.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// The events a filter selects.
+pub struct Select {
+    pub filter: Filter,
+    /// Position of the next event.
+    pub position: u32,
+    /// Positions of the selected events not yet taken (see [`Select::take_rows`]).
+    rows: Vec<u32>,
+    /// Keep positions at all (the TUI); `--write` needs only frames.
+    pub keep_rows: bool,
+    pub frames: FrameSet,
+    /// Events selected.
+    pub selected: u64,
+}
+
+impl Select {
+    pub fn new(filter: Filter) -> Self {
+        Select {
+            filter,
+            position: 0,
+            rows: Vec::new(),
+            keep_rows: true,
+            frames: FrameSet::default(),
+            selected: 0,
+        }
+    }
+
+    /// The positions selected since the last call.
+    pub fn take_rows(&mut self) -> Vec<u32> {
+        std::mem::take(&mut self.rows)
+    }
+}
+
+impl Sink for Select {
+    fn packet(&mut self, e: &PacketEvent<'_>) {
+        let position = self.position;
+        self.position = self.position.saturating_add(1);
+        if !self.filter.matches(e) {
+            return;
+        }
+        self.selected += 1;
+        if self.keep_rows {
+            self.rows.push(position);
+        }
+        if e.kind == Kind::Reassembled {
+            for &f in e.fragment_frames {
+                self.frames.insert(f);
+            }
+        } else {
+            self.frames.insert(e.frame);
+        }
+    }
+}
+
+/// Copies the frames of `frames` from the capture at `from` to a pcapng file at `to`, in
+/// capture order, with their timestamps and original lengths; how many were written.
+/// Written under a temporary name and renamed when complete, so that a failure leaves
+/// nothing behind.
+pub fn write_frames(from: &Path, frames: &FrameSet, to: &Path) -> Result<u64, WriteError> {
+    let mut partial = to.as_os_str().to_owned();
+    partial.push(".partial");
+    let partial = std::path::PathBuf::from(partial);
+    let result = (|| {
+        let file =
+            std::fs::File::create(&partial).map_err(|e| WriteError::Output(to.display().to_string(), e))?;
+        let mut sink = PcapNgSink::new(std::io::BufWriter::new(file))
+            .map_err(|e| WriteError::Output(to.display().to_string(), e))?;
+        let mut r = CaptureReader::open(from)?;
+        while let Some(f) = r.next_frame()? {
+            if frames.contains(f.number) {
+                sink.frame(f.linktype, f.ts_ns, f.data, f.origlen)
+                    .map_err(|e| WriteError::Output(to.display().to_string(), e))?;
+            }
+        }
+        let written = sink.written;
+        sink.finish()
+            .map_err(|e| WriteError::Output(to.display().to_string(), e))?;
+        Ok(written)
+    })();
+    match result {
+        Ok(n) => {
+            std::fs::rename(&partial, to).map_err(|e| WriteError::Output(to.display().to_string(), e))?;
+            Ok(n)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&partial);
+            Err(e)
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error(transparent)]
+    Capture(#[from] CaptureError),
+    #[error("cannot write {0}: {1}")]
+    Output(String, std::io::Error),
+}
+
+/// What a background scan sends: positions selected and bytes read so far, then how
+/// reading ended.
+#[derive(Debug)]
+pub enum ScanUpdate {
+    Rows { rows: Vec<u32>, bytes_read: u64 },
+    Done { error: Option<String> },
+}
+
+/// Runs the engine (recording fields) over the capture and sends the positions `filter`
+/// selects, in batches, until the capture ends or `stop` is set: the TUI's filter on
+/// dissected fields, which its index of rows cannot answer.
+pub fn scan(
+    path: &Path,
+    cfg: crate::engine::Config,
+    filter: Filter,
+    tx: std::sync::mpsc::Sender<ScanUpdate>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) {
+    use crate::engine::{Engine, run_files};
+    use std::sync::atomic::Ordering;
+    struct Batches<'a> {
+        select: Select,
+        tx: std::sync::mpsc::Sender<ScanUpdate>,
+        bytes_read: &'a std::cell::Cell<u64>,
+        closed: bool,
+    }
+    impl Batches<'_> {
+        fn send(&mut self) {
+            let rows = self.select.take_rows();
+            let u = ScanUpdate::Rows {
+                rows,
+                bytes_read: self.bytes_read.get(),
+            };
+            if self.tx.send(u).is_err() {
+                self.closed = true;
+            }
+        }
+    }
+    impl Sink for Batches<'_> {
+        fn packet(&mut self, e: &PacketEvent<'_>) {
+            self.select.packet(e);
+            if self.select.position.is_multiple_of(16384) {
+                self.send();
+            }
+        }
+    }
+    let read = std::cell::Cell::new(0u64);
+    let mut sink = Batches {
+        select: Select::new(filter),
+        tx,
+        bytes_read: &read,
+        closed: false,
+    };
+    let result = run_files(
+        &[path.to_path_buf()],
+        Engine::new(cfg, true),
+        &mut sink,
+        &mut |_, offset| read.set(offset),
+        &|s| s.closed || stop.load(Ordering::Relaxed),
+    );
+    read.set(std::fs::metadata(path).map(|m| m.len()).unwrap_or(0));
+    sink.send();
+    let error = match result {
+        Ok(outcomes) => outcomes
+            .iter()
+            .find_map(|o| o.end.error.as_ref())
+            .map(|e| e.to_string()),
+        Err(e) => Some(e.to_string()),
+    };
+    let _ = sink.tx.send(ScanUpdate::Done { error });
+}
