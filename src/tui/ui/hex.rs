@@ -1,0 +1,94 @@
+//! The selected packet's bytes, with the selected field's bits highlighted.
+
+use super::*;
+
+pub(super) fn draw_hex(f: &mut Frame, app: &App, area: Rect) {
+    let block = Block::default().borders(Borders::ALL).title(" Bytes ");
+    let Some(detail) = &app.detail else {
+        f.render_widget(block, area);
+        return;
+    };
+    let payload = detail.payload();
+    let data: &[u8] = if payload.is_empty() {
+        &detail.frame
+    } else {
+        payload
+    };
+    let field = detail
+        .dissection
+        .as_ref()
+        .and_then(|d| d.fields.get(app.field))
+        .filter(|_| app.focus == Focus::Tree);
+    let (b0, b1) = field
+        .map(|fl| (fl.bit_offset, fl.bit_offset + fl.bit_len))
+        .unwrap_or((u64::MAX, u64::MAX));
+    let mut lines: Vec<Line> = Vec::new();
+    if let Some(fl) = field {
+        lines.push(Line::from(format!(
+            "bit offset {}, {} bits",
+            fl.bit_offset, fl.bit_len
+        )));
+        let doc = app.program.as_ref().and_then(|p| match fl.label {
+            Label::Node(n) => p.nodes.get(n as usize).and_then(|node| node.doc.clone()),
+            _ => None,
+        });
+        if let Some(doc) = doc {
+            lines.push(Line::from(Span::styled(doc, style(app, Color::Gray))));
+        }
+        if fl.bit_len <= 64 {
+            lines.push(Line::from(format!(
+                "bits: {}",
+                bit_pattern(data, fl.bit_offset, fl.bit_len)
+            )));
+        }
+    } else {
+        lines.push(Line::from(if payload.is_empty() {
+            "frame bytes"
+        } else {
+            "UDP payload"
+        }));
+    }
+    let height = area.height.saturating_sub(2) as usize;
+    // 16 bytes a line when the pane is wide enough, as in Wireshark; else 8.
+    let per: usize = if area.width >= 76 { 16 } else { 8 };
+    let first_line = if b0 != u64::MAX {
+        (b0 / 8) as usize / per
+    } else {
+        0
+    };
+    let start_line = first_line.saturating_sub(1);
+    for (n, chunk) in data
+        .chunks(per)
+        .enumerate()
+        .skip(start_line)
+        .take(height.saturating_sub(lines.len()))
+    {
+        let mut spans = vec![Span::raw(format!("{:04x}  ", n * per))];
+        for (k, b) in chunk.iter().enumerate() {
+            let byte = (n * per + k) as u64;
+            let lo = byte * 8;
+            let covered = b0 < lo + 8 && b1 > lo;
+            let full = b0 <= lo && b1 >= lo + 8;
+            let st = if full {
+                selected_style(app)
+            } else if covered {
+                selected_style(app).add_modifier(Modifier::UNDERLINED)
+            } else {
+                Style::default()
+            };
+            spans.push(Span::styled(format!("{b:02x}"), st));
+            spans.push(Span::raw(" "));
+        }
+        let ascii: String = chunk
+            .iter()
+            .map(|&b| if (0x20..0x7f).contains(&b) { b as char } else { '.' })
+            .collect();
+        spans.push(Span::raw(format!(
+            "{:pad$} {ascii}",
+            "",
+            pad = (per - chunk.len()) * 3
+        )));
+        lines.push(Line::from(spans));
+    }
+    f.render_widget(Paragraph::new(lines).block(block), area);
+}

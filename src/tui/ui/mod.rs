@@ -1,0 +1,135 @@
+//! Drawing: every tab renders from the app's state and its own copy of the index (no
+//! lock anywhere); nothing here changes state except remembering the list height. One
+//! widget a file; what they share is here.
+
+use super::app::{App, Focus, Mode, Tab};
+use crate::dissect::{FaultKind, Label, label_name};
+use crate::present::tree::{bit_pattern, value_text};
+use crate::sinks::index::{Index, NO_FLOW, Row, status};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Direction, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{
+    Axis, Bar, BarChart, BarGroup, Block, Borders, Cell, Chart, Clear, Dataset, Gauge, GraphType, Paragraph,
+    Row as TRow, Sparkline, Table, Tabs, Wrap,
+};
+
+mod flows;
+mod help;
+mod hex;
+mod loss;
+mod mtu;
+mod packets;
+mod reassembly;
+mod statusline;
+mod tabs;
+mod tree;
+
+use flows::draw_flows;
+use help::draw_help;
+use hex::draw_hex;
+use loss::draw_loss;
+use mtu::draw_mtu;
+use packets::draw_packets;
+use reassembly::draw_reassembly;
+use statusline::{draw_keys, draw_status};
+use tabs::draw_tabs;
+use tree::draw_tree;
+
+pub(super) fn style(app: &App, fg: Color) -> Style {
+    if app.color {
+        Style::default().fg(fg)
+    } else {
+        Style::default()
+    }
+}
+
+pub(super) fn selected_style(app: &App) -> Style {
+    if app.color {
+        Style::default().bg(Color::DarkGray).add_modifier(Modifier::BOLD)
+    } else {
+        Style::default().add_modifier(Modifier::REVERSED)
+    }
+}
+
+/// Status of a packet: word and colour.
+pub fn status_of(r: &Row) -> (&'static str, Color) {
+    if r.has(status::CRC_FAIL) {
+        ("CRC FAIL", Color::Red)
+    } else if r.has(status::MALFORMED) {
+        ("MALFORMED", Color::Magenta)
+    } else if r.has(status::REASSEMBLED) {
+        ("reassembled", Color::Blue)
+    } else if r.has(status::TRUNCATED) {
+        ("truncated", Color::DarkGray)
+    } else if r.has(status::IP_FRAG) {
+        ("ip-frag", Color::Yellow)
+    } else if r.has(status::OVER_BUDGET) {
+        ("over budget", Color::Cyan)
+    } else if r.has(status::GAME) {
+        ("ok", Color::Green)
+    } else if r.has(status::ICMP) {
+        ("icmp", Color::Yellow)
+    } else if r.has(status::IP_PIECE) {
+        ("ip piece", Color::DarkGray)
+    } else if r.has(status::OTHER_UDP) {
+        ("udp", Color::Gray)
+    } else if r.has(status::BAD_FRAME) {
+        ("bad frame", Color::Red)
+    } else {
+        ("other", Color::Gray)
+    }
+}
+
+pub fn draw(f: &mut Frame, app: &mut App) {
+    let area = f.area();
+    let chunks = Layout::default()
+        .direction(Direction::Vertical)
+        .constraints([
+            Constraint::Length(1),
+            Constraint::Min(3),
+            Constraint::Length(1),
+            Constraint::Length(1),
+        ])
+        .split(area);
+    // The index is the app's own: lend it to the drawing functions for this frame.
+    let ix = std::mem::take(&mut app.index);
+    draw_tabs(f, app, &ix, chunks[0]);
+    match app.tab {
+        Tab::Packets => draw_packets(f, app, &ix, chunks[1]),
+        Tab::Flows => draw_flows(f, app, &ix, chunks[1]),
+        Tab::Reassembly => draw_reassembly(f, app, &ix, chunks[1]),
+        Tab::Loss => draw_loss(f, app, &ix, chunks[1]),
+        Tab::Mtu => draw_mtu(f, app, &ix, chunks[1]),
+    }
+    draw_status(f, app, &ix, chunks[2]);
+    draw_keys(f, app, chunks[3]);
+    if app.help {
+        draw_help(f, app, area);
+    }
+    app.index = ix;
+}
+
+pub(super) fn fmt_time(ns: i64, first: i64) -> String {
+    format!("{:.6}", (ns - first) as f64 / 1e9)
+}
+
+pub(super) fn not_ready(f: &mut Frame, ix: &Index, area: Rect, what: &str) -> bool {
+    if ix.report.is_some() {
+        return false;
+    }
+    let text = format!(
+        "{what} appear when the capture is indexed ({} frames so far)",
+        ix.rows.len()
+    );
+    f.render_widget(
+        Paragraph::new(text).block(Block::default().borders(Borders::ALL)),
+        area,
+    );
+    true
+}
+
+pub(super) fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}

@@ -1,0 +1,50 @@
+//! The tab bar, and the indexing gauge beside it.
+
+use super::*;
+
+pub(super) fn draw_tabs(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
+    let titles: Vec<Line> = Tab::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, t)| Line::from(format!("{} {}", i + 1, t.title())))
+        .collect();
+    let sel = Tab::ALL.iter().position(|t| *t == app.tab).unwrap_or(0);
+    let split = Layout::default()
+        .direction(Direction::Horizontal)
+        .constraints([Constraint::Length(57), Constraint::Min(0)])
+        .split(area);
+    f.render_widget(
+        Tabs::new(titles)
+            .select(sel)
+            .highlight_style(selected_style(app))
+            .divider("│"),
+        split[0],
+    );
+    if ix.done {
+        let name = ix.name.rsplit('/').next().unwrap_or("");
+        let text = format!("{name} · {}", crate::present::count(ix.frames(), "frame"));
+        f.render_widget(Paragraph::new(text).right_aligned(), split[1]);
+    } else {
+        let ratio = if ix.total_bytes > 0 {
+            (ix.bytes_read as f64 / ix.total_bytes as f64).clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        let label = if app.live {
+            format!("live · {}", crate::present::count(ix.frames(), "frame"))
+        } else {
+            format!(
+                "indexing {:.0}% · {}",
+                ratio * 100.0,
+                crate::present::count(ix.frames(), "frame")
+            )
+        };
+        f.render_widget(
+            Gauge::default()
+                .ratio(if app.live { 1.0 } else { ratio })
+                .label(label)
+                .gauge_style(style(app, Color::Blue)),
+            split[1],
+        );
+    }
+}
