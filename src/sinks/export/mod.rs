@@ -32,6 +32,36 @@ const GROUP_ROWS: usize = 128 * 1024;
 /// A row group is flushed early once it holds this many bytes.
 const GROUP_BYTES: usize = 64 << 20;
 
+/// Encodings by what a column holds: floats by dictionary while they have few distinct
+/// values (a 10-bit quaternion part has 1024), else split by byte (BYTE_STREAM_SPLIT:
+/// their exponent and high bytes compress); frame numbers and timestamps as deltas
+/// (they ascend).
+fn encodings(
+    schema: &arrow_schema::Schema,
+    mut b: parquet::file::properties::WriterPropertiesBuilder,
+) -> parquet::errors::Result<parquet::file::properties::WriterPropertiesBuilder> {
+    use parquet::basic::{Encoding, Type};
+    let descr = parquet::arrow::ArrowSchemaConverter::new().convert(schema)?;
+    for c in descr.columns() {
+        let path = c.path().clone();
+        let ascending = matches!(
+            path.parts().first().map(String::as_str),
+            Some("ts" | "frame" | "fragment_frames")
+        );
+        match c.physical_type() {
+            // The fallback once the dictionary is full.
+            Type::FLOAT | Type::DOUBLE => b = b.set_column_encoding(path, Encoding::BYTE_STREAM_SPLIT),
+            Type::INT64 | Type::INT32 if ascending => {
+                b = b
+                    .set_column_dictionary_enabled(path.clone(), false)
+                    .set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);
+            }
+            _ => {}
+        }
+    }
+    Ok(b)
+}
+
 /// Why an export failed: the file and what went wrong.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot write {path}: {reason}")]
@@ -70,7 +100,8 @@ impl Table {
         std::fs::create_dir_all(&part).map_err(|e| fail(&e))?;
         let tmp = part.join(".part-0.parquet.tmp");
         let file = File::create(&tmp).map_err(|e| fail(&e))?;
-        let props = WriterProperties::builder()
+        let props = encodings(&schema, WriterProperties::builder())
+            .map_err(|e| fail(&e))?
             .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).map_err(|e| fail(&e))?))
             .set_max_row_group_size(GROUP_ROWS)
             .set_key_value_metadata(Some(vec![
