@@ -30,7 +30,7 @@ pub const BATCH_ROWS: usize = 8192;
 /// Rows per row group, at most.
 const GROUP_ROWS: usize = 128 * 1024;
 /// A row group is flushed early once it holds this many bytes.
-const GROUP_BYTES: usize = 64 << 20;
+const GROUP_BYTES: usize = 16 << 20;
 
 /// Encodings by what a column holds: floats by dictionary while they have few distinct
 /// values (a 10-bit quaternion part has 1024), else split by byte (BYTE_STREAM_SPLIT:
