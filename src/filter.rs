@@ -532,6 +532,47 @@ impl Parser<'_> {
     }
 }
 
+/// A field path compiled against a definition (`objects.at_rest`, `scene.objects[0].index`):
+/// its occurrences in a field tree, for the Info column's templates.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldPath {
+    segs: Vec<Seg>,
+    packet_type: Option<u32>,
+}
+
+impl FieldPath {
+    /// `paths` is the definition's catalog; the error says what is wrong and what is near.
+    pub fn parse(program: &Program, paths: &[PathInfo], text: &str) -> Result<FieldPath, String> {
+        let p = Parser {
+            toks: Vec::new(),
+            pos: 0,
+            program: Some(program),
+            paths: paths.to_vec(),
+            needs_engine: false,
+            len: 0,
+            depth: 0,
+        };
+        match p.resolve(text) {
+            Ok((packet_type, Some(_))) => Ok(FieldPath {
+                segs: segments(program, text, packet_type.is_some()),
+                packet_type,
+            }),
+            Ok((_, None)) => Err(format!("`{text}` is a packet type, not a field")),
+            Err(e) => Err(e.message),
+        }
+    }
+
+    /// The fields of `d` (a packet of type `packet_type`) that are occurrences of the path.
+    pub fn occurrences<'d>(
+        &'d self,
+        d: &'d Dissection,
+        packet_type: Option<u32>,
+    ) -> impl Iterator<Item = usize> + 'd {
+        let wrong_type = self.packet_type.is_some() && self.packet_type != packet_type;
+        (0..d.fields.len()).filter(move |&i| !wrong_type && leaf_matches(&self.segs, d, i))
+    }
+}
+
 const BUILTIN_FIELDS: &str = "type seq size frame frag.id frag.count ack ack_bits";
 const FLAGS: &str = "crc.fail crc.ok frag reassembled ipfrag malformed over-budget truncated game";
 
@@ -556,7 +597,7 @@ fn unquote(v: &str) -> &[u8] {
 }
 
 /// `objects[3].position.x` → `objects.position.x`.
-fn strip_indices(word: &str) -> String {
+pub fn strip_indices(word: &str) -> String {
     let mut out = String::with_capacity(word.len());
     let mut depth = 0u32;
     for c in word.chars() {

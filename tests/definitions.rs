@@ -31,6 +31,10 @@ broken!(
     bad_range_too_wide,
     "packet 1 \"A\" {\n    int big -5000000000 5000000000\n}\n"
 );
+broken!(
+    info_names_an_unknown_field,
+    "packet 1 \"A\" info=\"{#itms} items, first {items.item}\" {\n    int n 0 4\n    array items n {\n        int item 0 9\n    }\n}\n"
+);
 broken!(min_greater_than_max, "packet 1 \"A\" {\n    int a 10 -10\n}\n");
 broken!(unknown_struct, "packet 1 \"A\" {\n    vec3 position\n}\n");
 broken!(

@@ -1,12 +1,13 @@
-//! The terminal UI drawn into ratatui's TestBackend at 80×24 and 160×48, every tab,
-//! driven by scripted key presses over bundled captures.
+//! The terminal UI drawn into ratatui's TestBackend at 60×20, 80×24 and 200×50, every
+//! tab and interaction, driven by scripted key presses and mouse events over bundled
+//! captures.
 
 use gpcap::analysis::Config;
 use gpcap::dissect;
 use gpcap::tui::{App, Index, load};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -30,6 +31,8 @@ fn app(capture: &str, definition: &str) -> App {
     a
 }
 
+/// Plays a script: key names, `text:…` typed (`~` for a space), `C-x` with Control,
+/// `click:X,Y` and `wheel:down`/`wheel:up`; then waits for a field filter's scan.
 fn keys(a: &mut App, script: &str) {
     for word in script.split_whitespace() {
         let code = match word {
@@ -37,21 +40,65 @@ fn keys(a: &mut App, script: &str) {
             "Up" => KeyCode::Up,
             "PageDown" => KeyCode::PageDown,
             "End" => KeyCode::End,
+            "Home" => KeyCode::Home,
             "Enter" => KeyCode::Enter,
             "Esc" => KeyCode::Esc,
             "Tab" => KeyCode::Tab,
             "Right" => KeyCode::Right,
             "Left" => KeyCode::Left,
+            "Backspace" => KeyCode::Backspace,
             "Space" => KeyCode::Char(' '),
             w if w.starts_with("text:") => {
-                for c in w[5..].replace('_', " ").chars() {
+                for c in w[5..].replace('~', " ").chars() {
                     a.key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
                 }
+                continue;
+            }
+            w if w.starts_with("C-") => {
+                let c = w[2..].chars().next().unwrap();
+                a.key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL));
+                continue;
+            }
+            w if w.starts_with("click:") => {
+                let (x, y) = w[6..].split_once(',').unwrap();
+                a.mouse(MouseEvent {
+                    kind: MouseEventKind::Down(MouseButton::Left),
+                    column: x.parse().unwrap(),
+                    row: y.parse().unwrap(),
+                    modifiers: KeyModifiers::NONE,
+                });
+                continue;
+            }
+            w if w.starts_with("wheel:") => {
+                let kind = if w.ends_with("down") {
+                    MouseEventKind::ScrollDown
+                } else {
+                    MouseEventKind::ScrollUp
+                };
+                a.mouse(MouseEvent {
+                    kind,
+                    column: 5,
+                    row: 5,
+                    modifiers: KeyModifiers::NONE,
+                });
                 continue;
             }
             w => KeyCode::Char(w.chars().next().unwrap()),
         };
         a.key(KeyEvent::new(code, KeyModifiers::NONE));
+        settle(a);
+    }
+}
+
+/// Ticks until a field filter's scan and a write have finished.
+fn settle(a: &mut App) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    a.tick();
+    while (!a.scan_finished() || a.message.as_ref().is_some_and(|m| m.0.starts_with("writing")))
+        && std::time::Instant::now() < until
+    {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        a.tick();
     }
 }
 
@@ -62,17 +109,27 @@ fn screen(a: &mut App, w: u16, h: u16) -> String {
     let mut out = String::new();
     for y in 0..h {
         let line: String = (0..w).map(|x| buf[(x, y)].symbol().to_string()).collect();
-        out.push_str(line.trim_end());
+        out.push_str(&without_seconds(line.trim_end()));
         out.push('\n');
     }
     out
+}
+
+/// `(0.13 s)` → `(… s)`: how long a field filter took is not the same twice.
+fn without_seconds(line: &str) -> String {
+    match (line.rfind('('), line.rfind(" s)")) {
+        (Some(open), Some(close)) if open < close && line[open + 1..close].parse::<f64>().is_ok() => {
+            format!("{}(… s){}", &line[..open], &line[close + 3..])
+        }
+        _ => line.to_string(),
+    }
 }
 
 macro_rules! snap {
     ($name:ident, $capture:expr, $def:expr, $script:expr) => {
         #[test]
         fn $name() {
-            for (w, h) in [(80u16, 24u16), (160, 48)] {
+            for (w, h) in [(60u16, 20u16), (80, 24), (200, 50)] {
                 let mut a = app($capture, $def);
                 keys(&mut a, $script);
                 insta::assert_snapshot!(
@@ -96,11 +153,69 @@ snap!(
     "example-shooter.kdl",
     "/ text:crc.fail Enter"
 );
+// A filter on a dissected field, run by the engine on its own thread.
+snap!(
+    packets_field_filter,
+    "lossy-bursts.pcap",
+    "article.kdl",
+    "/ text:scene.objects.at_rest~==~true~&&~!reassembled Enter"
+);
+snap!(
+    packets_marks_and_delta_time,
+    "clean.pcap",
+    "article.kdl",
+    "m m Down T d"
+);
+snap!(packets_absolute_time, "clean.pcap", "article.kdl", "d d");
+snap!(
+    packets_column_chooser,
+    "clean.pcap",
+    "article.kdl",
+    "c Down Space"
+);
+snap!(
+    packets_columns_hidden,
+    "clean.pcap",
+    "article.kdl",
+    "c Space Down Space Esc"
+);
+// The fault is a node of the tree, its bits highlighted.
+snap!(packets_fault_node, "malformed.pcap", "article.kdl", "] t End");
+snap!(
+    packets_prompt_editing,
+    "clean.pcap",
+    "article.kdl",
+    "/ text:type~==~scene~&&~seq~>~3 C-w Left Left"
+);
+snap!(
+    packets_find_next,
+    "lossy-bursts.pcap",
+    "article.kdl",
+    "F text:size~>~3000 Enter n"
+);
+snap!(packets_next_gap, "lossy-bursts.pcap", "article.kdl", "} }");
+snap!(
+    packets_apply_field,
+    "clean.pcap",
+    "article.kdl",
+    "Down Down t Down Down Down a"
+);
+snap!(packets_mouse, "clean.pcap", "article.kdl", "click:3,6 wheel:down");
 snap!(flows, "lossy-bursts.pcap", "article.kdl", "2");
+snap!(flows_sorted, "clean.pcap", "article.kdl", "2 s s S Down");
+snap!(flows_enter, "clean.pcap", "article.kdl", "2 Down Enter");
+snap!(
+    reassembly_enter,
+    "lossy-bursts.pcap",
+    "article.kdl",
+    "3 Down Down Enter"
+);
+snap!(reassembly_scrolled, "lossy-bursts.pcap", "article.kdl", "3 End");
 snap!(reassembly, "attacks.pcap", "article.kdl", "3");
 snap!(loss, "lossy-bursts.pcap", "article.kdl", "4");
 snap!(mtu, "mtu-df.pcap", "article.kdl", "5");
 snap!(help, "clean.pcap", "article.kdl", "?");
+snap!(help_scrolled, "clean.pcap", "article.kdl", "? PageDown Down");
 // reliable.io: derived fields in brackets (fragment 0 carries the header), and the
 // ack columns of the flows tab.
 snap!(
@@ -120,7 +235,7 @@ snap!(
 fn filter_errors_are_shown_not_applied() {
     let mut a = app("clean.pcap", "article.kdl");
     let all = a.view.len();
-    keys(&mut a, "/ text:type_==_bogus Enter");
+    keys(&mut a, "/ text:type~==~bogus Enter");
     assert_eq!(a.view.len(), all);
     let (msg, err) = a.message.clone().unwrap();
     assert!(err && msg.contains("no packet type is named `bogus`"), "{msg}");
@@ -207,4 +322,99 @@ fn loader_and_screen_run_together_on_a_large_capture() {
     assert!(a.index.rows.len() > 60_000, "only {} rows", a.index.rows.len());
     assert!(a.index.report.is_some());
     assert!(frames_drawn > 1);
+}
+
+#[test]
+fn marked_packets_are_written_with_their_fragments() {
+    let dir = std::env::temp_dir().join(format!("gpcap-tui-marks-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("marked.pcapng");
+    let mut a = app("lossy-bursts.pcap", "article.kdl");
+    // Frame 4's row is the packet reassembled from frames 1-4; mark it and the next row.
+    keys(&mut a, "g text:4 Enter Down m m");
+    assert_eq!(a.marks.len(), 2);
+    keys(&mut a, &format!("w C-u text:{} Enter", out.display()));
+    let (msg, err) = a.message.clone().unwrap();
+    assert!(
+        !err && msg.starts_with("wrote 5 frames of 2 packets marked"),
+        "{msg}"
+    );
+    let mut r = gpcap::capture::CaptureReader::open(&out).unwrap();
+    let mut frames = 0;
+    while r.next_frame().unwrap().is_some() {
+        frames += 1;
+    }
+    assert_eq!(frames, 5);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_field_becomes_a_filter_and_copies() {
+    let mut a = app("lossy-bursts.pcap", "article.kdl");
+    // Frame 5: type C (position, at_rest); its at_rest field, applied as a filter.
+    keys(&mut a, "g text:5 Enter t Down Down Down Down Down Down Down");
+    let (path, value) = {
+        let d = a.detail.as_ref().unwrap().dissection.as_ref().unwrap();
+        let p = a.program.as_ref().unwrap();
+        let f = &d.fields[a.field];
+        (
+            gpcap::dissect::exec::path_of(p, d, a.field),
+            gpcap::present::tree::value_text(p, f, a.detail.as_ref().unwrap().payload()),
+        )
+    };
+    keys(&mut a, "y");
+    assert_eq!(a.clipboard.take().as_deref(), Some(value.as_str()));
+    keys(&mut a, "Y");
+    let json: serde_json::Value = serde_json::from_str(&a.clipboard.take().unwrap()).unwrap();
+    assert_eq!(json["path"], path.as_str());
+    keys(&mut a, "a");
+    assert!(
+        a.filter.text.starts_with(&format!("{path} == ")),
+        "{}",
+        a.filter.text
+    );
+    assert!(a.filter.needs_engine());
+    assert!(!a.view.is_empty());
+    assert_eq!(a.selected_row().unwrap().frame, 5);
+}
+
+#[test]
+fn reload_applies_an_edited_definition_and_keeps_the_place() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = std::env::temp_dir().join(format!("gpcap-tui-reload-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let def = dir.join("article.kdl");
+    std::fs::copy(root.join("dissectors/article.kdl"), &def).unwrap();
+    let mut a = app("clean.pcap", "article.kdl");
+    a.definition = Some(def.clone());
+    keys(&mut a, "g text:6 Enter");
+    assert_eq!(a.selected_row().unwrap().frame, 6);
+    // A declared Info summary for scene packets.
+    let text = std::fs::read_to_string(&def)
+        .unwrap()
+        .replace("packet 4 \"scene\" {", "packet 4 \"scene\" info=\"{#objects} objects, {#objects.at_rest} rest flags, first at {objects.index}\" {");
+    std::fs::write(&def, text).unwrap();
+    keys(&mut a, "r");
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !a.index.done && std::time::Instant::now() < until {
+        a.tick();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    a.tick();
+    assert_eq!(a.selected_row().unwrap().frame, 6);
+    let row = a.view[a.selected];
+    let ix = std::mem::take(&mut a.index);
+    let info = a.info_of(&ix, row);
+    a.index = ix;
+    assert_eq!(info, "3 objects, 3 rest flags, first at 114");
+    // A broken definition is refused with where, and the old one stays.
+    std::fs::write(&def, "protocol {").unwrap();
+    keys(&mut a, "r");
+    let (msg, err) = a.message.clone().unwrap();
+    assert!(
+        err && msg.starts_with("reload: ") && msg.contains("article.kdl:1:"),
+        "{msg}"
+    );
+    assert!(a.program.is_some());
+    std::fs::remove_dir_all(&dir).unwrap();
 }

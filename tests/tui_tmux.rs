@@ -1,6 +1,6 @@
-//! End to end: the real binary in tmux (send-keys, capture-pane) over a bundled capture,
-//! navigating to a malformed packet. Skipped with a message where tmux is absent (CI
-//! installs it).
+//! End to end: the real binary in tmux (send-keys, capture-pane) over bundled captures:
+//! navigating to a malformed packet, and filtering on a dissected field then writing
+//! the result with `w`. Skipped with a message where tmux is absent (CI installs it).
 
 mod common;
 use std::process::Command;
@@ -37,12 +37,75 @@ fn navigate_to_a_malformed_packet() {
     assert!(first.contains("Packets ("), "first screen:\n{first}");
     tmux(&["send-keys", "-t", &session, "/", "malformed", "Enter"]);
     let list = wait_for(&session, "filter: malformed");
-    tmux(&["send-keys", "-t", &session, "t"]);
-    let detail = wait_for(&session, "Malformed: past_end");
+    tmux(&["send-keys", "-t", &session, "t", "End"]);
+    let detail = wait_for(&session, "[Malformed: past_end");
     tmux(&["send-keys", "-t", &session, "q"]);
     std::thread::sleep(Duration::from_millis(300));
     let _ = tmux(&["kill-session", "-t", &session]);
     assert!(list.contains("MALFORMED"), "list:\n{list}");
-    assert!(detail.contains("Malformed: past_end at bit"), "detail:\n{detail}");
-    assert!(detail.contains("end_check"), "detail:\n{detail}");
+    assert!(
+        detail.contains("[Malformed: past_end at bit"),
+        "detail:\n{detail}"
+    );
+    assert!(
+        detail.contains("past_end at bit 336 (byte 42)"),
+        "detail:\n{detail}"
+    );
+}
+
+#[test]
+fn filter_on_a_dissected_field_and_write_it() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        common::skipped(module_path!(), "tmux is not installed");
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_gpcap");
+    let root = env!("CARGO_MANIFEST_DIR");
+    let dir = std::env::temp_dir().join(format!("gpcap-e2e-write-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("resting.pcapng");
+    let session = format!("gpcap-e2e-w-{}", std::process::id());
+    let cmd = format!("cd {root} && {bin} tui captures/lossy-bursts.pcap -d dissectors/article.kdl");
+    tmux(&["new-session", "-d", "-s", &session, "-x", "160", "-y", "45", &cmd]);
+    wait_for(&session, "lossy-bursts.pcap ·");
+    // Typed as a person would, literally (-l), then Enter.
+    tmux(&["send-keys", "-t", &session, "/"]);
+    tmux(&[
+        "send-keys",
+        "-t",
+        &session,
+        "-l",
+        "scene.objects.at_rest == true && reassembled",
+    ]);
+    tmux(&["send-keys", "-t", &session, "Enter"]);
+    let list = wait_for(&session, "89 packets match");
+    // w offers a file name: replace it (Ctrl-U) with ours.
+    tmux(&["send-keys", "-t", &session, "w", "C-u"]);
+    tmux(&["send-keys", "-t", &session, "-l", out.to_str().unwrap()]);
+    tmux(&["send-keys", "-t", &session, "Enter"]);
+    let written = wait_for(&session, "wrote 462 frames");
+    tmux(&["send-keys", "-t", &session, "q"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let _ = tmux(&["kill-session", "-t", &session]);
+    assert!(list.contains("89 packets match"), "list:\n{list}");
+    assert!(
+        written.contains("wrote 462 frames of 89 packets shown"),
+        "after w:\n{written}"
+    );
+    // The written capture, analyzed: the same 89 packets reassemble from it.
+    let report = Command::new(bin)
+        .current_dir(root)
+        .args(["analyze", "-d", "dissectors/article.kdl", "--json"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    assert_eq!(r["capture"]["frames"], 462);
+    assert_eq!(r["reassembly"]["completed"], 89);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -175,6 +175,7 @@ pub fn run(a: &LiveArgs) -> Result<ExitCode> {
     let mut index = Index::new(Path::new(&iface));
     index.name = format!("live {iface}");
     let mut app = App::new(index, rx, cfg);
+    app.definition = a.protocol.dissector.clone();
     app.live = true;
     app.quit_at = a.duration.map(|d| start + Duration::from_secs_f64(d));
     let result = super::tui::event_loop(&mut app);

@@ -25,30 +25,49 @@ pub fn run(a: &TuiArgs) -> Result<ExitCode> {
     let loader_cfg = cfg.clone();
     std::thread::spawn(move || load(&path, loader_cfg, tx));
     let mut app = App::new(Index::new(&a.capture), rx, cfg);
+    app.definition = a.protocol.dissector.clone();
     if let Some(f) = &a.filter {
         app.apply_filter(f);
     }
     event_loop(&mut app)
 }
 
-/// Draw, wait briefly for a key, fold in what the loader sent.
+/// Draw, wait briefly for a key or the mouse, fold in what the loader sent.
 pub fn event_loop(app: &mut App) -> Result<ExitCode> {
-    use ratatui::crossterm::event::{self, Event, KeyEventKind};
+    use ratatui::crossterm::event::{self, DisableMouseCapture, EnableMouseCapture, Event, KeyEventKind};
+    use ratatui::crossterm::execute;
     let mut terminal = ratatui::init();
     let result = (|| -> std::io::Result<()> {
+        execute!(std::io::stdout(), EnableMouseCapture)?;
         while !app.quit && app.quit_at.is_none_or(|t| std::time::Instant::now() < t) {
             app.tick();
             terminal.draw(|f| gpcap::tui::ui::draw(f, app))?;
+            if let Some(text) = app.clipboard.take() {
+                copy_to_clipboard(&text)?;
+            }
             if event::poll(std::time::Duration::from_millis(100))? {
                 match event::read()? {
                     Event::Key(k) if k.kind != KeyEventKind::Release => app.key(k),
+                    Event::Mouse(m) => app.mouse(m),
                     _ => {}
                 }
             }
         }
         Ok(())
     })();
+    let _ = execute!(std::io::stdout(), DisableMouseCapture);
     ratatui::restore();
     result.map_err(|e| Error::io("terminal", e))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Puts `text` on the clipboard of the terminal (and of the machine it runs on, over
+/// ssh too) with the OSC 52 escape, which terminals that allow it honour.
+fn copy_to_clipboard(text: &str) -> std::io::Result<()> {
+    use base64::Engine;
+    use std::io::Write;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(text.as_bytes());
+    let mut out = std::io::stdout().lock();
+    write!(out, "\x1b]52;c;{encoded}\x07")?;
+    out.flush()
 }

@@ -202,9 +202,11 @@ pub fn compile(file: &str, text: &str) -> Result<Program, Vec<DefinitionError>> 
                 .collect());
         }
     };
+    let newlines = src.match_indices('\n').map(|(i, _)| i).collect();
     let mut c = Compiler {
         file: file.to_string(),
         src,
+        newlines,
         errors: Vec::new(),
         nodes: Vec::new(),
         children: Vec::new(),
@@ -281,6 +283,9 @@ enum StructState<'d> {
 struct Compiler<'d> {
     file: String,
     src: Arc<String>,
+    /// Byte offsets of the source's line ends, for a span's line at once (a 1 MiB
+    /// definition has many nodes).
+    newlines: Vec<usize>,
     errors: Vec<DefinitionError>,
     nodes: Vec<Node>,
     children: Vec<NodeId>,
@@ -524,6 +529,7 @@ impl<'d> Compiler<'d> {
         }
 
         let mut packets: Vec<PacketDef> = Vec::new();
+        let mut info_spans: Vec<(usize, SourceSpan)> = Vec::new();
         let mut spaces = std::mem::take(&mut params_spaces);
         let mut seen: HashMap<u32, (String, usize)> = HashMap::new();
         for p in packet_nodes {
@@ -571,7 +577,22 @@ impl<'d> Compiler<'d> {
             seen.insert(id as u32, (name.clone(), line));
             self.extra_arguments(p, 2, &usage("packet"));
             self.scope.clear();
-            self.check_props(p, &["doc", "from", "sequence-space"]);
+            self.check_props(p, &["doc", "from", "sequence-space", "info"]);
+            let info = prop(p, "info").and_then(|e| match e.value().as_string() {
+                Some(t) => {
+                    info_spans.push((packets.len(), e.span()));
+                    Some(t.to_string())
+                }
+                None => {
+                    self.error(
+                        e.span(),
+                        "`info` is a text",
+                        "",
+                        Some("for example `info=\"{#objects} objects\"`".into()),
+                    );
+                    None
+                }
+            });
             let space = match prop(p, "sequence-space") {
                 None => 0,
                 Some(e) => match e.value().as_string() {
@@ -632,6 +653,7 @@ impl<'d> Compiler<'d> {
                 from,
                 space,
                 body,
+                info,
             });
         }
         let mut by_type = vec![None; params.format.num_types as usize + usize::from(when.is_some())];
@@ -681,7 +703,36 @@ impl<'d> Compiler<'d> {
             plan: Default::default(),
         };
         program.plan = super::plan::Plan::build(&program);
+        self.info_templates(&program, &info_spans);
         Some(program)
+    }
+
+    /// Every `{path}` of an `info` template names a field of its packet type.
+    fn info_templates(&mut self, program: &Program, spans: &[(usize, SourceSpan)]) {
+        let paths = super::paths::catalog(program);
+        for &(i, span) in spans {
+            let Some(d) = program.packets.get(i) else { continue };
+            let Some(t) = &d.info else { continue };
+            for part in template_fields(t) {
+                let path = part.trim_start_matches('#');
+                let known = paths.iter().any(|e| {
+                    e.path == crate::filter::strip_indices(path)
+                        && (e.types.is_empty() || e.types.contains(&d.type_id))
+                });
+                if !known {
+                    let hash = if part.starts_with('#') { "#" } else { "" };
+                    let near = super::paths::nearest(&paths, path)
+                        .map(|n| format!("did you mean `{{{hash}{n}}}`?"))
+                        .unwrap_or_else(|| "name a field of the packet, like `{a}` or `{#items}`".into());
+                    self.error(
+                        span,
+                        format!("packet {} has no field `{path}` for its info", d.name),
+                        "unknown field",
+                        Some(near),
+                    );
+                }
+            }
+        }
     }
 
     /// The fragment id and count fields must hold every value `max-fragments` allows:
@@ -737,7 +788,7 @@ impl<'d> Compiler<'d> {
     }
 
     fn line_of(&self, span: SourceSpan) -> usize {
-        self.src.get(..span.offset()).unwrap_or("").matches('\n').count() + 1
+        self.newlines.partition_point(|&at| at < span.offset()) + 1
     }
 
     fn protocol(&mut self, p: &KdlNode, params: &mut Params, spaces: &mut Vec<SequenceSpace>) {
@@ -1337,6 +1388,7 @@ impl<'d> Compiler<'d> {
                             enum_id: None,
                             role: None,
                             type_name: None,
+                            line: self.line_of(n.span()) as u32,
                         });
                         let nested = self.nodes.len() as NodeId - 1;
                         open_if = Some(nested);
@@ -1773,9 +1825,17 @@ impl<'d> Compiler<'d> {
             enum_id,
             role,
             type_name,
+            line: self.line_of(n.span()) as u32,
         });
         Some(self.nodes.len() as u32 - 1)
     }
+}
+
+/// The `{…}` placeholders of an info template, in order.
+pub fn template_fields(t: &str) -> impl Iterator<Item = &str> {
+    t.split('{')
+        .skip(1)
+        .filter_map(|s| s.split_once('}').map(|(f, _)| f.trim()))
 }
 
 fn usage(kind: &str) -> String {

@@ -205,6 +205,8 @@ pub struct Node {
     pub role: Option<Role>,
     /// Name of the struct type for struct references.
     pub type_name: Option<String>,
+    /// The definition line it was declared on (1-based), for the TUI's field tree.
+    pub line: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -224,6 +226,10 @@ pub struct PacketDef {
     /// 0: the flow's own).
     pub space: u8,
     pub body: Block,
+    /// The Info column's summary of a packet of this type, `{path}` standing for a
+    /// field's value and `{#path}` for how many it has — a list or array, its elements
+    /// (`info="{#objects} objects"`).
+    pub info: Option<String>,
 }
 
 /// A sequence counter that some packet types draw from.

@@ -16,6 +16,16 @@ pub fn count(n: impl Into<u64>, noun: &str) -> String {
     }
 }
 
+/// At most `max` characters of `s`, an ellipsis marking a cut.
+pub fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

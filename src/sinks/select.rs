@@ -213,3 +213,50 @@ pub fn scan(
     };
     let _ = sink.tx.send(ScanUpdate::Done { error });
 }
+
+/// The frames that carry the events at `rows` (positions in the engine's order, as the
+/// TUI numbers its rows; a reassembled packet's are its fragments'): what `w` writes.
+pub fn frames_of_rows(
+    path: &Path,
+    cfg: crate::engine::Config,
+    rows: &[u32],
+) -> Result<FrameSet, CaptureError> {
+    use crate::engine::{Engine, run_files};
+    struct Pick<'a> {
+        rows: &'a [u32],
+        position: u32,
+        frames: FrameSet,
+    }
+    impl Sink for Pick<'_> {
+        fn packet(&mut self, e: &PacketEvent<'_>) {
+            let at = self.position;
+            self.position = self.position.saturating_add(1);
+            if self.rows.binary_search(&at).is_err() {
+                return;
+            }
+            if e.kind == Kind::Reassembled {
+                for &f in e.fragment_frames {
+                    self.frames.insert(f);
+                }
+            } else {
+                self.frames.insert(e.frame);
+            }
+        }
+    }
+    let mut sorted = rows.to_vec();
+    sorted.sort_unstable();
+    let mut pick = Pick {
+        rows: &sorted,
+        position: 0,
+        frames: FrameSet::default(),
+    };
+    let last = sorted.last().copied();
+    run_files(
+        &[path.to_path_buf()],
+        Engine::new(cfg, false),
+        &mut pick,
+        &mut |_, _| {},
+        &|p| last.is_none_or(|l| p.position > l),
+    )?;
+    Ok(pick.frames)
+}

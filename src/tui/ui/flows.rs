@@ -1,17 +1,42 @@
-//! The Flows tab: every conversation with its sequence and ack analysis.
+//! The Flows tab: every conversation with its sequence and ack analysis, sortable, and
+//! the selected flow over time (datagrams, sequence gaps, round trips per second).
 
 use super::*;
+use crate::tui::app::FLOW_COLUMNS;
 
-pub(super) fn draw_flows(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
+pub(super) fn draw_flows(f: &mut Frame, app: &mut App, ix: &Index, area: Rect) {
     if not_ready(f, ix, area, "Flows") {
         return;
     }
     let Some(r) = &ix.report else { return };
+    let split = Layout::default()
+        .direction(Direction::Vertical)
+        .constraints([
+            Constraint::Min(5),
+            Constraint::Length(if area.height >= 20 { 8 } else { 5 }),
+        ])
+        .split(area);
+    let order = app.flow_order(ix);
+    let height = split[0].height.saturating_sub(3) as usize;
+    app.flows.fit(order.len(), height);
+    app.areas.flows = Rect::new(
+        split[0].x + 1,
+        split[0].y + 2,
+        split[0].width.saturating_sub(2),
+        height as u16,
+    );
     // Ack columns when the definition marks ack fields (the same numbers as analyze).
     let acks = r.flows.iter().any(|fl| fl.acks.is_some());
-    let rows: Vec<TRow> = r
-        .flows
+    let shown: Vec<(usize, usize)> = order
         .iter()
+        .copied()
+        .enumerate()
+        .skip(app.flows.scroll)
+        .take(height)
+        .collect();
+    let texts: Vec<Vec<String>> = shown
+        .iter()
+        .filter_map(|&(_, i)| r.flows.get(i))
         .map(|fl| {
             let total = fl.seq.received + fl.seq.lost;
             let loss = if total > 0 {
@@ -19,73 +44,154 @@ pub(super) fn draw_flows(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
             } else {
                 0.0
             };
-            let loss_style = if loss > 0.01 {
-                style(app, Color::Red)
-            } else {
-                Style::default()
-            };
             let mut cells = vec![
-                Cell::from(format!("{} → {}", fl.src, fl.dst)),
-                Cell::from(fl.datagrams.to_string()),
-                Cell::from(format!("{:.1}", fl.packets_per_s)),
-                Cell::from(format!("{:.1}", fl.bits_per_s / 1000.0)),
-                Cell::from(pct(loss)).style(loss_style),
-                Cell::from(fl.seq.duplicates.to_string()),
-                Cell::from(fl.seq.late.to_string()),
-                Cell::from(fl.crc_fail.to_string()),
-                Cell::from(fl.largest_payload.to_string()),
-                Cell::from(fl.fragments.to_string()),
+                fl.src.to_string(),
+                fl.dst.to_string(),
+                fl.datagrams.to_string(),
+                format!("{:.1}", fl.packets_per_s),
+                format!("{:.1}", fl.bits_per_s / 1000.0),
+                pct(loss),
+                fl.seq.duplicates.to_string(),
+                fl.seq.late.to_string(),
+                fl.crc_fail.to_string(),
+                fl.largest_payload.to_string(),
+                fl.fragments.to_string(),
             ];
             if acks {
                 let a = fl.acks.as_ref();
-                cells.push(Cell::from(a.map_or("-".into(), |a| a.acked.to_string())));
-                cells.push(Cell::from(a.map_or("-".into(), |a| pct(a.ack_implied_loss))));
-                cells.push(Cell::from(
+                cells.push(a.map_or("-".into(), |a| a.acked.to_string()));
+                cells.push(a.map_or("-".into(), |a| pct(a.ack_implied_loss)));
+                cells.push(
                     a.and_then(|a| a.rtt_ms)
                         .map_or("-".into(), |r| format!("{:.2}", r.p50)),
-                ));
+                );
             }
-            TRow::new(cells)
+            cells
         })
         .collect();
-    let mut widths = vec![
-        Constraint::Min(24),
-        Constraint::Length(9),
-        Constraint::Length(7),
-        Constraint::Length(8),
-        Constraint::Length(7),
-        Constraint::Length(5),
-        Constraint::Length(5),
-        Constraint::Length(8),
-        Constraint::Length(8),
-        Constraint::Length(6),
-    ];
-    let mut header = vec![
-        "flow",
-        "datagrams",
-        "pkt/s",
-        "kbit/s",
-        "loss",
-        "dup",
-        "late",
-        "crc fail",
-        "largest",
-        "frags",
-    ];
-    if acks {
-        widths.extend([
-            Constraint::Length(6),
-            Constraint::Length(8),
-            Constraint::Length(8),
-        ]);
-        header.extend(["acked", "ack loss", "rtt p50"]);
+    // Source and destination stand for the sort key `flow`; the rest follow FLOW_COLUMNS.
+    let mut header: Vec<String> = ["source", "destination"].iter().map(|s| s.to_string()).collect();
+    header.extend(
+        FLOW_COLUMNS[1..if acks { 13 } else { 10 }]
+            .iter()
+            .map(|s| s.to_string()),
+    );
+    if app.flows.sort > 0
+        && let Some(h) = header.get_mut(app.flows.sort + 1)
+    {
+        h.push(if app.flows.descending { '▼' } else { '▲' });
     }
-    let t = Table::new(rows, widths)
+    // What gives way first on a narrow screen: acks and details, then rates.
+    const PRIORITY: [u8; 14] = [0, 0, 1, 5, 7, 2, 8, 9, 3, 6, 4, 10, 11, 12];
+    let need: Vec<usize> = (0..header.len())
+        .map(|k| {
+            let widest = texts.iter().map(|t| t[k].chars().count()).max().unwrap_or(0);
+            widest.max(header[k].chars().count())
+        })
+        .collect();
+    let widths = fit(
+        &need,
+        &PRIORITY[..header.len()],
+        None,
+        0,
+        split[0].width.saturating_sub(2) as usize,
+    );
+    let kept = |k: usize| widths[k].is_some();
+    let rows: Vec<TRow> = shown
+        .iter()
+        .zip(&texts)
+        .map(|(&(k, _), cells)| {
+            let row = TRow::new(
+                cells
+                    .iter()
+                    .enumerate()
+                    .filter(|(c, _)| kept(*c))
+                    .map(|(c, t)| {
+                        let loss_hot =
+                            c == 5 && t.trim_end_matches('%').parse::<f64>().is_ok_and(|x| x > 1.0);
+                        let cell = Cell::from(t.clone());
+                        if loss_hot {
+                            cell.style(style(app, Color::Red))
+                        } else {
+                            cell
+                        }
+                    })
+                    .collect::<Vec<_>>(),
+            );
+            if k == app.flows.selected {
+                row.style(selected_style(app))
+            } else {
+                row
+            }
+        })
+        .collect();
+    let constraints: Vec<Constraint> = widths.iter().flatten().map(|&w| Constraint::Length(w)).collect();
+    let header: Vec<String> = header
+        .into_iter()
+        .enumerate()
+        .filter(|(k, _)| kept(*k))
+        .map(|(_, h)| h)
+        .collect();
+    let t = Table::new(rows, constraints)
         .header(TRow::new(header).style(Style::default().add_modifier(Modifier::BOLD)))
-        .block(
-            Block::default()
-                .borders(Borders::ALL)
-                .title(format!(" Flows ({}) ", r.flows.len())),
+        .block(Block::default().borders(Borders::ALL).title(format!(
+            " Flows ({}) · Enter: its packets · s: sort ",
+            r.flows.len()
+        )));
+    f.render_widget(t, split[0]);
+    draw_series(f, app, ix, split[1]);
+}
+
+/// The selected flow per second of capture time.
+fn draw_series(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
+    let order = app.flow_order(ix);
+    let Some(r) = &ix.report else { return };
+    let Some(fl) = order.get(app.flows.selected).and_then(|&i| r.flows.get(i)) else {
+        return;
+    };
+    let Some(s) = &app.flow_series else {
+        f.render_widget(Block::default().borders(Borders::ALL), area);
+        return;
+    };
+    let parts = if s.rtt_ms.is_empty() { 2 } else { 3 };
+    let cols = Layout::default()
+        .direction(Direction::Horizontal)
+        .constraints(vec![Constraint::Ratio(1, parts); parts as usize])
+        .split(area);
+    let peak = |v: &[u64]| v.iter().copied().max().unwrap_or(0);
+    let lost: u64 = s.gaps.iter().sum();
+    let charts = [
+        (
+            format!(
+                " {} → {}: datagrams/s (peak {}) ",
+                fl.src,
+                fl.dst,
+                peak(&s.datagrams)
+            ),
+            &s.datagrams,
+            Color::Cyan,
+        ),
+        (
+            format!(" sequence gaps/s ({lost} in all; worst {}) ", peak(&s.gaps)),
+            &s.gaps,
+            Color::Red,
+        ),
+        (
+            format!(" round trip ms/s (worst {}) ", peak(&s.rtt_ms)),
+            &s.rtt_ms,
+            Color::Yellow,
+        ),
+    ];
+    for ((title, data, color), col) in charts.iter().zip(cols.iter()) {
+        // The latest seconds that fit.
+        let w = col.width.saturating_sub(2) as usize;
+        let start = data.len().saturating_sub(w);
+        f.render_widget(
+            Sparkline::default()
+                .data(&data[start..])
+                .style(style(app, *color))
+                .block(Block::default().borders(Borders::ALL).title(title.as_str())),
+            *col,
         );
-    f.render_widget(t, area);
+    }
 }

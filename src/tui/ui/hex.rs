@@ -19,15 +19,42 @@ pub(super) fn draw_hex(f: &mut Frame, app: &App, area: Rect) {
         .as_ref()
         .and_then(|d| d.fields.get(app.field))
         .filter(|_| app.focus == Focus::Tree);
-    let (b0, b1) = field
-        .map(|fl| (fl.bit_offset, fl.bit_offset + fl.bit_len))
-        .unwrap_or((u64::MAX, u64::MAX));
+    // The fault's node (one past the last field): the bits from where reading failed to
+    // the end of what was there.
+    let fault = detail
+        .dissection
+        .as_ref()
+        .filter(|d| app.focus == Focus::Tree && app.field == d.fields.len())
+        .and_then(|d| d.fault.as_ref());
+    let (b0, b1) = match (field, fault) {
+        (Some(fl), _) => (fl.bit_offset, fl.bit_offset + fl.bit_len),
+        (None, Some(fault)) => (fault.bit, (data.len() as u64 * 8).max(fault.bit + 1)),
+        _ => (u64::MAX, u64::MAX),
+    };
     let mut lines: Vec<Line> = Vec::new();
-    if let Some(fl) = field {
-        lines.push(Line::from(format!(
-            "bit offset {}, {} bits",
-            fl.bit_offset, fl.bit_len
+    if let Some(fault) = fault {
+        lines.push(Line::from(Span::styled(
+            format!(
+                "{} at bit {} (byte {}): {}",
+                fault.kind.code(),
+                fault.bit,
+                fault.bit / 8,
+                fault.reason
+            ),
+            style(app, Color::Magenta),
         )));
+    }
+    if let Some(fl) = field {
+        let line = app
+            .program
+            .as_ref()
+            .and_then(|p| p.nodes.get(fl.node as usize))
+            .map_or(0, |n| n.line);
+        lines.push(Line::from(if line > 0 {
+            format!("bits {}+{} · definition line {line}", fl.bit_offset, fl.bit_len)
+        } else {
+            format!("bit offset {}, {} bits", fl.bit_offset, fl.bit_len)
+        }));
         let doc = app.program.as_ref().and_then(|p| match fl.label {
             Label::Node(n) => p.nodes.get(n as usize).and_then(|node| node.doc.clone()),
             _ => None,
@@ -41,7 +68,7 @@ pub(super) fn draw_hex(f: &mut Frame, app: &App, area: Rect) {
                 bit_pattern(data, fl.bit_offset, fl.bit_len)
             )));
         }
-    } else {
+    } else if fault.is_none() {
         lines.push(Line::from(if payload.is_empty() {
             "frame bytes"
         } else {

@@ -36,7 +36,9 @@ pub(super) fn draw_loss(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
         .collect();
     let mut chart = BarChart::default()
         .block(Block::default().borders(Borders::ALL).title(format!(
-            " Loss by fragment count: observed (red) vs predicted 1-(1-p)^n (blue), p = {} ",
+            " Loss by fragment count: observed ({}) vs predicted 1-(1-p)^n ({}), p = {} ",
+            if app.color { "red" } else { "left bar" },
+            if app.color { "blue" } else { "right bar" },
             pct(a.fragment_loss)
         )))
         .bar_width(5)

@@ -2,8 +2,9 @@
 //! lock anywhere); nothing here changes state except remembering the list height. One
 //! widget a file; what they share is here.
 
-use super::app::{App, Focus, Mode, Tab};
-use crate::dissect::{FaultKind, Label, label_name};
+use super::app::{App, Column, Focus, Mode, Tab, TimeFormat};
+use super::prompt::Ask;
+use crate::dissect::{Label, label_name};
 use crate::present::tree::{bit_pattern, value_text};
 use crate::sinks::index::{Index, NO_FLOW, Row, status};
 use ratatui::Frame;
@@ -95,6 +96,7 @@ pub fn draw(f: &mut Frame, app: &mut App) {
         .split(area);
     // The index is the app's own: lend it to the drawing functions for this frame.
     let ix = std::mem::take(&mut app.index);
+    app.areas.tabs = Rect::new(chunks[0].x, chunks[0].y, chunks[0].width.min(57), 1);
     draw_tabs(f, app, &ix, chunks[0]);
     match app.tab {
         Tab::Packets => draw_packets(f, app, &ix, chunks[1]),
@@ -132,4 +134,39 @@ pub(super) fn not_ready(f: &mut Frame, ix: &Index, area: Rect, what: &str) -> bo
 
 pub(super) fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
+}
+
+/// Widths of a table's columns: each as wide as it needs (`need`), whole or not at all —
+/// when they do not fit, columns give way from the highest `priority` number down (the
+/// first column never) — and the `flex` column, at least `flex_min` wide, takes what is
+/// left. One space between columns.
+pub(super) fn fit(
+    need: &[usize],
+    priority: &[u8],
+    flex: Option<usize>,
+    flex_min: usize,
+    width: usize,
+) -> Vec<Option<u16>> {
+    let mut keep = vec![true; need.len()];
+    let cost = |k: usize| if Some(k) == flex { flex_min } else { need[k] } + 1;
+    let total = |keep: &[bool]| -> usize { (0..need.len()).filter(|&k| keep[k]).map(cost).sum() };
+    let mut by_priority: Vec<usize> = (1..need.len()).collect();
+    by_priority.sort_by_key(|&k| std::cmp::Reverse(priority[k]));
+    for k in by_priority {
+        if total(&keep) <= width {
+            break;
+        }
+        keep[k] = false;
+    }
+    let used: usize = (0..need.len())
+        .filter(|&k| keep[k] && Some(k) != flex)
+        .map(|k| need[k] + 1)
+        .sum();
+    (0..need.len())
+        .map(|k| match keep[k] {
+            false => None,
+            true if Some(k) == flex => Some(width.saturating_sub(used).max(1) as u16),
+            true => Some(need[k] as u16),
+        })
+        .collect()
 }

@@ -28,20 +28,32 @@ pub(super) fn draw_mtu(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
             .collect();
         let ymax = points.iter().map(|p| p.1).fold(1.0, f64::max);
         let budget = [(m.budget as f64, 0.0), (m.budget as f64, ymax)];
-        let mtu = [(m.link_mtu as f64 - 28.0, 0.0), (m.link_mtu as f64 - 28.0, ymax)];
+        let mtu = [
+            (m.link_mtu.saturating_sub(28) as f64, 0.0),
+            (m.link_mtu.saturating_sub(28) as f64, ymax),
+        ];
         let datasets = vec![
             Dataset::default()
                 .name("payload sizes")
+                .marker(ratatui::symbols::Marker::Braille)
                 .graph_type(GraphType::Bar)
                 .style(style(app, Color::Cyan))
                 .data(&points),
+            // The limits drawn with markers of their own, so that they read without
+            // colour: dots for the budget, the data's bars, a heavier dot for the MTU.
             Dataset::default()
                 .name(format!("budget {}", m.budget))
+                .marker(ratatui::symbols::Marker::Dot)
                 .graph_type(GraphType::Line)
                 .style(style(app, Color::Yellow))
                 .data(&budget),
             Dataset::default()
-                .name(format!("link MTU {} (payload {})", m.link_mtu, m.link_mtu - 28))
+                .name(format!(
+                    "link MTU {} (payload {})",
+                    m.link_mtu,
+                    m.link_mtu.saturating_sub(28)
+                ))
+                .marker(ratatui::symbols::Marker::Block)
                 .graph_type(GraphType::Line)
                 .style(style(app, Color::Red))
                 .data(&mtu),

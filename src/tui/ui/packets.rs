@@ -1,6 +1,52 @@
-//! The packet list.
+//! The packet list: columns that give way by priority (never cut a number), an Info
+//! column, marks, and the column chooser.
 
 use super::*;
+
+/// One cell's text for a row.
+fn cell(app: &mut App, ix: &Index, c: Column, row: u32, r: &Row, prev_ts: Option<i64>) -> String {
+    let game = r.has(status::GAME) && r.ptype != u16::MAX;
+    let flow = ix.flows.get(r.flow as usize);
+    match c {
+        Column::No => r.frame.to_string(),
+        Column::Time => time_text(app, ix, r, prev_ts),
+        Column::Source => flow.map(|f| f.src.to_string()).unwrap_or_default(),
+        Column::Destination => flow.map(|f| f.dst.to_string()).unwrap_or_default(),
+        Column::Seq if game => r.seq.to_string(),
+        Column::Type if r.ptype != u16::MAX => app
+            .program
+            .as_ref()
+            .and_then(|p| p.type_name(r.ptype as u32))
+            .map(str::to_string)
+            .unwrap_or_else(|| r.ptype.to_string()),
+        Column::Frag if r.has(status::REASSEMBLED) => format!("×{}", r.frag_count),
+        Column::Frag if r.frag_count > 0 => format!("{}/{}", r.frag_id as u32 + 1, r.frag_count),
+        Column::Size if r.flow != NO_FLOW => r.size.to_string(),
+        Column::Status => status_of(r).0.to_string(),
+        Column::Info => app.info_of(ix, row),
+        _ => String::new(),
+    }
+}
+
+fn time_text(app: &App, ix: &Index, r: &Row, prev_ts: Option<i64>) -> String {
+    let first = ix.rows.first().map(|r| r.ts_ns).unwrap_or(0);
+    match app.time_format {
+        TimeFormat::Relative if app.time_ref == Some(r.ts_ns) => "*REF*".into(),
+        TimeFormat::Relative => fmt_time(r.ts_ns, app.time_ref.unwrap_or(first)),
+        TimeFormat::Delta => fmt_time(r.ts_ns, prev_ts.unwrap_or(r.ts_ns)),
+        TimeFormat::Absolute => {
+            let ns = r.ts_ns.rem_euclid(86_400 * 1_000_000_000);
+            let s = ns / 1_000_000_000;
+            format!(
+                "{:02}:{:02}:{:02}.{:06}",
+                s / 3600,
+                s / 60 % 60,
+                s % 60,
+                ns % 1_000_000_000 / 1000
+            )
+        }
+    }
+}
 
 pub(super) fn draw_packets(f: &mut Frame, app: &mut App, ix: &Index, area: Rect) {
     let rows = Layout::default()
@@ -15,60 +61,71 @@ pub(super) fn draw_packets(f: &mut Frame, app: &mut App, ix: &Index, area: Rect)
     } else if app.selected >= app.scroll + height.max(1) {
         app.scroll = app.selected + 1 - height.max(1);
     }
-    let first_ts = ix.rows.first().map(|r| r.ts_ns).unwrap_or(0);
-    let names = |t: u16| -> String {
-        if t == u16::MAX {
-            return String::new();
-        }
-        app.program
-            .as_ref()
-            .and_then(|p| p.type_name(t as u32))
-            .map(str::to_string)
-            .unwrap_or_else(|| t.to_string())
+    app.areas.list = Rect::new(
+        rows[0].x + 1,
+        rows[0].y + 2,
+        rows[0].width.saturating_sub(2),
+        height as u16,
+    );
+    let shown: Vec<u32> = app.view.iter().skip(app.scroll).take(height).copied().collect();
+    let prev = |k: usize, app: &App| -> Option<i64> {
+        let pos = (app.scroll + k).checked_sub(1)?;
+        ix.rows.get(*app.view.get(pos)? as usize).map(|r| r.ts_ns)
     };
-    let body: Vec<TRow> = app
-        .view
+    let columns: Vec<Column> = Column::ALL
+        .into_iter()
+        .filter(|c| !app.hidden.contains(c))
+        .collect();
+    // Every cell of the rows on screen, to size the columns to what they hold.
+    let mut texts: Vec<Vec<String>> = Vec::with_capacity(shown.len());
+    for (k, &i) in shown.iter().enumerate() {
+        let Some(r) = ix.rows.get(i as usize).copied() else {
+            continue;
+        };
+        let p = prev(k, app);
+        texts.push(columns.iter().map(|&c| cell(app, ix, c, i, &r, p)).collect());
+    }
+    let inner = rows[0].width.saturating_sub(2) as usize;
+    let widths = fit_columns(&columns, &texts, inner);
+    let dropped: Vec<&str> = columns
         .iter()
-        .skip(app.scroll)
-        .take(height)
+        .zip(&widths)
+        .filter(|(_, w)| w.is_none())
+        .map(|(c, _)| c.title())
+        .collect();
+    let marker = |i: u32| if app.marks.contains(&i) { "●" } else { " " };
+    let body: Vec<TRow> = shown
+        .iter()
+        .zip(&texts)
         .enumerate()
-        .filter_map(|(k, &i)| {
+        .filter_map(|(k, (&i, cells))| {
             let r = ix.rows.get(i as usize)?;
-            let flow = ix
-                .flows
-                .get(r.flow as usize)
-                .map(|fl| format!("{} → {}", fl.src, fl.dst))
-                .unwrap_or_default();
-            let (word, color) = status_of(r);
-            let game = r.has(status::GAME) && r.ptype != u16::MAX;
-            let cells = vec![
-                Cell::from(r.frame.to_string()),
-                Cell::from(fmt_time(r.ts_ns, first_ts)),
-                Cell::from(flow),
-                Cell::from(if game { r.seq.to_string() } else { String::new() }),
-                Cell::from(names(r.ptype)),
-                Cell::from(if r.has(status::REASSEMBLED) {
-                    format!("×{}", r.frag_count)
-                } else if r.frag_count > 0 {
-                    format!("{}/{}", r.frag_id as u32 + 1, r.frag_count)
+            let (_, color) = status_of(r);
+            let mut out = Vec::new();
+            for ((c, text), w) in columns.iter().zip(cells).zip(&widths) {
+                let Some(w) = w else { continue };
+                let text = if *c == Column::No {
+                    format!("{}{text}", marker(i))
                 } else {
-                    String::new()
-                }),
-                Cell::from(if r.flow != NO_FLOW {
-                    r.size.to_string()
+                    crate::present::clip(text, *w as usize)
+                };
+                let cell = Cell::from(text);
+                out.push(if *c == Column::Status {
+                    cell.style(style(app, color))
                 } else {
-                    String::new()
-                }),
-                Cell::from(word).style(style(app, color)),
-            ];
-            let mut row = TRow::new(cells);
+                    cell
+                });
+            }
+            let mut row = TRow::new(out);
             if app.scroll + k == app.selected {
                 row = row.style(selected_style(app));
+            } else if app.marks.contains(&i) {
+                row = row.style(Style::default().add_modifier(Modifier::BOLD));
             }
             Some(row)
         })
         .collect();
-    let title = if app.filter.is_all() {
+    let mut title = if app.filter.is_all() {
         format!(" Packets ({}) ", app.view.len())
     } else {
         format!(
@@ -78,34 +135,33 @@ pub(super) fn draw_packets(f: &mut Frame, app: &mut App, ix: &Index, area: Rect)
             app.filter.text
         )
     };
+    if !dropped.is_empty() {
+        title.push_str(&format!("· no room for {} (c) ", dropped.join(", ")));
+    }
+    if app.time_format != TimeFormat::Relative || app.time_ref.is_some() {
+        title.push_str(&format!("· time {} ", app.time_format.label()));
+    }
     let border = if app.focus == Focus::List {
         style(app, Color::Cyan)
     } else {
         Style::default()
     };
-    let table = Table::new(
-        body,
-        [
-            Constraint::Length(8),
-            Constraint::Length(10),
-            Constraint::Min(20),
-            Constraint::Length(5),
-            Constraint::Length(8),
-            Constraint::Length(5),
-            Constraint::Length(5),
-            Constraint::Length(11),
-        ],
-    )
-    .header(
-        TRow::new(["No.", "Time", "Flow", "Seq", "Type", "Frag", "Size", "Status"])
-            .style(Style::default().add_modifier(Modifier::BOLD)),
-    )
-    .block(
-        Block::default()
-            .borders(Borders::ALL)
-            .title(title)
-            .border_style(border),
-    );
+    let constraints: Vec<Constraint> = widths.iter().flatten().map(|&w| Constraint::Length(w)).collect();
+    let header: Vec<&str> = columns
+        .iter()
+        .zip(&widths)
+        .filter(|(_, w)| w.is_some())
+        .map(|(c, _)| c.title())
+        .collect();
+    let table = Table::new(body, constraints)
+        .column_spacing(1)
+        .header(TRow::new(header).style(Style::default().add_modifier(Modifier::BOLD)))
+        .block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(title)
+                .border_style(border),
+        );
     f.render_widget(table, rows[0]);
 
     let bottom = Layout::default()
@@ -114,4 +170,63 @@ pub(super) fn draw_packets(f: &mut Frame, app: &mut App, ix: &Index, area: Rect)
         .split(rows[1]);
     draw_tree(f, app, bottom[0]);
     draw_hex(f, app, bottom[1]);
+    if app.mode == Mode::Columns {
+        draw_chooser(f, app, area);
+    }
+}
+
+/// Widths of the columns (None: no room), each as wide as its widest cell or title; the
+/// Info column takes what is left.
+fn fit_columns(columns: &[Column], texts: &[Vec<String>], width: usize) -> Vec<Option<u16>> {
+    let need: Vec<usize> = columns
+        .iter()
+        .enumerate()
+        .map(|(k, c)| {
+            let widest = texts.iter().map(|t| t[k].chars().count()).max().unwrap_or(0);
+            let extra = usize::from(*c == Column::No); // the mark
+            (widest + extra).max(c.title().chars().count())
+        })
+        .collect();
+    let priority: Vec<u8> = columns.iter().map(|c| c.priority()).collect();
+    let flex = columns.iter().position(|c| *c == Column::Info);
+    fit(&need, &priority, flex, 12, width)
+}
+
+/// The column chooser: every column, shown or hidden.
+fn draw_chooser(f: &mut Frame, app: &App, area: Rect) {
+    let w = 30.min(area.width);
+    let h = (Column::ALL.len() as u16 + 2).min(area.height);
+    let r = Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height - h) / 2,
+        w,
+        h,
+    );
+    let lines: Vec<Line> = Column::ALL
+        .iter()
+        .enumerate()
+        .map(|(k, c)| {
+            let on = if app.hidden.contains(c) { "[ ]" } else { "[x]" };
+            let text = format!(
+                "{} {on} {}",
+                if k == app.column_cursor { "›" } else { " " },
+                c.title()
+            );
+            if k == app.column_cursor {
+                Line::from(Span::styled(text, selected_style(app)))
+            } else {
+                Line::from(text)
+            }
+        })
+        .collect();
+    f.render_widget(Clear, r);
+    f.render_widget(
+        Paragraph::new(lines).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(" Columns (Space, Esc) ")
+                .border_style(style(app, Color::Cyan)),
+        ),
+        r,
+    );
 }

@@ -2,7 +2,7 @@
 
 use super::*;
 
-pub(super) fn draw_reassembly(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
+pub(super) fn draw_reassembly(f: &mut Frame, app: &mut App, ix: &Index, area: Rect) {
     if not_ready(f, ix, area, "Reassembly results") {
         return;
     }
@@ -34,14 +34,24 @@ pub(super) fn draw_reassembly(f: &mut Frame, app: &App, ix: &Index, area: Rect) 
         ),
         split[0],
     );
-    let mut packets: Vec<&crate::sinks::index::FragPacket> = ix.frags.iter().collect();
-    packets.sort_by_key(|p| (p.complete(), p.first_frame));
-    let width = split[1].width.saturating_sub(40) as usize;
+    let order = app.frag_order(ix);
+    let height = split[1].height.saturating_sub(3) as usize;
+    app.frags.fit(order.len(), height);
+    app.areas.frags = Rect::new(
+        split[1].x + 1,
+        split[1].y + 2,
+        split[1].width.saturating_sub(2),
+        height as u16,
+    );
+    let packets: Vec<&crate::sinks::index::FragPacket> =
+        order.iter().filter_map(|&i| ix.frags.get(i)).collect();
+    let width = split[1].width.saturating_sub(46) as usize;
     let rows: Vec<TRow> = packets
         .iter()
-        .skip(app.scroll.min(packets.len().saturating_sub(1)))
-        .take(split[1].height as usize)
-        .map(|p| {
+        .enumerate()
+        .skip(app.frags.scroll)
+        .take(height)
+        .map(|(k, p)| {
             let flow = ix
                 .flows
                 .get(p.flow as usize)
@@ -59,7 +69,7 @@ pub(super) fn draw_reassembly(f: &mut Frame, app: &App, ix: &Index, area: Rect) 
             } else {
                 style(app, Color::Red)
             };
-            TRow::new(vec![
+            let row = TRow::new(vec![
                 Cell::from(flow),
                 Cell::from(p.seq.to_string()),
                 Cell::from(format!("{}/{}", p.received_count(), p.count)),
@@ -69,7 +79,12 @@ pub(super) fn draw_reassembly(f: &mut Frame, app: &App, ix: &Index, area: Rect) 
                     String::new()
                 }),
                 Cell::from(grid).style(st),
-            ])
+            ]);
+            if k == app.frags.selected {
+                row.style(selected_style(app))
+            } else {
+                row
+            }
         })
         .collect();
     let incomplete = packets.iter().filter(|p| !p.complete()).count();
@@ -77,7 +92,7 @@ pub(super) fn draw_reassembly(f: &mut Frame, app: &App, ix: &Index, area: Rect) 
         rows,
         [
             Constraint::Length(22),
-            Constraint::Length(6),
+            Constraint::Length(8),
             Constraint::Length(8),
             Constraint::Length(4),
             Constraint::Min(10),
@@ -94,8 +109,17 @@ pub(super) fn draw_reassembly(f: &mut Frame, app: &App, ix: &Index, area: Rect) 
         .style(Style::default().add_modifier(Modifier::BOLD)),
     )
     .block(Block::default().borders(Borders::ALL).title(format!(
-        " Fragmented packets: {}, {incomplete} incomplete (listed first) ",
-        packets.len()
+        " Fragmented packets: {}, {incomplete} incomplete · {} · Enter: its fragments · s: sort ",
+        packets.len(),
+        if app.frags.sort == 0 {
+            "incomplete first".to_string()
+        } else {
+            format!(
+                "by {}{}",
+                crate::tui::app::FRAG_COLUMNS[app.frags.sort],
+                if app.frags.descending { ", descending" } else { "" }
+            )
+        }
     )));
     f.render_widget(t, split[1]);
 }

@@ -1,8 +1,9 @@
-//! The selected packet's field tree.
+//! The selected packet's field tree: each field with its value, bit offset and the
+//! definition line it came from; a fault is a node of its own.
 
 use super::*;
 
-pub(super) fn draw_tree(f: &mut Frame, app: &App, area: Rect) {
+pub(super) fn draw_tree(f: &mut Frame, app: &mut App, area: Rect) {
     let border = if app.focus == Focus::Tree {
         style(app, Color::Cyan)
     } else {
@@ -12,6 +13,12 @@ pub(super) fn draw_tree(f: &mut Frame, app: &App, area: Rect) {
         .borders(Borders::ALL)
         .title(" Fields ")
         .border_style(border);
+    app.areas.tree = Rect::new(
+        area.x + 1,
+        area.y + 1,
+        area.width.saturating_sub(2),
+        area.height.saturating_sub(2),
+    );
     let Some(detail) = &app.detail else {
         f.render_widget(Paragraph::new("no packet selected").block(block), area);
         return;
@@ -29,26 +36,45 @@ pub(super) fn draw_tree(f: &mut Frame, app: &App, area: Rect) {
     };
     let payload = detail.payload();
     let vis = app.visible_fields();
-    let height = area.height.saturating_sub(2) as usize;
+    let height = area.height.saturating_sub(2).max(1) as usize;
+    // Keep the selected row in view: scroll only when it would leave the pane.
     let pos = vis.iter().position(|&i| i == app.field).unwrap_or(0);
-    let start = pos
-        .saturating_sub(height / 2)
-        .min(vis.len().saturating_sub(height));
-    let mut lines: Vec<Line> = Vec::new();
-    if let Some(fault) = &d.fault {
-        lines.push(Line::from(Span::styled(
-            format!(
-                "Malformed: {} at bit {} in {}: {}",
-                fault.kind.code(),
-                fault.bit,
-                fault.field,
-                fault.reason
-            ),
-            style(app, Color::Magenta).add_modifier(Modifier::BOLD),
-        )));
+    if pos < app.tree_scroll {
+        app.tree_scroll = pos;
+    } else if pos >= app.tree_scroll + height {
+        app.tree_scroll = pos + 1 - height;
     }
-    for &i in vis.iter().skip(start).take(height.saturating_sub(lines.len())) {
-        let fl = &d.fields[i];
+    app.tree_scroll = app.tree_scroll.min(vis.len().saturating_sub(height));
+    let width = area.width.saturating_sub(2) as usize;
+    let mut lines: Vec<Line> = Vec::new();
+    for &i in vis.iter().skip(app.tree_scroll).take(height) {
+        let chosen = i == app.field && app.focus == Focus::Tree;
+        // A pointer as well as the highlight, for terminals without colour or reverse.
+        let pointer = if chosen { "›" } else { " " };
+        let st = if chosen {
+            selected_style(app)
+        } else {
+            Style::default()
+        };
+        let Some(fl) = d.fields.get(i) else {
+            // The fault, after the fields it stopped.
+            if let Some(fault) = &d.fault {
+                let text = format!(
+                    "{pointer}✗ [Malformed: {} at bit {} in {}: {}]",
+                    fault.kind.code(),
+                    fault.bit,
+                    fault.field,
+                    fault.reason
+                );
+                let fault_style = if chosen {
+                    st
+                } else {
+                    style(app, Color::Magenta).add_modifier(Modifier::BOLD)
+                };
+                lines.push(Line::from(Span::styled(text, fault_style)));
+            }
+            continue;
+        };
         let name = match fl.label {
             Label::Index(k) => format!("[{k}]"),
             other => label_name(p, other).to_string(),
@@ -63,9 +89,6 @@ pub(super) fn draw_tree(f: &mut Frame, app: &App, area: Rect) {
             "  "
         };
         let value = value_text(p, fl, payload);
-        let chosen = i == app.field && app.focus == Focus::Tree;
-        // A pointer as well as the highlight, for terminals without colour or reverse.
-        let pointer = if chosen { "›" } else { " " };
         let indent = "  ".repeat(fl.depth as usize);
         let text = if fl.kind == "derived" {
             // Computed, not read: in brackets, as Wireshark shows generated fields.
@@ -76,12 +99,25 @@ pub(super) fn draw_tree(f: &mut Frame, app: &App, area: Rect) {
                 if value.is_empty() { "" } else { ": " }
             )
         };
-        let st = if chosen {
-            selected_style(app)
+        // Where it is: bit offset and length, and the definition's line, right-aligned
+        // where there is room.
+        let line_no = p.nodes.get(fl.node as usize).map_or(0, |n| n.line);
+        let place = if line_no > 0 {
+            format!("@{}+{} L{line_no}", fl.bit_offset, fl.bit_len)
         } else {
-            Style::default()
+            format!("@{}+{}", fl.bit_offset, fl.bit_len)
         };
-        lines.push(Line::from(Span::styled(text, st)));
+        let used = text.chars().count();
+        let mut spans = vec![Span::styled(text, st)];
+        if used + place.chars().count() + 2 <= width {
+            let pad = width - used - place.chars().count();
+            spans.push(Span::styled(" ".repeat(pad), st));
+            spans.push(Span::styled(
+                place,
+                if chosen { st } else { style(app, Color::DarkGray) },
+            ));
+        }
+        lines.push(Line::from(spans));
     }
     f.render_widget(Paragraph::new(lines).block(block), area);
 }

@@ -1,0 +1,237 @@
+//! A one-line prompt with the editing keys of a shell (readline's emacs keys) and a
+//! history per kind of prompt.
+
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+/// What a prompt asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Ask {
+    Filter,
+    Find,
+    Goto,
+    Write,
+}
+
+impl Ask {
+    pub fn label(self) -> &'static str {
+        match self {
+            Ask::Filter => "filter",
+            Ask::Find => "find",
+            Ask::Goto => "go to frame",
+            Ask::Write => "write pcapng to",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prompt {
+    pub ask: Ask,
+    text: Vec<char>,
+    /// Cursor position, in characters.
+    pub cursor: usize,
+    /// Position in the history while browsing it (Up/Down); None when editing new text.
+    browsing: Option<usize>,
+}
+
+/// What a key did to the prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Edit {
+    Editing,
+    Cancel,
+    Submit(String),
+}
+
+/// Prompt lines are short; a paste of more is cut here.
+const MAX_CHARS: usize = 4096;
+
+impl Prompt {
+    pub fn new(ask: Ask, text: &str) -> Self {
+        let text: Vec<char> = text.chars().take(MAX_CHARS).collect();
+        Prompt {
+            ask,
+            cursor: text.len(),
+            text,
+            browsing: None,
+        }
+    }
+
+    pub fn text(&self) -> String {
+        self.text.iter().collect()
+    }
+
+    /// The text before and after the cursor, for drawing it.
+    pub fn split(&self) -> (String, String) {
+        let at = self.cursor.min(self.text.len());
+        (self.text[..at].iter().collect(), self.text[at..].iter().collect())
+    }
+
+    fn set(&mut self, s: &str) {
+        self.text = s.chars().take(MAX_CHARS).collect();
+        self.cursor = self.text.len();
+    }
+
+    /// Start of the word before the cursor (Ctrl-W, Alt-B).
+    fn word_start(&self) -> usize {
+        let mut i = self.cursor;
+        while i > 0 && self.text[i - 1].is_whitespace() {
+            i -= 1;
+        }
+        while i > 0 && !self.text[i - 1].is_whitespace() {
+            i -= 1;
+        }
+        i
+    }
+
+    fn word_end(&self) -> usize {
+        let mut i = self.cursor;
+        while i < self.text.len() && self.text[i].is_whitespace() {
+            i += 1;
+        }
+        while i < self.text.len() && !self.text[i].is_whitespace() {
+            i += 1;
+        }
+        i
+    }
+
+    /// Applies a key; `history` is this prompt's, oldest first.
+    pub fn key(&mut self, k: KeyEvent, history: &[String]) -> Edit {
+        let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+        let alt = k.modifiers.contains(KeyModifiers::ALT);
+        self.cursor = self.cursor.min(self.text.len());
+        match k.code {
+            KeyCode::Esc => return Edit::Cancel,
+            KeyCode::Char('c' | 'g') if ctrl => return Edit::Cancel,
+            KeyCode::Enter => return Edit::Submit(self.text()),
+            KeyCode::Char('a') if ctrl => self.cursor = 0,
+            KeyCode::Char('e') if ctrl => self.cursor = self.text.len(),
+            KeyCode::Char('b') if ctrl => self.cursor = self.cursor.saturating_sub(1),
+            KeyCode::Char('f') if ctrl => self.cursor = (self.cursor + 1).min(self.text.len()),
+            KeyCode::Char('b') if alt => self.cursor = self.word_start(),
+            KeyCode::Char('f') if alt => self.cursor = self.word_end(),
+            KeyCode::Char('u') if ctrl => {
+                self.text.drain(..self.cursor);
+                self.cursor = 0;
+            }
+            KeyCode::Char('k') if ctrl => self.text.truncate(self.cursor),
+            KeyCode::Char('w') if ctrl => {
+                let from = self.word_start();
+                self.text.drain(from..self.cursor);
+                self.cursor = from;
+            }
+            KeyCode::Char('d') if alt => {
+                let to = self.word_end();
+                self.text.drain(self.cursor..to);
+            }
+            KeyCode::Char('d') if ctrl && self.cursor < self.text.len() => {
+                self.text.remove(self.cursor);
+            }
+            KeyCode::Char('p') if ctrl => self.history_step(history, -1),
+            KeyCode::Char('n') if ctrl => self.history_step(history, 1),
+            KeyCode::Char(c) if !ctrl && !alt && self.text.len() < MAX_CHARS => {
+                self.text.insert(self.cursor, c);
+                self.cursor += 1;
+            }
+            KeyCode::Backspace if alt => {
+                let from = self.word_start();
+                self.text.drain(from..self.cursor);
+                self.cursor = from;
+            }
+            KeyCode::Backspace if self.cursor > 0 => {
+                self.cursor -= 1;
+                self.text.remove(self.cursor);
+            }
+            KeyCode::Delete if self.cursor < self.text.len() => {
+                self.text.remove(self.cursor);
+            }
+            KeyCode::Left if ctrl => self.cursor = self.word_start(),
+            KeyCode::Right if ctrl => self.cursor = self.word_end(),
+            KeyCode::Left => self.cursor = self.cursor.saturating_sub(1),
+            KeyCode::Right => self.cursor = (self.cursor + 1).min(self.text.len()),
+            KeyCode::Home => self.cursor = 0,
+            KeyCode::End => self.cursor = self.text.len(),
+            KeyCode::Up => self.history_step(history, -1),
+            KeyCode::Down => self.history_step(history, 1),
+            _ => {}
+        }
+        Edit::Editing
+    }
+
+    fn history_step(&mut self, history: &[String], delta: isize) {
+        if history.is_empty() {
+            return;
+        }
+        let next = match (self.browsing, delta < 0) {
+            (None, true) => Some(history.len() - 1),
+            (None, false) => None,
+            (Some(i), true) => Some(i.saturating_sub(1)),
+            (Some(i), false) if i + 1 < history.len() => Some(i + 1),
+            (Some(_), false) => {
+                self.browsing = None;
+                self.set("");
+                return;
+            }
+        };
+        if let Some(i) = next {
+            self.browsing = Some(i);
+            let s = history[i].clone();
+            self.set(&s);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn press(p: &mut Prompt, code: KeyCode, m: KeyModifiers, h: &[String]) -> Edit {
+        p.key(KeyEvent::new(code, m), h)
+    }
+
+    fn typed(p: &mut Prompt, s: &str) {
+        for c in s.chars() {
+            press(p, KeyCode::Char(c), KeyModifiers::NONE, &[]);
+        }
+    }
+
+    #[test]
+    fn editing_keys() {
+        let none = KeyModifiers::NONE;
+        let ctrl = KeyModifiers::CONTROL;
+        let mut p = Prompt::new(Ask::Filter, "");
+        typed(&mut p, "type == scene && seq > 3");
+        press(&mut p, KeyCode::Char('w'), ctrl, &[]);
+        assert_eq!(p.text(), "type == scene && seq > ");
+        press(&mut p, KeyCode::Char('a'), ctrl, &[]);
+        press(&mut p, KeyCode::Char('!'), none, &[]);
+        assert_eq!(p.text(), "!type == scene && seq > ");
+        press(&mut p, KeyCode::Right, ctrl, &[]);
+        assert_eq!(p.split().0, "!type");
+        press(&mut p, KeyCode::Char('k'), ctrl, &[]);
+        assert_eq!(p.text(), "!type");
+        press(&mut p, KeyCode::Left, none, &[]);
+        press(&mut p, KeyCode::Char('u'), ctrl, &[]);
+        assert_eq!((p.text().as_str(), p.cursor), ("e", 0));
+        press(&mut p, KeyCode::Delete, none, &[]);
+        assert_eq!(p.text(), "");
+        assert_eq!(press(&mut p, KeyCode::Esc, none, &[]), Edit::Cancel);
+    }
+
+    #[test]
+    fn history_walks_back_and_forth() {
+        let h = vec!["frag".to_string(), "crc.fail".to_string()];
+        let mut p = Prompt::new(Ask::Filter, "");
+        press(&mut p, KeyCode::Up, KeyModifiers::NONE, &h);
+        assert_eq!(p.text(), "crc.fail");
+        press(&mut p, KeyCode::Up, KeyModifiers::NONE, &h);
+        press(&mut p, KeyCode::Up, KeyModifiers::NONE, &h);
+        assert_eq!(p.text(), "frag");
+        press(&mut p, KeyCode::Down, KeyModifiers::NONE, &h);
+        assert_eq!(p.text(), "crc.fail");
+        press(&mut p, KeyCode::Down, KeyModifiers::NONE, &h);
+        assert_eq!(p.text(), "");
+        assert_eq!(
+            press(&mut p, KeyCode::Enter, KeyModifiers::NONE, &h),
+            Edit::Submit(String::new())
+        );
+    }
+}
