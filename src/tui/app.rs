@@ -235,6 +235,8 @@ pub struct FieldScan {
     /// Selected rows the index has not reached yet (the scan may run ahead of it).
     pending: std::collections::VecDeque<u32>,
     pub bytes_read: u64,
+    /// The capture's size, for the percentage.
+    pub total_bytes: u64,
     pub done: bool,
     pub error: Option<String>,
     pub started: std::time::Instant,
@@ -469,7 +471,8 @@ impl App {
             (Some(e), _) => format!("filter stopped: {e} ({n} match so far)"),
             (None, true) => format!("{n} match `{}` ({:.2} s)", self.filter.text, fs.seconds),
             (None, false) => {
-                let total = self.index.total_bytes.max(1);
+                // Not the index's: drawing lends the index out.
+                let total = fs.total_bytes.max(1);
                 format!(
                     "filtering on fields {:.0}% · {n} match",
                     (fs.bytes_read as f64 / total as f64 * 100.0).min(100.0)
@@ -510,6 +513,7 @@ impl App {
                 stop,
                 pending: Default::default(),
                 bytes_read: 0,
+                total_bytes: self.index.total_bytes,
                 done: false,
                 error: None,
                 started: std::time::Instant::now(),
