@@ -117,9 +117,17 @@ fn classify(iface: &str, e: pcap::Error) -> LiveError {
     }
 }
 
+/// Frames the capture thread hands over at once: one channel operation per batch, not
+/// per frame, so that the thread goes back to the kernel's ring sooner.
+const BATCH: usize = 256;
+/// A batch waits at most this long for more frames (the screen's latency).
+const BATCH_WAIT: Duration = Duration::from_millis(2);
+
 /// A running capture.
 pub struct LiveCapture {
-    rx: Receiver<Captured>,
+    rx: Receiver<Vec<Captured>>,
+    /// Frames of the last batch not taken yet.
+    pending: std::cell::RefCell<std::collections::VecDeque<Captured>>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
     stats: Arc<Mutex<LiveStats>>,
@@ -133,7 +141,7 @@ impl LiveCapture {
     /// Opens the interface (errors come back here, before anything runs) and starts
     /// capturing on a thread of its own.
     pub fn start(opts: &LiveOptions) -> Result<LiveCapture, LiveError> {
-        let (tx, rx) = sync_channel::<Captured>(opts.queue.max(16));
+        let (tx, rx) = sync_channel::<Vec<Captured>>((opts.queue / BATCH).max(16));
         let (ready_tx, ready_rx) = sync_channel::<Result<i32, LiveError>>(1);
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(Mutex::new(LiveStats::default()));
@@ -168,6 +176,7 @@ impl LiveCapture {
         };
         Ok(LiveCapture {
             rx,
+            pending: Default::default(),
             stop,
             thread: Some(thread),
             stats,
@@ -179,10 +188,20 @@ impl LiveCapture {
 
     /// The next frame, waiting at most `wait`.
     pub fn next(&self, wait: Duration) -> Option<Captured> {
-        match self.rx.recv_timeout(wait) {
-            Ok(c) => Some(c),
-            Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => None,
+        let mut pending = self.pending.borrow_mut();
+        if let Some(c) = pending.pop_front() {
+            return Some(c);
         }
+        let batch = match self.rx.try_recv() {
+            Ok(b) => b,
+            Err(_) if wait.is_zero() => return None,
+            Err(_) => match self.rx.recv_timeout(wait) {
+                Ok(b) => b,
+                Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => return None,
+            },
+        };
+        pending.extend(batch);
+        pending.pop_front()
     }
 
     pub fn stats(&self) -> LiveStats {
@@ -214,7 +233,7 @@ impl Drop for LiveCapture {
 #[allow(clippy::too_many_arguments)]
 fn capture_thread(
     o: LiveOptions,
-    tx: SyncSender<Captured>,
+    tx: SyncSender<Vec<Captured>>,
     ready: SyncSender<Result<i32, LiveError>>,
     stop: Arc<AtomicBool>,
     stats: Arc<Mutex<LiveStats>>,
@@ -223,10 +242,15 @@ fn capture_thread(
 ) {
     let opened = pcap::Capture::from_device(o.iface.as_str())
         .map(|c| {
+            // Not immediate mode: libpcap then uses TPACKET_V3, whose blocks pack frames
+            // by their length, so the 64 MiB buffer holds about 64 MiB of packets;
+            // immediate mode's TPACKET_V2 gives each frame a snaplen-sized slot (about
+            // 1,000 slots at 65,535 bytes), which bursts of small datagrams overflow.
+            // A block is handed over when full or after the timeout: 10 ms of latency.
             c.promisc(false)
                 .snaplen(o.snaplen)
-                .timeout(50)
-                .immediate_mode(true)
+                .timeout(10)
+                .immediate_mode(false)
                 .buffer_size(o.buffer)
                 .precision(pcap::Precision::Nano)
         })
@@ -259,6 +283,24 @@ fn capture_thread(
     let _ = ready.send(Ok(cap.get_datalink().0));
     let mut captured = 0u64;
     let mut last_stats = std::time::Instant::now();
+    let mut batch: Vec<Captured> = Vec::with_capacity(BATCH);
+    let mut batch_since = std::time::Instant::now();
+    // Hands the batch over; a full queue drops it whole, counted.
+    let flush = |batch: &mut Vec<Captured>, captured: &mut u64| -> bool {
+        if batch.is_empty() {
+            return true;
+        }
+        let n = batch.len() as u64;
+        match tx.try_send(std::mem::replace(batch, Vec::with_capacity(BATCH))) {
+            Ok(()) => *captured += n,
+            Err(TrySendError::Full(_)) => {
+                queue_dropped.fetch_add(n, Ordering::Relaxed);
+            }
+            Err(TrySendError::Disconnected(_)) => return false,
+        }
+        true
+    };
+    let mut polls = 0u32;
     while !stop.load(Ordering::Relaxed) {
         match cap.next_packet() {
             Ok(p) => {
@@ -267,20 +309,30 @@ fn capture_thread(
                 // matter where time_t and suseconds_t are 32 bits.)
                 #[allow(clippy::unnecessary_cast)]
                 let ts_ns = ts.tv_sec as i64 * 1_000_000_000 + ts.tv_usec as i64;
-                let c = Captured {
+                if batch.is_empty() {
+                    batch_since = std::time::Instant::now();
+                }
+                batch.push(Captured {
                     ts_ns,
                     origlen: p.header.len,
                     data: p.data.to_vec(),
-                };
-                match tx.try_send(c) {
-                    Ok(()) => captured += 1,
-                    Err(TrySendError::Full(_)) => {
-                        queue_dropped.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Err(TrySendError::Disconnected(_)) => break,
+                });
+                polls = polls.wrapping_add(1);
+                // The clock is read every 32 frames, not every one.
+                let late = polls.is_multiple_of(32) && batch_since.elapsed() > BATCH_WAIT;
+                if (batch.len() >= BATCH || late) && !flush(&mut batch, &mut captured) {
+                    break;
+                }
+                if !polls.is_multiple_of(1024) {
+                    continue;
                 }
             }
-            Err(pcap::Error::TimeoutExpired) => std::thread::sleep(Duration::from_micros(200)),
+            Err(pcap::Error::TimeoutExpired) => {
+                if !flush(&mut batch, &mut captured) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_micros(200));
+            }
             Err(e) => {
                 if let Ok(mut f) = failure.lock() {
                     *f = Some(e.to_string());
@@ -298,6 +350,7 @@ fn capture_thread(
             }
         }
     }
+    flush(&mut batch, &mut captured);
     if let (Ok(s), Ok(mut shared)) = (cap.stats(), stats.lock()) {
         shared.kernel_received = s.received as u64;
         shared.kernel_dropped = s.dropped as u64;
