@@ -370,6 +370,14 @@ impl Parser<'_> {
             let t = packet_type.unwrap_or(u32::MAX) as i128;
             return Ok(Node::Compare(Field::Type, Cmp::Eq, t));
         };
+        if let Some(bad) = word.split('.').find(|part| {
+            part.split_once('[')
+                .is_some_and(|(_, rest)| rest.strip_suffix(']').is_none_or(|n| n.parse::<u32>().is_err()))
+        }) {
+            return Err(self.err(format!(
+                "`{bad}`: an element index is a number in brackets, like objects[3]"
+            )));
+        }
         let segs = segments(program, &word, packet_type.is_some());
         if segs.iter().any(|s| s.index.is_some()) && !self.indexes_fit(&segs) {
             return Err(self.err(format!("`{word}`: only an array or list takes an index")));
@@ -968,6 +976,18 @@ mod tests {
                 "`maybe` is not a value of objects.at_rest: it takes true or false"
             )
         );
+        for bad in [
+            "objects[x].at_rest",
+            "objects[1.at_rest",
+            "objects[99999999999].at_rest",
+        ] {
+            let e = parse(bad).unwrap_err();
+            assert!(
+                e.message.contains("an element index is a number"),
+                "{bad}: {}",
+                e.message
+            );
+        }
         let e = parse("objects.position[1].x == 3").unwrap_err();
         assert!(
             e.message.contains("only an array or list takes an index"),
