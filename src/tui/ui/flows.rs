@@ -17,14 +17,9 @@ pub(super) fn draw_flows(f: &mut Frame, app: &mut App, ix: &Index, area: Rect) {
         ])
         .split(area);
     let order = app.flow_order(ix);
-    let height = split[0].height.saturating_sub(3) as usize;
+    app.areas.flows = table_body(split[0]);
+    let height = app.areas.flows.height as usize;
     app.flows.fit(order.len(), height);
-    app.areas.flows = Rect::new(
-        split[0].x + 1,
-        split[0].y + 2,
-        split[0].width.saturating_sub(2),
-        height as u16,
-    );
     // Ack columns when the definition marks ack fields (the same numbers as analyze).
     let acks = r.flows.iter().any(|fl| fl.acks.is_some());
     let shown: Vec<(usize, usize)> = order

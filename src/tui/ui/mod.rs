@@ -170,3 +170,14 @@ pub(super) fn fit(
         })
         .collect()
 }
+
+/// The rows of a bordered table with a header line: where its body is drawn, for
+/// scrolling and for mouse clicks.
+pub(super) fn table_body(area: Rect) -> Rect {
+    Rect::new(
+        area.x + 1,
+        area.y + 2,
+        area.width.saturating_sub(2),
+        area.height.saturating_sub(3),
+    )
+}

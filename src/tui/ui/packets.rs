@@ -54,19 +54,14 @@ pub(super) fn draw_packets(f: &mut Frame, app: &mut App, ix: &Index, area: Rect)
         .constraints([Constraint::Percentage(45), Constraint::Percentage(55)])
         .split(area);
     // The list.
-    let height = rows[0].height.saturating_sub(3) as usize;
+    app.areas.list = table_body(rows[0]);
+    let height = app.areas.list.height as usize;
     app.list_height = height;
     if app.selected < app.scroll {
         app.scroll = app.selected;
     } else if app.selected >= app.scroll + height.max(1) {
         app.scroll = app.selected + 1 - height.max(1);
     }
-    app.areas.list = Rect::new(
-        rows[0].x + 1,
-        rows[0].y + 2,
-        rows[0].width.saturating_sub(2),
-        height as u16,
-    );
     let shown: Vec<u32> = app.view.iter().skip(app.scroll).take(height).copied().collect();
     let prev = |k: usize, app: &App| -> Option<i64> {
         let pos = (app.scroll + k).checked_sub(1)?;

@@ -35,14 +35,9 @@ pub(super) fn draw_reassembly(f: &mut Frame, app: &mut App, ix: &Index, area: Re
         split[0],
     );
     let order = app.frag_order(ix);
-    let height = split[1].height.saturating_sub(3) as usize;
+    app.areas.frags = table_body(split[1]);
+    let height = app.areas.frags.height as usize;
     app.frags.fit(order.len(), height);
-    app.areas.frags = Rect::new(
-        split[1].x + 1,
-        split[1].y + 2,
-        split[1].width.saturating_sub(2),
-        height as u16,
-    );
     let packets: Vec<&crate::sinks::index::FragPacket> =
         order.iter().filter_map(|&i| ix.frags.get(i)).collect();
     let width = split[1].width.saturating_sub(46) as usize;
