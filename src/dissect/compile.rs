@@ -215,7 +215,7 @@ pub fn compile(file: &str, text: &str) -> Result<Program, Vec<DefinitionError>> 
         enums: Vec::new(),
         enum_index: HashMap::new(),
         slot_count: ROLE_SLOTS,
-        scope: Vec::new(),
+        scope: Scope::default(),
         spans: Vec::new(),
         header_block: None,
     };
@@ -295,7 +295,7 @@ struct Compiler<'d> {
     enum_index: HashMap<String, u16>,
     slot_count: usize,
     /// Fields visible to expressions: name, slot (None for non-integer fields).
-    scope: Vec<(String, Option<u16>)>,
+    scope: Scope,
     /// Where each node is declared, for diagnostics after compilation (role paths).
     spans: Vec<SourceSpan>,
     /// The compiled header, which a fragment's data may re-read (`header`).
@@ -709,6 +709,9 @@ impl<'d> Compiler<'d> {
 
     /// Every `{path}` of an `info` template names a field of its packet type.
     fn info_templates(&mut self, program: &Program, spans: &[(usize, SourceSpan)]) {
+        if spans.is_empty() {
+            return;
+        }
         let paths = super::paths::catalog(program);
         for &(i, span) in spans {
             let Some(d) = program.packets.get(i) else { continue };
@@ -1297,24 +1300,20 @@ impl<'d> Compiler<'d> {
         };
         let scope = &self.scope;
         let mut resolve = |name: &str| -> Result<Op, (String, String)> {
-            match scope.iter().rev().find(|(n, _)| n == name) {
-                Some((_, Some(slot))) => Ok(Op::Slot(*slot)),
-                Some((_, None)) => Err((
+            match scope.find(name) {
+                Some(Some(slot)) => Ok(Op::Slot(slot)),
+                Some(None) => Err((
                     format!("`{name}` cannot be used in an expression"),
                     "expressions read integer fields: bits, bool, int and uint64".to_string(),
                 )),
                 None => Err((
                     format!("unknown field `{name}`"),
-                    match closest(name, scope.iter().map(|(n, _)| n.as_str())) {
+                    match closest(name, scope.names()) {
                         Some(c) => format!("did you mean `{c}`?"),
                         None if scope.is_empty() => "no fields are declared before this point".into(),
                         None => format!(
                             "fields declared before this point: {}",
-                            scope
-                                .iter()
-                                .map(|(n, _)| n.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
+                            scope.names().collect::<Vec<_>>().join(", ")
                         ),
                     },
                 )),
@@ -1795,10 +1794,8 @@ impl<'d> Compiler<'d> {
         // other branch of an `if`) shares its slot, so expressions read whichever was read.
         let earlier = self
             .scope
-            .iter()
-            .rev()
-            .find(|(n, _)| *n == name)
-            .and_then(|(_, s)| *s)
+            .find(&name)
+            .flatten()
             .filter(|&s| s as usize >= ROLE_SLOTS);
         let slot = match (integer && named, role.and_then(Role::slot), earlier) {
             (false, _, _) => None,
@@ -1811,7 +1808,7 @@ impl<'d> Compiler<'d> {
             }
         };
         if named {
-            self.scope.push((name.clone(), slot));
+            self.scope.push(name.clone(), slot);
         }
         let type_name = matches!(kind, Kind::Struct { .. }).then(|| kind_name.to_string());
         self.spans.push(n.span());
@@ -1828,6 +1825,58 @@ impl<'d> Compiler<'d> {
             line: self.line_of(n.span()) as u32,
         });
         Some(self.nodes.len() as u32 - 1)
+    }
+}
+
+/// The fields declared so far on the path being compiled, newest last, with a count per
+/// name, so that looking up a name not in scope costs nothing (a 1 MiB definition
+/// declares 65,535 fields, each looked up as it is declared).
+#[derive(Debug, Default)]
+struct Scope {
+    fields: Vec<(String, Option<u16>)>,
+    names: HashMap<String, u32>,
+}
+
+impl Scope {
+    fn push(&mut self, name: String, slot: Option<u16>) {
+        *self.names.entry(name.clone()).or_default() += 1;
+        self.fields.push((name, slot));
+    }
+
+    fn clear(&mut self) {
+        self.fields.clear();
+        self.names.clear();
+    }
+
+    fn len(&self) -> usize {
+        self.fields.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
+
+    fn truncate(&mut self, len: usize) {
+        for (name, _) in self.fields.drain(len.min(self.fields.len())..) {
+            if let Some(c) = self.names.get_mut(&name) {
+                *c -= 1;
+                if *c == 0 {
+                    self.names.remove(&name);
+                }
+            }
+        }
+    }
+
+    /// The slot of the newest field of that name (None inside: not an integer field).
+    fn find(&self, name: &str) -> Option<Option<u16>> {
+        if !self.names.contains_key(name) {
+            return None;
+        }
+        self.fields.iter().rev().find(|(n, _)| n == name).map(|(_, s)| *s)
+    }
+
+    fn names(&self) -> impl Iterator<Item = &str> {
+        self.fields.iter().map(|(n, _)| n.as_str())
     }
 }
 

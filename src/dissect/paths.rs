@@ -43,7 +43,7 @@ pub struct PathInfo {
 /// The paths of `p`, header first, each once (a path in several packet types lists them
 /// all).
 pub fn catalog(p: &Program) -> Vec<PathInfo> {
-    let mut out: Vec<PathInfo> = Vec::new();
+    let mut out = Catalog::default();
     walk(p, p.header, "", None, 0, &mut out);
     if let Some(f) = p.fragment {
         walk(p, f, "", None, 0, &mut out);
@@ -60,11 +60,18 @@ pub fn catalog(p: &Program) -> Vec<PathInfo> {
             false,
         );
     }
-    out
+    out.paths
 }
 
-fn add(out: &mut Vec<PathInfo>, path: String, ty: Option<u32>, holds: Holds, indexed: bool) {
-    if let Some(e) = out.iter_mut().find(|e| e.path == path) {
+/// The paths in order, and where each is (a definition may declare 65,535 fields).
+#[derive(Default)]
+struct Catalog {
+    paths: Vec<PathInfo>,
+    at: std::collections::HashMap<String, usize>,
+}
+
+fn add(out: &mut Catalog, path: String, ty: Option<u32>, holds: Holds, indexed: bool) {
+    if let Some(e) = out.at.get(&path).and_then(|&i| out.paths.get_mut(i)) {
         // A header path stays everyone's; a body path gains the type.
         if let Some(t) = ty
             && !e.types.is_empty()
@@ -74,7 +81,8 @@ fn add(out: &mut Vec<PathInfo>, path: String, ty: Option<u32>, holds: Holds, ind
         }
         return;
     }
-    out.push(PathInfo {
+    out.at.insert(path.clone(), out.paths.len());
+    out.paths.push(PathInfo {
         path,
         types: ty.into_iter().collect(),
         holds,
@@ -90,7 +98,7 @@ fn join(prefix: &str, name: &str) -> String {
     }
 }
 
-fn walk(p: &Program, b: Block, prefix: &str, ty: Option<u32>, nest: u32, out: &mut Vec<PathInfo>) {
+fn walk(p: &Program, b: Block, prefix: &str, ty: Option<u32>, nest: u32, out: &mut Catalog) {
     if nest > MAX_NEST {
         return;
     }
@@ -99,11 +107,11 @@ fn walk(p: &Program, b: Block, prefix: &str, ty: Option<u32>, nest: u32, out: &m
     }
 }
 
-fn node(p: &Program, id: NodeId, prefix: &str, ty: Option<u32>, nest: u32, out: &mut Vec<PathInfo>) {
+fn node(p: &Program, id: NodeId, prefix: &str, ty: Option<u32>, nest: u32, out: &mut Catalog) {
     let Some(n) = p.nodes.get(id as usize) else { return };
     let here = join(prefix, &n.name);
     let int = Holds::Int { enum_id: n.enum_id };
-    let parts = |out: &mut Vec<PathInfo>, names: &[&str], holds: Holds| {
+    let parts = |out: &mut Catalog, names: &[&str], holds: Holds| {
         add(out, here.clone(), ty, Holds::Group, false);
         for part in names {
             add(out, join(&here, part), ty, holds, false);
