@@ -72,9 +72,13 @@ pub struct ExportError {
 
 /// A table's Parquet file in its partition, written to a temporary name and renamed
 /// when complete (a failed or interrupted job leaves no half file under the real name).
+/// Encoding and compression run on a thread of the table's own, so that they overlap
+/// the dissection feeding it; at most two batches wait for it (memory stays bounded).
 struct Table {
-    writer: ArrowWriter<File>,
-    tmp: PathBuf,
+    batches: Option<std::sync::mpsc::SyncSender<RecordBatch>>,
+    /// Set by `close`: without it the writer leaves only its temporary file.
+    complete: Arc<std::sync::atomic::AtomicBool>,
+    writer: Option<std::thread::JoinHandle<Result<(), ExportError>>>,
     path: PathBuf,
     schema: SchemaRef,
 }
@@ -109,10 +113,36 @@ impl Table {
                 parquet::file::metadata::KeyValue::new("gpcap.capture".into(), capture.to_string()),
             ]))
             .build();
-        let writer = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|e| fail(&e))?;
+        let mut writer = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|e| fail(&e))?;
+        let (tx, rx) = std::sync::mpsc::sync_channel::<RecordBatch>(2);
+        let final_path = path.clone();
+        let complete = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let done = complete.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("gpcap-export-{table}"))
+            .spawn(move || {
+                let fail = |e: &dyn std::fmt::Display| ExportError {
+                    path: final_path.display().to_string(),
+                    reason: e.to_string(),
+                };
+                for batch in rx {
+                    writer.write(&batch).map_err(|e| fail(&e))?;
+                    if writer.in_progress_size() > GROUP_BYTES {
+                        writer.flush().map_err(|e| fail(&e))?;
+                    }
+                }
+                writer.close().map_err(|e| fail(&e))?;
+                if !done.load(std::sync::atomic::Ordering::Acquire) {
+                    // Abandoned (an error elsewhere): no file under the real name.
+                    return Ok(());
+                }
+                std::fs::rename(&tmp, &final_path).map_err(|e| fail(&e))
+            })
+            .map_err(|e| fail(&e))?;
         Ok(Table {
-            writer,
-            tmp,
+            batches: Some(tx),
+            complete,
+            writer: Some(thread),
             path,
             schema,
         })
@@ -120,20 +150,29 @@ impl Table {
 
     fn write(&mut self, columns: Vec<ArrayRef>) -> Result<(), ExportError> {
         let batch = RecordBatch::try_new(self.schema.clone(), columns).map_err(|e| self.fail(&e))?;
-        self.writer.write(&batch).map_err(|e| self.fail(&e))?;
-        if self.writer.in_progress_size() > GROUP_BYTES {
-            self.writer.flush().map_err(|e| self.fail(&e))?;
+        let sent = self.batches.as_ref().is_some_and(|tx| tx.send(batch).is_ok());
+        if !sent {
+            // The writer stopped: its error says why.
+            return Err(self
+                .wait()
+                .err()
+                .unwrap_or_else(|| self.fail(&"the writer stopped")));
         }
         Ok(())
     }
 
-    fn close(self) -> Result<(), ExportError> {
-        let fail = |e: &dyn std::fmt::Display| ExportError {
-            path: self.path.display().to_string(),
-            reason: e.to_string(),
-        };
-        self.writer.close().map_err(|e| fail(&e))?;
-        std::fs::rename(&self.tmp, &self.path).map_err(|e| fail(&e))
+    /// Ends the file: the writer drains what is queued, closes and renames it.
+    fn close(mut self) -> Result<(), ExportError> {
+        self.complete.store(true, std::sync::atomic::Ordering::Release);
+        self.wait()
+    }
+
+    fn wait(&mut self) -> Result<(), ExportError> {
+        self.batches = None;
+        match self.writer.take() {
+            Some(t) => t.join().map_err(|_| self.fail(&"the writer thread failed"))?,
+            None => Ok(()),
+        }
     }
 
     fn fail(&self, e: &dyn std::fmt::Display) -> ExportError {
