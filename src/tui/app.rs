@@ -317,6 +317,8 @@ pub struct App {
     pub clipboard: Option<String>,
     pub areas: Areas,
     info: HashMap<u32, String>,
+    /// The definition's `info` templates by packet type, compiled once.
+    templates: HashMap<u32, Vec<Piece>>,
     /// A `w` in progress: what it says when done.
     writing: Option<Receiver<Result<String, String>>>,
 }
@@ -324,6 +326,7 @@ pub struct App {
 impl App {
     pub fn new(index: Index, updates: Receiver<Update>, cfg: Config) -> Self {
         App {
+            templates: cfg.program.as_deref().map(compile_templates).unwrap_or_default(),
             reader: None,
             validator: Validator::new(&cfg, true),
             program: cfg.program.clone(),
@@ -881,10 +884,17 @@ impl App {
         }
     }
 
+    /// Sequence numbers wrap at this mask (the definition's sequence width).
+    fn seq_mask(&self) -> u64 {
+        match self.cfg.sequence_bits().min(64) {
+            64 => u64::MAX,
+            bits => (1u64 << bits) - 1,
+        }
+    }
+
     /// The next shown datagram whose sequence skips ahead of its flow's previous one.
     fn find_gap(&self, dir: isize) -> Option<usize> {
-        let bits = self.cfg.sequence_bits().min(64);
-        let mask = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
+        let mask = self.seq_mask();
         let ix = &self.index;
         // Gaps at each position, in view order: the previous sequence of each flow.
         let mut last: HashMap<u32, u64> = HashMap::new();
@@ -899,13 +909,12 @@ impl App {
             {
                 return false;
             }
-            let gap = last.get(&r.flow).is_some_and(|&prev| {
-                let ahead = r.seq.wrapping_sub(prev) & mask;
-                ahead > 1 && ahead <= mask / 2
-            });
+            let gap = last
+                .get(&r.flow)
+                .is_some_and(|&prev| ahead(prev, r.seq, mask).is_some_and(|a| a > 1));
             let newer = last
                 .get(&r.flow)
-                .is_none_or(|&prev| (r.seq.wrapping_sub(prev) & mask) <= mask / 2);
+                .is_none_or(|&prev| ahead(prev, r.seq, mask).is_some());
             if newer {
                 last.insert(r.flow, r.seq);
             }
@@ -1127,6 +1136,7 @@ impl App {
         self.index.name = name;
         self.updates = rx;
         self.validator = Validator::new(&cfg, true);
+        self.templates = compile_templates(&program);
         self.program = Some(program);
         self.cfg = cfg;
         self.info.clear();
@@ -1392,8 +1402,7 @@ impl App {
         }
         let first = ix.rows.first().map_or(0, |r| r.ts_ns);
         let second = |ts: i64| ((ts.saturating_sub(first)).max(0) / 1_000_000_000) as usize;
-        let bits = self.cfg.sequence_bits().min(64);
-        let mask = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
+        let mask = self.seq_mask();
         let mut s = FlowSeries {
             key,
             ..FlowSeries::default()
@@ -1413,14 +1422,13 @@ impl App {
             }
             s.datagrams[t] += 1;
             if row.has(status::GAME) && row.ptype != u16::MAX && !row.has(status::CRC_FAIL) {
-                if let Some(prev) = last {
-                    let ahead = row.seq.wrapping_sub(prev) & mask;
-                    if ahead <= mask / 2 {
-                        s.gaps[t] += ahead.saturating_sub(1).min(1 << 20);
+                match last.map(|prev| ahead(prev, row.seq, mask)) {
+                    Some(Some(a)) => {
+                        s.gaps[t] += a.saturating_sub(1).min(1 << 20);
                         last = Some(row.seq);
                     }
-                } else {
-                    last = Some(row.seq);
+                    Some(None) => {}
+                    None => last = Some(row.seq),
                 }
             }
         }
@@ -1486,8 +1494,8 @@ impl App {
         };
         let payload = d.payload();
         let ptype = dis.packet_type;
-        let mut text = match ptype.and_then(|t| p.packet(t)).and_then(|def| def.info.clone()) {
-            Some(template) => fill_template(&p, &template, dis, payload, ptype),
+        let mut text = match ptype.and_then(|t| self.templates.get(&t)) {
+            Some(pieces) => fill_template(&p, pieces, dis, payload, ptype),
             None => default_info(&p, dis, payload),
         };
         if let Some(f) = &dis.fault {
@@ -1592,54 +1600,97 @@ fn filter_value(p: &Program, f: &crate::dissect::Field, payload: &[u8]) -> Optio
     }
 }
 
-/// `{path}` → the first occurrence's value, `{#path}` → how many there are.
-fn fill_template(p: &Program, t: &str, d: &Dissection, payload: &[u8], ptype: Option<u32>) -> String {
+/// A piece of an `info` template: text as written, a field's value, or how many.
+enum Piece {
+    Text(String),
+    Value(crate::filter::FieldPath),
+    Count(crate::filter::FieldPath),
+    /// A path the definition does not have (`gpcap check` refuses it; shown as `?`).
+    Unknown,
+}
+
+/// Every packet type's `info` template, split into pieces against the definition once.
+fn compile_templates(p: &Program) -> HashMap<u32, Vec<Piece>> {
+    if p.packets.iter().all(|d| d.info.is_none()) {
+        return HashMap::new();
+    }
     let paths = crate::dissect::paths::catalog(p);
+    let mut out = HashMap::new();
+    for d in &p.packets {
+        let Some(t) = &d.info else { continue };
+        let mut pieces = Vec::new();
+        let mut rest = t.as_str();
+        while let Some(open) = rest.find('{') {
+            pieces.push(Piece::Text(rest[..open].to_string()));
+            let Some(close) = rest[open..].find('}') else {
+                rest = &rest[open..];
+                break;
+            };
+            let name = rest[open + 1..open + close].trim();
+            let (count, path) = match name.strip_prefix('#') {
+                Some(p) => (true, p),
+                None => (false, name),
+            };
+            pieces.push(match crate::filter::FieldPath::parse(p, &paths, path) {
+                Ok(fp) if count => Piece::Count(fp),
+                Ok(fp) => Piece::Value(fp),
+                Err(_) => Piece::Unknown,
+            });
+            rest = &rest[open + close + 1..];
+        }
+        pieces.push(Piece::Text(rest.to_string()));
+        out.insert(d.type_id, pieces);
+    }
+    out
+}
+
+/// A template filled from a packet: `{path}` the first occurrence's value, `{#path}` how
+/// many there are (a list or array: its elements).
+fn fill_template(
+    p: &Program,
+    pieces: &[Piece],
+    d: &Dissection,
+    payload: &[u8],
+    ptype: Option<u32>,
+) -> String {
     let mut out = String::new();
-    let mut rest = t;
-    while let Some(open) = rest.find('{') {
-        out.push_str(&rest[..open]);
-        let Some(close) = rest[open..].find('}') else {
-            out.push_str(&rest[open..]);
-            return out;
-        };
-        let name = rest[open + 1..open + close].trim();
-        let (count, path) = match name.strip_prefix('#') {
-            Some(p) => (true, p),
-            None => (false, name),
-        };
-        match crate::filter::FieldPath::parse(p, &paths, path) {
-            // `{#list}`: its elements; `{#field}`: how many times the packet has it.
-            Ok(fp) if count => {
+    for piece in pieces {
+        match piece {
+            Piece::Text(t) => out.push_str(t),
+            Piece::Count(fp) => {
                 let n: usize = fp
                     .occurrences(d, ptype)
                     .map(|i| {
-                        let elements = d
-                            .fields
-                            .iter()
-                            .filter(|f| {
-                                f.parent == i as u32 && matches!(f.label, crate::dissect::Label::Index(_))
-                            })
-                            .count();
-                        if elements > 0 || d.fields[i].kind == "array" || d.fields[i].kind.ends_with("list") {
-                            elements
+                        let f = &d.fields[i];
+                        if f.kind == "array" || f.kind.ends_with("list") {
+                            d.fields[i + 1..]
+                                .iter()
+                                .filter(|c| {
+                                    c.parent == i as u32 && matches!(c.label, crate::dissect::Label::Index(_))
+                                })
+                                .count()
                         } else {
                             1
                         }
                     })
                     .sum();
-                out.push_str(&n.to_string())
+                out.push_str(&n.to_string());
             }
-            Ok(fp) => match fp.occurrences(d, ptype).next().and_then(|i| d.fields.get(i)) {
+            Piece::Value(fp) => match fp.occurrences(d, ptype).next().and_then(|i| d.fields.get(i)) {
                 Some(f) => out.push_str(&crate::present::tree::value_text(p, f, payload)),
                 None => out.push('-'),
             },
-            Err(_) => out.push('?'),
+            Piece::Unknown => out.push('?'),
         }
-        rest = &rest[open + close + 1..];
     }
-    out.push_str(rest);
     out
+}
+
+/// How far `seq` is ahead of `prev` where sequences wrap at `mask`; None when it is
+/// behind (late or repeated).
+fn ahead(prev: u64, seq: u64, mask: u64) -> Option<u64> {
+    let a = seq.wrapping_sub(prev) & mask;
+    (a <= mask / 2).then_some(a)
 }
 
 /// The type's name and its first top-level fields after the header (`a=3 b=-2 c=10`).
