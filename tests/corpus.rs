@@ -80,3 +80,57 @@ fn tcpdump_corpus_never_panics() {
     eprintln!("{} files: {ok} read, {failed} with an error", all.len());
     assert!(ok > all.len() / 2);
 }
+
+/// Every frame, then how reading ended, as one comparable list.
+fn frames_of(
+    mut r: CaptureReader,
+) -> (
+    Vec<(u64, i64, i32, u32, u64, Vec<u8>)>,
+    Option<String>,
+    Option<String>,
+) {
+    let mut v = Vec::new();
+    let err = loop {
+        match r.next_frame() {
+            Ok(Some(f)) => v.push((
+                f.number,
+                f.ts_ns,
+                f.linktype,
+                f.origlen,
+                f.offset,
+                f.data.to_vec(),
+            )),
+            Ok(None) => break None,
+            Err(e) => break Some(e.to_string()),
+        }
+    };
+    (v, err, r.truncated_tail.map(|t| t.to_string()))
+}
+
+/// The classic-pcap fast path reads exactly what the general parser reads: frames,
+/// timestamps, offsets, and where and how a cut or broken file ends.
+#[test]
+fn classic_pcap_fast_path_equals_the_general_parser() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut all = files(&root.join("captures"));
+    all.extend(files(&root.join("tests/fixtures/corpus")));
+    let shared = root.join("../shared/corpus/tcpdump");
+    if shared.is_dir() {
+        all.extend(files(&shared));
+    } else {
+        eprintln!("SKIPPED part: ../shared/corpus/tcpdump not found; bundled captures only");
+    }
+    let mut compared = 0;
+    for p in &all {
+        let (Ok(fast), Ok(general)) = (CaptureReader::open(p), CaptureReader::open_general(p)) else {
+            continue;
+        };
+        let (a, b) = (frames_of(fast), frames_of(general));
+        assert_eq!(a.0.len(), b.0.len(), "{}: frame count", p.display());
+        assert!(a.0 == b.0, "{}: frames differ", p.display());
+        assert_eq!(a.1, b.1, "{}: the error that stopped reading", p.display());
+        assert_eq!(a.2, b.2, "{}: end of file", p.display());
+        compared += 1;
+    }
+    assert!(compared > 5);
+}

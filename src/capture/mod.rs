@@ -1,6 +1,7 @@
 //! Capture input and output: pcap/pcapng/gzip records read as borrowed frames (and
 //! read back at an offset), and pcap/pcapng writers.
 
+mod legacy;
 pub mod reader;
 pub mod writer;
 

@@ -2,6 +2,7 @@
 //! per-interface link types and timestamp resolutions, and a truncated last record
 //! reported rather than fatal.
 
+use super::legacy::{LegacyHeader, LegacyReader, Stop};
 use pcap_parser::pcapng::Block;
 use pcap_parser::traits::PcapReaderIterator;
 use pcap_parser::{PcapBlockOwned, PcapError, create_reader};
@@ -9,6 +10,7 @@ use serde::Serialize;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
+use std::sync::atomic::Ordering::Relaxed;
 
 /// One captured frame, borrowed from the reader's buffer until the next call.
 #[derive(Debug, Clone, Copy)]
@@ -88,7 +90,9 @@ const MAX_BLOCK: usize = 256 << 20;
 
 pub struct CaptureReader {
     name: String,
-    inner: Box<dyn PcapReaderIterator + Send>,
+    /// Classic pcap, read by the fast path; everything else by pcap-parser (`inner`).
+    fast: Option<LegacyReader>,
+    inner: Option<Box<dyn PcapReaderIterator + Send>>,
     capacity: usize,
     pending: usize,
     frames: u64,
@@ -126,7 +130,7 @@ impl<R: BufRead> Read for CutGzip<R> {
 
 type Cut = std::sync::Arc<std::sync::atomic::AtomicBool>;
 
-fn gzip_or_plain(r: impl Read + Send + 'static) -> std::io::Result<(Box<dyn Read + Send>, Option<Cut>)> {
+fn gzip_or_plain(r: impl Read + Send + 'static) -> std::io::Result<(Box<dyn BufRead + Send>, Option<Cut>)> {
     let mut br = BufReader::with_capacity(1 << 16, r);
     let gz = br.fill_buf()?.starts_with(&[0x1f, 0x8b]);
     if gz {
@@ -155,13 +159,53 @@ impl CaptureReader {
 
     /// Reads a capture from any byte stream (gzip detected by its magic).
     pub fn from_read(name: &str, r: impl Read + Send + 'static) -> Result<Self, CaptureError> {
+        Self::from_read_with(name, r, true)
+    }
+
+    /// Reads with the general pcap/pcapng parser even for classic pcap: what the fast
+    /// path is tested against.
+    #[doc(hidden)]
+    pub fn open_general(path: &Path) -> Result<Self, CaptureError> {
+        let name = path.display().to_string();
+        let f = File::open(path).map_err(|e| CaptureError {
+            file: name.clone(),
+            offset: 0,
+            frame: 0,
+            message: format!("cannot open: {e}"),
+        })?;
+        Self::from_read_with(&name, f, false)
+    }
+
+    fn from_read_with(name: &str, r: impl Read + Send + 'static, fast: bool) -> Result<Self, CaptureError> {
         let err = |message: String| CaptureError {
             file: name.to_string(),
             offset: 0,
             frame: 0,
             message,
         };
-        let (r, gzip_cut) = gzip_or_plain(r).map_err(|e| err(format!("cannot read: {e}")))?;
+        let (mut r, gzip_cut) = gzip_or_plain(r).map_err(|e| err(format!("cannot read: {e}")))?;
+        // Peeked, not consumed: anything but classic pcap goes to the general parser whole.
+        let head = r.fill_buf().map_err(|e| err(format!("cannot read: {e}")))?;
+        let legacy = LegacyHeader::parse(head).filter(|_| fast);
+        let mut reader = CaptureReader {
+            name: name.to_string(),
+            fast: None,
+            inner: None,
+            capacity: INITIAL_BUFFER,
+            pending: 0,
+            frames: 0,
+            legacy: None,
+            interfaces: Vec::new(),
+            ng_big_endian: None,
+            truncated_tail: None,
+            done: false,
+            gzip_cut,
+        };
+        if let Some(h) = legacy {
+            r.consume(24);
+            reader.fast = Some(LegacyReader::new(h, r));
+            return Ok(reader);
+        }
         let inner = create_reader(INITIAL_BUFFER, r).map_err(|e| {
             err(match e {
                 PcapError::HeaderNotRecognized => "not a pcap or pcapng file (unknown magic)".to_string(),
@@ -175,19 +219,8 @@ impl CaptureReader {
                 }
             })
         })?;
-        Ok(CaptureReader {
-            name: name.to_string(),
-            inner,
-            capacity: INITIAL_BUFFER,
-            pending: 0,
-            frames: 0,
-            legacy: None,
-            interfaces: Vec::new(),
-            ng_big_endian: None,
-            truncated_tail: None,
-            done: false,
-            gzip_cut,
-        })
+        reader.inner = Some(inner);
+        Ok(reader)
     }
 
     pub fn name(&self) -> &str {
@@ -196,7 +229,11 @@ impl CaptureReader {
 
     /// Bytes consumed from the (decompressed) stream so far.
     pub fn offset(&self) -> u64 {
-        self.inner.consumed() as u64
+        match (&self.fast, &self.inner) {
+            (Some(f), _) => f.offset(),
+            (None, Some(i)) => i.consumed() as u64,
+            (None, None) => 0,
+        }
     }
 
     pub fn frames_read(&self) -> u64 {
@@ -204,19 +241,114 @@ impl CaptureReader {
     }
 
     fn error(&self, message: String) -> CaptureError {
+        self.error_at(self.offset(), message)
+    }
+
+    fn error_at(&self, offset: u64, message: String) -> CaptureError {
         CaptureError {
             file: self.name.clone(),
-            offset: self.offset(),
+            offset,
             frame: self.frames,
             message,
+        }
+    }
+
+    /// The fast path's next frame (classic pcap).
+    #[inline]
+    fn next_fast(&mut self) -> Result<Option<Frame<'_>>, CaptureError> {
+        if self.done {
+            return Ok(None);
+        }
+        let Some(next) = self.fast.as_mut().map(|f| f.next(MAX_BLOCK)) else {
+            return Ok(None);
+        };
+        match next {
+            Ok(rec) => {
+                let Some(fast) = self.fast.as_ref() else {
+                    return Ok(None);
+                };
+                self.frames += 1;
+                let h = fast.header;
+                let frac = if h.nanoseconds {
+                    rec.ts_frac as i64
+                } else {
+                    rec.ts_frac as i64 * 1000
+                };
+                Ok(Some(Frame {
+                    number: self.frames,
+                    ts_ns: rec.ts_sec as i64 * 1_000_000_000 + frac,
+                    linktype: h.linktype,
+                    interface: 0,
+                    origlen: rec.origlen.max(rec.len as u32),
+                    offset: fast.offset(),
+                    data: fast.data(rec.start, rec.len),
+                }))
+            }
+            Err(stop) => {
+                self.done = true;
+                let gzip_cut = self.gzip_cut.as_ref().is_some_and(|c| c.load(Relaxed));
+                match stop {
+                    Stop::End | Stop::Cut(_) if gzip_cut => {
+                        self.truncated_tail = Some(
+                            self.error(
+                                "the gzip stream is cut short; every complete frame before the cut was read"
+                                    .into(),
+                            ),
+                        );
+                        Ok(None)
+                    }
+                    Stop::End => Ok(None),
+                    Stop::Cut(left) => {
+                        self.truncated_tail = Some(self.error(format!(
+                            "last record truncated ({left} bytes of an incomplete record)"
+                        )));
+                        Ok(None)
+                    }
+                    Stop::TooLarge => Err(self.error(format!("record larger than {} MiB", MAX_BLOCK >> 20))),
+                    Stop::Read(e) => Err(self.error(format!("read failed: {e}"))),
+                }
+            }
         }
     }
 
     /// The next frame, `Ok(None)` at the end (see `truncated_tail`), or an error that
     /// ends reading (the frames before it stay valid).
     pub fn next_frame(&mut self) -> Result<Option<Frame<'_>>, CaptureError> {
+        if self.fast.is_some() {
+            return self.next_fast();
+        }
+        let Some(mut inner) = self.inner.take() else {
+            return Ok(None);
+        };
+        let r = self.next_parsed(&mut inner);
+        // The frame borrows the buffer: put the parser back, then lend it again.
+        self.inner = Some(inner);
+        match r {
+            Ok(Some((start, len, meta))) => {
+                let data = self
+                    .inner
+                    .as_ref()
+                    .and_then(|i| i.data().get(start..start.saturating_add(len)));
+                match data {
+                    Some(data) => Ok(Some(Frame { data, ..meta })),
+                    None => {
+                        self.done = true;
+                        Err(self.error("record data outside the read buffer".into()))
+                    }
+                }
+            }
+            Ok(None) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// pcap-parser's next frame: where its data lies in the parser's buffer, and the rest.
+    fn next_parsed(
+        &mut self,
+        inner: &mut Box<dyn PcapReaderIterator + Send>,
+    ) -> Result<Option<(usize, usize, Frame<'static>)>, CaptureError> {
         if self.pending > 0 {
-            self.inner.consume(self.pending);
+            inner.consume(self.pending);
             self.pending = 0;
         }
         if self.done {
@@ -238,8 +370,8 @@ impl CaptureReader {
                 End,
                 Fail(String),
             }
-            let base = self.inner.data().as_ptr() as usize;
-            let step = match self.inner.next() {
+            let base = inner.data().as_ptr() as usize;
+            let step = match inner.next() {
                 Ok((consumed, block)) => {
                     let locate = |data: &[u8]| (data.as_ptr() as usize).wrapping_sub(base);
                     match block {
@@ -327,16 +459,19 @@ impl CaptureReader {
                 }
                 Err(PcapError::Eof) => Step::End,
                 Err(PcapError::Incomplete(_)) | Err(PcapError::UnexpectedEof) => {
-                    if self.inner.reader_exhausted() {
-                        let rest = self.inner.data();
+                    if inner.reader_exhausted() {
+                        let rest = inner.data();
                         let left = rest.len();
                         match self.ng_big_endian.and_then(|be| bad_block_length(rest, be)) {
                             Some(problem) => Step::Fail(problem),
                             None => {
                                 if left > 0 {
-                                    self.truncated_tail = Some(self.error(format!(
-                                        "last record truncated ({left} bytes of an incomplete record)"
-                                    )));
+                                    self.truncated_tail = Some(self.error_at(
+                                        inner.consumed() as u64,
+                                        format!(
+                                            "last record truncated ({left} bytes of an incomplete record)"
+                                        ),
+                                    ));
                                 }
                                 Step::End
                             }
@@ -349,7 +484,7 @@ impl CaptureReader {
                 Err(e) => Step::Fail(match e {
                     PcapError::NomError(..) | PcapError::OwnedNomError(..) => self
                         .ng_big_endian
-                        .and_then(|be| bad_block_length(self.inner.data(), be))
+                        .and_then(|be| bad_block_length(inner.data(), be))
                         .unwrap_or_else(|| {
                             "malformed record: its header, length or contents do not parse".into()
                         }),
@@ -373,38 +508,43 @@ impl CaptureReader {
                 } => {
                     self.pending = consumed;
                     self.frames += 1;
-                    let offset = self.inner.consumed() as u64;
-                    let data = self.inner.data().get(start..start.saturating_add(len));
-                    let Some(data) = data else {
-                        self.done = true;
-                        return Err(self.error("record data outside the read buffer".into()));
-                    };
-                    return Ok(Some(Frame {
-                        number: self.frames,
-                        ts_ns,
-                        linktype,
-                        interface,
-                        origlen: origlen.max(len as u32),
-                        offset,
-                        data,
-                    }));
+                    let offset = inner.consumed() as u64;
+                    return Ok(Some((
+                        start,
+                        len,
+                        Frame {
+                            number: self.frames,
+                            ts_ns,
+                            linktype,
+                            interface,
+                            origlen: origlen.max(len as u32),
+                            offset,
+                            data: &[],
+                        },
+                    )));
                 }
-                Step::Skip(n) => self.inner.consume(n),
+                Step::Skip(n) => inner.consume(n),
                 Step::Refill => {
                     // A block larger than the buffer: grow it (bounded), then refill.
-                    let full = self.inner.position() == 0 && self.inner.data().len() >= self.capacity / 2;
+                    let full = inner.position() == 0 && inner.data().len() >= self.capacity / 2;
                     if full {
                         if self.capacity >= MAX_BLOCK {
                             self.done = true;
-                            return Err(self.error(format!("record larger than {} MiB", MAX_BLOCK >> 20)));
+                            return Err(self.error_at(
+                                inner.consumed() as u64,
+                                format!("record larger than {} MiB", MAX_BLOCK >> 20),
+                            ));
                         }
                         self.capacity *= 2;
-                        self.inner.grow(self.capacity);
+                        inner.grow(self.capacity);
                     }
-                    let failed = self.inner.refill().err().map(|e| format!("read failed: {e:?}"));
+                    let failed = inner
+                        .refill()
+                        .err()
+                        .map(|e| format!("read failed ({})", parser_error(&e)));
                     if let Some(m) = failed {
                         self.done = true;
-                        return Err(self.error(m));
+                        return Err(self.error_at(inner.consumed() as u64, m));
                     }
                 }
                 Step::End => {
@@ -416,7 +556,8 @@ impl CaptureReader {
                             .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
                     {
                         self.truncated_tail = Some(
-                            self.error(
+                            self.error_at(
+                                inner.consumed() as u64,
                                 "the gzip stream is cut short; every complete frame before the cut was read"
                                     .into(),
                             ),
@@ -426,10 +567,20 @@ impl CaptureReader {
                 }
                 Step::Fail(m) => {
                     self.done = true;
-                    return Err(self.error(m));
+                    return Err(self.error_at(inner.consumed() as u64, m));
                 }
             }
         }
+    }
+}
+
+/// pcap-parser's error, in words.
+fn parser_error(e: &PcapError<&[u8]>) -> &'static str {
+    match e {
+        PcapError::ReadError => "the file could not be read",
+        PcapError::BufferTooSmall => "a record larger than the read buffer",
+        PcapError::HeaderNotRecognized => "an unknown header",
+        _ => "the data does not parse",
     }
 }
 
