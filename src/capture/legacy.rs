@@ -101,14 +101,16 @@ impl LegacyReader {
         &self.buf[start..start + len]
     }
 
-    #[inline]
-    fn u32_at(&self, at: usize) -> u32 {
-        let raw = [self.buf[at], self.buf[at + 1], self.buf[at + 2], self.buf[at + 3]];
-        if self.header.big_endian {
-            u32::from_be_bytes(raw)
-        } else {
-            u32::from_le_bytes(raw)
+    /// The record header at `start..end` as (seconds, fraction, captured, original length).
+    #[inline(always)]
+    fn record_header(&self) -> Option<[u32; 4]> {
+        let h = self.buf.get(self.start..self.end)?.first_chunk::<16>()?;
+        let mut v = [0u32; 4];
+        for (x, w) in v.iter_mut().zip(h.chunks_exact(4)) {
+            let w = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+            *x = if self.header.big_endian { w.swap_bytes() } else { w };
         }
+        Some(v)
     }
 
     /// The next record, or why there is none; records are never longer than `max` bytes.
@@ -120,17 +122,16 @@ impl LegacyReader {
         loop {
             let avail = self.end - self.start;
             let mut need = 16;
-            if avail >= 16 {
-                let caplen = self.u32_at(self.start + 8) as usize;
+            if let Some([ts_sec, ts_frac, caplen, origlen]) = self.record_header() {
+                let caplen = caplen as usize;
                 need = 16 + caplen;
                 if avail >= need {
-                    let s = self.start;
                     self.pending = need;
                     return Ok(Record {
-                        ts_sec: self.u32_at(s),
-                        ts_frac: self.u32_at(s + 4),
-                        origlen: self.u32_at(s + 12),
-                        start: s + 16,
+                        ts_sec,
+                        ts_frac,
+                        origlen,
+                        start: self.start + 16,
                         len: caplen,
                     });
                 }

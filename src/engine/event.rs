@@ -16,6 +16,36 @@ pub struct FlowId {
     pub dst: SocketAddr,
 }
 
+impl FlowId {
+    /// The flow as plain integers, cheap to hash and compare (IPv4 mapped into IPv6).
+    #[inline]
+    pub fn packed(&self) -> PackedFlow {
+        #[inline]
+        fn bits(ip: std::net::IpAddr) -> u128 {
+            match ip {
+                std::net::IpAddr::V4(a) => a.to_ipv6_mapped().to_bits(),
+                std::net::IpAddr::V6(a) => a.to_bits(),
+            }
+        }
+        PackedFlow {
+            src: bits(self.src.ip()),
+            dst: bits(self.dst.ip()),
+            ports: (self.src.port() as u32) << 16 | self.dst.port() as u32,
+            // An IPv4 address and its mapped IPv6 form are different flows.
+            v6: (self.src.is_ipv6() as u8) << 1 | self.dst.is_ipv6() as u8,
+        }
+    }
+}
+
+/// [`FlowId`] as integers: the flow table's key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct PackedFlow {
+    src: u128,
+    dst: u128,
+    ports: u32,
+    v6: u8,
+}
+
 impl fmt::Display for FlowId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} → {}", self.src, self.dst)

@@ -20,13 +20,14 @@ pub mod session;
 pub mod validator;
 
 pub use config::{Config, PortSet};
-pub use event::{FlowId, Kind, Layer, PacketEvent, Status};
+pub use event::{FlowId, Kind, Layer, PackedFlow, PacketEvent, Status};
 pub use run::{FileOutcome, run_files, sample_files};
 pub use validator::{Validator, Verdict};
 
 use crate::capture::{CaptureError, Frame};
 use crate::decode::ipfrag::{DefragStats, IpDefrag};
 use crate::decode::{Decoded, IpInfo, decode, udp_from_reassembled};
+use crate::dissect::Dissection;
 use hashbrown::HashMap;
 use reassembly::{AttackCounters, Budget, CountStats, FlowReassembly, FragmentIn, Outcome};
 use seq::{SeqStats, SeqTracker};
@@ -151,7 +152,9 @@ pub struct Engine {
     validator: Validator,
     defrag: IpDefrag,
     ip_pieces: u64,
-    flow_index: HashMap<(SocketAddr, SocketAddr), u32>,
+    flow_index: HashMap<PackedFlow, u32>,
+    /// The last flow looked up: one flow's traffic comes in runs.
+    last_flow: Option<(PackedFlow, u32)>,
     flows: Vec<FlowState>,
     budget: Budget,
     reassembled: Vec<u8>,
@@ -163,6 +166,19 @@ pub struct Engine {
     /// The verdict on the current frame's datagram, computed beforehand on another
     /// thread (`frame_with`); validation is a function of the payload alone.
     preset: Option<Verdict>,
+}
+
+/// Hands `e` to the sink, with the field tree when fields are recorded (the tree lives
+/// in the validator, not as long as the event: a copy carries it).
+#[inline]
+fn emit<S: Sink + ?Sized>(sink: &mut S, e: &PacketEvent<'_>, dissection: Option<&Dissection>) {
+    match dissection {
+        None => sink.packet(e),
+        Some(d) => sink.packet(&PacketEvent {
+            dissection: Some(d),
+            ..*e
+        }),
+    }
 }
 
 impl Engine {
@@ -177,6 +193,7 @@ impl Engine {
             defrag: IpDefrag::default(),
             ip_pieces: 0,
             flow_index: HashMap::new(),
+            last_flow: None,
             flows: Vec::new(),
             reassembled: Vec::new(),
             fragment_frames: Vec::new(),
@@ -235,7 +252,7 @@ impl Engine {
             } => {
                 e.layer = Layer::Udp;
                 self.datagram(
-                    &e,
+                    &mut e,
                     f,
                     ip,
                     (src_port, dst_port),
@@ -266,8 +283,9 @@ impl Engine {
                                 truncated,
                             } => {
                                 // The layer stays `IpPiece`: this frame carried the last piece.
+                                let mut e = e;
                                 self.datagram(
-                                    &e,
+                                    &mut e,
                                     f,
                                     ip,
                                     (src_port, dst_port),
@@ -314,15 +332,24 @@ impl Engine {
     }
 
     /// The flow's index, tracking it if there is room.
+    #[inline]
     fn track(&mut self, key: FlowId, frame: u64) -> Option<u32> {
-        if let Some(&i) = self.flow_index.get(&(key.src, key.dst)) {
+        let packed = key.packed();
+        if let Some((last, i)) = self.last_flow
+            && last == packed
+        {
+            return Some(i);
+        }
+        if let Some(&i) = self.flow_index.get(&packed) {
+            self.last_flow = Some((packed, i));
             return Some(i);
         }
         if self.flows.len() >= self.cfg.max_flows {
             return None;
         }
         let i = self.flows.len() as u32;
-        self.flow_index.insert((key.src, key.dst), i);
+        self.flow_index.insert(packed, i);
+        self.last_flow = Some((packed, i));
         self.flows.push(FlowState {
             key,
             seq: SeqTracker::new(self.cfg.sequence_bits()),
@@ -334,13 +361,13 @@ impl Engine {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn datagram<S: Sink + ?Sized>(
+    fn datagram<'a, S: Sink + ?Sized>(
         &mut self,
-        base: &PacketEvent<'_>,
+        e: &mut PacketEvent<'a>,
         f: &Frame<'_>,
         ip: IpInfo,
         (sport, dport): (u16, u16),
-        payload: &[u8],
+        payload: &'a [u8],
         truncated: bool,
         ip_fragments: u32,
         sink: &mut S,
@@ -349,18 +376,16 @@ impl Engine {
             src: SocketAddr::new(ip.src, sport),
             dst: SocketAddr::new(ip.dst, dport),
         };
-        let mut e = PacketEvent {
-            ip: Some(ip),
-            flow: Some(key),
-            ip_fragments,
-            truncated,
-            payload,
-            size: payload.len() as u32,
-            ..*base
-        };
+        // Filled in place: the event is large, and copying it per frame showed.
+        e.ip = Some(ip);
+        e.flow = Some(key);
+        e.ip_fragments = ip_fragments;
+        e.truncated = truncated;
+        e.payload = payload;
+        e.size = payload.len() as u32;
         if !self.ports.on_port(sport, dport) {
             e.kind = Kind::OtherUdp;
-            sink.packet(&e);
+            sink.packet(e);
             return;
         }
         e.kind = Kind::Game;
@@ -368,7 +393,7 @@ impl Engine {
         e.flow_index = self.track(key, f.number);
         if truncated {
             e.status = Status::Truncated;
-            sink.packet(&e);
+            sink.packet(e);
             return;
         }
         let v = match self.preset.take() {
@@ -382,8 +407,7 @@ impl Engine {
         let (Some(sequence), Some(ptype), Status::Ok | Status::Malformed) =
             (v.sequence, v.packet_type, v.status)
         else {
-            e.dissection = record.then_some(&self.validator.dissection);
-            sink.packet(&e);
+            emit(sink, e, record.then_some(&self.validator.dissection));
             return;
         };
         e.sequence = Some(sequence);
@@ -394,8 +418,7 @@ impl Engine {
         // A flow past the table's cap is validated and counted, without sequence
         // analysis or reassembly.
         let Some(index) = e.flow_index else {
-            e.dissection = record.then_some(&self.validator.dissection);
-            sink.packet(&e);
+            emit(sink, e, record.then_some(&self.validator.dissection));
             return;
         };
         let flow = &mut self.flows[index as usize];
@@ -428,8 +451,7 @@ impl Engine {
             },
         );
         let Some(frag) = v.fragment else {
-            e.dissection = record.then_some(&self.validator.dissection);
-            sink.packet(&e);
+            emit(sink, e, record.then_some(&self.validator.dissection));
             return;
         };
         let data = payload
@@ -460,13 +482,12 @@ impl Engine {
         if self.budget.used > self.budget.limit {
             self.evict_elsewhere();
         }
-        e.dissection = record.then_some(&self.validator.dissection);
         let Outcome::Complete { count } = outcome else {
-            sink.packet(&e);
+            emit(sink, e, record.then_some(&self.validator.dissection));
             return;
         };
         e.completes = Some(count);
-        sink.packet(&e);
+        emit(sink, e, record.then_some(&self.validator.dissection));
         // The packet itself, validated and dissected like any other.
         let v = self.validator.reassembled(&self.reassembled);
         let whole = PacketEvent {
@@ -489,7 +510,11 @@ impl Engine {
             opens: false,
             fragment_frames: &self.fragment_frames,
             dissection: record.then_some(&self.validator.dissection),
-            ..*base
+            // What the frame's event says of its own datagram, not of the packet.
+            ip_fragments: 0,
+            truncated: false,
+            over_budget: false,
+            ..*e
         };
         sink.packet(&whole);
     }

@@ -44,7 +44,8 @@ pub struct SeqTracker {
     /// Width of the sequence field in bits (1..=64).
     bits: u32,
     highest: Option<i128>,
-    window: Vec<u64>,
+    /// One bit per sequence of the last `WINDOW`, in place (no allocation to check).
+    window: [u64; (WINDOW / 64) as usize],
     pub stats: SeqStats,
 }
 
@@ -59,7 +60,7 @@ impl SeqTracker {
         SeqTracker {
             bits: bits.clamp(1, 64),
             highest: None,
-            window: Vec::new(),
+            window: [0; (WINDOW / 64) as usize],
             stats: SeqStats::default(),
         }
     }
@@ -89,13 +90,11 @@ impl SeqTracker {
 
     fn bit(&self, ext: i128) -> bool {
         let i = Self::index(ext);
-        self.window.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1)
+        self.window[i / 64] >> (i % 64) & 1 == 1
     }
 
+    #[inline]
     fn set(&mut self, ext: i128, on: bool) {
-        if self.window.is_empty() {
-            self.window = vec![0; (WINDOW / 64) as usize];
-        }
         let i = Self::index(ext);
         if on {
             self.window[i / 64] |= 1 << (i % 64);
@@ -105,8 +104,30 @@ impl SeqTracker {
     }
 
     /// Records one datagram's sequence. `fragment`: several datagrams share it.
+    #[inline]
     pub fn observe(&mut self, s: u64, fragment: bool) -> SeqEvent {
         let s = self.wire(s as i128);
+        // The next sequence, the usual case: what the general path below does for a
+        // difference of one, without its wide arithmetic.
+        if let Some(high) = self.highest
+            && s.wrapping_sub(high as u64) & self.mask() == 1
+        {
+            let ext = high + 1;
+            if ext >> self.bits != high >> self.bits {
+                self.stats.wraps += 1;
+            }
+            self.highest = Some(ext);
+            self.set(ext, true);
+            self.stats.received += 1;
+            self.stats.single += u64::from(!fragment);
+            self.stats.last = Some(s);
+            return SeqEvent::New { gap: 0 };
+        }
+        self.observe_general(s, fragment)
+    }
+
+    /// Any difference, wraps and widths up to 64 bits included; `s` is on the wire.
+    fn observe_general(&mut self, s: u64, fragment: bool) -> SeqEvent {
         let Some(high) = self.highest else {
             self.highest = Some(s as i128);
             self.set(s as i128, true);
@@ -161,6 +182,30 @@ impl SeqTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The in-order shortcut decides as the general path does: same events, same stats.
+        #[test]
+        fn next_sequence_shortcut_equals_the_general_path(
+            bits in prop::sample::select(vec![1u32, 8, 16, 24, 64]),
+            start in any::<u64>(),
+            steps in prop::collection::vec((0u8..4, any::<u16>(), any::<bool>()), 1..400),
+        ) {
+            let (mut fast, mut general) = (SeqTracker::new(bits), SeqTracker::new(bits));
+            let mut s = start;
+            for (how, jump, fragment) in steps {
+                s = match how {
+                    0 | 1 => s.wrapping_add(1),
+                    2 => s.wrapping_add(jump as u64),
+                    _ => s.wrapping_sub(jump as u64 % 64),
+                };
+                let wire = s & fast.mask();
+                prop_assert_eq!(fast.observe(s, fragment), general.observe_general(wire, fragment));
+            }
+            prop_assert_eq!(&fast.stats, &general.stats);
+        }
+    }
 
     fn run(seqs: &[u16]) -> SeqStats {
         let mut t = SeqTracker::default();

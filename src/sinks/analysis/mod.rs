@@ -340,6 +340,7 @@ impl Statistics {
         // (the first one is counted from the ICMP that quotes it).
         if ip.dont_fragment
             && whole
+            && !self.path_mtu.is_empty()
             && let Some(&pmtu) = self.path_mtu.get(&(key.src, key.dst))
             && ip.total_len > pmtu
         {
