@@ -81,14 +81,11 @@ fn tcpdump_corpus_never_panics() {
     assert!(ok > all.len() / 2);
 }
 
+/// A frame's number, time, link type, original length, offset and bytes.
+type FrameRow = (u64, i64, i32, u32, u64, Vec<u8>);
+
 /// Every frame, then how reading ended, as one comparable list.
-fn frames_of(
-    mut r: CaptureReader,
-) -> (
-    Vec<(u64, i64, i32, u32, u64, Vec<u8>)>,
-    Option<String>,
-    Option<String>,
-) {
+fn frames_of(mut r: CaptureReader) -> (Vec<FrameRow>, Option<String>, Option<String>) {
     let mut v = Vec::new();
     let err = loop {
         match r.next_frame() {
