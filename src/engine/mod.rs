@@ -168,6 +168,48 @@ pub struct Engine {
     preset: Option<Verdict>,
 }
 
+/// A frame's UDP datagram, located in the frame (what decoding found, handed from a
+/// worker to the engine without decoding twice).
+#[derive(Debug, Clone, Copy)]
+pub struct UdpAt {
+    ip: IpInfo,
+    ports: (u16, u16),
+    start: u32,
+    len: u32,
+    truncated: bool,
+}
+
+/// What a worker computed for one frame ([`Engine::prepare`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Prepared {
+    udp: Option<UdpAt>,
+    verdict: Option<Verdict>,
+}
+
+impl Prepared {
+    /// The UDP datagram `decoded` (the decoding of `f`) found, if any, to hand on.
+    #[inline]
+    pub fn decoded(f: &Frame<'_>, decoded: &Decoded<'_>) -> Self {
+        let udp = match *decoded {
+            Decoded::Udp {
+                ip,
+                src_port,
+                dst_port,
+                payload,
+                truncated,
+            } => Some(UdpAt {
+                ip,
+                ports: (src_port, dst_port),
+                start: (payload.as_ptr() as usize).wrapping_sub(f.data.as_ptr() as usize) as u32,
+                len: payload.len() as u32,
+                truncated,
+            }),
+            _ => None,
+        };
+        Prepared { udp, verdict: None }
+    }
+}
+
 /// Hands `e` to the sink, with the field tree when fields are recorded (the tree lives
 /// in the validator, not as long as the event: a copy carries it).
 #[inline]
@@ -213,36 +255,62 @@ impl Engine {
         self.file = file;
     }
 
-    /// Runs one frame whose whole UDP datagram (on the protocol's ports, not cut short)
-    /// was already validated into `verdict` — see [`Engine::wants_verdict`] — through the
-    /// stateful stage only.
-    pub fn frame_with<S: Sink + ?Sized>(&mut self, f: &Frame<'_>, verdict: Option<Verdict>, sink: &mut S) {
-        self.preset = verdict;
-        self.frame(f, sink);
+    /// Runs one frame through the stateful stage only, with what a worker already found
+    /// in it (see [`Engine::prepare`]): the frame is not decoded again, and a whole UDP
+    /// datagram's verdict is not computed again.
+    pub fn frame_with<S: Sink + ?Sized>(&mut self, f: &Frame<'_>, pre: Prepared, sink: &mut S) {
+        self.preset = pre.verdict;
+        match pre.udp {
+            Some(u) => {
+                let payload = f
+                    .data
+                    .get(u.start as usize..(u.start + u.len) as usize)
+                    .unwrap_or(&[]);
+                let decoded = Decoded::Udp {
+                    ip: u.ip,
+                    src_port: u.ports.0,
+                    dst_port: u.ports.1,
+                    payload,
+                    truncated: u.truncated,
+                };
+                self.frame_decoded(f, decoded, sink)
+            }
+            None => self.frame(f, sink),
+        }
         self.preset = None;
     }
 
-    /// The payload of a frame that the engine validates as a whole UDP datagram: what
-    /// a validation worker should compute a verdict for.
+    /// The stateless part of a frame, for a worker to compute ahead of the engine: its
+    /// UDP datagram found by decoding, and the verdict on it when it is whole and on the
+    /// protocol's ports (validation is a function of the payload alone).
     #[inline]
-    pub fn wants_verdict<'a>(ports: &PortSet, f: &Frame<'a>) -> Option<&'a [u8]> {
-        match decode(f.linktype, f.data) {
-            Decoded::Udp {
-                src_port,
-                dst_port,
-                payload,
-                truncated: false,
-                ..
-            } if !f.snaplen_truncated() && ports.on_port(src_port, dst_port) => Some(payload),
-            _ => None,
+    pub fn prepare(ports: &PortSet, validator: &mut Validator, f: &Frame<'_>) -> Prepared {
+        let decoded = decode(f.linktype, f.data);
+        let mut pre = Prepared::decoded(f, &decoded);
+        if let Decoded::Udp {
+            src_port,
+            dst_port,
+            payload,
+            truncated: false,
+            ..
+        } = decoded
+            && !f.snaplen_truncated()
+            && ports.on_port(src_port, dst_port)
+        {
+            pre.verdict = Some(validator.datagram(payload));
         }
+        pre
     }
 
     /// Runs one frame through both stages and hands its events to `sink`.
     pub fn frame<S: Sink + ?Sized>(&mut self, f: &Frame<'_>, sink: &mut S) {
+        self.frame_decoded(f, decode(f.linktype, f.data), sink)
+    }
+
+    fn frame_decoded<S: Sink + ?Sized>(&mut self, f: &Frame<'_>, decoded: Decoded<'_>, sink: &mut S) {
         let mut e = PacketEvent::new(f, self.file);
         let snap_cut = f.snaplen_truncated();
-        match decode(f.linktype, f.data) {
+        match decoded {
             Decoded::Udp {
                 ip,
                 src_port,

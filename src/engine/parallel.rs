@@ -6,8 +6,8 @@
 //! analyzed again on one core: the report is always the sequential one (only the peak
 //! reassembly memory, a sum over shards, differs).
 
-use super::batch::{Batch, read_frames, thread_failed};
-use super::{Config, FileEnd};
+use super::batch::{Batch, Recycler, read_frames, thread_failed};
+use super::{Config, FileEnd, Prepared};
 use crate::analysis::{Analyzer, Report, Statistics};
 use crate::capture::{CaptureError, CaptureReader};
 use crate::decode::{Decoded, decode};
@@ -18,7 +18,7 @@ use std::sync::mpsc::{SyncSender, sync_channel};
 enum Msg {
     Begin(String),
     Start(i64),
-    Frames(Batch),
+    Frames(Batch, Vec<Prepared>),
     End,
 }
 
@@ -38,10 +38,10 @@ fn fold(h: &mut u64, ip: IpAddr) {
 
 /// The shard of a frame: by its IP address pair (either direction), the quoted pair for
 /// ICMP, shard 0 for anything without one.
-fn shard_of(linktype: i32, data: &[u8], shards: usize) -> usize {
-    let pair = match decode(linktype, data) {
+fn shard_of(decoded: &Decoded, shards: usize) -> usize {
+    let pair = match decoded {
         Decoded::Udp { ip, .. } | Decoded::IpFragment { ip, .. } => Some((ip.src, ip.dst)),
-        Decoded::Icmp(i) => i.quoted.map(|q| (q.src.ip(), q.dst.ip())),
+        Decoded::Icmp(i) => i.quoted.as_ref().map(|q| (q.src.ip(), q.dst.ip())),
         _ => None,
     };
     let Some((a, b)) = pair else { return 0 };
@@ -52,9 +52,12 @@ fn shard_of(linktype: i32, data: &[u8], shards: usize) -> usize {
     (h % shards as u64) as usize
 }
 
-fn send(tx: &SyncSender<Msg>, batch: &mut Batch) {
-    if !batch.is_empty() {
-        let _ = tx.send(Msg::Frames(std::mem::replace(batch, Batch::new())));
+type Frames = (Batch, Vec<Prepared>);
+
+fn send(tx: &SyncSender<Msg>, batch: &mut Frames, pool: &Recycler<Frames>) {
+    if !batch.0.is_empty() {
+        let (b, p) = std::mem::replace(batch, pool.take(|| (Batch::new(), Vec::new())));
+        let _ = tx.send(Msg::Frames(b, p));
     }
 }
 
@@ -78,18 +81,24 @@ pub fn analyze_files(
     shard_cfg.reassembly_budget = (shard_cfg.reassembly_budget / shards).max(1 << 20);
     let mut txs = Vec::new();
     let mut workers = Vec::new();
+    let pool = Recycler::<Frames>::new(shards * 18);
     for _ in 0..shards {
         let (tx, rx) = sync_channel::<Msg>(16);
         let mut a = Analyzer::new(shard_cfg.clone());
+        let back = pool.returner();
         workers.push(std::thread::spawn(move || {
             for msg in rx {
                 match msg {
                     Msg::Begin(name) => a.begin_file(&name),
                     Msg::Start(ts) => a.set_timeline_start(ts),
-                    Msg::Frames(b) => {
-                        for f in b.frames() {
-                            a.frame(&f);
+                    // Decoded once, by the reader that routed them.
+                    Msg::Frames(mut b, mut pre) => {
+                        for (f, p) in b.frames().zip(pre.iter()) {
+                            a.frame_with(&f, *p);
                         }
+                        b.clear();
+                        pre.clear();
+                        let _ = back.try_send((b, pre));
                     }
                     Msg::End => a.end_file(None, None),
                 }
@@ -112,7 +121,8 @@ pub fn analyze_files(
         for tx in &txs {
             let _ = tx.send(Msg::Begin(path.display().to_string()));
         }
-        let mut batches: Vec<Batch> = (0..shards).map(|_| Batch::new()).collect();
+        let mut batches: Vec<(Batch, Vec<Prepared>)> =
+            (0..shards).map(|_| (Batch::new(), Vec::new())).collect();
         let error = read_frames(&mut r, i, progress, |f| {
             if !started {
                 started = true;
@@ -120,13 +130,15 @@ pub fn analyze_files(
                     let _ = tx.send(Msg::Start(f.ts_ns));
                 }
             }
-            let s = shard_of(f.linktype, f.data, shards);
-            if batches[s].push(f) {
-                send(&txs[s], &mut batches[s]);
+            let decoded = decode(f.linktype, f.data);
+            let s = shard_of(&decoded, shards);
+            batches[s].1.push(Prepared::decoded(f, &decoded));
+            if batches[s].0.push(f) {
+                send(&txs[s], &mut batches[s], &pool);
             }
         });
         for (s, b) in batches.iter_mut().enumerate() {
-            send(&txs[s], b);
+            send(&txs[s], b, &pool);
         }
         for tx in &txs {
             let _ = tx.send(Msg::End);

@@ -5,19 +5,19 @@
 //! reassembly, IP defragmentation, statistics). The analyzer is the sequential one with
 //! the verdicts handed in, so the report is the sequential report by construction.
 
-use super::batch::{Batch, read_frames, thread_failed};
-use super::{Config, Engine, FileEnd, Validator, Verdict};
+use super::batch::{Batch, Recycler, read_frames, thread_failed};
+use super::{Config, Engine, FileEnd, Prepared, Validator};
 use crate::analysis::{Analyzer, Report};
 use crate::capture::{CaptureError, CaptureReader};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::mpsc::{Receiver, sync_channel};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 
 /// In reading order; workers pass everything but frames through untouched.
 enum Msg {
     Begin(String),
-    Frames(Batch, Vec<Option<Verdict>>),
+    Frames(Batch, Vec<Prepared>),
     End(FileEnd),
 }
 
@@ -45,17 +45,14 @@ pub fn analyze_files(
             loop {
                 let next = rx.lock().map(|r| r.recv());
                 let Ok(Ok((seq, msg))) = next else { break };
-                let msg =
-                    match msg {
-                        Msg::Frames(batch, mut verdicts) => {
-                            verdicts.clear();
-                            verdicts.extend(batch.frames().map(|f| {
-                                Engine::wants_verdict(&ports, &f).map(|payload| v.datagram(payload))
-                            }));
-                            Msg::Frames(batch, verdicts)
-                        }
-                        other => other,
-                    };
+                let msg = match msg {
+                    Msg::Frames(batch, mut verdicts) => {
+                        verdicts.clear();
+                        verdicts.extend(batch.frames().map(|f| Engine::prepare(&ports, &mut v, &f)));
+                        Msg::Frames(batch, verdicts)
+                    }
+                    other => other,
+                };
                 if tx.send((seq, msg)).is_err() {
                     break;
                 }
@@ -63,9 +60,11 @@ pub fn analyze_files(
         }));
     }
     drop(done_tx);
+    let pool = Recycler::<(Batch, Vec<Prepared>)>::new(workers * 4 + 4);
     let analyzer = {
         let cfg = cfg.clone();
-        std::thread::spawn(move || ordered(Analyzer::new(cfg), done_rx))
+        let back = pool.returner();
+        std::thread::spawn(move || ordered(Analyzer::new(cfg), done_rx, back))
     };
     let mut seq = 0u64;
     let mut send = |msg: Msg| {
@@ -82,17 +81,19 @@ pub fn analyze_files(
             }
         };
         send(Msg::Begin(path.display().to_string()));
-        let mut batch = Batch::new();
+        let fresh = || pool.take(|| (Batch::new(), Vec::new()));
+        let (mut batch, mut spare) = fresh();
         let error = read_frames(&mut r, i, progress, |f| {
             if batch.push(f) {
+                let (b, v) = fresh();
                 send(Msg::Frames(
-                    std::mem::replace(&mut batch, Batch::new()),
-                    Vec::new(),
+                    std::mem::replace(&mut batch, b),
+                    std::mem::replace(&mut spare, v),
                 ));
             }
         });
         if !batch.is_empty() {
-            send(Msg::Frames(batch, Vec::new()));
+            send(Msg::Frames(batch, spare));
         }
         send(Msg::End(FileEnd {
             error,
@@ -111,7 +112,7 @@ pub fn analyze_files(
 }
 
 /// The analyzer's side: messages back in reading order, frames with their verdicts.
-fn ordered(mut a: Analyzer, rx: Receiver<(u64, Msg)>) -> Report {
+fn ordered(mut a: Analyzer, rx: Receiver<(u64, Msg)>, back: SyncSender<(Batch, Vec<Prepared>)>) -> Report {
     let mut waiting: BTreeMap<u64, Msg> = BTreeMap::new();
     let mut next = 0u64;
     for (seq, msg) in rx {
@@ -120,10 +121,13 @@ fn ordered(mut a: Analyzer, rx: Receiver<(u64, Msg)>) -> Report {
             next += 1;
             match msg {
                 Msg::Begin(name) => a.begin_file(&name),
-                Msg::Frames(batch, verdicts) => {
-                    for (f, v) in batch.frames().zip(verdicts) {
-                        a.frame_with(&f, v);
+                Msg::Frames(mut batch, mut pre) => {
+                    for (f, p) in batch.frames().zip(pre.iter()) {
+                        a.frame_with(&f, *p);
                     }
+                    batch.clear();
+                    pre.clear();
+                    let _ = back.try_send((batch, pre));
                 }
                 Msg::End(end) => a.end_file(end.error, end.truncated_tail),
             }
