@@ -147,6 +147,10 @@ fn gzip_or_plain(r: impl Read + Send + 'static) -> std::io::Result<(Box<dyn BufR
 
 impl CaptureReader {
     pub fn open(path: &Path) -> Result<Self, CaptureError> {
+        Self::open_with(path, true)
+    }
+
+    fn open_with(path: &Path, fast: bool) -> Result<Self, CaptureError> {
         let name = path.display().to_string();
         let f = File::open(path).map_err(|e| CaptureError {
             file: name.clone(),
@@ -154,7 +158,7 @@ impl CaptureReader {
             frame: 0,
             message: format!("cannot open: {e}"),
         })?;
-        Self::from_read(&name, f)
+        Self::from_read_with(&name, f, fast)
     }
 
     /// Reads a capture from any byte stream (gzip detected by its magic).
@@ -166,14 +170,7 @@ impl CaptureReader {
     /// path is tested against.
     #[doc(hidden)]
     pub fn open_general(path: &Path) -> Result<Self, CaptureError> {
-        let name = path.display().to_string();
-        let f = File::open(path).map_err(|e| CaptureError {
-            file: name.clone(),
-            offset: 0,
-            frame: 0,
-            message: format!("cannot open: {e}"),
-        })?;
-        Self::from_read_with(&name, f, false)
+        Self::open_with(path, false)
     }
 
     fn from_read_with(name: &str, r: impl Read + Send + 'static, fast: bool) -> Result<Self, CaptureError> {
