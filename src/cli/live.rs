@@ -54,8 +54,11 @@ pub fn run(a: &LiveArgs) -> Result<ExitCode> {
     let mut cap = LiveCapture::start(&opts).map_err(|e| Error::Usage(e.to_string()))?;
     let stop = Arc::new(AtomicBool::new(false));
     if a.no_tui {
-        let s = stop.clone();
-        let _ = ctrlc::set_handler(move || s.store(true, Ordering::Relaxed));
+        // The first signal stops the capture and prints the report; a second one exits.
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone());
+            let _ = signal_hook::flag::register(sig, stop.clone());
+        }
     }
     let start = Instant::now();
     let over = |stop: &AtomicBool| {
