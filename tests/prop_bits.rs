@@ -189,6 +189,21 @@ proptest! {
         }
     }
 
+    /// The seed hashed once per protocol gives the CRC of one pass over id, zeroed CRC
+    /// field and the rest (SPEC §1), for 32- and 64-bit ids.
+    #[test]
+    fn seeded_crc_is_one_pass_over_the_prefixed_packet(id in any::<u64>(), wide in any::<bool>(),
+                                                       data in proptest::collection::vec(any::<u8>(), 0..300)) {
+        let id = if wide { validate::ProtocolId::new64(id) } else { validate::ProtocolId::new32(id as u32) };
+        let (prefix, n) = id.prefix();
+        let mut whole = prefix[..n].to_vec();
+        whole.extend_from_slice(&[0; 4]);
+        whole.extend_from_slice(data.get(4..).unwrap_or(&[]));
+        let expected = (data.len() >= 4).then(|| crc32fast::hash(&whole));
+        prop_assert_eq!(validate::CrcSeed::new(id).packet_crc(&data), expected);
+        prop_assert_eq!(validate::packet_crc(id, &data), expected);
+    }
+
     #[test]
     fn article_packets_round_trip(seq in any::<u16>(), a in -10i32..=10, b in -20i32..=20, c in -30i32..=30,
                                   items in proptest::collection::vec(-100i32..=100, 0..300)) {

@@ -7,7 +7,7 @@ use crate::engine::seq::SeqEvent;
 use crate::validate::CrcStatus;
 use serde::Serialize;
 use std::fmt;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 /// A UDP conversation in one direction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -20,20 +20,7 @@ impl FlowId {
     /// The flow as plain integers, cheap to hash and compare (IPv4 mapped into IPv6).
     #[inline]
     pub fn packed(&self) -> PackedFlow {
-        #[inline]
-        fn bits(ip: std::net::IpAddr) -> u128 {
-            match ip {
-                std::net::IpAddr::V4(a) => a.to_ipv6_mapped().to_bits(),
-                std::net::IpAddr::V6(a) => a.to_bits(),
-            }
-        }
-        PackedFlow {
-            src: bits(self.src.ip()),
-            dst: bits(self.dst.ip()),
-            ports: (self.src.port() as u32) << 16 | self.dst.port() as u32,
-            // An IPv4 address and its mapped IPv6 form are different flows.
-            v6: (self.src.is_ipv6() as u8) << 1 | self.dst.is_ipv6() as u8,
-        }
+        PackedFlow::new(self.src.ip(), self.dst.ip(), self.src.port(), self.dst.port())
     }
 }
 
@@ -44,6 +31,27 @@ pub struct PackedFlow {
     dst: u128,
     ports: u32,
     v6: u8,
+}
+
+impl PackedFlow {
+    /// Straight from the addresses and ports, without building socket addresses first.
+    #[inline]
+    pub fn new(src: IpAddr, dst: IpAddr, sport: u16, dport: u16) -> Self {
+        #[inline]
+        fn bits(ip: IpAddr) -> u128 {
+            match ip {
+                IpAddr::V4(a) => a.to_ipv6_mapped().to_bits(),
+                IpAddr::V6(a) => a.to_bits(),
+            }
+        }
+        PackedFlow {
+            src: bits(src),
+            dst: bits(dst),
+            ports: (sport as u32) << 16 | dport as u32,
+            // An IPv4 address and its mapped IPv6 form are different flows.
+            v6: (src.is_ipv6() as u8) << 1 | dst.is_ipv6() as u8,
+        }
+    }
 }
 
 impl fmt::Display for FlowId {

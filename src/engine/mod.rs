@@ -153,8 +153,9 @@ pub struct Engine {
     defrag: IpDefrag,
     ip_pieces: u64,
     flow_index: HashMap<PackedFlow, u32>,
-    /// The last flow looked up: one flow's traffic comes in runs.
-    last_flow: Option<(PackedFlow, u32)>,
+    /// The last two flows looked up: a session's traffic alternates between its two
+    /// directions, and one flow's comes in runs.
+    recent: [Option<(PackedFlow, u32)>; 2],
     flows: Vec<FlowState>,
     budget: Budget,
     reassembled: Vec<u8>,
@@ -163,9 +164,6 @@ pub struct Engine {
     /// Per-sender sequence spaces: (sender, space) and its tracker, in first-use order.
     senders: Vec<((SocketAddr, u8), SeqTracker)>,
     sender_index: HashMap<(SocketAddr, u8), usize>,
-    /// The verdict on the current frame's datagram, computed beforehand on another
-    /// thread (`frame_with`); validation is a function of the payload alone.
-    preset: Option<Verdict>,
 }
 
 /// A frame's UDP datagram, located in the frame (what decoding found, handed from a
@@ -235,14 +233,13 @@ impl Engine {
             defrag: IpDefrag::default(),
             ip_pieces: 0,
             flow_index: HashMap::new(),
-            last_flow: None,
+            recent: [None; 2],
             flows: Vec::new(),
             reassembled: Vec::new(),
             fragment_frames: Vec::new(),
             file: 0,
             senders: Vec::new(),
             sender_index: HashMap::new(),
-            preset: None,
         }
     }
 
@@ -258,9 +255,8 @@ impl Engine {
     /// Runs one frame through the stateful stage only, with what a worker already found
     /// in it (see [`Engine::prepare`]): the frame is not decoded again, and a whole UDP
     /// datagram's verdict is not computed again.
-    pub fn frame_with<S: Sink + ?Sized>(&mut self, f: &Frame<'_>, pre: Prepared, sink: &mut S) {
-        self.preset = pre.verdict;
-        match pre.udp {
+    pub fn frame_with<S: Sink + ?Sized>(&mut self, f: &Frame<'_>, pre: &Prepared, sink: &mut S) {
+        match &pre.udp {
             Some(u) => {
                 let payload = f
                     .data
@@ -273,11 +269,12 @@ impl Engine {
                     payload,
                     truncated: u.truncated,
                 };
-                self.frame_decoded(f, decoded, sink)
+                // Read where the worker left it: a copy staged on the stack first was
+                // read back before its stores had landed (store forwarding stalls).
+                self.frame_decoded(f, decoded, pre.verdict.as_ref(), sink)
             }
             None => self.frame(f, sink),
         }
-        self.preset = None;
     }
 
     /// The stateless part of a frame, for a worker to compute ahead of the engine: its
@@ -304,10 +301,17 @@ impl Engine {
 
     /// Runs one frame through both stages and hands its events to `sink`.
     pub fn frame<S: Sink + ?Sized>(&mut self, f: &Frame<'_>, sink: &mut S) {
-        self.frame_decoded(f, decode(f.linktype, f.data), sink)
+        self.frame_decoded(f, decode(f.linktype, f.data), None, sink)
     }
 
-    fn frame_decoded<S: Sink + ?Sized>(&mut self, f: &Frame<'_>, decoded: Decoded<'_>, sink: &mut S) {
+    /// `preset`: the verdict a worker computed on the whole datagram, if any.
+    fn frame_decoded<S: Sink + ?Sized>(
+        &mut self,
+        f: &Frame<'_>,
+        decoded: Decoded<'_>,
+        preset: Option<&Verdict>,
+        sink: &mut S,
+    ) {
         let mut e = PacketEvent::new(f, self.file);
         let snap_cut = f.snaplen_truncated();
         match decoded {
@@ -327,6 +331,7 @@ impl Engine {
                     payload,
                     truncated || snap_cut,
                     1,
+                    preset,
                     sink,
                 );
             }
@@ -360,6 +365,7 @@ impl Engine {
                                     payload,
                                     truncated,
                                     r.fragments,
+                                    None,
                                     sink,
                                 );
                                 done = true;
@@ -401,15 +407,14 @@ impl Engine {
 
     /// The flow's index, tracking it if there is room.
     #[inline]
-    fn track(&mut self, key: FlowId, frame: u64) -> Option<u32> {
-        let packed = key.packed();
-        if let Some((last, i)) = self.last_flow
-            && last == packed
-        {
-            return Some(i);
+    fn track(&mut self, packed: PackedFlow, key: impl FnOnce() -> FlowId, frame: u64) -> Option<u32> {
+        for (last, i) in self.recent.iter().flatten() {
+            if *last == packed {
+                return Some(*i);
+            }
         }
         if let Some(&i) = self.flow_index.get(&packed) {
-            self.last_flow = Some((packed, i));
+            self.recent = [Some((packed, i)), self.recent[0]];
             return Some(i);
         }
         if self.flows.len() >= self.cfg.max_flows {
@@ -417,9 +422,9 @@ impl Engine {
         }
         let i = self.flows.len() as u32;
         self.flow_index.insert(packed, i);
-        self.last_flow = Some((packed, i));
+        self.recent = [Some((packed, i)), self.recent[0]];
         self.flows.push(FlowState {
-            key,
+            key: key(),
             seq: SeqTracker::new(self.cfg.sequence_bits()),
             spaces: Vec::new(),
             frags: FlowReassembly::default(),
@@ -438,15 +443,17 @@ impl Engine {
         payload: &'a [u8],
         truncated: bool,
         ip_fragments: u32,
+        preset: Option<&Verdict>,
         sink: &mut S,
     ) {
-        let key = FlowId {
+        // Filled in place: the event is large, and copying it per frame showed; the flow
+        // is built in the event, not staged and copied (store forwarding stalls).
+        e.ip = Some(ip);
+        let key = || FlowId {
             src: SocketAddr::new(ip.src, sport),
             dst: SocketAddr::new(ip.dst, dport),
         };
-        // Filled in place: the event is large, and copying it per frame showed.
-        e.ip = Some(ip);
-        e.flow = Some(key);
+        e.flow = Some(key());
         e.ip_fragments = ip_fragments;
         e.truncated = truncated;
         e.payload = payload;
@@ -458,15 +465,19 @@ impl Engine {
         }
         e.kind = Kind::Game;
         e.over_budget = payload.len() as u32 > self.cfg.format.mtu_budget;
-        e.flow_index = self.track(key, f.number);
+        e.flow_index = self.track(PackedFlow::new(ip.src, ip.dst, sport, dport), key, f.number);
         if truncated {
             e.status = Status::Truncated;
             sink.packet(e);
             return;
         }
-        let v = match self.preset.take() {
+        let computed;
+        let v = match preset {
             Some(v) if ip_fragments <= 1 => v,
-            _ => self.validator.datagram(payload),
+            _ => {
+                computed = self.validator.datagram(payload);
+                &computed
+            }
         };
         e.status = v.status;
         e.crc = v.crc;
@@ -501,8 +512,9 @@ impl Engine {
             match (space, program.and_then(|p| p.spaces.get(space as usize))) {
                 (0, _) | (_, None) => flow.seq.observe(sequence, fragment),
                 (s, Some(def)) if def.per_sender => {
-                    let i = *self.sender_index.entry((key.src, s)).or_insert_with(|| {
-                        self.senders.push(((key.src, s), SeqTracker::new(bits)));
+                    let src = SocketAddr::new(ip.src, sport);
+                    let i = *self.sender_index.entry((src, s)).or_insert_with(|| {
+                        self.senders.push(((src, s), SeqTracker::new(bits)));
                         self.senders.len() - 1
                     });
                     self.senders[i].1.observe(sequence, fragment)
@@ -561,7 +573,6 @@ impl Engine {
         let whole = PacketEvent {
             kind: Kind::Reassembled,
             ip: Some(ip),
-            flow: Some(key),
             flow_index: Some(index),
             payload: &self.reassembled,
             size: self.reassembled.len() as u32,

@@ -94,7 +94,7 @@ pub fn analyze_files(
                     // Decoded once, by the reader that routed them.
                     Msg::Frames(mut b, mut pre) => {
                         for (f, p) in b.frames().zip(pre.iter()) {
-                            a.frame_with(&f, *p);
+                            a.frame_with(&f, p);
                         }
                         b.clear();
                         pre.clear();

@@ -123,7 +123,7 @@ fn ordered(mut a: Analyzer, rx: Receiver<(u64, Msg)>, back: SyncSender<(Batch, V
                 Msg::Begin(name) => a.begin_file(&name),
                 Msg::Frames(mut batch, mut pre) => {
                     for (f, p) in batch.frames().zip(pre.iter()) {
-                        a.frame_with(&f, *p);
+                        a.frame_with(&f, p);
                     }
                     batch.clear();
                     pre.clear();

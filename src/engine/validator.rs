@@ -4,7 +4,7 @@
 use super::config::Config;
 use super::event::Status;
 use crate::dissect::{Dissection, Dissector, FaultKind, FragmentInfo};
-use crate::validate::{self, CrcStatus, HeaderFormat, ProtocolId};
+use crate::validate::{self, CrcSeed, CrcStatus, HeaderFormat};
 
 /// What validation found in one datagram.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -23,7 +23,8 @@ pub struct Verdict {
 /// Validates datagrams; reuses its buffers, so it allocates nothing once warm.
 #[derive(Clone)]
 pub struct Validator {
-    protocol_id: Option<ProtocolId>,
+    /// The checksum's constant prefix, hashed once.
+    crc: Option<CrcSeed>,
     format: HeaderFormat,
     dissector: Option<Dissector>,
     /// The field tree of the last datagram (recorded only when asked for).
@@ -36,9 +37,10 @@ impl Validator {
     pub fn new(cfg: &Config, record: bool) -> Self {
         Validator {
             // A protocol without a checksum is recognised by its header alone.
-            protocol_id: cfg
+            crc: cfg
                 .protocol_id
-                .filter(|_| cfg.checksum == super::config::Checksum::Crc32),
+                .filter(|_| cfg.checksum == super::config::Checksum::Crc32)
+                .map(CrcSeed::new),
             format: cfg.format,
             dissector: cfg.program.clone().map(|p| {
                 let mut d = Dissector::new(p);
@@ -59,8 +61,8 @@ impl Validator {
     pub fn datagram(&mut self, payload: &[u8]) -> Verdict {
         let mut v = Verdict::default();
         self.dissection.fields.clear();
-        if let Some(id) = self.protocol_id {
-            let crc = validate::verify_crc(id, payload);
+        if let Some(seed) = self.crc {
+            let crc = seed.verify(payload);
             v.crc = Some(crc);
             let failed = match crc {
                 CrcStatus::Ok => None,
@@ -127,8 +129,8 @@ impl Validator {
     pub fn reassembled(&mut self, packet: &[u8]) -> Verdict {
         let mut v = Verdict::default();
         self.dissection.fields.clear();
-        if let Some(id) = self.protocol_id {
-            let crc = validate::verify_crc(id, packet);
+        if let Some(seed) = self.crc {
+            let crc = seed.verify(packet);
             v.crc = Some(crc);
             if crc != CrcStatus::Ok {
                 v.status = Status::CrcMismatch;

@@ -6,7 +6,7 @@ pub mod fragment;
 pub mod header;
 pub mod seq;
 
-pub use crc::{CrcStatus, ProtocolId, packet_crc, stored_crc, verify_crc, write_crc};
+pub use crc::{CrcSeed, CrcStatus, ProtocolId, packet_crc, stored_crc, verify_crc, write_crc};
 pub use header::{
     CountEncoding, DecodedHeader, FRAGMENT_TYPE, FragmentHeader, Header, HeaderFormat, read_header,
     serialize_fragment_header, serialize_header,

@@ -573,7 +573,7 @@ impl Analyzer {
     }
 
     /// Analyzes one frame whose datagram another thread validated (`engine::pipeline`).
-    pub fn frame_with(&mut self, f: &Frame, pre: crate::engine::Prepared) {
+    pub fn frame_with(&mut self, f: &Frame, pre: &crate::engine::Prepared) {
         self.engine.frame_with(f, pre, &mut self.stats);
     }
 
