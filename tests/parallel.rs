@@ -397,3 +397,24 @@ proptest::proptest! {
         proptest::prop_assert!(piped == exact, "the pipeline differs");
     }
 }
+
+/// What decides between sharding and the pipeline: one session all goes to one shard;
+/// 64 clients spread over three shards (each gets about a third); an unreadable path
+/// counts as one session (the pipeline, which needs no spread).
+#[test]
+fn busiest_shard_share_tells_one_session_from_many() {
+    use gpcap::engine::parallel::busiest_shard_share;
+    let one = Path::new("captures/lossy-bursts.pcap");
+    for shards in [2, 3, 4] {
+        assert_eq!(busiest_shard_share(one, shards), 1.0, "{shards} shards");
+    }
+    let (dir, many) = common::gen_checked(
+        "dissectors/article.kdl",
+        "spread",
+        &["--clients", "64", "--duration", "2", "--summary-only"],
+    );
+    let share = busiest_shard_share(Path::new(&many), 3);
+    std::fs::remove_dir_all(dir).unwrap();
+    assert!(share > 0.25 && share < 0.5, "busiest of 3 shards got {share}");
+    assert_eq!(busiest_shard_share(Path::new("captures/no-such.pcap"), 3), 1.0);
+}
