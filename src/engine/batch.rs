@@ -1,7 +1,7 @@
 //! Frames copied out of the reader's buffer in batches, to hand to other threads
 //! (shards, validation workers) without a channel message per frame.
 
-use crate::capture::{CaptureError, CaptureReader, Frame};
+use crate::capture::{CaptureError, Frame};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 const BATCH_FRAMES: usize = 2048;
@@ -95,28 +95,6 @@ impl<T> Recycler<T> {
     /// A spent value, or a new one.
     pub fn take(&self, make: impl FnOnce() -> T) -> T {
         self.spent.try_recv().unwrap_or_else(|_| make())
-    }
-}
-
-/// Hands every frame of `r` (file `file`) to `each`, reporting progress now and then;
-/// the read error that stopped it, if any (the frames before it were handed on).
-pub fn read_frames(
-    r: &mut CaptureReader,
-    file: usize,
-    progress: &mut dyn FnMut(usize, u64),
-    mut each: impl FnMut(&Frame),
-) -> Option<CaptureError> {
-    loop {
-        match r.next_frame() {
-            Ok(Some(f)) => {
-                each(&f);
-                if f.number.is_multiple_of(65536) {
-                    progress(file, r.offset());
-                }
-            }
-            Ok(None) => return None,
-            Err(e) => return Some(e),
-        }
     }
 }
 

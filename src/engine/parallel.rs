@@ -6,7 +6,8 @@
 //! analyzed again on one core: the report is always the sequential one (only the peak
 //! reassembly memory, a sum over shards, differs).
 
-use super::batch::{Batch, Recycler, read_frames, thread_failed};
+use super::batch::{Batch, Recycler, thread_failed};
+use super::run::read_frames;
 use super::{Config, FileEnd, Prepared};
 use crate::analysis::{Analyzer, Report, Statistics};
 use crate::capture::{CaptureError, CaptureReader};
@@ -157,6 +158,7 @@ pub fn analyze_files(
             if batches[s].0.push(f) {
                 send(&txs[s], &mut batches[s], &pool);
             }
+            true
         });
         for (s, b) in batches.iter_mut().enumerate() {
             send(&txs[s], b, &pool);

@@ -5,7 +5,8 @@
 //! reassembly, IP defragmentation, statistics). The analyzer is the sequential one with
 //! the verdicts handed in, so the report is the sequential report by construction.
 
-use super::batch::{Batch, Recycler, read_frames, thread_failed};
+use super::batch::{Batch, Recycler, thread_failed};
+use super::run::read_frames;
 use super::{Config, Engine, FileEnd, Prepared, Validator};
 use crate::analysis::{Analyzer, Report};
 use crate::capture::{CaptureError, CaptureReader};
@@ -91,6 +92,7 @@ pub fn analyze_files(
                     std::mem::replace(&mut spare, v),
                 ));
             }
+            true
         });
         if !batch.is_empty() {
             send(Msg::Frames(batch, spare));
