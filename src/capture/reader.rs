@@ -251,7 +251,7 @@ impl CaptureReader {
     }
 
     /// The fast path's next frame (classic pcap).
-    #[inline]
+    #[inline(always)]
     fn next_fast(&mut self) -> Result<Option<Frame<'_>>, CaptureError> {
         if self.done {
             return Ok(None);
@@ -281,39 +281,52 @@ impl CaptureReader {
                     data: fast.data(rec.start, rec.len),
                 }))
             }
-            Err(stop) => {
-                self.done = true;
-                let gzip_cut = self.gzip_cut.as_ref().is_some_and(|c| c.load(Relaxed));
-                match stop {
-                    Stop::End | Stop::Cut(_) if gzip_cut => {
-                        self.truncated_tail = Some(
-                            self.error(
-                                "the gzip stream is cut short; every complete frame before the cut was read"
-                                    .into(),
-                            ),
-                        );
-                        Ok(None)
-                    }
-                    Stop::End => Ok(None),
-                    Stop::Cut(left) => {
-                        self.truncated_tail = Some(self.error(format!(
-                            "last record truncated ({left} bytes of an incomplete record)"
-                        )));
-                        Ok(None)
-                    }
-                    Stop::TooLarge => Err(self.error(format!("record larger than {} MiB", MAX_BLOCK >> 20))),
-                    Stop::Read(e) => Err(self.error(format!("read failed: {e}"))),
-                }
+            Err(stop) => self.fast_stopped(stop),
+        }
+    }
+
+    /// Why the fast path stopped, said as the general path says it (rare: out of line).
+    #[cold]
+    #[inline(never)]
+    fn fast_stopped(&mut self, stop: Stop) -> Result<Option<Frame<'_>>, CaptureError> {
+        self.done = true;
+        let gzip_cut = self.gzip_cut.as_ref().is_some_and(|c| c.load(Relaxed));
+        match stop {
+            Stop::End | Stop::Cut(_) if gzip_cut => {
+                self.truncated_tail = Some(self.error(
+                    "the gzip stream is cut short; every complete frame before the cut was read".into(),
+                ));
+                Ok(None)
             }
+            Stop::End => Ok(None),
+            Stop::Cut(left) => {
+                self.truncated_tail = Some(self.error(format!(
+                    "last record truncated ({left} bytes of an incomplete record)"
+                )));
+                Ok(None)
+            }
+            Stop::TooLarge => Err(self.error(format!("record larger than {} MiB", MAX_BLOCK >> 20))),
+            Stop::Read(e) => Err(self.error(format!("read failed: {e}"))),
         }
     }
 
     /// The next frame, `Ok(None)` at the end (see `truncated_tail`), or an error that
     /// ends reading (the frames before it stay valid).
+    ///
+    /// Inlined, so that the frame reaches its consumer in registers: returned through
+    /// memory it was read back before its stores had landed (a store-forwarding stall
+    /// that cost as much as reading the file).
+    #[inline]
     pub fn next_frame(&mut self) -> Result<Option<Frame<'_>>, CaptureError> {
         if self.fast.is_some() {
             return self.next_fast();
         }
+        self.next_general()
+    }
+
+    /// Every format but classic pcap, through pcap-parser.
+    #[inline(never)]
+    fn next_general(&mut self) -> Result<Option<Frame<'_>>, CaptureError> {
         let Some(mut inner) = self.inner.take() else {
             return Ok(None);
         };
