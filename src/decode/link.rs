@@ -287,6 +287,9 @@ pub fn decode_fast(linktype: i32, data: &[u8]) -> Option<Decoded<'_>> {
 }
 
 /// Slices one frame by its link type.
+/// Inlined with its fast path, so the decoding reaches the caller in registers rather
+/// than through memory read back before it landed; the general path stays out of line.
+#[inline]
 pub fn decode(linktype: i32, data: &[u8]) -> Decoded<'_> {
     if let Some(d) = decode_fast(linktype, data) {
         return d;
@@ -295,6 +298,7 @@ pub fn decode(linktype: i32, data: &[u8]) -> Decoded<'_> {
 }
 
 /// The general path: etherparse's lax slicer, which keeps every layer it could parse.
+#[inline(never)]
 pub fn decode_general(linktype: i32, data: &[u8]) -> Decoded<'_> {
     use linktype::*;
     let sliced = match linktype {

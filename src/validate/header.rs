@@ -96,7 +96,9 @@ pub struct DecodedHeader {
     pub body_bit: u64,
 }
 
-/// Reads the header (and fragment header for type 0) of one datagram.
+/// Reads the header (and fragment header for type 0) of one datagram. Inlined: once per
+/// datagram, its result returned through memory was read back before it had landed.
+#[inline]
 pub fn read_header(data: &[u8], fmt: &HeaderFormat) -> BitResult<DecodedHeader> {
     let mut s = ReadStream::new(data);
     let mut header = Header::default();
