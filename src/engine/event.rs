@@ -24,6 +24,15 @@ impl FlowId {
     }
 }
 
+/// An address as one integer, IPv4 as its mapped IPv6 form.
+#[inline]
+pub fn ip_bits(ip: IpAddr) -> u128 {
+    match ip {
+        IpAddr::V4(a) => a.to_ipv6_mapped().to_bits(),
+        IpAddr::V6(a) => a.to_bits(),
+    }
+}
+
 /// [`FlowId`] as integers: the flow table's key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct PackedFlow {
@@ -37,16 +46,9 @@ impl PackedFlow {
     /// Straight from the addresses and ports, without building socket addresses first.
     #[inline]
     pub fn new(src: IpAddr, dst: IpAddr, sport: u16, dport: u16) -> Self {
-        #[inline]
-        fn bits(ip: IpAddr) -> u128 {
-            match ip {
-                IpAddr::V4(a) => a.to_ipv6_mapped().to_bits(),
-                IpAddr::V6(a) => a.to_bits(),
-            }
-        }
         PackedFlow {
-            src: bits(src),
-            dst: bits(dst),
+            src: ip_bits(src),
+            dst: ip_bits(dst),
             ports: (sport as u32) << 16 | dport as u32,
             // An IPv4 address and its mapped IPv6 form are different flows.
             v6: (src.is_ipv6() as u8) << 1 | dst.is_ipv6() as u8,
