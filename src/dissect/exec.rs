@@ -549,6 +549,27 @@ impl<'p> Exec<'p> {
         Ok(())
     }
 
+    /// One element of an array or list inside a plan: the body's own plan run directly,
+    /// without the per-element lookup and fallback of [`Exec::block`] (a failure sends
+    /// the whole enclosing block back to the interpreter, which locates it), or the
+    /// interpreter for a body without a plan.
+    #[inline]
+    fn planned_element(
+        &mut self,
+        r: &mut BitReader,
+        out: &mut Dissection,
+        body: Block,
+        parent: u32,
+        depth: u16,
+    ) -> Result<bool, Stop> {
+        let (base, ops) = self.program.plan.of(body);
+        if ops.is_empty() {
+            self.block(r, out, body, parent, depth)?;
+            return Ok(true);
+        }
+        self.run_plan(r, out, base, ops, parent, depth)
+    }
+
     /// Runs a block's validation plan (ops `base..` of the program's plan). `Ok(false)`:
     /// an op failed — out of bits, a value out of range, a division by zero, the field
     /// limit — and the interpreter must read the block again to locate it.
@@ -641,7 +662,9 @@ impl<'p> Exec<'p> {
                     for _ in 0..n {
                         *r = BitReader::at(data, pos);
                         self.count.set(count + 1);
-                        self.block(r, out, body, parent, depth)?;
+                        if !self.planned_element(r, out, body, parent, depth)? {
+                            return Ok(false);
+                        }
                         pos = r.bits_read();
                         count = self.count.get();
                     }
@@ -703,7 +726,9 @@ impl<'p> Exec<'p> {
                         }
                         *r = BitReader::at(data, pos);
                         self.count.set(count);
-                        self.block(r, out, body, parent, depth)?;
+                        if !self.planned_element(r, out, body, parent, depth)? {
+                            return Ok(false);
+                        }
                         pos = r.bits_read();
                         count = self.count.get();
                         i += 1;
