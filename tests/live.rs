@@ -260,3 +260,51 @@ fn veth_with_mtu_1280_reports_ip_fragmentation() {
     assert_eq!(m["over_link_mtu"].as_u64(), Some(expected.len() as u64));
     assert_eq!(r["report"]["validation"]["crc_ok"].as_u64(), Some(30));
 }
+
+/// Ctrl-C (SIGINT) ends `live --no-tui` with its final report, as `--duration` does:
+/// the first signal only asks the capture to stop.
+#[test]
+fn sigint_ends_live_with_the_final_report() {
+    if !root() {
+        return;
+    }
+    let child = Command::new(env!("CARGO_BIN_EXE_gpcap"))
+        .args([
+            "live",
+            "lo",
+            "--no-tui",
+            "--json",
+            "--duration",
+            "60",
+            "--interval",
+            "1000",
+            "--protocol-id",
+            "0x55667788",
+            "--port",
+            "40125",
+            "--filter",
+            "udp and dst port 40125",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("gpcap live");
+    std::thread::sleep(Duration::from_millis(1500));
+    let started = Instant::now();
+    assert!(sh(&format!("kill -INT {}", child.id())));
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "still running after SIGINT"
+    );
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last: serde_json::Value =
+        serde_json::from_str(stdout.lines().last().expect("a report line")).unwrap();
+    assert!(last["live"]["captured"].is_u64(), "{last}");
+}
