@@ -16,14 +16,6 @@ pub struct FlowId {
     pub dst: SocketAddr,
 }
 
-impl FlowId {
-    /// The flow as plain integers, cheap to hash and compare (IPv4 mapped into IPv6).
-    #[inline]
-    pub fn packed(&self) -> PackedFlow {
-        PackedFlow::new(self.src.ip(), self.dst.ip(), self.src.port(), self.dst.port())
-    }
-}
-
 /// An address as one integer, IPv4 as its mapped IPv6 form.
 #[inline]
 pub fn ip_bits(ip: IpAddr) -> u128 {

@@ -56,13 +56,14 @@ pub fn busiest_shard_share(path: &std::path::Path, shards: usize) -> f64 {
     let Ok(mut r) = CaptureReader::open(path) else {
         return 1.0;
     };
-    let mut counts = vec![0usize; shards.max(1)];
+    let shards = shards.max(1);
+    let mut counts = vec![0usize; shards];
     let mut n = 0;
-    while n < SAMPLE {
-        let Ok(Some(f)) = r.next_frame() else { break };
-        counts[shard_of(&decode(f.linktype, f.data), shards.max(1))] += 1;
+    let _ = read_frames(&mut r, 0, &mut |_, _| {}, |f| {
+        counts[shard_of(&decode(f.linktype, f.data), shards)] += 1;
         n += 1;
-    }
+        n < SAMPLE
+    });
     counts.iter().max().map_or(1.0, |&m| m as f64 / n.max(1) as f64)
 }
 

@@ -88,12 +88,11 @@ pub fn run_files<S: Sink + ?Sized>(
 pub fn sample_files(paths: &[PathBuf], ident: &mut crate::identify::Identifier) -> Result<(), CaptureError> {
     for path in paths {
         let mut r = CaptureReader::open(path)?;
-        while let Ok(Some(f)) = r.next_frame() {
+        // A read error ends the sample; analysis reports it.
+        let _ = read_frames(&mut r, 0, &mut |_, _| {}, |f| {
             ident.frame(f.linktype, f.data);
-            if ident.saturated() {
-                break;
-            }
-        }
+            !ident.saturated()
+        });
     }
     Ok(())
 }
