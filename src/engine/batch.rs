@@ -1,6 +1,8 @@
 //! Frames copied out of the reader's buffer in batches, to hand to other threads
 //! (shards, validation workers) without a channel message per frame.
 
+use super::Prepared;
+use crate::analysis::Analyzer;
 use crate::capture::{CaptureError, Frame};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
@@ -96,6 +98,22 @@ impl<T> Recycler<T> {
     pub fn take(&self, make: impl FnOnce() -> T) -> T {
         self.spent.try_recv().unwrap_or_else(|_| make())
     }
+}
+
+/// Runs a batch's frames through `a`'s stateful stage with what was found in them
+/// (shards and the pipeline's ordered stage alike), then sends its emptied memory back
+/// to the reader.
+pub fn analyze_batch(
+    a: &mut Analyzer,
+    (mut batch, mut pre): (Batch, Vec<Prepared>),
+    back: &SyncSender<(Batch, Vec<Prepared>)>,
+) {
+    for (f, p) in batch.frames().zip(pre.iter()) {
+        a.frame_with(&f, p);
+    }
+    batch.clear();
+    pre.clear();
+    let _ = back.try_send((batch, pre));
 }
 
 /// A worker thread panicked: said as a capture error, in words.

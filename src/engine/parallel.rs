@@ -6,7 +6,7 @@
 //! analyzed again on one core: the report is always the sequential one (only the peak
 //! reassembly memory, a sum over shards, differs).
 
-use super::batch::{Batch, Recycler, thread_failed};
+use super::batch::{Batch, Recycler, analyze_batch, thread_failed};
 use super::event::ip_bits;
 use super::run::read_frames;
 use super::{Config, FileEnd, Prepared};
@@ -107,14 +107,7 @@ pub fn analyze_files(
                     Msg::Begin(name) => a.begin_file(&name),
                     Msg::Start(ts) => a.set_timeline_start(ts),
                     // Decoded once, by the reader that routed them.
-                    Msg::Frames(mut b, mut pre) => {
-                        for (f, p) in b.frames().zip(pre.iter()) {
-                            a.frame_with(&f, p);
-                        }
-                        b.clear();
-                        pre.clear();
-                        let _ = back.try_send((b, pre));
-                    }
+                    Msg::Frames(b, pre) => analyze_batch(&mut a, (b, pre), &back),
                     Msg::End => a.end_file(None, None),
                 }
             }

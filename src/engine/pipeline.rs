@@ -5,7 +5,7 @@
 //! reassembly, IP defragmentation, statistics). The analyzer is the sequential one with
 //! the verdicts handed in, so the report is the sequential report by construction.
 
-use super::batch::{Batch, Recycler, thread_failed};
+use super::batch::{Batch, Recycler, analyze_batch, thread_failed};
 use super::run::read_frames;
 use super::{Config, Engine, FileEnd, Prepared, Validator};
 use crate::analysis::{Analyzer, Report};
@@ -123,14 +123,7 @@ fn ordered(mut a: Analyzer, rx: Receiver<(u64, Msg)>, back: SyncSender<(Batch, V
             next += 1;
             match msg {
                 Msg::Begin(name) => a.begin_file(&name),
-                Msg::Frames(mut batch, mut pre) => {
-                    for (f, p) in batch.frames().zip(pre.iter()) {
-                        a.frame_with(&f, p);
-                    }
-                    batch.clear();
-                    pre.clear();
-                    let _ = back.try_send((batch, pre));
-                }
+                Msg::Frames(batch, pre) => analyze_batch(&mut a, (batch, pre), &back),
                 Msg::End(end) => a.end_file(end.error, end.truncated_tail),
             }
         }

@@ -112,18 +112,23 @@ impl SeqTracker {
         if let Some(high) = self.highest
             && s.wrapping_sub(high as u64) & self.mask() == 1
         {
-            let ext = high + 1;
-            if ext >> self.bits != high >> self.bits {
-                self.stats.wraps += 1;
-            }
-            self.highest = Some(ext);
-            self.set(ext, true);
-            self.stats.received += 1;
-            self.stats.single += u64::from(!fragment);
-            self.stats.last = Some(s);
+            self.advance(high, high + 1, s, fragment);
             return SeqEvent::New { gap: 0 };
         }
         self.observe_general(s, fragment)
+    }
+
+    /// The highest sequence moves from `high` to `ext` (`s` on the wire), received.
+    #[inline]
+    fn advance(&mut self, high: i128, ext: i128, s: u64, fragment: bool) {
+        if ext >> self.bits != high >> self.bits {
+            self.stats.wraps += 1;
+        }
+        self.highest = Some(ext);
+        self.set(ext, true);
+        self.stats.received += 1;
+        self.stats.single += u64::from(!fragment);
+        self.stats.last = Some(s);
     }
 
     /// Any difference, wraps and widths up to 64 bits included; `s` is on the wire.
@@ -142,15 +147,7 @@ impl SeqTracker {
             for k in 1..=d.min(WINDOW as i128) {
                 self.set(high + k, false);
             }
-            let ext = high + d;
-            if ext >> self.bits != high >> self.bits {
-                self.stats.wraps += 1;
-            }
-            self.highest = Some(ext);
-            self.set(ext, true);
-            self.stats.received += 1;
-            self.stats.single += u64::from(!fragment);
-            self.stats.last = Some(s);
+            self.advance(high, high + d, s, fragment);
             let gap = (d - 1).min(u32::MAX as i128) as u32;
             if gap > 0 {
                 self.stats.lost += gap as u64;
