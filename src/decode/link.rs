@@ -200,7 +200,7 @@ fn quoted(payload: &[u8]) -> Option<QuotedDatagram> {
 /// cheaper than the general slicer). Anything else — truncated, fragmented, odd — is
 /// left to [`decode`]'s general path, which gives the same answer for what this accepts
 /// (a property test holds them equal).
-#[inline]
+#[inline(always)]
 pub fn decode_fast(linktype: i32, data: &[u8]) -> Option<Decoded<'_>> {
     use linktype::*;
     let (ip, vlan) = match linktype {

@@ -491,7 +491,11 @@ impl Engine {
         };
         e.sequence = Some(sequence);
         e.packet_type = Some(ptype);
-        e.fragment = v.fragment;
+        // Copied only when there is one: the whole option read back right after the
+        // validator's narrow stores stalled (store forwarding) on every datagram.
+        if let Some(fragment) = v.fragment {
+            e.fragment = Some(fragment);
+        }
         e.ack = v.ack;
         e.ack_bits = v.ack_bits;
         // A flow past the table's cap is validated and counted, without sequence

@@ -141,7 +141,7 @@ pub fn analyze_files(
             let decoded = decode(f.linktype, f.data);
             let s = shard_of(&decoded, shards);
             batches[s].1.push(Prepared::decoded(&f, &decoded));
-            if batches[s].0.push(&f) {
+            if batches[s].0.push(f) {
                 send(&txs[s], &mut batches[s], &pool);
             }
             true

@@ -85,7 +85,7 @@ pub fn analyze_files(
         let fresh = || pool.take(|| (Batch::new(), Vec::new()));
         let (mut batch, mut spare) = fresh();
         let error = read_frames(&mut r, i, progress, |f| {
-            if batch.push(&f) {
+            if batch.push(f) {
                 let (b, v) = fresh();
                 send(Msg::Frames(
                     std::mem::replace(&mut batch, b),
