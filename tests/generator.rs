@@ -9,7 +9,13 @@ use proptest::prelude::*;
 use std::sync::Arc;
 
 fn load(name: &str) -> Arc<Program> {
-    let path = format!("{}/dissectors/{name}", env!("CARGO_MANIFEST_DIR"));
+    // The shipped definitions, and the plan's shapes (a test fixture).
+    let dir = if name == "plan-shapes.kdl" {
+        "tests/fixtures"
+    } else {
+        "dissectors"
+    };
+    let path = format!("{}/{dir}/{name}", env!("CARGO_MANIFEST_DIR"));
     Arc::new(
         dissect::load(std::path::Path::new(&path))
             .unwrap_or_else(|e| panic!("{}", dissect::render(&e, false))),
@@ -108,7 +114,7 @@ proptest! {
     /// packets of every shipped definition.
     #[test]
     fn validation_agrees_with_full_dissection(seed in any::<u64>(), cut in 0usize..40, flip in any::<u32>()) {
-        for def in ["article.kdl", "example-shooter.kdl", "reliable.kdl", "netcode.kdl"] {
+        for def in ["article.kdl", "example-shooter.kdl", "reliable.kdl", "netcode.kdl", "plan-shapes.kdl"] {
             let p = load(def);
             let mut w = PacketWriter::new(&p);
             let mut rng = Rng::new(seed);
@@ -138,14 +144,28 @@ proptest! {
 /// packet's fields, validation stops at the same field and bit as a full dissection.
 #[test]
 fn validation_plan_keeps_the_field_limit() {
-    let p = load("article.kdl");
+    // Scene (a relative list of flat bodies), misc (fixed and flat arrays), and the
+    // shapes' nested arrays, flat rows and lists with arrays inside.
+    for (def, ty, least) in [
+        ("article.kdl", 4, 100),
+        ("article.kdl", 5, 40),
+        ("plan-shapes.kdl", 1, 40),
+        ("plan-shapes.kdl", 2, 30),
+        ("plan-shapes.kdl", 4, 30),
+    ] {
+        field_limit_agrees(def, ty, least);
+    }
+}
+
+fn field_limit_agrees(def: &str, ty: u32, least: u32) {
+    let p = load(def);
     let mut w = PacketWriter::new(&p);
     let mut rng = Rng::new(7);
     w.scale = 150;
-    let bytes = w.packet(&mut rng, 4, 7).unwrap();
+    let bytes = w.packet(&mut rng, ty, 7).unwrap();
     let fields = Dissector::new(p.clone()).dissect(&bytes).fields.len() as u32;
-    assert!(fields > 100, "a scene of {fields} fields");
-    for limit in [3, 10, 50, fields - 1, fields] {
+    assert!(fields > least, "{def} type {ty}: {fields} fields");
+    for limit in (1..fields).step_by(7).chain([fields - 1, fields]) {
         let mut q = (*p).clone();
         q.limits.max_fields = limit;
         let q = Arc::new(q);
@@ -153,7 +173,48 @@ fn validation_plan_keeps_the_field_limit() {
         let mut fast = Dissector::new(q);
         fast.record = false;
         let quick = fast.dissect(&bytes);
-        assert_eq!(quick.fault, full.fault, "limit {limit}");
-        assert_eq!(full.fault.is_some(), limit < fields, "limit {limit}");
+        assert_eq!(quick.fault, full.fault, "{def} type {ty}: limit {limit}");
+        assert_eq!(
+            full.fault.is_some(),
+            limit < fields,
+            "{def} type {ty}: limit {limit}"
+        );
     }
 }
+
+/// Every single-bit flip and every cut of a packet of each type: validation (the plan,
+/// the interpreter where it fails) says what a full dissection says. A plan that
+/// accepted a value out of range or read past the end would differ somewhere here.
+#[test]
+fn validation_agrees_on_every_bit_flip_and_cut() {
+    for def in ["article.kdl", "plan-shapes.kdl"] {
+        let p = load(def);
+        let mut w = PacketWriter::new(&p);
+        w.scale = 12;
+        let full = |b: &[u8]| Dissector::new(p.clone()).dissect(b);
+        let mut fast = Dissector::new(p.clone());
+        fast.record = false;
+        for ty in w.types() {
+            for seed in 1..4 {
+                let bytes = w.packet(&mut Rng::new(seed), ty, 7).unwrap();
+                let mut variants: Vec<Vec<u8>> = (0..bytes.len()).map(|n| bytes[..n].to_vec()).collect();
+                for bit in 0..bytes.len() * 8 {
+                    let mut b = bytes.clone();
+                    b[bit / 8] ^= 1 << (bit % 8);
+                    variants.push(b);
+                }
+                for b in &variants {
+                    let (f, q) = (full(b), fast.dissect(b));
+                    assert_eq!(q.fault, f.fault, "{def} type {ty} seed {seed}: {b:02x?}");
+                    assert_eq!(q.bits_read, f.bits_read, "{def} type {ty} seed {seed}: {b:02x?}");
+                    assert_eq!(
+                        (q.sequence, q.packet_type, q.fragment),
+                        (f.sequence, f.packet_type, f.fragment),
+                        "{def} type {ty} seed {seed}"
+                    );
+                }
+            }
+        }
+    }
+}
+

@@ -199,6 +199,8 @@ pub struct Dissector {
     slots: Vec<i64>,
     /// Primitives traced while reading one leaf (reused).
     prims: Vec<Prim>,
+    /// Array and list elements plan runs are inside (reused).
+    elements: Vec<Element>,
     /// Record fields (false: validate only, for the fast path).
     pub record: bool,
 }
@@ -208,6 +210,7 @@ impl Dissector {
         Dissector {
             slots: vec![0; program.slot_count],
             prims: Vec::with_capacity(8),
+            elements: Vec::with_capacity(4 * ELEMENT_STACK),
             record: true,
             program,
         }
@@ -227,12 +230,17 @@ impl Dissector {
         out.ack = None;
         out.ack_bits = None;
         out.fault = None;
-        self.slots.iter_mut().for_each(|s| *s = 0);
+        for &s in &self.program.plan.read_slots {
+            if let Some(x) = self.slots.get_mut(s as usize) {
+                *x = 0;
+            }
+        }
         let mut r = BitReader::new(data);
         let mut exec = Exec {
             program: &self.program,
             slots: &mut self.slots,
             prims: &mut self.prims,
+            elements: &mut self.elements,
             record: self.record,
             count: std::cell::Cell::new(0),
             rest: std::cell::Cell::new(None),
@@ -261,6 +269,9 @@ struct Exec<'p> {
     program: &'p Program,
     slots: &'p mut Vec<i64>,
     prims: &'p mut Vec<Prim>,
+    /// Open elements of the plan runs under way, innermost last (each run keeps its
+    /// own above where it started).
+    elements: &'p mut Vec<Element>,
     record: bool,
     /// Fields read so far (counted even when not recorded, for the limit).
     count: std::cell::Cell<u32>,
@@ -271,6 +282,71 @@ struct Exec<'p> {
 }
 
 struct Stop;
+
+/// Open array and list elements one plan run keeps (deeper nesting goes back to the
+/// interpreter, which starts runs of its own).
+const ELEMENT_STACK: usize = 4;
+
+/// An array or list element a plan run is inside: where its body's plan starts, where to
+/// go on when the last element is done, and what decides whether another follows.
+#[derive(Clone, Copy, Default)]
+struct Element {
+    entry: u32,
+    back: u32,
+    /// Array: elements still to read after this one. List: elements done.
+    left: u64,
+    /// List: the index that ends it (arrays: -1).
+    max: i64,
+    previous: i64,
+}
+
+/// A relative list's next index after `previous`, read at `pos` (the article's ladder:
+/// a flag for +1, else flags choosing a range, then the difference); `None` when out
+/// of bits or past `max`. Counts the element's group, its index group, the flags and
+/// the difference as the interpreter does.
+#[inline(always)]
+fn relative_next(
+    data: &[u8],
+    len: u64,
+    pos: &mut u64,
+    count: &mut u32,
+    previous: i64,
+    max: i64,
+) -> Option<i64> {
+    let flag = |pos: &mut u64| {
+        let v = (*pos < len).then(|| BitReader::peek_at(data, *pos, 1));
+        *pos += 1;
+        v
+    };
+    *count += 3;
+    let diff = match flag(pos)? {
+        1 => 1,
+        _ => {
+            let mut range = (126, max + 1);
+            for rung in RELATIVE_INDEX_LADDER {
+                *count += 1;
+                if flag(pos)? == 1 {
+                    range = rung;
+                    break;
+                }
+            }
+            let (lo, hi) = range;
+            let width = crate::bits::int_width(lo, hi).unwrap_or(0);
+            if *pos + width as u64 > len {
+                return None;
+            }
+            let d = lo + BitReader::peek_at(data, *pos, width) as i64;
+            *pos += width as u64;
+            *count += 1;
+            if d > hi {
+                return None;
+            }
+            d
+        }
+    };
+    let index = previous + diff;
+    (index <= max).then_some(index)
+}
 
 type Step = Result<(), Stop>;
 
@@ -288,7 +364,9 @@ struct Here {
 impl<'p> Exec<'p> {
     fn packet(&mut self, r: &mut BitReader, out: &mut Dissection) -> Step {
         let p = self.program;
-        self.block(r, out, p.header, ROOT, 0)?;
+        if self.record || !self.planned(r, out, p.plan.header)? {
+            self.block(r, out, p.header, ROOT, 0)?;
+        }
         out.crc = self.role(Role::Crc).map(|v| v as u32);
         out.sequence = self.role(Role::Sequence).map(|v| v as u64);
         let ty = self.role(Role::Type).unwrap_or(0) as u32;
@@ -367,28 +445,13 @@ impl<'p> Exec<'p> {
 
     fn body(&mut self, r: &mut BitReader, out: &mut Dissection, ty: u32) -> Step {
         let p = self.program;
-        let Some(def) = p.packet(ty) else {
-            let at = out
-                .fields
-                .iter()
-                .find(|f| matches!(f.label, Label::Node(n) if p.nodes[n as usize].role == Some(Role::Type)))
-                .map(|f| f.bit_offset)
-                .unwrap_or(0);
-            let name = p
-                .nodes
-                .iter()
-                .find(|n| n.role == Some(Role::Type))
-                .map(|n| n.name.clone());
-            return self.fault(
-                out,
-                FaultKind::UnknownType,
-                name.unwrap_or_else(|| "type".into()),
-                at,
-                format!("no packet is defined for type {ty}"),
-            );
-        };
-        self.block(r, out, def.body, ROOT, 0)?;
-        if let Some(magic) = p.params.end_check {
+        let entry = p.plan.bodies.get(ty as usize).copied().unwrap_or(plan::NO_ENTRY);
+        if self.record || !self.planned(r, out, entry)? {
+            self.body_read(r, out, ty)?;
+        }
+        if let Some(magic) = p.params.end_check
+            && (self.record || !self.end_check_fast(r, magic))
+        {
             self.leaf(
                 r,
                 out,
@@ -411,6 +474,69 @@ impl<'p> Exec<'p> {
             );
         }
         Ok(())
+    }
+
+    /// A top-level block's plan run straight from its entry (validation): true when it
+    /// passed, false when there is none or it failed (the reader put back where it was,
+    /// for the interpreter).
+    #[inline(always)]
+    fn planned(&mut self, r: &mut BitReader, out: &mut Dissection, entry: u32) -> Result<bool, Stop> {
+        if entry == plan::NO_ENTRY {
+            return Ok(false);
+        }
+        let (at, count) = (r.bits_read(), self.count.get());
+        if self.run_plan(r, out, entry, ROOT, 0)? {
+            return Ok(true);
+        }
+        *r = BitReader::at(r.data(), at);
+        self.count.set(count);
+        Ok(false)
+    }
+
+    /// A packet's body by its definition (the interpreter, or a fault for a type without one).
+    fn body_read(&mut self, r: &mut BitReader, out: &mut Dissection, ty: u32) -> Step {
+        let p = self.program;
+        let Some(def) = p.packet(ty) else {
+            let at = out
+                .fields
+                .iter()
+                .find(|f| matches!(f.label, Label::Node(n) if p.nodes[n as usize].role == Some(Role::Type)))
+                .map(|f| f.bit_offset)
+                .unwrap_or(0);
+            let name = p
+                .nodes
+                .iter()
+                .find(|n| n.role == Some(Role::Type))
+                .map(|n| n.name.clone());
+            return self.fault(
+                out,
+                FaultKind::UnknownType,
+                name.unwrap_or_else(|| "type".into()),
+                at,
+                format!("no packet is defined for type {ty}"),
+            );
+        };
+        self.block(r, out, def.body, ROOT, 0)
+    }
+
+    /// The end check without the interpreter, for validation: zero padding to the byte,
+    /// then the magic. False: the interpreter reads it again and says why.
+    #[inline(always)]
+    fn end_check_fast(&self, r: &mut BitReader, magic: u32) -> bool {
+        let (data, at) = (r.data(), r.bits_read());
+        let pad = r.align_bits();
+        let pos = at + pad as u64;
+        let fields = self.count.get() + 1 + u32::from(pad > 0);
+        if pos + 32 > r.len_bits()
+            || BitReader::peek_at(data, at, pad) != 0
+            || BitReader::peek_at(data, pos, 32) != magic
+            || fields > self.program.limits.max_fields
+        {
+            return false;
+        }
+        self.count.set(fields);
+        *r = BitReader::at(data, pos + 32);
+        true
     }
 
     #[inline]
@@ -531,17 +657,16 @@ impl<'p> Exec<'p> {
 
     fn block(&mut self, r: &mut BitReader, out: &mut Dissection, b: Block, parent: u32, depth: u16) -> Step {
         let p = self.program;
-        if !self.record {
-            let (base, ops) = p.plan.of(b);
-            if !ops.is_empty() {
-                let (at, count) = (r.bits_read(), self.count.get());
-                if self.run_plan(r, out, base, ops, parent, depth)? {
-                    return Ok(());
-                }
-                // Read the block again node by node: it says where and why.
-                *r = BitReader::at(r.data(), at);
-                self.count.set(count);
+        if !self.record
+            && let Some(entry) = p.plan.entry(b)
+        {
+            let (at, count) = (r.bits_read(), self.count.get());
+            if self.run_plan(r, out, entry, parent, depth)? {
+                return Ok(());
             }
+            // Read the block again node by node: it says where and why.
+            *r = BitReader::at(r.data(), at);
+            self.count.set(count);
         }
         for &id in p.block(b) {
             self.node(r, out, id, parent, depth)?;
@@ -549,189 +674,225 @@ impl<'p> Exec<'p> {
         Ok(())
     }
 
-    /// One element of an array or list inside a plan: the body's own plan run directly,
-    /// without the per-element lookup and fallback of [`Exec::block`] (a failure sends
-    /// the whole enclosing block back to the interpreter, which locates it), or the
-    /// interpreter for a body without a plan.
+    /// Runs the validation plan from op `entry` to its `Return`. Array and list elements
+    /// with plans of their own run in the same loop (a small stack of open elements),
+    /// without a call per element. `Ok(false)`: an op failed — out of bits, a value out
+    /// of range, a division by zero, a limit — and the interpreter must read the block
+    /// again to locate it.
     #[inline]
-    fn planned_element(
-        &mut self,
-        r: &mut BitReader,
-        out: &mut Dissection,
-        body: Block,
-        parent: u32,
-        depth: u16,
-    ) -> Result<bool, Stop> {
-        let (base, ops) = self.program.plan.of(body);
-        if ops.is_empty() {
-            self.block(r, out, body, parent, depth)?;
-            return Ok(true);
-        }
-        self.run_plan(r, out, base, ops, parent, depth)
-    }
-
-    /// Runs a block's validation plan (ops `base..` of the program's plan). `Ok(false)`:
-    /// an op failed — out of bits, a value out of range, a division by zero, the field
-    /// limit — and the interpreter must read the block again to locate it.
-    #[inline(never)]
     fn run_plan(
         &mut self,
         r: &mut BitReader,
         out: &mut Dissection,
-        base: u32,
-        ops: &[plan::Op],
+        entry: u32,
         parent: u32,
         depth: u16,
     ) -> Result<bool, Stop> {
-        use plan::Op;
+        let base = self.elements.len();
+        let done = self.run_ops(r, out, entry, parent, depth);
+        self.elements.truncate(base);
+        done
+    }
+
+    #[inline(never)]
+    fn run_ops(
+        &mut self,
+        r: &mut BitReader,
+        out: &mut Dissection,
+        entry: u32,
+        parent: u32,
+        depth: u16,
+    ) -> Result<bool, Stop> {
+        use plan::{NO_ENTRY, Op};
+        let program = self.program;
+        let plan = &program.plan;
+        let (ops, checks, segments) = (&plan.ops[..], &plan.checks[..], &plan.segments[..]);
+        let limits = &program.limits;
         let data = r.data();
         let len = r.len_bits();
         let mut pos = r.bits_read();
         let mut count = self.count.get();
-        let mut pc = 0usize;
-        while let Some(op) = ops.get(pc) {
+        let base = self.elements.len();
+        let mut pc = entry as usize;
+        loop {
+            let Some(op) = ops.get(pc) else {
+                return Ok(false);
+            };
             pc += 1;
             match *op {
-                Op::Skip { bits, fields } => {
-                    pos += bits as u64;
-                    if pos > len {
+                Op::Run {
+                    bits,
+                    fields,
+                    checks: (first, n),
+                } => {
+                    if pos + bits as u64 > len || !self.checked(plan::checks(checks, (first, n)), data, pos) {
                         return Ok(false);
                     }
+                    pos += bits as u64;
                     count += fields;
                 }
-                Op::Read {
-                    bits,
+                Op::Cond {
                     slot,
-                    max,
-                    bias,
+                    negate,
+                    bits,
+                    fields,
+                    checks: (first, n),
                 } => {
-                    if pos + bits as u64 > len {
-                        return Ok(false);
+                    if (self.slot(slot) != 0) == negate {
+                        continue;
                     }
-                    let v = BitReader::peek_at(data, pos, bits as u32);
-                    if v > max {
+                    if pos + bits as u64 > len || !self.checked(plan::checks(checks, (first, n)), data, pos) {
                         return Ok(false);
                     }
                     pos += bits as u64;
-                    count += 1;
-                    if slot != plan::NO_SLOT {
-                        self.seen |= u32::from((slot as usize) < ROLE_SLOTS) << (slot & 31);
-                        if let Some(x) = self.slots.get_mut(slot as usize) {
-                            *x = v as i64 + bias;
-                        }
-                    }
+                    count += fields;
                 }
-                Op::Read3 { bits, max } => {
-                    let bits = bits as u32;
-                    if pos + 3 * bits as u64 > len {
-                        return Ok(false);
-                    }
-                    let x = BitReader::peek_at(data, pos, bits);
-                    let y = BitReader::peek_at(data, pos + bits as u64, bits);
-                    let z = BitReader::peek_at(data, pos + 2 * bits as u64, bits);
-                    if x > max || y > max || z > max {
-                        return Ok(false);
-                    }
-                    pos += 3 * bits as u64;
-                    count += 4;
-                }
-                Op::Unless { cond, to } => match eval(self.program.expr(cond), self.slots) {
-                    Ok(0) => pc = to.wrapping_sub(base) as usize,
+                Op::Unless { cond, to } => match eval(program.expr(cond), self.slots) {
+                    Ok(0) => pc = to as usize,
                     Ok(_) => {}
                     Err(_) => return Ok(false),
                 },
                 Op::UnlessSlot { slot, negate, to } => {
                     if (self.slot(slot) == 0) != negate {
-                        pc = to.wrapping_sub(base) as usize;
+                        pc = to as usize;
                     }
                 }
-                Op::Goto { to } => pc = to.wrapping_sub(base) as usize,
-                Op::Array { count: c, body } => {
+                Op::Goto { to } => pc = to as usize,
+                Op::Array {
+                    count: c,
+                    body,
+                    entry,
+                    fixed,
+                    flat,
+                } => {
                     let n = match c {
                         Count::Const(n) => n,
-                        Count::Expr(e) => match eval(self.program.expr(e), self.slots) {
+                        Count::Expr(e) => match eval(program.expr(e), self.slots) {
                             Ok(n) => n.max(0) as u64,
                             Err(_) => return Ok(false),
                         },
                     };
-                    if n > self.program.limits.max_elements {
+                    if n > limits.max_elements {
                         return Ok(false);
                     }
                     // The array's group, then per element its group and body.
                     count += 1;
-                    for _ in 0..n {
-                        *r = BitReader::at(data, pos);
-                        self.count.set(count + 1);
-                        if !self.planned_element(r, out, body, parent, depth)? {
+                    if n == 0 {
+                        continue;
+                    }
+                    if fixed
+                        && let Some(Op::Run {
+                            bits,
+                            fields,
+                            checks: (first, k),
+                        }) = ops.get(entry as usize)
+                    {
+                        // One run per element and no slot: one bounds check for all.
+                        let total = n as u128 * (u64::from(*fields) + 1) as u128;
+                        if pos as u128 + n as u128 * *bits as u128 > len as u128
+                            || count as u128 + total > limits.max_fields as u128
+                        {
                             return Ok(false);
                         }
-                        pos = r.bits_read();
-                        count = self.count.get();
+                        let run = plan::checks(checks, (*first, *k));
+                        if !run.is_empty() {
+                            for i in 0..n {
+                                let at = pos + i * *bits as u64;
+                                if run
+                                    .iter()
+                                    .any(|c| BitReader::peek_masked(data, at + c.at as u64, c.mask) > c.max)
+                                {
+                                    return Ok(false);
+                                }
+                            }
+                        }
+                        pos += n * *bits as u64;
+                        count += total as u32;
+                    } else if flat.1 > 0 || entry == NO_ENTRY {
+                        let flat = segments
+                            .get(flat.0 as usize..(flat.0 + flat.1) as usize)
+                            .unwrap_or(&[]);
+                        for _ in 0..n {
+                            count += 1;
+                            if !self.planned_element(
+                                r,
+                                out,
+                                flat,
+                                body,
+                                (data, len),
+                                (&mut pos, &mut count),
+                                (parent, depth),
+                            )? {
+                                return Ok(false);
+                            }
+                        }
+                    } else if self.elements.len() - base < ELEMENT_STACK {
+                        count += 1;
+                        self.elements.push(Element {
+                            entry,
+                            back: pc as u32,
+                            left: n - 1,
+                            max: -1,
+                            previous: 0,
+                        });
+                        pc = entry as usize;
+                    } else {
+                        return Ok(false);
                     }
                 }
-                Op::RelativeList { max, body } => {
-                    let limit = self.program.limits.max_elements;
-                    let mut previous = -1i64;
-                    let mut i = 0u64;
-                    // The list's group; per element its group, the index group and
-                    // its flags and difference.
+                Op::RelativeList {
+                    max,
+                    body,
+                    entry,
+                    flat,
+                } => {
+                    // The list's group.
                     count += 1;
-                    loop {
-                        if i > limit {
-                            return Ok(false);
-                        }
-                        count += 3;
-                        let mut flag = || {
-                            let v = (pos < len).then(|| BitReader::peek_at(data, pos, 1));
-                            pos += 1;
-                            v
-                        };
-                        let diff = match flag() {
-                            None => return Ok(false),
-                            Some(1) => 1,
-                            Some(_) => {
-                                let mut range = (126, max + 1);
-                                for rung in RELATIVE_INDEX_LADDER {
-                                    count += 1;
-                                    match flag() {
-                                        None => return Ok(false),
-                                        Some(1) => {
-                                            range = rung;
-                                            break;
-                                        }
-                                        Some(_) => {}
-                                    }
-                                }
-                                let (lo, hi) = range;
-                                let width = crate::bits::int_width(lo, hi).unwrap_or(0);
-                                if pos + width as u64 > len {
-                                    return Ok(false);
-                                }
-                                let d = lo + BitReader::peek_at(data, pos, width) as i64;
-                                pos += width as u64;
-                                count += 1;
-                                if d > hi {
-                                    return Ok(false);
-                                }
-                                d
+                    let Some(index) = relative_next(data, len, &mut pos, &mut count, -1, max) else {
+                        return Ok(false);
+                    };
+                    if index == max {
+                        continue;
+                    }
+                    if flat.1 > 0 || entry == NO_ENTRY {
+                        let flat = segments
+                            .get(flat.0 as usize..(flat.0 + flat.1) as usize)
+                            .unwrap_or(&[]);
+                        let mut previous = index;
+                        let mut i = 0u64;
+                        loop {
+                            if !self.planned_element(
+                                r,
+                                out,
+                                flat,
+                                body,
+                                (data, len),
+                                (&mut pos, &mut count),
+                                (parent, depth),
+                            )? {
+                                return Ok(false);
                             }
-                        };
-                        let index = previous + diff;
-                        if index > max {
-                            return Ok(false);
+                            i += 1;
+                            if i > limits.max_elements || count > limits.max_fields {
+                                return Ok(false);
+                            }
+                            match relative_next(data, len, &mut pos, &mut count, previous, max) {
+                                None => return Ok(false),
+                                Some(index) if index == max => break,
+                                Some(index) => previous = index,
+                            }
                         }
-                        previous = index;
-                        if index == max {
-                            break;
-                        }
-                        *r = BitReader::at(data, pos);
-                        self.count.set(count);
-                        if !self.planned_element(r, out, body, parent, depth)? {
-                            return Ok(false);
-                        }
-                        pos = r.bits_read();
-                        count = self.count.get();
-                        i += 1;
+                    } else if self.elements.len() - base < ELEMENT_STACK {
+                        self.elements.push(Element {
+                            entry,
+                            back: pc as u32,
+                            max,
+                            previous: index,
+                            left: 0,
+                        });
+                        pc = entry as usize;
+                    } else {
+                        return Ok(false);
                     }
                 }
                 Op::Node(id) => {
@@ -741,14 +902,152 @@ impl<'p> Exec<'p> {
                     pos = r.bits_read();
                     count = self.count.get();
                 }
+                Op::Return => {
+                    if self.elements.len() <= base {
+                        break;
+                    }
+                    let Some(e) = self.elements.last_mut() else {
+                        break;
+                    };
+                    // Every element adds a field: the limit bounds the work too.
+                    if count > limits.max_fields {
+                        return Ok(false);
+                    }
+                    let more = if e.max >= 0 {
+                        // `left` counts the elements done.
+                        e.left += 1;
+                        if e.left > limits.max_elements {
+                            return Ok(false);
+                        }
+                        match relative_next(data, len, &mut pos, &mut count, e.previous, e.max) {
+                            None => return Ok(false),
+                            Some(index) => {
+                                e.previous = index;
+                                index != e.max
+                            }
+                        }
+                    } else if e.left > 0 {
+                        e.left -= 1;
+                        count += 1;
+                        true
+                    } else {
+                        false
+                    };
+                    if more {
+                        pc = e.entry as usize;
+                    } else {
+                        pc = e.back as usize;
+                        self.elements.pop();
+                    }
+                }
             }
         }
-        if count > self.program.limits.max_fields {
+        if count > limits.max_fields {
             return Ok(false);
         }
         *r = BitReader::at(data, pos);
         self.count.set(count);
         Ok(true)
+    }
+
+    /// One element of a flat body: its runs and conditional runs in order, a run not
+    /// taken checked anyway and dropped, so the data's flags cost no branch. False: out
+    /// of bits or a value out of range.
+    #[inline(always)]
+    fn segments(
+        &mut self,
+        segments: &[plan::Segment],
+        checks: &[plan::Check],
+        data: &[u8],
+        len: u64,
+        pos: &mut u64,
+        count: &mut u32,
+    ) -> bool {
+        for s in segments {
+            if s.slot != plan::NO_SLOT {
+                let take = (self.slot(s.slot) != 0) != s.negate;
+                if s.checks.1 == 0 {
+                    // Nothing to check: taken or not without a branch on the flag, the
+                    // data's own coin toss. (With checks, skipping them when not taken
+                    // measured faster than the saved branch.)
+                    if take & (*pos + s.bits as u64 > len) {
+                        return false;
+                    }
+                    *pos += std::hint::select_unpredictable(take, s.bits as u64, 0);
+                    *count += std::hint::select_unpredictable(take, s.fields, 0);
+                    continue;
+                }
+                if !take {
+                    continue;
+                }
+            }
+            if *pos + s.bits as u64 > len || !self.checked(plan::checks(checks, s.checks), data, *pos) {
+                return false;
+            }
+            *pos += s.bits as u64;
+            *count += s.fields;
+        }
+        *count <= self.program.limits.max_fields
+    }
+
+    /// A run's range checks, its bits at `pos` known to lie in the datagram, and the
+    /// slots its fields fill. False: a value out of range.
+    #[inline(always)]
+    fn checked(&mut self, checks: &[plan::Check], data: &[u8], pos: u64) -> bool {
+        for c in checks {
+            let v = BitReader::peek_masked(data, pos + c.at as u64, c.mask);
+            if v > c.max {
+                return false;
+            }
+            if c.slot != plan::NO_SLOT {
+                self.seen |= u32::from((c.slot as usize) < ROLE_SLOTS) << (c.slot & 31);
+                if let Some(x) = self.slots.get_mut(c.slot as usize) {
+                    *x = v as i64 + c.bias;
+                }
+            }
+        }
+        true
+    }
+
+    /// One array or list element inside a plan run, whose body has no plan of its own to
+    /// jump to: its flat segments, or (none) the interpreter.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn planned_element(
+        &mut self,
+        r: &mut BitReader,
+        out: &mut Dissection,
+        flat: &[plan::Segment],
+        body: Block,
+        (data, len): (&[u8], u64),
+        (pos, count): (&mut u64, &mut u32),
+        (parent, depth): (u32, u16),
+    ) -> Result<bool, Stop> {
+        if flat.is_empty() {
+            return self.interpret(r, out, pos, count, body, parent, depth);
+        }
+        let checks = &self.program.plan.checks[..];
+        Ok(self.segments(flat, checks, data, len, pos, count))
+    }
+
+    /// One element without a plan, read by the interpreter at `pos` inside a plan.
+    #[allow(clippy::too_many_arguments)]
+    fn interpret(
+        &mut self,
+        r: &mut BitReader,
+        out: &mut Dissection,
+        pos: &mut u64,
+        count: &mut u32,
+        body: Block,
+        parent: u32,
+        depth: u16,
+    ) -> Result<bool, Stop> {
+        *r = BitReader::at(r.data(), *pos);
+        self.count.set(*count);
+        self.block(r, out, body, parent, depth)?;
+        *pos = r.bits_read();
+        *count = self.count.get();
+        Ok(*count <= self.program.limits.max_fields)
     }
 
     fn bits(

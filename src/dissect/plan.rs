@@ -8,33 +8,37 @@
 
 use super::expr;
 use super::prims;
-use super::program::{Block, Count, Expr, Kind, NodeId, Program};
+use super::program::{Block, Count, Expr, Kind, NodeId, Program, ROLE_SLOTS};
 use crate::bits::int_width;
 
 /// No slot to write.
 pub const NO_SLOT: u16 = u16::MAX;
+
+/// No plan: the body is read by the interpreter.
+pub const NO_ENTRY: u32 = u32::MAX;
 
 /// Structs spliced into one plan at most this deep (deeper ones stay interpreter calls).
 const MAX_SPLICE: u32 = 8;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Op {
-    /// `fields` fields in `bits` bits that can fail only by running out of bits.
-    Skip {
+    /// `fields` fields in `bits` bits under one bounds check, then the range checks
+    /// `checks` (a range of [`Plan::checks`]) on the values at their offsets.
+    Run {
         bits: u32,
         fields: u32,
+        checks: (u32, u32),
     },
-    /// One value of `bits` (≤ 32) bits, at most `max` raw; `raw + bias` goes to `slot`.
-    Read {
-        bits: u8,
+    /// A run read only when the slot is non-zero (zero with `negate`): `if "flag" { … }`
+    /// around fixed-width fields, in one op instead of a jump and a run. (Checking the
+    /// run whether taken or not, to save the branch, measured slower: flags in game
+    /// state are mostly steady.)
+    Cond {
         slot: u16,
-        max: u32,
-        bias: i64,
-    },
-    /// A compressed vector: three values of `bits`, each at most `max` (4 fields).
-    Read3 {
-        bits: u8,
-        max: u32,
+        negate: bool,
+        bits: u32,
+        fields: u32,
+        checks: (u32, u32),
     },
     /// Unless the condition holds, go on at op `to`.
     Unless {
@@ -48,29 +52,80 @@ pub enum Op {
         negate: bool,
         to: u32,
     },
-    /// `array`: the body (with its own plan) `count` times.
+    /// `array`: the body `count` times; its plan starts at op `entry` ([`NO_ENTRY`]:
+    /// none). A `fixed` body is one run without slots, checked in one tight loop; a
+    /// `flat` one (a range of [`Plan::segments`], empty when not) only runs and
+    /// conditional runs, read segment after segment without dispatching ops.
     Array {
         count: Count,
         body: Block,
+        entry: u32,
+        fixed: bool,
+        flat: (u32, u32),
     },
     /// `relative-list`: the article's index ladder, then the body, until `max`.
     RelativeList {
         max: i64,
         body: Block,
+        entry: u32,
+        flat: (u32, u32),
     },
     Goto {
         to: u32,
     },
     /// The interpreter reads this node.
     Node(NodeId),
+    /// The end of a block's plan: back to the array or list that runs it as an element,
+    /// or done.
+    Return,
+}
+
+/// One value of a run: the bits of `mask` (≤ 32 of them) at `at` bits into the run, at
+/// most `max` raw; `raw + bias` goes to `slot`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Check {
+    pub at: u32,
+    pub mask: u32,
+    pub slot: u16,
+    pub max: u32,
+    pub bias: i64,
+}
+
+/// The checks `range` (first, count) of `checks` names.
+#[inline(always)]
+pub fn checks(checks: &[Check], (first, n): (u32, u32)) -> &[Check] {
+    checks
+        .get(first as usize..first as usize + n as usize)
+        .unwrap_or(&[])
+}
+
+/// A run or conditional run of a flat element body: read when `slot` is
+/// [`NO_SLOT`] (always) or non-zero (zero with `negate`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Segment {
+    pub slot: u16,
+    pub negate: bool,
+    pub bits: u32,
+    pub fields: u32,
+    pub checks: (u32, u32),
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Plan {
     pub ops: Vec<Op>,
-    /// The plan of the block starting at each index of `Program::children`, as a range
-    /// of `ops` (empty: read by the interpreter).
-    at: Vec<(u32, u32)>,
+    pub checks: Vec<Check>,
+    pub segments: Vec<Segment>,
+    /// The entry op of the block starting at each index of `Program::children`
+    /// ([`NO_ENTRY`]: read by the interpreter).
+    at: Vec<u32>,
+    /// The entry of each packet type's body, by type id ([`NO_ENTRY`]: no plan or no
+    /// such type), and of the header: one load where the lookup through the packet's
+    /// definition was a chain of them on every datagram.
+    pub bodies: Vec<u32>,
+    pub header: u32,
+    /// The slots an expression reads: the only ones a packet must start with at zero
+    /// (roles are read only once written, `Exec::seen`).
+    pub read_slots: Vec<u16>,
 }
 
 impl Plan {
@@ -78,8 +133,24 @@ impl Plan {
     pub fn build(p: &Program) -> Plan {
         let mut plan = Plan {
             ops: Vec::new(),
-            at: vec![(0, 0); p.children.len()],
+            checks: Vec::new(),
+            segments: Vec::new(),
+            at: vec![NO_ENTRY; p.children.len()],
+            bodies: Vec::new(),
+            header: NO_ENTRY,
+            read_slots: Vec::new(),
         };
+        // Slots something reads: expressions and roles. The plan writes no other.
+        let mut read = vec![false; p.slot_count.max(ROLE_SLOTS)];
+        for op in &p.code {
+            if let expr::Op::Slot(s) = *op
+                && let Some(r) = read.get_mut(s as usize)
+            {
+                *r = true;
+            }
+        }
+        plan.read_slots = (0..read.len() as u16).filter(|&s| read[s as usize]).collect();
+        read.iter_mut().take(ROLE_SLOTS).for_each(|r| *r = true);
         let mut blocks: Vec<Block> = vec![p.header];
         blocks.extend(p.fragment);
         blocks.extend(p.packets.iter().map(|d| d.body));
@@ -96,64 +167,161 @@ impl Plan {
             }
         }
         for b in blocks {
-            let Some(slot) = plan.at.get(b.start as usize) else {
+            let Some(&slot) = plan.at.get(b.start as usize) else {
                 continue;
             };
-            if b.len == 0 || slot.1 != 0 {
+            if b.len == 0 || slot != NO_ENTRY {
                 continue;
             }
-            let mut ops = Ops::default();
-            ops.flatten(p, b, 0);
-            let mut ops = ops.ops;
+            let mut block = Ops {
+                read: &read,
+                ..Ops::default()
+            };
+            block.flatten(p, b, 0);
             // Only what the interpreter would read node by node anyway: no plan.
-            if ops.iter().all(|o| matches!(o, Op::Node(_))) {
+            if block.ops.iter().all(|o| matches!(o, Op::Node(_))) {
                 continue;
             }
             let start = plan.ops.len() as u32;
-            for op in &mut ops {
-                if let Op::Unless { to, .. } | Op::UnlessSlot { to, .. } | Op::Goto { to } = op {
-                    *to += start;
+            let first_check = plan.checks.len() as u32;
+            for op in &mut block.ops {
+                match op {
+                    Op::Unless { to, .. } | Op::UnlessSlot { to, .. } | Op::Goto { to } => *to += start,
+                    Op::Run { checks, .. } | Op::Cond { checks, .. } => checks.0 += first_check,
+                    _ => {}
                 }
             }
-            plan.ops.extend(ops);
-            plan.at[b.start as usize] = (start, plan.ops.len() as u32 - start);
+            plan.ops.extend(block.ops);
+            plan.ops.push(Op::Return);
+            plan.checks.extend(block.checks);
+            plan.at[b.start as usize] = start;
+        }
+        plan.header = plan.entry(p.header).unwrap_or(NO_ENTRY);
+        plan.bodies = (0..p.by_type.len() as u32)
+            .map(|t| p.packet(t).and_then(|d| plan.entry(d.body)).unwrap_or(NO_ENTRY))
+            .collect();
+        // Every plan is built: point arrays and lists at their bodies' plans.
+        for i in 0..plan.ops.len() {
+            match plan.ops[i] {
+                Op::Array { body, .. } => {
+                    let to = plan.entry(body).unwrap_or(NO_ENTRY);
+                    let fixed = plan.fixed(to);
+                    let segments = plan.flat(to);
+                    if let Op::Array {
+                        entry,
+                        fixed: f,
+                        flat,
+                        ..
+                    } = &mut plan.ops[i]
+                    {
+                        *entry = to;
+                        *f = fixed;
+                        *flat = segments;
+                    }
+                }
+                Op::RelativeList { body, .. } => {
+                    let to = plan.entry(body).unwrap_or(NO_ENTRY);
+                    let segments = plan.flat(to);
+                    if let Op::RelativeList { entry, flat, .. } = &mut plan.ops[i] {
+                        *entry = to;
+                        *flat = segments;
+                    }
+                }
+                _ => {}
+            }
         }
         plan
     }
 
-    /// The ops of block `b`'s plan (empty when it has none).
+    /// The first op of block `b`'s plan, when it has one.
     #[inline]
-    pub fn of(&self, b: Block) -> (u32, &[Op]) {
-        match self.at.get(b.start as usize) {
-            Some(&(start, len)) if len > 0 => (
-                start,
-                self.ops
-                    .get(start as usize..(start + len) as usize)
-                    .unwrap_or(&[]),
-            ),
-            _ => (0, &[]),
+    pub fn entry(&self, b: Block) -> Option<u32> {
+        self.at.get(b.start as usize).copied().filter(|&e| e != NO_ENTRY)
+    }
+
+    /// The plan at `entry` as segments, when it is only runs and conditional runs
+    /// (empty range when not).
+    fn flat(&mut self, entry: u32) -> (u32, u32) {
+        let first = self.segments.len();
+        for op in self.ops.iter().skip(entry as usize) {
+            let segment = match *op {
+                Op::Run { bits, fields, checks } => Segment {
+                    slot: NO_SLOT,
+                    negate: false,
+                    bits,
+                    fields,
+                    checks,
+                },
+                Op::Cond {
+                    slot,
+                    negate,
+                    bits,
+                    fields,
+                    checks,
+                } => Segment {
+                    slot,
+                    negate,
+                    bits,
+                    fields,
+                    checks,
+                },
+                Op::Return => return (first as u32, (self.segments.len() - first) as u32),
+                _ => break,
+            };
+            self.segments.push(segment);
+        }
+        self.segments.truncate(first);
+        (first as u32, 0)
+    }
+
+    /// Whether the plan at `entry` is one run that writes no slot.
+    fn fixed(&self, entry: u32) -> bool {
+        let at = entry as usize;
+        match (self.ops.get(at), self.ops.get(at.wrapping_add(1))) {
+            (Some(Op::Run { checks, .. }), Some(Op::Return)) => self
+                .checks
+                .get(checks.0 as usize..checks.0 as usize + checks.1 as usize)
+                .is_some_and(|c| c.iter().all(|c| c.slot == NO_SLOT)),
+            _ => false,
         }
     }
 }
 
+/// A leaf's part in a run: its width, field count and range checks.
+struct Leaf {
+    bits: u32,
+    fields: u32,
+    checks: [Option<Check>; 3],
+}
+
 #[derive(Default)]
-struct Ops {
+struct Ops<'r> {
+    /// Whether each slot is read by anything.
+    read: &'r [bool],
     ops: Vec<Op>,
+    checks: Vec<Check>,
     /// Ops before this index may not absorb what follows: a jump lands here.
     barrier: usize,
 }
 
-impl Ops {
+impl Ops<'_> {
     /// Appends block `b`'s ops; jump targets are relative to the start of `ops`.
     fn flatten(&mut self, p: &Program, b: Block, splice: u32) {
         for &id in p.block(b) {
             let node = &p.nodes[id as usize];
-            let slot = node.slot.unwrap_or(NO_SLOT);
+            let slot = node
+                .slot
+                .filter(|&s| self.read.get(s as usize) == Some(&true))
+                .unwrap_or(NO_SLOT);
             match &node.kind {
                 Kind::Inline { body } if splice < MAX_SPLICE => self.flatten(p, *body, splice + 1),
                 // A named group is one field more; nothing else when not recorded.
                 Kind::Struct { body } if splice < MAX_SPLICE && node.slot.is_none() => {
-                    self.skip(0, 1);
+                    self.run(Leaf {
+                        bits: 0,
+                        fields: 1,
+                        checks: [None; 3],
+                    });
                     self.flatten(p, *body, splice + 1);
                 }
                 Kind::If {
@@ -174,6 +342,13 @@ impl Ops {
                         },
                         _ => Op::Unless { cond: *cond, to },
                     };
+                    if otherwise.len == 0
+                        && let Some(cond) = self.cond(p, unless(0), *then, splice)
+                    {
+                        self.ops.push(cond);
+                        self.barrier = self.ops.len();
+                        continue;
+                    }
                     let at = self.ops.len();
                     self.ops.push(unless(0));
                     self.flatten(p, *then, splice + 1);
@@ -194,66 +369,126 @@ impl Ops {
                 Kind::Array { count, body } if node.slot.is_none() => self.ops.push(Op::Array {
                     count: *count,
                     body: *body,
+                    entry: NO_ENTRY,
+                    fixed: false,
+                    flat: (0, 0),
                 }),
                 Kind::RelativeList { max, body } if node.slot.is_none() => self.ops.push(Op::RelativeList {
                     max: *max,
                     body: *body,
+                    entry: NO_ENTRY,
+                    flat: (0, 0),
                 }),
                 kind => match leaf(kind, slot) {
-                    Some(Op::Skip { bits, fields }) => self.skip(bits, fields),
-                    Some(op) => self.ops.push(op),
+                    Some(l) => self.run(l),
                     None => self.ops.push(Op::Node(id)),
                 },
             }
         }
     }
 
-    /// Adds a run of unchecked bits, fused with the run before it.
-    fn skip(&mut self, bits: u32, fields: u32) {
-        if self.ops.len() > self.barrier
-            && let Some(Op::Skip { bits: b, fields: f }) = self.ops.last_mut()
-        {
-            *b += bits;
-            *f += fields;
-        } else {
-            self.ops.push(Op::Skip { bits, fields });
+    /// `then` as a [`Op::Cond`], when the condition is a slot and `then` one run that
+    /// writes no slot.
+    fn cond(&mut self, p: &Program, unless: Op, then: Block, splice: u32) -> Option<Op> {
+        let Op::UnlessSlot { slot, negate, .. } = unless else {
+            return None;
+        };
+        let mut body = Ops {
+            read: self.read,
+            ..Ops::default()
+        };
+        body.flatten(p, then, splice + 1);
+        let [Op::Run { bits, fields, checks }] = body.ops[..] else {
+            return None;
+        };
+        if body.checks.iter().any(|c| c.slot != NO_SLOT) {
+            return None;
+        }
+        let first = self.checks.len() as u32;
+        self.checks.extend(body.checks);
+        Some(Op::Cond {
+            slot,
+            negate,
+            bits,
+            fields,
+            checks: (first, checks.1),
+        })
+    }
+
+    /// Adds a leaf to the run before it, or starts a run.
+    fn run(&mut self, leaf: Leaf) {
+        let open = self.ops.len() > self.barrier && matches!(self.ops.last(), Some(Op::Run { .. }));
+        if !open {
+            self.ops.push(Op::Run {
+                bits: 0,
+                fields: 0,
+                checks: (self.checks.len() as u32, 0),
+            });
+        }
+        if let Some(Op::Run { bits, fields, checks }) = self.ops.last_mut() {
+            for c in leaf.checks.into_iter().flatten() {
+                self.checks.push(Check {
+                    at: *bits + c.at,
+                    ..c
+                });
+                checks.1 += 1;
+            }
+            *bits += leaf.bits;
+            *fields += leaf.fields;
         }
     }
 }
 
-/// A leaf as one op, when it has one.
-fn leaf(kind: &Kind, slot: u16) -> Option<Op> {
-    let read = |bits: u32, max: u32, bias: i64| Op::Read {
-        bits: bits as u8,
+/// A leaf as part of a run, when it can be one.
+fn leaf(kind: &Kind, slot: u16) -> Option<Leaf> {
+    let check = |at: u32, bits: u32, max: u32, bias: i64, slot: u16| Check {
+        at,
+        mask: u32::MAX.checked_shr(32 - bits.min(32)).unwrap_or(0),
         slot,
         max,
         bias,
     };
+    let one = |bits: u32, c: Option<Check>| Leaf {
+        bits,
+        fields: 1,
+        checks: [c, None, None],
+    };
+    // Unchecked unless a later condition reads it.
+    let plain = |bits: u32| {
+        let c = (slot != NO_SLOT).then(|| check(0, bits, u32::MAX, 0, slot));
+        one(bits, c)
+    };
     let unchecked = |bits: u32| {
-        (slot == NO_SLOT).then_some(Op::Skip {
+        (slot == NO_SLOT).then(|| Leaf {
             bits,
             fields: prims::field_count(kind),
+            checks: [None; 3],
         })
     };
-    let plain = |bits: u32| unchecked(bits).or(Some(read(bits, u32::MAX, 0)));
     match *kind {
-        Kind::Bits(n) if (1..=32).contains(&n) => plain(n),
-        Kind::Bool => plain(1),
-        Kind::Float => plain(32),
+        Kind::Bits(n) if (1..=32).contains(&n) => Some(plain(n)),
+        Kind::Bool => Some(plain(1)),
+        Kind::Float => Some(plain(32)),
         Kind::Int { min, max } => {
             let width = int_width(min, max)?;
             let span = (max - min) as u32;
             let full = width == 32 || span == (1u32 << width) - 1;
-            match unchecked(width) {
-                Some(op) if full => Some(op),
-                _ => Some(read(width, span, min)),
+            if full && slot == NO_SLOT {
+                return Some(one(width, None));
             }
+            Some(one(width, Some(check(0, width, span, min, slot))))
         }
-        Kind::CompressedFloat(cf) if (1..=32).contains(&cf.bits) => Some(read(cf.bits, cf.max_int, 0)),
-        Kind::CompressedVector(cf) if (1..=32).contains(&cf.bits) && slot == NO_SLOT => Some(Op::Read3 {
-            bits: cf.bits as u8,
-            max: cf.max_int,
-        }),
+        Kind::CompressedFloat(cf) if (1..=32).contains(&cf.bits) => {
+            Some(one(cf.bits, Some(check(0, cf.bits, cf.max_int, 0, slot))))
+        }
+        Kind::CompressedVector(cf) if (1..=32).contains(&cf.bits) && slot == NO_SLOT => {
+            let axis = |i: u32| Some(check(i * cf.bits, cf.bits, cf.max_int, 0, NO_SLOT));
+            Some(Leaf {
+                bits: 3 * cf.bits,
+                fields: 4,
+                checks: [axis(0), axis(1), axis(2)],
+            })
+        }
         Kind::Uint64 | Kind::Double => unchecked(64),
         Kind::Vector => unchecked(96),
         Kind::Quaternion => unchecked(128),
