@@ -218,3 +218,30 @@ fn validation_agrees_on_every_bit_flip_and_cut() {
     }
 }
 
+/// Regression (CI, proptest seed 5897013275080685563): a list element whose plan failed
+/// was read again by the interpreter, which looked up the plan of its `if` without
+/// `else` — an empty block starting at index 0, the header's — and ran the header's plan
+/// in the middle of the packet: the value out of range after it went unseen.
+#[test]
+fn an_empty_else_never_runs_the_headers_plan() {
+    let p = load("plan-shapes.kdl");
+    let bytes = hex(
+        "16 70 14 7c 07 00 34 47 5d a6 5f aa 1e 8a 08 fb 20 05 2b a1 0c c3 74 9d 44 fb a2 7c 0a 49 98 ec \
+         a0 6c 03 0c c3 75 99 95 e7 2a f8 25 07 29 fa a6 73 21 5d 6b 53 21 4a 92 e8 1e 06 60 b6 2b 37",
+    );
+    let full = Dissector::new(p.clone()).dissect(&bytes);
+    let fault = full.fault.clone().expect("a fault");
+    assert_eq!((fault.field.as_str(), fault.bit), ("things[0].parts[0].p", 56));
+    let mut fast = Dissector::new(p);
+    fast.record = false;
+    let quick = fast.dissect(&bytes);
+    assert_eq!(quick.fault, full.fault);
+    assert_eq!(quick.sequence, Some(7));
+}
+
+fn hex(s: &str) -> Vec<u8> {
+    s.split_whitespace()
+        .map(|b| u8::from_str_radix(b, 16).unwrap())
+        .collect()
+}
+

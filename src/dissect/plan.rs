@@ -233,9 +233,14 @@ impl Plan {
         plan
     }
 
-    /// The first op of block `b`'s plan, when it has one.
+    /// The first op of block `b`'s plan, when it has one. An empty block (an `if`
+    /// without `else`) starts wherever it was made, often at the header's index: it has
+    /// no plan, never the plan of the block it shares a start with.
     #[inline]
     pub fn entry(&self, b: Block) -> Option<u32> {
+        if b.len == 0 {
+            return None;
+        }
         self.at.get(b.start as usize).copied().filter(|&e| e != NO_ENTRY)
     }
 
