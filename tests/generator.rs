@@ -244,4 +244,3 @@ fn hex(s: &str) -> Vec<u8> {
         .map(|b| u8::from_str_radix(b, 16).unwrap())
         .collect()
 }
-
