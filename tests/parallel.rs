@@ -418,3 +418,111 @@ fn busiest_shard_share_tells_one_session_from_many() {
     assert!(share > 0.25 && share < 0.5, "busiest of 3 shards got {share}");
     assert_eq!(busiest_shard_share(Path::new("captures/no-such.pcap"), 3), 1.0);
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(6))]
+
+    /// Captures of several batches (2,048 frames each) with large packets, duplicates,
+    /// reordering, corruption and the reassembly attacks: validation workers join the
+    /// fragments they find within a batch, and whatever the ordered stage completes
+    /// otherwise (across batches, from other copies) it validates itself. The report is
+    /// the sequential one.
+    #[test]
+    fn pipeline_joining_fragments_equals_sequential(
+        seed in proptest::prelude::any::<u64>(),
+        dup in 0.0f64..0.2,
+        reorder in 0.0f64..0.2,
+        corrupt in 0.0f64..0.05,
+        workers in 1usize..4,
+    ) {
+        use gpcap::capture::writer::PcapWriter;
+        use gpcap::generate::sim::{SimConfig, simulate};
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let program = Arc::new(dissect::load(&root.join("dissectors/article.kdl")).unwrap());
+        let sim = SimConfig {
+            seed,
+            clients: 3,
+            packets: Some(8_000),
+            duration_s: 600.0,
+            big: 0.4,
+            loss: 0.02,
+            dup,
+            reorder,
+            corrupt,
+            attacks: true,
+            ..SimConfig::default()
+        };
+        let g = simulate(&program, &sim).unwrap();
+        proptest::prop_assert!(g.frames.len() > 3 * 2048, "{} frames: fewer than 3 batches", g.frames.len());
+        let path = std::env::temp_dir().join(format!("gpcap-join-{}-{seed}.pcap", std::process::id()));
+        let mut w = PcapWriter::new(std::fs::File::create(&path).unwrap(), g.linktype, 65535, true).unwrap();
+        for (t, f) in &g.frames {
+            w.write(*t, f, f.len() as u32).unwrap();
+        }
+        drop(w);
+        let cfg = Config::from_program(program);
+        let paths = vec![path.clone()];
+        let piped = serde_json::to_value(pipelined(&paths, cfg.clone(), workers).unwrap()).unwrap();
+        let exact = serde_json::to_value(sequential(&paths, cfg)).unwrap();
+        let _ = std::fs::remove_file(&path);
+        proptest::prop_assert!(exact["reassembly"]["attacks"]["duplicate"].as_u64().unwrap() > 0);
+        for (k, v) in exact.as_object().unwrap() {
+            proptest::prop_assert!(piped[k] == *v, "`{}` differs", k);
+        }
+    }
+}
+
+/// A worker joins the fragments it finds in its batch, but the ordered stage may have
+/// kept another copy of a fragment from an earlier batch: here fragment 0 of one packet
+/// ends a batch, and the next batch brings fragment 0 of another packet under the same
+/// sequence (a duplicate, refused) and then fragment 1. The ordered stage completes the
+/// first packet; the worker joined the second packet's head with the first's tail, whose
+/// CRC fails. The worker's verdict must not be taken for the packet completed.
+#[test]
+fn a_worker_joining_other_copies_does_not_decide() {
+    use gpcap::engine::BATCH_FRAMES;
+    use gpcap::generate::packet::PacketWriter;
+    use gpcap::generate::rng::Rng;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let program = Arc::new(dissect::load(&root.join("dissectors/article.kdl")).unwrap());
+    let mut w = PacketWriter::new(&program);
+    let mut rng = Rng::new(7);
+    let scene = 4;
+    let mut fragmented = |rng: &mut Rng| {
+        let p = (0..4000)
+            .map(|scale| w.packet_within(rng, scene, 100, scale, 8 << 10).unwrap())
+            .find(|p| p.len() > program.params.format.mtu_budget as usize)
+            .expect("a scene packet large enough to fragment");
+        w.fragments_of(rng, 100, &p).unwrap()
+    };
+    let first = fragmented(&mut rng);
+    let second = (0..100)
+        .map(|_| fragmented(&mut rng))
+        .find(|f| f.len() == first.len())
+        .expect("another packet of as many fragments");
+    assert_ne!(first[0].0, second[0].0);
+    let server: std::net::SocketAddr = "10.0.0.1:40000".parse().unwrap();
+    let client: std::net::SocketAddr = "10.0.1.2:50001".parse().unwrap();
+    let other: std::net::SocketAddr = "10.0.9.9:9999".parse().unwrap();
+    let mut datagrams: Vec<_> = (0..BATCH_FRAMES - 1)
+        .map(|k| (other, other, vec![k as u8; 16]))
+        .collect();
+    datagrams.push((client, server, first[0].0.clone()));
+    datagrams.push((client, server, second[0].0.clone()));
+    datagrams.extend(first[1..].iter().map(|f| (client, server, f.0.clone())));
+    let path = std::env::temp_dir().join(format!("gpcap-join-copies-{}.pcap", std::process::id()));
+    common::udp_capture(&path, datagrams);
+    let cfg = Config::from_program(program);
+    let paths = vec![path.clone()];
+    let exact = serde_json::to_value(sequential(&paths, cfg.clone())).unwrap();
+    let piped = serde_json::to_value(pipelined(&paths, cfg, 2).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(exact["reassembly"]["completed"], 1);
+    assert_eq!(exact["reassembly"]["attacks"]["duplicate"], 1);
+    let flows = exact["flows"].as_array().unwrap();
+    assert_eq!(flows.len(), 1);
+    assert_eq!(flows[0]["reassembled_types"][scene as usize], 1);
+    for (k, v) in exact.as_object().unwrap() {
+        assert!(piped[k] == *v, "`{k}` differs");
+    }
+}

@@ -2,11 +2,13 @@
 //! (shards, validation workers) without a channel message per frame.
 
 use super::Prepared;
+use super::join::Joined;
 use crate::analysis::Analyzer;
 use crate::capture::{CaptureError, Frame};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
-const BATCH_FRAMES: usize = 2048;
+/// Frames a batch holds at most (tests place frames on either side of a boundary).
+pub const BATCH_FRAMES: usize = 2048;
 const BATCH_BYTES: usize = 1 << 20;
 
 struct Meta {
@@ -63,6 +65,16 @@ impl Batch {
         self.frames.is_empty()
     }
 
+    pub fn len(&self) -> usize {
+        self.frames.len()
+    }
+
+    /// The bytes of frame `i`.
+    pub fn frame_data(&self, i: usize) -> Option<&[u8]> {
+        let m = self.frames.get(i)?;
+        self.buf.get(m.start..m.start + m.len)
+    }
+
     /// The frames, in the order they were pushed.
     pub fn frames(&self) -> impl Iterator<Item = Frame<'_>> {
         self.frames.iter().map(|m| Frame {
@@ -74,6 +86,21 @@ impl Batch {
             offset: m.offset,
             data: &self.buf[m.start..m.start + m.len],
         })
+    }
+}
+
+/// What was found in a batch's frames ahead of the ordered stage: one [`Prepared`] a
+/// frame, and the fragmented packets a worker joined.
+#[derive(Default)]
+pub struct Found {
+    pub pre: Vec<Prepared>,
+    pub joined: Joined,
+}
+
+impl Found {
+    pub fn clear(&mut self) {
+        self.pre.clear();
+        self.joined.clear();
     }
 }
 
@@ -108,15 +135,15 @@ impl<T> Recycler<T> {
 /// to the reader.
 pub fn analyze_batch(
     a: &mut Analyzer,
-    (mut batch, mut pre): (Batch, Vec<Prepared>),
-    back: &SyncSender<(Batch, Vec<Prepared>)>,
+    (mut batch, mut found): (Batch, Found),
+    back: &SyncSender<(Batch, Found)>,
 ) {
-    for (f, p) in batch.frames().zip(pre.iter()) {
-        a.frame_with(&f, p);
+    for (f, p) in batch.frames().zip(found.pre.iter()) {
+        a.frame_with(&f, p, &found.joined);
     }
     batch.clear();
-    pre.clear();
-    let _ = back.try_send((batch, pre));
+    found.clear();
+    let _ = back.try_send((batch, found));
 }
 
 /// A worker thread panicked: said as a capture error, in words.

@@ -10,6 +10,7 @@
 mod batch;
 pub mod config;
 pub mod event;
+mod join;
 pub mod parallel;
 pub mod pipeline;
 pub mod reassembly;
@@ -19,8 +20,10 @@ pub mod seq;
 pub mod session;
 pub mod validator;
 
+pub use batch::BATCH_FRAMES;
 pub use config::{Config, PortSet};
 pub use event::{FlowId, Kind, Layer, PackedFlow, PacketEvent, Status};
+pub use join::Joined;
 pub use run::{FileOutcome, run_files, sample_files};
 pub use validator::{Validator, Verdict};
 
@@ -182,6 +185,9 @@ pub struct UdpAt {
 pub struct Prepared {
     udp: Option<UdpAt>,
     verdict: Option<Verdict>,
+    /// The packet this frame's fragment completed, as a worker joined it (an index of
+    /// the batch's [`Joined`]).
+    joined: Option<u32>,
 }
 
 impl Prepared {
@@ -204,8 +210,21 @@ impl Prepared {
             }),
             _ => None,
         };
-        Prepared { udp, verdict: None }
+        Prepared {
+            udp,
+            verdict: None,
+            joined: None,
+        }
     }
+}
+
+/// What workers found for a frame ahead of the ordered stage.
+#[derive(Clone, Copy, Default)]
+struct Preset<'a> {
+    /// The verdict on its whole UDP datagram.
+    verdict: Option<&'a Verdict>,
+    /// The packet its fragment completed, as a worker joined it.
+    joined: Option<(&'a Joined, u32)>,
 }
 
 /// Hands `e` to the sink, with the field tree when fields are recorded (the tree lives
@@ -255,7 +274,14 @@ impl Engine {
     /// Runs one frame through the stateful stage only, with what a worker already found
     /// in it (see [`Engine::prepare`]): the frame is not decoded again, and a whole UDP
     /// datagram's verdict is not computed again.
-    pub fn frame_with<S: Sink + ?Sized>(&mut self, f: &Frame<'_>, pre: &Prepared, sink: &mut S) {
+    /// `joined`: the packets workers joined from the frame's batch.
+    pub fn frame_with<S: Sink + ?Sized>(
+        &mut self,
+        f: &Frame<'_>,
+        pre: &Prepared,
+        joined: &Joined,
+        sink: &mut S,
+    ) {
         match &pre.udp {
             Some(u) => {
                 let payload = f
@@ -271,7 +297,11 @@ impl Engine {
                 };
                 // Read where the worker left it: a copy staged on the stack first was
                 // read back before its stores had landed (store forwarding stalls).
-                self.frame_decoded(f, decoded, pre.verdict.as_ref(), sink)
+                let preset = Preset {
+                    verdict: pre.verdict.as_ref(),
+                    joined: pre.joined.map(|i| (joined, i)),
+                };
+                self.frame_decoded(f, decoded, preset, sink)
             }
             None => self.frame(f, sink),
         }
@@ -301,15 +331,15 @@ impl Engine {
 
     /// Runs one frame through both stages and hands its events to `sink`.
     pub fn frame<S: Sink + ?Sized>(&mut self, f: &Frame<'_>, sink: &mut S) {
-        self.frame_decoded(f, decode(f.linktype, f.data), None, sink)
+        self.frame_decoded(f, decode(f.linktype, f.data), Preset::default(), sink)
     }
 
-    /// `preset`: the verdict a worker computed on the whole datagram, if any.
+    /// `preset`: what a worker computed on the whole datagram, if anything.
     fn frame_decoded<S: Sink + ?Sized>(
         &mut self,
         f: &Frame<'_>,
         decoded: Decoded<'_>,
-        preset: Option<&Verdict>,
+        preset: Preset<'_>,
         sink: &mut S,
     ) {
         let mut e = PacketEvent::new(f, self.file);
@@ -365,7 +395,7 @@ impl Engine {
                                     payload,
                                     truncated,
                                     r.fragments,
-                                    None,
+                                    Preset::default(),
                                     sink,
                                 );
                                 done = true;
@@ -443,7 +473,7 @@ impl Engine {
         payload: &'a [u8],
         truncated: bool,
         ip_fragments: u32,
-        preset: Option<&Verdict>,
+        preset: Preset<'_>,
         sink: &mut S,
     ) {
         // Filled in place: the event is large, and copying it per frame showed; the flow
@@ -472,7 +502,7 @@ impl Engine {
             return;
         }
         let computed;
-        let v = match preset {
+        let v = match preset.verdict {
             Some(v) if ip_fragments <= 1 => v,
             _ => {
                 computed = self.validator.datagram(payload);
@@ -572,8 +602,16 @@ impl Engine {
         };
         e.completes = Some(count);
         emit(sink, e, record.then_some(&self.validator.dissection));
-        // The packet itself, validated and dissected like any other.
-        let v = self.validator.reassembled(&self.reassembled);
+        // The packet itself, validated and dissected like any other — by a worker, when
+        // one joined these very bytes and no field tree is wanted.
+        let joined = match preset.joined {
+            Some((joined, i)) if !record && ip_fragments <= 1 => joined.verdict(Some(i), &self.reassembled),
+            _ => None,
+        };
+        let v = match joined {
+            Some(v) => v,
+            None => self.validator.reassembled(&self.reassembled),
+        };
         let whole = PacketEvent {
             kind: Kind::Reassembled,
             ip: Some(ip),

@@ -6,7 +6,7 @@
 //! analyzed again on one core: the report is always the sequential one (only the peak
 //! reassembly memory, a sum over shards, differs).
 
-use super::batch::{Batch, Recycler, analyze_batch, thread_failed};
+use super::batch::{Batch, Found, Recycler, analyze_batch, thread_failed};
 use super::event::ip_bits;
 use super::run::read_frames;
 use super::{Config, FileEnd, Prepared};
@@ -19,7 +19,7 @@ use std::sync::mpsc::{SyncSender, sync_channel};
 enum Msg {
     Begin(String),
     Start(i64),
-    Frames(Batch, Vec<Prepared>),
+    Frames(Batch, Found),
     End,
 }
 
@@ -67,11 +67,11 @@ pub fn busiest_shard_share(path: &std::path::Path, shards: usize) -> f64 {
     counts.iter().max().map_or(1.0, |&m| m as f64 / n.max(1) as f64)
 }
 
-type Frames = (Batch, Vec<Prepared>);
+type Frames = (Batch, Found);
 
 fn send(tx: &SyncSender<Msg>, batch: &mut Frames, pool: &Recycler<Frames>) {
     if !batch.0.is_empty() {
-        let (b, p) = std::mem::replace(batch, pool.take(|| (Batch::new(), Vec::new())));
+        let (b, p) = std::mem::replace(batch, pool.take(|| (Batch::new(), Found::default())));
         let _ = tx.send(Msg::Frames(b, p));
     }
 }
@@ -129,8 +129,7 @@ pub fn analyze_files(
         for tx in &txs {
             let _ = tx.send(Msg::Begin(path.display().to_string()));
         }
-        let mut batches: Vec<(Batch, Vec<Prepared>)> =
-            (0..shards).map(|_| (Batch::new(), Vec::new())).collect();
+        let mut batches: Vec<Frames> = (0..shards).map(|_| (Batch::new(), Found::default())).collect();
         let error = read_frames(&mut r, i, progress, |f| {
             if !started {
                 started = true;
@@ -140,7 +139,7 @@ pub fn analyze_files(
             }
             let decoded = decode(f.linktype, f.data);
             let s = shard_of(&decoded, shards);
-            batches[s].1.push(Prepared::decoded(&f, &decoded));
+            batches[s].1.pre.push(Prepared::decoded(&f, &decoded));
             if batches[s].0.push(f) {
                 send(&txs[s], &mut batches[s], &pool);
             }

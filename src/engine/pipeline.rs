@@ -5,9 +5,10 @@
 //! reassembly, IP defragmentation, statistics). The analyzer is the sequential one with
 //! the verdicts handed in, so the report is the sequential report by construction.
 
-use super::batch::{Batch, Recycler, analyze_batch, thread_failed};
+use super::batch::{Batch, Found, Recycler, analyze_batch, thread_failed};
+use super::join::Joiner;
 use super::run::read_frames;
-use super::{Config, Engine, FileEnd, Prepared, Validator};
+use super::{Config, Engine, FileEnd, Validator};
 use crate::analysis::{Analyzer, Report};
 use crate::capture::{CaptureError, CaptureReader};
 use std::collections::BTreeMap;
@@ -18,7 +19,7 @@ use std::sync::{Arc, Mutex};
 /// In reading order; workers pass everything but frames through untouched.
 enum Msg {
     Begin(String),
-    Frames(Batch, Vec<Prepared>),
+    Frames(Batch, Found),
     End(FileEnd),
 }
 
@@ -43,14 +44,18 @@ pub fn analyze_files(
         threads.push(std::thread::spawn(move || {
             let mut v = Validator::new(&cfg, false);
             let ports = cfg.port_set();
+            let mut joiner = Joiner::default();
             loop {
                 let next = rx.lock().map(|r| r.recv());
                 let Ok(Ok((seq, msg))) = next else { break };
                 let msg = match msg {
-                    Msg::Frames(batch, mut verdicts) => {
-                        verdicts.clear();
-                        verdicts.extend(batch.frames().map(|f| Engine::prepare(&ports, &mut v, &f)));
-                        Msg::Frames(batch, verdicts)
+                    Msg::Frames(batch, mut found) => {
+                        found.pre.clear();
+                        found
+                            .pre
+                            .extend(batch.frames().map(|f| Engine::prepare(&ports, &mut v, &f)));
+                        joiner.join(&batch, &mut found.pre, &mut v, &mut found.joined);
+                        Msg::Frames(batch, found)
                     }
                     other => other,
                 };
@@ -61,7 +66,7 @@ pub fn analyze_files(
         }));
     }
     drop(done_tx);
-    let pool = Recycler::<(Batch, Vec<Prepared>)>::new(workers * 4 + 4);
+    let pool = Recycler::<(Batch, Found)>::new(workers * 4 + 4);
     let analyzer = {
         let cfg = cfg.clone();
         let back = pool.returner();
@@ -82,7 +87,7 @@ pub fn analyze_files(
             }
         };
         send(Msg::Begin(path.display().to_string()));
-        let fresh = || pool.take(|| (Batch::new(), Vec::new()));
+        let fresh = || pool.take(|| (Batch::new(), Found::default()));
         let (mut batch, mut spare) = fresh();
         let error = read_frames(&mut r, i, progress, |f| {
             if batch.push(f) {
@@ -114,7 +119,7 @@ pub fn analyze_files(
 }
 
 /// The analyzer's side: messages back in reading order, frames with their verdicts.
-fn ordered(mut a: Analyzer, rx: Receiver<(u64, Msg)>, back: SyncSender<(Batch, Vec<Prepared>)>) -> Report {
+fn ordered(mut a: Analyzer, rx: Receiver<(u64, Msg)>, back: SyncSender<(Batch, Found)>) -> Report {
     let mut waiting: BTreeMap<u64, Msg> = BTreeMap::new();
     let mut next = 0u64;
     for (seq, msg) in rx {

@@ -573,8 +573,8 @@ impl Analyzer {
     }
 
     /// Analyzes one frame whose datagram another thread validated (`engine::pipeline`).
-    pub fn frame_with(&mut self, f: &Frame, pre: &crate::engine::Prepared) {
-        self.engine.frame_with(f, pre, &mut self.stats);
+    pub fn frame_with(&mut self, f: &Frame, pre: &crate::engine::Prepared, joined: &crate::engine::Joined) {
+        self.engine.frame_with(f, pre, joined, &mut self.stats);
     }
 
     /// The report so far, leaving the analysis running (packets still being reassembled
