@@ -12,6 +12,7 @@ pub mod config;
 pub mod event;
 mod join;
 pub mod parallel;
+mod peak;
 pub mod pipeline;
 pub mod reassembly;
 pub mod resolve;
@@ -167,6 +168,18 @@ pub struct Engine {
     /// Per-sender sequence spaces: (sender, space) and its tracker, in first-use order.
     senders: Vec<((SocketAddr, u8), SeqTracker)>,
     sender_index: HashMap<(SocketAddr, u8), usize>,
+    /// Shards only: every frame that changed reassembly memory ([`Engine::log_memory`]).
+    memory_log: Option<Vec<MemoryMark>>,
+}
+
+/// What one frame did to reassembly memory: a shard's part of the sequential peak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryMark {
+    /// (file, frame number): the order frames are read in.
+    pub at: (u32, u64),
+    /// The most held while the frame was analyzed, and what it left held.
+    pub high: usize,
+    pub after: usize,
 }
 
 /// A frame's UDP datagram, located in the frame (what decoding found, handed from a
@@ -259,7 +272,19 @@ impl Engine {
             file: 0,
             senders: Vec::new(),
             sender_index: HashMap::new(),
+            memory_log: None,
         }
+    }
+
+    /// Keeps a [`MemoryMark`] for every frame that changes reassembly memory, for
+    /// [`Engine::take_memory_log`].
+    pub fn log_memory(&mut self) {
+        self.memory_log.get_or_insert_with(Vec::new);
+    }
+
+    /// The marks since the last call.
+    pub fn take_memory_log(&mut self) -> Vec<MemoryMark> {
+        self.memory_log.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     pub fn config(&self) -> &Config {
@@ -342,6 +367,8 @@ impl Engine {
         preset: Preset<'_>,
         sink: &mut S,
     ) {
+        let held = self.budget.used;
+        self.budget.frame_start();
         let mut e = PacketEvent::new(f, self.file);
         let snap_cut = f.snaplen_truncated();
         match decoded {
@@ -432,6 +459,15 @@ impl Engine {
                 e.layer = Layer::UnsupportedLink(t);
                 sink.packet(&e);
             }
+        }
+        if let Some(log) = &mut self.memory_log
+            && (self.budget.frame_peak != held || self.budget.used != held)
+        {
+            log.push(MemoryMark {
+                at: (self.file, f.number),
+                high: self.budget.frame_peak,
+                after: self.budget.used,
+            });
         }
     }
 

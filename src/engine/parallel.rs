@@ -3,13 +3,14 @@
 //! quote then lives in exactly one shard, and merging the shards' statistics gives the
 //! sequential report. The flow table's cap and the reassembly budget are global limits
 //! that shards cannot share exactly, so when any shard reaches one the capture is
-//! analyzed again on one core: the report is always the sequential one (only the peak
-//! reassembly memory, a sum over shards, differs).
+//! analyzed again on one core: the report is always the sequential one, its peak
+//! reassembly memory included (`peak`: the shards' memory added in frame order).
 
 use super::batch::{Batch, Found, Recycler, analyze_batch, thread_failed};
 use super::event::ip_bits;
+use super::peak::PeakMerger;
 use super::run::read_frames;
-use super::{Config, FileEnd, Prepared};
+use super::{Config, FileEnd, MemoryMark, Prepared};
 use crate::analysis::{Analyzer, Report, Statistics};
 use crate::capture::{CaptureError, CaptureReader};
 use crate::decode::{Decoded, decode};
@@ -20,8 +21,13 @@ enum Msg {
     Begin(String),
     Start(i64),
     Frames(Batch, Found),
-    End,
+    /// Every frame up to (file, frame) has been sent: report memory marks this far.
+    Through(u32, u64),
+    End(u32),
 }
+
+/// Frames between `Msg::Through` markers: what a shard's memory marks wait for at most.
+const MARK_EVERY: u64 = 1 << 14;
 
 /// The shard of a frame: by its IP address pair (either direction, either spelling of
 /// an IPv4 address), the quoted pair for ICMP, shard 0 for anything without one. Inlined
@@ -67,6 +73,15 @@ pub fn busiest_shard_share(path: &std::path::Path, shards: usize) -> f64 {
     counts.iter().max().map_or(1.0, |&m| m as f64 / n.max(1) as f64)
 }
 
+/// Whether shards by address pair see every sequence space whole: not a counter shared
+/// by every flow of a sender (a per-sender space, netcode's), which crosses address pairs
+/// (analysis then runs as one shard).
+pub fn shardable(cfg: &Config) -> bool {
+    !cfg.program
+        .as_ref()
+        .is_some_and(|p| p.spaces.iter().any(|s| s.per_sender))
+}
+
 type Frames = (Batch, Found);
 
 fn send(tx: &SyncSender<Msg>, batch: &mut Frames, pool: &Recycler<Frames>) {
@@ -85,22 +100,26 @@ pub fn analyze_files(
     shards: usize,
     progress: &mut dyn FnMut(usize, u64),
 ) -> Result<Report, CaptureError> {
-    // A counter shared by every flow of a sender (a per-sender sequence space) crosses
-    // address pairs, so shards by address pair cannot see it whole: one shard then.
-    let per_sender = cfg
-        .program
-        .as_ref()
-        .is_some_and(|p| p.spaces.iter().any(|s| s.per_sender));
-    let shards = if per_sender { 1 } else { shards.max(1) };
+    let shards = if shardable(&cfg) { shards.max(1) } else { 1 };
     let mut shard_cfg = cfg.clone();
     shard_cfg.reassembly_budget = (shard_cfg.reassembly_budget / shards).max(1 << 20);
     let mut txs = Vec::new();
     let mut workers = Vec::new();
     let pool = Recycler::<Frames>::new(shards * 18);
-    for _ in 0..shards {
+    let (marks_tx, marks_rx) = sync_channel::<(usize, Vec<MemoryMark>, (u32, u64))>(shards * 4);
+    let merger = std::thread::spawn(move || {
+        let mut m = PeakMerger::new(shards);
+        for (s, marks, through) in marks_rx {
+            m.add(s, marks, through);
+        }
+        m.finish()
+    });
+    for s in 0..shards {
         let (tx, rx) = sync_channel::<Msg>(16);
         let mut a = Analyzer::new(shard_cfg.clone());
+        a.log_memory();
         let back = pool.returner();
+        let marks = marks_tx.clone();
         workers.push(std::thread::spawn(move || {
             for msg in rx {
                 match msg {
@@ -108,13 +127,20 @@ pub fn analyze_files(
                     Msg::Start(ts) => a.set_timeline_start(ts),
                     // Decoded once, by the reader that routed them.
                     Msg::Frames(b, pre) => analyze_batch(&mut a, (b, pre), &back),
-                    Msg::End => a.end_file(None, None),
+                    Msg::Through(file, frame) => {
+                        let _ = marks.send((s, a.take_memory_log(), (file, frame)));
+                    }
+                    Msg::End(file) => {
+                        a.end_file(None, None);
+                        let _ = marks.send((s, a.take_memory_log(), (file, u64::MAX)));
+                    }
                 }
             }
             a.finish_stats()
         }));
         txs.push(tx);
     }
+    drop(marks_tx);
     let mut results = Vec::new();
     let mut started = false;
     let mut failure = None;
@@ -137,11 +163,18 @@ pub fn analyze_files(
                     let _ = tx.send(Msg::Start(f.ts_ns));
                 }
             }
+            let number = f.number;
             let decoded = decode(f.linktype, f.data);
             let s = shard_of(&decoded, shards);
             batches[s].1.pre.push(Prepared::decoded(&f, &decoded));
             if batches[s].0.push(f) {
                 send(&txs[s], &mut batches[s], &pool);
+            }
+            if number.is_multiple_of(MARK_EVERY) {
+                for (s, b) in batches.iter_mut().enumerate() {
+                    send(&txs[s], b, &pool);
+                    let _ = txs[s].send(Msg::Through(i as u32, number));
+                }
             }
             true
         });
@@ -149,7 +182,7 @@ pub fn analyze_files(
             send(&txs[s], b, &pool);
         }
         for tx in &txs {
-            let _ = tx.send(Msg::End);
+            let _ = tx.send(Msg::End(i as u32));
         }
         results.push((error, r.truncated_tail.clone()));
     }
@@ -162,6 +195,7 @@ pub fn analyze_files(
             Some(m) => m.merge(a),
         }
     }
+    let peak = merger.join().map_err(|_| thread_failed())?;
     if let Some(e) = failure {
         return Err(e);
     }
@@ -177,7 +211,8 @@ pub fn analyze_files(
             },
         );
     }
-    let report = a.report();
+    let mut report = a.report();
+    report.reassembly.peak_bytes = peak as u64;
     let limited = report.capture.flows_not_tracked > 0
         || report.flows.len() > cfg.max_flows
         || report.reassembly.attacks.evicted_for_memory > 0;

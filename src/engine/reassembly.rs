@@ -106,6 +106,9 @@ pub struct Budget {
     pub limit: usize,
     pub used: usize,
     pub peak: usize,
+    /// The most held since [`Budget::frame_start`]: what shards report per frame, so
+    /// that their peaks add up to the sequential one exactly.
+    pub frame_peak: usize,
 }
 
 impl Budget {
@@ -114,7 +117,21 @@ impl Budget {
             limit,
             used: 0,
             peak: 0,
+            frame_peak: 0,
         }
+    }
+
+    /// After `used` grew.
+    #[inline]
+    fn grew(&mut self) {
+        self.peak = self.peak.max(self.used);
+        self.frame_peak = self.frame_peak.max(self.used);
+    }
+
+    /// A frame begins: its own peak starts from what is held now.
+    #[inline]
+    pub fn frame_start(&mut self) {
+        self.frame_peak = self.used;
     }
 }
 
@@ -273,7 +290,7 @@ impl FlowReassembly {
             };
             let o = overhead(&e);
             budget.used += o;
-            budget.peak = budget.peak.max(budget.used);
+            budget.grew();
             self.bytes_held += o;
             e
         });
@@ -294,7 +311,7 @@ impl FlowReassembly {
         entry.data.extend_from_slice(f.data);
         let grown = entry.data.capacity() - before;
         budget.used += grown;
-        budget.peak = budget.peak.max(budget.used);
+        budget.grew();
         self.bytes_held += grown;
         entry.spans[f.id as usize] = (start, f.data.len() as u32);
         entry.frames[f.id as usize] = f.frame;

@@ -572,6 +572,16 @@ impl Analyzer {
         self.engine.frame(f, &mut self.stats);
     }
 
+    /// Keeps what each frame does to reassembly memory (shards: `engine::parallel`).
+    pub fn log_memory(&mut self) {
+        self.engine.log_memory();
+    }
+
+    /// What frames did to reassembly memory since the last call.
+    pub fn take_memory_log(&mut self) -> Vec<crate::engine::MemoryMark> {
+        self.engine.take_memory_log()
+    }
+
     /// Analyzes one frame whose datagram another thread validated (`engine::pipeline`).
     pub fn frame_with(&mut self, f: &Frame, pre: &crate::engine::Prepared, joined: &crate::engine::Joined) {
         self.engine.frame_with(f, pre, joined, &mut self.stats);
