@@ -179,17 +179,18 @@ pub fn analyze_files(captures: &[PathBuf], cfg: Config, threads: Option<u32>) ->
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let shards = threads.map_or((cores + 1).min(4), |t| t as usize);
     // Decode and validate on every core, whatever the traffic's shape (one flow
-    // included), with one ordered stateful stage — unless checksum and header are all
-    // there is to validate and the traffic spreads over many address pairs: then shards,
-    // each with its own flows in cache, are faster (1 GB, 6.6M frames, 2 cores: 128
-    // clients 0.94 s sharded against 1.12 s; one client 0.83 s pipelined against 0.95 s).
+    // included), with one ordered stateful stage — unless the traffic spreads over many
+    // address pairs: then shards, each validating its own frames with its flows in cache,
+    // are faster (1 GB, 6.6M frames, 2 cores: 128 clients 0.94 s sharded against 1.12 s,
+    // with -d 1.62 s against 1.78 s; one client 0.83 s pipelined against 0.95 s).
     let parallel = shards > 1 && total > 8 << 20;
     let spread = || {
-        captures
-            .first()
-            .is_some_and(|p| gpcap::engine::parallel::busiest_shard_share(p, shards) < 0.75)
+        gpcap::engine::parallel::shardable(&cfg)
+            && captures
+                .first()
+                .is_some_and(|p| gpcap::engine::parallel::busiest_shard_share(p, shards) < 0.75)
     };
-    let report = if parallel && (cfg.program.is_some() || !spread()) {
+    let report = if parallel && !spread() {
         gpcap::engine::pipeline::analyze_files(captures, cfg, shards, &mut progress)?
     } else if parallel {
         gpcap::engine::parallel::analyze_files(captures, cfg, shards, &mut progress)?
