@@ -28,6 +28,21 @@ fn pipelined(paths: &[PathBuf], cfg: Config, workers: usize) -> Result<Report, g
     gpcap::engine::pipeline::analyze_files(paths, cfg, workers, &mut |_, _| {})
 }
 
+/// The article's definition, and the session `sim` simulated with it and written to a
+/// temporary capture named after `what`: its path and frame count.
+fn simulated(what: &str, sim: &gpcap::generate::sim::SimConfig) -> (Arc<dissect::Program>, PathBuf, usize) {
+    use gpcap::capture::writer::PcapWriter;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let program = Arc::new(dissect::load(&root.join("dissectors/article.kdl")).unwrap());
+    let g = gpcap::generate::sim::simulate(&program, sim).unwrap();
+    let path = std::env::temp_dir().join(format!("gpcap-{what}-{}-{}.pcap", std::process::id(), sim.seed));
+    let mut w = PcapWriter::new(std::fs::File::create(&path).unwrap(), g.linktype, 65535, true).unwrap();
+    for (t, f) in &g.frames {
+        w.write(*t, f, f.len() as u32).unwrap();
+    }
+    (program, path, g.frames.len())
+}
+
 fn json(r: &Report) -> serde_json::Value {
     serde_json::to_value(r).unwrap()
 }
@@ -354,10 +369,7 @@ proptest::proptest! {
         loss in 0.0f64..0.05,
         shards in 2usize..5,
     ) {
-        use gpcap::capture::writer::PcapWriter;
-        use gpcap::generate::sim::{SimConfig, simulate};
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let program = Arc::new(dissect::load(&root.join("dissectors/article.kdl")).unwrap());
+        use gpcap::generate::sim::SimConfig;
         let clients = max_flows as u32 / 2 + 6;
         let sim = SimConfig {
             seed,
@@ -368,13 +380,7 @@ proptest::proptest! {
             loss,
             ..SimConfig::default()
         };
-        let g = simulate(&program, &sim).unwrap();
-        let path = std::env::temp_dir().join(format!("gpcap-prop-{}-{seed}.pcap", std::process::id()));
-        let mut w = PcapWriter::new(std::fs::File::create(&path).unwrap(), g.linktype, 65535, true).unwrap();
-        for (t, f) in &g.frames {
-            w.write(*t, f, f.len() as u32).unwrap();
-        }
-        drop(w);
+        let (program, path, _) = simulated("prop", &sim);
         let cfg = Config {
             reassembly_budget: budget_kib << 10,
             max_flows,
@@ -431,10 +437,7 @@ proptest::proptest! {
         corrupt in 0.0f64..0.05,
         workers in 1usize..4,
     ) {
-        use gpcap::capture::writer::PcapWriter;
-        use gpcap::generate::sim::{SimConfig, simulate};
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let program = Arc::new(dissect::load(&root.join("dissectors/article.kdl")).unwrap());
+        use gpcap::generate::sim::SimConfig;
         let sim = SimConfig {
             seed,
             clients: 3,
@@ -448,14 +451,8 @@ proptest::proptest! {
             attacks: true,
             ..SimConfig::default()
         };
-        let g = simulate(&program, &sim).unwrap();
-        proptest::prop_assert!(g.frames.len() > 3 * 2048, "{} frames: fewer than 3 batches", g.frames.len());
-        let path = std::env::temp_dir().join(format!("gpcap-join-{}-{seed}.pcap", std::process::id()));
-        let mut w = PcapWriter::new(std::fs::File::create(&path).unwrap(), g.linktype, 65535, true).unwrap();
-        for (t, f) in &g.frames {
-            w.write(*t, f, f.len() as u32).unwrap();
-        }
-        drop(w);
+        let (program, path, frames) = simulated("join", &sim);
+        proptest::prop_assert!(frames > 3 * 2048, "{} frames: fewer than 3 batches", frames);
         let cfg = Config::from_program(program);
         let paths = vec![path.clone()];
         let piped = serde_json::to_value(pipelined(&paths, cfg.clone(), workers).unwrap()).unwrap();
@@ -536,10 +533,7 @@ proptest::proptest! {
         big in 0.2f64..0.6,
         shards in 2usize..5,
     ) {
-        use gpcap::capture::writer::PcapWriter;
-        use gpcap::generate::sim::{SimConfig, simulate};
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let program = Arc::new(dissect::load(&root.join("dissectors/article.kdl")).unwrap());
+        use gpcap::generate::sim::SimConfig;
         let sim = SimConfig {
             seed,
             clients,
@@ -550,14 +544,8 @@ proptest::proptest! {
             reorder: 0.05,
             ..SimConfig::default()
         };
-        let g = simulate(&program, &sim).unwrap();
-        proptest::prop_assert!(g.frames.len() > 2 * 16_384, "{} frames: fewer than two markers", g.frames.len());
-        let path = std::env::temp_dir().join(format!("gpcap-peak-{}-{seed}.pcap", std::process::id()));
-        let mut w = PcapWriter::new(std::fs::File::create(&path).unwrap(), g.linktype, 65535, true).unwrap();
-        for (t, f) in &g.frames {
-            w.write(*t, f, f.len() as u32).unwrap();
-        }
-        drop(w);
+        let (program, path, frames) = simulated("peak", &sim);
+        proptest::prop_assert!(frames > 2 * 16_384, "{} frames: fewer than two markers", frames);
         let cfg = Config::from_program(program);
         let paths = vec![path.clone()];
         let exact = json(&sequential(&paths, cfg.clone()));
