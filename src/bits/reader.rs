@@ -24,9 +24,10 @@ fn mask(bits: u32) -> u64 {
 /// a call to memcpy and a store-forwarding stall on the last fields of every datagram.
 #[inline(always)]
 fn word_at(data: &[u8], byte: usize) -> u64 {
-    match data.get(byte..).and_then(|s| s.first_chunk::<8>()) {
-        Some(chunk) => u64::from_le_bytes(*chunk),
-        None => word_near_end(data, byte),
+    // One comparison: `byte` is at most a datagram's length, far from overflowing.
+    match data.get(byte..byte.wrapping_add(8)) {
+        Some(&[a, b, c, d, e, f, g, h]) => u64::from_le_bytes([a, b, c, d, e, f, g, h]),
+        _ => word_near_end(data, byte),
     }
 }
 

@@ -300,6 +300,21 @@ struct Element {
     previous: i64,
 }
 
+/// The width of each rung's difference, known before packets flow.
+const LADDER_WIDTHS: [u32; 5] = {
+    let mut w = [0; 5];
+    let mut k = 0;
+    while k < 5 {
+        let (lo, hi) = RELATIVE_INDEX_LADDER[k];
+        w[k] = match crate::bits::int_width(lo, hi) {
+            Some(b) => b,
+            None => 0,
+        };
+        k += 1;
+    }
+    w
+};
+
 /// A relative list's next index after `previous`, read at `pos` (the article's ladder:
 /// a flag for +1, else flags choosing a range, then the difference); `None` when out
 /// of bits or past `max`. Counts the element's group, its index group, the flags and
@@ -322,16 +337,16 @@ fn relative_next(
     let diff = match flag(pos)? {
         1 => 1,
         _ => {
-            let mut range = (126, max + 1);
-            for rung in RELATIVE_INDEX_LADDER {
+            let mut rung = None;
+            for (k, r) in RELATIVE_INDEX_LADDER.into_iter().enumerate() {
                 *count += 1;
                 if flag(pos)? == 1 {
-                    range = rung;
+                    rung = Some((r, LADDER_WIDTHS[k]));
                     break;
                 }
             }
-            let (lo, hi) = range;
-            let width = crate::bits::int_width(lo, hi).unwrap_or(0);
+            let ((lo, hi), width) =
+                rung.unwrap_or_else(|| ((126, max + 1), crate::bits::int_width(126, max + 1).unwrap_or(0)));
             if *pos + width as u64 > len {
                 return None;
             }
@@ -795,7 +810,14 @@ impl<'p> Exec<'p> {
                             return Ok(false);
                         }
                         let run = plan::checks(checks, (*first, *k));
-                        if !run.is_empty() {
+                        if let [c] = run {
+                            // The common element, one checked value: its place, mask and
+                            // bound held in registers across the loop.
+                            let (at, step, mask, max) = (pos + c.at as u64, *bits as u64, c.mask, c.max);
+                            if (0..n).any(|i| BitReader::peek_masked(data, at + i * step, mask) > max) {
+                                return Ok(false);
+                            }
+                        } else if !run.is_empty() {
                             for i in 0..n {
                                 let at = pos + i * *bits as u64;
                                 if run
