@@ -300,6 +300,41 @@ struct Element {
     previous: i64,
 }
 
+/// A flat element that is an optional field: `bool flag` then `if flag { … }` (or
+/// `if "!flag"`) around fields that cannot be out of range — the commonest shape of
+/// bitpacked game state, read as one bit and a skip.
+#[derive(Clone, Copy)]
+struct Flagged {
+    slot: u16,
+    negate: bool,
+    /// The fields the flag's run counts, and the guarded run's bits and fields.
+    flag_fields: u32,
+    bits: u32,
+    fields: u32,
+}
+
+impl Flagged {
+    fn of(flat: &[plan::Segment], checks: &[plan::Check]) -> Option<Flagged> {
+        let [flag, then] = flat else { return None };
+        let [c] = plan::checks(checks, flag.checks) else {
+            return None;
+        };
+        let shape = flag.slot == plan::NO_SLOT
+            && flag.bits == 1
+            && then.slot != plan::NO_SLOT
+            && then.checks.1 == 0
+            && (c.at, c.mask, c.bias, c.slot) == (0, 1, 0, then.slot)
+            && c.max >= 1;
+        shape.then_some(Flagged {
+            slot: then.slot,
+            negate: then.negate,
+            flag_fields: flag.fields,
+            bits: then.bits,
+            fields: then.fields,
+        })
+    }
+}
+
 /// The width of each rung's difference, known before packets flow.
 const LADDER_WIDTHS: [u32; 5] = {
     let mut w = [0; 5];
@@ -834,6 +869,12 @@ impl<'p> Exec<'p> {
                         let flat = segments
                             .get(flat.0 as usize..(flat.0 + flat.1) as usize)
                             .unwrap_or(&[]);
+                        if let Some(f) = Flagged::of(flat, checks) {
+                            if !self.flagged(f, n, data, len, (&mut pos, &mut count)) {
+                                return Ok(false);
+                            }
+                            continue;
+                        }
                         for _ in 0..n {
                             count += 1;
                             if !self.planned_element(
@@ -1010,6 +1051,47 @@ impl<'p> Exec<'p> {
             *count += s.fields;
         }
         *count <= self.program.limits.max_fields
+    }
+
+    /// `n` elements of the [`Flagged`] shape: a bit, and the fields it guards skipped or
+    /// not. What the segments would do, element by element, without their loop: the
+    /// flag's slot, which only its own element reads, is written once, as the last
+    /// element left it. False: out of bits or past the field limit.
+    #[inline(always)]
+    fn flagged(
+        &mut self,
+        f: Flagged,
+        n: u64,
+        data: &[u8],
+        len: u64,
+        (pos, count): (&mut u64, &mut u32),
+    ) -> bool {
+        let max_fields = self.program.limits.max_fields;
+        let mut last = 0;
+        for _ in 0..n {
+            *count += 1 + f.flag_fields;
+            if *pos >= len {
+                return false;
+            }
+            last = BitReader::peek_masked(data, *pos, 1);
+            *pos += 1;
+            let take = (last != 0) != f.negate;
+            if take & (*pos + f.bits as u64 > len) {
+                return false;
+            }
+            *pos += std::hint::select_unpredictable(take, f.bits as u64, 0);
+            *count += std::hint::select_unpredictable(take, f.fields, 0);
+            if *count > max_fields {
+                return false;
+            }
+        }
+        if n > 0 {
+            self.seen |= u32::from((f.slot as usize) < ROLE_SLOTS) << (f.slot & 31);
+            if let Some(x) = self.slots.get_mut(f.slot as usize) {
+                *x = i64::from(last);
+            }
+        }
+        true
     }
 
     /// A run's range checks, its bits at `pos` known to lie in the datagram, and the
