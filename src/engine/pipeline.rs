@@ -45,6 +45,10 @@ pub fn analyze_files(
             let mut v = Validator::new(&cfg, false);
             let ports = cfg.port_set();
             let mut joiner = Joiner::default();
+            // Joining pays for bodies to validate: without a definition a packet's verdict
+            // is a checksum and a header, less than joining costs (one client, 1 GB:
+            // 0.67 s without against 0.73 s with).
+            let join = cfg.program.is_some();
             loop {
                 let next = rx.lock().map(|r| r.recv());
                 let Ok(Ok((seq, msg))) = next else { break };
@@ -54,7 +58,9 @@ pub fn analyze_files(
                         found
                             .pre
                             .extend(batch.frames().map(|f| Engine::prepare(&ports, &mut v, &f)));
-                        joiner.join(&batch, &mut found.pre, &mut v, &mut found.joined);
+                        if join {
+                            joiner.join(&batch, &mut found.pre, &mut v, &mut found.joined);
+                        }
                         Msg::Frames(batch, found)
                     }
                     other => other,
