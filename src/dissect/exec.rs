@@ -1086,10 +1086,7 @@ impl<'p> Exec<'p> {
             }
         }
         if n > 0 {
-            self.seen |= u32::from((f.slot as usize) < ROLE_SLOTS) << (f.slot & 31);
-            if let Some(x) = self.slots.get_mut(f.slot as usize) {
-                *x = i64::from(last);
-            }
+            self.write_slot(f.slot, i64::from(last));
         }
         true
     }
@@ -1104,10 +1101,7 @@ impl<'p> Exec<'p> {
                 return false;
             }
             if c.slot != plan::NO_SLOT {
-                self.seen |= u32::from((c.slot as usize) < ROLE_SLOTS) << (c.slot & 31);
-                if let Some(x) = self.slots.get_mut(c.slot as usize) {
-                    *x = v as i64 + c.bias;
-                }
+                self.write_slot(c.slot, v as i64 + c.bias);
             }
         }
         true
@@ -1258,10 +1252,7 @@ impl<'p> Exec<'p> {
                 }
                 self.count.set(n);
                 if let Some(s) = slot {
-                    self.seen |= u32::from((s as usize) < ROLE_SLOTS) << (s & 31);
-                    if let Some(x) = self.slots.get_mut(s as usize) {
-                        *x = raw.0[0] as i64;
-                    }
+                    self.write_slot(s, raw.0[0] as i64);
                 }
                 Some(true)
             }
@@ -1444,10 +1435,16 @@ impl<'p> Exec<'p> {
     #[inline]
     fn set_slot(&mut self, id: NodeId, v: i64) {
         if let Some(s) = self.program.nodes.get(id as usize).and_then(|n| n.slot) {
-            self.seen |= u32::from((s as usize) < ROLE_SLOTS) << (s & 31);
-            if let Some(x) = self.slots.get_mut(s as usize) {
-                *x = v;
-            }
+            self.write_slot(s, v);
+        }
+    }
+
+    /// Slot `s` holds `v`; a role slot is marked as read on this packet's path.
+    #[inline(always)]
+    fn write_slot(&mut self, s: u16, v: i64) {
+        self.seen |= u32::from((s as usize) < ROLE_SLOTS) << (s & 31);
+        if let Some(x) = self.slots.get_mut(s as usize) {
+            *x = v;
         }
     }
 

@@ -8,6 +8,7 @@
 
 use super::batch::Batch;
 use super::event::PackedFlow;
+use super::reassembly::MAX_FRAGMENT_COUNT;
 use super::{Prepared, Status, Validator, Verdict};
 use hashbrown::HashMap;
 
@@ -28,11 +29,11 @@ impl Joined {
         self.packets.clear();
     }
 
-    /// The verdict on `packet`, if `index` (a frame's [`Prepared::joined`]) names a
+    /// The verdict on `packet`, if `index` (from a frame's [`Prepared::joined`]) names a
     /// packet a worker joined with exactly these bytes.
     #[inline]
-    pub fn verdict(&self, index: Option<u32>, packet: &[u8]) -> Option<Verdict> {
-        let &(start, len, v) = self.packets.get(index? as usize)?;
+    pub fn verdict(&self, index: u32, packet: &[u8]) -> Option<Verdict> {
+        let &(start, len, v) = self.packets.get(index as usize)?;
         (self.bytes.get(start..start + len)? == packet).then_some(v)
     }
 }
@@ -72,7 +73,7 @@ impl Joiner {
                 continue;
             };
             // What the ordered stage refuses outright never completes there either.
-            if frag.count == 0 || frag.count > 256 || frag.id >= frag.count {
+            if frag.count == 0 || frag.count > MAX_FRAGMENT_COUNT || frag.id >= frag.count {
                 continue;
             }
             let key = (
@@ -147,14 +148,13 @@ mod tests {
         j.bytes.extend_from_slice(b"abcdef");
         j.packets.push((0, 3, Verdict::default()));
         j.packets.push((3, 3, verdict));
-        assert_eq!(j.verdict(Some(1), b"def"), Some(verdict));
-        assert_eq!(j.verdict(Some(0), b"abc"), Some(Verdict::default()));
-        assert_eq!(j.verdict(Some(1), b"abc"), None);
-        assert_eq!(j.verdict(Some(1), b"de"), None);
-        assert_eq!(j.verdict(Some(1), b"defg"), None);
-        assert_eq!(j.verdict(Some(2), b"def"), None);
-        assert_eq!(j.verdict(None, b"def"), None);
+        assert_eq!(j.verdict(1, b"def"), Some(verdict));
+        assert_eq!(j.verdict(0, b"abc"), Some(Verdict::default()));
+        assert_eq!(j.verdict(1, b"abc"), None);
+        assert_eq!(j.verdict(1, b"de"), None);
+        assert_eq!(j.verdict(1, b"defg"), None);
+        assert_eq!(j.verdict(2, b"def"), None);
         j.clear();
-        assert_eq!(j.verdict(Some(1), b"def"), None);
+        assert_eq!(j.verdict(1, b"def"), None);
     }
 }

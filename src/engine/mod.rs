@@ -641,7 +641,7 @@ impl Engine {
         // The packet itself, validated and dissected like any other — by a worker, when
         // one joined these very bytes and no field tree is wanted.
         let joined = match preset.joined {
-            Some((joined, i)) if !record && ip_fragments <= 1 => joined.verdict(Some(i), &self.reassembled),
+            Some((joined, i)) if !record && ip_fragments <= 1 => joined.verdict(i, &self.reassembled),
             _ => None,
         };
         let v = match joined {

@@ -7,6 +7,9 @@ use crate::validate::{HeaderFormat, sequence_diff};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// The most fragments a packet can have: what an entry's bitmap of received ids holds.
+pub const MAX_FRAGMENT_COUNT: u32 = 256;
+
 /// Entries in a flow's sequence buffer.
 pub const BUFFER_ENTRIES: usize = 256;
 
@@ -227,7 +230,7 @@ impl FlowReassembly {
         frames_out: &mut Vec<u64>,
     ) -> Outcome {
         self.opened = false;
-        if f.count == 0 || f.count > fmt.max_fragments || f.count > 256 {
+        if f.count == 0 || f.count > fmt.max_fragments || f.count > MAX_FRAGMENT_COUNT {
             self.attacks.count_out_of_range += 1;
             return Outcome::Refused;
         }
