@@ -56,6 +56,65 @@ pub struct Captured {
     pub data: Vec<u8>,
 }
 
+/// Frames captured together, their bytes back to back in one buffer: no allocation per
+/// frame, and the buffers go back to the capture thread to be filled again
+/// ([`LiveCapture::recycle`]).
+#[derive(Debug, Default)]
+pub struct Batch {
+    data: Vec<u8>,
+    frames: Vec<Stored>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Stored {
+    ts_ns: i64,
+    origlen: u32,
+    end: usize,
+}
+
+impl Batch {
+    fn with_capacity(frames: usize) -> Batch {
+        Batch {
+            data: Vec::with_capacity(frames * 256),
+            frames: Vec::with_capacity(frames),
+        }
+    }
+
+    fn push(&mut self, ts_ns: i64, origlen: u32, data: &[u8]) {
+        self.data.extend_from_slice(data);
+        self.frames.push(Stored {
+            ts_ns,
+            origlen,
+            end: self.data.len(),
+        });
+    }
+
+    fn clear(&mut self) {
+        self.data.clear();
+        self.frames.clear();
+    }
+
+    pub fn len(&self) -> usize {
+        self.frames.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.frames.is_empty()
+    }
+
+    /// Frame `i` (0-based): its time, length on the wire and captured bytes.
+    fn get(&self, i: usize) -> Option<(i64, u32, &[u8])> {
+        let f = self.frames.get(i)?;
+        let start = i.checked_sub(1).map_or(0, |p| self.frames[p].end);
+        Some((f.ts_ns, f.origlen, self.data.get(start..f.end)?))
+    }
+
+    /// The frames from `first` on, as [`crate::engine::session::Session::feed`] takes them.
+    pub fn frames_from(&self, first: usize) -> impl Iterator<Item = (i64, u32, &[u8])> {
+        (first..self.len()).filter_map(|i| self.get(i))
+    }
+}
+
 /// Packet counts for the drop report.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct LiveStats {
@@ -123,11 +182,16 @@ const BATCH: usize = 256;
 /// A batch waits at most this long for more frames (the screen's latency).
 const BATCH_WAIT: Duration = Duration::from_millis(2);
 
+/// Batches kept for the capture thread to fill again (more are allocated when it runs out).
+const SPARE_BATCHES: usize = 64;
+
 /// A running capture.
 pub struct LiveCapture {
-    rx: Receiver<Vec<Captured>>,
-    /// Frames of the last batch not taken yet.
-    pending: std::cell::RefCell<std::collections::VecDeque<Captured>>,
+    rx: Receiver<Batch>,
+    /// Emptied batches on their way back to the capture thread.
+    spare: SyncSender<Batch>,
+    /// The batch [`LiveCapture::next`] is taking frames from, and how many it took.
+    pending: std::cell::RefCell<Option<(Batch, usize)>>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
     stats: Arc<Mutex<LiveStats>>,
@@ -141,7 +205,8 @@ impl LiveCapture {
     /// Opens the interface (errors come back here, before anything runs) and starts
     /// capturing on a thread of its own.
     pub fn start(opts: &LiveOptions) -> Result<LiveCapture, LiveError> {
-        let (tx, rx) = sync_channel::<Vec<Captured>>((opts.queue / BATCH).max(16));
+        let (tx, rx) = sync_channel::<Batch>((opts.queue / BATCH).max(16));
+        let (spare, spares) = sync_channel::<Batch>(SPARE_BATCHES);
         let (ready_tx, ready_rx) = sync_channel::<Result<i32, LiveError>>(1);
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(Mutex::new(LiveStats::default()));
@@ -156,7 +221,7 @@ impl LiveCapture {
         );
         let thread = std::thread::Builder::new()
             .name("gpcap-capture".into())
-            .spawn(move || capture_thread(o, tx, ready_tx, stop2, stats2, qd2, fail2))
+            .spawn(move || capture_thread(o, tx, spares, ready_tx, stop2, stats2, qd2, fail2))
             .map_err(|e| LiveError::Other {
                 iface: opts.iface.clone(),
                 message: e.to_string(),
@@ -176,6 +241,7 @@ impl LiveCapture {
         };
         Ok(LiveCapture {
             rx,
+            spare,
             pending: Default::default(),
             stop,
             thread: Some(thread),
@@ -186,22 +252,63 @@ impl LiveCapture {
         })
     }
 
-    /// The next frame, waiting at most `wait`.
+    /// The next frame, waiting at most `wait` (a copy: [`LiveCapture::next_batch`] is the
+    /// fast way).
     pub fn next(&self, wait: Duration) -> Option<Captured> {
         let mut pending = self.pending.borrow_mut();
-        if let Some(c) = pending.pop_front() {
-            return Some(c);
+        loop {
+            if let Some((batch, taken)) = pending.as_mut()
+                && let Some((ts_ns, origlen, data)) = batch.get(*taken)
+            {
+                *taken += 1;
+                return Some(Captured {
+                    ts_ns,
+                    origlen,
+                    data: data.to_vec(),
+                });
+            }
+            if let Some((done, _)) = pending.take() {
+                self.recycle(done);
+            }
+            *pending = Some((self.receive(wait)?, 0));
         }
-        let batch = match self.rx.try_recv() {
-            Ok(b) => b,
-            Err(_) if wait.is_zero() => return None,
+    }
+
+    /// The next batch of frames, waiting at most `wait`; hand it back with
+    /// [`LiveCapture::recycle`] once read.
+    pub fn next_batch(&self, wait: Duration) -> Option<Batch> {
+        if let Some((batch, taken)) = self.pending.borrow_mut().take() {
+            if taken == 0 {
+                return Some(batch);
+            }
+            // What `next` left of its batch (rare: only after `next` was used).
+            let mut rest = Batch::with_capacity(batch.len() - taken.min(batch.len()));
+            for (ts_ns, origlen, data) in batch.frames_from(taken) {
+                rest.push(ts_ns, origlen, data);
+            }
+            self.recycle(batch);
+            if !rest.is_empty() {
+                return Some(rest);
+            }
+        }
+        self.receive(wait)
+    }
+
+    /// Gives a read batch back to the capture thread, so that capturing allocates nothing.
+    pub fn recycle(&self, mut batch: Batch) {
+        batch.clear();
+        let _ = self.spare.try_send(batch);
+    }
+
+    fn receive(&self, wait: Duration) -> Option<Batch> {
+        match self.rx.try_recv() {
+            Ok(b) => Some(b),
+            Err(_) if wait.is_zero() => None,
             Err(_) => match self.rx.recv_timeout(wait) {
-                Ok(b) => b,
-                Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => return None,
+                Ok(b) => Some(b),
+                Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => None,
             },
-        };
-        pending.extend(batch);
-        pending.pop_front()
+        }
     }
 
     pub fn stats(&self) -> LiveStats {
@@ -233,7 +340,8 @@ impl Drop for LiveCapture {
 #[allow(clippy::too_many_arguments)]
 fn capture_thread(
     o: LiveOptions,
-    tx: SyncSender<Vec<Captured>>,
+    tx: SyncSender<Batch>,
+    spares: Receiver<Batch>,
     ready: SyncSender<Result<i32, LiveError>>,
     stop: Arc<AtomicBool>,
     stats: Arc<Mutex<LiveStats>>,
@@ -283,18 +391,21 @@ fn capture_thread(
     let _ = ready.send(Ok(cap.get_datalink().0));
     let mut captured = 0u64;
     let mut last_stats = std::time::Instant::now();
-    let mut batch: Vec<Captured> = Vec::with_capacity(BATCH);
+    let mut batch = Batch::with_capacity(BATCH);
     let mut batch_since = std::time::Instant::now();
     // Hands the batch over; a full queue drops it whole, counted.
-    let flush = |batch: &mut Vec<Captured>, captured: &mut u64| -> bool {
+    let flush = |batch: &mut Batch, captured: &mut u64| -> bool {
         if batch.is_empty() {
             return true;
         }
         let n = batch.len() as u64;
-        match tx.try_send(std::mem::replace(batch, Vec::with_capacity(BATCH))) {
+        let next = spares.try_recv().unwrap_or_else(|_| Batch::with_capacity(BATCH));
+        match tx.try_send(std::mem::replace(batch, next)) {
             Ok(()) => *captured += n,
-            Err(TrySendError::Full(_)) => {
+            Err(TrySendError::Full(mut dropped)) => {
                 queue_dropped.fetch_add(n, Ordering::Relaxed);
+                dropped.clear();
+                *batch = dropped;
             }
             Err(TrySendError::Disconnected(_)) => return false,
         }
@@ -312,11 +423,7 @@ fn capture_thread(
                 if batch.is_empty() {
                     batch_since = std::time::Instant::now();
                 }
-                batch.push(Captured {
-                    ts_ns,
-                    origlen: p.header.len,
-                    data: p.data.to_vec(),
-                });
+                batch.push(ts_ns, p.header.len, p.data);
                 polls = polls.wrapping_add(1);
                 // The clock is read every 32 frames, not every one.
                 let late = polls.is_multiple_of(32) && batch_since.elapsed() > BATCH_WAIT;
@@ -331,7 +438,7 @@ fn capture_thread(
                 if !flush(&mut batch, &mut captured) {
                     break;
                 }
-                std::thread::sleep(Duration::from_micros(200));
+                wait_readable(&cap, Duration::from_millis(20));
             }
             Err(e) => {
                 if let Ok(mut f) = failure.lock() {
@@ -359,5 +466,48 @@ fn capture_thread(
     }
 }
 
+/// Sleeps until the kernel hands over a block of frames (or `at_most` passes, to see the
+/// stop flag): one wakeup per block instead of polling.
+fn wait_readable(cap: &pcap::Capture<pcap::Active>, at_most: Duration) {
+    use std::os::fd::AsRawFd;
+    let mut fd = libc::pollfd {
+        fd: cap.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the length of the call.
+    if unsafe { libc::poll(&mut fd, 1, at_most.as_millis() as libc::c_int) } < 0 {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
 /// Where `--write` puts frames.
 pub type WritePath = Option<PathBuf>;
+
+#[cfg(test)]
+mod tests {
+    use super::Batch;
+
+    #[test]
+    fn a_batch_gives_back_each_frame_as_pushed() {
+        let mut b = Batch::with_capacity(2);
+        b.push(10, 60, b"first");
+        b.push(20, 1500, b"");
+        b.push(30, 3, b"abc");
+        let all: Vec<_> = b.frames_from(0).collect();
+        assert_eq!(
+            all,
+            [
+                (10, 60, &b"first"[..]),
+                (20, 1500, &b""[..]),
+                (30, 3, &b"abc"[..])
+            ]
+        );
+        assert_eq!(b.frames_from(2).collect::<Vec<_>>(), [(30, 3, &b"abc"[..])]);
+        assert_eq!(b.frames_from(3).count(), 0);
+        b.clear();
+        assert!(b.is_empty());
+        b.push(40, 2, b"xy");
+        assert_eq!(b.frames_from(0).collect::<Vec<_>>(), [(40, 2, &b"xy"[..])]);
+    }
+}

@@ -102,19 +102,18 @@ pub fn run(a: &LiveArgs) -> Result<ExitCode> {
     };
     // The analysis loop: drain the queue in batches, publish a report now and then.
     let pump = |session: &mut Session, cap: &LiveCapture, wait: Duration| -> Result<()> {
-        let mut batch = Vec::new();
-        if let Some(c) = cap.next(wait) {
-            batch.push(c);
-            while batch.len() < 4096 {
-                match cap.next(Duration::ZERO) {
-                    Some(c) => batch.push(c),
-                    None => break,
-                }
-            }
+        // Up to 16 batches (4,096 frames) between two looks at the clock.
+        let mut wait = wait;
+        for _ in 0..16 {
+            let Some(batch) = cap.next_batch(wait) else {
+                break;
+            };
+            wait = Duration::ZERO;
+            let fed = session.feed(batch.frames_from(0));
+            cap.recycle(batch);
+            fed.map_err(|e| Error::io("--write", e))?;
         }
-        session
-            .feed(batch.iter().map(|c| (c.ts_ns, c.origlen, c.data.as_slice())))
-            .map_err(|e| Error::io("--write", e))
+        Ok(())
     };
 
     if a.no_tui {
@@ -141,10 +140,11 @@ pub fn run(a: &LiveArgs) -> Result<ExitCode> {
             }
         }
         let stats = cap.stop();
-        while cap
-            .next(Duration::ZERO)
-            .is_some_and(|c| session.feed([(c.ts_ns, c.origlen, c.data.as_slice())]).is_ok())
-        {}
+        while let Some(batch) = cap.next_batch(Duration::ZERO) {
+            if session.feed(batch.frames_from(0)).is_err() {
+                break;
+            }
+        }
         let failure = cap.failure.lock().ok().and_then(|f| f.clone());
         let report = session.finish().map_err(|e| Error::io("--write", e))?;
         print(&report, &stats, true);
