@@ -308,3 +308,134 @@ fn sigint_ends_live_with_the_final_report() {
         serde_json::from_str(stdout.lines().last().expect("a report line")).unwrap();
     assert!(last["live"]["captured"].is_u64(), "{last}");
 }
+
+/// `replay --iface` on one end of a veth pair feeds `live` on the other the capture's own
+/// datagrams, addresses and order: the live report equals `analyze`'s of the capture in
+/// every number but the clock's — game fragments, IP fragments (both links at MTU 1000),
+/// duplicates and corrupted datagrams included. (No loss: a capture that lost an IP
+/// fragment holds a datagram replay cannot send, by design.)
+#[test]
+fn replay_on_a_veth_pair_gives_live_the_report_analyze_gives() {
+    if !root() {
+        return;
+    }
+    let n = std::process::id() % 10000;
+    let (a, b) = (format!("gpR{n}a"), format!("gpR{n}b"));
+    let cleanup = format!("ip link del {a} 2>/dev/null; true");
+    if !sh(&format!(
+        "ip link add {a} type veth peer name {b} && ip link set {a} mtu 1000 up && \
+         ip link set {b} mtu 1000 up"
+    )) {
+        sh(&cleanup);
+        common::skipped(module_path!(), "cannot create a veth pair here");
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_gpcap");
+    let def = Path::new(env!("CARGO_MANIFEST_DIR")).join("dissectors/article.kdl");
+    let def = def.to_str().unwrap();
+    let (dir, capture) = common::gen_checked(
+        "dissectors/article.kdl",
+        "veth-replay",
+        &[
+            "--clients",
+            "4",
+            "--duration",
+            "2",
+            "--dup",
+            "0.03",
+            "--corrupt",
+            "0.02",
+            "--link-mtu",
+            "1000",
+            "--big",
+            "0.3",
+        ],
+    );
+    let capture = capture.as_str();
+    let analyzed = common::gpcap_ok(&["analyze", "--json", "-d", def, capture]);
+    let live = Command::new(bin)
+        .args([
+            "live",
+            &b,
+            "--no-tui",
+            "--json",
+            "--duration",
+            "4",
+            "--interval",
+            "1000",
+        ])
+        .args(["-d", def, "--filter", "udp"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let replay = Command::new(bin)
+        .args(["replay", capture, "-d", def, "--iface", &a, "--speed", "0"])
+        .output()
+        .unwrap();
+    let out = live.wait_with_output().unwrap();
+    sh(&cleanup);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        replay.status.success(),
+        "{}",
+        String::from_utf8_lossy(&replay.stderr)
+    );
+    let sent: serde_json::Value = serde_json::from_slice(&replay.stdout).unwrap();
+    let last = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .unwrap_or("")
+        .to_string();
+    let live: serde_json::Value = serde_json::from_str(&last).expect("live prints JSON");
+    assert_eq!(live["live"]["captured"], sent["frames"], "{}", live["live"]);
+    assert_eq!(sent["errors"].as_u64(), Some(0));
+    // Everything but the clock: when the capture ran, and rates over its duration.
+    let timeless = |mut r: serde_json::Value| {
+        let o = r.as_object_mut().unwrap();
+        o.remove("capture");
+        o.remove("timeline");
+        for f in o["flows"].as_array_mut().unwrap() {
+            for k in ["bits_per_s", "duration_s", "first_ns", "last_ns", "packets_per_s"] {
+                f.as_object_mut().unwrap().remove(k);
+            }
+        }
+        r
+    };
+    let expected = timeless(serde_json::from_str(&analyzed).unwrap());
+    let got = timeless(live["report"].clone());
+    assert!(
+        expected["mtu"]["ip_fragmented"].as_u64() > Some(0),
+        "{}",
+        expected["mtu"]
+    );
+    assert!(expected["reassembly"]["completed"].as_u64() > Some(0));
+    assert!(expected["validation"]["crc_mismatch"].as_u64() > Some(0));
+    let mut differences = Vec::new();
+    json_differences("", &got, &expected, &mut differences);
+    assert!(
+        differences.is_empty(),
+        "live ≠ analyze:\n{}",
+        differences.join("\n")
+    );
+}
+
+/// Where two JSON values differ, one line a leaf: `path: live | analyze`.
+fn json_differences(path: &str, a: &serde_json::Value, b: &serde_json::Value, out: &mut Vec<String>) {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for k in x.keys().chain(y.keys().filter(|k| !x.contains_key(*k))) {
+                let (u, v) = (x.get(k).unwrap_or(&Value::Null), y.get(k).unwrap_or(&Value::Null));
+                json_differences(&format!("{path}/{k}"), u, v, out);
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (u, v)) in x.iter().zip(y).enumerate() {
+                json_differences(&format!("{path}/{i}"), u, v, out);
+            }
+        }
+        _ if a != b => out.push(format!("{path}: {a} | {b}")),
+        _ => {}
+    }
+}

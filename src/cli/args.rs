@@ -257,12 +257,20 @@ pub struct ReplayArgs {
     pub captures: Vec<PathBuf>,
     #[command(flatten)]
     pub protocol: ProtocolArgs,
-    /// Destination of every datagram, e.g. 127.0.0.1:40000.
-    #[arg(long)]
-    pub to: std::net::SocketAddr,
-    /// Local address to send from (default: any port).
+    /// Destination of every datagram, e.g. 127.0.0.1:40000 (with `--iface`: default
+    /// each datagram's captured destination).
+    #[arg(long, required_unless_present = "iface")]
+    pub to: Option<std::net::SocketAddr>,
+    /// Local address to send from (default: any port; with `--iface`: each datagram's
+    /// captured source).
     #[arg(long)]
     pub from: Option<std::net::SocketAddr>,
+    /// Send Ethernet frames on this interface through a packet socket (Linux, root or
+    /// CAP_NET_RAW) instead of a UDP socket: no local IP stack on the way, datagrams over
+    /// the interface's MTU IP-fragmented. Feeds a capture on the other end of a veth pair
+    /// as a mirror port would, at several times a UDP socket's rate.
+    #[arg(long)]
+    pub iface: Option<String>,
     /// Replay speed: 1 as captured, 10 ten times as fast, 0 as fast as the socket takes
     /// them (0 to 1000).
     #[arg(long, default_value_t = 1.0, value_parser = speed)]

@@ -12,12 +12,17 @@ use std::process::ExitCode;
 
 pub fn run(a: &ReplayArgs) -> Result<ExitCode> {
     let resolved = resolve(&a.protocol.choice()?, |i| sample_files(&a.captures, i))?;
-    let from = a.from.unwrap_or_else(|| {
-        let any = if a.to.is_ipv6() { "[::]:0" } else { "0.0.0.0:0" };
-        any.parse().unwrap_or(a.to)
-    });
-    let mut replay = Replay::new(from, a.to, a.speed)
-        .map_err(|e| Error::io(format!("UDP socket {from} → {}", a.to), e))?;
+    let mut replay = match (&a.iface, a.to) {
+        (Some(iface), to) => on_link(iface, a.from, to, a.speed)?,
+        (None, Some(to)) => {
+            let from = a.from.unwrap_or_else(|| {
+                let any = if to.is_ipv6() { "[::]:0" } else { "0.0.0.0:0" };
+                any.parse().unwrap_or(to)
+            });
+            Replay::new(from, to, a.speed).map_err(|e| Error::io(format!("UDP socket {from} → {to}"), e))?
+        }
+        (None, None) => return Err(Error::Usage("replay needs --to or --iface".into())),
+    };
     replay.until = a
         .duration
         .map(|d| std::time::Instant::now() + std::time::Duration::from_secs_f64(d));
@@ -44,4 +49,33 @@ pub fn run(a: &ReplayArgs) -> Result<ExitCode> {
         serde_json::to_string(&sent).map_err(|e| Error::io("stdout", std::io::Error::other(e)))?
     );
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(target_os = "linux")]
+fn on_link(
+    iface: &str,
+    from: Option<std::net::SocketAddr>,
+    to: Option<std::net::SocketAddr>,
+    speed: f64,
+) -> Result<Replay> {
+    Replay::on_link(iface, from, to, speed).map_err(|e| {
+        let hint = if e.kind() == std::io::ErrorKind::PermissionDenied {
+            " (needs root or CAP_NET_RAW)"
+        } else {
+            ""
+        };
+        Error::io(format!("packet socket on {iface}{hint}"), e)
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn on_link(
+    _: &str,
+    _: Option<std::net::SocketAddr>,
+    _: Option<std::net::SocketAddr>,
+    _: f64,
+) -> Result<Replay> {
+    Err(Error::Usage(
+        "--iface sends through a Linux packet socket; use --to here".into(),
+    ))
 }

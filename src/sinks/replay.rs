@@ -3,8 +3,14 @@
 //! the ones `analyze` counts, IP-fragmented ones put back together, each payload sent as
 //! captured. Paced by the capture's timestamps times a speed, or as fast as the socket
 //! takes them; on Linux in batches of [`BATCH`] with one `sendmmsg` call each.
+//!
+//! On Linux the datagrams can also go out as Ethernet frames on an interface through a
+//! packet socket ([`Replay::on_link`]): no local IP or UDP stack on the way, so a
+//! receiver on the other end of a veth pair sees what a mirror port would, at several
+//! times the rate a UDP socket reaches.
 
 use crate::engine::{Kind, PacketEvent, Sink};
+use crate::generate::net::{Link, ip_packets};
 use serde::Serialize;
 use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
@@ -16,25 +22,60 @@ pub const BATCH: usize = 64;
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Replayed {
     pub datagrams: u64,
+    /// UDP payload bytes.
     pub bytes: u64,
-    /// Datagrams the socket refused (e.g. the receiver's port closed: ECONNREFUSED).
+    /// Link-layer frames handed to the interface (`--iface`: a datagram over the MTU
+    /// goes as several IP fragments); 0 through a UDP socket.
+    pub frames: u64,
+    /// Datagrams (or, with `--iface`, frames) refused: e.g. the receiver's port closed
+    /// (ECONNREFUSED), or a datagram whose addresses are not all IPv4 or all IPv6.
     pub errors: u64,
     pub seconds: f64,
     pub datagrams_per_s: f64,
 }
 
+/// Where the datagrams go.
+enum Out {
+    /// A UDP socket connected to the destination.
+    Udp(UdpSocket),
+    /// A packet socket bound to an interface.
+    #[cfg(target_os = "linux")]
+    Link(LinkOut),
+}
+
+#[cfg(target_os = "linux")]
+struct LinkOut {
+    sock: std::os::fd::OwnedFd,
+    mtu: usize,
+    /// Rewrite every datagram's source / destination to these (else as captured).
+    from: Option<SocketAddr>,
+    to: Option<SocketAddr>,
+    ip_id: u32,
+}
+
+/// One message of the batch: where it ends in `buf`, and the UDP payload length when it
+/// is the last (or only) piece of its datagram.
+#[derive(Clone, Copy)]
+struct Piece {
+    end: usize,
+    datagram: Option<usize>,
+}
+
 pub struct Replay {
-    sock: UdpSocket,
+    out: Out,
     /// Capture time × this = replay time; 0 sends as fast as possible.
     speed: f64,
     start: Option<(Instant, i64)>,
-    /// The batch being filled: payloads back to back, and where each ends.
+    /// The batch being filled: messages back to back, and where each ends.
     buf: Vec<u8>,
-    ends: Vec<usize>,
+    pieces: Vec<Piece>,
     pub sent: Replayed,
     began: Instant,
     /// Stop sending at this time (`--duration`).
     pub until: Option<Instant>,
+    /// `until` has passed (looked at once a batch: reading the clock per datagram cost
+    /// more than building it).
+    over: bool,
 }
 
 impl Replay {
@@ -42,48 +83,95 @@ impl Replay {
     pub fn new(from: SocketAddr, to: SocketAddr, speed: f64) -> std::io::Result<Replay> {
         let sock = UdpSocket::bind(from)?;
         sock.connect(to)?;
-        Ok(Replay {
+        Ok(Replay::with(Out::Udp(sock), speed))
+    }
+
+    /// A packet socket on `iface` that sends each datagram as Ethernet + IP + UDP, from
+    /// and to the captured addresses unless `from` / `to` replace them, IP-fragmented at
+    /// the interface's MTU. Needs root or CAP_NET_RAW.
+    #[cfg(target_os = "linux")]
+    pub fn on_link(
+        iface: &str,
+        from: Option<SocketAddr>,
+        to: Option<SocketAddr>,
+        speed: f64,
+    ) -> std::io::Result<Replay> {
+        let (sock, mtu) = packet_socket(iface)?;
+        let out = Out::Link(LinkOut {
             sock,
+            mtu,
+            from,
+            to,
+            ip_id: 0,
+        });
+        Ok(Replay::with(out, speed))
+    }
+
+    fn with(out: Out, speed: f64) -> Replay {
+        Replay {
+            out,
             speed,
             start: None,
             buf: Vec::with_capacity(BATCH * 1500),
-            ends: Vec::with_capacity(BATCH),
+            pieces: Vec::with_capacity(BATCH),
             sent: Replayed::default(),
             began: Instant::now(),
             until: None,
-        })
+            over: false,
+        }
     }
 
     /// Sends what is batched.
     pub fn flush(&mut self) {
+        let fd = match &self.out {
+            Out::Udp(s) => raw_fd(s),
+            #[cfg(target_os = "linux")]
+            Out::Link(l) => raw_fd(&l.sock),
+        };
+        let mut slices: Vec<&[u8]> = Vec::with_capacity(self.pieces.len());
         let mut at = 0;
-        let mut slices: [&[u8]; BATCH] = [&[]; BATCH];
-        for (k, &end) in self.ends.iter().enumerate() {
-            slices[k] = &self.buf[at..end];
-            at = end;
+        for p in &self.pieces {
+            slices.push(&self.buf[at..p.end]);
+            at = p.end;
         }
-        let n = self.ends.len();
+        let link = !matches!(self.out, Out::Udp(_));
         let mut done = 0;
-        while done < n {
-            match send_batch(&self.sock, &slices[done..n]) {
+        while done < slices.len() {
+            let took = match send_batch(fd, &slices[done..]) {
                 Ok(0) => break,
-                Ok(k) => {
-                    for s in &slices[done..done + k] {
-                        self.sent.datagrams += 1;
-                        self.sent.bytes += s.len() as u64;
-                    }
-                    done += k;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Ok(k) => k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(_) => {
-                    // The datagram at the head was refused: count it, go on with the rest.
+                    // The message at the head was refused: count it, go on with the rest.
                     self.sent.errors += 1;
                     done += 1;
+                    continue;
+                }
+            };
+            for p in &self.pieces[done..done + took] {
+                self.sent.frames += link as u64;
+                if let Some(len) = p.datagram {
+                    self.sent.datagrams += 1;
+                    self.sent.bytes += len as u64;
                 }
             }
+            done += took;
         }
         self.buf.clear();
-        self.ends.clear();
+        self.pieces.clear();
+        self.over = self.until.is_some_and(|t| Instant::now() >= t);
+    }
+
+    /// Adds one message to the batch, sending the batch when full.
+    fn push(&mut self, message: &[u8], datagram: Option<usize>) {
+        self.buf.extend_from_slice(message);
+        self.pieces.push(Piece {
+            end: self.buf.len(),
+            datagram,
+        });
+        if self.pieces.len() >= BATCH {
+            self.flush();
+        }
     }
 
     /// Flushes and says what was sent.
@@ -101,7 +189,7 @@ impl Replay {
 
     /// The replay has run for as long as it was given.
     pub fn is_done(&self) -> bool {
-        self.until.is_some_and(|t| Instant::now() >= t)
+        self.over || (self.pieces.is_empty() && self.until.is_some_and(|t| Instant::now() >= t))
     }
 
     /// Waits until the capture time `ts_ns` is due at the replay's speed.
@@ -132,18 +220,91 @@ impl Sink for Replay {
             return;
         }
         self.pace(e.ts_ns);
-        self.buf.extend_from_slice(e.payload);
-        self.ends.push(self.buf.len());
-        if self.ends.len() == BATCH {
-            self.flush();
+        match &mut self.out {
+            Out::Udp(_) => self.push(e.payload, Some(e.payload.len())),
+            #[cfg(target_os = "linux")]
+            Out::Link(l) => {
+                let Some(flow) = e.flow else { return };
+                let src = l.from.unwrap_or(flow.src);
+                let dst = l.to.unwrap_or(flow.dst);
+                // A UDP length field holds at most 65,535 bytes, header included.
+                if src.is_ipv4() != dst.is_ipv4() || e.payload.len() > 65_535 - 8 {
+                    self.sent.errors += 1;
+                    return;
+                }
+                l.ip_id = l.ip_id.wrapping_add(1);
+                let packets = ip_packets(src, dst, e.payload, l.ip_id, false, l.mtu);
+                let last = packets.len() - 1;
+                for (i, p) in packets.iter().enumerate() {
+                    let frame = Link::Ethernet { vlan: None }.frame(p, src.is_ipv6());
+                    self.push(&frame, (i == last).then_some(e.payload.len()));
+                }
+            }
         }
     }
 }
 
-/// Sends datagrams on a connected socket; how many the kernel took.
+#[cfg(unix)]
+fn raw_fd(s: &impl std::os::fd::AsRawFd) -> i32 {
+    s.as_raw_fd()
+}
+
+#[cfg(not(unix))]
+fn raw_fd<T>(_: &T) -> i32 {
+    -1
+}
+
+/// A raw packet socket bound to `iface` that skips the queueing discipline (frames go
+/// straight to the driver, as a mirror port's would arrive), and the interface's MTU.
 #[cfg(target_os = "linux")]
-fn send_batch(sock: &UdpSocket, datagrams: &[&[u8]]) -> std::io::Result<usize> {
-    use std::os::fd::AsRawFd;
+fn packet_socket(iface: &str) -> std::io::Result<(std::os::fd::OwnedFd, usize)> {
+    use std::os::fd::FromRawFd;
+    let name = std::ffi::CString::new(iface).map_err(std::io::Error::other)?;
+    // SAFETY: `name` is a NUL-terminated string that outlives the call.
+    let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
+    if index == 0 {
+        return Err(std::io::Error::other(format!("no interface `{iface}`")));
+    }
+    let mtu = std::fs::read_to_string(format!("/sys/class/net/{iface}/mtu"))
+        .ok()
+        .and_then(|m| m.trim().parse::<usize>().ok())
+        .filter(|&m| m >= 68)
+        .unwrap_or(1500);
+    // SAFETY: plain socket(2); the descriptor is owned below.
+    let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, 0) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just opened and is owned by nothing else.
+    let sock = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+    // SAFETY: a zeroed sockaddr_ll is valid; the fields set are plain integers.
+    let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    addr.sll_family = libc::AF_PACKET as u16;
+    // Protocol 0: the socket receives nothing; the kernel reads each frame's EtherType.
+    addr.sll_protocol = 0;
+    addr.sll_ifindex = index as i32;
+    let len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+    // SAFETY: `addr` is a valid sockaddr_ll of `len` bytes.
+    if unsafe { libc::bind(fd, (&raw const addr).cast(), len) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let one: libc::c_int = 1;
+    // SAFETY: an int option of its own size. Failing only costs the qdisc's overhead.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_PACKET,
+            libc::PACKET_QDISC_BYPASS,
+            (&raw const one).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    Ok((sock, mtu))
+}
+
+/// Sends messages on a connected (or bound) socket; how many the kernel took.
+#[cfg(target_os = "linux")]
+fn send_batch(fd: i32, datagrams: &[&[u8]]) -> std::io::Result<usize> {
     let n = datagrams.len().min(BATCH);
     // SAFETY: zeroed iovec/mmsghdr are valid (null pointers, zero lengths).
     let mut iov: [libc::iovec; BATCH] = unsafe { std::mem::zeroed() };
@@ -158,17 +319,21 @@ fn send_batch(sock: &UdpSocket, datagrams: &[&[u8]]) -> std::io::Result<usize> {
     }
     // SAFETY: `msgs[..n]` point at `iov[..n]`, which point at the caller's slices; all
     // outlive the call, and the kernel only reads them.
-    let sent = unsafe { libc::sendmmsg(sock.as_raw_fd(), msgs.as_mut_ptr(), n as libc::c_uint, 0) };
+    let sent = unsafe { libc::sendmmsg(fd, msgs.as_mut_ptr(), n as libc::c_uint, 0) };
     if sent < 0 {
         return Err(std::io::Error::last_os_error());
     }
     Ok(sent as usize)
 }
 
-#[cfg(not(target_os = "linux"))]
-fn send_batch(sock: &UdpSocket, datagrams: &[&[u8]]) -> std::io::Result<usize> {
-    match datagrams.first() {
-        Some(d) => sock.send(d).map(|_| 1),
-        None => Ok(0),
+#[cfg(all(unix, not(target_os = "linux")))]
+fn send_batch(fd: i32, datagrams: &[&[u8]]) -> std::io::Result<usize> {
+    let Some(d) = datagrams.first() else {
+        return Ok(0);
+    };
+    // SAFETY: `d` is a live slice; the kernel only reads it.
+    if unsafe { libc::send(fd, d.as_ptr().cast(), d.len(), 0) } < 0 {
+        return Err(std::io::Error::last_os_error());
     }
+    Ok(1)
 }
