@@ -130,16 +130,22 @@ impl<T> Recycler<T> {
     }
 }
 
-/// Runs a batch's frames through `a`'s stateful stage with what was found in them
-/// (shards and the pipeline's ordered stage alike), then sends its emptied memory back
-/// to the reader.
+/// Runs a batch's frames through `a`'s stateful stage with what was found in them (the
+/// pipeline's ordered stage), or whole when nothing was (shards), then sends its emptied
+/// memory back to the reader.
 pub fn analyze_batch(
     a: &mut Analyzer,
     (mut batch, mut found): (Batch, Found),
     back: &SyncSender<(Batch, Found)>,
 ) {
-    for (f, p) in batch.frames().zip(found.pre.iter()) {
-        a.frame_with(&f, p, &found.joined);
+    if found.pre.is_empty() {
+        for f in batch.frames() {
+            a.frame(&f);
+        }
+    } else {
+        for (f, p) in batch.frames().zip(found.pre.iter()) {
+            a.frame_with(&f, p, &found.joined);
+        }
     }
     batch.clear();
     found.clear();

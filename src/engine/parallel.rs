@@ -10,7 +10,7 @@ use super::batch::{Batch, Found, Recycler, analyze_batch, thread_failed};
 use super::event::ip_bits;
 use super::peak::PeakMerger;
 use super::run::read_frames;
-use super::{Config, FileEnd, MemoryMark, Prepared};
+use super::{Config, FileEnd, MemoryMark};
 use crate::analysis::{Analyzer, Report, Statistics};
 use crate::capture::{CaptureError, CaptureReader};
 use crate::decode::{Decoded, decode};
@@ -125,7 +125,9 @@ pub fn analyze_files(
                 match msg {
                     Msg::Begin(name) => a.begin_file(&name),
                     Msg::Start(ts) => a.set_timeline_start(ts),
-                    // Decoded once, by the reader that routed them.
+                    // Decoded again here: the router's decoding, handed over, was
+                    // ~180 bytes a frame written on one core and read on another
+                    // (1 GB, 128 clients, -d: 1.09 s against 1.02 s decoding again).
                     Msg::Frames(b, pre) => analyze_batch(&mut a, (b, pre), &back),
                     Msg::Through(file, frame) => {
                         let _ = marks.send((s, a.take_memory_log(), (file, frame)));
@@ -166,7 +168,6 @@ pub fn analyze_files(
             let number = f.number;
             let decoded = decode(f.linktype, f.data);
             let s = shard_of(&decoded, shards);
-            batches[s].1.pre.push(Prepared::decoded(&f, &decoded));
             if batches[s].0.push(f) {
                 send(&txs[s], &mut batches[s], &pool);
             }
