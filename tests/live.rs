@@ -353,40 +353,58 @@ fn replay_on_a_veth_pair_gives_live_the_report_analyze_gives() {
     );
     let capture = capture.as_str();
     let analyzed = common::gpcap_ok(&["analyze", "--json", "-d", def, capture]);
-    let live = Command::new(bin)
+    // Reports every 0.2 s: the first says the capture runs; the one that has every
+    // frame sent says it is time to stop (SIGINT ends live with its final report).
+    let mut live = Command::new(bin)
         .args([
             "live",
             &b,
             "--no-tui",
             "--json",
             "--duration",
-            "4",
+            "60",
             "--interval",
-            "1000",
+            "0.2",
         ])
         .args(["-d", def, "--filter", "udp"])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    let (tx, lines) = std::sync::mpsc::channel::<String>();
+    let stdout = live.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let first = lines.recv_timeout(Duration::from_secs(30));
     let replay = Command::new(bin)
         .args(["replay", capture, "-d", def, "--iface", &a, "--speed", "0"])
         .output()
         .unwrap();
-    let out = live.wait_with_output().unwrap();
+    let sent: serde_json::Value = serde_json::from_slice(&replay.stdout).unwrap_or_default();
+    let captured = |line: &str| {
+        serde_json::from_str::<serde_json::Value>(line)
+            .map_or(0, |v| v["live"]["captured"].as_u64().unwrap_or(0))
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while let Ok(line) = lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        if Some(captured(&line)) >= sent["frames"].as_u64() {
+            break;
+        }
+    }
+    sh(&format!("kill -INT {}", live.id()));
+    let last = lines.iter().last().unwrap_or_default();
+    let _ = live.wait();
     sh(&cleanup);
     let _ = std::fs::remove_dir_all(&dir);
+    assert!(first.is_ok(), "live printed no report");
     assert!(
         replay.status.success(),
         "{}",
         String::from_utf8_lossy(&replay.stderr)
     );
-    let sent: serde_json::Value = serde_json::from_slice(&replay.stdout).unwrap();
-    let last = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .last()
-        .unwrap_or("")
-        .to_string();
     let live: serde_json::Value = serde_json::from_str(&last).expect("live prints JSON");
     assert_eq!(live["live"]["captured"], sent["frames"], "{}", live["live"]);
     assert_eq!(sent["errors"].as_u64(), Some(0));
