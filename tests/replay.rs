@@ -76,3 +76,24 @@ fn replay_refuses_speeds_out_of_range() {
         assert!(err.contains("--speed"), "--speed {bad}: {err}");
     }
 }
+
+/// An IPv4 source and an IPv6 destination (or the reverse) make no datagram: refused up
+/// front, before anything is sent, instead of counting every datagram as an error.
+#[test]
+fn replay_refuses_mixed_address_families() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpcap"))
+        .args([
+            "replay",
+            "captures/clean.pcap",
+            "--to",
+            "127.0.0.1:9",
+            "--from",
+            "[::1]:5",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not both IPv4 or both IPv6"), "{err}");
+}

@@ -12,6 +12,13 @@ use std::process::ExitCode;
 
 pub fn run(a: &ReplayArgs) -> Result<ExitCode> {
     let resolved = resolve(&a.protocol.choice()?, |i| sample_files(&a.captures, i))?;
+    if let (Some(from), Some(to)) = (a.from, a.to)
+        && from.is_ipv4() != to.is_ipv4()
+    {
+        return Err(Error::Usage(format!(
+            "--from {from} and --to {to} are not both IPv4 or both IPv6"
+        )));
+    }
     let mut replay = match (&a.iface, a.to) {
         (Some(iface), to) => on_link(iface, a.from, to, a.speed)?,
         (None, Some(to)) => {
