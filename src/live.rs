@@ -3,6 +3,8 @@
 //! pipeline as files through a bounded queue, and drops — by the kernel, the interface
 //! or the queue — are counted, never silent.
 
+use crate::capture::Frame;
+pub use crate::engine::Batch;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError, sync_channel};
@@ -54,65 +56,6 @@ pub struct Captured {
     pub ts_ns: i64,
     pub origlen: u32,
     pub data: Vec<u8>,
-}
-
-/// Frames captured together, their bytes back to back in one buffer: no allocation per
-/// frame, and the buffers go back to the capture thread to be filled again
-/// ([`LiveCapture::recycle`]).
-#[derive(Debug, Default)]
-pub struct Batch {
-    data: Vec<u8>,
-    frames: Vec<Stored>,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Stored {
-    ts_ns: i64,
-    origlen: u32,
-    end: usize,
-}
-
-impl Batch {
-    fn with_capacity(frames: usize) -> Batch {
-        Batch {
-            data: Vec::with_capacity(frames * 256),
-            frames: Vec::with_capacity(frames),
-        }
-    }
-
-    fn push(&mut self, ts_ns: i64, origlen: u32, data: &[u8]) {
-        self.data.extend_from_slice(data);
-        self.frames.push(Stored {
-            ts_ns,
-            origlen,
-            end: self.data.len(),
-        });
-    }
-
-    fn clear(&mut self) {
-        self.data.clear();
-        self.frames.clear();
-    }
-
-    pub fn len(&self) -> usize {
-        self.frames.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.frames.is_empty()
-    }
-
-    /// Frame `i` (0-based): its time, length on the wire and captured bytes.
-    fn get(&self, i: usize) -> Option<(i64, u32, &[u8])> {
-        let f = self.frames.get(i)?;
-        let start = i.checked_sub(1).map_or(0, |p| self.frames[p].end);
-        Some((f.ts_ns, f.origlen, self.data.get(start..f.end)?))
-    }
-
-    /// The frames from `first` on, as [`crate::engine::session::Session::feed`] takes them.
-    pub fn frames_from(&self, first: usize) -> impl Iterator<Item = (i64, u32, &[u8])> {
-        (first..self.len()).filter_map(|i| self.get(i))
-    }
 }
 
 /// Packet counts for the drop report.
@@ -179,6 +122,8 @@ fn classify(iface: &str, e: pcap::Error) -> LiveError {
 /// Frames the capture thread hands over at once: one channel operation per batch, not
 /// per frame, so that the thread goes back to the kernel's ring sooner.
 const BATCH: usize = 256;
+/// Room a batch starts with: 256 typical game frames (it grows for large ones).
+const BATCH_BYTES: usize = BATCH * 256;
 /// A batch waits at most this long for more frames (the screen's latency).
 const BATCH_WAIT: Duration = Duration::from_millis(2);
 
@@ -258,13 +203,13 @@ impl LiveCapture {
         let mut pending = self.pending.borrow_mut();
         loop {
             if let Some((batch, taken)) = pending.as_mut()
-                && let Some((ts_ns, origlen, data)) = batch.get(*taken)
+                && let Some(f) = batch.frame(*taken)
             {
                 *taken += 1;
                 return Some(Captured {
-                    ts_ns,
-                    origlen,
-                    data: data.to_vec(),
+                    ts_ns: f.ts_ns,
+                    origlen: f.origlen,
+                    data: f.data.to_vec(),
                 });
             }
             if let Some((done, _)) = pending.take() {
@@ -282,9 +227,9 @@ impl LiveCapture {
                 return Some(batch);
             }
             // What `next` left of its batch (rare: only after `next` was used).
-            let mut rest = Batch::with_capacity(batch.len() - taken.min(batch.len()));
-            for (ts_ns, origlen, data) in batch.frames_from(taken) {
-                rest.push(ts_ns, origlen, data);
+            let mut rest = Batch::with_capacity(BATCH, BATCH_BYTES);
+            for f in batch.frames_from(taken) {
+                rest.push(f);
             }
             self.recycle(batch);
             if !rest.is_empty() {
@@ -388,10 +333,11 @@ fn capture_thread(
             return;
         }
     };
-    let _ = ready.send(Ok(cap.get_datalink().0));
+    let linktype = cap.get_datalink().0;
+    let _ = ready.send(Ok(linktype));
     let mut captured = 0u64;
     let mut last_stats = std::time::Instant::now();
-    let mut batch = Batch::with_capacity(BATCH);
+    let mut batch = Batch::with_capacity(BATCH, BATCH_BYTES);
     let mut batch_since = std::time::Instant::now();
     // Hands the batch over; a full queue drops it whole, counted.
     let flush = |batch: &mut Batch, captured: &mut u64| -> bool {
@@ -399,7 +345,9 @@ fn capture_thread(
             return true;
         }
         let n = batch.len() as u64;
-        let next = spares.try_recv().unwrap_or_else(|_| Batch::with_capacity(BATCH));
+        let next = spares
+            .try_recv()
+            .unwrap_or_else(|_| Batch::with_capacity(BATCH, BATCH_BYTES));
         match tx.try_send(std::mem::replace(batch, next)) {
             Ok(()) => *captured += n,
             Err(TrySendError::Full(mut dropped)) => {
@@ -423,7 +371,15 @@ fn capture_thread(
                 if batch.is_empty() {
                     batch_since = std::time::Instant::now();
                 }
-                batch.push(ts_ns, p.header.len, p.data);
+                batch.push(Frame {
+                    number: 0,
+                    ts_ns,
+                    linktype,
+                    interface: 0,
+                    origlen: p.header.len,
+                    offset: 0,
+                    data: p.data,
+                });
                 polls = polls.wrapping_add(1);
                 // The clock is read every 32 frames, not every one.
                 let late = polls.is_multiple_of(32) && batch_since.elapsed() > BATCH_WAIT;
@@ -483,31 +439,3 @@ fn wait_readable(cap: &pcap::Capture<pcap::Active>, at_most: Duration) {
 
 /// Where `--write` puts frames.
 pub type WritePath = Option<PathBuf>;
-
-#[cfg(test)]
-mod tests {
-    use super::Batch;
-
-    #[test]
-    fn a_batch_gives_back_each_frame_as_pushed() {
-        let mut b = Batch::with_capacity(2);
-        b.push(10, 60, b"first");
-        b.push(20, 1500, b"");
-        b.push(30, 3, b"abc");
-        let all: Vec<_> = b.frames_from(0).collect();
-        assert_eq!(
-            all,
-            [
-                (10, 60, &b"first"[..]),
-                (20, 1500, &b""[..]),
-                (30, 3, &b"abc"[..])
-            ]
-        );
-        assert_eq!(b.frames_from(2).collect::<Vec<_>>(), [(30, 3, &b"abc"[..])]);
-        assert_eq!(b.frames_from(3).count(), 0);
-        b.clear();
-        assert!(b.is_empty());
-        b.push(40, 2, b"xy");
-        assert_eq!(b.frames_from(0).collect::<Vec<_>>(), [(40, 2, &b"xy"[..])]);
-    }
-}

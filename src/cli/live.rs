@@ -109,7 +109,7 @@ pub fn run(a: &LiveArgs) -> Result<ExitCode> {
                 break;
             };
             wait = Duration::ZERO;
-            let fed = session.feed(batch.frames_from(0));
+            let fed = session.feed(batch.frames().map(|f| (f.ts_ns, f.origlen, f.data)));
             cap.recycle(batch);
             fed.map_err(|e| Error::io("--write", e))?;
         }
@@ -141,7 +141,10 @@ pub fn run(a: &LiveArgs) -> Result<ExitCode> {
         }
         let stats = cap.stop();
         while let Some(batch) = cap.next_batch(Duration::ZERO) {
-            if session.feed(batch.frames_from(0)).is_err() {
+            if session
+                .feed(batch.frames().map(|f| (f.ts_ns, f.origlen, f.data)))
+                .is_err()
+            {
                 break;
             }
         }

@@ -1,5 +1,6 @@
 //! Frames copied out of the reader's buffer in batches, to hand to other threads
-//! (shards, validation workers) without a channel message per frame.
+//! (shards, validation workers, live capture's analysis) without a channel message or
+//! an allocation per frame.
 
 use super::Prepared;
 use super::join::Joined;
@@ -30,9 +31,15 @@ pub struct Batch {
 
 impl Batch {
     pub fn new() -> Self {
+        Batch::with_capacity(BATCH_FRAMES, BATCH_BYTES)
+    }
+
+    /// Room for `frames` frames of `bytes` in all before growing (live capture's batches
+    /// are small: hundreds of them may wait in its queue).
+    pub fn with_capacity(frames: usize, bytes: usize) -> Self {
         Batch {
-            buf: Vec::with_capacity(BATCH_BYTES),
-            frames: Vec::with_capacity(BATCH_FRAMES),
+            buf: Vec::with_capacity(bytes),
+            frames: Vec::with_capacity(frames),
         }
     }
 
@@ -71,21 +78,31 @@ impl Batch {
 
     /// The bytes of frame `i`.
     pub fn frame_data(&self, i: usize) -> Option<&[u8]> {
-        let m = self.frames.get(i)?;
-        self.buf.get(m.start..m.start + m.len)
+        self.frame(i).map(|f| f.data)
     }
 
-    /// The frames, in the order they were pushed.
-    pub fn frames(&self) -> impl Iterator<Item = Frame<'_>> {
-        self.frames.iter().map(|m| Frame {
+    /// Frame `i`, in the order they were pushed.
+    pub fn frame(&self, i: usize) -> Option<Frame<'_>> {
+        let m = self.frames.get(i)?;
+        Some(Frame {
             number: m.number,
             ts_ns: m.ts_ns,
             linktype: m.linktype,
             interface: m.interface,
             origlen: m.origlen,
             offset: m.offset,
-            data: &self.buf[m.start..m.start + m.len],
+            data: self.buf.get(m.start..m.start + m.len)?,
         })
+    }
+
+    /// The frames from the `first` on, in the order they were pushed.
+    pub fn frames_from(&self, first: usize) -> impl Iterator<Item = Frame<'_>> {
+        (first..self.len()).filter_map(|i| self.frame(i))
+    }
+
+    /// The frames, in the order they were pushed.
+    pub fn frames(&self) -> impl Iterator<Item = Frame<'_>> {
+        self.frames_from(0)
     }
 }
 
@@ -159,5 +176,49 @@ pub fn thread_failed() -> CaptureError {
         offset: 0,
         frame: 0,
         message: "an analysis thread failed".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Batch;
+    use crate::capture::Frame;
+
+    fn frame(ts_ns: i64, origlen: u32, data: &[u8]) -> Frame<'_> {
+        Frame {
+            number: 0,
+            ts_ns,
+            linktype: 1,
+            interface: 0,
+            origlen,
+            offset: 0,
+            data,
+        }
+    }
+
+    fn parts<'a>(frames: impl Iterator<Item = Frame<'a>>) -> Vec<(i64, u32, &'a [u8])> {
+        frames.map(|f| (f.ts_ns, f.origlen, f.data)).collect()
+    }
+
+    #[test]
+    fn a_batch_gives_back_each_frame_as_pushed() {
+        let mut b = Batch::with_capacity(2, 16);
+        b.push(frame(10, 60, b"first"));
+        b.push(frame(20, 1500, b""));
+        b.push(frame(30, 3, b"abc"));
+        assert_eq!(
+            parts(b.frames()),
+            [
+                (10, 60, &b"first"[..]),
+                (20, 1500, &b""[..]),
+                (30, 3, &b"abc"[..])
+            ]
+        );
+        assert_eq!(parts(b.frames_from(2)), [(30, 3, &b"abc"[..])]);
+        assert_eq!(b.frames_from(3).count(), 0);
+        b.clear();
+        assert!(b.is_empty());
+        b.push(frame(40, 2, b"xy"));
+        assert_eq!(parts(b.frames()), [(40, 2, &b"xy"[..])]);
     }
 }

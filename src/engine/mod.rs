@@ -21,7 +21,7 @@ pub mod seq;
 pub mod session;
 pub mod validator;
 
-pub use batch::BATCH_FRAMES;
+pub use batch::{BATCH_FRAMES, Batch};
 pub use config::{Config, PortSet};
 pub use event::{FlowId, Kind, Layer, PackedFlow, PacketEvent, Status};
 pub use join::Joined;

@@ -22,8 +22,14 @@ impl Link {
     }
 
     pub fn frame(&self, ip_packet: &[u8], v6: bool) -> Vec<u8> {
-        let ethertype: u16 = if v6 { 0x86dd } else { 0x0800 };
         let mut f = Vec::with_capacity(ip_packet.len() + 24);
+        self.frame_into(&mut f, ip_packet, v6);
+        f
+    }
+
+    /// [`Link::frame`] appended to `f` (a sender's batch buffer).
+    pub fn frame_into(&self, f: &mut Vec<u8>, ip_packet: &[u8], v6: bool) {
+        let ethertype: u16 = if v6 { 0x86dd } else { 0x0800 };
         match self {
             Link::Ethernet { vlan } => {
                 f.extend([0x02, 0, 0, 0, 0, 0x02, 0x02, 0, 0, 0, 0, 0x01]);
@@ -45,7 +51,6 @@ impl Link {
             Link::Raw => {}
         }
         f.extend_from_slice(ip_packet);
-        f
     }
 }
 

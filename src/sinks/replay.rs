@@ -123,21 +123,17 @@ impl Replay {
 
     /// Sends what is batched.
     pub fn flush(&mut self) {
-        let fd = match &self.out {
-            Out::Udp(s) => raw_fd(s),
-            #[cfg(target_os = "linux")]
-            Out::Link(l) => raw_fd(&l.sock),
-        };
-        let mut slices: Vec<&[u8]> = Vec::with_capacity(self.pieces.len());
+        let mut slices: [&[u8]; BATCH] = [&[]; BATCH];
         let mut at = 0;
-        for p in &self.pieces {
-            slices.push(&self.buf[at..p.end]);
+        for (k, p) in self.pieces.iter().enumerate() {
+            slices[k] = &self.buf[at..p.end];
             at = p.end;
         }
+        let n = self.pieces.len();
         let link = !matches!(self.out, Out::Udp(_));
         let mut done = 0;
-        while done < slices.len() {
-            let took = match send_batch(fd, &slices[done..]) {
+        while done < n {
+            let took = match self.out.send(&slices[done..n]) {
                 Ok(0) => break,
                 Ok(k) => k,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -165,6 +161,11 @@ impl Replay {
     /// Adds one message to the batch, sending the batch when full.
     fn push(&mut self, message: &[u8], datagram: Option<usize>) {
         self.buf.extend_from_slice(message);
+        self.ended(datagram);
+    }
+
+    /// The message written at the end of `buf` is complete: sends the batch when full.
+    fn ended(&mut self, datagram: Option<usize>) {
         self.pieces.push(Piece {
             end: self.buf.len(),
             datagram,
@@ -236,22 +237,29 @@ impl Sink for Replay {
                 let packets = ip_packets(src, dst, e.payload, l.ip_id, false, l.mtu);
                 let last = packets.len() - 1;
                 for (i, p) in packets.iter().enumerate() {
-                    let frame = Link::Ethernet { vlan: None }.frame(p, src.is_ipv6());
-                    self.push(&frame, (i == last).then_some(e.payload.len()));
+                    Link::Ethernet { vlan: None }.frame_into(&mut self.buf, p, src.is_ipv6());
+                    self.ended((i == last).then_some(e.payload.len()));
                 }
             }
         }
     }
 }
 
-#[cfg(unix)]
-fn raw_fd(s: &impl std::os::fd::AsRawFd) -> i32 {
-    s.as_raw_fd()
-}
-
-#[cfg(not(unix))]
-fn raw_fd<T>(_: &T) -> i32 {
-    -1
+impl Out {
+    /// Hands messages to the kernel; how many it took.
+    fn send(&self, messages: &[&[u8]]) -> std::io::Result<usize> {
+        match self {
+            #[cfg(target_os = "linux")]
+            Out::Udp(s) => send_batch(std::os::fd::AsRawFd::as_raw_fd(s), messages),
+            #[cfg(target_os = "linux")]
+            Out::Link(l) => send_batch(std::os::fd::AsRawFd::as_raw_fd(&l.sock), messages),
+            #[cfg(not(target_os = "linux"))]
+            Out::Udp(s) => match messages.first() {
+                Some(d) => s.send(d).map(|_| 1),
+                None => Ok(0),
+            },
+        }
+    }
 }
 
 /// A raw packet socket bound to `iface` that skips the queueing discipline (frames go
@@ -302,9 +310,10 @@ fn packet_socket(iface: &str) -> std::io::Result<(std::os::fd::OwnedFd, usize)> 
     Ok((sock, mtu))
 }
 
-/// Sends messages on a connected (or bound) socket; how many the kernel took.
+/// Sends messages on a connected (or bound) socket, one `sendmmsg` call; how many the
+/// kernel took.
 #[cfg(target_os = "linux")]
-fn send_batch(fd: i32, datagrams: &[&[u8]]) -> std::io::Result<usize> {
+fn send_batch(fd: std::os::fd::RawFd, datagrams: &[&[u8]]) -> std::io::Result<usize> {
     let n = datagrams.len().min(BATCH);
     // SAFETY: zeroed iovec/mmsghdr are valid (null pointers, zero lengths).
     let mut iov: [libc::iovec; BATCH] = unsafe { std::mem::zeroed() };
@@ -324,16 +333,4 @@ fn send_batch(fd: i32, datagrams: &[&[u8]]) -> std::io::Result<usize> {
         return Err(std::io::Error::last_os_error());
     }
     Ok(sent as usize)
-}
-
-#[cfg(all(unix, not(target_os = "linux")))]
-fn send_batch(fd: i32, datagrams: &[&[u8]]) -> std::io::Result<usize> {
-    let Some(d) = datagrams.first() else {
-        return Ok(0);
-    };
-    // SAFETY: `d` is a live slice; the kernel only reads it.
-    if unsafe { libc::send(fd, d.as_ptr().cast(), d.len(), 0) } < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(1)
 }
