@@ -4,4 +4,7 @@
 pub mod ipfrag;
 pub mod link;
 
-pub use link::{Decoded, IcmpTooBig, IpInfo, QuotedDatagram, decode, linktype, udp_from_reassembled};
+pub use link::{
+    Decoded, IcmpTooBig, IpInfo, QuotedDatagram, decode, decode_fast, decode_general, linktype,
+    udp_from_reassembled,
+};

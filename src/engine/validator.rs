@@ -63,7 +63,7 @@ impl Validator {
     pub fn datagram(&mut self, payload: &[u8]) -> Verdict {
         let mut v = Verdict::default();
         self.dissection.fields.clear();
-        if let Some(seed) = self.crc {
+        if let Some(seed) = &self.crc {
             let crc = seed.verify(payload);
             v.crc = Some(crc);
             let failed = match crc {
@@ -131,7 +131,7 @@ impl Validator {
     pub fn reassembled(&mut self, packet: &[u8]) -> Verdict {
         let mut v = Verdict::default();
         self.dissection.fields.clear();
-        if let Some(seed) = self.crc {
+        if let Some(seed) = &self.crc {
             let crc = seed.verify(packet);
             v.crc = Some(crc);
             if crc != CrcStatus::Ok {
