@@ -108,6 +108,52 @@ pub struct Segment {
     pub bits: u32,
     pub fields: u32,
     pub checks: (u32, u32),
+    /// The same checks read from one 128-bit window ([`Plan::packs`]; [`NO_PACK`]:
+    /// they reach too far into the run).
+    pub pack: u32,
+}
+
+/// No [`Pack`]: the checks are read one by one.
+pub const NO_PACK: u32 = u32::MAX;
+
+/// A run's checks over one window of its bits (the 16 bytes from the run's first byte,
+/// shifted to its first bit: at least 121 bits): the range checks as [`Group`]s, the
+/// checks that fill a slot one by one (`slots`, a range of [`Plan::checks`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pack {
+    pub groups: (u32, u32),
+    pub slots: (u32, u32),
+}
+
+/// Range checks of values no two of which touch, made at once: each value's excess
+/// over its maximum, added in its place, carries into the bit just above it, which
+/// belongs to no value of the group. `((window & mask) + add) & carry` is not zero
+/// when any value is out of range (the article's object: six velocity checks in two
+/// groups).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Group {
+    pub mask: u128,
+    pub add: u128,
+    pub carry: u128,
+}
+
+impl Group {
+    /// Whether a value of the group is out of range in `window`.
+    #[inline(always)]
+    pub fn out_of_range(&self, window: u128) -> u128 {
+        ((window & self.mask) + self.add) & self.carry
+    }
+}
+
+/// Bits of a run a window is sure to hold: 16 bytes less the shift to the run's first bit.
+pub const WINDOW_BITS: u32 = 128 - 7;
+
+/// The window of a run at bit `pos`, when 16 bytes lie in `data` from its first byte.
+#[inline(always)]
+pub fn window(data: &[u8], pos: u64) -> Option<u128> {
+    let byte = (pos >> 3) as usize;
+    let w: [u8; 16] = *data.get(byte..byte.wrapping_add(16))?.first_chunk::<16>()?;
+    Some(u128::from_le_bytes(w) >> (pos & 7))
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -115,6 +161,8 @@ pub struct Plan {
     pub ops: Vec<Op>,
     pub checks: Vec<Check>,
     pub segments: Vec<Segment>,
+    pub packs: Vec<Pack>,
+    pub groups: Vec<Group>,
     /// The entry op of the block starting at each index of `Program::children`
     /// ([`NO_ENTRY`]: read by the interpreter).
     at: Vec<u32>,
@@ -135,6 +183,8 @@ impl Plan {
             ops: Vec::new(),
             checks: Vec::new(),
             segments: Vec::new(),
+            packs: Vec::new(),
+            groups: Vec::new(),
             at: vec![NO_ENTRY; p.children.len()],
             bodies: Vec::new(),
             header: NO_ENTRY,
@@ -247,36 +297,90 @@ impl Plan {
     /// The plan at `entry` as segments, when it is only runs and conditional runs
     /// (empty range when not).
     fn flat(&mut self, entry: u32) -> (u32, u32) {
-        let first = self.segments.len();
+        let mut flat = Vec::new();
+        let mut ended = false;
         for op in self.ops.iter().skip(entry as usize) {
-            let segment = match *op {
-                Op::Run { bits, fields, checks } => Segment {
-                    slot: NO_SLOT,
-                    negate: false,
-                    bits,
-                    fields,
-                    checks,
-                },
+            let (slot, negate, bits, fields, checks) = match *op {
+                Op::Run { bits, fields, checks } => (NO_SLOT, false, bits, fields, checks),
                 Op::Cond {
                     slot,
                     negate,
                     bits,
                     fields,
                     checks,
-                } => Segment {
-                    slot,
-                    negate,
-                    bits,
-                    fields,
-                    checks,
-                },
-                Op::Return => return (first as u32, (self.segments.len() - first) as u32),
+                } => (slot, negate, bits, fields, checks),
+                Op::Return => {
+                    ended = true;
+                    break;
+                }
                 _ => break,
             };
+            flat.push(Segment {
+                slot,
+                negate,
+                bits,
+                fields,
+                checks,
+                pack: NO_PACK,
+            });
+        }
+        let first = self.segments.len() as u32;
+        if !ended {
+            return (first, 0);
+        }
+        for mut segment in flat {
+            segment.pack = self.pack(segment.checks);
             self.segments.push(segment);
         }
-        self.segments.truncate(first);
-        (first as u32, 0)
+        (first, self.segments.len() as u32 - first)
+    }
+
+    /// The checks `range` as a [`Pack`], when every value they read lies in a window
+    /// (its carry bit too) and there is a range check to gain on.
+    fn pack(&mut self, range: (u32, u32)) -> u32 {
+        let all = checks(&self.checks, range).to_vec();
+        let width = |c: &Check| 32 - c.mask.leading_zeros();
+        let fits = all.iter().all(|c| c.at + width(c) < WINDOW_BITS);
+        let ranged = |c: &Check| u64::from(c.max) < u64::from(c.mask);
+        if !fits || !all.iter().any(|c| c.slot == NO_SLOT && ranged(c)) {
+            return NO_PACK;
+        }
+        // Each range check in the first group where neither it nor its carry bit
+        // touches a value already there (bits at..=at+width).
+        let mut groups: Vec<(Group, u128)> = Vec::new();
+        for c in all.iter().filter(|c| c.slot == NO_SLOT && ranged(c)) {
+            let w = width(c);
+            let span = ((1u128 << (w + 1)) - 1) << c.at;
+            let place = match groups.iter().position(|(_, used)| used & span == 0) {
+                Some(i) => i,
+                None => {
+                    groups.push((
+                        Group {
+                            mask: 0,
+                            add: 0,
+                            carry: 0,
+                        },
+                        0,
+                    ));
+                    groups.len() - 1
+                }
+            };
+            let (g, used) = &mut groups[place];
+            g.mask |= u128::from(c.mask) << c.at;
+            g.add |= u128::from(c.mask - c.max) << c.at;
+            g.carry |= 1u128 << (c.at + w);
+            *used |= span;
+        }
+        let first_group = self.groups.len() as u32;
+        self.groups.extend(groups.iter().map(|(g, _)| *g));
+        let first_slot = self.checks.len() as u32;
+        self.checks
+            .extend(all.iter().filter(|c| c.slot != NO_SLOT).copied());
+        self.packs.push(Pack {
+            groups: (first_group, groups.len() as u32),
+            slots: (first_slot, self.checks.len() as u32 - first_slot),
+        });
+        self.packs.len() as u32 - 1
     }
 
     /// Whether the plan at `entry` is one run that writes no slot.
@@ -499,5 +603,48 @@ fn leaf(kind: &Kind, slot: u16) -> Option<Leaf> {
         Kind::Quaternion => unchecked(128),
         Kind::SmallestThree(b) if (2..=10).contains(&b) => unchecked(2 + 3 * b),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Check, NO_PACK, NO_SLOT, Plan, checks, window};
+    use crate::bits::BitReader;
+    use proptest::prelude::*;
+
+    fn check() -> impl Strategy<Value = Check> {
+        (0u32..100, 1u32..=32, any::<u32>(), any::<bool>()).prop_map(|(at, width, max, slot)| {
+            let mask = u32::MAX >> (32 - width);
+            Check {
+                at,
+                mask,
+                slot: if slot { 9 } else { NO_SLOT },
+                max: max & mask,
+                bias: 0,
+            }
+        })
+    }
+
+    proptest! {
+        /// A pack decides what the checks one by one decide, on any bits at any offset:
+        /// values that touch, overlap, sit at the window's edge, or fill a slot.
+        #[test]
+        fn a_pack_decides_as_its_checks(
+            cs in proptest::collection::vec(check(), 1..8),
+            bytes in proptest::collection::vec(any::<u8>(), 40),
+            shift in 0u64..8,
+        ) {
+            let mut plan = Plan::default();
+            plan.checks = cs.clone();
+            let pack = plan.pack((0, cs.len() as u32));
+            prop_assume!(pack != NO_PACK);
+            let p = plan.packs[pack as usize];
+            let w = window(&bytes, shift).unwrap();
+            let one_by_one = cs.iter().all(|c| BitReader::peek_masked(&bytes, shift + c.at as u64, c.mask) <= c.max);
+            let groups = &plan.groups[p.groups.0 as usize..(p.groups.0 + p.groups.1) as usize];
+            let packed = groups.iter().all(|g| g.out_of_range(w) == 0)
+                && checks(&plan.checks, p.slots).iter().all(|c| ((w >> c.at) as u32 & c.mask) <= c.max);
+            prop_assert_eq!(packed, one_by_one);
+        }
     }
 }
