@@ -203,6 +203,9 @@ pub struct Dissector {
     elements: Vec<Element>,
     /// Record fields (false: validate only, for the fast path).
     pub record: bool,
+    /// Plan runs that failed, so the interpreter read their block again: on valid
+    /// packets none (a test holds it), or the plan is only slower, never wrong.
+    pub plan_fallbacks: u64,
 }
 
 impl Dissector {
@@ -212,6 +215,7 @@ impl Dissector {
             prims: Vec::with_capacity(8),
             elements: Vec::with_capacity(4 * ELEMENT_STACK),
             record: true,
+            plan_fallbacks: 0,
             program,
         }
     }
@@ -245,8 +249,10 @@ impl Dissector {
             count: std::cell::Cell::new(0),
             rest: std::cell::Cell::new(None),
             seen: 0,
+            fallbacks: 0,
         };
         let _ = exec.packet(&mut r, out);
+        self.plan_fallbacks += exec.fallbacks;
         out.bits_read = r.bits_read();
         if !self.record && out.fault.is_some() {
             // Validation keeps no parents, so a fault's path would lack them: faults are
@@ -279,6 +285,8 @@ struct Exec<'p> {
     rest: std::cell::Cell<Option<(usize, usize, usize)>>,
     /// Role slots written on this packet's path (bit per slot).
     seen: u32,
+    /// Plan runs that failed on this packet.
+    fallbacks: u64,
 }
 
 struct Stop;
@@ -353,7 +361,9 @@ const LADDER_WIDTHS: [u32; 5] = {
 /// A relative list's next index after `previous`, read at `pos` (the article's ladder:
 /// a flag for +1, else flags choosing a range, then the difference); `None` when out
 /// of bits or past `max`. Counts the element's group, its index group, the flags and
-/// the difference as the interpreter does.
+/// the difference as the interpreter does. The flags are read from one word: a path
+/// that needs a bit past the end consumes more bits than there are, whatever the
+/// word holds there, so one comparison at the end decides as a check per flag would.
 #[inline(always)]
 fn relative_next(
     data: &[u8],
@@ -363,39 +373,28 @@ fn relative_next(
     previous: i64,
     max: i64,
 ) -> Option<i64> {
-    let flag = |pos: &mut u64| {
-        let v = (*pos < len).then(|| BitReader::peek_at(data, *pos, 1));
+    let word = BitReader::peek_masked(data, *pos, u32::MAX);
+    if word & 1 == 1 {
+        *count += 3;
         *pos += 1;
-        v
+        return (*pos <= len && previous < max).then_some(previous + 1);
+    }
+    // Zero flags after the first before a set one: the rung (5: none set, the last range).
+    let k = ((word >> 1) | 1 << 5).trailing_zeros() as usize;
+    let ((lo, hi), width) = match RELATIVE_INDEX_LADDER.get(k) {
+        Some(&r) => (r, LADDER_WIDTHS[k]),
+        None => ((126, max + 1), crate::bits::int_width(126, max + 1).unwrap_or(0)),
     };
-    *count += 3;
-    let diff = match flag(pos)? {
-        1 => 1,
-        _ => {
-            let mut rung = None;
-            for (k, r) in RELATIVE_INDEX_LADDER.into_iter().enumerate() {
-                *count += 1;
-                if flag(pos)? == 1 {
-                    rung = Some((r, LADDER_WIDTHS[k]));
-                    break;
-                }
-            }
-            let ((lo, hi), width) =
-                rung.unwrap_or_else(|| ((126, max + 1), crate::bits::int_width(126, max + 1).unwrap_or(0)));
-            if *pos + width as u64 > len {
-                return None;
-            }
-            let d = lo + BitReader::peek_at(data, *pos, width) as i64;
-            *pos += width as u64;
-            *count += 1;
-            if d > hi {
-                return None;
-            }
-            d
-        }
-    };
-    let index = previous + diff;
-    (index <= max).then_some(index)
+    // The first flag, the rung's flags (the set one included, unless none is).
+    let at = 1 + (k as u64 + 1).min(5);
+    if *pos + at + width as u64 > len {
+        return None;
+    }
+    let d = lo + BitReader::peek_at(data, *pos + at, width) as i64;
+    *pos += at + width as u64;
+    *count += 3 + at as u32;
+    let index = previous + d;
+    (d <= hi && index <= max).then_some(index)
 }
 
 type Step = Result<(), Stop>;
@@ -741,6 +740,7 @@ impl<'p> Exec<'p> {
         let base = self.elements.len();
         let done = self.run_ops(r, out, entry, parent, depth);
         self.elements.truncate(base);
+        self.fallbacks += u64::from(matches!(done, Ok(false)));
         done
     }
 
