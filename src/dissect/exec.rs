@@ -1033,11 +1033,9 @@ impl<'p> Exec<'p> {
                 // when there is nothing to check, or a window checks it all in a few
                 // instructions (a conditional run fills no slot). Checks one by one
                 // cost more than the branch saved.
-                let bad = match self.program.plan.packs.get(s.pack as usize) {
+                let bad = match &s.pack {
                     _ if s.checks.1 == 0 => Some(false),
-                    Some(&p) if p.slots.1 == 0 => {
-                        plan::window(data, *pos).map(|w| self.out_of_range(p, w) != 0)
-                    }
+                    Some(p) if p.slot_count == 0 => plan::window(data, *pos).map(|w| p.out_of_range(w) != 0),
                     _ => None,
                 };
                 if let Some(bad) = bad {
@@ -1055,11 +1053,8 @@ impl<'p> Exec<'p> {
             if *pos + s.bits as u64 > len {
                 return false;
             }
-            let ok = match (
-                self.program.plan.packs.get(s.pack as usize),
-                plan::window(data, *pos),
-            ) {
-                (Some(&p), Some(window)) => self.packed(p, window),
+            let ok = match (&s.pack, plan::window(data, *pos)) {
+                (Some(p), Some(window)) => self.packed(p, window),
                 _ => self.checked(plan::checks(checks, s.checks), data, *pos),
             };
             if !ok {
@@ -1071,29 +1066,15 @@ impl<'p> Exec<'p> {
         *count <= self.program.limits.max_fields
     }
 
-    /// Not zero when a range check of `p` fails in `window`.
-    #[inline(always)]
-    fn out_of_range(&self, p: plan::Pack, window: u128) -> u128 {
-        let groups = self
-            .program
-            .plan
-            .groups
-            .get(p.groups.0 as usize..(p.groups.0 + p.groups.1) as usize);
-        groups
-            .unwrap_or(&[])
-            .iter()
-            .fold(0, |bad, g| bad | g.out_of_range(window))
-    }
-
-    /// A run's checks from its window, the range checks a group at a time: what
+    /// A run's checks from its window, the range checks two groups at once: what
     /// [`Exec::checked`] decides, in a few instructions a group instead of a dozen a
     /// value.
     #[inline(always)]
-    fn packed(&mut self, p: plan::Pack, window: u128) -> bool {
-        if self.out_of_range(p, window) != 0 {
+    fn packed(&mut self, p: &plan::Pack, window: u128) -> bool {
+        if p.out_of_range(window) != 0 {
             return false;
         }
-        for c in plan::checks(&self.program.plan.checks, p.slots) {
+        for c in p.slots() {
             let v = (window >> c.at) as u32 & c.mask;
             if v > c.max {
                 return false;

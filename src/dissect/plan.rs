@@ -108,21 +108,35 @@ pub struct Segment {
     pub bits: u32,
     pub fields: u32,
     pub checks: (u32, u32),
-    /// The same checks read from one 128-bit window ([`Plan::packs`]; [`NO_PACK`]:
-    /// they reach too far into the run).
-    pub pack: u32,
+    /// The same checks read from one 128-bit window, when they fit in one.
+    pub pack: Option<Pack>,
 }
 
-/// No [`Pack`]: the checks are read one by one.
-pub const NO_PACK: u32 = u32::MAX;
-
 /// A run's checks over one window of its bits (the 16 bytes from the run's first byte,
-/// shifted to its first bit: at least 121 bits): the range checks as [`Group`]s, the
-/// checks that fill a slot one by one (`slots`, a range of [`Plan::checks`]).
+/// shifted to its first bit: at least 121 bits), held in the segment so that reading
+/// them looks nothing up: the range checks in two [`Group`]s (values in a run never
+/// overlap, so each touches only its neighbours: alternate ones never touch), the
+/// checks that fill a slot one by one (at most [`PACK_SLOTS`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Pack {
-    pub groups: (u32, u32),
-    pub slots: (u32, u32),
+    pub groups: [Group; 2],
+    pub slots: [Check; PACK_SLOTS],
+    pub slot_count: u8,
+}
+
+/// Slot-filling checks a [`Pack`] holds at most (a flag before a conditional run).
+pub const PACK_SLOTS: usize = 2;
+
+impl Pack {
+    /// Not zero when a range check fails in `window`.
+    #[inline(always)]
+    pub fn out_of_range(&self, window: u128) -> u128 {
+        self.groups[0].out_of_range(window) | self.groups[1].out_of_range(window)
+    }
+
+    pub fn slots(&self) -> &[Check] {
+        &self.slots[..(self.slot_count as usize).min(PACK_SLOTS)]
+    }
 }
 
 /// Range checks of values no two of which touch, made at once: each value's excess
@@ -130,7 +144,7 @@ pub struct Pack {
 /// belongs to no value of the group. `((window & mask) + add) & carry` is not zero
 /// when any value is out of range (the article's object: six velocity checks in two
 /// groups).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Group {
     pub mask: u128,
     pub add: u128,
@@ -161,8 +175,6 @@ pub struct Plan {
     pub ops: Vec<Op>,
     pub checks: Vec<Check>,
     pub segments: Vec<Segment>,
-    pub packs: Vec<Pack>,
-    pub groups: Vec<Group>,
     /// The entry op of the block starting at each index of `Program::children`
     /// ([`NO_ENTRY`]: read by the interpreter).
     at: Vec<u32>,
@@ -183,8 +195,6 @@ impl Plan {
             ops: Vec::new(),
             checks: Vec::new(),
             segments: Vec::new(),
-            packs: Vec::new(),
-            groups: Vec::new(),
             at: vec![NO_ENTRY; p.children.len()],
             bodies: Vec::new(),
             header: NO_ENTRY,
@@ -321,7 +331,7 @@ impl Plan {
                 bits,
                 fields,
                 checks,
-                pack: NO_PACK,
+                pack: None,
             });
         }
         let first = self.segments.len() as u32;
@@ -337,50 +347,43 @@ impl Plan {
 
     /// The checks `range` as a [`Pack`], when every value they read lies in a window
     /// (its carry bit too) and there is a range check to gain on.
-    fn pack(&mut self, range: (u32, u32)) -> u32 {
-        let all = checks(&self.checks, range).to_vec();
+    fn pack(&self, range: (u32, u32)) -> Option<Pack> {
+        let all = checks(&self.checks, range);
         let width = |c: &Check| 32 - c.mask.leading_zeros();
-        let fits = all.iter().all(|c| c.at + width(c) < WINDOW_BITS);
         let ranged = |c: &Check| u64::from(c.max) < u64::from(c.mask);
+        let fits = all.iter().all(|c| c.at + width(c) < WINDOW_BITS);
         if !fits || !all.iter().any(|c| c.slot == NO_SLOT && ranged(c)) {
-            return NO_PACK;
+            return None;
         }
-        // Each range check in the first group where neither it nor its carry bit
-        // touches a value already there (bits at..=at+width).
-        let mut groups: Vec<(Group, u128)> = Vec::new();
+        let mut pack = Pack {
+            groups: [Group::default(); 2],
+            slots: [Check {
+                at: 0,
+                mask: 0,
+                slot: NO_SLOT,
+                max: 0,
+                bias: 0,
+            }; PACK_SLOTS],
+            slot_count: 0,
+        };
+        // Each range check in a group where neither it nor its carry bit touches a
+        // value already there (bits at..=at+width).
+        let mut used = [0u128; 2];
         for c in all.iter().filter(|c| c.slot == NO_SLOT && ranged(c)) {
             let w = width(c);
             let span = ((1u128 << (w + 1)) - 1) << c.at;
-            let place = match groups.iter().position(|(_, used)| used & span == 0) {
-                Some(i) => i,
-                None => {
-                    groups.push((
-                        Group {
-                            mask: 0,
-                            add: 0,
-                            carry: 0,
-                        },
-                        0,
-                    ));
-                    groups.len() - 1
-                }
-            };
-            let (g, used) = &mut groups[place];
+            let place = used.iter().position(|u| u & span == 0)?;
+            let g = &mut pack.groups[place];
             g.mask |= u128::from(c.mask) << c.at;
             g.add |= u128::from(c.mask - c.max) << c.at;
             g.carry |= 1u128 << (c.at + w);
-            *used |= span;
+            used[place] |= span;
         }
-        let first_group = self.groups.len() as u32;
-        self.groups.extend(groups.iter().map(|(g, _)| *g));
-        let first_slot = self.checks.len() as u32;
-        self.checks
-            .extend(all.iter().filter(|c| c.slot != NO_SLOT).copied());
-        self.packs.push(Pack {
-            groups: (first_group, groups.len() as u32),
-            slots: (first_slot, self.checks.len() as u32 - first_slot),
-        });
-        self.packs.len() as u32 - 1
+        for c in all.iter().filter(|c| c.slot != NO_SLOT) {
+            *pack.slots.get_mut(pack.slot_count as usize)? = *c;
+            pack.slot_count += 1;
+        }
+        Some(pack)
     }
 
     /// Whether the plan at `entry` is one run that writes no slot.
@@ -608,7 +611,7 @@ fn leaf(kind: &Kind, slot: u16) -> Option<Leaf> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Check, NO_PACK, NO_SLOT, Plan, checks, window};
+    use super::{Check, NO_SLOT, Plan, window};
     use crate::bits::BitReader;
     use proptest::prelude::*;
 
@@ -634,16 +637,17 @@ mod tests {
             bytes in proptest::collection::vec(any::<u8>(), 40),
             shift in 0u64..8,
         ) {
-            let mut plan = Plan::default();
-            plan.checks = cs.clone();
+            let plan = Plan {
+                checks: cs.clone(),
+                ..Plan::default()
+            };
             let pack = plan.pack((0, cs.len() as u32));
-            prop_assume!(pack != NO_PACK);
-            let p = plan.packs[pack as usize];
+            prop_assume!(pack.is_some());
+            let p = pack.unwrap();
             let w = window(&bytes, shift).unwrap();
             let one_by_one = cs.iter().all(|c| BitReader::peek_masked(&bytes, shift + c.at as u64, c.mask) <= c.max);
-            let groups = &plan.groups[p.groups.0 as usize..(p.groups.0 + p.groups.1) as usize];
-            let packed = groups.iter().all(|g| g.out_of_range(w) == 0)
-                && checks(&plan.checks, p.slots).iter().all(|c| ((w >> c.at) as u32 & c.mask) <= c.max);
+            let packed = p.out_of_range(w) == 0
+                && p.slots().iter().all(|c| ((w >> c.at) as u32 & c.mask) <= c.max);
             prop_assert_eq!(packed, one_by_one);
         }
     }
