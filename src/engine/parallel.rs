@@ -13,7 +13,7 @@ use super::run::read_frames;
 use super::{Config, FileEnd, MemoryMark};
 use crate::analysis::{Analyzer, Report, Statistics};
 use crate::capture::{CaptureError, CaptureReader};
-use crate::decode::{Decoded, decode, decode_fast, decode_general};
+use crate::decode::{Decoded, decode_fast, decode_general};
 use std::path::PathBuf;
 use std::sync::mpsc::{SyncSender, sync_channel};
 
@@ -29,10 +29,9 @@ enum Msg {
 /// Frames between `Msg::Through` markers: what a shard's memory marks wait for at most.
 const MARK_EVERY: u64 = 1 << 14;
 
-/// The shard of a frame: by its IP address pair (either direction, either spelling of
-/// an IPv4 address), the quoted pair for ICMP, shard 0 for anything without one. Inlined
-/// into the reader's loop so the decoding is read from registers, not from memory still
-/// being written; the pair hashed as integers in four multiplications.
+/// The shard of a frame's decoding: by its IP address pair (either direction, either
+/// spelling of an IPv4 address), the quoted pair for ICMP, shard 0 for anything without
+/// one. The reader calls it through [`route`], for what the direct decoder leaves.
 #[inline]
 fn shard_of(decoded: &Decoded, shards: usize) -> usize {
     let pair = match decoded {
@@ -55,6 +54,8 @@ fn route(linktype: i32, data: &[u8], shards: usize) -> usize {
     }
 }
 
+/// The shard of an address pair, either direction: the pair hashed as integers in four
+/// multiplications.
 #[inline(always)]
 fn shard_of_pair(a: u128, b: u128, shards: usize) -> usize {
     let (x, y) = if a <= b { (a, b) } else { (b, a) };
@@ -81,7 +82,7 @@ pub fn busiest_shard_share(path: &std::path::Path, shards: usize) -> f64 {
     let mut counts = vec![0usize; shards];
     let mut n = 0;
     let _ = read_frames(&mut r, 0, &mut |_, _| {}, |f| {
-        counts[shard_of(&decode(f.linktype, f.data), shards)] += 1;
+        counts[route(f.linktype, f.data, shards)] += 1;
         n += 1;
         n < SAMPLE
     });
