@@ -18,18 +18,7 @@ pub fn run(a: &GenArgs) -> Result<ExitCode> {
         )));
     }
     let program = load_program(&a.dissector)?;
-    let burst = match &a.burst {
-        None => None,
-        Some(s) => {
-            let v: Vec<f64> = s.split(',').filter_map(|x| x.trim().parse().ok()).collect();
-            let [enter, exit, loss] = v[..] else {
-                return Err(Error::Usage(format!(
-                    "--burst takes ENTER,EXIT,LOSS probabilities, got `{s}`"
-                )));
-            };
-            Some(Burst { enter, exit, loss })
-        }
-    };
+    let burst = a.burst.map(|[enter, exit, loss]| Burst { enter, exit, loss });
     let cfg = SimConfig {
         seed: a.seed,
         duration_s: a.duration,

@@ -218,6 +218,7 @@ pub fn compile(file: &str, text: &str) -> Result<Program, Vec<DefinitionError>> 
         scope: Scope::default(),
         spans: Vec::new(),
         header_block: None,
+        expanded: 0,
     };
     let program = c.document(&doc);
     if c.errors.is_empty() {
@@ -281,6 +282,8 @@ enum StructState<'d> {
 }
 
 struct Compiler<'d> {
+    /// Fields of the blocks compiled so far, structs expanded ([`Compiler::within_field_limit`]).
+    expanded: u64,
     file: String,
     src: Arc<String>,
     /// Byte offsets of the source's line ends, for a span's line at once (a 1 MiB
@@ -423,6 +426,9 @@ impl<'d> Compiler<'d> {
         self.scope.clear();
         let header = self.block(h.children(), 0);
         self.header_block = Some(header);
+        if !self.within_field_limit(header, Self::name_span(h)) {
+            return None;
+        }
         let with_crc = params.checksum == Checksum::Crc32;
         let mut roles = 0u32;
         let mut roles_ok = self.role_placement(h, header, Role::Sequence, true, &mut roles);
@@ -461,6 +467,11 @@ impl<'d> Compiler<'d> {
             let b = self.block(f.children(), 0);
             (f, b)
         });
+        if let Some((f, b)) = fragment
+            && !self.within_field_limit(b, Self::name_span(f))
+        {
+            return None;
+        }
         if let Some((f, b)) = fragment {
             for role in [Role::FragmentId, Role::FragmentCount, Role::FragmentData] {
                 roles_ok &= self.role_placement(f, b, role, true, &mut roles);
@@ -530,7 +541,7 @@ impl<'d> Compiler<'d> {
 
         let mut packets: Vec<PacketDef> = Vec::new();
         let mut info_spans: Vec<(usize, SourceSpan)> = Vec::new();
-        let mut spaces = std::mem::take(&mut params_spaces);
+        let spaces = std::mem::take(&mut params_spaces);
         let mut seen: HashMap<u32, (String, usize)> = HashMap::new();
         for p in packet_nodes {
             let args = positional(p);
@@ -598,15 +609,8 @@ impl<'d> Compiler<'d> {
                 Some(e) => match e.value().as_string() {
                     Some(name) => match spaces.iter().position(|s: &SequenceSpace| s.name == name) {
                         Some(i) => i as u8,
-                        None if spaces.len() < 16 => {
-                            spaces.push(SequenceSpace {
-                                name: name.to_string(),
-                                per_sender: false,
-                            });
-                            spaces.len() as u8 - 1
-                        }
                         None => {
-                            self.error(e.span(), "at most 16 sequence spaces", "", None);
+                            self.unknown_space(e.span(), name, &spaces);
                             0
                         }
                     },
@@ -641,6 +645,9 @@ impl<'d> Compiler<'d> {
                 },
             };
             let body = self.block(p.children(), 0);
+            if !self.within_field_limit(body, Self::name_span(p)) {
+                continue;
+            }
             for role in [Role::Ack, Role::AckBits, Role::ProtocolId] {
                 roles_ok &= self.role_placement(p, body, role, false, &mut roles);
             }
@@ -676,6 +683,15 @@ impl<'d> Compiler<'d> {
         if !roles_ok {
             return None;
         }
+        for d in &packets {
+            self.roles_without_effect(d.body, &d.name, false);
+        }
+        if let Some((f, block)) = &fragment {
+            self.roles_without_effect(*block, f.name().value(), true);
+        }
+        if !self.errors.is_empty() {
+            return None;
+        }
         // With a condition, fragments get a type of their own, one past the packets'.
         let fragment_type = if when.is_some() {
             params.format.num_types += 1;
@@ -707,6 +723,145 @@ impl<'d> Compiler<'d> {
         Some(program)
     }
 
+    /// A packet's `sequence-space` names a space the protocol block declares.
+    fn unknown_space(&mut self, span: SourceSpan, name: &str, spaces: &[SequenceSpace]) {
+        let declared: Vec<&str> = spaces.iter().skip(1).map(|s| s.name.as_str()).collect();
+        let help = match closest(name, declared.iter().copied()) {
+            Some(c) => format!("did you mean `{c}`?"),
+            None if declared.is_empty() => {
+                "declare it in the protocol block: `sequence-space \"NAME\" per=\"flow\"` (or per=\"sender\")"
+                    .into()
+            }
+            None => format!("the protocol block declares: {}", declared.join(", ")),
+        };
+        self.error(
+            span,
+            format!("sequence space `{name}` is not declared"),
+            "unknown space",
+            Some(help),
+        );
+    }
+
+    /// `id` is 32 bits, or 64 with `bits=64`: another width would be read as one of them.
+    fn id_width(&mut self, n: &KdlNode, v: i128) {
+        let Some(e) = prop(n, "bits") else { return };
+        let ok = match e.value().as_integer() {
+            Some(64) => true,
+            Some(32) => v <= u32::MAX as i128,
+            _ => false,
+        };
+        if !ok {
+            self.error(
+                e.span(),
+                "a protocol id is 32 bits (`bits=32`, the value at most 0xffffffff) or 64 (`bits=64`)",
+                "id width",
+                None,
+            );
+        }
+    }
+
+    /// Roles the engine reads only from the header (sequence, type, crc) or the fragment
+    /// block (fragment-*) would be ignored elsewhere: refused where they cannot take
+    /// effect. A re-read `header` inside the block is the header's own.
+    fn roles_without_effect(&mut self, block: Block, owner: &str, fragment: bool) {
+        let mut stack = vec![(block, 0u32)];
+        while let Some((b, depth)) = stack.pop() {
+            if depth > 64 {
+                continue;
+            }
+            let ids = self
+                .children
+                .get(b.start as usize..(b.start + b.len) as usize)
+                .unwrap_or(&[])
+                .to_vec();
+            for id in ids {
+                let node = self.nodes[id as usize].clone();
+                if let Kind::Struct { body } = node.kind
+                    && Some(body.start) == self.header_block.map(|h| h.start)
+                {
+                    continue;
+                }
+                let misplaced = match node.role {
+                    Some(r @ (Role::Sequence | Role::Type | Role::Crc)) => Some(r),
+                    Some(r @ (Role::FragmentId | Role::FragmentCount | Role::FragmentData)) if !fragment => {
+                        Some(r)
+                    }
+                    _ => None,
+                };
+                if let Some(r) = misplaced {
+                    let (name, span) = (node.name.clone(), self.spans[id as usize]);
+                    let place = if matches!(r, Role::Sequence | Role::Type | Role::Crc) {
+                        "header"
+                    } else {
+                        "fragment block"
+                    };
+                    self.error(
+                        span,
+                        format!("role={} on `{name}` in `{owner}` would be ignored: it is read only in the {place}", r.name()),
+                        "no effect here",
+                        Some(format!("move the field to the {place}, or remove the role")),
+                    );
+                }
+                for inner in node_blocks(&node.kind) {
+                    stack.push((inner, depth + 1));
+                }
+            }
+        }
+    }
+
+    /// The field limit counts fields as laid out, every struct copied where it is used
+    /// ([`super::expand`]), over the header, fragment and packets compiled so far: a
+    /// block that passes it is refused at the struct use where it does, before anything
+    /// walks it expanded. Past the limit, later blocks are refused without more errors.
+    fn within_field_limit(&mut self, block: Block, owner: SourceSpan) -> bool {
+        let limit = MAX_NODES as u64;
+        if self.expanded > limit {
+            return false;
+        }
+        let mut x = super::expand::Expansion::new(&self.nodes, &self.children);
+        let n = x.block(block, 0);
+        if self.expanded.saturating_add(n) <= limit {
+            self.expanded += n;
+            return true;
+        }
+        let mut left = limit - self.expanded;
+        let at = x.crossing(block, &mut left, 0);
+        let (span, what, size) = match at {
+            Some(id) => {
+                let node = &self.nodes[id as usize];
+                let what = match &node.kind {
+                    Kind::Struct { .. } | Kind::Inline { .. } => {
+                        format!("this use of a struct (`{}`)", node.name)
+                    }
+                    _ => format!("`{}`", node.name),
+                };
+                (
+                    self.spans.get(id as usize).copied().unwrap_or(owner),
+                    what,
+                    x.node(id, 0),
+                )
+            }
+            None => (owner, "this block".to_string(), n),
+        };
+        let total = if n == u64::MAX {
+            "more than 2^64".to_string()
+        } else {
+            (self.expanded + n).to_string()
+        };
+        self.error(
+            span,
+            format!(
+                "too many fields: {what} takes the definition past {limit} fields once structs are expanded"
+            ),
+            "past the field limit",
+            Some(format!(
+                "a struct counts once per use: {size} fields here; the definition so far expands to {total}"
+            )),
+        );
+        self.expanded = limit + 1;
+        false
+    }
+
     /// Every `{path}` of an `info` template names a field of its packet type.
     fn info_templates(&mut self, program: &Program, spans: &[(usize, SourceSpan)]) {
         if spans.is_empty() {
@@ -716,7 +871,25 @@ impl<'d> Compiler<'d> {
         for &(i, span) in spans {
             let Some(d) = program.packets.get(i) else { continue };
             let Some(t) = &d.info else { continue };
+            if let Err(why) = template_syntax(t) {
+                self.error(
+                    span,
+                    format!("packet {}'s info: {why}", d.name),
+                    "info template",
+                    Some("placeholders are `{path}` and `{#path}`; braces do not nest".into()),
+                );
+                continue;
+            }
             for part in template_fields(t) {
+                if let Err(why) = template_indices(&paths, part.trim_start_matches('#')) {
+                    self.error(
+                        span,
+                        format!("packet {}'s info: {why}", d.name),
+                        "info template",
+                        None,
+                    );
+                    continue;
+                }
                 let path = part.trim_start_matches('#');
                 let known = paths.iter().any(|e| {
                     e.path == crate::filter::strip_indices(path)
@@ -810,6 +983,7 @@ impl<'d> Compiler<'d> {
                 "id" | "protocol-id" => match first.map(|e| e.value()) {
                     Some(KdlValue::Integer(v)) if *v >= 0 && *v <= u64::MAX as i128 => {
                         let width = prop(n, "bits").and_then(|e| e.value().as_integer());
+                        self.id_width(n, *v);
                         params.protocol_id = Some(if width == Some(64) || *v > u32::MAX as i128 {
                             ProtocolId::new64(*v as u64)
                         } else {
@@ -1265,18 +1439,14 @@ impl<'d> Compiler<'d> {
 
     /// Compiles an expression held in entry `e` against the fields in scope.
     fn expression(&mut self, e: &KdlEntry) -> Option<Expr> {
-        let (text, base) = match e.value() {
+        let (text, raw) = match e.value() {
             KdlValue::String(s) => {
                 let span = e.span();
                 let raw = self
                     .src
                     .get(span.offset()..span.offset() + span.len())
                     .unwrap_or("");
-                let value_start = raw
-                    .find('"')
-                    .map(|q| q + 1)
-                    .unwrap_or(raw.rfind('=').map(|q| q + 1).unwrap_or(0));
-                (s.clone(), span.offset() + value_start)
+                (s.clone(), (span.offset(), raw.to_string()))
             }
             KdlValue::Integer(v) => {
                 let start = self.code.len() as u32;
@@ -1320,6 +1490,15 @@ impl<'d> Compiler<'d> {
             }
         };
         match expr::compile(&text, &mut resolve) {
+            Ok(ops) if expr::divides_by_zero(&ops) => {
+                self.error(
+                    e.span(),
+                    "this expression divides by zero whatever the packet holds",
+                    "division by zero",
+                    Some("every packet would be malformed (`expression`) here".into()),
+                );
+                None
+            }
             Ok(ops) => {
                 let start = self.code.len() as u32;
                 self.code.extend(ops);
@@ -1329,7 +1508,11 @@ impl<'d> Compiler<'d> {
                 })
             }
             Err(err) => {
-                let span = SourceSpan::from(base + err.offset..base + err.offset + err.len.max(1));
+                // The error's offsets are into the decoded text; the caret goes in the source.
+                let (base, raw) = raw;
+                let from = base + super::strings::source_offset(&raw, err.offset);
+                let to = base + super::strings::source_offset(&raw, err.offset + err.len.max(1));
+                let span = SourceSpan::from(from..to.max(from + 1));
                 self.error(span, err.message, "here", err.help);
                 None
             }
@@ -1878,6 +2061,56 @@ impl Scope {
     fn names(&self) -> impl Iterator<Item = &str> {
         self.fields.iter().map(|(n, _)| n.as_str())
     }
+}
+
+/// Braces of an info template pair up, one level deep.
+fn template_syntax(t: &str) -> Result<(), String> {
+    let mut open = None;
+    for (i, c) in t.char_indices() {
+        match (c, open) {
+            ('{', Some(_)) => return Err(format!("`{{` at byte {i} is inside a placeholder")),
+            ('{', None) => open = Some(i),
+            ('}', None) => return Err(format!("`}}` at byte {i} closes no placeholder")),
+            ('}', Some(_)) => open = None,
+            _ => {}
+        }
+    }
+    match open {
+        Some(i) => Err(format!("the `{{` at byte {i} is never closed")),
+        None => Ok(()),
+    }
+}
+
+/// Element indices in a placeholder (`{objects[3].x}`) follow a list or array and fit
+/// its element limit.
+fn template_indices(paths: &[super::paths::PathInfo], path: &str) -> Result<(), String> {
+    let mut rest = path;
+    let mut consumed = 0;
+    while let Some(open) = rest.find('[') {
+        let close = rest[open..]
+            .find(']')
+            .map(|c| open + c)
+            .ok_or_else(|| format!("`{path}`: a `[` is never closed"))?;
+        let before = crate::filter::strip_indices(&path[..consumed + open]);
+        let index = &rest[open + 1..close];
+        if !paths.iter().any(|p| p.path == before && p.indexed) {
+            return Err(format!(
+                "`{path}`: `{before}` is not a list or array, so it has no element [{index}]"
+            ));
+        }
+        match index.trim().parse::<u64>() {
+            Ok(n) if n < Limits::default().max_elements => {}
+            _ => {
+                return Err(format!(
+                    "`{path}`: element index `{index}` is not a number below {}",
+                    Limits::default().max_elements
+                ));
+            }
+        }
+        consumed += close + 1;
+        rest = &rest[close + 1..];
+    }
+    Ok(())
 }
 
 /// The `{…}` placeholders of an info template, in order.

@@ -4,11 +4,13 @@
 pub mod compile;
 pub mod diag;
 pub mod exec;
+pub mod expand;
 pub mod expr;
 pub mod paths;
 pub mod plan;
 pub mod prims;
 pub mod program;
+pub mod strings;
 
 pub use compile::{compile, load};
 pub use diag::{DefinitionError, render};

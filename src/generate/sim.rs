@@ -281,7 +281,7 @@ pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -
             (server, client, cfg.rate_hz, &server_types),
             (client, server, cfg.rate_hz / 2.0, &client_types),
         ] {
-            let interval = (1e9 / hz.max(0.1)) as i64;
+            let interval = ((1e9 / hz.max(0.1)) as i64).max(1);
             // Some flows start just before the wrap so that wrap-around is exercised.
             let start = if rng.chance(0.3) {
                 65536 - rng.range(1, 200)
