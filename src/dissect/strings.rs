@@ -4,10 +4,11 @@
 //! source's, and a caret must point at the source.
 
 /// The offset in `raw` (an entry's source text, `key=` included) of byte `at` of its
-/// string value; the value's start when the text is not a string as expected.
+/// string value (a bare identifier is its own text).
 pub fn source_offset(raw: &str, at: usize) -> usize {
     let Some(open) = raw.find(['"', '#']) else {
-        return 0;
+        let start = raw.rfind('=').map_or(0, |e| e + 1);
+        return (start + at).min(raw.len());
     };
     let hashes = raw[open..].bytes().take_while(|&b| b == b'#').count();
     let quote = open + hashes;
@@ -29,7 +30,9 @@ fn escaped(raw: &str, body: usize, at: usize) -> usize {
     let mut value = 0usize;
     let mut i = body;
     let bytes = raw.as_bytes();
-    while i < raw.len() && value < at {
+    // A `\` before whitespace is no character: skipped even where `at` is reached.
+    let continuation = |i: usize| bytes[i] == b'\\' && bytes.get(i + 1).is_some_and(u8::is_ascii_whitespace);
+    while i < raw.len() && (value < at || continuation(i)) {
         match bytes[i] {
             b'"' => break,
             b'\\' => match bytes.get(i + 1) {
@@ -101,6 +104,7 @@ mod tests {
         assert_eq!(&raw[source_offset(raw, 4)..][..5], "bogus");
         let raw = "end=\"a + \\\n      bogus\"";
         assert_eq!(&raw[source_offset(raw, 4)..][..5], "bogus");
+        assert_eq!(source_offset("end=speed", 5), 9);
         let raw = "\"\"\"\n        1 +\n        bogus\n        \"\"\"";
         assert_eq!(&raw[source_offset(raw, 4)..][..5], "bogus");
     }

@@ -269,6 +269,15 @@ pub fn render(r: &Report) -> String {
     right(&mut t, 1);
     let _ = writeln!(out, "{t}");
     more_rows(&mut out, r.flows.len(), SHOWN, "flows");
+    let jumps: u64 = r.flows.iter().map(|f| f.seq.jumps).sum();
+    if jumps > 0 {
+        let _ = writeln!(
+            out,
+            "({jumps} datagrams on {} flows carried a sequence more than {} from the newest: counted as sequence jumps, not as loss or lateness)",
+            r.flows.iter().filter(|f| f.seq.jumps > 0).count(),
+            crate::engine::seq::MAX_JUMP
+        );
+    }
     if let Some(u) = &r.untracked {
         let _ = writeln!(
             out,

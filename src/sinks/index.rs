@@ -46,6 +46,9 @@ pub struct Row {
     pub frag_id: u8,
     /// `FaultKind` index + 1, 0 for none.
     pub fault: u8,
+    /// Sequences the engine found skipped before this datagram (its sequence analysis:
+    /// the TUI charts the engine's gaps rather than finding its own).
+    pub gap: u32,
 }
 
 pub const NO_FLOW: u32 = u32::MAX;
@@ -508,6 +511,10 @@ impl Sink for IndexSink {
                 u16::MAX
             },
             frag_count: frag_count.min(u16::MAX as u32) as u16,
+            gap: match e.seq_event {
+                Some(crate::engine::seq::SeqEvent::New { gap }) => gap,
+                _ => 0,
+            },
             linktype: e.linktype as u16,
             status: status_bits(e),
             frag_id: frag_id.min(255) as u8,

@@ -1402,12 +1402,10 @@ impl App {
         }
         let first = ix.rows.first().map_or(0, |r| r.ts_ns);
         let second = |ts: i64| ((ts.saturating_sub(first)).max(0) / 1_000_000_000) as usize;
-        let mask = self.seq_mask();
         let mut s = FlowSeries {
             key,
             ..FlowSeries::default()
         };
-        let mut last: Option<u64> = None;
         // At most a day of seconds: a hostile timestamp cannot size the series.
         const MAX_SECONDS: usize = 86_400;
         for row in ix
@@ -1421,16 +1419,8 @@ impl App {
                 s.gaps.resize(t + 1, 0);
             }
             s.datagrams[t] += 1;
-            if row.has(status::GAME) && row.ptype != u16::MAX && !row.has(status::CRC_FAIL) {
-                match last.map(|prev| ahead(prev, row.seq, mask)) {
-                    Some(Some(a)) => {
-                        s.gaps[t] += a.saturating_sub(1).min(1 << 20);
-                        last = Some(row.seq);
-                    }
-                    Some(None) => {}
-                    None => last = Some(row.seq),
-                }
-            }
+            // The engine's gaps, as analyze counts them (a sequence jump is none).
+            s.gaps[t] += row.gap as u64;
         }
         if let Some(a) = &fl.acks {
             for &(sec, _, mean, _) in &a.rtt_timeline {

@@ -391,7 +391,7 @@ impl Statistics {
             if let Some(t) = self.report.timeline.slot(e.ts_ns) {
                 t.datagrams += 1;
                 if let SeqEvent::New { gap } = event {
-                    t.lost += gap;
+                    t.lost = t.lost.saturating_add(gap as u64);
                 }
             }
             flow.sizes_before_bursts(

@@ -415,8 +415,8 @@ pub struct Timeline {
 
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct Second {
-    pub datagrams: u32,
-    pub lost: u32,
+    pub datagrams: u64,
+    pub lost: u64,
 }
 
 /// Seconds kept (a day); later traffic is not charted.
@@ -521,7 +521,7 @@ impl Report {
         }
         for (a, b) in t.seconds.iter_mut().zip(o.timeline.seconds) {
             a.datagrams += b.datagrams;
-            a.lost += b.lost;
+            a.lost = a.lost.saturating_add(b.lost);
         }
         t.start_ns = t.start_ns.or(o.timeline.start_ns);
     }

@@ -154,7 +154,8 @@ fn draw_series(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
         .constraints(vec![Constraint::Ratio(1, parts); parts as usize])
         .split(area);
     let peak = |v: &[u64]| v.iter().copied().max().unwrap_or(0);
-    let lost: u64 = s.gaps.iter().sum();
+    // The flow's own count, the number analyze prints: gaps later filled are not lost.
+    let lost = fl.seq.lost;
     let charts = [
         (
             format!(
@@ -167,7 +168,7 @@ fn draw_series(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
             Color::Cyan,
         ),
         (
-            format!(" sequence gaps/s ({lost} in all; worst {}) ", peak(&s.gaps)),
+            format!(" sequence gaps/s ({lost} lost; worst {}) ", peak(&s.gaps)),
             &s.gaps,
             Color::Red,
         ),

@@ -65,9 +65,9 @@ pub(super) fn draw_loss(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
         )
     });
     f.render_widget(Paragraph::new(finding).wrap(Wrap { trim: true }), split[1]);
-    let lost: Vec<u64> = r.timeline.seconds.iter().map(|s| s.lost as u64).collect();
+    let lost: Vec<u64> = r.timeline.seconds.iter().map(|s| s.lost).collect();
     let bursts: Vec<String> = {
-        let mut v: Vec<(usize, u32)> = r
+        let mut v: Vec<(usize, u64)> = r
             .timeline
             .seconds
             .iter()
