@@ -291,3 +291,155 @@ fn roles_that_cannot_take_effect_are_refused() {
         assert!(gpcap::dissect::load(std::path::Path::new(&path)).is_ok(), "{d}");
     }
 }
+
+fn addr(s: &str) -> std::net::SocketAddr {
+    s.parse().unwrap()
+}
+
+/// `analyze --json` of `datagrams` (1 ms apart) with definition `def` (a path or text).
+fn analyze(name: &str, def: &str, datagrams: Vec<(&str, &str, Vec<u8>)>) -> serde_json::Value {
+    let dir = temp_dir(name);
+    let pcap = dir.join("c.pcap");
+    common::udp_capture(&pcap, datagrams.into_iter().map(|(s, d, p)| (addr(s), addr(d), p)));
+    let def_path = if def.contains('\n') {
+        let p = dir.join("d.kdl");
+        std::fs::write(&p, def).unwrap();
+        p.to_str().unwrap().to_string()
+    } else {
+        def.to_string()
+    };
+    let (code, json, err) = gpcap(&["analyze", "-d", &def_path, pcap.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let _ = std::fs::remove_dir_all(dir);
+    serde_json::from_str(&json).unwrap()
+}
+
+/// A netcode payload packet (type 5) with sequence `s` in as few bytes as it needs.
+fn netcode(s: u64) -> Vec<u8> {
+    let n = (64 - s.leading_zeros()).div_ceil(8).max(1) as usize;
+    let mut p = vec![5 | (n as u8) << 4];
+    p.extend_from_slice(&s.to_le_bytes()[..n]);
+    p.extend_from_slice(&[b'U'; 20]);
+    p
+}
+
+/// Regression (rows 01 and 15): a netcode datagram whose 64-bit sequence jumps ~2^63 made
+/// the flow lose 4,294,967,295 (clamped) with the 100 genuine datagrams after it late and
+/// single-datagram loss 0.99999995; two jumps wrapped the timeline's u32 to 4,294,967,294
+/// while the flow said 8,589,934,590. A jump is one counted datagram.
+#[test]
+fn a_sequence_jump_is_one_anomaly_not_billions_lost() {
+    let (c, s) = ("10.0.1.1:50000", "10.0.0.1:40000");
+    let seqs = (1..=100).chain([(1u64 << 63) + 50]).chain(101..=200);
+    let v = analyze("jump", "dissectors/netcode.kdl", seqs.map(|q| (c, s, netcode(q))).collect());
+    let seq = &v["flows"][0]["seq"];
+    assert_eq!((seq["lost"].as_u64(), seq["late"].as_u64(), seq["jumps"].as_u64()), (Some(0), Some(0), Some(1)), "{seq}");
+    assert_eq!(seq["received"], 200);
+    assert_eq!(v["reassembly"]["single_loss"], 0.0);
+    let seqs = [1u64, 2, 3, 1 << 62, (1 << 63) + 5];
+    let v = analyze("jumps", "dissectors/netcode.kdl", seqs.iter().map(|&q| (c, s, netcode(q))).collect());
+    let seq = &v["flows"][0]["seq"];
+    assert_eq!((seq["lost"].as_u64(), seq["jumps"].as_u64()), (Some(0), Some(2)), "{seq}");
+    let timeline_lost: u64 = v["timeline"]["seconds"].as_array().unwrap().iter().map(|s| s["lost"].as_u64().unwrap()).sum();
+    assert_eq!(timeline_lost, 0);
+}
+
+/// 8-bit sequence and ack with 32 ack bits (row 16).
+const S8: &str = "protocol \"s8\" {\n    checksum \"none\"\n    ports 40000\n}\nheader {\n    bits sequence 8 role=sequence\n    bits ack 8 role=ack\n    bits ack_bits 32 role=ack-bits\n}\npacket 0 \"m\" {\n    rest x\n}\n";
+
+/// Regression (row 16): with 8-bit sequences and acks, sequence analysis saw 600 received
+/// and 2 wraps while ack analysis stopped at the first wrap (256 sequences, 256 acked).
+#[test]
+fn ack_analysis_wraps_as_sequences_do() {
+    let (a, b) = ("10.0.0.1:40000", "10.0.1.1:50000");
+    let mut d = Vec::new();
+    for s in 0..600u32 {
+        let mut p = vec![s as u8, s.wrapping_sub(1) as u8];
+        p.extend_from_slice(&u32::MAX.to_le_bytes());
+        d.push((a, b, [p.clone(), b"x".to_vec()].concat()));
+        p[1] = s as u8;
+        d.push((b, a, [p, b"y".to_vec()].concat()));
+    }
+    let v = analyze("s8", S8, d);
+    for f in v["flows"].as_array().unwrap() {
+        assert_eq!((f["seq"]["received"].as_u64(), f["seq"]["wraps"].as_u64()), (Some(600), Some(2)));
+        let acks = &f["acks"];
+        assert_eq!(acks["sequences"], 600, "{acks}");
+        assert!(acks["acked"].as_u64().unwrap() >= 599, "{acks}");
+        assert!(acks["rtt_ms"]["samples"].as_u64().unwrap() >= 599, "{acks}");
+    }
+}
+
+/// A reliable.io datagram: flags with the 1-byte ack flag, sequence, ack, ack bits.
+fn reliable(seq: u16, ack: u16, bits: u32) -> Vec<u8> {
+    let mut p = vec![0x20 | 0x1e];
+    p.extend_from_slice(&seq.to_le_bytes());
+    p.push(seq.wrapping_sub(ack) as u8);
+    p.extend_from_slice(&bits.to_le_bytes());
+    p.extend_from_slice(b"xxxxxxxxxx");
+    p
+}
+
+/// Regression (row 03): reliable.io traffic in one direction, the peer silent, read as
+/// "never acked 976, ack-implied loss 100.0%". No ack figures for that direction.
+#[test]
+fn no_ack_figures_for_a_direction_whose_peer_sent_nothing() {
+    let d = (0..2000u16).map(|s| ("10.0.0.1:40000", "10.0.1.1:50000", reliable(s, s, 0))).collect();
+    let v = analyze("oneway", "dissectors/reliable.kdl", d);
+    assert!(v["flows"][0]["acks"].is_null(), "{}", v["flows"][0]["acks"]);
+}
+
+/// Regression (row 22): acks were matched against every sequence a direction sent, in
+/// any space: a direction mixing two counters had acks.sequences 787 where seq.last was
+/// 756, 30 "unacked at end" and a 405 ms p50. Acks count the flow's own counter only.
+#[test]
+fn acks_match_only_the_space_they_refer_to() {
+    let def = "protocol \"sp\" {\n    checksum \"none\"\n    ports 40000\n    sequence-space \"other\" per=\"flow\"\n}\nheader {\n    bits type 4 role=type\n    bits sequence 12 role=sequence\n    bits ack 16 role=ack\n    bits ack_bits 32 role=ack-bits\n}\npacket 1 \"m\" {\n    rest x\n}\npacket 2 \"side\" sequence-space=\"other\" {\n    rest x\n}\n";
+    let header = |ty: u16, seq: u16, ack: u16, bits: u32| {
+        let mut p = (ty | seq << 4).to_le_bytes().to_vec();
+        p.extend_from_slice(&ack.to_le_bytes());
+        p.extend_from_slice(&bits.to_le_bytes());
+        p.push(b'z');
+        p
+    };
+    let (a, b) = ("10.0.0.1:40000", "10.0.1.1:50000");
+    let mut d = Vec::new();
+    for s in 0..300u16 {
+        d.push((a, b, header(1, s, 0, 0)));
+        // The other counter runs far ahead of the flow's own.
+        d.push((a, b, header(2, 1000 + 3 * s, 0, 0)));
+        d.push((b, a, header(1, s, s, 0xffff_ffff)));
+    }
+    let v = analyze("spaces", def, d);
+    let f = v["flows"].as_array().unwrap().iter().find(|f| f["src"] == a).unwrap();
+    let acks = &f["acks"];
+    assert_eq!(f["seq"]["last"], 299);
+    assert_eq!((acks["sequences"].as_u64(), acks["never_acked"].as_u64()), (Some(300), Some(0)), "{acks}");
+    assert_eq!(acks["unacked_at_end"], 0, "{acks}");
+    assert!(acks["rtt_ms"]["p50"].as_f64().unwrap() < 5.0, "{acks}");
+}
+
+/// Regression (row 18): an ack timestamped 500 s before the packet it acks was a 0.0 ms
+/// round trip.
+#[test]
+fn an_ack_older_than_its_packet_is_dropped_and_counted() {
+    let dir = temp_dir("rtt");
+    let pcap = dir.join("c.pcap");
+    {
+        use gpcap::generate::net::{Link, ip_packets};
+        let link = Link::Ethernet { vlan: None };
+        let mut w = gpcap::capture::writer::PcapWriter::new(std::fs::File::create(&pcap).unwrap(), link.linktype(), 65535, true).unwrap();
+        let (a, b) = (addr("10.0.0.1:40000"), addr("10.0.1.1:50000"));
+        for (t, src, dst, p) in [(1000, a, b, reliable(1, 0, 0)), (500, b, a, reliable(1, 1, 1))] {
+            let f = link.frame(&ip_packets(src, dst, &p, 0, false, 1500)[0], false);
+            w.write(t * 1_000_000_000, &f, f.len() as u32).unwrap();
+        }
+    }
+    let (code, json, err) = gpcap(&["analyze", "-d", "dissectors/reliable.kdl", pcap.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let f = v["flows"].as_array().unwrap().iter().find(|f| f["src"] == "10.0.0.1:40000").unwrap();
+    assert_eq!((f["acks"]["rtt_before_sent"].as_u64(), f["acks"]["acked"].as_u64()), (Some(1), Some(1)), "{}", f["acks"]);
+    assert!(f["acks"]["rtt_ms"].is_null(), "{}", f["acks"]);
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -101,6 +101,8 @@ pub struct Statistics {
     by_key: HashMap<FlowId, u32>,
     /// The definition marks ack and ack-bits fields.
     ack_analysis: bool,
+    /// Bits of the ack field ([`acks::ack_width`]).
+    ack_width: u32,
     report: Report,
 }
 
@@ -131,6 +133,7 @@ impl Statistics {
             sides,
             by_key: HashMap::new(),
             ack_analysis,
+            ack_width: cfg.program.as_deref().map_or(16, acks::ack_width),
             cfg,
             flows: Vec::new(),
             untracked: None,
@@ -402,11 +405,18 @@ impl Statistics {
                 self.cfg.format.mtu_budget,
             );
         }
+        // Acks answer the flow's own counter: packets of another sequence space, and a
+        // sequence past the plausible window (a jump), are not what they count.
         if self.ack_analysis
             && e.flow_index.is_some()
             && let Some(seq) = e.sequence
+            && e.seq_event != Some(SeqEvent::Jump)
+            && (e.fragment.is_some() || self.cfg.program.as_ref().is_none_or(|p| p.space_of(ptype) == 0))
         {
-            flow.acks.get_or_insert_default().sent(seq as u16, e.ts_ns);
+            let bits = self.cfg.sequence_bits();
+            flow.acks
+                .get_or_insert_with(|| Box::new(acks::AckTracker::new(bits)))
+                .sent(seq, e.ts_ns);
         }
         let s = &mut flow.stats;
         if let Some(n) = s.types.get_mut(ptype as usize) {
@@ -449,7 +459,7 @@ impl Statistics {
             && let Some(fl) = self.flows.get_mut(i as usize)
             && let Some(t) = fl.acks.as_mut()
         {
-            t.acked(ack, bits, e.ts_ns, second);
+            t.acked(ack as u64, self.ack_width, bits, e.ts_ns, second);
         }
     }
 
