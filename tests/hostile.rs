@@ -300,7 +300,10 @@ fn addr(s: &str) -> std::net::SocketAddr {
 fn analyze(name: &str, def: &str, datagrams: Vec<(&str, &str, Vec<u8>)>) -> serde_json::Value {
     let dir = temp_dir(name);
     let pcap = dir.join("c.pcap");
-    common::udp_capture(&pcap, datagrams.into_iter().map(|(s, d, p)| (addr(s), addr(d), p)));
+    common::udp_capture(
+        &pcap,
+        datagrams.into_iter().map(|(s, d, p)| (addr(s), addr(d), p)),
+    );
     let def_path = if def.contains('\n') {
         let p = dir.join("d.kdl");
         std::fs::write(&p, def).unwrap();
@@ -331,16 +334,37 @@ fn netcode(s: u64) -> Vec<u8> {
 fn a_sequence_jump_is_one_anomaly_not_billions_lost() {
     let (c, s) = ("10.0.1.1:50000", "10.0.0.1:40000");
     let seqs = (1..=100).chain([(1u64 << 63) + 50]).chain(101..=200);
-    let v = analyze("jump", "dissectors/netcode.kdl", seqs.map(|q| (c, s, netcode(q))).collect());
+    let v = analyze(
+        "jump",
+        "dissectors/netcode.kdl",
+        seqs.map(|q| (c, s, netcode(q))).collect(),
+    );
     let seq = &v["flows"][0]["seq"];
-    assert_eq!((seq["lost"].as_u64(), seq["late"].as_u64(), seq["jumps"].as_u64()), (Some(0), Some(0), Some(1)), "{seq}");
+    assert_eq!(
+        (seq["lost"].as_u64(), seq["late"].as_u64(), seq["jumps"].as_u64()),
+        (Some(0), Some(0), Some(1)),
+        "{seq}"
+    );
     assert_eq!(seq["received"], 200);
     assert_eq!(v["reassembly"]["single_loss"], 0.0);
     let seqs = [1u64, 2, 3, 1 << 62, (1 << 63) + 5];
-    let v = analyze("jumps", "dissectors/netcode.kdl", seqs.iter().map(|&q| (c, s, netcode(q))).collect());
+    let v = analyze(
+        "jumps",
+        "dissectors/netcode.kdl",
+        seqs.iter().map(|&q| (c, s, netcode(q))).collect(),
+    );
     let seq = &v["flows"][0]["seq"];
-    assert_eq!((seq["lost"].as_u64(), seq["jumps"].as_u64()), (Some(0), Some(2)), "{seq}");
-    let timeline_lost: u64 = v["timeline"]["seconds"].as_array().unwrap().iter().map(|s| s["lost"].as_u64().unwrap()).sum();
+    assert_eq!(
+        (seq["lost"].as_u64(), seq["jumps"].as_u64()),
+        (Some(0), Some(2)),
+        "{seq}"
+    );
+    let timeline_lost: u64 = v["timeline"]["seconds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["lost"].as_u64().unwrap())
+        .sum();
     assert_eq!(timeline_lost, 0);
 }
 
@@ -362,7 +386,10 @@ fn ack_analysis_wraps_as_sequences_do() {
     }
     let v = analyze("s8", S8, d);
     for f in v["flows"].as_array().unwrap() {
-        assert_eq!((f["seq"]["received"].as_u64(), f["seq"]["wraps"].as_u64()), (Some(600), Some(2)));
+        assert_eq!(
+            (f["seq"]["received"].as_u64(), f["seq"]["wraps"].as_u64()),
+            (Some(600), Some(2))
+        );
         let acks = &f["acks"];
         assert_eq!(acks["sequences"], 600, "{acks}");
         assert!(acks["acked"].as_u64().unwrap() >= 599, "{acks}");
@@ -384,7 +411,9 @@ fn reliable(seq: u16, ack: u16, bits: u32) -> Vec<u8> {
 /// "never acked 976, ack-implied loss 100.0%". No ack figures for that direction.
 #[test]
 fn no_ack_figures_for_a_direction_whose_peer_sent_nothing() {
-    let d = (0..2000u16).map(|s| ("10.0.0.1:40000", "10.0.1.1:50000", reliable(s, s, 0))).collect();
+    let d = (0..2000u16)
+        .map(|s| ("10.0.0.1:40000", "10.0.1.1:50000", reliable(s, s, 0)))
+        .collect();
     let v = analyze("oneway", "dissectors/reliable.kdl", d);
     assert!(v["flows"][0]["acks"].is_null(), "{}", v["flows"][0]["acks"]);
 }
@@ -411,10 +440,19 @@ fn acks_match_only_the_space_they_refer_to() {
         d.push((b, a, header(1, s, s, 0xffff_ffff)));
     }
     let v = analyze("spaces", def, d);
-    let f = v["flows"].as_array().unwrap().iter().find(|f| f["src"] == a).unwrap();
+    let f = v["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["src"] == a)
+        .unwrap();
     let acks = &f["acks"];
     assert_eq!(f["seq"]["last"], 299);
-    assert_eq!((acks["sequences"].as_u64(), acks["never_acked"].as_u64()), (Some(300), Some(0)), "{acks}");
+    assert_eq!(
+        (acks["sequences"].as_u64(), acks["never_acked"].as_u64()),
+        (Some(300), Some(0)),
+        "{acks}"
+    );
     assert_eq!(acks["unacked_at_end"], 0, "{acks}");
     assert!(acks["rtt_ms"]["p50"].as_f64().unwrap() < 5.0, "{acks}");
 }
@@ -428,18 +466,40 @@ fn an_ack_older_than_its_packet_is_dropped_and_counted() {
     {
         use gpcap::generate::net::{Link, ip_packets};
         let link = Link::Ethernet { vlan: None };
-        let mut w = gpcap::capture::writer::PcapWriter::new(std::fs::File::create(&pcap).unwrap(), link.linktype(), 65535, true).unwrap();
+        let mut w = gpcap::capture::writer::PcapWriter::new(
+            std::fs::File::create(&pcap).unwrap(),
+            link.linktype(),
+            65535,
+            true,
+        )
+        .unwrap();
         let (a, b) = (addr("10.0.0.1:40000"), addr("10.0.1.1:50000"));
         for (t, src, dst, p) in [(1000, a, b, reliable(1, 0, 0)), (500, b, a, reliable(1, 1, 1))] {
             let f = link.frame(&ip_packets(src, dst, &p, 0, false, 1500)[0], false);
             w.write(t * 1_000_000_000, &f, f.len() as u32).unwrap();
         }
     }
-    let (code, json, err) = gpcap(&["analyze", "-d", "dissectors/reliable.kdl", pcap.to_str().unwrap(), "--json"]);
+    let (code, json, err) = gpcap(&[
+        "analyze",
+        "-d",
+        "dissectors/reliable.kdl",
+        pcap.to_str().unwrap(),
+        "--json",
+    ]);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    let f = v["flows"].as_array().unwrap().iter().find(|f| f["src"] == "10.0.0.1:40000").unwrap();
-    assert_eq!((f["acks"]["rtt_before_sent"].as_u64(), f["acks"]["acked"].as_u64()), (Some(1), Some(1)), "{}", f["acks"]);
+    let f = v["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["src"] == "10.0.0.1:40000")
+        .unwrap();
+    assert_eq!(
+        (f["acks"]["rtt_before_sent"].as_u64(), f["acks"]["acked"].as_u64()),
+        (Some(1), Some(1)),
+        "{}",
+        f["acks"]
+    );
     assert!(f["acks"]["rtt_ms"].is_null(), "{}", f["acks"]);
     let _ = std::fs::remove_dir_all(dir);
 }

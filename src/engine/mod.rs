@@ -287,6 +287,28 @@ impl Engine {
         self.memory_log.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
+    /// Bytes the engine holds for its flows, outside the reassembly budget (which counts
+    /// the data being reassembled): flow states, their sequence trackers and tables, the
+    /// flow index and per-sender spaces. The memory accounting a property test bounds.
+    pub fn state_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let flows: usize = self
+            .flows
+            .iter()
+            .map(|f| f.spaces.capacity() * size_of::<Option<SeqTracker>>() + f.frags.table_bytes())
+            .sum();
+        flows
+            + self.flows.capacity() * size_of::<FlowState>()
+            + self.flow_index.capacity() * (size_of::<(PackedFlow, u32)>() + 1)
+            + self.senders.capacity() * size_of::<((SocketAddr, u8), SeqTracker)>()
+            + self.sender_index.capacity() * (size_of::<((SocketAddr, u8), usize)>() + 1)
+    }
+
+    /// The most reassembly held at once so far.
+    pub fn reassembly_peak(&self) -> usize {
+        self.budget.peak
+    }
+
     pub fn config(&self) -> &Config {
         &self.cfg
     }

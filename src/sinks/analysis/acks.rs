@@ -179,7 +179,11 @@ impl AckTracker {
     fn extend(&self, s: u64, width: u32) -> i128 {
         let mask = u64::MAX >> (64 - width.clamp(1, 64));
         let d = s.wrapping_sub(self.highest as u64) & mask;
-        let d = if d > mask / 2 + 1 { d as i128 - (mask as i128 + 1) } else { d as i128 };
+        let d = if d > mask / 2 + 1 {
+            d as i128 - (mask as i128 + 1)
+        } else {
+            d as i128
+        };
         self.highest + d
     }
 
@@ -471,7 +475,11 @@ mod tests {
                 t.acked(s & 0xffff, 16, 0b111, s as i64 + 1, Some((s / 1000) as u32));
             }
         }
-        assert!(t.heap_bytes() <= 8 * 1024 + 128 + 100 * 48 + 256 * 16 + 24 * 101, "{}", t.heap_bytes());
+        assert!(
+            t.heap_bytes() <= 8 * 1024 + 128 + 100 * 48 + 256 * 16 + 24 * 101,
+            "{}",
+            t.heap_bytes()
+        );
         let a = t.finish().unwrap();
         // 0..=6 came after 7, older: the counted span starts at 7.
         assert_eq!(a.sequences, 100_000 - 7);

@@ -50,6 +50,17 @@ impl FlowState {
         }
     }
 
+    /// Bytes this flow's analysis holds (its own size included).
+    fn heap_bytes(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + self.recent.capacity() * std::mem::size_of::<(i64, u32)>()
+            + self.stats.heap_bytes()
+            + self
+                .acks
+                .as_ref()
+                .map_or(0, |a| std::mem::size_of::<acks::AckTracker>() + a.heap_bytes())
+    }
+
     /// Sizes of the second before each loss burst, against all sizes.
     fn sizes_before_bursts(
         &mut self,
@@ -195,13 +206,29 @@ impl Statistics {
         }
         for fl in self.flows {
             let mut stats = fl.stats;
+            stats.pad_types();
             stats.acks = fl.acks.and_then(|a| a.finish());
             self.report.flows.push(stats);
         }
-        self.report.untracked = self.untracked.map(|f| f.stats);
+        self.report.untracked = self.untracked.map(|f| {
+            let mut stats = f.stats;
+            stats.pad_types();
+            stats
+        });
         self.report.mtu.bursts = self.bursts.report();
         self.report.finalize(&self.cfg);
         self.report
+    }
+
+    /// Bytes held for flows (see [`Analyzer::state_bytes`]).
+    pub fn state_bytes(&self) -> usize {
+        self.flows
+            .iter()
+            .chain(&self.untracked)
+            .map(FlowState::heap_bytes)
+            .sum::<usize>()
+            + (self.flows.capacity() - self.flows.len()) * std::mem::size_of::<FlowState>()
+            + self.by_key.capacity() * (std::mem::size_of::<(FlowId, u32)>() + 1)
     }
 
     fn frame(&mut self, e: &PacketEvent) {
@@ -419,9 +446,7 @@ impl Statistics {
                 .sent(seq, e.ts_ns);
         }
         let s = &mut flow.stats;
-        if let Some(n) = s.types.get_mut(ptype as usize) {
-            *n += 1;
-        }
+        FlowStats::count_type(&mut s.types, ptype, s.num_types);
         if let Some(kind) = e.fault {
             s.malformed += 1;
             count_fault(&mut self.report.malformed, kind, e.frame, key);
@@ -471,9 +496,7 @@ impl Statistics {
             e.packet_type,
             e.flow_index.and_then(|i| self.flows.get_mut(i as usize)),
         ) {
-            if let Some(n) = fl.stats.reassembled_types.get_mut(t as usize) {
-                *n += 1;
-            }
+            FlowStats::count_type(&mut fl.stats.reassembled_types, t, fl.stats.num_types);
             count_side(&mut fl.stats, self.sides.get(t as usize).copied().flatten());
         }
         let r = &mut self.report.reassembly;
@@ -608,6 +631,14 @@ impl Analyzer {
         let mut stats = self.stats;
         self.engine.finish(&mut stats);
         stats
+    }
+
+    /// Bytes the analysis holds now, by its own accounting: the engine's flow state, the
+    /// reassembly budget's peak and the statistics' per-flow state. Memory only grows in
+    /// flows (bounded by the flow table) and reassembly (bounded by its budget), so this
+    /// at the end bounds the peak.
+    pub fn state_bytes(&self) -> usize {
+        self.engine.state_bytes() + self.engine.reassembly_peak() + self.stats.state_bytes()
     }
 
     /// Ends the analysis: gives up what is still incomplete and builds the report.

@@ -124,6 +124,10 @@ fn bucket_top(b: usize) -> u32 {
 }
 
 impl SizeHist {
+    pub fn heap_bytes(&self) -> usize {
+        self.buckets.capacity() * 4
+    }
+
     pub fn add(&mut self, size: u32) {
         if self.buckets.is_empty() {
             self.buckets = vec![0; BUCKETS];
@@ -164,8 +168,15 @@ pub struct Percentiles {
     pub max: u32,
 }
 
+/// Types listed per flow however few were seen: every type of a definition with up to
+/// this many, else up to the highest seen (a 16-bit type field has 65,536).
+pub const PADDED_TYPES: usize = 256;
+
 #[derive(Debug, Clone, Serialize)]
 pub struct FlowStats {
+    /// Packet types of the definition (the per-type counts' length once padded).
+    #[serde(skip)]
+    pub num_types: u32,
     pub src: SocketAddr,
     pub dst: SocketAddr,
     pub datagrams: u64,
@@ -214,6 +225,37 @@ pub struct FlowStats {
 }
 
 impl FlowStats {
+    /// Bytes held on the heap (the analysis' memory accounting).
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        (self.types.capacity() + self.reassembled_types.capacity()) * 8
+            + self.size_hist.heap_bytes()
+            + self.reassembly.len() * (size_of::<(u32, CountStats)>() + 16)
+            + self.sequence_spaces.capacity() * size_of::<(String, SeqStats)>()
+    }
+
+    /// One more datagram (or reassembled packet) of type `t` in `counts`, grown to it.
+    pub fn count_type(counts: &mut Vec<u64>, t: u32, num_types: u32) {
+        if t >= num_types {
+            return;
+        }
+        if counts.len() <= t as usize {
+            counts.resize(t as usize + 1, 0);
+        }
+        counts[t as usize] += 1;
+    }
+
+    /// Pads the per-type counts to every type the definition has (up to [`PADDED_TYPES`]:
+    /// beyond, to the highest type seen), as the report lists them.
+    pub fn pad_types(&mut self) {
+        let n = (self.num_types as usize).min(PADDED_TYPES);
+        for v in [&mut self.types, &mut self.reassembled_types] {
+            if v.len() < n {
+                v.resize(n, 0);
+            }
+        }
+    }
+
     pub fn new(src: SocketAddr, dst: SocketAddr, num_types: u32) -> Self {
         FlowStats {
             src,
@@ -232,8 +274,11 @@ impl FlowStats {
             too_short: 0,
             truncated: 0,
             malformed: 0,
-            types: vec![0; num_types.min(65536) as usize],
-            reassembled_types: vec![0; num_types.min(65536) as usize],
+            // Grown on use ([`FlowStats::count_type`]) and padded when the report is made:
+            // 16,384 flows of a 16-bit type field held 16 GB of zeros.
+            types: Vec::new(),
+            reassembled_types: Vec::new(),
+            num_types: num_types.min(65536),
             fragments: 0,
             ip_fragmented: 0,
             over_budget: 0,
