@@ -503,3 +503,32 @@ fn an_ack_older_than_its_packet_is_dropped_and_counted() {
     assert!(f["acks"]["rtt_ms"].is_null(), "{}", f["acks"]);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Regression (row 12): a record mid-file whose header claims 0x7fffffff captured bytes
+/// was "last record truncated … after frame 9", as if the file were cut; tcpdump and
+/// tshark call it corrupt. It is named corrupt, with its offset, and reading stops there.
+#[test]
+fn a_corrupt_record_mid_file_is_called_corrupt_with_its_offset() {
+    let dir = temp_dir("corrupt");
+    let mut d = std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("captures/article.pcap"))
+        .unwrap();
+    let mut off = 24;
+    for _ in 0..9 {
+        off += 16 + u32::from_le_bytes(d[off + 8..off + 12].try_into().unwrap()) as usize;
+    }
+    d[off + 8..off + 12].copy_from_slice(&0x7fff_ffffu32.to_le_bytes());
+    let bad = dir.join("bad.pcap");
+    std::fs::write(&bad, &d).unwrap();
+    let (code, json, err) = gpcap(&["analyze", bad.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("corrupt record header") && err.contains(&format!("offset {off}")),
+        "{err}"
+    );
+    assert!(!err.contains("truncated"), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["capture"]["frames"], 9);
+    let e = v["capture"]["files"][0]["error"].to_string();
+    assert!(e.contains("corrupt") && e.contains("stopped"), "{e}");
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -306,6 +306,10 @@ impl CaptureReader {
                 Ok(None)
             }
             Stop::TooLarge => Err(self.error(format!("record larger than {} MiB", MAX_BLOCK >> 20))),
+            Stop::Corrupt(caplen) => Err(self.error(format!(
+                "corrupt record header: it claims {caplen} captured bytes, more than the file allows; reading stopped here, the {} frames before it are analyzed",
+                self.frames
+            ))),
             Stop::Read(e) => Err(self.error(format!("read failed: {e}"))),
         }
     }
