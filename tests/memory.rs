@@ -116,3 +116,36 @@ fn one_datagram_flows_hold_little() {
     let per_flow = peak / tracked;
     assert!(per_flow < 6 * 1024, "{per_flow} bytes a flow ({peak} in all)");
 }
+
+/// Sibling of row 11: per-sender sequence spaces (netcode's server-global counter) were
+/// kept for every source address without bound; a flood of spoofed senders grew them
+/// forever. They are bounded as flows are.
+#[test]
+fn per_sender_spaces_are_bounded_like_flows() {
+    let dir = std::env::temp_dir().join(format!("gpcap-memory-senders-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("senders.pcap");
+    let client: SocketAddr = "10.255.0.1:50000".parse().unwrap();
+    common::udp_capture(
+        &path,
+        (0..gpcap::engine::MAX_FLOWS + 600).map(|i| {
+            let server: SocketAddr = format!("10.{}.{}.{}:40000", i >> 16 & 255, i >> 8 & 255, i & 255)
+                .parse()
+                .unwrap();
+            let mut p = vec![1 | 1 << 4, 7];
+            p.extend_from_slice(&[0; 16]);
+            (server, client, p)
+        }),
+    );
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let p = gpcap::dissect::load(&root.join("dissectors/netcode.kdl")).unwrap();
+    let mut a = Analyzer::new(Config::from_program(Arc::new(p)));
+    let mut r = CaptureReader::open(&path).unwrap();
+    a.begin_file("senders.pcap");
+    while let Some(f) = r.next_frame().unwrap() {
+        a.frame(&f);
+    }
+    let report = a.finish();
+    let _ = std::fs::remove_dir_all(dir);
+    assert_eq!(report.sender_spaces.len(), gpcap::engine::MAX_FLOWS);
+}

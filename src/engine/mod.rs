@@ -600,28 +600,36 @@ impl Engine {
             _ => 0,
         };
         let bits = self.cfg.sequence_bits();
-        e.seq_event = Some(
-            match (space, program.and_then(|p| p.spaces.get(space as usize))) {
-                (0, _) | (_, None) => flow.seq.observe(sequence, fragment),
-                (s, Some(def)) if def.per_sender => {
-                    let src = SocketAddr::new(ip.src, sport);
-                    let i = *self.sender_index.entry((src, s)).or_insert_with(|| {
+        e.seq_event = match (space, program.and_then(|p| p.spaces.get(space as usize))) {
+            (0, _) | (_, None) => Some(flow.seq.observe(sequence, fragment)),
+            (s, Some(def)) if def.per_sender => {
+                let src = SocketAddr::new(ip.src, sport);
+                // Senders are bounded as flows are: past the table, a sender's
+                // space is not analyzed (a flood of spoofed sources grew it
+                // without end).
+                let i = match self.sender_index.get(&(src, s)) {
+                    Some(&i) => Some(i),
+                    None if self.senders.len() < self.cfg.max_flows => {
                         self.senders.push(((src, s), SeqTracker::new(bits)));
-                        self.senders.len() - 1
-                    });
-                    self.senders[i].1.observe(sequence, fragment)
-                }
-                (s, Some(_)) => {
-                    let s = s as usize;
-                    if flow.spaces.len() <= s {
-                        flow.spaces.resize(s + 1, None);
+                        self.sender_index.insert((src, s), self.senders.len() - 1);
+                        Some(self.senders.len() - 1)
                     }
+                    None => None,
+                };
+                i.map(|i| self.senders[i].1.observe(sequence, fragment))
+            }
+            (s, Some(_)) => {
+                let s = s as usize;
+                if flow.spaces.len() <= s {
+                    flow.spaces.resize(s + 1, None);
+                }
+                Some(
                     flow.spaces[s]
                         .get_or_insert_with(|| SeqTracker::new(bits))
-                        .observe(sequence, fragment)
-                }
-            },
-        );
+                        .observe(sequence, fragment),
+                )
+            }
+        };
         let Some(frag) = v.fragment else {
             emit(sink, e, record.then_some(&self.validator.dissection));
             return;
