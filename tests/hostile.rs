@@ -245,6 +245,9 @@ fn check_refuses_what_cannot_work() {
             ),
             "is not a number below 65536",
         ),
+        // Siblings: constant counts past what any packet can hold.
+        (def("", "", "", "    array l 1000000000 {\n        bool b\n    }"), "over the 65536 elements"),
+        (def("", "", "", "    bytes b 70000"), "over the 65535 bytes"),
     ];
     for (text, says) in cases {
         let err = check(&text);

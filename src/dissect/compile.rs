@@ -1519,6 +1519,24 @@ impl<'d> Compiler<'d> {
         }
     }
 
+    /// A count (argument 1) that, when constant, is at most `most`: a larger one would
+    /// fail every packet (the dissector's limit, or a datagram's size).
+    fn count_within(&mut self, n: &KdlNode, most: u64, what: &str) -> Option<Count> {
+        let count = self.count(n, 1)?;
+        if let Count::Const(c) = count
+            && c > most
+        {
+            self.error(
+                positional(n)[1].span(),
+                format!("a count of {c} is over the {most} {what}"),
+                "count",
+                Some("every packet would be malformed here".into()),
+            );
+            return None;
+        }
+        Some(count)
+    }
+
     fn count(&mut self, n: &KdlNode, i: usize) -> Option<Count> {
         let e = self.arg_entry(n, i, "a count (a number or an expression)")?;
         match e.value() {
@@ -1768,7 +1786,7 @@ impl<'d> Compiler<'d> {
                 Kind::SmallestThree(b as u32)
             }
             "align" => Kind::Align,
-            "bytes" => Kind::Bytes(self.count(n, 1)?),
+            "bytes" => Kind::Bytes(self.count_within(n, 65_535, "bytes a UDP datagram can hold")?),
             "string" => {
                 let max = self.arg_int(n, 1, "the maximum length (buffer size)")?;
                 if !(1..=1 << 20).contains(&max) {
@@ -1842,7 +1860,8 @@ impl<'d> Compiler<'d> {
                 body: self.header_block.unwrap_or_default(),
             },
             "array" => {
-                let count = self.count(n, 1)?;
+                let most = Limits::default().max_elements;
+                let count = self.count_within(n, most, "elements a packet's array may have")?;
                 let body = self.block(n.children(), depth + 1);
                 Kind::Array { count, body }
             }
