@@ -271,9 +271,12 @@ impl Parser<'_> {
                 .parse::<SocketAddr>()
                 .map(|s| (s.ip(), Some(s.port())))
                 .or_else(|_| {
-                    addr.trim_matches(['[', ']'])
-                        .parse::<IpAddr>()
-                        .map(|ip| (ip, None))
+                    // `[::1]` or `::1`, brackets paired (`[::1` was taken as `::1`).
+                    let bare = addr
+                        .strip_prefix('[')
+                        .and_then(|a| a.strip_suffix(']'))
+                        .unwrap_or(&addr);
+                    bare.parse::<IpAddr>().map(|ip| (ip, None))
                 });
             let Ok((ip, port)) = parsed else {
                 return Err(self.err(format!("`{addr}` is not an address (ip, ip:port or [ipv6]:port)")));

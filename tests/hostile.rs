@@ -246,7 +246,10 @@ fn check_refuses_what_cannot_work() {
             "is not a number below 65536",
         ),
         // Siblings: constant counts past what any packet can hold.
-        (def("", "", "", "    array l 1000000000 {\n        bool b\n    }"), "over the 65536 elements"),
+        (
+            def("", "", "", "    array l 1000000000 {\n        bool b\n    }"),
+            "over the 65536 elements",
+        ),
         (def("", "", "", "    bytes b 70000"), "over the 65535 bytes"),
     ];
     for (text, says) in cases {
@@ -534,4 +537,35 @@ fn a_corrupt_record_mid_file_is_called_corrupt_with_its_offset() {
     let e = v["capture"]["files"][0]["error"].to_string();
     assert!(e.contains("corrupt") && e.contains("stopped"), "{e}");
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Regression (row 14): the filter `flow [::1` (an unclosed bracket) was taken as `::1`.
+#[test]
+fn a_flow_address_with_an_unpaired_bracket_is_refused() {
+    for f in ["flow [::1", "flow ::1]"] {
+        let (code, _, err) = gpcap(&[
+            "dissect",
+            "captures/article.pcap",
+            "-d",
+            "dissectors/article.kdl",
+            "--brief",
+            "--filter",
+            f,
+        ]);
+        assert_eq!(code, 2, "{f}: {err}");
+        assert!(
+            err.contains("column 6") && err.contains("is not an address"),
+            "{f}: {err}"
+        );
+    }
+    let (code, _, err) = gpcap(&[
+        "dissect",
+        "captures/article.pcap",
+        "-d",
+        "dissectors/article.kdl",
+        "--brief",
+        "--filter",
+        "flow [::1]",
+    ]);
+    assert_eq!(code, 0, "{err}");
 }
