@@ -312,7 +312,7 @@ fn report_interval(s: &str) -> Result<f64, String> {
 /// no longer fits a `Duration`.
 fn send_rate(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
-        Ok(v) if v == 0.0 => Ok(0.0),
+        Ok(0.0) => Ok(0.0),
         _ => within(s, 0.001, 1e6).map_err(|e| format!("{e} (or 0: as fast as possible)")),
     }
 }
