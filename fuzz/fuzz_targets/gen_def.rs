@@ -17,10 +17,26 @@ impl Choices<'_> {
 
 const NAMES: [&str; 8] = ["a", "b", "A", "frame", "seq", "n", "x_1", "capture"];
 const EXPRS: [&str; 10] = [
-    "a + 1", "n & 7", "1/0", "a % (n - n)", "(a << 3) | b", "!a", "n > 2 && a", "seq - 1", "bogus", "\\t1 + a",
+    "a + 1",
+    "n & 7",
+    "1/0",
+    "a % (n - n)",
+    "(a << 3) | b",
+    "!a",
+    "n > 2 && a",
+    "seq - 1",
+    "bogus",
+    "\\t1 + a",
 ];
 const TEMPLATES: [&str; 8] = [
-    "{a}", "{#l}", "{{a}}", "{l[3].a}", "{a[99999999999999999999]}", "{s.a} {#l}", "x}", "{",
+    "{a}",
+    "{#l}",
+    "{{a}}",
+    "{l[3].a}",
+    "{a[99999999999999999999]}",
+    "{s.a} {#l}",
+    "x}",
+    "{",
 ];
 
 fn field(c: &mut Choices, structs: usize, depth: u32, out: &mut String, indent: &str) {
@@ -29,7 +45,12 @@ fn field(c: &mut Choices, structs: usize, depth: u32, out: &mut String, indent: 
         0 => *out += &format!("{indent}bits {name} {}\n", c.below(34)),
         1 => *out += &format!("{indent}le-uint {name} {}\n", c.below(10)),
         2 => *out += &format!("{indent}le-uint {name} \"n & 7\"\n"),
-        3 => *out += &format!("{indent}derived {name} \"{}\"\n", EXPRS[c.below(EXPRS.len() as u8) as usize]),
+        3 => {
+            *out += &format!(
+                "{indent}derived {name} \"{}\"\n",
+                EXPRS[c.below(EXPRS.len() as u8) as usize]
+            )
+        }
         4 if structs > 0 => *out += &format!("{indent}S{} {name}\n", c.below(structs as u8)),
         5 if structs > 0 => *out += &format!("{indent}S{}\n", c.below(structs as u8)),
         6 if depth < 3 => {
@@ -38,15 +59,26 @@ fn field(c: &mut Choices, structs: usize, depth: u32, out: &mut String, indent: 
             *out += &format!("{indent}}}\n");
         }
         7 if depth < 3 => {
-            *out += &format!("{indent}if \"{}\" {{\n", EXPRS[c.below(EXPRS.len() as u8) as usize]);
+            *out += &format!(
+                "{indent}if \"{}\" {{\n",
+                EXPRS[c.below(EXPRS.len() as u8) as usize]
+            );
             field(c, structs, depth + 1, out, &format!("{indent}    "));
             *out += &format!("{indent}}}\n{indent}else {{\n");
             field(c, structs, depth + 1, out, &format!("{indent}    "));
             *out += &format!("{indent}}}\n");
         }
-        8 => *out += &format!("{indent}bits {name} 8 role={}\n", ["sequence", "ack", "ack-bits", "type"][c.below(4) as usize]),
+        8 => {
+            *out += &format!(
+                "{indent}bits {name} 8 role={}\n",
+                ["sequence", "ack", "ack-bits", "type"][c.below(4) as usize]
+            )
+        }
         9 if depth < 3 => {
-            *out += &format!("{indent}list {name} end=\"{}\" {{\n", EXPRS[c.below(EXPRS.len() as u8) as usize]);
+            *out += &format!(
+                "{indent}list {name} end=\"{}\" {{\n",
+                EXPRS[c.below(EXPRS.len() as u8) as usize]
+            );
             field(c, structs, depth + 1, out, &format!("{indent}    "));
             *out += &format!("{indent}}}\n");
         }
@@ -70,7 +102,11 @@ pub fn definition(c: &mut Choices) -> String {
         "protocol \"f\" {{\n    checksum \"none\"\n    ports 40000\n    sequence-space \"g\" per=\"{per}\"\n}}\n"
     );
     d += "header {\n    bits type 4 role=type\n";
-    d += ["    bits sequence 16 role=sequence\n", "    le-uint sequence 8 role=sequence\n", "    le-uint sequence \"type\" role=sequence\n"][c.below(3) as usize];
+    d += [
+        "    bits sequence 16 role=sequence\n",
+        "    le-uint sequence 8 role=sequence\n",
+        "    le-uint sequence \"type\" role=sequence\n",
+    ][c.below(3) as usize];
     d += "}\n";
     for t in 1..=1 + c.below(3) {
         let space = ["", " sequence-space=\"g\"", " sequence-space=\"h\""][c.below(3) as usize];
@@ -87,4 +123,3 @@ pub fn definition(c: &mut Choices) -> String {
     }
     d
 }
-
