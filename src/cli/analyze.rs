@@ -45,6 +45,12 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
     for files in groups {
         let mut report = analyze_files(files, resolved.cfg.clone(), a.threads)?;
         report.identification = resolved.identification.clone();
+        if !report.fit.is_good()
+            && let Some(first) = report.fit.first_failure.as_mut()
+        {
+            // Names the field and bit (the counters keep only the frame and cause).
+            let _ = gpcap::analysis::fit::locate(files, &resolved.cfg, first);
+        }
         if let Some(hint) = other_protocol_id(files, &report) {
             eprintln!("gpcap: hint: {hint}");
         }

@@ -88,7 +88,7 @@ pub struct AnalyzeArgs {
     /// Link MTU for "IP datagram over the link MTU".
     #[arg(long = "link-mtu", default_value_t = 1500, value_parser = clap::value_parser!(u32).range(68..=65535))]
     pub link_mtu: u32,
-    /// Exit with 3 when a gate is crossed: crc, mtu, malformed, frag-loss=RATE.
+    /// Exit with 3 when a gate is crossed: crc, mtu, malformed, frag-loss=RATE, fit (the description does not fit the traffic well).
     #[arg(long = "fail-on", value_delimiter = ',')]
     pub fail_on: Vec<String>,
     /// One report per capture. Without it several captures are one trace, in the order

@@ -3,6 +3,7 @@
 
 #[cfg(feature = "cli")]
 pub mod json;
+pub mod fit;
 pub mod tables;
 pub mod tree;
 

@@ -3,6 +3,7 @@
 //! MTU). It never prints. [`Analyzer`] is the engine with this sink, the usual way in.
 
 pub mod acks;
+pub mod fit;
 pub mod gates;
 pub mod report;
 
@@ -101,6 +102,8 @@ pub struct Statistics {
     by_key: HashMap<FlowId, u32>,
     /// The definition marks ack and ack-bits fields.
     ack_analysis: bool,
+    /// A quarter of the sequence space: a jump this far is a sign of a wrong field.
+    quarter_space: u128,
     report: Report,
 }
 
@@ -128,6 +131,7 @@ impl Statistics {
             p.has_role(Role::Ack) && p.has_role(Role::AckBits)
         });
         Statistics {
+            quarter_space: 1u128 << cfg.sequence_bits().clamp(2, 64).saturating_sub(2),
             sides,
             by_key: HashMap::new(),
             ack_analysis,
@@ -382,12 +386,19 @@ impl Statistics {
             let code = e.fault.map_or("header", |f| f.code());
             *v.header_errors.entry(code.into()).or_default() += 1;
             s.malformed += 1;
+            s.header_errors += 1;
+            first_failure(&mut self.report.first_failure, e, code);
             return;
         }
         let Some(ptype) = e.packet_type else {
             return;
         };
         if let Some(event) = e.seq_event {
+            if let SeqEvent::New { gap } = event
+                && gap as u128 + 1 >= self.quarter_space
+            {
+                flow.stats.seq_jumps += 1;
+            }
             if let Some(t) = self.report.timeline.slot(e.ts_ns) {
                 t.datagrams += 1;
                 if let SeqEvent::New { gap } = event {
@@ -414,7 +425,11 @@ impl Statistics {
         }
         if let Some(kind) = e.fault {
             s.malformed += 1;
+            if kind == FaultKind::TrailingBytes {
+                s.trailing += 1;
+            }
             count_fault(&mut self.report.malformed, kind, e.frame, key);
+            first_failure(&mut self.report.first_failure, e, kind.code());
         }
         let Some(frag) = e.fragment else {
             v.packets += 1;
@@ -625,6 +640,19 @@ fn count(m: &mut std::collections::BTreeMap<String, u64>, key: &str) {
     }
 }
 
+/// Keeps the earliest datagram the description failed on.
+fn first_failure(first: &mut Option<fit::FirstFailure>, e: &PacketEvent, cause: &str) {
+    if first.is_none() {
+        *first = Some(fit::FirstFailure {
+            file: e.file,
+            frame: e.frame,
+            cause: cause.to_string(),
+            field: None,
+            bit: None,
+        });
+    }
+}
+
 fn count_fault(m: &mut Malformed, kind: FaultKind, frame: u64, flow: FlowId) {
     m.total += 1;
     *m.by_cause.entry(kind.code().into()).or_default() += 1;
@@ -689,13 +717,24 @@ impl BurstSizes {
             }
         };
         let (b, r) = (share(&self.before), share(&rest));
-        let finding = (self.bursts > 0 && self.before.count > 0 && b > 2.0 * r && self.before.over_budget > 0).then(|| {
-            format!(
-                "oversize packets cluster before loss bursts: {:.1}% of datagrams in the second before a burst are over the budget, against {:.1}% otherwise",
-                b * 100.0,
-                r * 100.0
-            )
-        });
+        // The same rule as every finding: a minimum sample on both sides, and the 95%
+        // intervals apart.
+        let (low, _) = report::wilson(self.before.over_budget, self.before.count);
+        let (_, rest_high) = report::wilson(rest.over_budget, rest.count);
+        let finding = (self.bursts > 0
+            && self.before.count >= report::MIN_SAMPLE
+            && rest.count >= report::MIN_SAMPLE
+            && b > 2.0 * r
+            && low > rest_high)
+            .then(|| {
+                format!(
+                    "oversize packets cluster before loss bursts: {:.1}% of the {} datagrams in the second before a burst are over the budget, against {:.1}% of {} otherwise",
+                    b * 100.0,
+                    self.before.count,
+                    r * 100.0,
+                    rest.count
+                )
+            });
         BurstReport {
             bursts: self.bursts,
             before_count: self.before.count,

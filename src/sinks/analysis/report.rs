@@ -211,6 +211,15 @@ pub struct FlowStats {
     /// Ack analysis of this direction's sequences (definitions with ack roles).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub acks: Option<super::acks::AckStats>,
+    /// Datagrams whose header failed (of `malformed`), for the fit.
+    #[serde(skip)]
+    pub header_errors: u64,
+    /// Datagrams that left trailing bytes after the body (of `malformed`).
+    #[serde(skip)]
+    pub trailing: u64,
+    /// Sequences that jumped ahead by more than a quarter of the sequence space.
+    #[serde(skip)]
+    pub seq_jumps: u64,
 }
 
 impl FlowStats {
@@ -248,6 +257,9 @@ impl FlowStats {
             wrong_direction: 0,
             acks: None,
             sequence_spaces: Vec::new(),
+            header_errors: 0,
+            trailing: 0,
+            seq_jumps: 0,
         }
     }
 
@@ -386,6 +398,8 @@ pub struct Malformed {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Report {
     pub schema: u32,
+    /// How well the description fits the traffic (docs/json.md, `fit`).
+    pub fit: super::fit::Fit,
     pub capture: CaptureSummary,
     pub protocol: ProtocolInfo,
     pub validation: Validation,
@@ -404,6 +418,9 @@ pub struct Report {
     /// Sequence spaces counted per sender (one counter for all of a sender's flows).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sender_spaces: Vec<crate::engine::SenderSpace>,
+    /// The first datagram the description failed on (shards keep the earliest).
+    #[serde(skip)]
+    pub first_failure: Option<super::fit::FirstFailure>,
 }
 
 /// Valid game datagrams and sequences lost, per second of capture time.
@@ -491,6 +508,10 @@ impl Report {
         add_map(&mut v.header_errors, w.header_errors);
         v.packets += w.packets;
         v.fragments += w.fragments;
+        self.first_failure = match (self.first_failure.take(), o.first_failure) {
+            (Some(a), Some(b)) => Some(if (b.file, b.frame) < (a.file, a.frame) { b } else { a }),
+            (a, b) => a.or(b),
+        };
         let m = &mut self.malformed;
         m.total += o.malformed.total;
         add_map(&mut m.by_cause, o.malformed.by_cause);
@@ -671,41 +692,64 @@ impl Report {
             })
             .collect();
         r.finding = amplification_finding(r);
+        self.judge_fit(cfg.sequence_bits());
+    }
+
+    /// Judges the fit and holds back the findings built on loss when it is not good.
+    fn judge_fit(&mut self, seq_bits: u32) {
+        self.fit = super::fit::Fit::of(self, seq_bits);
+        if self.fit.is_good() {
+            return;
+        }
+        if let Some(f) = self.reassembly.finding.take() {
+            self.fit.suppressed.push(f);
+        }
+        if let Some(f) = self.mtu.bursts.finding.take() {
+            self.fit.suppressed.push(f);
+        }
     }
 }
 
-/// The plain-language finding, when fragmented packets are lost more than single ones.
+/// A finding rests on at least this many packets on each side of the comparison.
+pub const MIN_SAMPLE: u64 = 20;
+
+/// The plain-language finding, when fragmented packets are lost more than single ones:
+/// from the smallest fragment count whose packets (that count and more) are lost at
+/// least twice as often as the baseline, on at least `MIN_SAMPLE` packets of each, with
+/// the group's 95% Wilson interval above the baseline's.
 fn amplification_finding(r: &ReassemblyReport) -> Option<String> {
     let lost: u64 = r.rows.iter().map(|x| x.lost).sum();
     if r.packets_seen == 0 || lost == 0 {
         return None;
     }
-    // Group from the smallest count whose loss is at least twice the fragment loss.
-    let base = if r.single_loss > 0.0 {
-        r.single_loss
+    let (base, base_n, base_k, against) = if r.single_loss > 0.0 {
+        (r.single_loss, r.single_total, r.single_lost, "single datagrams")
     } else {
-        r.fragment_loss
+        let missing = r.fragments_expected.saturating_sub(r.fragments_received);
+        (r.fragment_loss, r.fragments_expected, missing, "single fragments")
     };
-    let from = r
-        .rows
-        .iter()
-        .find(|x| x.seen > 0 && base > 0.0 && x.observed_loss >= 2.0 * base)?
-        .fragments;
-    let (seen, lost) = r
-        .rows
-        .iter()
-        .filter(|x| x.fragments >= from)
-        .fold((0, 0), |(s, l), x| (s + x.seen, l + x.lost));
+    if base <= 0.0 || base_n < MIN_SAMPLE {
+        return None;
+    }
+    let (_, base_high) = wilson(base_k, base_n);
+    let (from, seen, lost) = r.rows.iter().find_map(|x| {
+        let (seen, lost) = r
+            .rows
+            .iter()
+            .filter(|y| y.fragments >= x.fragments)
+            .fold((0, 0), |(s, l), y| (s + y.seen, l + y.lost));
+        let observed = lost as f64 / seen.max(1) as f64;
+        let (low, _) = wilson(lost, seen);
+        (seen >= MIN_SAMPLE && observed >= 2.0 * base && low > base_high).then_some((x.fragments, seen, lost))
+    })?;
     let observed = lost as f64 / seen as f64;
-    let against = if r.single_loss > 0.0 {
-        "single datagrams"
-    } else {
-        "single fragments"
-    };
+    let (low, high) = wilson(lost, seen);
     Some(format!(
-        "packets of {from}+ fragments were lost {:.1}× as often as {against} ({:.1}% vs {:.1}%); keep them under the MTU budget or send them reliably",
+        "packets of {from}+ fragments were lost {:.1}× as often as {against} ({:.1}%, {lost} of {seen} packets, 95% CI {:.1}–{:.1}%, vs {:.1}% of {base_n}); keep them under the MTU budget or send them reliably",
         observed / base,
         observed * 100.0,
+        low * 100.0,
+        high * 100.0,
         base * 100.0
     ))
 }
