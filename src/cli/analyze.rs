@@ -44,6 +44,7 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
     let mut reports = Vec::new();
     for files in groups {
         let mut report = analyze_files(files, resolved.cfg.clone(), a.threads)?;
+        refuse_overlap(&report)?;
         report.identification = resolved.identification.clone();
         if !report.fit.is_good()
             && let Some(first) = report.fit.first_failure.as_mut()
@@ -108,6 +109,21 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Captures given as one trace whose times overlap would be stitched flow into flow
+/// (false loss and lateness): refused, naming both and the ways out.
+fn refuse_overlap(r: &Report) -> Result<()> {
+    let files = &r.capture.files;
+    let Some((a, b)) = gpcap::analysis::overlapping(files) else {
+        return Ok(());
+    };
+    let (fa, fb) = (&files[a], &files[b]);
+    let by = fa.last_ns.unwrap_or(0).saturating_sub(fb.first_ns.unwrap_or(0)) as f64 / 1e9;
+    Err(gpcap::Error::Usage(format!(
+        "{} and {} overlap in time ({} starts {by:.3} s before {} ends): read as one trace their flows would be stitched together; pass --per-file for one report each, or interleave them by timestamp first (mergecap -w merged.pcap {} {})",
+        fa.name, fb.name, fb.name, fa.name, fa.name, fb.name
+    )))
 }
 
 /// When every datagram fails the CRC, the id given is likely not the traffic's: the id

@@ -216,6 +216,8 @@ impl Statistics {
         c.last_ns = Some(c.last_ns.map_or(e.ts_ns, |t| t.max(e.ts_ns)));
         if let Some(file) = c.files.last_mut() {
             file.frames += 1;
+            file.first_ns = Some(file.first_ns.map_or(e.ts_ns, |t| t.min(e.ts_ns)));
+            file.last_ns = Some(file.last_ns.map_or(e.ts_ns, |t| t.max(e.ts_ns)));
         }
         let snap_cut = e.snaplen_cut();
         if snap_cut {

@@ -23,6 +23,30 @@ pub struct FileSummary {
     pub error: Option<CaptureError>,
     /// The file ended inside a record.
     pub truncated_tail: Option<CaptureError>,
+    /// Its first and last timestamps: captures given as one trace must not overlap.
+    #[serde(skip)]
+    pub first_ns: Option<i64>,
+    #[serde(skip)]
+    pub last_ns: Option<i64>,
+}
+
+/// The first pair of captures given as one trace whose times overlap (a later file
+/// starting before an earlier one ends), as (earlier, later) indexes.
+pub fn overlapping(files: &[FileSummary]) -> Option<(usize, usize)> {
+    let mut end: Option<(usize, i64)> = None;
+    for (i, f) in files.iter().enumerate() {
+        if let (Some((j, last)), Some(first)) = (end, f.first_ns)
+            && first < last
+        {
+            return Some((j, i));
+        }
+        if let Some(l) = f.last_ns
+            && end.is_none_or(|(_, e)| l > e)
+        {
+            end = Some((i, l));
+        }
+    }
+    None
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -475,7 +499,14 @@ impl Report {
         let (c, d) = (&mut self.capture, o.capture);
         for (i, f) in d.files.into_iter().enumerate() {
             match c.files.get_mut(i) {
-                Some(mine) => mine.frames += f.frames,
+                Some(mine) => {
+                    mine.frames += f.frames;
+                    mine.first_ns = match (mine.first_ns, f.first_ns) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                    mine.last_ns = mine.last_ns.max(f.last_ns);
+                }
                 None => c.files.push(f),
             }
         }
