@@ -106,9 +106,14 @@ fn flow_fit(f: &FlowStats, seq_bits: u32) -> Option<FlowFit> {
         why.push(text);
     };
     let s = &f.seq;
-    if s.lost >= 10 && s.lost > s.received {
+    if s.lost > f.datagrams || (s.lost >= 10 && s.lost > s.received) {
+        let v = if s.lost >= 10 && s.lost > s.received {
+            Verdict::DoesNotFit
+        } else {
+            Verdict::Doubtful
+        };
         sign(
-            Verdict::DoesNotFit,
+            v,
             format!(
                 "{} lost, more than the {} sequences seen",
                 s.lost, s.received
