@@ -278,3 +278,30 @@ proptest! {
         }
     }
 }
+
+/// A capture split into two files frame by frame (two capture points of one link): read
+/// one after the other they are refused; `--merge` interleaves them by timestamp and
+/// gives the report of the whole capture.
+#[test]
+fn merge_interleaves_captures_by_timestamp() {
+    let whole = concat!(env!("CARGO_MANIFEST_DIR"), "/captures/lossy-bursts.pcap");
+    let (a, b) = (tmp("half-a.pcap"), tmp("half-b.pcap"));
+    let mut r = CaptureReader::open(std::path::Path::new(whole)).unwrap();
+    let mut wa = PcapWriter::new(std::fs::File::create(&a).unwrap(), 1, 65535, true).unwrap();
+    let mut wb = PcapWriter::new(std::fs::File::create(&b).unwrap(), 1, 65535, true).unwrap();
+    while let Some(f) = r.next_frame().unwrap() {
+        let w = if f.number % 3 == 0 { &mut wb } else { &mut wa };
+        w.write(f.ts_ns, f.data, f.origlen).unwrap();
+    }
+    drop((wa, wb));
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let (code, _, err) = gpcap(&["analyze", "-d", "dissectors/article.kdl", a, b]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--merge") && err.contains("--per-file"), "{err}");
+    let merged = json(&["analyze", "--json", "-d", "dissectors/article.kdl", "--merge", a, b]);
+    let alone = json(&["analyze", "--json", "-d", "dissectors/article.kdl", whole]);
+    for k in ["fit", "validation", "flows", "reassembly", "malformed"] {
+        assert_eq!(merged[k], alone[k], "{k}");
+    }
+    assert!(merged["capture"]["files"][0]["name"].as_str().unwrap().ends_with("(merged by timestamp)"));
+}

@@ -324,6 +324,7 @@ impl Statistics {
         let v = &mut self.report.validation;
         v.examined += 1;
         s.datagrams += 1;
+        s.file_mask |= 1 << e.file.min(63);
         s.bytes += payload_len as u64;
         s.first_ns.get_or_insert(e.ts_ns);
         s.last_ns = Some(e.ts_ns);

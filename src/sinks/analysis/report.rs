@@ -30,20 +30,23 @@ pub struct FileSummary {
     pub last_ns: Option<i64>,
 }
 
-/// The first pair of captures given as one trace whose times overlap (a later file
-/// starting before an earlier one ends), as (earlier, later) indexes.
-pub fn overlapping(files: &[FileSummary]) -> Option<(usize, usize)> {
-    let mut end: Option<(usize, i64)> = None;
+/// The first pair of captures given as one trace that overlap: a later file starts
+/// before an earlier one ends, and a flow has datagrams in both (so reading one after
+/// the other would stitch it). As (earlier, later) indexes.
+pub fn overlapping(r: &Report) -> Option<(usize, usize)> {
+    let files = &r.capture.files;
+    let shared = |a: usize, b: usize| {
+        let both = (1u64 << a.min(63)) | (1u64 << b.min(63));
+        r.flows.iter().any(|f| f.file_mask & both == both)
+    };
     for (i, f) in files.iter().enumerate() {
-        if let (Some((j, last)), Some(first)) = (end, f.first_ns)
-            && first < last
-        {
-            return Some((j, i));
-        }
-        if let Some(l) = f.last_ns
-            && end.is_none_or(|(_, e)| l > e)
-        {
-            end = Some((i, l));
+        for (j, g) in files[..i].iter().enumerate() {
+            if let (Some(first), Some(last)) = (f.first_ns, g.last_ns)
+                && first < last
+                && shared(j, i)
+            {
+                return Some((j, i));
+            }
         }
     }
     None
@@ -244,6 +247,9 @@ pub struct FlowStats {
     /// Sequences that jumped ahead by more than a quarter of the sequence space.
     #[serde(skip)]
     pub seq_jumps: u64,
+    /// The input files (bit i: file i, the 64th for all later ones) it has datagrams in.
+    #[serde(skip)]
+    pub file_mask: u64,
 }
 
 impl FlowStats {
@@ -284,6 +290,7 @@ impl FlowStats {
             header_errors: 0,
             trailing: 0,
             seq_jumps: 0,
+            file_mask: 0,
         }
     }
 
