@@ -305,3 +305,17 @@ fn merge_interleaves_captures_by_timestamp() {
     }
     assert!(merged["capture"]["files"][0]["name"].as_str().unwrap().ends_with("(merged by timestamp)"));
 }
+
+/// mtu-df.pcap: 25 ICMP too-big and 25 sequence gaps, and nothing linked them.
+#[test]
+fn gaps_are_linked_to_datagrams_over_the_path_mtu() {
+    let v = json(&["analyze", "--json", "-d", "dissectors/article.kdl", "captures/mtu-df.pcap"]);
+    assert_eq!(v["mtu"]["gaps"], 24);
+    assert_eq!(v["mtu"]["gaps_after_path_mtu"], 24);
+    let (_, text, _) = gpcap(&["analyze", "-d", "dissectors/article.kdl", "captures/mtu-df.pcap"]);
+    assert!(text.contains("24 of the 24 gaps follow a datagram over the path MTU"), "{text}");
+    // Without an ICMP, no gap is linked.
+    let v = json(&["analyze", "--json", "-d", "dissectors/article.kdl", "captures/lossy-bursts.pcap"]);
+    assert_eq!(v["mtu"]["gaps_after_path_mtu"], 0);
+    assert!(v["mtu"]["gaps"].as_u64().unwrap() > 0);
+}

@@ -539,6 +539,7 @@ pub fn render_mtu(r: &Report) -> String {
             m.fragments_over_size.to_string(),
         ),
         ("icmp fragmentation-needed / too-big", m.icmp_total.to_string()),
+
         (
             "sizes before loss bursts",
             if m.bursts.bursts == 0 {
@@ -555,6 +556,17 @@ pub fn render_mtu(r: &Report) -> String {
             },
         ),
     ];
+    let mut rows = rows;
+    if m.icmp_total > 0 {
+        // The datagrams a router dropped for the MTU leave sequence gaps: linked here.
+        rows.push((
+            "sequence gaps after an ICMP",
+            format!(
+                "{} of the {} gaps follow a datagram over the path MTU",
+                m.gaps_after_path_mtu, m.gaps
+            ),
+        ));
+    }
     let _ = writeln!(out, "{}", kv(&rows));
     if let Some(f) = &m.bursts.finding {
         let _ = writeln!(out, "Finding: {f}");

@@ -93,6 +93,9 @@ pub struct Statistics {
     untracked: Option<FlowState>,
     /// The smallest MTU ICMP announced for each flow.
     path_mtu: HashMap<(SocketAddr, SocketAddr), u32>,
+    /// Flows an ICMP said a datagram was dropped from (over the path MTU), until their
+    /// next datagram: a gap it shows is the dropped datagram's.
+    dropped_over_mtu: hashbrown::HashSet<(SocketAddr, SocketAddr)>,
     bursts: BurstSizes,
     /// Frames by link type (named when the report is built).
     link_types: Vec<(i32, u64)>,
@@ -139,6 +142,7 @@ impl Statistics {
             flows: Vec::new(),
             untracked: None,
             path_mtu: HashMap::new(),
+            dropped_over_mtu: hashbrown::HashSet::new(),
             bursts: BurstSizes::default(),
             link_types: Vec::new(),
             report,
@@ -168,6 +172,7 @@ impl Statistics {
         // the run is done again on one core (`engine::parallel`).
         self.untracked = self.untracked.take().or(o.untracked);
         self.path_mtu.extend(o.path_mtu);
+        self.dropped_over_mtu.extend(o.dropped_over_mtu);
         self.bursts.bursts += o.bursts.bursts;
         self.bursts.before.merge(&o.bursts.before);
         self.bursts.all.merge(&o.bursts.all);
@@ -266,6 +271,9 @@ impl Statistics {
             *mtu = (*mtu).min(icmp.mtu);
             if first && q.ip_len > icmp.mtu {
                 self.report.mtu.df_over_path_mtu += 1;
+            }
+            if q.ip_len > icmp.mtu {
+                self.dropped_over_mtu.insert((q.src, q.dst));
             }
         }
         let m = &mut self.report.mtu;
@@ -401,6 +409,13 @@ impl Statistics {
                 && gap as u128 + 1 >= self.quarter_space
             {
                 flow.stats.seq_jumps += 1;
+            }
+            if let SeqEvent::New { gap } = event {
+                let dropped = !self.dropped_over_mtu.is_empty() && self.dropped_over_mtu.remove(&(key.src, key.dst));
+                if gap > 0 {
+                    self.report.mtu.gaps += 1;
+                    self.report.mtu.gaps_after_path_mtu += dropped as u64;
+                }
             }
             if let Some(t) = self.report.timeline.slot(e.ts_ns) {
                 t.datagrams += 1;

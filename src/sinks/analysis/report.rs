@@ -348,6 +348,11 @@ pub struct MtuReport {
     pub icmp: Vec<IcmpFinding>,
     /// Don't-fragment datagrams larger than the MTU ICMP announced for their flow.
     pub df_over_path_mtu: u64,
+    /// Sequence gaps (runs of lost sequences) on every flow.
+    pub gaps: u64,
+    /// Of those, gaps that follow an ICMP announcing that a datagram of the flow was over
+    /// the path MTU (the datagram a router dropped).
+    pub gaps_after_path_mtu: u64,
     pub bursts: BurstReport,
 }
 
@@ -574,6 +579,8 @@ impl Report {
         m.icmp_total += n.icmp_total;
         merge_listed(&mut m.icmp, n.icmp, |x| x.frame, 1000);
         m.df_over_path_mtu += n.df_over_path_mtu;
+        m.gaps += n.gaps;
+        m.gaps_after_path_mtu += n.gaps_after_path_mtu;
         let t = &mut self.timeline;
         if t.seconds.len() < o.timeline.seconds.len() {
             t.seconds.resize(o.timeline.seconds.len(), Second::default());
