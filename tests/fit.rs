@@ -119,6 +119,10 @@ fn attack_fragments_make_no_mtu_advice() {
     let flows = v["fit"]["flows"].as_array().unwrap();
     assert_eq!(flows.len(), 1, "{}", v["fit"]);
     assert_eq!(flows[0]["flow"]["src"], "10.0.6.6:50066");
+    // The attacker's packets are counted apart, not as fragment loss (was 12.8%).
+    let r = &v["reassembly"];
+    assert_eq!(r["counted_apart"]["packets"], 7, "{r}");
+    assert_eq!(r["fragment_loss"], 0.0, "{r}");
 }
 
 /// Captures that overlap in time were stitched into lost 3536 and late 655 on one flow.

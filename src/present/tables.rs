@@ -468,6 +468,18 @@ pub fn render_reassembly(r: &Report) -> String {
             ),
         ),
     ];
+    let mut rows = rows;
+    if a.counted_apart.flows > 0 {
+        rows.push((
+            "counted apart (not loss)",
+            format!(
+                "{} packets ({} fragments) of {} whose sequence or fragment fields do not fit (see Fit)",
+                a.counted_apart.packets,
+                a.counted_apart.fragments_received,
+                super::count(a.counted_apart.flows, "flow")
+            ),
+        ));
+    }
     let _ = writeln!(out, "{}\n", kv(&rows));
     if !a.rows.is_empty() {
         let _ = writeln!(out, "Fragment-loss amplification");

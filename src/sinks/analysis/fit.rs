@@ -98,7 +98,7 @@ fn pct(n: u64, of: u64) -> f64 {
 }
 
 /// The fit of one flow's sequence and fragment fields.
-fn flow_fit(f: &FlowStats, seq_bits: u32) -> Option<FlowFit> {
+pub(crate) fn flow_fit(f: &FlowStats, seq_bits: u32) -> Option<FlowFit> {
     let mut verdict = Verdict::Good;
     let mut why = Vec::new();
     let mut sign = |v: Verdict, text: String| {

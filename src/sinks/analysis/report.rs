@@ -415,6 +415,16 @@ pub struct ReassemblyReport {
     pub bytes_wasted: u64,
     pub peak_bytes: u64,
     pub finding: Option<String>,
+    /// Fragmented packets of flows whose sequence or fragment fields do not fit (an
+    /// attacker's refused fragments, a wrong field): left out of the loss figures above.
+    pub counted_apart: CountedApart,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CountedApart {
+    pub flows: u64,
+    pub packets: u64,
+    pub fragments_received: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -690,7 +700,30 @@ impl Report {
         } else {
             (other.0, other.1, "flows that never fragment")
         };
+        // Flows whose sequence or fragment fields do not fit are counted apart: their
+        // "lost" packets are refused fragments or misread fields, not loss.
+        let seq_bits = cfg.sequence_bits();
         let r = &mut self.reassembly;
+        for f in &self.flows {
+            if f.reassembly.is_empty()
+                || super::fit::flow_fit(f, seq_bits).is_none_or(|x| x.verdict != super::fit::Verdict::DoesNotFit)
+            {
+                continue;
+            }
+            let apart = &mut r.counted_apart;
+            apart.flows += 1;
+            for (n, cs) in &f.reassembly {
+                apart.packets += cs.seen;
+                apart.fragments_received += *n as u64 * cs.completed + cs.fragments_of_lost;
+                if let Some(all) = r.by_count.get_mut(n) {
+                    all.seen = all.seen.saturating_sub(cs.seen);
+                    all.completed = all.completed.saturating_sub(cs.completed);
+                    all.fragments_of_lost = all.fragments_of_lost.saturating_sub(cs.fragments_of_lost);
+                    all.bytes_wasted = all.bytes_wasted.saturating_sub(cs.bytes_wasted);
+                }
+            }
+        }
+        r.by_count.retain(|_, s| s.seen > 0);
         for (&n, s) in &r.by_count {
             r.packets_seen += s.seen;
             r.fragments_expected += n as u64 * s.seen;
