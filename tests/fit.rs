@@ -48,12 +48,22 @@ fn the_wrong_definition_does_not_fit() {
     let (code, text, _) = gpcap(&args);
     assert_eq!(code, 0, "a definition that fits nothing is not an error");
     assert!(text.starts_with("Fit: does not fit"), "{text}");
-    assert!(text.contains("(fit does not fit: the lost, dup and late columns rest on"), "{text}");
+    assert!(
+        text.contains("(fit does not fit: the lost, dup and late columns rest on"),
+        "{text}"
+    );
     let (code, _, err) = gpcap(&[&args[..], &["--fail-on", "fit"]].concat());
     assert_eq!(code, 3, "{err}");
     assert!(err.contains("gate failed: fit: does not fit"), "{err}");
     // The right definition fits, and the gate passes.
-    let (code, text, err) = gpcap(&["analyze", "-d", "dissectors/article.kdl", "--fail-on", "fit", "captures/clean.pcap"]);
+    let (code, text, err) = gpcap(&[
+        "analyze",
+        "-d",
+        "dissectors/article.kdl",
+        "--fail-on",
+        "fit",
+        "captures/clean.pcap",
+    ]);
     assert_eq!(code, 0, "{err}");
     assert!(text.starts_with("Fit: good"), "{text}");
 }
@@ -68,15 +78,29 @@ fn zero_configuration_says_the_reference_header_does_not_fit() {
         text.contains("the reference header does not fit this traffic (21% header errors): pass -d"),
         "{text}"
     );
-    assert!(!text.contains("Flows"), "no numbers built on a header that does not fit:\n{text}");
+    assert!(
+        !text.contains("Flows"),
+        "no numbers built on a header that does not fit:\n{text}"
+    );
     let v = json(&["analyze", "--json", "captures/vlan-corrupt.pcap"]);
     assert_eq!(v["fit"]["verdict"], "does_not_fit");
     assert_eq!(v["fit"]["header_errors"], 231);
     assert_eq!(v["fit"]["first_failure"]["frame"], 1);
     // With the right definition: the truth (7/5/9/2) and a good fit.
-    let v = json(&["analyze", "--json", "-d", "dissectors/example-shooter.kdl", "captures/vlan-corrupt.pcap"]);
+    let v = json(&[
+        "analyze",
+        "--json",
+        "-d",
+        "dissectors/example-shooter.kdl",
+        "captures/vlan-corrupt.pcap",
+    ]);
     assert_eq!(v["fit"]["verdict"], "good");
-    let lost: Vec<u64> = v["flows"].as_array().unwrap().iter().map(|f| f["seq"]["lost"].as_u64().unwrap()).collect();
+    let lost: Vec<u64> = v["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["seq"]["lost"].as_u64().unwrap())
+        .collect();
     assert_eq!(lost, [7, 5, 9, 2, 0]);
 }
 
@@ -85,27 +109,57 @@ fn zero_configuration_says_the_reference_header_does_not_fit() {
 #[test]
 fn a_header_that_mostly_fails_does_not_fit() {
     let def = tmp("swapped.kdl");
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/dissectors/article.kdl")).unwrap();
-    let swapped = text.replacen("bits sequence 16 role=sequence", "bits sequence 3 role=sequence\n    int pad 0 2", 1);
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/dissectors/article.kdl")).unwrap();
+    let swapped = text.replacen(
+        "bits sequence 16 role=sequence",
+        "bits sequence 3 role=sequence\n    int pad 0 2",
+        1,
+    );
     assert_ne!(swapped, text, "article.kdl's header changed: update this test");
     std::fs::write(&def, swapped).unwrap();
-    let (code, out, err) = gpcap(&["analyze", "--json", "-d", def.to_str().unwrap(), "captures/clean.pcap"]);
+    let (code, out, err) = gpcap(&[
+        "analyze",
+        "--json",
+        "-d",
+        def.to_str().unwrap(),
+        "captures/clean.pcap",
+    ]);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_ne!(v["fit"]["verdict"], "good", "{}", v["fit"]);
     let first = &v["fit"]["first_failure"];
     assert!(first["frame"].as_u64().is_some(), "{}", v["fit"]);
-    assert!(first["field"].as_str().is_some() && first["bit"].as_u64().is_some(), "{first}");
+    assert!(
+        first["field"].as_str().is_some() && first["bit"].as_u64().is_some(),
+        "{first}"
+    );
 }
 
 /// vlan-corrupt: "3+ fragments lost 8.8× as often (20.0% vs 2.3%)" from 1 lost packet
 /// of 5, whose own 95% interval is 6–79%.
 #[test]
 fn no_finding_from_a_tiny_sample() {
-    let v = json(&["analyze", "--json", "-d", "dissectors/example-shooter.kdl", "captures/vlan-corrupt.pcap"]);
-    assert!(v["reassembly"]["finding"].is_null(), "{}", v["reassembly"]["finding"]);
+    let v = json(&[
+        "analyze",
+        "--json",
+        "-d",
+        "dissectors/example-shooter.kdl",
+        "captures/vlan-corrupt.pcap",
+    ]);
+    assert!(
+        v["reassembly"]["finding"].is_null(),
+        "{}",
+        v["reassembly"]["finding"]
+    );
     // A finding that stands names its sample.
-    let v = json(&["analyze", "--json", "-d", "dissectors/article.kdl", "captures/lossy-bursts.pcap"]);
+    let v = json(&[
+        "analyze",
+        "--json",
+        "-d",
+        "dissectors/article.kdl",
+        "captures/lossy-bursts.pcap",
+    ]);
     let f = v["reassembly"]["finding"].as_str().unwrap();
     assert!(f.contains("18 of 107 packets, 95% CI"), "{f}");
 }
@@ -114,8 +168,18 @@ fn no_finding_from_a_tiny_sample() {
 /// advised keeping packets under the MTU budget.
 #[test]
 fn attack_fragments_make_no_mtu_advice() {
-    let v = json(&["analyze", "--json", "-d", "dissectors/article.kdl", "captures/attacks.pcap"]);
-    assert!(v["reassembly"]["finding"].is_null(), "{}", v["reassembly"]["finding"]);
+    let v = json(&[
+        "analyze",
+        "--json",
+        "-d",
+        "dissectors/article.kdl",
+        "captures/attacks.pcap",
+    ]);
+    assert!(
+        v["reassembly"]["finding"].is_null(),
+        "{}",
+        v["reassembly"]["finding"]
+    );
     let flows = v["fit"]["flows"].as_array().unwrap();
     assert_eq!(flows.len(), 1, "{}", v["fit"]);
     assert_eq!(flows[0]["flow"]["src"], "10.0.6.6:50066");
@@ -128,11 +192,27 @@ fn attack_fragments_make_no_mtu_advice() {
 /// Captures that overlap in time were stitched into lost 3536 and late 655 on one flow.
 #[test]
 fn overlapping_captures_are_refused_with_the_ways_out() {
-    let (code, out, err) = gpcap(&["analyze", "-d", "dissectors/article.kdl", "captures/clean.pcap", "captures/lossy-bursts.pcap"]);
+    let (code, out, err) = gpcap(&[
+        "analyze",
+        "-d",
+        "dissectors/article.kdl",
+        "captures/clean.pcap",
+        "captures/lossy-bursts.pcap",
+    ]);
     assert_eq!(code, 2, "{out}");
-    assert!(err.contains("captures/clean.pcap and captures/lossy-bursts.pcap overlap in time"), "{err}");
+    assert!(
+        err.contains("captures/clean.pcap and captures/lossy-bursts.pcap overlap in time"),
+        "{err}"
+    );
     assert!(err.contains("--per-file"), "{err}");
-    let (code, _, err) = gpcap(&["analyze", "-d", "dissectors/article.kdl", "--per-file", "captures/clean.pcap", "captures/lossy-bursts.pcap"]);
+    let (code, _, err) = gpcap(&[
+        "analyze",
+        "-d",
+        "dissectors/article.kdl",
+        "--per-file",
+        "captures/clean.pcap",
+        "captures/lossy-bursts.pcap",
+    ]);
     assert_eq!(code, 0, "{err}");
 }
 
@@ -164,7 +244,16 @@ fn gen_inverts_a_derived_sequence() {
     let def = tmp("derived.kdl");
     std::fs::write(&def, DERIVED).unwrap();
     let out = tmp("derived.pcap");
-    let (code, _, err) = gpcap(&["gen", "-d", def.to_str().unwrap(), "-o", out.to_str().unwrap(), "--duration", "2", "--check"]);
+    let (code, _, err) = gpcap(&[
+        "gen",
+        "-d",
+        def.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--duration",
+        "2",
+        "--check",
+    ]);
     assert_eq!(code, 0, "{err}");
     assert!(!err.contains("wrote 0 frames"), "{err}");
     assert!(err.contains("analyze agrees"), "{err}");
@@ -177,9 +266,19 @@ fn gen_refuses_what_it_cannot_write() {
     let def = tmp("const.kdl");
     std::fs::write(&def, DERIVED.replace("w2 << 8 | w3", "w2 * 3 + w3 * 5")).unwrap();
     let out = tmp("const.pcap");
-    let (code, _, err) = gpcap(&["gen", "-d", def.to_str().unwrap(), "-o", out.to_str().unwrap(), "--check"]);
+    let (code, _, err) = gpcap(&[
+        "gen",
+        "-d",
+        def.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--check",
+    ]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("const.kdl") && err.contains("field `sequence`") && err.contains("derived"), "{err}");
+    assert!(
+        err.contains("const.kdl") && err.contains("field `sequence`") && err.contains("derived"),
+        "{err}"
+    );
     assert!(!out.exists(), "nothing written");
 }
 
@@ -199,7 +298,15 @@ fn gen_writes_every_definition_or_refuses() {
     assert!(defs.len() >= 6, "{defs:?}");
     for (i, d) in defs.iter().enumerate() {
         let out = tmp(&format!("every-{i}.pcap"));
-        let (code, _, err) = gpcap(&["gen", "-d", d.to_str().unwrap(), "-o", out.to_str().unwrap(), "--duration", "1"]);
+        let (code, _, err) = gpcap(&[
+            "gen",
+            "-d",
+            d.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--duration",
+            "1",
+        ]);
         match code {
             0 => assert!(!err.contains("wrote 0 frames"), "{}: {err}", d.display()),
             2 => assert!(err.contains(&d.display().to_string()), "{}: {err}", d.display()),
@@ -302,24 +409,52 @@ fn merge_interleaves_captures_by_timestamp() {
     let (code, _, err) = gpcap(&["analyze", "-d", "dissectors/article.kdl", a, b]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--merge") && err.contains("--per-file"), "{err}");
-    let merged = json(&["analyze", "--json", "-d", "dissectors/article.kdl", "--merge", a, b]);
+    let merged = json(&[
+        "analyze",
+        "--json",
+        "-d",
+        "dissectors/article.kdl",
+        "--merge",
+        a,
+        b,
+    ]);
     let alone = json(&["analyze", "--json", "-d", "dissectors/article.kdl", whole]);
     for k in ["fit", "validation", "flows", "reassembly", "malformed"] {
         assert_eq!(merged[k], alone[k], "{k}");
     }
-    assert!(merged["capture"]["files"][0]["name"].as_str().unwrap().ends_with("(merged by timestamp)"));
+    assert!(
+        merged["capture"]["files"][0]["name"]
+            .as_str()
+            .unwrap()
+            .ends_with("(merged by timestamp)")
+    );
 }
 
 /// mtu-df.pcap: 25 ICMP too-big and 25 sequence gaps, and nothing linked them.
 #[test]
 fn gaps_are_linked_to_datagrams_over_the_path_mtu() {
-    let v = json(&["analyze", "--json", "-d", "dissectors/article.kdl", "captures/mtu-df.pcap"]);
+    let v = json(&[
+        "analyze",
+        "--json",
+        "-d",
+        "dissectors/article.kdl",
+        "captures/mtu-df.pcap",
+    ]);
     assert_eq!(v["mtu"]["gaps"], 24);
     assert_eq!(v["mtu"]["gaps_after_path_mtu"], 24);
     let (_, text, _) = gpcap(&["analyze", "-d", "dissectors/article.kdl", "captures/mtu-df.pcap"]);
-    assert!(text.contains("24 of the 24 gaps follow a datagram over the path MTU"), "{text}");
+    assert!(
+        text.contains("24 of the 24 gaps follow a datagram over the path MTU"),
+        "{text}"
+    );
     // Without an ICMP, no gap is linked.
-    let v = json(&["analyze", "--json", "-d", "dissectors/article.kdl", "captures/lossy-bursts.pcap"]);
+    let v = json(&[
+        "analyze",
+        "--json",
+        "-d",
+        "dissectors/article.kdl",
+        "captures/lossy-bursts.pcap",
+    ]);
     assert_eq!(v["mtu"]["gaps_after_path_mtu"], 0);
     assert!(v["mtu"]["gaps"].as_u64().unwrap() > 0);
 }

@@ -97,7 +97,9 @@ fn fit_is_the_same_on_every_core() {
         ("attacks.pcap", "article.kdl", "doubtful"),
         ("malformed.pcap", "article.kdl", "good"),
     ] {
-        let cfg = Config::from_program(Arc::new(dissect::load(&root.join("dissectors").join(def)).unwrap()));
+        let cfg = Config::from_program(Arc::new(
+            dissect::load(&root.join("dissectors").join(def)).unwrap(),
+        ));
         let paths = vec![root.join("captures").join(capture)];
         let seq = json(&sequential(&paths, cfg.clone()));
         assert_eq!(seq["fit"]["verdict"], verdict, "{capture}: {}", seq["fit"]);

@@ -73,7 +73,8 @@ pub fn merge_files(paths: &[PathBuf], out: &Path) -> Result<Merged, CaptureError
                     interfaces.len() - 1
                 }
             };
-            w.packet(id as u32, (*ts).max(0) as u64, data, *origlen).map_err(werr)?;
+            w.packet(id as u32, (*ts).max(0) as u64, data, *origlen)
+                .map_err(werr)?;
             merged.frames += 1;
         }
         inputs[k].advance();

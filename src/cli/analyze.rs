@@ -135,7 +135,11 @@ impl Merged {
         let m = Merged {
             name: format!(
                 "{} (merged by timestamp)",
-                captures.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" + ")
+                captures
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(" + ")
             ),
             path,
         };

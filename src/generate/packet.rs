@@ -49,7 +49,11 @@ enum Inverse {
     High(u32),
     Low(u32),
     /// `((v ^ xor) - add) & mask`.
-    Affine { add: i64, xor: i64, mask: i64 },
+    Affine {
+        add: i64,
+        xor: i64,
+        mask: i64,
+    },
     Zero,
 }
 
@@ -75,16 +79,38 @@ fn inverses(code: &[Op]) -> Vec<(u16, Inverse)> {
         [Op::Slot(x), Op::Const(c), Op::Bin(Add)] => vec![(x, affine(c, 0, all))],
         [Op::Slot(x), Op::Const(c), Op::Bin(Sub)] => vec![(x, affine(c.wrapping_neg(), 0, all))],
         [Op::Slot(x), Op::Const(c), Op::Bin(BitXor)] => vec![(x, affine(0, c, all))],
-        [Op::Slot(a), Op::Const(k), Op::Bin(Shl), Op::Slot(b), Op::Bin(BitOr)]
-        | [Op::Slot(b), Op::Slot(a), Op::Const(k), Op::Bin(Shl), Op::Bin(BitOr)]
-            if (0..64).contains(&k) =>
-        {
+        [
+            Op::Slot(a),
+            Op::Const(k),
+            Op::Bin(Shl),
+            Op::Slot(b),
+            Op::Bin(BitOr),
+        ]
+        | [
+            Op::Slot(b),
+            Op::Slot(a),
+            Op::Const(k),
+            Op::Bin(Shl),
+            Op::Bin(BitOr),
+        ] if (0..64).contains(&k) => {
             vec![(a, Inverse::High(k as u32)), (b, Inverse::Low(k as u32))]
         }
-        [Op::Slot(x), Op::Slot(d), Op::Bin(Sub), Op::Const(m), Op::Bin(BitAnd)] => {
+        [
+            Op::Slot(x),
+            Op::Slot(d),
+            Op::Bin(Sub),
+            Op::Const(m),
+            Op::Bin(BitAnd),
+        ] => {
             vec![(x, affine(0, 0, m)), (d, Inverse::Zero)]
         }
-        [Op::Slot(x), Op::Const(c), Op::Bin(op @ (Add | Sub)), Op::Const(m), Op::Bin(BitAnd)] => {
+        [
+            Op::Slot(x),
+            Op::Const(c),
+            Op::Bin(op @ (Add | Sub)),
+            Op::Const(m),
+            Op::Bin(BitAnd),
+        ] => {
             let add = if op == Add { c } else { c.wrapping_neg() };
             vec![(x, affine(add, 0, m))]
         }
@@ -147,7 +173,12 @@ impl<'p> PacketWriter<'p> {
         // Fields a derived role reads (not roles themselves): written so the role holds
         // the value asked for.
         let mut sources = std::collections::HashMap::new();
-        let role_slots: HashSet<u16> = p.nodes.iter().filter(|n| n.role.is_some()).filter_map(|n| n.slot).collect();
+        let role_slots: HashSet<u16> = p
+            .nodes
+            .iter()
+            .filter(|n| n.role.is_some())
+            .filter_map(|n| n.slot)
+            .collect();
         for n in &p.nodes {
             if let (Kind::Derived(e), Some(role)) = (&n.kind, n.role) {
                 let inv = inverses(p.expr(*e));

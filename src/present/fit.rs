@@ -72,13 +72,20 @@ pub fn render(r: &Report) -> String {
         );
     }
     if fit.flows.len() > 10 {
-        let _ = writeln!(out, "  ({} more flows; --json lists them all)", fit.flows.len() - 10);
+        let _ = writeln!(
+            out,
+            "  ({} more flows; --json lists them all)",
+            fit.flows.len() - 10
+        );
     }
     if let Some(f) = &fit.first_failure {
         let _ = writeln!(out, "  first failure: {}", first_failure(f));
     }
     for s in &fit.suppressed {
-        let _ = writeln!(out, "  finding held back (it rests on loss figures the fit puts in doubt): {s}");
+        let _ = writeln!(
+            out,
+            "  finding held back (it rests on loss figures the fit puts in doubt): {s}"
+        );
     }
     if let Some(note) = &fit.note {
         let _ = writeln!(out, "\n{note}");

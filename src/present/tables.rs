@@ -551,7 +551,6 @@ pub fn render_mtu(r: &Report) -> String {
             m.fragments_over_size.to_string(),
         ),
         ("icmp fragmentation-needed / too-big", m.icmp_total.to_string()),
-
         (
             "sizes before loss bursts",
             if m.bursts.bursts == 0 {

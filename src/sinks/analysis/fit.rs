@@ -94,7 +94,11 @@ fn share_verdict(n: u64, of: u64, (doubt, bad): (f64, f64)) -> Verdict {
 }
 
 fn pct(n: u64, of: u64) -> f64 {
-    if of == 0 { 0.0 } else { n as f64 * 100.0 / of as f64 }
+    if of == 0 {
+        0.0
+    } else {
+        n as f64 * 100.0 / of as f64
+    }
 }
 
 /// The fit of one flow's sequence and fragment fields.
@@ -114,10 +118,7 @@ pub(crate) fn flow_fit(f: &FlowStats, seq_bits: u32) -> Option<FlowFit> {
         };
         sign(
             v,
-            format!(
-                "{} lost, more than the {} sequences seen",
-                s.lost, s.received
-            ),
+            format!("{} lost, more than the {} sequences seen", s.lost, s.received),
         );
     }
     if f.seq_jumps > 0 {
@@ -140,18 +141,19 @@ pub(crate) fn flow_fit(f: &FlowStats, seq_bits: u32) -> Option<FlowFit> {
         } else {
             Verdict::Doubtful
         };
-        sign(
-            v,
-            format!("{} of {} sequences arrived late", s.late, s.received),
-        );
+        sign(v, format!("{} of {} sequences arrived late", s.late, s.received));
     }
-    let (groups, completed, received) = f
-        .reassembly
-        .iter()
-        .filter(|(n, _)| **n >= 2)
-        .fold((0u64, 0u64, 0u64), |(g, c, r), (n, cs)| {
-            (g + cs.seen, c + cs.completed, r + cs.completed * *n as u64 + cs.fragments_of_lost)
-        });
+    let (groups, completed, received) =
+        f.reassembly
+            .iter()
+            .filter(|(n, _)| **n >= 2)
+            .fold((0u64, 0u64, 0u64), |(g, c, r), (n, cs)| {
+                (
+                    g + cs.seen,
+                    c + cs.completed,
+                    r + cs.completed * *n as u64 + cs.fragments_of_lost,
+                )
+            });
     if f.fragments >= 6 && groups >= 3 && completed == 0 && received * 2 < groups * 3 {
         sign(
             Verdict::DoesNotFit,
@@ -225,7 +227,10 @@ impl Fit {
                 fit.flows.iter().map(|f| f.datagrams).sum::<u64>(),
             ));
         }
-        if fit.verdict == Verdict::DoesNotFit && r.protocol.source == "identified" && r.protocol.name.is_none() {
+        if fit.verdict == Verdict::DoesNotFit
+            && r.protocol.source == "identified"
+            && r.protocol.name.is_none()
+        {
             fit.note = Some(format!(
                 "the reference header does not fit this traffic ({:.0}% header errors): pass -d",
                 pct(header_errors, datagrams)

@@ -54,10 +54,7 @@ impl Gate {
                 r.reassembly.fragment_loss * 100.0,
                 limit * 100.0
             )),
-            Gate::Fit if !r.fit.is_good() => Some(format!(
-                "fit: {}",
-                crate::present::fit::summary(&r.fit)
-            )),
+            Gate::Fit if !r.fit.is_good() => Some(format!("fit: {}", crate::present::fit::summary(&r.fit))),
             _ => None,
         }
     }

@@ -411,7 +411,8 @@ impl Statistics {
                 flow.stats.seq_jumps += 1;
             }
             if let SeqEvent::New { gap } = event {
-                let dropped = !self.dropped_over_mtu.is_empty() && self.dropped_over_mtu.remove(&(key.src, key.dst));
+                let dropped =
+                    !self.dropped_over_mtu.is_empty() && self.dropped_over_mtu.remove(&(key.src, key.dst));
                 if gap > 0 {
                     self.report.mtu.gaps += 1;
                     self.report.mtu.gaps_after_path_mtu += dropped as u64;

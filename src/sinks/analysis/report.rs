@@ -562,7 +562,11 @@ impl Report {
         v.packets += w.packets;
         v.fragments += w.fragments;
         self.first_failure = match (self.first_failure.take(), o.first_failure) {
-            (Some(a), Some(b)) => Some(if (b.file, b.frame) < (a.file, a.frame) { b } else { a }),
+            (Some(a), Some(b)) => Some(if (b.file, b.frame) < (a.file, a.frame) {
+                b
+            } else {
+                a
+            }),
             (a, b) => a.or(b),
         };
         let m = &mut self.malformed;
@@ -706,7 +710,8 @@ impl Report {
         let r = &mut self.reassembly;
         for f in &self.flows {
             if f.reassembly.is_empty()
-                || super::fit::flow_fit(f, seq_bits).is_none_or(|x| x.verdict != super::fit::Verdict::DoesNotFit)
+                || super::fit::flow_fit(f, seq_bits)
+                    .is_none_or(|x| x.verdict != super::fit::Verdict::DoesNotFit)
             {
                 continue;
             }
