@@ -227,10 +227,8 @@ impl Fit {
                 fit.flows.iter().map(|f| f.datagrams).sum::<u64>(),
             ));
         }
-        if fit.verdict == Verdict::DoesNotFit
-            && r.protocol.source == "identified"
-            && r.protocol.name.is_none()
-        {
+        // No definition: the header was read with the reference layout.
+        if fit.verdict == Verdict::DoesNotFit && r.protocol.name.is_none() {
             fit.note = Some(format!(
                 "the reference header does not fit this traffic ({:.0}% header errors): pass -d",
                 pct(header_errors, datagrams)

@@ -415,8 +415,9 @@ pub struct ReassemblyReport {
     pub bytes_wasted: u64,
     pub peak_bytes: u64,
     pub finding: Option<String>,
-    /// Fragmented packets of flows whose sequence or fragment fields do not fit (an
-    /// attacker's refused fragments, a wrong field): left out of the loss figures above.
+    /// Fragmented packets of flows whose sequence or fragment fields do not fit and whose
+    /// packets mostly never complete (an attacker's refused fragments, a wrong field):
+    /// left out of the loss figures above.
     pub counted_apart: CountedApart,
 }
 
@@ -709,7 +710,14 @@ impl Report {
         let seq_bits = cfg.sequence_bits();
         let r = &mut self.reassembly;
         for f in &self.flows {
-            if f.reassembly.is_empty()
+            // Only where the packets mostly never complete: a filtered capture's flows
+            // skip sequences, but their fragments still join.
+            let (seen, completed) = f
+                .reassembly
+                .values()
+                .fold((0, 0), |(s, c), x| (s + x.seen, c + x.completed));
+            if seen == 0
+                || completed * 2 >= seen
                 || super::fit::flow_fit(f, seq_bits)
                     .is_none_or(|x| x.verdict != super::fit::Verdict::DoesNotFit)
             {
