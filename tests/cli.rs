@@ -432,13 +432,14 @@ fn traffic_without_a_game_protocol_gets_its_conversations() {
 #[test]
 fn several_captures_say_how_they_combine() {
     let two = ["captures/clean.pcap", "captures/lossy-bursts.pcap"];
-    let (code, out, err) = gpcap(&["analyze", "-d", "dissectors/article.kdl", two[0], two[1]]);
-    assert_eq!(code, 0);
+    // These two overlap in time: read as one trace they are refused (tests/fit.rs).
+    let (code, _, err) = gpcap(&["analyze", "-d", "dissectors/article.kdl", two[0], two[1]]);
+    assert_eq!(code, 2);
     assert!(
         err.contains("2 captures analyzed as one trace in the order given"),
         "{err}"
     );
-    assert!(out.contains("files (one trace)"), "{out}");
+    assert!(err.contains("overlap in time"), "{err}");
     let (code, out, err) = gpcap(&[
         "analyze",
         "-d",

@@ -2,6 +2,7 @@
 //! read back at an offset), and pcap/pcapng writers.
 
 mod legacy;
+pub mod merge;
 pub mod reader;
 pub mod writer;
 

@@ -88,13 +88,17 @@ pub struct AnalyzeArgs {
     /// Link MTU for "IP datagram over the link MTU".
     #[arg(long = "link-mtu", default_value_t = 1500, value_parser = clap::value_parser!(u32).range(68..=65535))]
     pub link_mtu: u32,
-    /// Exit with 3 when a gate is crossed: crc, mtu, malformed, frag-loss=RATE.
+    /// Exit with 3 when a gate is crossed: crc, mtu, malformed, frag-loss=RATE, fit (the description does not fit the traffic well).
     #[arg(long = "fail-on", value_delimiter = ',')]
     pub fail_on: Vec<String>,
     /// One report per capture. Without it several captures are one trace, in the order
     /// given: a flow (same addresses and ports) continues from one file into the next.
-    #[arg(long = "per-file")]
+    #[arg(long = "per-file", conflicts_with = "merge")]
     pub per_file: bool,
+    /// Several captures of the same time (overlapping): interleave them by timestamp into
+    /// one trace, as mergecap does, instead of reading one after the other.
+    #[arg(long)]
+    pub merge: bool,
     /// Analyzer threads (1 to 64; default: one per core, sharded by IP address pair —
     /// the report is the same either way).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]

@@ -35,6 +35,87 @@ pub enum GenError {
     CorruptWithoutChecksum,
     #[error("--attacks breaks the rules of fragment reassembly, and the definition has no fragment block")]
     AttacksWithoutFragments,
+    #[error(
+        "field `{0}` (role sequence) never carries the counter gen writes: it is derived, and gen inverts only `x`, `x + c`, `x - c`, `x ^ c`, `a << k | b` and `(x - d) & m` over fields it writes; no packet type can be generated"
+    )]
+    Underivable(String),
+}
+
+/// How a field read by a derived role field is written so that the role holds the value
+/// asked for: `a << k | b` is `a = v >> k`, `b = v & (2^k - 1)`; `x + c` is `x = v - c`;
+/// `(x - d) & m` is `x = v`, `d = 0`.
+#[derive(Debug, Clone, Copy)]
+enum Inverse {
+    High(u32),
+    Low(u32),
+    /// `((v ^ xor) - add) & mask`.
+    Affine {
+        add: i64,
+        xor: i64,
+        mask: i64,
+    },
+    Zero,
+}
+
+impl Inverse {
+    fn apply(self, v: u64) -> u64 {
+        match self {
+            Inverse::High(k) => v.checked_shr(k).unwrap_or(0),
+            Inverse::Low(k) => v & (1u64.checked_shl(k).unwrap_or(0).wrapping_sub(1)),
+            Inverse::Affine { add, xor, mask } => ((v as i64 ^ xor).wrapping_sub(add) & mask) as u64,
+            Inverse::Zero => 0,
+        }
+    }
+}
+
+/// The fields a derived expression reads, each with how to write it for a wanted value
+/// (empty when the expression is not one gen inverts).
+fn inverses(code: &[Op]) -> Vec<(u16, Inverse)> {
+    use crate::dissect::expr::BinOp::*;
+    let all = -1i64;
+    let affine = |add, xor, mask| Inverse::Affine { add, xor, mask };
+    match *code {
+        [Op::Slot(x)] => vec![(x, affine(0, 0, all))],
+        [Op::Slot(x), Op::Const(c), Op::Bin(Add)] => vec![(x, affine(c, 0, all))],
+        [Op::Slot(x), Op::Const(c), Op::Bin(Sub)] => vec![(x, affine(c.wrapping_neg(), 0, all))],
+        [Op::Slot(x), Op::Const(c), Op::Bin(BitXor)] => vec![(x, affine(0, c, all))],
+        [
+            Op::Slot(a),
+            Op::Const(k),
+            Op::Bin(Shl),
+            Op::Slot(b),
+            Op::Bin(BitOr),
+        ]
+        | [
+            Op::Slot(b),
+            Op::Slot(a),
+            Op::Const(k),
+            Op::Bin(Shl),
+            Op::Bin(BitOr),
+        ] if (0..64).contains(&k) => {
+            vec![(a, Inverse::High(k as u32)), (b, Inverse::Low(k as u32))]
+        }
+        [
+            Op::Slot(x),
+            Op::Slot(d),
+            Op::Bin(Sub),
+            Op::Const(m),
+            Op::Bin(BitAnd),
+        ] => {
+            vec![(x, affine(0, 0, m)), (d, Inverse::Zero)]
+        }
+        [
+            Op::Slot(x),
+            Op::Const(c),
+            Op::Bin(op @ (Add | Sub)),
+            Op::Const(m),
+            Op::Bin(BitAnd),
+        ] => {
+            let add = if op == Add { c } else { c.wrapping_neg() };
+            vec![(x, affine(add, 0, m))]
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// Writes packets of one definition.
@@ -49,6 +130,8 @@ pub struct PacketWriter<'p> {
     /// Slots that hold the byte length of a role's `le-uint` (netcode's sequence_bytes):
     /// written as the length the role's value needs.
     length_of: std::collections::HashMap<u16, Role>,
+    /// Slots a derived role reads, and how to write them for the role's value.
+    sources: std::collections::HashMap<u16, (Role, Inverse)>,
     /// Bytes of header in the last packet written: what fragment 0 carries beyond
     /// `fragment-size` when the fragment's data describes the header.
     header_bytes: usize,
@@ -87,8 +170,28 @@ impl<'p> PacketWriter<'p> {
                 length_of.insert(*s, role);
             }
         }
+        // Fields a derived role reads (not roles themselves): written so the role holds
+        // the value asked for.
+        let mut sources = std::collections::HashMap::new();
+        let role_slots: HashSet<u16> = p
+            .nodes
+            .iter()
+            .filter(|n| n.role.is_some())
+            .filter_map(|n| n.slot)
+            .collect();
+        for n in &p.nodes {
+            if let (Kind::Derived(e), Some(role)) = (&n.kind, n.role) {
+                let inv = inverses(p.expr(*e));
+                if inv.iter().all(|(s, _)| !role_slots.contains(s)) {
+                    for (s, i) in inv {
+                        sources.insert(s, (role, i));
+                    }
+                }
+            }
+        }
         PacketWriter {
             p,
+            sources,
             length_of,
             slots: vec![0; p.slot_count],
             count_slots,
@@ -237,6 +340,11 @@ impl<'p> PacketWriter<'p> {
         let role = match node.role {
             Some(Role::ProtocolId) => p.params.protocol_id.map(|i| i.value),
             Some(r) => roles.get(r),
+            // A field a derived role reads: what makes the role the value asked for.
+            None if node.slot.is_some_and(|s| self.sources.contains_key(&s)) => node
+                .slot
+                .and_then(|s| self.sources.get(&s))
+                .and_then(|&(r, inv)| roles.get(r).map(|v| inv.apply(v))),
             // The length of a role's le-uint: the bytes its value needs.
             None => node
                 .slot

@@ -250,6 +250,36 @@ fn addr(v6: bool, host: u16, port: u16) -> SocketAddr {
 /// Runs the simulation, streaming frames and events to `emit` with bounded memory (the
 /// frames of the last delivery horizon are held back to be put in time order), and
 /// returns the ground truth.
+/// Refuses, before anything is written, a definition for which no packet type can carry
+/// the counter in its sequence field (a derived sequence gen cannot invert): the traffic
+/// would be empty, and a check of it could not fail.
+pub fn preflight(p: &Program) -> Result<(), GenError> {
+    let mut writer = PacketWriter::new(p);
+    let mut rng = Rng::new(1);
+    let mask = u64::MAX >> (64 - p.sequence_bits.clamp(1, 64));
+    let mut first_error = None;
+    for ty in writer.types() {
+        for seq in [5u64, 0x1234 & mask] {
+            match writer.packet(&mut rng, ty, seq) {
+                Ok(_) if writer.sequence_written().is_none_or(|s| s as u64 & mask == seq) => return Ok(()),
+                Ok(_) => {}
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+    }
+    if let Some(e) = first_error {
+        return Err(e);
+    }
+    let field = p
+        .nodes
+        .iter()
+        .find(|n| n.role == Some(crate::dissect::program::Role::Sequence))
+        .map_or_else(|| "sequence".to_string(), |n| n.name.clone());
+    Err(GenError::Underivable(field))
+}
+
 pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -> Result<Truth, GenError> {
     use crate::dissect::program::Checksum;
     // The id signs every packet unless the protocol declares no checksum.
@@ -263,6 +293,7 @@ pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -
     if cfg.attacks && p.fragment.is_none() {
         return Err(GenError::AttacksWithoutFragments);
     }
+    preflight(p)?;
     let mut rng = Rng::new(cfg.seed);
     let mut values = rng.fork(1);
     let mut net_rng = rng.fork(2);

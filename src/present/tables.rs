@@ -35,6 +35,13 @@ fn kv(rows: &[(&str, String)]) -> Table {
     t
 }
 
+/// The fit's warning above a table whose figures rest on it.
+fn warn(out: &mut String, r: &Report, what: &str) {
+    if let Some(w) = r.fit.warning(what) {
+        let _ = writeln!(out, "{w}");
+    }
+}
+
 /// The whole report, section by section.
 /// The columns every flow table starts with (after the flow), and their cells.
 const TRAFFIC: [&str; 6] = ["datagrams", "bytes", "secs", "pkt/s", "kbit/s", "largest"];
@@ -154,8 +161,12 @@ pub fn render_conversations(r: &crate::analysis::Conversations) -> String {
 }
 
 pub fn render(r: &Report) -> String {
-    let mut out = String::new();
+    let mut out = super::fit::render(r);
     render_capture(&mut out, &r.capture);
+    if r.fit.note.is_some() {
+        // Zero configuration whose reference header does not fit: no numbers built on it.
+        return out;
+    }
     let p = &r.protocol;
     let v = &r.validation;
     let _ = writeln!(out, "Protocol validation");
@@ -239,6 +250,7 @@ pub fn render(r: &Report) -> String {
     let _ = writeln!(out, "{}\n", kv(&rows));
 
     let _ = writeln!(out, "Flows");
+    warn(&mut out, r, "the lost, dup and late columns");
     let mut t = table(
         &[
             &["flow"],
@@ -340,6 +352,7 @@ pub fn render_acks(r: &Report) -> String {
         return out;
     }
     let _ = writeln!(out, "Acks (what the other direction reported received)");
+    warn(&mut out, r, "the sequences, acks and loss");
     let mut t = table(&[
         "flow",
         "sequences",
@@ -411,6 +424,7 @@ pub fn render_reassembly(r: &Report) -> String {
         return out;
     }
     let _ = writeln!(out, "Fragment reassembly");
+    warn(&mut out, r, "fragment and single-datagram loss");
     let at = &a.attacks;
     let rows = vec![
         ("fragmented packets seen", a.packets_seen.to_string()),
@@ -463,9 +477,22 @@ pub fn render_reassembly(r: &Report) -> String {
             ),
         ),
     ];
+    let mut rows = rows;
+    if a.counted_apart.flows > 0 {
+        rows.push((
+            "counted apart (not loss)",
+            format!(
+                "{} packets ({} fragments) of {} whose sequence or fragment fields do not fit (see Fit)",
+                a.counted_apart.packets,
+                a.counted_apart.fragments_received,
+                super::count(a.counted_apart.flows, "flow")
+            ),
+        ));
+    }
     let _ = writeln!(out, "{}\n", kv(&rows));
     if !a.rows.is_empty() {
         let _ = writeln!(out, "Fragment-loss amplification");
+        warn(&mut out, r, "the observed loss and amplification");
         let mut t = table(&[
             "fragments",
             "seen",
@@ -516,6 +543,7 @@ pub fn render_mtu(r: &Report) -> String {
         "MTU diagnosis (budget {} bytes, link MTU {})",
         m.budget, m.link_mtu
     );
+    warn(&mut out, r, "the sizes before loss bursts");
     let rows = vec![
         ("udp payloads over budget", m.over_budget.to_string()),
         (
@@ -548,6 +576,17 @@ pub fn render_mtu(r: &Report) -> String {
             },
         ),
     ];
+    let mut rows = rows;
+    if m.icmp_total > 0 {
+        // The datagrams a router dropped for the MTU leave sequence gaps: linked here.
+        rows.push((
+            "sequence gaps after an ICMP",
+            format!(
+                "{} of the {} gaps follow a datagram over the path MTU",
+                m.gaps_after_path_mtu, m.gaps
+            ),
+        ));
+    }
     let _ = writeln!(out, "{}", kv(&rows));
     if let Some(f) = &m.bursts.finding {
         let _ = writeln!(out, "Finding: {f}");

@@ -3,6 +3,7 @@
 //! MTU). It never prints. [`Analyzer`] is the engine with this sink, the usual way in.
 
 pub mod acks;
+pub mod fit;
 pub mod gates;
 pub mod report;
 
@@ -103,6 +104,9 @@ pub struct Statistics {
     untracked: Option<FlowState>,
     /// The smallest MTU ICMP announced for each flow.
     path_mtu: HashMap<(SocketAddr, SocketAddr), u32>,
+    /// Flows an ICMP said a datagram was dropped from (over the path MTU), until their
+    /// next datagram: a gap it shows is the dropped datagram's.
+    dropped_over_mtu: hashbrown::HashSet<(SocketAddr, SocketAddr)>,
     bursts: BurstSizes,
     /// Frames by link type (named when the report is built).
     link_types: Vec<(i32, u64)>,
@@ -114,6 +118,8 @@ pub struct Statistics {
     ack_analysis: bool,
     /// Bits of the ack field ([`acks::ack_width`]).
     ack_width: u32,
+    /// A quarter of the sequence space: a jump this far is a sign of a wrong field.
+    quarter_space: u128,
     report: Report,
 }
 
@@ -141,6 +147,7 @@ impl Statistics {
             p.has_role(Role::Ack) && p.has_role(Role::AckBits)
         });
         Statistics {
+            quarter_space: 1u128 << cfg.sequence_bits().clamp(2, 64).saturating_sub(2),
             sides,
             by_key: HashMap::new(),
             ack_analysis,
@@ -149,6 +156,7 @@ impl Statistics {
             flows: Vec::new(),
             untracked: None,
             path_mtu: HashMap::new(),
+            dropped_over_mtu: hashbrown::HashSet::new(),
             bursts: BurstSizes::default(),
             link_types: Vec::new(),
             report,
@@ -178,6 +186,7 @@ impl Statistics {
         // the run is done again on one core (`engine::parallel`).
         self.untracked = self.untracked.take().or(o.untracked);
         self.path_mtu.extend(o.path_mtu);
+        self.dropped_over_mtu.extend(o.dropped_over_mtu);
         self.bursts.bursts += o.bursts.bursts;
         self.bursts.before.merge(&o.bursts.before);
         self.bursts.all.merge(&o.bursts.all);
@@ -242,6 +251,8 @@ impl Statistics {
         c.last_ns = Some(c.last_ns.map_or(e.ts_ns, |t| t.max(e.ts_ns)));
         if let Some(file) = c.files.last_mut() {
             file.frames += 1;
+            file.first_ns = Some(file.first_ns.map_or(e.ts_ns, |t| t.min(e.ts_ns)));
+            file.last_ns = Some(file.last_ns.map_or(e.ts_ns, |t| t.max(e.ts_ns)));
         }
         let snap_cut = e.snaplen_cut();
         if snap_cut {
@@ -290,6 +301,9 @@ impl Statistics {
             *mtu = (*mtu).min(icmp.mtu);
             if first && q.ip_len > icmp.mtu {
                 self.report.mtu.df_over_path_mtu += 1;
+            }
+            if q.ip_len > icmp.mtu {
+                self.dropped_over_mtu.insert((q.src, q.dst));
             }
         }
         let m = &mut self.report.mtu;
@@ -348,6 +362,7 @@ impl Statistics {
         let v = &mut self.report.validation;
         v.examined += 1;
         s.datagrams += 1;
+        s.file_mask |= 1 << e.file.min(63);
         s.bytes += payload_len as u64;
         s.first_ns.get_or_insert(e.ts_ns);
         s.last_ns = Some(e.ts_ns);
@@ -412,12 +427,27 @@ impl Statistics {
             let code = e.fault.map_or("header", |f| f.code());
             *v.header_errors.entry(code.into()).or_default() += 1;
             s.malformed += 1;
+            s.header_errors += 1;
+            first_failure(&mut self.report.first_failure, e, code);
             return;
         }
         let Some(ptype) = e.packet_type else {
             return;
         };
         if let Some(event) = e.seq_event {
+            if let SeqEvent::New { gap } = event
+                && gap as u128 + 1 >= self.quarter_space
+            {
+                flow.stats.seq_jumps += 1;
+            }
+            if let SeqEvent::New { gap } = event {
+                let dropped =
+                    !self.dropped_over_mtu.is_empty() && self.dropped_over_mtu.remove(&(key.src, key.dst));
+                if gap > 0 {
+                    self.report.mtu.gaps += 1;
+                    self.report.mtu.gaps_after_path_mtu += dropped as u64;
+                }
+            }
             if let Some(t) = self.report.timeline.slot(e.ts_ns) {
                 t.datagrams += 1;
                 if let SeqEvent::New { gap } = event {
@@ -449,7 +479,11 @@ impl Statistics {
         FlowStats::count_type(&mut s.types, ptype, s.num_types);
         if let Some(kind) = e.fault {
             s.malformed += 1;
+            if kind == FaultKind::TrailingBytes {
+                s.trailing += 1;
+            }
             count_fault(&mut self.report.malformed, kind, e.frame, key);
+            first_failure(&mut self.report.first_failure, e, kind.code());
         }
         let Some(frag) = e.fragment else {
             v.packets += 1;
@@ -666,6 +700,19 @@ fn count(m: &mut std::collections::BTreeMap<String, u64>, key: &str) {
     }
 }
 
+/// Keeps the earliest datagram the description failed on.
+fn first_failure(first: &mut Option<fit::FirstFailure>, e: &PacketEvent, cause: &str) {
+    if first.is_none() {
+        *first = Some(fit::FirstFailure {
+            file: e.file,
+            frame: e.frame,
+            cause: cause.to_string(),
+            field: None,
+            bit: None,
+        });
+    }
+}
+
 fn count_fault(m: &mut Malformed, kind: FaultKind, frame: u64, flow: FlowId) {
     m.total += 1;
     *m.by_cause.entry(kind.code().into()).or_default() += 1;
@@ -730,13 +777,24 @@ impl BurstSizes {
             }
         };
         let (b, r) = (share(&self.before), share(&rest));
-        let finding = (self.bursts > 0 && self.before.count > 0 && b > 2.0 * r && self.before.over_budget > 0).then(|| {
-            format!(
-                "oversize packets cluster before loss bursts: {:.1}% of datagrams in the second before a burst are over the budget, against {:.1}% otherwise",
-                b * 100.0,
-                r * 100.0
-            )
-        });
+        // The same rule as every finding: a minimum sample on both sides, and the 95%
+        // intervals apart.
+        let (low, _) = report::wilson(self.before.over_budget, self.before.count);
+        let (_, rest_high) = report::wilson(rest.over_budget, rest.count);
+        let finding = (self.bursts > 0
+            && self.before.count >= report::MIN_SAMPLE
+            && rest.count >= report::MIN_SAMPLE
+            && b > 2.0 * r
+            && low > rest_high)
+            .then(|| {
+                format!(
+                    "oversize packets cluster before loss bursts: {:.1}% of the {} datagrams in the second before a burst are over the budget, against {:.1}% of {} otherwise",
+                    b * 100.0,
+                    self.before.count,
+                    r * 100.0,
+                    rest.count
+                )
+            });
         BurstReport {
             bursts: self.bursts,
             before_count: self.before.count,

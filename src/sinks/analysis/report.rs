@@ -23,6 +23,33 @@ pub struct FileSummary {
     pub error: Option<CaptureError>,
     /// The file ended inside a record.
     pub truncated_tail: Option<CaptureError>,
+    /// Its first and last timestamps: captures given as one trace must not overlap.
+    #[serde(skip)]
+    pub first_ns: Option<i64>,
+    #[serde(skip)]
+    pub last_ns: Option<i64>,
+}
+
+/// The first pair of captures given as one trace that overlap: a later file starts
+/// before an earlier one ends, and a flow has datagrams in both (so reading one after
+/// the other would stitch it). As (earlier, later) indexes.
+pub fn overlapping(r: &Report) -> Option<(usize, usize)> {
+    let files = &r.capture.files;
+    let shared = |a: usize, b: usize| {
+        let both = (1u64 << a.min(63)) | (1u64 << b.min(63));
+        r.flows.iter().any(|f| f.file_mask & both == both)
+    };
+    for (i, f) in files.iter().enumerate() {
+        for (j, g) in files[..i].iter().enumerate() {
+            if let (Some(first), Some(last)) = (f.first_ns, g.last_ns)
+                && first < last
+                && shared(j, i)
+            {
+                return Some((j, i));
+            }
+        }
+    }
+    None
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -222,6 +249,18 @@ pub struct FlowStats {
     /// Ack analysis of this direction's sequences (definitions with ack roles).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub acks: Option<super::acks::AckStats>,
+    /// Datagrams whose header failed (of `malformed`), for the fit.
+    #[serde(skip)]
+    pub header_errors: u64,
+    /// Datagrams that left trailing bytes after the body (of `malformed`).
+    #[serde(skip)]
+    pub trailing: u64,
+    /// Sequences that jumped ahead by more than a quarter of the sequence space.
+    #[serde(skip)]
+    pub seq_jumps: u64,
+    /// The input files (bit i: file i, the 64th for all later ones) it has datagrams in.
+    #[serde(skip)]
+    pub file_mask: u64,
 }
 
 impl FlowStats {
@@ -293,6 +332,10 @@ impl FlowStats {
             wrong_direction: 0,
             acks: None,
             sequence_spaces: Vec::new(),
+            header_errors: 0,
+            trailing: 0,
+            seq_jumps: 0,
+            file_mask: 0,
         }
     }
 
@@ -350,6 +393,11 @@ pub struct MtuReport {
     pub icmp: Vec<IcmpFinding>,
     /// Don't-fragment datagrams larger than the MTU ICMP announced for their flow.
     pub df_over_path_mtu: u64,
+    /// Sequence gaps (runs of lost sequences) on every flow.
+    pub gaps: u64,
+    /// Of those, gaps that follow an ICMP announcing that a datagram of the flow was over
+    /// the path MTU (the datagram a router dropped).
+    pub gaps_after_path_mtu: u64,
     pub bursts: BurstReport,
 }
 
@@ -412,6 +460,17 @@ pub struct ReassemblyReport {
     pub bytes_wasted: u64,
     pub peak_bytes: u64,
     pub finding: Option<String>,
+    /// Fragmented packets of flows whose sequence or fragment fields do not fit and whose
+    /// packets mostly never complete (an attacker's refused fragments, a wrong field):
+    /// left out of the loss figures above.
+    pub counted_apart: CountedApart,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CountedApart {
+    pub flows: u64,
+    pub packets: u64,
+    pub fragments_received: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -431,6 +490,8 @@ pub struct Malformed {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Report {
     pub schema: u32,
+    /// How well the description fits the traffic (docs/json.md, `fit`).
+    pub fit: super::fit::Fit,
     pub capture: CaptureSummary,
     pub protocol: ProtocolInfo,
     pub validation: Validation,
@@ -449,6 +510,9 @@ pub struct Report {
     /// Sequence spaces counted per sender (one counter for all of a sender's flows).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sender_spaces: Vec<crate::engine::SenderSpace>,
+    /// The first datagram the description failed on (shards keep the earliest).
+    #[serde(skip)]
+    pub first_failure: Option<super::fit::FirstFailure>,
 }
 
 /// Valid game datagrams and sequences lost, per second of capture time.
@@ -503,7 +567,14 @@ impl Report {
         let (c, d) = (&mut self.capture, o.capture);
         for (i, f) in d.files.into_iter().enumerate() {
             match c.files.get_mut(i) {
-                Some(mine) => mine.frames += f.frames,
+                Some(mine) => {
+                    mine.frames += f.frames;
+                    mine.first_ns = match (mine.first_ns, f.first_ns) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                    mine.last_ns = mine.last_ns.max(f.last_ns);
+                }
                 None => c.files.push(f),
             }
         }
@@ -536,6 +607,14 @@ impl Report {
         add_map(&mut v.header_errors, w.header_errors);
         v.packets += w.packets;
         v.fragments += w.fragments;
+        self.first_failure = match (self.first_failure.take(), o.first_failure) {
+            (Some(a), Some(b)) => Some(if (b.file, b.frame) < (a.file, a.frame) {
+                b
+            } else {
+                a
+            }),
+            (a, b) => a.or(b),
+        };
         let m = &mut self.malformed;
         m.total += o.malformed.total;
         add_map(&mut m.by_cause, o.malformed.by_cause);
@@ -560,6 +639,8 @@ impl Report {
         m.icmp_total += n.icmp_total;
         merge_listed(&mut m.icmp, n.icmp, |x| x.frame, 1000);
         m.df_over_path_mtu += n.df_over_path_mtu;
+        m.gaps += n.gaps;
+        m.gaps_after_path_mtu += n.gaps_after_path_mtu;
         let t = &mut self.timeline;
         if t.seconds.len() < o.timeline.seconds.len() {
             t.seconds.resize(o.timeline.seconds.len(), Second::default());
@@ -669,7 +750,38 @@ impl Report {
         } else {
             (other.0, other.1, "flows that never fragment")
         };
+        // Flows whose sequence or fragment fields do not fit are counted apart: their
+        // "lost" packets are refused fragments or misread fields, not loss.
+        let seq_bits = cfg.sequence_bits();
         let r = &mut self.reassembly;
+        for f in &self.flows {
+            // Only where the packets mostly never complete: a filtered capture's flows
+            // skip sequences, but their fragments still join.
+            let (seen, completed) = f
+                .reassembly
+                .values()
+                .fold((0, 0), |(s, c), x| (s + x.seen, c + x.completed));
+            if seen == 0
+                || completed * 2 >= seen
+                || super::fit::flow_fit(f, seq_bits)
+                    .is_none_or(|x| x.verdict != super::fit::Verdict::DoesNotFit)
+            {
+                continue;
+            }
+            let apart = &mut r.counted_apart;
+            apart.flows += 1;
+            for (n, cs) in &f.reassembly {
+                apart.packets += cs.seen;
+                apart.fragments_received += *n as u64 * cs.completed + cs.fragments_of_lost;
+                if let Some(all) = r.by_count.get_mut(n) {
+                    all.seen = all.seen.saturating_sub(cs.seen);
+                    all.completed = all.completed.saturating_sub(cs.completed);
+                    all.fragments_of_lost = all.fragments_of_lost.saturating_sub(cs.fragments_of_lost);
+                    all.bytes_wasted = all.bytes_wasted.saturating_sub(cs.bytes_wasted);
+                }
+            }
+        }
+        r.by_count.retain(|_, s| s.seen > 0);
         for (&n, s) in &r.by_count {
             r.packets_seen += s.seen;
             r.fragments_expected += n as u64 * s.seen;
@@ -716,41 +828,64 @@ impl Report {
             })
             .collect();
         r.finding = amplification_finding(r);
+        self.judge_fit(cfg.sequence_bits());
+    }
+
+    /// Judges the fit and holds back the findings built on loss when it is not good.
+    fn judge_fit(&mut self, seq_bits: u32) {
+        self.fit = super::fit::Fit::of(self, seq_bits);
+        if self.fit.is_good() {
+            return;
+        }
+        if let Some(f) = self.reassembly.finding.take() {
+            self.fit.suppressed.push(f);
+        }
+        if let Some(f) = self.mtu.bursts.finding.take() {
+            self.fit.suppressed.push(f);
+        }
     }
 }
 
-/// The plain-language finding, when fragmented packets are lost more than single ones.
+/// A finding rests on at least this many packets on each side of the comparison.
+pub const MIN_SAMPLE: u64 = 20;
+
+/// The plain-language finding, when fragmented packets are lost more than single ones:
+/// from the smallest fragment count whose packets (that count and more) are lost at
+/// least twice as often as the baseline, on at least `MIN_SAMPLE` packets of each, with
+/// the group's 95% Wilson interval above the baseline's.
 fn amplification_finding(r: &ReassemblyReport) -> Option<String> {
     let lost: u64 = r.rows.iter().map(|x| x.lost).sum();
     if r.packets_seen == 0 || lost == 0 {
         return None;
     }
-    // Group from the smallest count whose loss is at least twice the fragment loss.
-    let base = if r.single_loss > 0.0 {
-        r.single_loss
+    let (base, base_n, base_k, against) = if r.single_loss > 0.0 {
+        (r.single_loss, r.single_total, r.single_lost, "single datagrams")
     } else {
-        r.fragment_loss
+        let missing = r.fragments_expected.saturating_sub(r.fragments_received);
+        (r.fragment_loss, r.fragments_expected, missing, "single fragments")
     };
-    let from = r
-        .rows
-        .iter()
-        .find(|x| x.seen > 0 && base > 0.0 && x.observed_loss >= 2.0 * base)?
-        .fragments;
-    let (seen, lost) = r
-        .rows
-        .iter()
-        .filter(|x| x.fragments >= from)
-        .fold((0, 0), |(s, l), x| (s + x.seen, l + x.lost));
+    if base <= 0.0 || base_n < MIN_SAMPLE {
+        return None;
+    }
+    let (_, base_high) = wilson(base_k, base_n);
+    let (from, seen, lost) = r.rows.iter().find_map(|x| {
+        let (seen, lost) = r
+            .rows
+            .iter()
+            .filter(|y| y.fragments >= x.fragments)
+            .fold((0, 0), |(s, l), y| (s + y.seen, l + y.lost));
+        let observed = lost as f64 / seen.max(1) as f64;
+        let (low, _) = wilson(lost, seen);
+        (seen >= MIN_SAMPLE && observed >= 2.0 * base && low > base_high).then_some((x.fragments, seen, lost))
+    })?;
     let observed = lost as f64 / seen as f64;
-    let against = if r.single_loss > 0.0 {
-        "single datagrams"
-    } else {
-        "single fragments"
-    };
+    let (low, high) = wilson(lost, seen);
     Some(format!(
-        "packets of {from}+ fragments were lost {:.1}× as often as {against} ({:.1}% vs {:.1}%); keep them under the MTU budget or send them reliably",
+        "packets of {from}+ fragments were lost {:.1}× as often as {against} ({:.1}%, {lost} of {seen} packets, 95% CI {:.1}–{:.1}%, vs {:.1}% of {base_n}); keep them under the MTU budget or send them reliably",
         observed / base,
         observed * 100.0,
+        low * 100.0,
+        high * 100.0,
         base * 100.0
     ))
 }
