@@ -233,6 +233,12 @@ impl CaptureReader {
         }
     }
 
+    /// The link type of every frame, known from the header alone (classic pcap); a
+    /// pcapng stream tells it with its first interface block.
+    pub fn linktype_hint(&self) -> Option<i32> {
+        self.fast.as_ref().map(|f| f.header.linktype)
+    }
+
     pub fn frames_read(&self) -> u64 {
         self.frames
     }
