@@ -30,15 +30,24 @@ impl Remote {
         if iface.is_empty() || authority.is_empty() {
             return Some(Err(format!("`{s}`: expected ssh://[user@]host[:port]/interface")));
         }
-        // A port after the last `:` unless the host is a bracketed IPv6 address.
-        let (destination, port) = match authority.rsplit_once(':') {
-            Some((d, p)) if !d.ends_with(']') || authority.ends_with(']') => match p.parse::<u16>() {
-                Ok(p) => (d.to_string(), Some(p)),
-                Err(_) => return Some(Err(format!("`{s}`: bad port `{p}`"))),
-            },
-            _ => (authority.to_string(), None),
+        // `host`, `host:port`, `[v6]` or `[v6]:port` (ssh takes a bare IPv6 address).
+        let (user, host) = match authority.rsplit_once('@') {
+            Some((u, h)) => (format!("{u}@"), h),
+            None => (String::new(), authority),
         };
-        let destination = destination.replace(['[', ']'], "");
+        let (host, port) = match host.strip_prefix('[').and_then(|h| h.split_once(']')) {
+            Some((h, rest)) => (h, rest.strip_prefix(':')),
+            None if host.matches(':').count() == 1 => {
+                host.split_once(':').map_or((host, None), |(h, p)| (h, Some(p)))
+            }
+            None => (host, None),
+        };
+        let port = match port.map(str::parse::<u16>) {
+            None => None,
+            Some(Ok(p)) => Some(p),
+            Some(Err(_)) => return Some(Err(format!("`{s}`: bad port `{}`", port.unwrap_or_default()))),
+        };
+        let destination = format!("{user}{host}");
         Some(Ok(Remote {
             destination,
             port,
