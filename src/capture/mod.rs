@@ -5,4 +5,4 @@ mod legacy;
 pub mod reader;
 pub mod writer;
 
-pub use reader::{CaptureError, CaptureReader, Frame};
+pub use reader::{CaptureError, CaptureReader, Frame, show_as, shown};

@@ -75,7 +75,7 @@ pub enum Command {
 
 #[derive(Args)]
 pub struct AnalyzeArgs {
-    /// pcap or pcapng files (gzip-compressed ones too).
+    /// pcap or pcapng files (gzip-compressed ones too); `-` or a FIFO is read once.
     #[arg(required = true)]
     pub captures: Vec<PathBuf>,
     #[command(flatten)]
@@ -148,7 +148,7 @@ pub struct ExportArgs {
 
 #[derive(Args)]
 pub struct DissectArgs {
-    /// A pcap or pcapng file (gzip-compressed too).
+    /// A pcap or pcapng file (gzip-compressed too); `-` or a FIFO is read once.
     pub capture: PathBuf,
     #[command(flatten)]
     pub protocol: ProtocolArgs,
@@ -176,7 +176,8 @@ pub struct DissectArgs {
 
 #[derive(Args)]
 pub struct TuiArgs {
-    /// A pcap or pcapng file (gzip-compressed too).
+    /// A pcap or pcapng file (gzip-compressed too), or `-` / a FIFO: a stream followed
+    /// as it grows (`tcpdump -U -w - | gpcap tui -`).
     pub capture: PathBuf,
     #[command(flatten)]
     pub protocol: ProtocolArgs,
