@@ -115,7 +115,10 @@ pub fn start(
     snaplen: i32,
     filter: &str,
 ) -> Result<LiveCapture, LiveError> {
-    let name = format!("ssh://{}/{}", remote.destination, remote.iface);
+    let name = match remote.port {
+        Some(p) => format!("ssh://{}:{p}/{}", remote.destination, remote.iface),
+        None => format!("ssh://{}/{}", remote.destination, remote.iface),
+    };
     let mut words = ssh_command.split_whitespace();
     let program = words.next().unwrap_or("ssh").to_string();
     let mut cmd = Command::new(&program);
