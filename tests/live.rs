@@ -753,3 +753,343 @@ fn timeless(mut r: serde_json::Value) -> serde_json::Value {
     }
     r
 }
+
+/// Through a router namespace whose far link has MTU 1280, don't-fragment datagrams too
+/// big for it are answered with ICMP fragmentation-needed; the capture on the sender's
+/// link (the kernel filter keeping the game's port) sees the answers and links them to
+/// the game's flow. (python3 sends them: it can set don't-fragment.)
+#[test]
+fn icmp_too_big_from_a_router_crosses_the_kernel_filter() {
+    if !root() {
+        return;
+    }
+    let n = std::process::id() % 10000;
+    let (a, r, b) = (format!("gpIa{n}"), format!("gpIr{n}"), format!("gpIb{n}"));
+    let setup = format!(
+        "ip netns add {a} && ip netns add {r} && ip netns add {b} && \
+         ip link add vI{n}a type veth peer name vI{n}ra && ip link add vI{n}rb type veth peer name vI{n}b && \
+         ip link set vI{n}a netns {a} && ip link set vI{n}ra netns {r} && \
+         ip link set vI{n}rb netns {r} && ip link set vI{n}b netns {b} && \
+         ip -n {a} addr add 10.98.1.1/24 dev vI{n}a && ip -n {r} addr add 10.98.1.254/24 dev vI{n}ra && \
+         ip -n {r} addr add 10.98.2.254/24 dev vI{n}rb && ip -n {b} addr add 10.98.2.2/24 dev vI{n}b && \
+         ip -n {a} link set vI{n}a up && ip -n {r} link set vI{n}ra up && \
+         ip -n {r} link set vI{n}rb mtu 1280 up && ip -n {b} link set vI{n}b mtu 1280 up && \
+         ip -n {a} route add default via 10.98.1.254 && ip -n {b} route add default via 10.98.2.254 && \
+         ip netns exec {r} sysctl -q -w net.ipv4.ip_forward=1"
+    );
+    let cleanup = format!("for s in {a} {r} {b}; do ip netns del $s 2>/dev/null; done; true");
+    if !sh(&setup) {
+        sh(&cleanup);
+        common::skipped(module_path!(), "cannot create network namespaces here");
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_gpcap");
+    let live = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &a,
+            bin,
+            "live",
+            &format!("vI{n}a"),
+            "--no-tui",
+            "--json",
+        ])
+        .args(["--duration", "4", "--interval", "100", "--port", "40000"])
+        .args(["--protocol-id", "0x55667788"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    // Datagrams of 1,400 bytes with don't-fragment set: the router cannot forward them.
+    let script = [
+        "import socket, time",
+        "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)",
+        "s.setsockopt(socket.IPPROTO_IP, 10, 2)  # IP_MTU_DISCOVER = IP_PMTUDISC_DO",
+        "s.bind(('10.98.1.1', 50000))",
+        "for i in range(5):",
+        "    try: s.sendto(bytes(1400), ('10.98.2.2', 40000))",
+        "    except OSError: pass",
+        "    time.sleep(0.1)",
+    ]
+    .join("\n");
+    let send = Command::new("ip")
+        .args(["netns", "exec", &a, "python3", "-c", &script])
+        .output()
+        .unwrap();
+    let (code, out, err) = wait_bounded(live, Duration::from_secs(30));
+    sh(&cleanup);
+    assert_eq!(code, 0, "{err}");
+    assert!(send.status.success(), "{}", String::from_utf8_lossy(&send.stderr));
+    let r = last_report(&out);
+    let m = &r["report"]["mtu"];
+    let icmp = m["icmp"].as_array().expect("icmp list");
+    assert!(m["icmp_total"].as_u64() >= Some(1), "{m}");
+    for i in icmp {
+        assert_eq!(
+            (i["from"].as_str(), i["mtu"].as_u64()),
+            (Some("10.98.1.254"), Some(1280)),
+            "{i}"
+        );
+        assert_eq!(i["flow"]["dst"], "10.98.2.2:40000", "{i}");
+        assert_eq!(i["quoted_ip_len"], 1428, "{i}");
+    }
+}
+
+/// A throwaway sshd on 127.0.0.1 (its own host key, a user key for root, nothing else
+/// of the system's configuration): stopped and removed when dropped.
+struct Sshd {
+    child: std::process::Child,
+    dir: std::path::PathBuf,
+    port: u16,
+}
+
+impl Sshd {
+    fn start() -> Option<Sshd> {
+        let sshd = ["/usr/sbin/sshd", "/usr/bin/sshd"]
+            .into_iter()
+            .find(|p| Path::new(p).exists())?;
+        let dir = std::env::temp_dir().join(format!("gpcap-sshd-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).ok()?;
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").ok()?;
+            l.local_addr().ok()?.port()
+        };
+        let d = dir.display();
+        let keys = format!(
+            "mkdir -p /run/sshd && ssh-keygen -q -N '' -t ed25519 -f {d}/host_key && \
+             ssh-keygen -q -N '' -t ed25519 -f {d}/user_key && cp {d}/user_key.pub {d}/authorized_keys"
+        );
+        if !sh(&keys) {
+            return None;
+        }
+        let config = format!(
+            "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\n\
+             PermitRootLogin prohibit-password\nStrictModes no\nPasswordAuthentication no\n\
+             KbdInteractiveAuthentication no\nUsePAM no\nPidFile {d}/sshd.pid\n"
+        );
+        std::fs::write(dir.join("sshd_config"), config).ok()?;
+        let child = Command::new(sshd)
+            .args(["-D", "-e", "-f"])
+            .arg(dir.join("sshd_config"))
+            .stderr(std::fs::File::create(dir.join("sshd.log")).ok()?)
+            .spawn()
+            .ok()?;
+        let s = Sshd { child, dir, port };
+        let until = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if Instant::now() > until {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Some(s)
+    }
+
+    fn ssh_command(&self) -> String {
+        format!(
+            "ssh -i {}/user_key -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes -o LogLevel=ERROR -o ConnectTimeout=10",
+            self.dir.display()
+        )
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `live ssh://root@127.0.0.1:PORT/lo` against a real sshd: the remote tcpdump's
+/// capture arrives as a stream and is analyzed as a local capture is; the remote drop
+/// counters are read from tcpdump's stderr when the capture stops. A failing ssh (a
+/// closed port, a remote interface that does not exist) ends at once with ssh's or
+/// tcpdump's own message and status.
+#[test]
+fn remote_capture_over_a_real_ssh() {
+    if !root() {
+        return;
+    }
+    if !sh("command -v tcpdump > /dev/null && command -v ssh > /dev/null") {
+        common::skipped(module_path!(), "tcpdump or ssh is not installed");
+        return;
+    }
+    let Some(sshd) = Sshd::start() else {
+        common::skipped(module_path!(), "cannot start a test sshd (openssh-server)");
+        return;
+    };
+    let bin = env!("CARGO_BIN_EXE_gpcap");
+    let def = Path::new(env!("CARGO_MANIFEST_DIR")).join("dissectors/article.kdl");
+    let def = def.to_str().unwrap();
+    let port = 40127;
+    let url = format!("ssh://root@127.0.0.1:{}/lo", sshd.port);
+    let live = Command::new(bin)
+        .args([
+            "live",
+            &url,
+            "--ssh-command",
+            &sshd.ssh_command(),
+            "--no-tui",
+            "--json",
+        ])
+        .args([
+            "--duration",
+            "5",
+            "--interval",
+            "100",
+            "-d",
+            def,
+            "--port",
+            &port.to_string(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    let send = Command::new(bin)
+        .args([
+            "send",
+            "-d",
+            def,
+            "--to",
+            &format!("127.0.0.1:{port}"),
+            "--packets",
+            "40",
+            "--rate",
+            "100",
+        ])
+        .output()
+        .unwrap();
+    let (code, out, err) = wait_bounded(live, Duration::from_secs(40));
+    assert_eq!(code, 0, "{err}");
+    let sent: serde_json::Value = serde_json::from_slice(&send.stdout).unwrap();
+    let r = last_report(&out);
+    assert_eq!(
+        r["report"]["validation"]["crc_ok"], sent["datagrams"],
+        "{}",
+        r["live"]
+    );
+    assert_eq!(r["live"]["captured"], sent["datagrams"]);
+    assert!(
+        r["live"]["remote_received"].as_u64() >= sent["datagrams"].as_u64(),
+        "{}",
+        r["live"]
+    );
+    assert_eq!(r["live"]["remote_dropped"], 0);
+
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed_port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let failing = [
+        (
+            format!("ssh://root@127.0.0.1:{closed_port}/lo"),
+            "Connection refused",
+            "status 255",
+        ),
+        (
+            format!("ssh://root@127.0.0.1:{}/nope0", sshd.port),
+            "nope0",
+            "status 1",
+        ),
+    ];
+    for (url, message, status) in failing {
+        let child = Command::new(bin)
+            .args([
+                "live",
+                &url,
+                "--ssh-command",
+                &sshd.ssh_command(),
+                "--no-tui",
+                "--duration",
+                "60",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (code, _, err) = wait_bounded(child, Duration::from_secs(30));
+        assert_eq!(code, 2, "{url}: {err}");
+        assert!(err.contains(message) && err.contains(status), "{url}: {err}");
+    }
+}
+
+/// An ssh connection lost mid-capture (here a stand-in for ssh that sends part of a
+/// capture, cut inside a record, and exits as ssh does when the link drops): the frames
+/// before are kept (report and --write), and ssh's message and status are shown.
+#[test]
+fn a_lost_ssh_connection_keeps_what_was_captured() {
+    let dir = std::env::temp_dir().join(format!("gpcap-lost-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let capture = Path::new(env!("CARGO_MANIFEST_DIR")).join("captures/clean.pcap");
+    let fake = dir.join("ssh");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nhead -c 5000 {}\necho 'client_loop: send disconnect: Broken pipe' >&2\nexit 255\n",
+            capture.display()
+        ),
+    )
+    .unwrap();
+    assert!(sh(&format!("chmod +x {}", fake.display())));
+    let written = dir.join("kept.pcapng");
+    let child = Command::new(env!("CARGO_BIN_EXE_gpcap"))
+        .args([
+            "live",
+            "ssh://game@server/eth0",
+            "--ssh-command",
+            fake.to_str().unwrap(),
+        ])
+        .args(["--no-tui", "--json", "--write", written.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (code, out, err) = wait_bounded(child, Duration::from_secs(30));
+    let kept = common::gpcap_ok(&["analyze", "--json", written.to_str().unwrap()]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("exited with status 255: client_loop: send disconnect: Broken pipe"),
+        "{err}"
+    );
+    assert!(err.contains("last record truncated"), "{err}");
+    assert_eq!(last_report(&out)["live"]["captured"], 54);
+    let kept: serde_json::Value = serde_json::from_str(&kept).unwrap();
+    assert_eq!(kept["capture"]["frames"], 54);
+}
+
+/// Without root or the capabilities, live says the two ways to get them, exit 2.
+#[test]
+fn no_permission_says_root_or_setcap() {
+    if !root() {
+        return;
+    }
+    if !sh("command -v setpriv > /dev/null") {
+        common::skipped(module_path!(), "setpriv (util-linux) is not installed");
+        return;
+    }
+    let child = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            env!("CARGO_BIN_EXE_gpcap"),
+        ])
+        .args(["live", "lo", "--no-tui", "--duration", "1"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (code, _, err) = wait_bounded(child, Duration::from_secs(20));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no permission to capture on lo"), "{err}");
+    assert!(
+        err.contains("run as root") && err.contains("setcap cap_net_raw,cap_net_admin=eip"),
+        "{err}"
+    );
+}
