@@ -1093,3 +1093,57 @@ fn no_permission_says_root_or_setcap() {
         "{err}"
     );
 }
+
+/// The libpcap build: `--filter EXPR` is a libpcap expression, compiled and attached by
+/// libpcap, and the capture is analyzed as the default one is.
+#[cfg(feature = "libpcap")]
+#[test]
+fn libpcap_filter_expression_captures_the_session() {
+    if !root() {
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_gpcap");
+    let def = Path::new(env!("CARGO_MANIFEST_DIR")).join("dissectors/article.kdl");
+    let def = def.to_str().unwrap();
+    let live = Command::new(bin)
+        .args([
+            "live",
+            "lo",
+            "--no-tui",
+            "--json",
+            "--duration",
+            "3",
+            "--interval",
+            "100",
+        ])
+        .args(["-d", def, "--port", "40129", "--filter", "udp and dst port 40129"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    let send = Command::new(bin)
+        .args([
+            "send",
+            "-d",
+            def,
+            "--to",
+            "127.0.0.1:40129",
+            "--packets",
+            "30",
+            "--rate",
+            "100",
+        ])
+        .output()
+        .unwrap();
+    let (code, out, err) = wait_bounded(live, Duration::from_secs(30));
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("needs the libpcap build"), "{err}");
+    let sent: serde_json::Value = serde_json::from_slice(&send.stdout).unwrap();
+    let r = last_report(&out);
+    assert_eq!(
+        r["report"]["validation"]["crc_ok"], sent["datagrams"],
+        "{}",
+        r["live"]
+    );
+}
