@@ -1147,3 +1147,82 @@ fn libpcap_filter_expression_captures_the_session() {
         r["live"]
     );
 }
+
+fn tmux(args: &[&str]) -> String {
+    let out = Command::new("tmux").args(args).output().expect("tmux runs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The screen once it shows `text` (or after 20 s, to fail with what it shows).
+fn screen_with(session: &str, text: &str) -> String {
+    let start = Instant::now();
+    loop {
+        let screen = tmux(&["capture-pane", "-p", "-t", session]);
+        if screen.contains(text) || start.elapsed() > Duration::from_secs(20) {
+            return screen;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `tcpdump -U -w - | gpcap tui -`: the real binary in tmux reading a stream from stdin
+/// shows the packets written so far while the stream is open, more as it grows, and
+/// says when it ended.
+#[test]
+fn tui_follows_a_stream_on_stdin() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        common::skipped(module_path!(), "tmux is not installed");
+        return;
+    }
+    use std::io::Write;
+    let dir = std::env::temp_dir().join(format!("gpcap-tui-stream-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("stream");
+    assert!(sh(&format!("mkfifo {}", fifo.display())));
+    let bin = env!("CARGO_BIN_EXE_gpcap");
+    let root = env!("CARGO_MANIFEST_DIR");
+    let session = format!("gpcap-stream-{}", std::process::id());
+    let cmd = format!(
+        "cd {root} && cat {} | {bin} tui - -d dissectors/article.kdl",
+        fifo.display()
+    );
+    tmux(&["new-session", "-d", "-s", &session, "-x", "140", "-y", "40", &cmd]);
+    let bytes = bundled("clean.pcap");
+    let mut w = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    w.write_all(&bytes[..4983]).unwrap();
+    w.flush().unwrap();
+    let first = screen_with(&session, "Packets (54");
+    w.write_all(&bytes[4983..]).unwrap();
+    drop(w);
+    // The frame count on the tab line, without the gauge: the capture is over.
+    let last = screen_with(&session, "live - · 1558 frames");
+    tmux(&["send-keys", "-t", &session, "q"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let _ = tmux(&["kill-session", "-t", &session]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(first.contains("Packets (54"), "while open:\n{first}");
+    assert!(last.contains("live - · 1558 frames"), "at the end:\n{last}");
+    assert!(last.contains("Packets (1589)"), "at the end:\n{last}");
+
+    // A stream that breaks off mid-record: what came before stays, and the screen says
+    // where it broke.
+    let cut = dir.join("cut.pcap");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(&cut, &bytes[..5000]).unwrap();
+    let session = format!("gpcap-cut-{}", std::process::id());
+    let cmd = format!(
+        "cd {root} && cat {} | {bin} tui - -d dissectors/article.kdl",
+        cut.display()
+    );
+    tmux(&["new-session", "-d", "-s", &session, "-x", "200", "-y", "40", &cmd]);
+    let broken = screen_with(&session, "last record truncated");
+    tmux(&["send-keys", "-t", &session, "q"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let _ = tmux(&["kill-session", "-t", &session]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        broken.contains("capture from - stopped: -: last record truncated (17 bytes of an incomplete record) at byte offset 4983"),
+        "{broken}"
+    );
+    assert!(broken.contains("live - · 54 frames"), "{broken}");
+}

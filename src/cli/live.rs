@@ -239,6 +239,7 @@ fn drive(a: &LiveArgs, name: &str, mut cap: LiveCapture, choice: Choice) -> Resu
     let analysis_stop = Arc::new(AtomicBool::new(false));
     let astop = analysis_stop.clone();
     let failure = cap.failure.clone();
+    let source = name.to_string();
     let analysis = std::thread::spawn(move || {
         let mut last = Instant::now();
         while !astop.load(Ordering::Relaxed) {
@@ -253,15 +254,11 @@ fn drive(a: &LiveArgs, name: &str, mut cap: LiveCapture, choice: Choice) -> Resu
                     cap.recycle(batch);
                 }
                 let why = cap.failure.lock().ok().and_then(|f| f.clone());
-                let line = format!(
-                    "{} · {}",
-                    stats_line(&cap.stats()),
-                    why.map_or("the stream ended".into(), |w| format!("stopped: {w}"))
-                );
+                let line = format!("{} · the stream ended", stats_line(&cap.stats()));
                 if let Some(ix) = session.index.as_mut() {
                     ix.live_status(line);
                 }
-                let _ = session.finish();
+                let _ = session.finish_with(why.map(|w| format!("capture from {source} stopped: {w}")));
                 return;
             }
             if last.elapsed() > Duration::from_secs(1) {
@@ -289,8 +286,9 @@ fn drive(a: &LiveArgs, name: &str, mut cap: LiveCapture, choice: Choice) -> Resu
     let result = super::tui::event_loop(&mut app);
     analysis_stop.store(true, Ordering::Relaxed);
     let _ = analysis.join();
-    if let Some(f) = failure.lock().ok().and_then(|f| f.clone()) {
-        eprintln!("gpcap: capture from {name} stopped: {f}");
+    result?;
+    match failure.lock().ok().and_then(|f| f.clone()) {
+        Some(f) => Err(Error::Usage(format!("capture from {name} stopped: {f}"))),
+        None => Ok(ExitCode::SUCCESS),
     }
-    result
 }

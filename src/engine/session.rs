@@ -93,7 +93,13 @@ impl Session {
         stats.report()
     }
 
-    pub fn finish(mut self) -> std::io::Result<Report> {
+    pub fn finish(self) -> std::io::Result<Report> {
+        self.finish_with(None)
+    }
+
+    /// Finishes, telling the TUI's index why the capture ended early (a stream that
+    /// broke off, a lost connection): shown with everything captured before it.
+    pub fn finish_with(mut self, error: Option<String>) -> std::io::Result<Report> {
         if let Some(w) = self.writer {
             w.finish()?;
         }
@@ -101,7 +107,7 @@ impl Session {
         self.engine.finish(&mut stats);
         let report = stats.report();
         if let Some(ix) = self.index.as_mut() {
-            ix.done(Some(report.clone()), None);
+            ix.done(Some(report.clone()), error);
         }
         Ok(report)
     }

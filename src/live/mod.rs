@@ -179,7 +179,7 @@ impl LiveCapture {
     pub fn from_stream(
         name: &str,
         input: impl std::io::Read + Send + 'static,
-        ended: Option<Box<dyn FnOnce(&mut LiveStats) -> Option<String> + Send>>,
+        ended: Option<Ended>,
         on_stop: Option<Box<dyn FnOnce() + Send>>,
     ) -> Result<LiveCapture, LiveError> {
         let n = name.to_string();
