@@ -287,6 +287,17 @@ impl Ring {
         }
     }
 
+    /// The block the kernel fills next holds no frame yet (nothing is left to wait for).
+    fn open_block_empty(&self) -> bool {
+        // SAFETY: as in `drain`; only the frame count is read, which the kernel raises
+        // as it fills the block (a stale zero only ends the wait early, as a drop-free
+        // ring would).
+        unsafe {
+            let desc = self.base.add(self.next * BLOCK) as *const libc::tpacket_block_desc;
+            std::ptr::read_volatile(&raw const (*desc).hdr.bh1.num_pkts) == 0
+        }
+    }
+
     /// Received and dropped since the last call (reading resets the kernel's counters).
     fn kernel_counts(&self) -> (u64, u64) {
         let mut st = libc::tpacket_stats_v3 {
@@ -364,8 +375,20 @@ pub(super) fn run(o: LiveOptions, s: Start) {
             publish(&ring, feeder.captured);
         }
     }
-    // What the kernel already handed over is captured, not left in the ring.
-    while alive && ring.drain(&mut |f| feeder.push(f)).is_some() {}
+    // What the kernel holds is captured, not left in the ring: the block it is filling
+    // is handed over by its timer within two timeouts, so wait for that (bounded, as
+    // traffic may go on).
+    let until = Instant::now() + Duration::from_millis(200);
+    while alive && Instant::now() < until {
+        match ring.drain(&mut |f| feeder.push(f)) {
+            Some(a) => alive = a,
+            None if ring.open_block_empty() => break,
+            None => super::poll_readable(
+                ring.sock.as_raw_fd(),
+                Duration::from_millis(BLOCK_TIMEOUT_MS as u64),
+            ),
+        }
+    }
     feeder.flush();
     publish(&ring, feeder.captured);
 }
