@@ -6,4 +6,4 @@ pub mod merge;
 pub mod reader;
 pub mod writer;
 
-pub use reader::{CaptureError, CaptureReader, Frame};
+pub use reader::{CaptureError, CaptureReader, Frame, show_as, shown};

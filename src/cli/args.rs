@@ -48,7 +48,8 @@ pub enum Command {
     },
     /// Write a capture of simulated game traffic, and its ground truth beside it.
     Gen(GenArgs),
-    /// Capture live from an interface (needs the `live` feature and libpcap).
+    /// Capture live: an interface, `-` or a FIFO (a growing pcap/pcapng stream), or
+    /// ssh://[user@]host[:port]/iface (tcpdump on a remote host through ssh).
     Live(LiveArgs),
     /// Send a generated game session over a real UDP socket (a test peer for `live`).
     Send(SendArgs),
@@ -74,7 +75,7 @@ pub enum Command {
 
 #[derive(Args)]
 pub struct AnalyzeArgs {
-    /// pcap or pcapng files (gzip-compressed ones too).
+    /// pcap or pcapng files (gzip-compressed ones too); `-` or a FIFO is read once.
     #[arg(required = true)]
     pub captures: Vec<PathBuf>,
     #[command(flatten)]
@@ -151,7 +152,7 @@ pub struct ExportArgs {
 
 #[derive(Args)]
 pub struct DissectArgs {
-    /// A pcap or pcapng file (gzip-compressed too).
+    /// A pcap or pcapng file (gzip-compressed too); `-` or a FIFO is read once.
     pub capture: PathBuf,
     #[command(flatten)]
     pub protocol: ProtocolArgs,
@@ -179,7 +180,8 @@ pub struct DissectArgs {
 
 #[derive(Args)]
 pub struct TuiArgs {
-    /// A pcap or pcapng file (gzip-compressed too).
+    /// A pcap or pcapng file (gzip-compressed too), or `-` / a FIFO: a stream followed
+    /// as it grows (`tcpdump -U -w - | gpcap tui -`).
     pub capture: PathBuf,
     #[command(flatten)]
     pub protocol: ProtocolArgs,
@@ -190,16 +192,29 @@ pub struct TuiArgs {
 
 #[derive(Args)]
 pub struct LiveArgs {
-    /// Interface to capture on (see --list).
+    /// Interface (see --list), `-` or a FIFO carrying a pcap/pcapng stream (e.g.
+    /// `tcpdump -U -w -`), or ssh://[user@]host[:port]/iface.
     pub iface: Option<String>,
     /// List the interfaces and exit.
     #[arg(long)]
     pub list: bool,
     #[command(flatten)]
     pub protocol: ProtocolArgs,
-    /// BPF capture filter, e.g. "udp port 40000".
+    /// A libpcap capture filter, e.g. "udp port 40000" (the `libpcap` build, or the
+    /// remote tcpdump over ssh); without it the kernel keeps UDP on the protocol's ports,
+    /// IP fragments and ICMP too-big.
     #[arg(long)]
     pub filter: Option<String>,
+    /// The ssh command for ssh:// captures, split at spaces (the destination and the
+    /// remote command are appended).
+    #[arg(long = "ssh-command", default_value = "ssh -o BatchMode=yes")]
+    pub ssh_command: String,
+    /// The tcpdump command on the remote host, e.g. "sudo -n tcpdump".
+    #[arg(long = "remote-tcpdump", default_value = "tcpdump")]
+    pub remote_tcpdump: String,
+    /// A display filter the TUI starts with (`tui -` passes its own).
+    #[arg(skip)]
+    pub display_filter: Option<String>,
     /// Also write every captured frame to this pcapng file.
     #[arg(long)]
     pub write: Option<PathBuf>,

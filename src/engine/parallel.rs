@@ -175,7 +175,7 @@ pub fn analyze_files(
             }
         };
         for tx in &txs {
-            let _ = tx.send(Msg::Begin(path.display().to_string()));
+            let _ = tx.send(Msg::Begin(crate::capture::shown(path)));
         }
         let mut batches: Vec<Frames> = (0..shards).map(|_| (Batch::new(), Found::default())).collect();
         let error = read_frames(&mut r, i, progress, |f| {

@@ -92,7 +92,7 @@ pub fn analyze_files(
                 break;
             }
         };
-        send(Msg::Begin(path.display().to_string()));
+        send(Msg::Begin(crate::capture::shown(path)));
         let fresh = || pool.take(|| (Batch::new(), Found::default()));
         let (mut batch, mut spare) = fresh();
         let error = read_frames(&mut r, i, progress, |f| {

@@ -264,7 +264,7 @@ impl Index {
 
     pub fn new(path: &Path) -> Self {
         Index {
-            name: path.display().to_string(),
+            name: crate::capture::shown(path),
             path: path.to_path_buf(),
             total_bytes: std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
             ..Index::default()
