@@ -29,6 +29,13 @@ const PRIMITIVES: &[&str] = &[
     "rest",
     "derived",
     "le-uint",
+    "be-uint",
+    "le-int",
+    "be-int",
+    "varint",
+    "zigzag",
+    "text",
+    "cstring",
     "array",
     "list",
     "relative-list",
@@ -218,6 +225,7 @@ pub fn compile(file: &str, text: &str) -> Result<Program, Vec<DefinitionError>> 
         scope: Scope::default(),
         spans: Vec::new(),
         header_block: None,
+        msb: false,
     };
     let program = c.document(&doc);
     if c.errors.is_empty() {
@@ -300,6 +308,9 @@ struct Compiler<'d> {
     spans: Vec<SourceSpan>,
     /// The compiled header, which a fragment's data may re-read (`header`).
     header_block: Option<Block>,
+    /// `bit-order "msb"`: fields read most significant bit first unless they say
+    /// `order="lsb"`.
+    msb: bool,
 }
 
 fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
@@ -444,7 +455,7 @@ impl<'d> Compiler<'d> {
         let sequence_bits = self
             .role_nodes(header, Role::Sequence)
             .iter()
-            .map(|&id| match self.nodes[id as usize].kind {
+            .map(|&id| match self.nodes[id as usize].kind.plain() {
                 Kind::Bits(b) => b,
                 Kind::Int { min, max } => int_width(min, max).unwrap_or(32),
                 Kind::Uint64 | Kind::LeUint(_) => 64,
@@ -494,7 +505,7 @@ impl<'d> Compiler<'d> {
 
         // The type field's range fixes the number of packet types.
         let type_node = self.role_nodes(header, Role::Type).first().copied();
-        let derived_types = type_node.and_then(|id| match self.nodes[id as usize].kind {
+        let derived_types = type_node.and_then(|id| match self.nodes[id as usize].kind.plain() {
             Kind::Int { min: 0, max } if max < 1 << 16 => Some(max as u32 + 1),
             Kind::Bits(b) if b <= 16 => Some(1u32 << b),
             _ => None,
@@ -903,6 +914,22 @@ impl<'d> Compiler<'d> {
                     }
                 }
                 "doc" => {}
+                "bit-order" | "byte-order" => match first.and_then(|e| e.value().as_string()) {
+                    Some("msb") | Some("big") => {
+                        self.msb = true;
+                        params.msb = true;
+                    }
+                    Some("lsb") | Some("little") => {
+                        self.msb = false;
+                        params.msb = false;
+                    }
+                    _ => self.error(
+                        first.map(|e| e.span()).unwrap_or(Self::name_span(n)),
+                        format!("{key} is \"msb\" (\"big\") or \"lsb\" (\"little\")"),
+                        "order",
+                        Some("\"msb\": bits from the top of each byte, so whole bytes are big-endian (network order: ENet, RakNet); \"lsb\": the articles' packer, whole bytes little-endian (the default)".into()),
+                    ),
+                },
                 "sequence-space" => {
                     self.check_props(n, &["per", "doc"]);
                     let Some(name) = self.arg_str(n, 0, "the space's name") else {
@@ -936,6 +963,8 @@ impl<'d> Compiler<'d> {
                         "fragment-count",
                         "mtu-budget",
                         "sequence-space",
+                        "bit-order",
+                        "byte-order",
                         "doc",
                     ];
                     let hint = closest(other, known)
@@ -1097,7 +1126,7 @@ impl<'d> Compiler<'d> {
         Program::declare_role(roles, role);
         for &id in &nodes {
             let node = self.nodes[id as usize].clone();
-            let kind_ok = match (role, &node.kind) {
+            let kind_ok = match (role, &node.kind.plain()) {
                 (_, Kind::Derived(_)) => role != Role::Crc,
                 (Role::Crc, Kind::Bits(32)) => true,
                 (Role::AckBits, Kind::Bits(_)) => true,
@@ -1655,6 +1684,48 @@ impl<'d> Compiler<'d> {
                 }
                 Kind::LeUint(count)
             }
+            "be-uint" | "be-int" | "le-int" => {
+                allowed.extend(["role", "enum"]);
+                let count = self.count(n, 1)?;
+                if let Count::Const(c) = count
+                    && !(1..=8).contains(&c)
+                {
+                    self.error(
+                        positional(n)[1].span(),
+                        format!("{kind_name} takes 1 to 8 bytes, not {c}"),
+                        "byte count",
+                        Some(usage(kind_name)),
+                    );
+                    return None;
+                }
+                Kind::ByteInt {
+                    count,
+                    big: kind_name.starts_with("be"),
+                    signed: kind_name.ends_with("int") && !kind_name.ends_with("uint"),
+                }
+            }
+            "varint" | "zigzag" => {
+                allowed.extend(["role", "enum"]);
+                Kind::Varint {
+                    zigzag: kind_name == "zigzag",
+                }
+            }
+            "text" => Kind::Text {
+                len: self.count(n, 1)?,
+            },
+            "cstring" => {
+                let max = self.arg_int(n, 1, "the most bytes, the NUL included")?;
+                if !(1..=65535).contains(&max) {
+                    self.error(
+                        positional(n)[1].span(),
+                        "cstring MAX is 1..=65535 bytes",
+                        "",
+                        Some(usage("cstring")),
+                    );
+                    return None;
+                }
+                Kind::CString { max: max as u32 }
+            }
             "header" if header_reread => Kind::Struct {
                 body: self.header_block.unwrap_or_default(),
             },
@@ -1729,7 +1800,8 @@ impl<'d> Compiler<'d> {
         };
         let expected = match &kind {
             Kind::Bits(_) | Kind::SmallestThree(_) | Kind::Bytes(_) | Kind::String { .. } => 2,
-            Kind::Derived(_) | Kind::LeUint(_) => 2,
+            Kind::Derived(_) | Kind::LeUint(_) | Kind::ByteInt { .. } => 2,
+            Kind::Text { .. } | Kind::CString { .. } => 2,
             Kind::Struct { .. } if header_reread => 0,
             Kind::Array { .. } | Kind::RelativeList { .. } => 2,
             Kind::Int { .. } => 3,
@@ -1741,6 +1813,7 @@ impl<'d> Compiler<'d> {
             _ => 1,
         };
         self.extra_arguments(n, expected, &usage(kind_name));
+        let kind = self.ordered(n, kind, &mut allowed)?;
         self.check_props(n, &allowed);
         let role = match prop(n, "role").map(|e| (e, e.value().as_string())) {
             None => None,
@@ -1788,7 +1861,15 @@ impl<'d> Compiler<'d> {
         };
         let integer = matches!(
             kind,
-            Kind::Bits(_) | Kind::Bool | Kind::Int { .. } | Kind::Uint64 | Kind::Derived(_) | Kind::LeUint(_)
+            Kind::Bits(_)
+                | Kind::Bool
+                | Kind::Int { .. }
+                | Kind::Uint64
+                | Kind::Derived(_)
+                | Kind::LeUint(_)
+                | Kind::Msb(_)
+                | Kind::ByteInt { .. }
+                | Kind::Varint { .. }
         );
         // A role field writes its role's slot; a field named like an earlier one (the
         // other branch of an `if`) shares its slot, so expressions read whichever was read.
@@ -1825,6 +1906,46 @@ impl<'d> Compiler<'d> {
             line: self.line_of(n.span()) as u32,
         });
         Some(self.nodes.len() as u32 - 1)
+    }
+}
+
+impl Compiler<'_> {
+    /// The bit order of a field: `order="msb"`/`"lsb"` on it, else the protocol's
+    /// `bit-order`. Kinds with an MSB-first form take it; the rest keep the articles'
+    /// packing, and saying `order` on them is an error.
+    fn ordered(&mut self, n: &KdlNode, kind: Kind, allowed: &mut Vec<&'static str>) -> Option<Kind> {
+        let has_msb_form = matches!(
+            kind,
+            Kind::Bits(_) | Kind::Bool | Kind::Int { .. } | Kind::Float | Kind::Double | Kind::Uint64
+        );
+        let msb = match prop(n, "order").map(|e| (e, e.value().as_string())) {
+            None => self.msb,
+            Some((_, Some("msb" | "big"))) if has_msb_form => true,
+            Some((_, Some("lsb" | "little"))) if has_msb_form => false,
+            Some((e, _)) if !has_msb_form => {
+                self.error(
+                    e.span(),
+                    format!("`{}` has one bit order; `order` applies to bits, bool, int, float, double and uint64", n.name().value()),
+                    "order",
+                    Some("for whole-byte integers write be-uint, le-uint, be-int or le-int".into()),
+                );
+                return None;
+            }
+            Some((e, _)) => {
+                self.error(e.span(), "`order` is \"msb\" or \"lsb\"", "order", None);
+                return None;
+            }
+        };
+        allowed.push("order");
+        Some(match kind {
+            Kind::Bits(b) if msb => Kind::Msb(Msb::Bits(b)),
+            Kind::Bool if msb => Kind::Msb(Msb::Bool),
+            Kind::Int { min, max } if msb => Kind::Msb(Msb::Int { min, max }),
+            Kind::Float if msb => Kind::Msb(Msb::Float),
+            Kind::Double if msb => Kind::Msb(Msb::Double),
+            Kind::Uint64 if msb => Kind::Msb(Msb::Uint64),
+            k => k,
+        })
     }
 }
 
@@ -1907,6 +2028,23 @@ fn usage(kind: &str) -> String {
         "le-uint" => {
             "usage: `le-uint NAME BYTES` (1..=8 bytes, little-endian; BYTES a number or an expression)".into()
         }
+        "be-uint" | "be-int" | "le-int" => format!(
+            "usage: `{kind} NAME BYTES` (1..=8 bytes, {} first{}; BYTES a number or an expression)",
+            if kind.starts_with("be") {
+                "most significant"
+            } else {
+                "least significant"
+            },
+            if kind.ends_with("uint") {
+                ""
+            } else {
+                ", two's complement"
+            }
+        ),
+        "varint" => "usage: `varint NAME` (unsigned LEB128, up to 10 bytes)".into(),
+        "zigzag" => "usage: `zigzag NAME` (a LEB128 varint, zigzag-decoded to a signed value)".into(),
+        "text" => "usage: `text NAME LEN` (LEN bytes shown as text; a number or an expression)".into(),
+        "cstring" => "usage: `cstring NAME MAX` (text up to a NUL, MAX bytes at most with it)".into(),
         "rest" => "usage: `rest NAME` or `rest NAME { what the bytes start with }`".into(),
         "bool" | "uint64" | "float" | "double" | "vector" | "quaternion" => {
             format!("usage: `{kind} NAME`")

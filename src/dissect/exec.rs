@@ -9,6 +9,9 @@ use crate::bits::{BitError, BitReader, ErrorKind, Prim, RELATIVE_INDEX_LADDER, R
 use crate::validate::{CountEncoding, FRAGMENT_TYPE};
 use serde::Serialize;
 
+#[path = "exec_words.rs"]
+mod words;
+
 /// Parent index of root fields.
 pub const ROOT: u32 = u32::MAX;
 
@@ -401,6 +404,7 @@ type Step = Result<(), Stop>;
 
 /// Where a node is being read: its id, label and kind name, its parent and depth in
 /// the field tree, and the bit it starts at.
+#[derive(Clone, Copy)]
 struct Here {
     id: NodeId,
     label: Label,
@@ -1193,9 +1197,12 @@ impl<'p> Exec<'p> {
     fn align(&self, r: &mut BitReader, out: &mut Dissection, node: NodeId, parent: u32, depth: u16) -> Step {
         let at = r.bits_read();
         let label = Label::Part("align");
-        let pad = r
-            .read_align()
-            .map_err(|e| self.read_fault(out, e, parent, label))?;
+        let pad = if self.program.params.msb {
+            r.read_align_msb()
+        } else {
+            r.read_align()
+        }
+        .map_err(|e| self.read_fault(out, e, parent, label))?;
         if pad > 0 {
             self.push(
                 out,
@@ -1506,6 +1513,11 @@ impl<'p> Exec<'p> {
             Kind::String { max } => self.string(r, out, &here(r), *max),
             Kind::Rest { body } => self.rest_of_datagram(r, out, &here(r), *body),
             Kind::LeUint(c) => self.le_uint(r, out, &here(r), *c),
+            Kind::Msb(m) => self.msb(r, out, &here(r), *m),
+            Kind::ByteInt { count, big, signed } => self.byte_int(r, out, &here(r), *count, *big, *signed),
+            Kind::Varint { zigzag } => self.varint(r, out, &here(r), *zigzag),
+            Kind::Text { len } => self.text(r, out, &here(r), *len),
+            Kind::CString { max } => self.cstring(r, out, &here(r), *max),
             Kind::Derived(e) => {
                 let at = r.bits_read();
                 let v = self.eval_at(out, *e, parent, Label::Node(id), at)?;

@@ -117,7 +117,7 @@ fn node(p: &Program, id: NodeId, prefix: &str, ty: Option<u32>, nest: u32, out: 
             add(out, join(&here, part), ty, holds, false);
         }
     };
-    match &n.kind {
+    match &n.kind.plain() {
         Kind::If { then, otherwise, .. } => {
             walk(p, *then, prefix, ty, nest + 1, out);
             walk(p, *otherwise, prefix, ty, nest + 1, out);
@@ -155,7 +155,9 @@ fn node(p: &Program, id: NodeId, prefix: &str, ty: Option<u32>, nest: u32, out: 
                 false,
             );
         }
-        Kind::String { .. } => add(out, here, ty, Holds::Text, false),
+        Kind::String { .. } | Kind::Text { .. } | Kind::CString { .. } => {
+            add(out, here, ty, Holds::Text, false)
+        }
         Kind::Bytes(_) => add(out, here, ty, Holds::Bytes, false),
         Kind::Bool => add(out, here, ty, Holds::Bool, false),
         Kind::Float => add(out, here, ty, Holds::Float { step: 0.0 }, false),
@@ -166,7 +168,10 @@ fn node(p: &Program, id: NodeId, prefix: &str, ty: Option<u32>, nest: u32, out: 
         | Kind::Uint64
         | Kind::Check { .. }
         | Kind::Derived(_)
-        | Kind::LeUint(_) => add(out, here, ty, int, false),
+        | Kind::LeUint(_)
+        | Kind::Msb(_)
+        | Kind::ByteInt { .. }
+        | Kind::Varint { .. } => add(out, here, ty, int, false),
     }
 }
 

@@ -135,6 +135,29 @@ pub enum Kind {
     /// An unsigned little-endian integer of 1 to 8 whole bytes, the count fixed or read
     /// from earlier fields (netcode's sequence: `le-uint sequence "sequence_bytes"`).
     LeUint(Count),
+    /// A value read most significant bit first (`bit-order "msb"`, or `order="msb"` on
+    /// the field): a byte-aligned multiple of 8 bits is big-endian, network order.
+    Msb(Msb),
+    /// A whole-byte integer of 1 to 8 bytes in a stated byte order, signed or not
+    /// (`be-uint`, `be-int`, `le-int`; `le-uint` is [`Kind::LeUint`]).
+    ByteInt {
+        count: Count,
+        big: bool,
+        signed: bool,
+    },
+    /// LEB128: 7 bits a byte, the low group first, the top bit set while more follow;
+    /// `zigzag` maps 0, 1, 2, 3… back to 0, -1, 1, -2….
+    Varint {
+        zigzag: bool,
+    },
+    /// `len` bytes of text, shown as text (NULs at the end are padding).
+    Text {
+        len: Count,
+    },
+    /// Text up to and including a NUL, at most `max` bytes with it.
+    CString {
+        max: u32,
+    },
     Struct {
         body: Block,
     },
@@ -164,6 +187,24 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The articles' kind this one reads the same values as, for what roles and ranges
+    /// ask of a field: MSB-first `bits` are `bits`, a `be-uint` is a `le-uint`.
+    pub fn plain(&self) -> Kind {
+        match self {
+            Kind::Msb(Msb::Bits(b)) => Kind::Bits(*b),
+            Kind::Msb(Msb::Bool) => Kind::Bool,
+            Kind::Msb(Msb::Int { min, max }) => Kind::Int { min: *min, max: *max },
+            Kind::Msb(Msb::Uint64) => Kind::Uint64,
+            Kind::Msb(Msb::Float) => Kind::Float,
+            Kind::Msb(Msb::Double) => Kind::Double,
+            Kind::ByteInt {
+                count, signed: false, ..
+            } => Kind::LeUint(*count),
+            Kind::Varint { zigzag: false } => Kind::Uint64,
+            k => k.clone(),
+        }
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             Kind::Bits(_) => "bits",
@@ -184,12 +225,60 @@ impl Kind {
             Kind::Rest { .. } => "rest",
             Kind::Derived(_) => "derived",
             Kind::LeUint(_) => "le-uint",
+            Kind::Msb(m) => m.name(),
+            Kind::ByteInt { big, signed, .. } => match (big, signed) {
+                (true, false) => "be-uint",
+                (true, true) => "be-int",
+                (false, true) => "le-int",
+                (false, false) => "le-uint",
+            },
+            Kind::Varint { zigzag: false } => "varint",
+            Kind::Varint { zigzag: true } => "zigzag",
+            Kind::Text { .. } => "text",
+            Kind::CString { .. } => "cstring",
             Kind::Struct { .. } => "struct",
             Kind::Inline { .. } => "inline",
             Kind::Array { .. } => "array",
             Kind::List { .. } => "list",
             Kind::RelativeList { .. } => "relative-list",
             Kind::If { .. } => "if",
+        }
+    }
+}
+
+/// The primitives that read most significant bit first (RakNet's BitStream, ENet's
+/// big-endian words with bit fields inside them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Msb {
+    Bits(u32),
+    Bool,
+    Int { min: i64, max: i64 },
+    Float,
+    Double,
+    Uint64,
+}
+
+impl Msb {
+    /// Bits on the wire (`int`: its range's width).
+    pub fn width(self) -> u32 {
+        match self {
+            Msb::Bits(n) => n,
+            Msb::Bool => 1,
+            Msb::Int { min, max } => crate::bits::int_width(min, max).unwrap_or(64),
+            Msb::Float => 32,
+            Msb::Double | Msb::Uint64 => 64,
+        }
+    }
+
+    /// The name shown for the field: the primitive's own.
+    pub fn name(self) -> &'static str {
+        match self {
+            Msb::Bits(_) => "bits",
+            Msb::Bool => "bool",
+            Msb::Int { .. } => "int",
+            Msb::Float => "float",
+            Msb::Double => "double",
+            Msb::Uint64 => "uint64",
         }
     }
 }
@@ -267,6 +356,9 @@ pub struct Params {
     pub checksum: Checksum,
     pub end_check: Option<u32>,
     pub format: HeaderFormat,
+    /// `bit-order "msb"`: fields read most significant bit first by default, and a
+    /// byte's pad bits are its low ones.
+    pub msb: bool,
 }
 
 /// The validation a protocol declares (`checksum` in the protocol block).
@@ -298,6 +390,7 @@ impl Default for Params {
             // A body ends with a check only when the definition says `end-check`.
             end_check: None,
             format: HeaderFormat::default(),
+            msb: false,
         }
     }
 }
