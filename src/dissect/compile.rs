@@ -226,6 +226,10 @@ pub fn compile(file: &str, text: &str) -> Result<Program, Vec<DefinitionError>> 
         spans: Vec::new(),
         header_block: None,
         msb: false,
+        remembered: Vec::new(),
+        stand_in: None,
+        stand_in_when: None,
+        checksum_field: None,
     };
     let program = c.document(&doc);
     if c.errors.is_empty() {
@@ -311,6 +315,14 @@ struct Compiler<'d> {
     /// `bit-order "msb"`: fields read most significant bit first unless they say
     /// `order="lsb"`.
     msb: bool,
+    /// Names of the values conversations remember (`remember="NAME"`).
+    remembered: Vec<String>,
+    /// The protocol block's `checksum … stand-in=… stand-in-when=…`, resolved once the
+    /// fields it names are compiled.
+    stand_in: Option<(String, SourceSpan)>,
+    stand_in_when: Option<&'d KdlEntry>,
+    /// `checksum … field=NAME`: must be the `role=crc` field.
+    checksum_field: Option<(String, SourceSpan)>,
 }
 
 fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
@@ -364,6 +376,7 @@ impl<'d> Compiler<'d> {
         let mut protocol_node = None;
         let mut header_node = None;
         let mut fragment_node = None;
+        let mut messages_node = None;
         let mut packet_nodes = Vec::new();
         for n in doc.nodes() {
             match n.name().value() {
@@ -395,15 +408,16 @@ impl<'d> Compiler<'d> {
                 }
                 "header" => header_node = Some(n),
                 "fragment" => fragment_node = Some(n),
-                "packet" => packet_nodes.push(n),
+                "messages" => messages_node = Some(n),
+                "packet" | "message" => packet_nodes.push(n),
                 other => {
                     let hint = closest(
                         other,
-                        ["protocol", "enum", "struct", "header", "fragment", "packet"],
+                        ["protocol", "enum", "struct", "header", "fragment", "packet", "messages", "message"],
                     )
                     .map(|c| format!("did you mean `{c}`?"))
                     .unwrap_or_else(|| {
-                        "top-level nodes are protocol, enum, struct, header, fragment and packet".into()
+                        "top-level nodes are protocol, enum, struct, header, fragment, packet, messages and message".into()
                     });
                     self.error(
                         Self::name_span(n),
@@ -434,12 +448,40 @@ impl<'d> Compiler<'d> {
         self.scope.clear();
         let header = self.block(h.children(), 0);
         self.header_block = Some(header);
-        let with_crc = params.checksum == Checksum::Crc32;
+        let with_crc = params.checksum != Checksum::None;
+        // The condition reads header fields, which are in scope now.
+        if let Some(e) = self.stand_in_when {
+            let when = self.expression(e);
+            if let Some(rule) = &mut params.rule {
+                rule.when = when;
+            }
+        }
         let mut roles = 0u32;
-        let mut roles_ok = self.role_placement(h, header, Role::Sequence, true, &mut roles);
-        roles_ok &= self.role_placement(h, header, Role::Type, false, &mut roles);
+        // With messages, a datagram sequence is optional and types are the messages'.
+        let mut roles_ok =
+            self.role_placement(h, header, Role::Sequence, messages_node.is_none(), &mut roles);
+        if messages_node.is_none()
+            && let Some(m) = packet_nodes.iter().find(|p| p.name().value() == "message")
+        {
+            self.error(
+                Self::name_span(m),
+                "`message` types need a `messages` block: what each message starts with",
+                "no messages block",
+                Some("add `messages { bits type 8 role=type }` (the fields before each message's body), or write `packet` for one message per datagram".into()),
+            );
+        }
+        let messages = messages_node.and_then(|m| self.messages_block(m, header, fragment_node));
+        if messages_node.is_some() && messages.is_none() {
+            return None;
+        }
+        let type_block = messages.as_ref().map_or(header, |m| m.header);
+        roles_ok &= match messages_node {
+            Some(m) => self.role_placement(m, type_block, Role::Type, false, &mut roles),
+            None => self.role_placement(h, header, Role::Type, false, &mut roles),
+        };
         if with_crc {
             roles_ok &= self.role_placement(h, header, Role::Crc, true, &mut roles);
+            roles_ok &= self.checksum_position(header, &params);
         } else if let Some(id) = self.role_nodes(header, Role::Crc).first() {
             let name = self.nodes[*id as usize].name.clone();
             self.error(
@@ -504,7 +546,7 @@ impl<'d> Compiler<'d> {
         let typed = Program::role_declared(roles, Role::Type);
 
         // The type field's range fixes the number of packet types.
-        let type_node = self.role_nodes(header, Role::Type).first().copied();
+        let type_node = self.role_nodes(type_block, Role::Type).first().copied();
         let derived_types = type_node.and_then(|id| match self.nodes[id as usize].kind.plain() {
             Kind::Int { min: 0, max } if max < 1 << 16 => Some(max as u32 + 1),
             Kind::Bits(b) if b <= 16 => Some(1u32 << b),
@@ -588,6 +630,10 @@ impl<'d> Compiler<'d> {
             seen.insert(id as u32, (name.clone(), line));
             self.extra_arguments(p, 2, &usage("packet"));
             self.scope.clear();
+            if let Some(m) = &messages {
+                // A message's body reads its own header's fields.
+                self.scope = m.scope.clone();
+            }
             self.check_props(p, &["doc", "from", "sequence-space", "info"]);
             let info = prop(p, "info").and_then(|e| match e.value().as_string() {
                 Some(t) => {
@@ -684,6 +730,7 @@ impl<'d> Compiler<'d> {
                 Some("add `id 0x…` to the protocol block".into()),
             );
         }
+        self.resolve_stand_in(&mut params);
         if !roles_ok {
             return None;
         }
@@ -694,6 +741,12 @@ impl<'d> Compiler<'d> {
         } else {
             crate::validate::FRAGMENT_TYPE
         };
+        // Whole datagrams of a protocol with messages: a type past the messages'.
+        let datagram_type = messages.as_ref().map(|_| {
+            params.format.num_types += 1;
+            params.format.num_types - 1
+        });
+        let messages = messages.map(|m| m.node);
         let mut program = Program {
             params,
             nodes: std::mem::take(&mut self.nodes),
@@ -711,6 +764,8 @@ impl<'d> Compiler<'d> {
             enums: std::mem::take(&mut self.enums),
             slot_count: self.slot_count,
             limits: Limits::default(),
+            messages,
+            datagram_type,
             plan: Default::default(),
         };
         program.plan = super::plan::Plan::build(&program);
@@ -805,7 +860,7 @@ impl<'d> Compiler<'d> {
         self.newlines.partition_point(|&at| at < span.offset()) + 1
     }
 
-    fn protocol(&mut self, p: &KdlNode, params: &mut Params, spaces: &mut Vec<SequenceSpace>) {
+    fn protocol(&mut self, p: &'d KdlNode, params: &mut Params, spaces: &mut Vec<SequenceSpace>) {
         params.name = p
             .entries()
             .first()
@@ -834,16 +889,7 @@ impl<'d> Compiler<'d> {
                         Some("for example `id 0x55667788`".into()),
                     ),
                 },
-                "checksum" => match first.and_then(|e| e.value().as_string()) {
-                    Some("crc32") => params.checksum = Checksum::Crc32,
-                    Some("none") => params.checksum = Checksum::None,
-                    _ => self.error(
-                        first.map(|e| e.span()).unwrap_or(Self::name_span(n)),
-                        "checksum is \"crc32\" or \"none\"",
-                        "validation",
-                        Some("\"crc32\": a CRC32 over the protocol id and the packet (the default); \"none\": ports and a clean header read decide".into()),
-                    ),
-                },
+                "checksum" => self.checksum(n, params),
                 "ports" => {
                     for e in positional(n) {
                         match e.value().as_integer() {
@@ -1417,6 +1463,7 @@ impl<'d> Compiler<'d> {
                             role: None,
                             type_name: None,
                             line: self.line_of(n.span()) as u32,
+                            remember: None,
                         });
                         let nested = self.nodes.len() as NodeId - 1;
                         open_if = Some(nested);
@@ -1814,6 +1861,7 @@ impl<'d> Compiler<'d> {
         };
         self.extra_arguments(n, expected, &usage(kind_name));
         let kind = self.ordered(n, kind, &mut allowed)?;
+        let remember = self.remember(n, &kind, &mut allowed);
         self.check_props(n, &allowed);
         let role = match prop(n, "role").map(|e| (e, e.value().as_string())) {
             None => None,
@@ -1904,12 +1952,248 @@ impl<'d> Compiler<'d> {
             role,
             type_name,
             line: self.line_of(n.span()) as u32,
+            remember,
         });
         Some(self.nodes.len() as u32 - 1)
     }
 }
 
+/// A compiled `messages` block: the node that stands for it in the field tree, its
+/// header, and the fields it leaves in scope for message bodies.
+struct MessagesDef {
+    node: NodeId,
+    header: Block,
+    scope: Scope,
+}
+
+impl<'d> Compiler<'d> {
+    /// `messages { … }`: each message's header. Refuses what cannot go with it yet.
+    fn messages_block(
+        &mut self,
+        m: &'d KdlNode,
+        header: Block,
+        fragment: Option<&KdlNode>,
+    ) -> Option<MessagesDef> {
+        self.check_props(m, &["doc"]);
+        if let Some(f) = fragment {
+            self.error(
+                Self::name_span(f),
+                "a datagram-level `fragment` block cannot go with `messages`",
+                "fragments",
+                Some("fragments inside messages (ENet's SEND_FRAGMENT) are not supported yet: describe the fragment's fields in its message type".into()),
+            );
+            return None;
+        }
+        if let Some(&id) = self.role_nodes(header, Role::Type).first() {
+            self.error(
+                self.spans[id as usize],
+                "with `messages`, types are the messages': the header's type selects nothing",
+                "role=type",
+                Some("move role=type to the type field of the `messages` block".into()),
+            );
+            return None;
+        }
+        self.scope.clear();
+        let block = self.block(m.children(), 0);
+        let scope = self.scope.clone();
+        for role in [
+            Role::Sequence,
+            Role::Crc,
+            Role::Ack,
+            Role::AckBits,
+            Role::FragmentId,
+            Role::FragmentCount,
+            Role::FragmentData,
+        ] {
+            if let Some(&id) = self.role_nodes(block, role).first() {
+                self.error(
+                    self.spans[id as usize],
+                    format!("role={} in a message is not supported yet", role.name()),
+                    "role",
+                    Some("only role=type is per message for now; per-message sequences, acks and fragments are planned".into()),
+                );
+                return None;
+            }
+        }
+        self.spans.push(m.span());
+        self.nodes.push(Node {
+            name: "messages".into(),
+            kind: Kind::Messages { header: block },
+            doc: prop(m, "doc")
+                .and_then(|e| e.value().as_string())
+                .map(str::to_string),
+            slot: None,
+            enum_id: None,
+            role: None,
+            type_name: None,
+            line: self.line_of(m.span()) as u32,
+            remember: None,
+        });
+        Some(MessagesDef {
+            node: self.nodes.len() as u32 - 1,
+            header: block,
+            scope,
+        })
+    }
+}
+
+impl<'d> Compiler<'d> {
+    /// `checksum "ALGORITHM" [field=NAME] [prefix="id"|"none"] [stand-in=NAME]
+    /// [stand-in-when=EXPR]`. Alone, `"crc32"` is the articles' scheme.
+    fn checksum(&mut self, n: &'d KdlNode, params: &mut Params) {
+        use crate::dissect::program::{ChecksumAlgorithm, ChecksumRule};
+        let first = positional(n).first().copied();
+        let algorithm = match first.and_then(|e| e.value().as_string()) {
+            Some("none") => {
+                params.checksum = Checksum::None;
+                self.check_props(n, &[]);
+                return;
+            }
+            Some("crc32") => ChecksumAlgorithm::Crc32,
+            Some("crc32c") => ChecksumAlgorithm::Crc32c,
+            Some("adler32") => ChecksumAlgorithm::Adler32,
+            _ => {
+                self.error(
+                    first.map(|e| e.span()).unwrap_or(Self::name_span(n)),
+                    "checksum is \"crc32\", \"crc32c\", \"adler32\" or \"none\"",
+                    "validation",
+                    Some("\"crc32\" alone: the articles' CRC32 over the protocol id and the packet; with field=…: a checksum over the datagram with that field replaced; \"none\": ports and a clean header read decide".into()),
+                );
+                return;
+            }
+        };
+        self.check_props(n, &["field", "prefix", "stand-in", "stand-in-when", "doc"]);
+        let declared = n
+            .entries()
+            .iter()
+            .any(|e| e.name().is_some_and(|k| k.value() != "doc"));
+        if algorithm == ChecksumAlgorithm::Crc32 && !declared {
+            params.checksum = Checksum::Crc32;
+            return;
+        }
+        let prefix = match prop(n, "prefix").map(|e| (e, e.value().as_string())) {
+            None | Some((_, Some("none"))) => false,
+            Some((_, Some("id"))) => true,
+            Some((e, _)) => {
+                self.error(
+                    e.span(),
+                    "`prefix` is \"id\" (the protocol id hashed first, never sent) or \"none\"",
+                    "",
+                    None,
+                );
+                false
+            }
+        };
+        if let Some(e) = prop(n, "stand-in") {
+            match e.value().as_string() {
+                Some(name) => self.stand_in = Some((name.to_string(), e.span())),
+                None => self.error(e.span(), "`stand-in` names a remembered value", "", Some("for example `stand-in=\"connect_id\"` with `remember=\"connect_id\"` on the field it comes from".into())),
+            }
+        }
+        self.stand_in_when = prop(n, "stand-in-when");
+        if let Some(e) = prop(n, "field") {
+            self.checksum_field = e.value().as_string().map(|s| (s.to_string(), e.span()));
+        }
+        params.checksum = Checksum::Field;
+        params.rule = Some(ChecksumRule {
+            algorithm,
+            prefix,
+            stand_in: None,
+            when: None,
+        });
+    }
+}
+
 impl Compiler<'_> {
+    /// The articles' CRC covers the datagram's first four bytes: its field must be the
+    /// header's first. A declared checksum's `field=` must name the role=crc field.
+    fn checksum_position(&mut self, header: Block, params: &Params) -> bool {
+        let Some(&crc) = self.role_nodes(header, Role::Crc).first() else {
+            return true;
+        };
+        let name = self.nodes[crc as usize].name.clone();
+        if params.checksum == Checksum::Crc32 {
+            if self.children.get(header.start as usize) == Some(&crc) {
+                return true;
+            }
+            self.error(
+                self.spans[crc as usize],
+                format!("the articles' CRC32 is the datagram's first 4 bytes, and `{name}` is not the header's first field"),
+                "role=crc",
+                Some(format!("to checksum the datagram with the field where it lies, declare `checksum \"crc32\" field=\"{name}\"` in the protocol block")),
+            );
+            return false;
+        }
+        match self.checksum_field.clone() {
+            Some((f, span)) if f != name => {
+                self.error(
+                    span,
+                    format!("the checksum field is `{name}` (role=crc), not `{f}`"),
+                    "field",
+                    Some(format!("write `field=\"{name}\"`, or move role=crc to `{f}`")),
+                );
+                false
+            }
+            _ => true,
+        }
+    }
+
+    /// `stand-in=NAME` names a value some field remembers.
+    fn resolve_stand_in(&mut self, params: &mut Params) {
+        params.remembered = self.remembered.clone();
+        let Some((name, span)) = self.stand_in.take() else {
+            return;
+        };
+        match self.remembered.iter().position(|r| *r == name) {
+            Some(i) => {
+                if let Some(rule) = &mut params.rule {
+                    rule.stand_in = Some(i as u8);
+                }
+            }
+            None => {
+                let hint = closest(&name, self.remembered.iter().map(|s| s.as_str()))
+                    .map(|c| format!("did you mean `{c}`?"))
+                    .unwrap_or_else(|| format!("mark the field it comes from with `remember=\"{name}\"`"));
+                self.error(
+                    span,
+                    format!("no field remembers `{name}`"),
+                    "stand-in",
+                    Some(hint),
+                );
+            }
+        }
+    }
+
+    /// `remember="NAME"` on a field of at most 8 whole bytes.
+    fn remember(&mut self, n: &KdlNode, kind: &Kind, allowed: &mut Vec<&'static str>) -> Option<u8> {
+        let e = prop(n, "remember")?;
+        allowed.push("remember");
+        let bytes = match kind.plain() {
+            Kind::Bits(b) if b % 8 == 0 => true,
+            Kind::Uint64 | Kind::LeUint(_) | Kind::ByteInt { .. } => true,
+            Kind::Bytes(Count::Const(c)) => (1..=8).contains(&c),
+            _ => false,
+        };
+        let Some(name) = e.value().as_string().filter(|_| bytes) else {
+            self.error(
+                e.span(),
+                "`remember` takes a name, on a field of 1 to 8 whole bytes",
+                "remember",
+                Some("for example `le-uint connect_id 4 remember=\"connect_id\"`".into()),
+            );
+            return None;
+        };
+        if let Some(i) = self.remembered.iter().position(|r| r == name) {
+            return Some(i as u8);
+        }
+        if self.remembered.len() >= 8 {
+            self.error(e.span(), "a conversation remembers at most 8 values", "", None);
+            return None;
+        }
+        self.remembered.push(name.to_string());
+        Some(self.remembered.len() as u8 - 1)
+    }
+
     /// The bit order of a field: `order="msb"`/`"lsb"` on it, else the protocol's
     /// `bit-order`. Kinds with an MSB-first form take it; the rest keep the articles'
     /// packing, and saying `order` on them is an error.
@@ -1952,7 +2236,7 @@ impl Compiler<'_> {
 /// The fields declared so far on the path being compiled, newest last, with a count per
 /// name, so that looking up a name not in scope costs nothing (a 1 MiB definition
 /// declares 65,535 fields, each looked up as it is declared).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Scope {
     fields: Vec<(String, Option<u16>)>,
     names: HashMap<String, u32>,

@@ -156,9 +156,27 @@ pub struct FragmentInfo {
     pub lead: usize,
 }
 
+/// One message of a datagram that carries several: its type and where it lies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct MessageInfo {
+    /// `None`: the message's header could not be read.
+    pub type_id: Option<u32>,
+    pub bit_offset: u64,
+    pub bit_len: u64,
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Dissection {
     pub fields: Vec<Field>,
+    /// The datagram's messages in order (protocols with `messages`), read or not.
+    pub messages: Vec<MessageInfo>,
+    /// Where the checksum field starts (a checksum declared with `field=`).
+    pub crc_at: Option<u64>,
+    /// The checksum is computed with a remembered value in its field (its `stand-in`
+    /// and `stand-in-when` held).
+    pub crc_stand_in: bool,
+    /// Fields the conversation remembers: (value, bit offset, bit length).
+    pub learnt: Vec<(u8, u64, u64)>,
     pub crc: Option<u32>,
     pub sequence: Option<u64>,
     pub packet_type: Option<u32>,
@@ -230,6 +248,10 @@ impl Dissector {
     /// Dissects one datagram into `out` (cleared first).
     pub fn dissect_into(&mut self, data: &[u8], out: &mut Dissection) {
         out.fields.clear();
+        out.messages.clear();
+        out.learnt.clear();
+        out.crc_at = None;
+        out.crc_stand_in = false;
         out.crc = None;
         out.sequence = None;
         out.packet_type = None;
@@ -421,9 +443,25 @@ impl<'p> Exec<'p> {
             self.block(r, out, p.header, ROOT, 0)?;
         }
         out.crc = self.role(Role::Crc).map(|v| v as u32);
+        if let Some(rule) = &p.params.rule
+            && rule.stand_in.is_some()
+        {
+            let at = r.bits_read();
+            out.crc_stand_in = match rule.when {
+                Some(e) => self.eval_at(out, e, ROOT, Label::Part("stand-in-when"), at)? != 0,
+                None => true,
+            };
+        }
         out.sequence = self.role(Role::Sequence).map(|v| v as u64);
         let ty = self.role(Role::Type).unwrap_or(0) as u32;
         out.packet_type = Some(ty);
+        if let Some(node) = p.messages {
+            out.packet_type = p.datagram_type;
+            let res = self.messages(r, out, node);
+            self.acks(out);
+            res?;
+            return self.protocol_id(out);
+        }
         let fragment = match (p.fragment, p.fragment_when) {
             (Some(f), Some(when)) => {
                 let at = r.bits_read();
@@ -1260,6 +1298,50 @@ impl<'p> Exec<'p> {
     /// One field: leaves through the primitive table, everything else here.
     #[inline(always)]
     fn node(&mut self, r: &mut BitReader, out: &mut Dissection, id: NodeId, parent: u32, depth: u16) -> Step {
+        let p = self.program;
+        if p.params.tracks() {
+            return self.node_tracked(r, out, id, parent, depth);
+        }
+        self.node_read(r, out, id, parent, depth)
+    }
+
+    /// A field whose place matters beyond its value: the checksum's, or one the
+    /// conversation remembers.
+    #[inline(never)]
+    fn node_tracked(
+        &mut self,
+        r: &mut BitReader,
+        out: &mut Dissection,
+        id: NodeId,
+        parent: u32,
+        depth: u16,
+    ) -> Step {
+        let node = &self.program.nodes[id as usize];
+        let (role, remember, start) = (node.role, node.remember, r.bits_read());
+        self.node_read(r, out, id, parent, depth)?;
+        let len = r.bits_read() - start;
+        if role == Some(Role::Crc) {
+            out.crc_at = Some(start);
+        }
+        if let Some(i) = remember
+            && start % 8 == 0
+            && len % 8 == 0
+            && len <= 64
+        {
+            out.learnt.push((i, start, len));
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn node_read(
+        &mut self,
+        r: &mut BitReader,
+        out: &mut Dissection,
+        id: NodeId,
+        parent: u32,
+        depth: u16,
+    ) -> Step {
         let p = self.program;
         let node = &p.nodes[id as usize];
         let start = r.bits_read();

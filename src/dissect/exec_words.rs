@@ -182,3 +182,106 @@ impl Exec<'_> {
         Ok(())
     }
 }
+
+impl Exec<'_> {
+    /// The datagram's messages, one after another to its end: each its header, then the
+    /// body of the type the header names.
+    pub(super) fn messages(&mut self, r: &mut BitReader, out: &mut Dissection, node: NodeId) -> Step {
+        let p = self.program;
+        let Some(header) = p.message_header() else {
+            return Ok(());
+        };
+        let at = r.bits_read();
+        let group = self.push(
+            out,
+            node,
+            Label::Node(node),
+            "messages",
+            ROOT,
+            0,
+            at,
+            0,
+            0,
+            Value::None,
+        )?;
+        let mut i = 0u32;
+        let res = loop {
+            if r.bits_remaining() < 8 {
+                break Ok(());
+            }
+            if i as u64 >= p.limits.max_elements {
+                let reason = format!("more than {} messages in one datagram", p.limits.max_elements);
+                break self.limit(out, group, Label::Index(i), r.bits_read(), reason);
+            }
+            let res = self.message(r, out, node, header, group, i);
+            i += 1;
+            if res.is_err() {
+                break res;
+            }
+        };
+        self.close(out, group, r, Value::UInt(i as u64));
+        res
+    }
+
+    fn message(
+        &mut self,
+        r: &mut BitReader,
+        out: &mut Dissection,
+        node: NodeId,
+        header: Block,
+        group: u32,
+        i: u32,
+    ) -> Step {
+        let start = r.bits_read();
+        let element = self.push(
+            out,
+            node,
+            Label::Index(i),
+            "message",
+            group,
+            1,
+            start,
+            0,
+            0,
+            Value::None,
+        )?;
+        // The type role is each message's own.
+        let type_slot = Role::Type.slot().unwrap_or(0);
+        self.seen &= !(1u32 << type_slot);
+        out.messages.push(MessageInfo {
+            type_id: None,
+            bit_offset: start,
+            bit_len: 0,
+        });
+        let res = self.block(r, out, header, element, 2).and_then(|_| {
+            let ty = self.role(Role::Type).unwrap_or(0) as u32;
+            if let Some(m) = out.messages.last_mut() {
+                m.type_id = Some(ty);
+            }
+            self.message_body(r, out, ty, element)
+        });
+        if let Some(m) = out.messages.last_mut() {
+            m.bit_len = r.bits_read() - start;
+        }
+        self.close(out, element, r, Value::None);
+        res
+    }
+
+    fn message_body(&mut self, r: &mut BitReader, out: &mut Dissection, ty: u32, element: u32) -> Step {
+        let p = self.program;
+        match p.packet(ty) {
+            Some(def) => self.block(r, out, def.body, element, 2),
+            None => {
+                let at = r.bits_read();
+                let field = self.path(out, element, Label::Part("type"));
+                self.fault(
+                    out,
+                    FaultKind::UnknownType,
+                    field,
+                    at,
+                    format!("no message is defined for type {ty}"),
+                )
+            }
+        }
+    }
+}

@@ -133,7 +133,7 @@ fn node(p: &Program, id: NodeId, prefix: &str, ty: Option<u32>, nest: u32, out: 
             add(out, here.clone(), ty, holds, false);
             walk(p, *body, &here, ty, nest + 1, out);
         }
-        Kind::Array { body, .. } | Kind::List { body, .. } => {
+        Kind::Array { body, .. } | Kind::List { body, .. } | Kind::Messages { header: body } => {
             add(out, here.clone(), ty, Holds::Group, true);
             walk(p, *body, &here, ty, nest + 1, out);
         }

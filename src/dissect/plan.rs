@@ -213,7 +213,7 @@ impl Plan {
         read.iter_mut().take(ROLE_SLOTS).for_each(|r| *r = true);
         // The plan's runs read least significant bit first, and pad bits are a byte's
         // high ones: a protocol whose bits come the other way is read by the interpreter.
-        if p.params.msb {
+        if p.params.msb || p.params.tracks() {
             return plan;
         }
         let mut blocks: Vec<Block> = vec![p.header];

@@ -184,6 +184,12 @@ pub enum Kind {
         then: Block,
         otherwise: Block,
     },
+    /// The datagram's messages (the `messages` block, made into a node for the field
+    /// tree): each message is `header` and then its type's body, one after another to
+    /// the end of the datagram.
+    Messages {
+        header: Block,
+    },
 }
 
 impl Kind {
@@ -242,6 +248,7 @@ impl Kind {
             Kind::List { .. } => "list",
             Kind::RelativeList { .. } => "relative-list",
             Kind::If { .. } => "if",
+            Kind::Messages { .. } => "messages",
         }
     }
 }
@@ -296,6 +303,9 @@ pub struct Node {
     pub type_name: Option<String>,
     /// The definition line it was declared on (1-based), for the TUI's field tree.
     pub line: u32,
+    /// `remember="NAME"`: the field's bytes are kept for later datagrams of the same
+    /// conversation, as value `NAME` (index in `Params::remembered`).
+    pub remember: Option<u8>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -359,6 +369,59 @@ pub struct Params {
     /// `bit-order "msb"`: fields read most significant bit first by default, and a
     /// byte's pad bits are its low ones.
     pub msb: bool,
+    /// A checksum declared field by field (`checksum "crc32" field=… stand-in=…`).
+    pub rule: Option<ChecksumRule>,
+    /// Values a conversation remembers (`remember="NAME"` on a field).
+    pub remembered: Vec<String>,
+}
+
+/// How a protocol computes its checksum, where the articles' scheme is not it: the
+/// algorithm, over the whole datagram with the checksum field's bytes replaced.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChecksumRule {
+    pub algorithm: ChecksumAlgorithm,
+    /// The articles' hidden prefix: the protocol id hashed first, never sent.
+    pub prefix: bool,
+    /// A remembered value (index in `Params::remembered`) stands in the field while
+    /// computing, when `when` holds (always without it); zeros otherwise.
+    pub stand_in: Option<u8>,
+    #[serde(skip)]
+    pub when: Option<Expr>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChecksumAlgorithm {
+    Crc32,
+    Crc32c,
+    Adler32,
+}
+
+impl ChecksumAlgorithm {
+    /// The checksum of `parts` one after another.
+    pub fn compute(self, parts: &[&[u8]]) -> u32 {
+        match self {
+            ChecksumAlgorithm::Crc32 => {
+                let mut h = crc32fast::Hasher::new();
+                parts.iter().for_each(|p| h.update(p));
+                h.finalize()
+            }
+            ChecksumAlgorithm::Crc32c => parts.iter().fold(0, |c, p| crc32c::crc32c_append(c, p)),
+            ChecksumAlgorithm::Adler32 => {
+                let mut a = adler2::Adler32::new();
+                parts.iter().for_each(|p| a.write_slice(p));
+                a.checksum()
+            }
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ChecksumAlgorithm::Crc32 => "crc32",
+            ChecksumAlgorithm::Crc32c => "crc32c",
+            ChecksumAlgorithm::Adler32 => "adler32",
+        }
+    }
 }
 
 /// The validation a protocol declares (`checksum` in the protocol block).
@@ -372,6 +435,8 @@ pub enum Checksum {
     /// No checksum: a datagram is the protocol's when it is on its ports and its header
     /// reads cleanly.
     None,
+    /// The checksum of [`Params::rule`], in the `role=crc` field wherever it lies.
+    Field,
 }
 
 impl Checksum {
@@ -391,11 +456,38 @@ impl Default for Params {
             end_check: None,
             format: HeaderFormat::default(),
             msb: false,
+            rule: None,
+            remembered: Vec::new(),
         }
     }
 }
 
 impl Params {
+    /// A declared checksum in words: "crc32 over the datagram, `connect_id` standing in
+    /// the checksum field (zeros unless `peer_id != 0xfff`)".
+    pub fn describe_rule(&self) -> Option<String> {
+        let rule = self.rule.as_ref()?;
+        let prefix = if rule.prefix { " after the protocol id" } else { "" };
+        let stand_in = match rule.stand_in.and_then(|i| self.remembered.get(i as usize)) {
+            Some(name) if rule.when.is_some() => {
+                format!(
+                    "`{name}` learnt in the conversation standing in its field when the condition holds, zeros otherwise"
+                )
+            }
+            Some(name) => format!("`{name}` learnt in the conversation standing in its field"),
+            None => "its field zeroed".into(),
+        };
+        Some(format!(
+            "{} over the datagram{prefix}, {stand_in}",
+            rule.algorithm.name()
+        ))
+    }
+
+    /// Fields whose place matters beyond their value are read one by one (no plan).
+    pub fn tracks(&self) -> bool {
+        self.rule.is_some() || !self.remembered.is_empty()
+    }
+
     pub fn count_encoding(&self) -> CountEncoding {
         self.format.count_encoding
     }
@@ -446,6 +538,13 @@ pub struct Program {
     pub enums: Vec<EnumDef>,
     pub slot_count: usize,
     pub limits: Limits,
+    /// Several messages per datagram (`messages { … }`): the node that holds them, whose
+    /// kind is [`Kind::Messages`]. Packet definitions are then message types, and a
+    /// datagram's own type is [`Program::datagram_type`].
+    pub messages: Option<NodeId>,
+    /// The type reported for whole datagrams of a protocol with messages: one past the
+    /// message types, named `datagram`.
+    pub datagram_type: Option<u32>,
     /// Every block flattened for validation (built last, from the above).
     pub plan: super::plan::Plan,
 }
@@ -497,7 +596,18 @@ impl Program {
         if type_id == self.fragment_type && self.fragment.is_some() {
             return Some("fragment");
         }
+        if Some(type_id) == self.datagram_type {
+            return Some("datagram");
+        }
         self.packet(type_id).map(|p| p.name.as_str())
+    }
+
+    /// The message types' header block, when datagrams carry messages.
+    pub fn message_header(&self) -> Option<Block> {
+        match self.nodes.get(self.messages? as usize)?.kind {
+            Kind::Messages { header } => Some(header),
+            _ => None,
+        }
     }
 
     pub fn enum_name(&self, enum_id: u16, value: i64) -> Option<&str> {

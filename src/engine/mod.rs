@@ -9,6 +9,7 @@
 
 mod batch;
 pub mod config;
+mod conversation;
 pub mod event;
 mod join;
 pub mod parallel;
@@ -170,6 +171,8 @@ pub struct Engine {
     sender_index: HashMap<(SocketAddr, u8), usize>,
     /// Shards only: every frame that changed reassembly memory ([`Engine::log_memory`]).
     memory_log: Option<Vec<MemoryMark>>,
+    /// Values conversations remembered (definitions with `remember`).
+    conversations: conversation::Conversations,
 }
 
 /// What one frame did to reassembly memory: a shard's part of the sequential peak.
@@ -243,14 +246,17 @@ struct Preset<'a> {
 /// Hands `e` to the sink, with the field tree when fields are recorded (the tree lives
 /// in the validator, not as long as the event: a copy carries it).
 #[inline]
-fn emit<S: Sink + ?Sized>(sink: &mut S, e: &PacketEvent<'_>, dissection: Option<&Dissection>) {
-    match dissection {
-        None => sink.packet(e),
-        Some(d) => sink.packet(&PacketEvent {
-            dissection: Some(d),
-            ..*e
-        }),
+fn emit<S: Sink + ?Sized>(sink: &mut S, e: &PacketEvent<'_>, d: &Dissection, record: bool, fresh: bool) {
+    // The messages are the validator's only when it read this very datagram.
+    let messages: &[crate::dissect::MessageInfo] = if fresh { &d.messages } else { &[] };
+    if !record && messages.is_empty() {
+        return sink.packet(e);
     }
+    sink.packet(&PacketEvent {
+        dissection: record.then_some(d),
+        messages,
+        ..*e
+    })
 }
 
 impl Engine {
@@ -273,6 +279,7 @@ impl Engine {
             senders: Vec::new(),
             sender_index: HashMap::new(),
             memory_log: None,
+            conversations: Default::default(),
         }
     }
 
@@ -537,22 +544,29 @@ impl Engine {
             sink.packet(e);
             return;
         }
-        let computed;
+        let mut computed;
+        let fresh = preset.verdict.is_none() || ip_fragments > 1;
         let v = match preset.verdict {
             Some(v) if ip_fragments <= 1 => v,
             _ => {
                 computed = self.validator.datagram(payload);
+                if self.cfg.program.as_ref().is_some_and(|p| p.params.tracks()) {
+                    let key = conversation::ConversationKey::new(ip.src, sport, ip.dst, dport);
+                    self.converse(&mut computed, key, payload);
+                }
                 &computed
             }
         };
         e.status = v.status;
         e.crc = v.crc;
         e.fault = v.fault;
+        // Known without a sequence too (a protocol with messages may have none).
+        e.packet_type = v.packet_type;
         let record = self.validator.records();
         let (Some(sequence), Some(ptype), Status::Ok | Status::Malformed) =
             (v.sequence, v.packet_type, v.status)
         else {
-            emit(sink, e, record.then_some(&self.validator.dissection));
+            emit(sink, e, &self.validator.dissection, record, fresh);
             return;
         };
         e.sequence = Some(sequence);
@@ -567,7 +581,7 @@ impl Engine {
         // A flow past the table's cap is validated and counted, without sequence
         // analysis or reassembly.
         let Some(index) = e.flow_index else {
-            emit(sink, e, record.then_some(&self.validator.dissection));
+            emit(sink, e, &self.validator.dissection, record, fresh);
             return;
         };
         let flow = &mut self.flows[index as usize];
@@ -601,7 +615,7 @@ impl Engine {
             },
         );
         let Some(frag) = v.fragment else {
-            emit(sink, e, record.then_some(&self.validator.dissection));
+            emit(sink, e, &self.validator.dissection, record, fresh);
             return;
         };
         let data = payload
@@ -633,11 +647,11 @@ impl Engine {
             self.evict_elsewhere();
         }
         let Outcome::Complete { count } = outcome else {
-            emit(sink, e, record.then_some(&self.validator.dissection));
+            emit(sink, e, &self.validator.dissection, record, fresh);
             return;
         };
         e.completes = Some(count);
-        emit(sink, e, record.then_some(&self.validator.dissection));
+        emit(sink, e, &self.validator.dissection, record, fresh);
         // The packet itself, validated and dissected like any other — by a worker, when
         // one joined these very bytes and no field tree is wanted.
         let joined = match preset.joined {
@@ -674,6 +688,34 @@ impl Engine {
             ..*e
         };
         sink.packet(&whole);
+    }
+
+    /// Settles a checksum that waits for a remembered value, then remembers what a valid
+    /// datagram's fields say.
+    fn converse(&mut self, v: &mut Verdict, key: conversation::ConversationKey, payload: &[u8]) {
+        if v.crc_pending {
+            let wanted = self
+                .cfg
+                .program
+                .as_ref()
+                .and_then(|p| p.params.rule.as_ref()?.stand_in);
+            match wanted.and_then(|i| self.conversations.get(&key, i)) {
+                Some(bytes) => {
+                    let bytes = bytes.to_vec();
+                    self.validator.settle(v, payload, Some(&bytes));
+                }
+                None => self.validator.unlearnt(v),
+            }
+        }
+        if !matches!(v.status, Status::Ok | Status::Malformed) {
+            return;
+        }
+        for &(i, at, len) in &self.validator.dissection.learnt {
+            let (a, b) = ((at / 8) as usize, ((at + len) / 8) as usize);
+            if let Some(bytes) = payload.get(a..b) {
+                self.conversations.learn(key, i, bytes);
+            }
+        }
     }
 
     fn evict_elsewhere(&mut self) {

@@ -252,10 +252,22 @@ fn addr(v6: bool, host: u16, port: u16) -> SocketAddr {
 /// returns the ground truth.
 pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -> Result<Truth, GenError> {
     use crate::dissect::program::Checksum;
+    if p.messages.is_some() {
+        return Err(GenError::Unsupported {
+            field: "messages".into(),
+            why: "gen does not write several messages per datagram yet",
+        });
+    }
     // The id signs every packet unless the protocol declares no checksum.
     let id = match p.params.checksum {
         Checksum::Crc32 => Some(p.params.protocol_id.ok_or(GenError::NoProtocolId)?),
         Checksum::None => None,
+        Checksum::Field => {
+            return Err(GenError::Unsupported {
+                field: "checksum".into(),
+                why: "gen writes the articles' checksum only; a checksum declared with field= (and a stand-in learnt in the conversation) is not written yet",
+            });
+        }
     };
     if id.is_none() && cfg.corrupt > 0.0 {
         return Err(GenError::CorruptWithoutChecksum);

@@ -204,7 +204,18 @@ pub fn render(r: &Report) -> String {
     for (k, n) in &v.header_errors {
         rows.push(("header error", format!("{k} {n}")));
     }
-    if !p.checksum.is_crc32() {
+    if let Some(rule) = &p.checksum_rule {
+        rows.insert(2, ("validation", rule.clone()));
+        if v.crc_unverified > 0 {
+            rows.push((
+                "crc unverified",
+                format!(
+                    "{} (the value standing in the checksum was never sent in their conversation)",
+                    v.crc_unverified
+                ),
+            ));
+        }
+    } else if !p.checksum.is_crc32() {
         rows.insert(
             2,
             (
@@ -307,6 +318,9 @@ pub fn render(r: &Report) -> String {
         );
     }
 
+    if let Some(m) = &r.messages {
+        render_messages(&mut out, m);
+    }
     let _ = writeln!(out, "Malformed packets: {}", r.malformed.total);
     if r.malformed.total > 0 {
         let mut t = table(&["cause", "packets"]);
@@ -321,6 +335,34 @@ pub fn render(r: &Report) -> String {
     out.push_str(&render_reassembly(r));
     out.push_str(&render_mtu(r));
     out
+}
+
+/// Messages by type, and datagrams by how many messages they carry.
+fn render_messages(out: &mut String, m: &crate::analysis::MessageReport) {
+    let _ = writeln!(out, "Messages: {}", m.total);
+    let mut t = table(&["message type", "messages"]);
+    let mut by_type: Vec<(&String, &u64)> = m.by_type.iter().collect();
+    by_type.sort_by_key(|(_, n)| std::cmp::Reverse(**n));
+    for (name, n) in by_type {
+        t.add_row(vec![name.clone(), n.to_string()]);
+    }
+    if m.unreadable > 0 {
+        t.add_row(vec!["(header unreadable)".into(), m.unreadable.to_string()]);
+    }
+    right(&mut t, 1);
+    let _ = writeln!(out, "{t}");
+    let several: u64 = m
+        .per_datagram
+        .iter()
+        .filter(|(k, _)| **k > 1)
+        .map(|(_, n)| n)
+        .sum();
+    let spread: Vec<String> = m.per_datagram.iter().map(|(k, n)| format!("{k}: {n}")).collect();
+    let _ = writeln!(
+        out,
+        "(datagrams by messages carried — {}; {several} carry several)\n",
+        spread.join(", ")
+    );
 }
 
 /// What each direction's peer acknowledged (definitions with ack roles).

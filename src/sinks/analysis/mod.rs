@@ -113,8 +113,12 @@ impl Statistics {
         report.protocol.any_port = cfg.any_port;
         report.protocol.checksum = cfg.checksum;
         report.protocol.name = cfg.program.as_ref().map(|p| p.params.name.clone());
+        report.protocol.checksum_rule = cfg.program.as_ref().and_then(|p| p.params.describe_rule());
         report.mtu.budget = cfg.format.mtu_budget;
         report.mtu.link_mtu = cfg.link_mtu;
+        if cfg.program.as_ref().is_some_and(|p| p.messages.is_some()) {
+            report.messages = Some(Default::default());
+        }
         let mut sides = Vec::new();
         for d in cfg.program.iter().flat_map(|p| &p.packets) {
             let t = d.type_id as usize;
@@ -374,6 +378,10 @@ impl Statistics {
                 v.too_short += 1;
                 return;
             }
+            Status::Unverified => {
+                v.crc_unverified += 1;
+                return;
+            }
             _ => {}
         }
         v.crc_ok += 1;
@@ -411,6 +419,9 @@ impl Statistics {
         let s = &mut flow.stats;
         if let Some(n) = s.types.get_mut(ptype as usize) {
             *n += 1;
+        }
+        if let Some(m) = &mut self.report.messages {
+            m.add(e.messages);
         }
         if let Some(kind) = e.fault {
             s.malformed += 1;
