@@ -2338,9 +2338,23 @@ fn usage(kind: &str) -> String {
 }
 
 /// Names a [`HeaderFormat`] for reports.
-pub fn describe(format: &HeaderFormat) -> String {
+pub fn describe(p: &Program) -> String {
+    let format = &p.params.format;
+    let mut order = String::new();
+    if p.params.msb {
+        order.push_str(", read most significant bit first");
+    }
+    if let Some(rule) = p.params.describe_rule() {
+        order.push_str(&format!(", checksum {rule}"));
+    }
+    if p.messages.is_some() {
+        return format!("several messages per datagram{order}");
+    }
+    if p.fragment.is_none() {
+        return format!("{} types, no fragments{order}", format.num_types);
+    }
     format!(
-        "{} types, fragments of {} bytes (at most {}), count written as {}",
+        "{} types, fragments of {} bytes (at most {}), count written as {}{order}",
         format.num_types,
         format.fragment_size,
         format.max_fragments,

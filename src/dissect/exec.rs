@@ -1324,8 +1324,8 @@ impl<'p> Exec<'p> {
             out.crc_at = Some(start);
         }
         if let Some(i) = remember
-            && start % 8 == 0
-            && len % 8 == 0
+            && start.is_multiple_of(8)
+            && len.is_multiple_of(8)
             && len <= 64
         {
             out.learnt.push((i, start, len));

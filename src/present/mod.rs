@@ -26,6 +26,14 @@ pub fn clip(s: &str, max: usize) -> String {
     out
 }
 
+/// The bytes of a text field as shown: a fixed-length `text` without the NULs that pad it.
+pub fn text_bytes<'a>(kind: &str, b: &'a [u8]) -> &'a [u8] {
+    match kind {
+        "text" => &b[..b.iter().rposition(|&x| x != 0).map_or(0, |i| i + 1)],
+        _ => b,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -33,13 +41,5 @@ mod tests {
         assert_eq!(super::count(1u32, "packet type"), "1 packet type");
         assert_eq!(super::count(0u32, "burst"), "0 bursts");
         assert_eq!(super::count(2u64, "burst"), "2 bursts");
-    }
-}
-
-/// The bytes of a text field as shown: a fixed-length `text` without the NULs that pad it.
-pub fn text_bytes<'a>(kind: &str, b: &'a [u8]) -> &'a [u8] {
-    match kind {
-        "text" => &b[..b.iter().rposition(|&x| x != 0).map_or(0, |i| i + 1)],
-        _ => b,
     }
 }

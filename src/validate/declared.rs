@@ -20,7 +20,10 @@ pub fn verify(
     stand_in: Option<&[u8]>,
 ) -> CrcStatus {
     let start = (at / 8) as usize;
-    let Some(after) = payload.get(start + FIELD_BYTES..).filter(|_| at % 8 == 0) else {
+    let Some(after) = payload
+        .get(start + FIELD_BYTES..)
+        .filter(|_| at.is_multiple_of(8))
+    else {
         return CrcStatus::TooShort { len: payload.len() };
     };
     let mut field = [0u8; FIELD_BYTES];
