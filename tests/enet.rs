@@ -274,10 +274,17 @@ fn check_refuses_checksums_and_messages_that_cannot_work() {
     let e = refusal(
         "protocol \"p\" { checksum \"none\"; }\nheader { bits h 8; }\nmessages { bits kind 8 role=type; bits seq 16 role=sequence; }\nmessage 1 \"m\" { }",
     );
+    assert!(e.contains("needs `stream=\"NAME\"`"), "{e}");
+    let e = refusal(
+        "protocol \"p\" { checksum \"none\"; }\nheader { bits h 8; }\nmessages { bits kind 8 role=type; bits seq 16 role=sequence stream=\"s\" key=\"kinf\"; }\nmessage 1 \"m\" { }",
+    );
     assert!(
-        e.contains("role=sequence in a message is not supported yet"),
+        e.contains("the key field `kinf`") && e.contains("did you mean `kind`?"),
         "{e}"
     );
+    let e =
+        refusal("protocol \"p\" { checksum \"none\"; }\nheader { bits seq 16 role=sequence stream=\"s\"; }");
+    assert!(e.contains("streams are per message"), "{e}");
     let e = refusal(
         "protocol \"p\" { checksum \"none\"; }\nheader { bits h 8 role=type; }\nmessages { bits kind 8 role=type; }\nmessage 1 \"m\" { }",
     );
@@ -299,4 +306,63 @@ fn gen_refuses_messages_by_name() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("messages"), "{err}");
+}
+
+/// Reliable commands counted per flow and channel, unreliable ones per flow, channel and
+/// reliable sequence: every stream's figures are the verifier's.
+#[test]
+fn message_streams_are_the_truths() {
+    let (t, r) = (truth(), report(CAPTURE));
+    let mut reliable = Vec::new();
+    let mut unreliable_lost = 0;
+    for f in r["flows"].as_array().unwrap() {
+        let port = |a: &Value| {
+            a.as_str()
+                .unwrap()
+                .rsplit(':')
+                .next()
+                .unwrap()
+                .parse::<u64>()
+                .unwrap()
+        };
+        let (sport, dport) = (port(&f["src"]), port(&f["dst"]));
+        for s in f["streams"].as_array().unwrap() {
+            match s["name"].as_str().unwrap() {
+                "reliable" => {
+                    let channel: u64 = s["key"]
+                        .as_str()
+                        .unwrap()
+                        .strip_prefix("channel=")
+                        .unwrap()
+                        .parse()
+                        .unwrap();
+                    reliable.push((sport, dport, channel, s["seq"].clone()));
+                }
+                _ => unreliable_lost += s["seq"]["lost"].as_u64().unwrap(),
+            }
+        }
+    }
+    let streams = t["reliable_streams"].as_array().unwrap();
+    assert_eq!(reliable.len(), streams.len());
+    for ts in streams {
+        let key = (
+            ts["src_port"].as_u64().unwrap(),
+            ts["dst_port"].as_u64().unwrap(),
+            ts["channel"].as_u64().unwrap(),
+        );
+        let (_, _, _, seq) = reliable.iter().find(|(a, b, c, _)| (*a, *b, *c) == key).unwrap();
+        assert_eq!(seq["received"], ts["distinct"], "{key:?}");
+        assert_eq!(seq["duplicates"], ts["retransmitted_copies"], "{key:?}");
+        assert_eq!(
+            seq["lost"].as_u64().unwrap() as usize,
+            ts["gaps"].as_array().unwrap().len(),
+            "{key:?}"
+        );
+        assert_eq!(seq["first"], ts["first"], "{key:?}");
+        assert_eq!(seq["last"], ts["last"], "{key:?}");
+    }
+    assert_eq!(
+        unreliable_lost,
+        t["unreliable_sequenced"]["sequence_gaps"].as_u64().unwrap()
+    );
 }

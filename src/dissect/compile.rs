@@ -227,6 +227,8 @@ pub fn compile(file: &str, text: &str) -> Result<Program, Vec<DefinitionError>> 
         header_block: None,
         msb: false,
         remembered: Vec::new(),
+        streams: Vec::new(),
+        in_messages: false,
         stand_in: None,
         stand_in_when: None,
         checksum_field: None,
@@ -317,6 +319,10 @@ struct Compiler<'d> {
     msb: bool,
     /// Names of the values conversations remember (`remember="NAME"`).
     remembered: Vec<String>,
+    /// Message sequence streams, in order of first use.
+    streams: Vec<crate::dissect::program::StreamDef>,
+    /// Compiling the `messages` block or a message's body.
+    in_messages: bool,
     /// The protocol block's `checksum … stand-in=… stand-in-when=…`, resolved once the
     /// fields it names are compiled.
     stand_in: Option<(String, SourceSpan)>,
@@ -697,7 +703,9 @@ impl<'d> Compiler<'d> {
                     }
                 },
             };
+            self.in_messages = messages.is_some();
             let body = self.block(p.children(), 0);
+            self.in_messages = false;
             for role in [Role::Ack, Role::AckBits, Role::ProtocolId] {
                 roles_ok &= self.role_placement(p, body, role, false, &mut roles);
             }
@@ -1464,6 +1472,7 @@ impl<'d> Compiler<'d> {
                             type_name: None,
                             line: self.line_of(n.span()) as u32,
                             remember: None,
+                            stream: None,
                         });
                         let nested = self.nodes.len() as NodeId - 1;
                         open_if = Some(nested);
@@ -1862,6 +1871,9 @@ impl<'d> Compiler<'d> {
         self.extra_arguments(n, expected, &usage(kind_name));
         let kind = self.ordered(n, kind, &mut allowed)?;
         let remember = self.remember(n, &kind, &mut allowed);
+        if prop(n, "role").and_then(|e| e.value().as_string()) == Some("sequence") {
+            allowed.extend(["stream", "key"]);
+        }
         self.check_props(n, &allowed);
         let role = match prop(n, "role").map(|e| (e, e.value().as_string())) {
             None => None,
@@ -1936,6 +1948,10 @@ impl<'d> Compiler<'d> {
                 Some(s)
             }
         };
+        let stream = match role {
+            Some(Role::Sequence) => self.stream(n, &kind)?,
+            _ => None,
+        };
         if named {
             self.scope.push(name.clone(), slot);
         }
@@ -1953,6 +1969,7 @@ impl<'d> Compiler<'d> {
             type_name,
             line: self.line_of(n.span()) as u32,
             remember,
+            stream,
         });
         Some(self.nodes.len() as u32 - 1)
     }
@@ -1994,10 +2011,11 @@ impl<'d> Compiler<'d> {
             return None;
         }
         self.scope.clear();
+        self.in_messages = true;
         let block = self.block(m.children(), 0);
+        self.in_messages = false;
         let scope = self.scope.clone();
         for role in [
-            Role::Sequence,
             Role::Crc,
             Role::Ack,
             Role::AckBits,
@@ -2010,7 +2028,7 @@ impl<'d> Compiler<'d> {
                     self.spans[id as usize],
                     format!("role={} in a message is not supported yet", role.name()),
                     "role",
-                    Some("only role=type is per message for now; per-message sequences, acks and fragments are planned".into()),
+                    Some("per message: role=type, and role=sequence with a stream; acks and fragments per message are planned".into()),
                 );
                 return None;
             }
@@ -2028,6 +2046,7 @@ impl<'d> Compiler<'d> {
             type_name: None,
             line: self.line_of(m.span()) as u32,
             remember: None,
+            stream: None,
         });
         Some(MessagesDef {
             node: self.nodes.len() as u32 - 1,
@@ -2141,6 +2160,7 @@ impl Compiler<'_> {
     /// `stand-in=NAME` names a value some field remembers.
     fn resolve_stand_in(&mut self, params: &mut Params) {
         params.remembered = self.remembered.clone();
+        params.streams = std::mem::take(&mut self.streams);
         let Some((name, span)) = self.stand_in.take() else {
             return;
         };
@@ -2162,6 +2182,88 @@ impl Compiler<'_> {
                 );
             }
         }
+    }
+
+    /// `role=sequence stream="NAME" key="FIELD FIELD"` in a message: one counter per
+    /// flow and value of the key fields. A stream used again keeps its key.
+    fn stream(&mut self, n: &KdlNode, kind: &Kind) -> Option<Option<u8>> {
+        use crate::dissect::program::StreamDef;
+        let Some(e) = prop(n, "stream") else {
+            if self.in_messages {
+                self.error(
+                    Self::name_span(n),
+                    "a message's role=sequence needs `stream=\"NAME\"`: which counter it counts in",
+                    "role=sequence",
+                    Some("for example `bits reliable_sequence 16 role=sequence stream=\"reliable\" key=\"channel\"`".into()),
+                );
+                return None;
+            }
+            if let Some(k) = prop(n, "key") {
+                self.error(k.span(), "`key` goes with `stream`", "", None);
+                return None;
+            }
+            return Some(None);
+        };
+        if !self.in_messages {
+            self.error(
+                e.span(),
+                "streams are per message: `stream` needs the protocol's `messages`",
+                "stream",
+                Some("a datagram's own sequence is `role=sequence` in the header, without `stream`".into()),
+            );
+            return None;
+        }
+        let name = e.value().as_string().unwrap_or("").to_string();
+        let mut key = Vec::new();
+        if let Some(k) = prop(n, "key") {
+            for field in k.value().as_string().unwrap_or("").split_whitespace() {
+                match self.scope.find(field).flatten() {
+                    Some(slot) if key.len() < 2 => key.push((field.to_string(), slot)),
+                    Some(_) => {
+                        self.error(k.span(), "a stream's key is at most two fields", "key", None);
+                        return None;
+                    }
+                    None => {
+                        let hint = closest(field, self.scope.names()).map(|c| format!("did you mean `{c}`?"));
+                        self.error(
+                            k.span(),
+                            format!("the key field `{field}` is not an integer field read before this one"),
+                            "key",
+                            hint,
+                        );
+                        return None;
+                    }
+                }
+            }
+        }
+        let bits = match kind.plain() {
+            Kind::Bits(b) => b,
+            Kind::Int { min, max } => int_width(min, max).unwrap_or(32),
+            _ => 64,
+        };
+        let names = |k: &[(String, u16)]| k.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+        if let Some(i) = self.streams.iter().position(|s| s.name == name) {
+            let want = names(&self.streams[i].key);
+            if want != names(&key) {
+                self.error(
+                    e.span(),
+                    format!(
+                        "stream `{name}` is keyed by `{}` where it is first used",
+                        want.join(" ")
+                    ),
+                    "key",
+                    None,
+                );
+                return None;
+            }
+            return Some(Some(i as u8));
+        }
+        if self.streams.len() >= 16 {
+            self.error(e.span(), "at most 16 streams", "", None);
+            return None;
+        }
+        self.streams.push(StreamDef { name, key, bits });
+        Some(Some(self.streams.len() as u8 - 1))
     }
 
     /// `remember="NAME"` on a field of at most 8 whole bytes.

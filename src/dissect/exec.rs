@@ -163,6 +163,16 @@ pub struct MessageInfo {
     pub type_id: Option<u32>,
     pub bit_offset: u64,
     pub bit_len: u64,
+    /// The message's sequence in its stream, when it has one.
+    pub stream: Option<StreamSeq>,
+}
+
+/// A message's place in a sequence stream: which stream, its key's values, its sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct StreamSeq {
+    pub stream: u8,
+    pub key: [i64; 2],
+    pub sequence: u64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -1322,6 +1332,9 @@ impl<'p> Exec<'p> {
         let len = r.bits_read() - start;
         if role == Some(Role::Crc) {
             out.crc_at = Some(start);
+        }
+        if let Some(si) = self.program.nodes[id as usize].stream {
+            self.stream_seq(out, id, si);
         }
         if let Some(i) = remember
             && start.is_multiple_of(8)

@@ -252,6 +252,7 @@ impl Exec<'_> {
             type_id: None,
             bit_offset: start,
             bit_len: 0,
+            stream: None,
         });
         let res = self.block(r, out, header, element, 2).and_then(|_| {
             let ty = self.role(Role::Type).unwrap_or(0) as u32;
@@ -282,6 +283,28 @@ impl Exec<'_> {
                     format!("no message is defined for type {ty}"),
                 )
             }
+        }
+    }
+}
+
+impl Exec<'_> {
+    /// A message's sequence field was read: its stream, key values and sequence.
+    pub(super) fn stream_seq(&mut self, out: &mut Dissection, id: NodeId, si: u8) {
+        let p = self.program;
+        let (Some(def), Some(slot)) = (p.params.streams.get(si as usize), p.nodes[id as usize].slot) else {
+            return;
+        };
+        let mut key = [0i64; 2];
+        for (k, (_, s)) in key.iter_mut().zip(&def.key) {
+            *k = self.slot(*s);
+        }
+        let sequence = self.slot(slot) as u64;
+        if let Some(m) = out.messages.last_mut() {
+            m.stream = Some(StreamSeq {
+                stream: si,
+                key,
+                sequence,
+            });
         }
     }
 }

@@ -306,6 +306,20 @@ pub struct Node {
     /// `remember="NAME"`: the field's bytes are kept for later datagrams of the same
     /// conversation, as value `NAME` (index in `Params::remembered`).
     pub remember: Option<u8>,
+    /// A message's `role=sequence stream="NAME"`: the stream (index in
+    /// `Params::streams`) this sequence counts in.
+    pub stream: Option<u8>,
+}
+
+/// A sequence space of messages, one counter per flow and value of its key fields
+/// (ENet's reliable commands: per flow and channel).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StreamDef {
+    pub name: String,
+    /// The key fields' names and slots (at most two).
+    pub key: Vec<(String, u16)>,
+    /// Width of the sequence in bits, where it wraps.
+    pub bits: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -373,6 +387,8 @@ pub struct Params {
     pub rule: Option<ChecksumRule>,
     /// Values a conversation remembers (`remember="NAME"` on a field).
     pub remembered: Vec<String>,
+    /// Sequence streams of messages (`role=sequence stream=…`).
+    pub streams: Vec<StreamDef>,
 }
 
 /// How a protocol computes its checksum, where the articles' scheme is not it: the
@@ -458,6 +474,7 @@ impl Default for Params {
             msb: false,
             rule: None,
             remembered: Vec::new(),
+            streams: Vec::new(),
         }
     }
 }
@@ -485,7 +502,7 @@ impl Params {
 
     /// Fields whose place matters beyond their value are read one by one (no plan).
     pub fn tracks(&self) -> bool {
-        self.rule.is_some() || !self.remembered.is_empty()
+        self.rule.is_some() || !self.remembered.is_empty() || !self.streams.is_empty()
     }
 
     pub fn count_encoding(&self) -> CountEncoding {

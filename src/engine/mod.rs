@@ -20,6 +20,7 @@ pub mod resolve;
 pub mod run;
 pub mod seq;
 pub mod session;
+pub mod streams;
 pub mod validator;
 
 pub use batch::{BATCH_FRAMES, Batch};
@@ -115,6 +116,8 @@ pub struct FlowEnd {
     pub spaces: Vec<(String, SeqStats)>,
     pub reassembly: BTreeMap<u32, CountStats>,
     pub attacks: AttackCounters,
+    /// Message streams (definitions that declare them), by name and key.
+    pub streams: Vec<streams::StreamEnd>,
 }
 
 /// A sequence space counted per sending address (netcode's server-global counter).
@@ -133,6 +136,8 @@ pub struct Summary {
     pub reassembly_peak: u64,
     /// Sequence spaces counted per sender, in order of first use.
     pub sender_spaces: Vec<SenderSpace>,
+    /// Messages of streams past [`streams::MAX_STREAMS`] (no sequence analysis).
+    pub streams_not_tracked: u64,
 }
 
 /// Flows kept individually; traffic beyond is counted in aggregate. With per-flow state
@@ -148,6 +153,8 @@ struct FlowState {
     spaces: Vec<Option<SeqTracker>>,
     frags: FlowReassembly,
     first_frame: u64,
+    /// Message streams (definitions with `role=sequence stream=…`), made on first use.
+    streams: Option<Box<streams::FlowStreams>>,
 }
 
 #[derive(Clone)]
@@ -173,6 +180,9 @@ pub struct Engine {
     memory_log: Option<Vec<MemoryMark>>,
     /// Values conversations remembered (definitions with `remember`).
     conversations: conversation::Conversations,
+    /// Message streams open over all flows, and messages past [`streams::MAX_STREAMS`].
+    streams_open: usize,
+    streams_not_tracked: u64,
 }
 
 /// What one frame did to reassembly memory: a shard's part of the sequential peak.
@@ -280,6 +290,8 @@ impl Engine {
             sender_index: HashMap::new(),
             memory_log: None,
             conversations: Default::default(),
+            streams_open: 0,
+            streams_not_tracked: 0,
         }
     }
 
@@ -502,6 +514,7 @@ impl Engine {
             spaces: Vec::new(),
             frags: FlowReassembly::default(),
             first_frame: frame,
+            streams: None,
         });
         Some(i)
     }
@@ -563,6 +576,12 @@ impl Engine {
         // Known without a sequence too (a protocol with messages may have none).
         e.packet_type = v.packet_type;
         let record = self.validator.records();
+        if fresh
+            && matches!(v.status, Status::Ok | Status::Malformed)
+            && let Some(index) = e.flow_index
+        {
+            self.observe_streams(index);
+        }
         let (Some(sequence), Some(ptype), Status::Ok | Status::Malformed) =
             (v.sequence, v.packet_type, v.status)
         else {
@@ -690,6 +709,27 @@ impl Engine {
         sink.packet(&whole);
     }
 
+    /// The message streams a definition declares (none without one).
+    fn stream_defs(&self) -> &[crate::dissect::program::StreamDef] {
+        self.cfg.program.as_ref().map_or(&[], |p| &p.params.streams)
+    }
+
+    /// Counts the sequences of the datagram's messages in their streams.
+    fn observe_streams(&mut self, index: u32) {
+        let Some(p) = self.cfg.program.as_ref().filter(|p| !p.params.streams.is_empty()) else {
+            return;
+        };
+        let Some(fl) = self.flows.get_mut(index as usize) else {
+            return;
+        };
+        fl.streams.get_or_insert_default().observe(
+            &p.params.streams,
+            &self.validator.dissection.messages,
+            &mut self.streams_open,
+            &mut self.streams_not_tracked,
+        );
+    }
+
     /// Settles a checksum that waits for a remembered value, then remembers what a valid
     /// datagram's fields say.
     fn converse(&mut self, v: &mut Verdict, key: conversation::ConversationKey, payload: &[u8]) {
@@ -750,6 +790,10 @@ impl Engine {
                     .collect(),
                 reassembly: fl.frags.by_count,
                 attacks: fl.frags.attacks,
+                streams: fl
+                    .streams
+                    .map(|s| s.finish(self.stream_defs()))
+                    .unwrap_or_default(),
             });
         }
         let sender_spaces = std::mem::take(&mut self.senders)
@@ -764,6 +808,7 @@ impl Engine {
             ip_defrag: self.defrag.stats,
             reassembly_peak: self.budget.peak as u64,
             sender_spaces,
+            streams_not_tracked: self.streams_not_tracked,
         });
     }
 

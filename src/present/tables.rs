@@ -320,6 +320,7 @@ pub fn render(r: &Report) -> String {
 
     if let Some(m) = &r.messages {
         render_messages(&mut out, m);
+        render_streams(&mut out, r);
     }
     let _ = writeln!(out, "Malformed packets: {}", r.malformed.total);
     if r.malformed.total > 0 {
@@ -335,6 +336,46 @@ pub fn render(r: &Report) -> String {
     out.push_str(&render_reassembly(r));
     out.push_str(&render_mtu(r));
     out
+}
+
+/// Message streams per flow and stream name, their keys' counters added up.
+fn render_streams(out: &mut String, r: &Report) {
+    let mut t = table(&["flow", "stream", "keys", "received", "lost", "dup", "late"]);
+    let mut rows = 0;
+    for f in &r.flows {
+        let mut by_name: Vec<(&str, [u64; 5])> = Vec::new();
+        for s in &f.streams {
+            let i = match by_name.iter().position(|(n, _)| *n == s.name) {
+                Some(i) => i,
+                None => {
+                    by_name.push((&s.name, [0; 5]));
+                    by_name.len() - 1
+                }
+            };
+            let c = &mut by_name[i].1;
+            c[0] += 1;
+            c[1] += s.seq.received;
+            c[2] += s.seq.lost;
+            c[3] += s.seq.duplicates;
+            c[4] += s.seq.late;
+        }
+        for (name, c) in by_name {
+            rows += 1;
+            let mut row = vec![format!("{} → {}", f.src, f.dst), name.to_string()];
+            row.extend(c.iter().map(|x| x.to_string()));
+            t.add_row(row);
+        }
+    }
+    if rows == 0 {
+        return;
+    }
+    right(&mut t, 2);
+    let _ = writeln!(out, "Message streams");
+    let _ = writeln!(out, "{t}");
+    let _ = writeln!(
+        out,
+        "(a counter per flow, stream and key value — `flows[].streams` in JSON; lost: sequences skipped and never seen, dup: extra copies)\n"
+    );
 }
 
 /// Messages by type, and datagrams by how many messages they carry.

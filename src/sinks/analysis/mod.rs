@@ -524,6 +524,7 @@ impl Sink for Statistics {
         if let Some(fl) = self.flows.get_mut(end.index as usize) {
             fl.stats.seq = end.seq.clone();
             fl.stats.sequence_spaces = end.spaces.clone();
+            fl.stats.streams = end.streams.clone();
             fl.stats.reassembly = end.reassembly.clone();
             fl.stats.attacks = end.attacks.clone();
         }
@@ -533,6 +534,9 @@ impl Sink for Statistics {
         self.report.capture.ip_defrag = s.ip_defrag;
         self.report.reassembly.peak_bytes = s.reassembly_peak;
         self.report.sender_spaces = s.sender_spaces.clone();
+        if let Some(m) = &mut self.report.messages {
+            m.streams_not_tracked = s.streams_not_tracked;
+        }
     }
 }
 

@@ -219,6 +219,9 @@ pub struct FlowStats {
     /// Sequence analysis of the flow's other sequence spaces, by name.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sequence_spaces: Vec<(String, SeqStats)>,
+    /// Sequence analysis of the flow's message streams (definitions that declare them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub streams: Vec<crate::engine::streams::StreamEnd>,
     /// Ack analysis of this direction's sequences (definitions with ack roles).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub acks: Option<super::acks::AckStats>,
@@ -259,6 +262,7 @@ impl FlowStats {
             wrong_direction: 0,
             acks: None,
             sequence_spaces: Vec::new(),
+            streams: Vec::new(),
         }
     }
 
@@ -431,6 +435,9 @@ pub struct MessageReport {
     pub per_datagram: std::collections::BTreeMap<u32, u64>,
     /// Messages whose own header could not be read.
     pub unreadable: u64,
+    /// Messages of streams past the cap on stream counters (no sequence analysis).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub streams_not_tracked: u64,
     /// By type id while counting; `by_type` is made from it.
     #[serde(skip)]
     pub counts: Vec<u64>,
@@ -461,6 +468,7 @@ impl MessageReport {
     fn merge(&mut self, o: MessageReport) {
         self.total += o.total;
         self.unreadable += o.unreadable;
+        self.streams_not_tracked += o.streams_not_tracked;
         add_map(&mut self.per_datagram, o.per_datagram);
         if self.counts.len() < o.counts.len() {
             self.counts.resize(o.counts.len(), 0);
