@@ -366,3 +366,20 @@ fn message_streams_are_the_truths() {
         t["unreliable_sequenced"]["sequence_gaps"].as_u64().unwrap()
     );
 }
+
+/// Filters name a message's fields under `messages`: every SEND_FRAGMENT (one a
+/// datagram here) selects its datagram, and the connect ids are in the 6 handshakes.
+#[test]
+fn filters_see_every_message() {
+    let count = |f: &str| {
+        gpcap(&["dissect", "-d", DEF, CAPTURE, "--filter", f, "--brief"])
+            .lines()
+            .count()
+    };
+    let t = truth();
+    assert_eq!(
+        count("messages.command == send_fragment"),
+        t["command_counts"]["SEND_FRAGMENT"].as_u64().unwrap() as usize
+    );
+    assert_eq!(count("messages.connect_id"), 6);
+}

@@ -48,8 +48,16 @@ pub fn catalog(p: &Program) -> Vec<PathInfo> {
     if let Some(f) = p.fragment {
         walk(p, f, "", None, 0, &mut out);
     }
+    // With messages, a type's fields are its messages': `messages.data_length`.
+    let prefix = match p.messages {
+        Some(m) => {
+            node(p, m, "", None, 0, &mut out);
+            "messages"
+        }
+        None => "",
+    };
     for d in &p.packets {
-        walk(p, d.body, "", Some(d.type_id), 0, &mut out);
+        walk(p, d.body, prefix, Some(d.type_id), 0, &mut out);
     }
     if p.params.end_check.is_some() {
         add(
