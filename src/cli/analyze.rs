@@ -258,9 +258,12 @@ pub fn analyze_files(captures: &[PathBuf], cfg: Config, threads: Option<u32>) ->
                 .first()
                 .is_some_and(|p| gpcap::engine::parallel::busiest_shard_share(p, shards) < 0.75)
     };
-    let report = if parallel && !spread() {
+    // A verdict crosses threads as a fixed-size value: a datagram's messages do not fit
+    // one, so a protocol with messages is sharded (or read on one core) instead.
+    let pipelinable = gpcap::engine::pipeline::pipelinable(&cfg);
+    let report = if parallel && pipelinable && !spread() {
         gpcap::engine::pipeline::analyze_files(captures, cfg, shards, &mut progress)?
-    } else if parallel {
+    } else if parallel && gpcap::engine::parallel::shardable(&cfg) {
         gpcap::engine::parallel::analyze_files(captures, cfg, shards, &mut progress)?
     } else {
         let mut stats = Statistics::new(cfg.clone());

@@ -215,7 +215,18 @@ pub fn render(r: &Report) -> String {
     for (k, n) in &v.header_errors {
         rows.push(("header error", format!("{k} {n}")));
     }
-    if !p.checksum.is_crc32() {
+    if let Some(rule) = &p.checksum_rule {
+        rows.insert(2, ("validation", rule.clone()));
+        if v.crc_unverified > 0 {
+            rows.push((
+                "crc unverified",
+                format!(
+                    "{} (the value standing in the checksum was never sent in their conversation)",
+                    v.crc_unverified
+                ),
+            ));
+        }
+    } else if !p.checksum.is_crc32() {
         rows.insert(
             2,
             (
@@ -328,6 +339,10 @@ pub fn render(r: &Report) -> String {
         );
     }
 
+    if let Some(m) = &r.messages {
+        render_messages(&mut out, m);
+        render_streams(&mut out, r);
+    }
     let _ = writeln!(out, "Malformed packets: {}", r.malformed.total);
     if r.malformed.total > 0 {
         let mut t = table(&["cause", "packets"]);
@@ -342,6 +357,74 @@ pub fn render(r: &Report) -> String {
     out.push_str(&render_reassembly(r));
     out.push_str(&render_mtu(r));
     out
+}
+
+/// Message streams per flow and stream name, their keys' counters added up.
+fn render_streams(out: &mut String, r: &Report) {
+    let mut t = table(&["flow", "stream", "keys", "received", "lost", "dup", "late"]);
+    let mut rows = 0;
+    for f in &r.flows {
+        let mut by_name: Vec<(&str, [u64; 5])> = Vec::new();
+        for s in &f.streams {
+            let i = match by_name.iter().position(|(n, _)| *n == s.name) {
+                Some(i) => i,
+                None => {
+                    by_name.push((&s.name, [0; 5]));
+                    by_name.len() - 1
+                }
+            };
+            let c = &mut by_name[i].1;
+            c[0] += 1;
+            c[1] += s.seq.received;
+            c[2] += s.seq.lost;
+            c[3] += s.seq.duplicates;
+            c[4] += s.seq.late;
+        }
+        for (name, c) in by_name {
+            rows += 1;
+            let mut row = vec![format!("{} → {}", f.src, f.dst), name.to_string()];
+            row.extend(c.iter().map(|x| x.to_string()));
+            t.add_row(row);
+        }
+    }
+    if rows == 0 {
+        return;
+    }
+    right(&mut t, 2);
+    let _ = writeln!(out, "Message streams");
+    let _ = writeln!(out, "{t}");
+    let _ = writeln!(
+        out,
+        "(a counter per flow, stream and key value — `flows[].streams` in JSON; lost: sequences skipped and never seen, dup: extra copies)\n"
+    );
+}
+
+/// Messages by type, and datagrams by how many messages they carry.
+fn render_messages(out: &mut String, m: &crate::analysis::MessageReport) {
+    let _ = writeln!(out, "Messages: {}", m.total);
+    let mut t = table(&["message type", "messages"]);
+    let mut by_type: Vec<(&String, &u64)> = m.by_type.iter().collect();
+    by_type.sort_by_key(|(_, n)| std::cmp::Reverse(**n));
+    for (name, n) in by_type {
+        t.add_row(vec![name.clone(), n.to_string()]);
+    }
+    if m.unreadable > 0 {
+        t.add_row(vec!["(header unreadable)".into(), m.unreadable.to_string()]);
+    }
+    right(&mut t, 1);
+    let _ = writeln!(out, "{t}");
+    let several: u64 = m
+        .per_datagram
+        .iter()
+        .filter(|(k, _)| **k > 1)
+        .map(|(_, n)| n)
+        .sum();
+    let spread: Vec<String> = m.per_datagram.iter().map(|(k, n)| format!("{k}: {n}")).collect();
+    let _ = writeln!(
+        out,
+        "(datagrams by messages carried — {}; {several} carry several)\n",
+        spread.join(", ")
+    );
 }
 
 /// What each direction's peer acknowledged (definitions with ack roles).

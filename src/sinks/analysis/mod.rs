@@ -132,8 +132,12 @@ impl Statistics {
         report.protocol.any_port = cfg.any_port;
         report.protocol.checksum = cfg.checksum;
         report.protocol.name = cfg.program.as_ref().map(|p| p.params.name.clone());
+        report.protocol.checksum_rule = cfg.program.as_ref().and_then(|p| p.params.describe_rule());
         report.mtu.budget = cfg.format.mtu_budget;
         report.mtu.link_mtu = cfg.link_mtu;
+        if cfg.program.as_ref().is_some_and(|p| p.messages.is_some()) {
+            report.messages = Some(Default::default());
+        }
         let mut sides = Vec::new();
         for d in cfg.program.iter().flat_map(|p| &p.packets) {
             let t = d.type_id as usize;
@@ -419,6 +423,10 @@ impl Statistics {
                 v.too_short += 1;
                 return;
             }
+            Status::Unverified => {
+                v.crc_unverified += 1;
+                return;
+            }
             _ => {}
         }
         v.crc_ok += 1;
@@ -477,6 +485,9 @@ impl Statistics {
         }
         let s = &mut flow.stats;
         FlowStats::count_type(&mut s.types, ptype, s.num_types);
+        if let Some(m) = &mut self.report.messages {
+            m.add(e.messages);
+        }
         if let Some(kind) = e.fault {
             s.malformed += 1;
             if kind == FaultKind::TrailingBytes {
@@ -580,6 +591,7 @@ impl Sink for Statistics {
         if let Some(fl) = self.flows.get_mut(end.index as usize) {
             fl.stats.seq = end.seq.clone();
             fl.stats.sequence_spaces = end.spaces.clone();
+            fl.stats.streams = end.streams.clone();
             fl.stats.reassembly = end.reassembly.clone();
             fl.stats.attacks = end.attacks.clone();
         }
@@ -589,6 +601,9 @@ impl Sink for Statistics {
         self.report.capture.ip_defrag = s.ip_defrag;
         self.report.reassembly.peak_bytes = s.reassembly_peak;
         self.report.sender_spaces = s.sender_spaces.clone();
+        if let Some(m) = &mut self.report.messages {
+            m.streams_not_tracked = s.streams_not_tracked;
+        }
     }
 }
 

@@ -96,6 +96,9 @@ pub struct ProtocolInfo {
     /// their shape.
     #[serde(skip_serializing_if = "crate::dissect::program::Checksum::is_crc32")]
     pub checksum: crate::dissect::program::Checksum,
+    /// A checksum declared field by field, in words (`checksum` is "field").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checksum_rule: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -116,6 +119,14 @@ pub struct Validation {
     /// Packets whose type is declared from the other end than the one sending them
     /// (see `flows[].role`).
     pub wrong_direction: u64,
+    /// Checksums that need a value the conversation has not shown yet (a declared
+    /// `stand-in`): neither ok nor mismatched.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub crc_unverified: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Payload sizes: 16-byte buckets up to 4 KiB, 256-byte buckets above — percentiles
@@ -246,6 +257,9 @@ pub struct FlowStats {
     /// Sequence analysis of the flow's other sequence spaces, by name.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sequence_spaces: Vec<(String, SeqStats)>,
+    /// Sequence analysis of the flow's message streams (definitions that declare them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub streams: Vec<crate::engine::streams::StreamEnd>,
     /// Ack analysis of this direction's sequences (definitions with ack roles).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub acks: Option<super::acks::AckStats>,
@@ -336,6 +350,7 @@ impl FlowStats {
             trailing: 0,
             seq_jumps: 0,
             file_mask: 0,
+            streams: Vec::new(),
         }
     }
 
@@ -513,6 +528,79 @@ pub struct Report {
     /// The first datagram the description failed on (shards keep the earliest).
     #[serde(skip)]
     pub first_failure: Option<super::fit::FirstFailure>,
+    /// Protocols that carry several messages per datagram: the messages by type.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub messages: Option<MessageReport>,
+}
+
+/// The messages of valid datagrams (a malformed datagram's messages count up to the
+/// fault: those read and the one that failed).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct MessageReport {
+    pub total: u64,
+    /// By type name (message types, `type N` for one the definition lacks).
+    pub by_type: std::collections::BTreeMap<String, u64>,
+    /// Datagrams by how many messages they carry.
+    pub per_datagram: std::collections::BTreeMap<u32, u64>,
+    /// Messages whose own header could not be read.
+    pub unreadable: u64,
+    /// Messages of streams past the cap on stream counters (no sequence analysis).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub streams_not_tracked: u64,
+    /// By type id while counting; `by_type` is made from it.
+    #[serde(skip)]
+    pub counts: Vec<u64>,
+}
+
+impl MessageReport {
+    /// Counts one datagram's messages.
+    pub fn add(&mut self, messages: &[crate::dissect::MessageInfo]) {
+        self.total += messages.len() as u64;
+        *self.per_datagram.entry(messages.len() as u32).or_default() += 1;
+        for m in messages {
+            match m.type_id {
+                Some(t) => {
+                    let t = t as usize;
+                    if t >= self.counts.len() {
+                        // Types are at most 2^16 (a type field of 16 bits).
+                        self.counts.resize((t + 1).min(1 << 16), 0);
+                    }
+                    if let Some(n) = self.counts.get_mut(t) {
+                        *n += 1;
+                    }
+                }
+                None => self.unreadable += 1,
+            }
+        }
+    }
+
+    fn merge(&mut self, o: MessageReport) {
+        self.total += o.total;
+        self.unreadable += o.unreadable;
+        self.streams_not_tracked += o.streams_not_tracked;
+        add_map(&mut self.per_datagram, o.per_datagram);
+        if self.counts.len() < o.counts.len() {
+            self.counts.resize(o.counts.len(), 0);
+        }
+        for (a, b) in self.counts.iter_mut().zip(o.counts) {
+            *a += b;
+        }
+    }
+
+    fn finalize(&mut self, p: &crate::dissect::Program) {
+        self.by_type = self
+            .counts
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(t, n)| {
+                let name = p
+                    .packet(t as u32)
+                    .map_or_else(|| format!("type {t}"), |d| d.name.clone());
+                (name, *n)
+            })
+            .collect();
+    }
 }
 
 /// Valid game datagrams and sequences lost, per second of capture time.
@@ -603,6 +691,7 @@ impl Report {
         v.crc_ok += w.crc_ok;
         v.crc_mismatch += w.crc_mismatch;
         v.too_short += w.too_short;
+        v.crc_unverified += w.crc_unverified;
         v.truncated += w.truncated;
         add_map(&mut v.header_errors, w.header_errors);
         v.packets += w.packets;
@@ -650,6 +739,10 @@ impl Report {
             a.lost = a.lost.saturating_add(b.lost);
         }
         t.start_ns = t.start_ns.or(o.timeline.start_ns);
+        match (&mut self.messages, o.messages) {
+            (Some(a), Some(b)) => a.merge(b),
+            (a, b) => *a = a.take().or(b),
+        }
     }
 }
 
@@ -716,6 +809,9 @@ impl Report {
             self.type_names = (0..p.params.format.num_types)
                 .map(|t| p.type_name(t).map(str::to_string))
                 .collect();
+            if let Some(m) = &mut self.messages {
+                m.finalize(p);
+            }
         }
         self.directions();
         // Single-datagram loss from sequence gaps: on the fragmenting flows when they also

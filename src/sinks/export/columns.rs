@@ -292,6 +292,12 @@ impl Col {
             Kind::Bytes(_) | Kind::Rest { .. } => Col::Bin(BinaryBuilder::new()),
             Kind::Vector | Kind::CompressedVector(_) => floats(&["x", "y", "z"]),
             Kind::Quaternion | Kind::SmallestThree(_) => floats(&["x", "y", "z", "w"]),
+            Kind::Msb(_) => return Col::leaf(&kind.plain()),
+            Kind::ByteInt { signed: true, .. } | Kind::Varint { zigzag: true } => {
+                Col::Int(Int::I64(Default::default()))
+            }
+            Kind::ByteInt { .. } | Kind::Varint { .. } => Col::Int(Int::U64(Default::default())),
+            Kind::Text { .. } | Kind::CString { .. } => Col::Bin(BinaryBuilder::new()),
             _ => return None,
         })
     }
