@@ -4,18 +4,7 @@
 mod common;
 use std::process::Command;
 
-fn gpcap(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_gpcap"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use common::gpcap_run as gpcap;
 
 #[test]
 fn quick_start_needs_no_configuration() {

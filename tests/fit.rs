@@ -2,6 +2,8 @@
 //! confident wrong number (issue "never a confident wrong number"). Each test below
 //! reproduces one example of the issue and failed before the fit existed.
 
+mod common;
+
 use gpcap::analysis::fit::Verdict;
 use gpcap::analysis::{Analyzer, Config, Report};
 use gpcap::capture::CaptureReader;
@@ -13,18 +15,7 @@ use proptest::prelude::*;
 use std::process::Command;
 use std::sync::Arc;
 
-fn gpcap(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_gpcap"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use common::gpcap_run as gpcap;
 
 fn json(args: &[&str]) -> serde_json::Value {
     let (code, out, err) = gpcap(args);

@@ -1927,23 +1927,7 @@ impl<'d> Compiler<'d> {
                 }
                 Kind::Derived(self.expression(e)?)
             }
-            "le-uint" => {
-                allowed.extend(["role", "enum"]);
-                let count = self.count(n, 1)?;
-                if let Count::Const(c) = count
-                    && !(1..=8).contains(&c)
-                {
-                    self.error(
-                        positional(n)[1].span(),
-                        format!("le-uint takes 1 to 8 bytes, not {c}"),
-                        "byte count",
-                        Some(usage("le-uint")),
-                    );
-                    return None;
-                }
-                Kind::LeUint(count)
-            }
-            "be-uint" | "be-int" | "le-int" => {
+            "le-uint" | "be-uint" | "be-int" | "le-int" => {
                 allowed.extend(["role", "enum"]);
                 let count = self.count(n, 1)?;
                 if let Count::Const(c) = count
@@ -1957,10 +1941,14 @@ impl<'d> Compiler<'d> {
                     );
                     return None;
                 }
-                Kind::ByteInt {
-                    count,
-                    big: kind_name.starts_with("be"),
-                    signed: kind_name.ends_with("int") && !kind_name.ends_with("uint"),
+                if kind_name == "le-uint" {
+                    Kind::LeUint(count)
+                } else {
+                    Kind::ByteInt {
+                        count,
+                        big: kind_name.starts_with("be"),
+                        signed: !kind_name.ends_with("uint"),
+                    }
                 }
             }
             "varint" | "zigzag" => {

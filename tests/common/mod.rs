@@ -67,3 +67,18 @@ pub fn gen_checked(def: &str, name: &str, args: &[&str]) -> (std::path::PathBuf,
     gpcap_ok(&all);
     (dir, path)
 }
+
+/// Runs gpcap from the project root: exit code, standard output, standard error.
+#[allow(dead_code)]
+pub fn gpcap_run(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpcap"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
