@@ -12,7 +12,6 @@ use gpcap::dissect::{self, Program};
 use gpcap::generate::rng::Rng;
 use gpcap::generate::sim::{SimConfig, simulate};
 use proptest::prelude::*;
-use std::process::Command;
 use std::sync::Arc;
 
 use common::gpcap_run as gpcap;

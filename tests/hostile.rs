@@ -3,7 +3,6 @@
 //! Each test reproduces one finding and fails without its fix.
 
 mod common;
-use std::process::Command;
 
 use common::gpcap_run as gpcap;
 
