@@ -80,6 +80,7 @@ impl Sink for Select {
     fn packet(&mut self, e: &PacketEvent<'_>) {
         let position = self.position;
         self.position = self.position.saturating_add(1);
+        self.filter.start(e.ts_ns);
         if !self.filter.matches(e) {
             return;
         }
