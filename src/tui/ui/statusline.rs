@@ -98,7 +98,9 @@ fn prompt_line(app: &App, p: &crate::tui::prompt::Prompt, width: usize) -> Line<
     let hint = match p.ask {
         Ask::Filter => "  (Enter apply, Esc cancel, ↑↓ history; e.g. type == scene && objects.at_rest)",
         Ask::Find => "  (Enter find, then n/N; e.g. crc.fail || size > 1200)",
-        Ask::Write => "  (Enter write: marked packets, else the shown ones)",
+        Ask::Write => {
+            "  (Enter: the marked packets, else the shown ones; a bare name is written in the working directory)"
+        }
         Ask::Goto | Ask::Replace => "",
     };
     let used = label.chars().count()
@@ -106,11 +108,14 @@ fn prompt_line(app: &App, p: &crate::tui::prompt::Prompt, width: usize) -> Line<
         + 1
         + rest.chars().count()
         + full.chars().count();
-    let hint = if full.is_empty() && used + hint.chars().count() <= width {
-        hint
-    } else {
-        ""
+    let short = match p.ask {
+        Ask::Write => "  (in the working directory unless a path)",
+        _ => "",
     };
+    let hint = [hint, short]
+        .into_iter()
+        .find(|h| full.is_empty() && used + h.chars().count() <= width)
+        .unwrap_or("");
     let full_style = if p.refused {
         style(app, Color::Red).add_modifier(Modifier::BOLD)
     } else {
