@@ -1,7 +1,8 @@
 //! The display filter shared by the TUI's `/` bar, `gpcap dissect --filter` and live
 //! capture: `type == scene`, `seq > 100`, `crc.fail`, `frag`, `reassembled`,
 //! `size > 1200`, `flow 10.0.0.1:40000`, `src 10.0.0.1`, `dst 10.0.0.2:50000`,
-//! `time > 5`, what the sequence analysis found (`late`, `dup`, `gap`, `gap > 3`),
+//! `time > 5`, what the sequence analysis found (`late`, `dup`, `gap`, `gap > 3`) and the
+//! ack analysis settled (`never_acked`, `rtt > 50`: after a pass of their own),
 //! Wireshark's names (`ip.src`, `udp.dstport`, `frame.number`, `frame.time_relative`),
 //! and any dissected field by its path (`scene.objects.at_rest == true`,
 //! `input.weapon == railgun`, `chat.text contains "gg"`), combined with `&&`/`and`,
@@ -15,6 +16,7 @@
 //! occurrence (and at least one). Floats compare at their resolution: a compressed float
 //! equals a value within half its step, an f32 equals the value rounded to f32.
 
+use crate::analysis::acks::{AckFacts, Settled};
 use crate::dissect::paths::{Holds, PathInfo, catalog, nearest};
 use crate::dissect::{Dissection, Label, Program, ROOT, Value};
 use crate::engine::seq::SeqEvent;
@@ -42,6 +44,8 @@ enum Field {
     Epoch,
     /// Sequences skipped just before this datagram (0 for an in-order one).
     Gap,
+    /// The round trip of the packet's sequence to the first ack of it, in µs.
+    Rtt,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,6 +75,8 @@ enum Flag {
     Dup,
     /// Sequences were skipped just before this one (`gap`).
     Gap,
+    /// The peer acked newer sequences but never this one (`never_acked`).
+    NeverAcked,
 }
 
 /// Which end of a datagram an address test looks at.
@@ -137,6 +143,9 @@ pub struct Filter {
     needs_engine: bool,
     /// The first frame's time, for `time` (set by [`Filter::start`]).
     origin: Option<i64>,
+    /// It reads `rtt` or `never_acked`: known only after the run ([`Filter::set_acks`]).
+    needs_acks: bool,
+    acks: Option<std::sync::Arc<AckFacts>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -153,6 +162,7 @@ struct Parser<'a> {
     program: Option<&'a Program>,
     paths: Vec<PathInfo>,
     needs_engine: bool,
+    needs_acks: bool,
     len: usize,
     /// Nesting of `!` and parentheses, bounded so no filter can exhaust the stack.
     depth: u32,
@@ -290,6 +300,9 @@ impl Parser<'_> {
         let compared = self.peek().is_some_and(is_cmp);
         // `gap` alone is the flag, `gap > 3` the gap's size.
         if let Some(f) = flag_named(&word).filter(|_| !(compared && word == "gap")) {
+            if f == Flag::NeverAcked {
+                self.acks(&word)?;
+            }
             return Ok(Node::Flag(f));
         }
         if let Some(end) = match word.as_str() {
@@ -337,6 +350,10 @@ impl Parser<'_> {
             "time" | "frame.time_relative" => Field::Time,
             "frame.time_epoch" | "time.epoch" => Field::Epoch,
             "gap" => Field::Gap,
+            "rtt" if !self.paths.iter().any(|e| e.path == word) => {
+                self.acks(&word)?;
+                Field::Rtt
+            }
             // A definition's own field of that name (the shooter's `ack`) comes first.
             "ack" | "ack_bits" | "ack-bits" if self.paths.iter().any(|e| e.path == word) => {
                 self.pos -= 1;
@@ -363,6 +380,11 @@ impl Parser<'_> {
                 None => (Field::Epoch, parse_datetime(&v)),
             },
             Field::Epoch => (Field::Epoch, parse_seconds(&v).or_else(|| parse_datetime(&v))),
+            // Milliseconds, compared in µs.
+            Field::Rtt => (
+                Field::Rtt,
+                parse_seconds(&format!("{}ms", v.trim_end_matches("ms"))).map(|ns| ns / 1000),
+            ),
             f => (f, parse_int(&v)),
         };
         let value = match value {
@@ -380,6 +402,23 @@ impl Parser<'_> {
         };
         self.pos += 1;
         Ok(Node::Compare(field, cmp, value))
+    }
+
+    /// `rtt` and `never_acked` need the definition's ack roles, and the ack analysis' pass.
+    fn acks(&mut self, word: &str) -> Result<(), FilterError> {
+        use crate::dissect::program::Role;
+        let has = self
+            .program
+            .is_some_and(|p| p.has_role(Role::Ack) && p.has_role(Role::AckBits));
+        if !has {
+            self.pos -= 1;
+            return Err(self.err(format!(
+                "`{word}` needs a definition with ack and ack-bits roles (dissectors/reliable.kdl has them)"
+            )));
+        }
+        self.needs_acks = true;
+        self.needs_engine = true;
+        Ok(())
     }
 
     /// `ip`, `ip:port` or `[ipv6]:port` after `word`.
@@ -666,6 +705,7 @@ impl FieldPath {
             program: Some(program),
             paths: paths.to_vec(),
             needs_engine: false,
+            needs_acks: false,
             len: 0,
             depth: 0,
         };
@@ -690,7 +730,7 @@ impl FieldPath {
     }
 }
 
-const BUILTIN_FIELDS: &str = "type seq size frame time gap frag.id frag.count ack ack_bits udp.srcport udp.dstport udp.port ip.src ip.dst ip.addr";
+const BUILTIN_FIELDS: &str = "type seq size frame time gap rtt frag.id frag.count ack ack_bits udp.srcport udp.dstport udp.port ip.src ip.dst ip.addr";
 const FLAGS: &str =
     "crc.fail crc.ok frag reassembled ipfrag malformed over-budget truncated game late dup gap";
 
@@ -716,6 +756,7 @@ const FIELD_NAMES: &[&str] = &[
     "frame.number",
     "frame.time_relative",
     "frame.time_epoch",
+    "rtt",
 ];
 /// Built-in names that stand alone (flags, and the address words).
 const FLAG_NAMES: &[&str] = &[
@@ -731,6 +772,7 @@ const FLAG_NAMES: &[&str] = &[
     "late",
     "dup",
     "gap",
+    "never_acked",
     "flow",
     "src",
     "dst",
@@ -770,6 +812,7 @@ fn flag_named(word: &str) -> Option<Flag> {
         "late" => Flag::Late,
         "dup" | "duplicate" => Flag::Dup,
         "gap" => Flag::Gap,
+        "never_acked" | "never-acked" => Flag::NeverAcked,
         _ => return None,
     })
 }
@@ -899,6 +942,7 @@ impl Filter {
             program,
             paths: program.map(catalog).unwrap_or_default(),
             needs_engine: false,
+            needs_acks: false,
             len: text.chars().count(),
             depth: 0,
         };
@@ -911,7 +955,20 @@ impl Filter {
             text: text.to_string(),
             needs_engine: p.needs_engine,
             origin: None,
+            needs_acks: p.needs_acks,
+            acks: None,
         })
+    }
+
+    /// The filter reads `rtt` or `never_acked`, which the ack analysis settles only after
+    /// later packets: give it [`Filter::set_acks`] from a pass of its own first
+    /// ([`crate::analysis::ack_facts`]).
+    pub fn needs_acks(&self) -> bool {
+        self.needs_acks
+    }
+
+    pub fn set_acks(&mut self, facts: std::sync::Arc<AckFacts>) {
+        self.acks = Some(facts);
     }
 
     /// Sets the time `time` counts from: the first frame's, which every caller passes
@@ -932,6 +989,8 @@ impl Filter {
             text: String::new(),
             needs_engine: false,
             origin: None,
+            needs_acks: false,
+            acks: None,
         }
     }
 
@@ -940,16 +999,36 @@ impl Filter {
     }
 
     pub fn matches(&self, e: &PacketEvent) -> bool {
-        eval(&self.root, e, self.origin.unwrap_or(e.ts_ns))
+        let cx = Context {
+            origin: self.origin.unwrap_or(e.ts_ns),
+            acks: self.acks.as_deref(),
+        };
+        eval(&self.root, e, &cx)
     }
 }
 
-fn eval(n: &Node, f: &PacketEvent, origin: i64) -> bool {
+/// What a filter knows beyond the packet: when the run started, what the acks settled.
+struct Context<'a> {
+    origin: i64,
+    acks: Option<&'a AckFacts>,
+}
+
+impl Context<'_> {
+    /// The round trip (µs) or NEVER of the packet's sequence, when settled.
+    fn settled(&self, f: &PacketEvent) -> Option<u32> {
+        if !f.is_game() {
+            return None;
+        }
+        self.acks?.of(f.flow?, f.sequence? as u16, f.ts_ns)
+    }
+}
+
+fn eval(n: &Node, f: &PacketEvent, cx: &Context) -> bool {
     match n {
         Node::True => true,
-        Node::Not(a) => !eval(a, f, origin),
-        Node::And(a, b) => eval(a, f, origin) && eval(b, f, origin),
-        Node::Or(a, b) => eval(a, f, origin) || eval(b, f, origin),
+        Node::Not(a) => !eval(a, f, cx),
+        Node::And(a, b) => eval(a, f, cx) && eval(b, f, cx),
+        Node::Or(a, b) => eval(a, f, cx) || eval(b, f, cx),
         Node::Flag(flag) => match flag {
             Flag::CrcFail => f.status.crc_failed(),
             Flag::CrcOk => f.crc_ok(),
@@ -963,6 +1042,7 @@ fn eval(n: &Node, f: &PacketEvent, origin: i64) -> bool {
             Flag::Late => f.seq_event == Some(SeqEvent::Late),
             Flag::Dup => f.seq_event == Some(SeqEvent::Duplicate),
             Flag::Gap => matches!(f.seq_event, Some(SeqEvent::New { gap }) if gap > 0),
+            Flag::NeverAcked => cx.settled(f) == Some(Settled::NEVER),
         },
         Node::Addr(end, ip, port) => {
             let Some(fl) = f.flow else { return false };
@@ -996,7 +1076,8 @@ fn eval(n: &Node, f: &PacketEvent, origin: i64) -> bool {
                 Field::SrcPort => f.flow.map(|fl| fl.src.port() as i128),
                 Field::DstPort => f.flow.map(|fl| fl.dst.port() as i128),
                 Field::Port => None,
-                Field::Time => Some(f.ts_ns as i128 - origin as i128),
+                Field::Time => Some(f.ts_ns as i128 - cx.origin as i128),
+                Field::Rtt => cx.settled(f).filter(|&us| us != Settled::NEVER).map(i128::from),
                 Field::Epoch => Some(f.ts_ns as i128),
                 Field::Gap => match f.seq_event {
                     Some(SeqEvent::New { gap }) => Some(gap as i128),

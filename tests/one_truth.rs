@@ -11,7 +11,7 @@ use gpcap::engine::{Engine, Kind, PacketEvent, Sink, run_files};
 use gpcap::filter::Filter;
 use gpcap::sinks::index::status;
 use gpcap::tui::{App, Index, load};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -98,6 +98,10 @@ fn engine(path: &Path, cfg: &Config, filter: &Filter) -> BTreeSet<Key> {
         filter: filter.clone(),
         out: BTreeSet::new(),
     };
+    if filter.needs_acks() {
+        let facts = gpcap::analysis::ack_facts(&[path.to_path_buf()], cfg.clone()).unwrap();
+        s.filter.set_acks(Arc::new(facts));
+    }
     run_files(
         &[path.to_path_buf()],
         Engine::new(cfg.clone(), filter.needs_engine()),
@@ -296,6 +300,92 @@ fn sequence_verdicts_select_what_analyze_counts() {
             .map(|f| f.seq.gap_starts.len() as u64)
             .sum::<u64>()
     );
+}
+
+/// Every game packet of a flow: its frame, whether reassembled, and its sequence.
+fn sequences(path: &Path, cfg: &Config, filter: &str) -> BTreeMap<Key, u64> {
+    struct Seqs(Filter, BTreeMap<Key, u64>);
+    impl Sink for Seqs {
+        fn packet(&mut self, e: &PacketEvent<'_>) {
+            if e.is_game()
+                && let Some(s) = e.sequence
+                && self.0.matches(e)
+            {
+                self.1.insert((e.frame, e.kind == Kind::Reassembled), s);
+            }
+        }
+    }
+    let mut f = Filter::parse(filter, cfg.program.as_deref()).unwrap();
+    if f.needs_acks() {
+        f.set_acks(Arc::new(
+            gpcap::analysis::ack_facts(&[path.to_path_buf()], cfg.clone()).unwrap(),
+        ));
+    }
+    let mut s = Seqs(f, BTreeMap::new());
+    run_files(
+        &[path.to_path_buf()],
+        Engine::new(cfg.clone(), false),
+        &mut s,
+        &mut |_, _| {},
+        &|_| false,
+    )
+    .unwrap();
+    s.1
+}
+
+/// `never_acked` and `rtt` select, flow by flow, the sequences `analyze`'s ack analysis
+/// settled so: as many round trips as it timed, and every captured sequence of its
+/// never-acked runs — in the engine, in `dissect --filter` and in the TUI.
+#[test]
+fn ack_verdicts_select_what_analyze_counts() {
+    let path = root().join("tests/fixtures/reliable/capture.pcap");
+    let cfg = config("reliable.kdl");
+    let report = analyze(&path, &cfg);
+    let mut app = tui(&path, &cfg);
+    let mut never = 0;
+    for fl in &report.flows {
+        let Some(acks) = &fl.acks else { continue };
+        let dir = format!("src {} && dst {}", fl.src, fl.dst);
+        let captured: BTreeSet<u64> = sequences(&path, &cfg, &dir).into_values().collect();
+        let runs: BTreeSet<u64> = acks
+            .never_acked_runs
+            .iter()
+            .flat_map(|&(a, b)| (a..=b).map(|s| s & 0xffff))
+            .collect();
+        assert!(acks.never_acked_runs.len() < 256, "every run is listed");
+        let want: BTreeSet<u64> = runs.intersection(&captured).copied().collect();
+        let text = format!("never_acked && {dir}");
+        let got: BTreeSet<u64> = sequences(&path, &cfg, &text).into_values().collect();
+        assert_eq!(got, want, "`{text}`");
+        let timed: BTreeSet<u64> = sequences(&path, &cfg, &format!("rtt >= 0 && {dir}"))
+            .into_values()
+            .collect();
+        assert_eq!(
+            timed.len() as u64,
+            acks.rtt_ms.unwrap().samples,
+            "rtt samples of {dir}"
+        );
+        assert!(timed.is_disjoint(&got));
+        never += got.len();
+        for text in [
+            text,
+            format!("rtt > 1.5 && {dir}"),
+            format!("!never_acked && !(rtt >= 0) && {dir}"),
+        ] {
+            let f = Filter::parse(&text, cfg.program.as_deref()).unwrap();
+            let by_engine = engine(&path, &cfg, &f);
+            assert_eq!(
+                by_engine,
+                dissect_cli(&path, "reliable.kdl", &text),
+                "`{text}`: dissect"
+            );
+            assert_eq!(by_engine, tui_selection(&mut app, &text), "`{text}`: TUI");
+        }
+    }
+    assert!(never > 20, "only {never} never-acked sequences were captured");
+    // Without ack roles the words are refused, and say why.
+    let e = Filter::parse("rtt > 5", config("article.kdl").program.as_deref()).unwrap_err();
+    assert!(e.message.contains("ack and ack-bits roles"), "{}", e.message);
 }
 
 #[test]

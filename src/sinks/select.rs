@@ -189,6 +189,19 @@ pub fn scan(
             }
         }
     }
+    let mut filter = filter;
+    if filter.needs_acks() {
+        // `rtt` and `never_acked` are settled by later packets: a pass of their own first.
+        match crate::analysis::ack_facts(&[path.to_path_buf()], cfg.clone()) {
+            Ok(facts) => filter.set_acks(std::sync::Arc::new(facts)),
+            Err(e) => {
+                let _ = tx.send(ScanUpdate::Done {
+                    error: Some(e.to_string()),
+                });
+                return;
+            }
+        }
+    }
     let read = std::cell::Cell::new(0u64);
     let mut sink = Batches {
         select: Select::new(filter),

@@ -28,9 +28,66 @@ struct Slot {
     acked: bool,
 }
 
+/// What the analysis settled for one captured sequence: its round trip, or that it was
+/// never acked. Kept only when asked ([`AckTracker::keep_log`]: filters on `rtt` and
+/// `never_acked`), so that `analyze` keeps nothing per packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settled {
+    /// When its first datagram was captured.
+    pub sent_ns: i64,
+    /// Microseconds, or [`Settled::NEVER`].
+    pub rtt_us: u32,
+    pub seq: u16,
+}
+
+impl Settled {
+    pub const NEVER: u32 = u32::MAX;
+}
+
+/// What the ack analysis settled for every captured sequence of a run, by direction: the
+/// display filter's `never_acked` and `rtt`, known only once later packets were seen, so
+/// found by a pass of their own before the filter's.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AckFacts {
+    /// By direction and 16-bit sequence: (first datagram's time, round trip or NEVER),
+    /// in capture order (a sequence number recurs only after it wrapped).
+    by_seq: hashbrown::HashMap<(crate::engine::FlowId, u16), Vec<(i64, u32)>>,
+}
+
+impl AckFacts {
+    pub fn add(&mut self, flow: crate::engine::FlowId, log: Vec<Settled>) {
+        for s in log {
+            self.by_seq
+                .entry((flow, s.seq))
+                .or_default()
+                .push((s.sent_ns, s.rtt_us));
+        }
+    }
+
+    /// The round trip in µs of the packet of `flow` with sequence `seq` seen at `ts_ns`
+    /// ([`Settled::NEVER`]: never acked); None when it was not settled (acks unknown, or
+    /// not acked yet when the capture ended).
+    pub fn of(&self, flow: crate::engine::FlowId, seq: u16, ts_ns: i64) -> Option<u32> {
+        let v = self.by_seq.get(&(flow, seq))?;
+        // The latest use of the number at or before this packet.
+        let mut at = None;
+        for &(sent, rtt) in v {
+            if sent <= ts_ns && at.is_none_or(|(t, _)| sent >= t) {
+                at = Some((sent, rtt));
+            }
+        }
+        at.map(|(_, rtt)| rtt)
+    }
+}
+
+/// Settled sequences kept per direction (16 bytes each).
+const MAX_LOG: usize = 1 << 24;
+
 /// Per sending direction: its sequences, settled as the other direction acks them.
 #[derive(Debug, Clone, Default)]
 pub struct AckTracker {
+    /// Settled captured sequences, when kept.
+    log: Option<Vec<Settled>>,
     ring: Vec<Slot>,
     first: Option<i64>,
     highest: i64,
@@ -143,6 +200,24 @@ impl RttHist {
 }
 
 impl AckTracker {
+    /// Keeps what each captured sequence settled as (see [`Settled`]).
+    pub fn keep_log(&mut self) {
+        self.log.get_or_insert_with(Vec::new);
+    }
+
+    fn log(&mut self, slot: Slot, rtt_us: u32) {
+        if let Some(log) = self.log.as_mut()
+            && slot.sent_ns != NOT_CAPTURED
+            && log.len() < MAX_LOG
+        {
+            log.push(Settled {
+                sent_ns: slot.sent_ns,
+                rtt_us,
+                seq: slot.ext as u16,
+            });
+        }
+    }
+
     fn extend(&self, s: u16) -> i64 {
         self.highest + sequence_diff(s, self.highest as u16) as i64
     }
@@ -187,6 +262,7 @@ impl AckTracker {
                 let old = *self.slot(k);
                 if old.ext >= first && !old.acked {
                     self.settle_run(old.ext, old.ext);
+                    self.log(old, Settled::NEVER);
                 }
                 *self.slot(k) = Slot {
                     ext: k,
@@ -248,6 +324,7 @@ impl AckTracker {
             }
             let us = (ts_ns.saturating_sub(slot.sent_ns).max(0) / 1000) as u64;
             self.rtt.add(us);
+            self.log(slot, us.min(Settled::NEVER as u64 - 1) as u32);
             if let Some(sec) = second {
                 let full = self.seconds.len() >= MAX_SECONDS;
                 match self.seconds.last_mut() {
@@ -264,8 +341,15 @@ impl AckTracker {
     }
 
     /// Settles what is left at the end of the capture.
-    pub fn finish(mut self) -> Option<AckStats> {
-        let first = self.first?;
+    pub fn finish(self) -> Option<AckStats> {
+        self.finish_logged().0
+    }
+
+    /// [`AckTracker::finish`], and what each captured sequence settled as (when kept).
+    pub fn finish_logged(mut self) -> (Option<AckStats>, Vec<Settled>) {
+        let Some(first) = self.first else {
+            return (None, self.log.unwrap_or_default());
+        };
         let peer = self.peer_ack.unwrap_or(first - 1);
         for ext in (self.highest - WINDOW + 1).max(first)..=self.highest {
             let slot = *self.slot(ext);
@@ -276,6 +360,7 @@ impl AckTracker {
                 self.stats.unacked_at_end += 1;
             } else {
                 self.settle_run(ext, ext);
+                self.log(slot, Settled::NEVER);
             }
         }
         let judged = self.stats.sequences - self.stats.unacked_at_end;
@@ -290,7 +375,8 @@ impl AckTracker {
             .iter()
             .map(|&(s, n, sum, max)| (s, n, sum as f64 / n as f64 / 1e3, max as f64 / 1e3))
             .collect();
-        Some(self.stats)
+        let log = self.log.take().unwrap_or_default();
+        (Some(self.stats), log)
     }
 }
 
@@ -328,6 +414,30 @@ mod tests {
             (a.sequences, a.acked, a.never_acked, a.unacked_at_end),
             (4, 2, 0, 2)
         );
+    }
+
+    #[test]
+    fn kept_verdicts_are_found_by_sequence_and_time() {
+        let mut t = AckTracker::default();
+        t.keep_log();
+        for s in [10u16, 11, 12] {
+            t.sent(s, s as i64 * 1_000_000);
+        }
+        t.acked(12, 0b101, 20_000_000, None);
+        let (stats, log) = t.finish_logged();
+        assert_eq!(stats.unwrap().never_acked, 1);
+        let flow = crate::engine::FlowId {
+            src: "10.0.0.1:1".parse().unwrap(),
+            dst: "10.0.0.2:2".parse().unwrap(),
+        };
+        let mut facts = AckFacts::default();
+        facts.add(flow, log);
+        assert_eq!(facts.of(flow, 10, 10_000_000), Some(10_000));
+        assert_eq!(facts.of(flow, 11, 11_000_000), Some(Settled::NEVER));
+        assert_eq!(facts.of(flow, 12, 12_000_000), Some(8_000));
+        // Before its first datagram, or a number never used: nothing settled.
+        assert_eq!(facts.of(flow, 12, 1), None);
+        assert_eq!(facts.of(flow, 13, 13_000_000), None);
     }
 
     #[test]

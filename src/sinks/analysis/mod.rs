@@ -101,6 +101,8 @@ pub struct Statistics {
     by_key: HashMap<FlowId, u32>,
     /// The definition marks ack and ack-bits fields.
     ack_analysis: bool,
+    /// Keep what each captured sequence settled as (see [`Statistics::ack_facts`]).
+    keep_ack_log: bool,
     report: Report,
 }
 
@@ -131,6 +133,7 @@ impl Statistics {
             sides,
             by_key: HashMap::new(),
             ack_analysis,
+            keep_ack_log: false,
             cfg,
             flows: Vec::new(),
             untracked: None,
@@ -178,6 +181,27 @@ impl Statistics {
             Some((_, c)) => *c += n,
             None => self.link_types.push((t, n)),
         }
+    }
+
+    /// Keeps what each captured sequence settled as, for [`Statistics::ack_facts`].
+    pub fn keep_ack_log(&mut self) {
+        self.keep_ack_log = true;
+    }
+
+    /// What the ack analysis settled for each captured sequence, by direction (after the
+    /// run; with [`Statistics::keep_ack_log`]).
+    pub fn ack_facts(self) -> acks::AckFacts {
+        let mut facts = acks::AckFacts::default();
+        for fl in self.flows {
+            if let Some(t) = fl.acks {
+                let key = FlowId {
+                    src: fl.stats.src,
+                    dst: fl.stats.dst,
+                };
+                facts.add(key, t.finish_logged().1);
+            }
+        }
+        facts
     }
 
     /// Builds the report.
@@ -406,7 +430,16 @@ impl Statistics {
             && e.flow_index.is_some()
             && let Some(seq) = e.sequence
         {
-            flow.acks.get_or_insert_default().sent(seq as u16, e.ts_ns);
+            let keep = self.keep_ack_log;
+            flow.acks
+                .get_or_insert_with(|| {
+                    let mut t = Box::<acks::AckTracker>::default();
+                    if keep {
+                        t.keep_log();
+                    }
+                    t
+                })
+                .sent(seq as u16, e.ts_ns);
         }
         let s = &mut flow.stats;
         if let Some(n) = s.types.get_mut(ptype as usize) {
@@ -523,6 +556,21 @@ impl Sink for Statistics {
         self.report.reassembly.peak_bytes = s.reassembly_peak;
         self.report.sender_spaces = s.sender_spaces.clone();
     }
+}
+
+/// Runs the analysis over `captures` for what the ack analysis settled of each captured
+/// sequence (`never_acked` and `rtt` in filters: known only after later packets).
+pub fn ack_facts(captures: &[std::path::PathBuf], cfg: Config) -> Result<acks::AckFacts, CaptureError> {
+    let mut stats = Statistics::new(cfg.clone());
+    stats.keep_ack_log();
+    crate::engine::run_files(
+        captures,
+        Engine::new(cfg, false),
+        &mut stats,
+        &mut |_, _| {},
+        &|_| false,
+    )?;
+    Ok(stats.ack_facts())
 }
 
 /// The engine with the statistics sink: frames in, a [`Report`] out.
