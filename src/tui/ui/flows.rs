@@ -130,7 +130,7 @@ pub(super) fn draw_flows(f: &mut Frame, app: &mut App, ix: &Index, area: Rect) {
     let t = Table::new(rows, constraints)
         .header(TRow::new(header).style(Style::default().add_modifier(Modifier::BOLD)))
         .block(Block::default().borders(Borders::ALL).title(format!(
-            " Flows ({}) · Enter: its packets · s: sort ",
+            " Flows ({}, one a direction) · Enter: its packets · b: both ways · s: sort ",
             r.flows.len()
         )));
     f.render_widget(t, split[0]);

@@ -55,7 +55,8 @@ pub(super) fn draw_keys(f: &mut Frame, app: &App, area: Rect) {
         (Tab::Packets, _, _) => {
             "q quit ? help / filter F find n next ] malformed } gap m mark w write d time c columns t fields"
         }
-        (Tab::Flows, _, _) => "q quit ? help ↑↓ flow Enter its packets s sort S reverse / filter",
+        (Tab::Flows, _, _) => "q quit ? help ↑↓ flow Enter its packets b both ways s sort S reverse / filter",
+        (Tab::Loss, _, _) => "q quit ? help ↑↓ fragment counts Tab/1-5 tabs / filter g go",
         (Tab::Reassembly, _, _) => "q quit ? help ↑↓ packet Enter its fragments s sort S reverse / filter",
         (Tab::Mtu, _, _) => "q quit ? help Tab/1-5 tabs ←/→ flow / filter g go",
         _ => "q quit ? help Tab/1-5 tabs / filter g go",
