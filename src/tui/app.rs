@@ -1437,7 +1437,8 @@ impl App {
             s.gaps.add(row.ts_ns, row.gap as u64);
         }
         if let (Some(a), Some(start)) = (&fl.acks, r.timeline.start_ns) {
-            let mut rtt = Series::over(first, last);
+            // The report times round trips per second: no finer steps than that.
+            let mut rtt = Series::over_at_least(first, last, 1_000_000_000);
             for &(sec, _, mean, _) in &a.rtt_timeline {
                 let at = start.saturating_add(sec as i64 * 1_000_000_000);
                 rtt.max_at(at, mean.round().max(0.0) as u64);

@@ -51,6 +51,21 @@ impl Series {
         }
     }
 
+    /// [`Series::over`] with steps of at least `min_step_ns` (data known no finer: the
+    /// ack analysis' round trips per second).
+    pub fn over_at_least(start_ns: i64, end_ns: i64, min_step_ns: i64) -> Self {
+        let s = Series::over(start_ns, end_ns);
+        if s.step_ns >= min_step_ns {
+            return s;
+        }
+        let span = end_ns.saturating_sub(start_ns).max(1);
+        Series {
+            start_ns,
+            step_ns: min_step_ns,
+            values: vec![0; ((span / min_step_ns) as usize + 1).min(MAX_STEPS)],
+        }
+    }
+
     /// Adds `n` at time `ts_ns` (times outside the span count at its ends).
     pub fn add(&mut self, ts_ns: i64, n: u64) {
         let i = (ts_ns.saturating_sub(self.start_ns).max(0) / self.step_ns) as usize;

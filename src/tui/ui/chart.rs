@@ -25,10 +25,11 @@ pub(super) fn draw_time_chart(
         .collect();
     let end = values.len() as f64 * step as f64 / 1e9;
     let ymax = values.iter().copied().max().unwrap_or(0).max(1) as f64;
-    let per = if max {
-        format!("max per {}", duration_text(step))
+    // `/24 ms`: what one bar stands for (the largest of the steps in it with `max`).
+    let per = if max && step > s.step_ns {
+        format!("max /{}", duration_text(step))
     } else {
-        format!("per {}", duration_text(step))
+        format!("/{}", duration_text(step))
     };
     let x_labels = vec![
         Line::from("0 s"),
@@ -45,7 +46,7 @@ pub(super) fn draw_time_chart(
     .block(
         Block::default()
             .borders(Borders::ALL)
-            .title(format!(" {title}, {per} ")),
+            .title(format!(" {title} {per} ")),
     )
     .x_axis(Axis::default().bounds([0.0, end.max(1e-9)]).labels(x_labels))
     .y_axis(

@@ -172,12 +172,12 @@ fn draw_series(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
         f,
         app,
         cols[1],
-        &format!("sequences lost ({lost})"),
+        &format!("lost ({lost})"),
         &s.gaps,
         Color::Red,
         false,
     );
     if let (Some(rtt), Some(col)) = (&s.rtt_ms, cols.get(2)) {
-        draw_time_chart(f, app, *col, "round trip ms", rtt, Color::Yellow, true);
+        draw_time_chart(f, app, *col, "mean rtt ms", rtt, Color::Yellow, true);
     }
 }

@@ -59,7 +59,6 @@ pub(super) fn draw_keys(f: &mut Frame, app: &App, area: Rect) {
         (Tab::Loss, _, _) => "q quit ? help ↑↓ fragment counts Tab/1-5 tabs / filter g go",
         (Tab::Reassembly, _, _) => "q quit ? help ↑↓ packet Enter its fragments s sort S reverse / filter",
         (Tab::Mtu, _, _) => "q quit ? help Tab/1-5 tabs ←/→ flow / filter g go",
-        _ => "q quit ? help Tab/1-5 tabs / filter g go",
     };
     f.render_widget(Paragraph::new(keys).style(style(app, Color::DarkGray)), area);
 }
