@@ -73,7 +73,7 @@ pub const KEYS: &[Key] = &[
     k(
         &["r"],
         "",
-        "reload the definition and dissect again, keeping the selection and the filter",
+        "reload the definition and dissect again, keeping the selection and the filter (a broken definition is refused with its file, line and column)",
     ),
     k(
         &["Enter"],
