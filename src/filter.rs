@@ -1448,6 +1448,30 @@ mod tests {
         assert!(e.message.contains("did you mean `late`?"), "{}", e.message);
     }
 
+    proptest::proptest! {
+        /// Any arrangement of the filter's words, values and junk compiles or is refused
+        /// with a column inside the text; none panics.
+        #[test]
+        fn any_filter_text_is_parsed_or_refused(words in proptest::collection::vec(
+            proptest::sample::select(vec![
+                "src", "dst", "flow", "host", "ip.src", "udp.port", "udp.srcport", "time",
+                "frame.time_epoch", "gap", "late", "dup", "rtt", "never_acked", "and", "or",
+                "not", "(", ")", "==", "!=", ">", "<=", "10.0.0.1", "10.0.0.1:40000",
+                "[::1]:5", "5", "-1", "2.5s", "250ms", "2026-11-22T10:00:05", "\"2026-02-30 1:2\"",
+                "9999-12-31T23:59:60.999999999Z", "-", ".", "objects.at_rest", "lat", "x",
+            ]),
+            0..12,
+        )) {
+            let text = words.join(" ");
+            match parse(&text) {
+                Ok(f) => {
+                    let _ = f.matches(&facts());
+                }
+                Err(e) => proptest::prop_assert!(e.column >= 1 && e.column <= text.chars().count() + 1),
+            }
+        }
+    }
+
     #[test]
     fn enum_names_are_values() {
         // The article's header `type` is an enum: a packet type's name alone is its test.

@@ -69,3 +69,15 @@ pub(super) fn title(name: &str, frames: u64, width: usize) -> String {
         frames.to_string()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_count_is_never_cut() {
+        let t = |w| super::title("lossy-bursts.pcap", 2185, w);
+        assert_eq!(t(40), "lossy-bursts.pcap · 2185 frames");
+        assert_eq!(t(23), "…sts.pcap · 2185 frames");
+        assert_eq!(t(14), "2185 frames");
+        assert_eq!(t(5), "2185");
+    }
+}
