@@ -430,9 +430,12 @@ impl Parser<'_> {
             .parse::<SocketAddr>()
             .map(|s| (s.ip(), Some(s.port())))
             .or_else(|_| {
-                addr.trim_matches(['[', ']'])
-                    .parse::<IpAddr>()
-                    .map(|ip| (ip, None))
+                // `[::1]` or `::1`, brackets paired (`[::1` is no address).
+                let bare = addr
+                    .strip_prefix('[')
+                    .and_then(|a| a.strip_suffix(']'))
+                    .unwrap_or(&addr);
+                bare.parse::<IpAddr>().map(|ip| (ip, None))
             });
         let Ok(found) = parsed else {
             return Err(self.err(format!("`{addr}` is not an address (ip, ip:port or [ipv6]:port)")));
@@ -1019,7 +1022,7 @@ impl Context<'_> {
         if !f.is_game() {
             return None;
         }
-        self.acks?.of(f.flow?, f.sequence? as u16, f.ts_ns)
+        self.acks?.of(f.flow?, f.sequence?, f.ts_ns)
     }
 }
 

@@ -17,7 +17,6 @@ pub mod error;
 pub mod filter;
 pub mod generate;
 pub mod identify;
-#[cfg(feature = "live")]
 pub mod live;
 pub mod present;
 pub mod sinks;

@@ -8,8 +8,10 @@ use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let result = match &cli.command {
+    let mut cli = Cli::parse();
+    // `-` and FIFOs are read once, here, for the commands that read captures whole.
+    let spooled = cli::input::spool(&mut cli.command);
+    let result = spooled.and_then(|_spooled| match &cli.command {
         Command::Analyze(a) => cli::analyze::run(a),
         Command::Dissect(a) => cli::dissect::run(a),
         Command::Check { dissector } => cli::check::run(dissector),
@@ -20,7 +22,7 @@ fn main() -> ExitCode {
         Command::Send(a) => cli::send::run(a),
         Command::Replay(a) => cli::replay::run(a),
         Command::Tui(a) => cli::tui::run(a),
-    };
+    });
     match result {
         Ok(code) => code,
         Err(e) => {

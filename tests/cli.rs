@@ -176,14 +176,39 @@ fn dissect_shows_the_fault() {
     assert!(out.contains(" in end_check: past end: needed 32 bits"), "{out}");
 }
 
+/// Live capture is in the default build: an interface that does not exist is answered
+/// with the list of those that do (no root needed to find that out), exit 2.
 #[test]
-fn live_without_the_feature_says_how_to_build_it() {
-    if cfg!(feature = "live") {
+fn live_on_an_unknown_interface_lists_the_interfaces() {
+    let (code, _, err) = gpcap(&["live", "nope0", "--no-tui", "--duration", "1"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no such interface `nope0`; interfaces: "), "{err}");
+    assert!(err.contains("lo"), "{err}");
+}
+
+/// Without the libpcap feature, `--filter` says what the default build captures
+/// instead (the capture itself then goes on, or fails on the interface as here).
+#[test]
+fn live_filter_in_the_default_build_says_what_is_captured_instead() {
+    if cfg!(feature = "libpcap") {
         return;
     }
-    let (code, _, err) = gpcap(&["live", "lo"]);
-    assert_eq!(code, 2);
-    assert!(err.contains("cargo install --path . --features live"), "{err}");
+    let (code, _, err) = gpcap(&[
+        "live",
+        "nope0",
+        "--filter",
+        "udp",
+        "--port",
+        "40000",
+        "--no-tui",
+        "--duration",
+        "1",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--filter needs the libpcap build (cargo install --path . --features libpcap); capturing instead what gpcap analyzes: UDP on port 40000, IPv4 and IPv6 fragments, ICMP fragmentation-needed and ICMPv6 packet-too-big"),
+        "{err}"
+    );
 }
 
 /// A capture large enough for analyze to shard it over the cores, with loss and
@@ -432,13 +457,14 @@ fn traffic_without_a_game_protocol_gets_its_conversations() {
 #[test]
 fn several_captures_say_how_they_combine() {
     let two = ["captures/clean.pcap", "captures/lossy-bursts.pcap"];
-    let (code, out, err) = gpcap(&["analyze", "-d", "dissectors/article.kdl", two[0], two[1]]);
-    assert_eq!(code, 0);
+    // These two overlap in time: read as one trace they are refused (tests/fit.rs).
+    let (code, _, err) = gpcap(&["analyze", "-d", "dissectors/article.kdl", two[0], two[1]]);
+    assert_eq!(code, 2);
     assert!(
         err.contains("2 captures analyzed as one trace in the order given"),
         "{err}"
     );
-    assert!(out.contains("files (one trace)"), "{out}");
+    assert!(err.contains("overlap in time"), "{err}");
     let (code, out, err) = gpcap(&[
         "analyze",
         "-d",

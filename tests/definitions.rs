@@ -302,7 +302,7 @@ fn a_protocol_may_declare_no_checksum() {
     );
     let e = diag("bad.kdl", &format!("protocol {{ checksum \"md5\" }}\n{HEADER}"));
     assert!(
-        e.contains("bad.kdl:1:21: checksum is \"crc32\" or \"none\""),
+        e.contains("bad.kdl:1:21: checksum is \"crc32\", \"crc32c\", \"adler32\" or \"none\""),
         "{e}"
     );
 }

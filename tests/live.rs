@@ -1,9 +1,12 @@
-//! Live capture (cargo feature `live`, run as root by .ci/run): a known session sent over
-//! a real UDP socket on loopback is captured, analyzed, reassembled and dissected to
-//! exactly what was sent; and on a veth pair with MTU 1280 between two network
-//! namespaces, datagrams that leave IP-fragmented are reported as MTU violations with
-//! their sizes. Skipped with a message when not root.
-#![cfg(feature = "live")]
+//! Live capture on the default build (AF_PACKET and its kernel filter; run as root by
+//! .ci/run): a known session sent over a real UDP socket on loopback is captured,
+//! analyzed, reassembled and dissected to exactly what was sent; on a veth pair with MTU
+//! 1280 between two network namespaces, datagrams that leave IP-fragmented cross the
+//! kernel filter and are reported as MTU violations with their sizes; a router namespace
+//! answers with ICMP too-big, which crosses it too; remote capture through a real sshd.
+//! Tests that need root are skipped with a message when not root. Streams (`-`, FIFOs,
+//! a stream that breaks off, malformed ones) need no root.
+#![cfg(target_os = "linux")]
 
 mod common;
 use gpcap::analysis::Config;
@@ -44,7 +47,7 @@ fn loopback_session_is_captured_exactly() {
     let program = definition();
     let mut cap = LiveCapture::start(&LiveOptions {
         iface: "lo".into(),
-        bpf: Some(format!("udp and dst port {port}")),
+        ports: vec![port],
         ..LiveOptions::default()
     })
     .expect("capture on lo");
@@ -282,8 +285,6 @@ fn sigint_ends_live_with_the_final_report() {
             "0x55667788",
             "--port",
             "40125",
-            "--filter",
-            "udp and dst port 40125",
         ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -366,7 +367,7 @@ fn replay_on_a_veth_pair_gives_live_the_report_analyze_gives() {
             "--interval",
             "0.2",
         ])
-        .args(["-d", def, "--filter", "udp"])
+        .args(["-d", def])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -456,4 +457,772 @@ fn json_differences(path: &str, a: &serde_json::Value, b: &serde_json::Value, ou
         _ if a != b => out.push(format!("{path}: {a} | {b}")),
         _ => {}
     }
+}
+
+/// Runs gpcap with `input` on its stdin; (exit code, stdout, stderr). Killed after
+/// `limit`: a hang fails the test instead of holding it.
+fn gpcap_stdin(args: &[&str], input: Vec<u8>, limit: Duration) -> (i32, String, String) {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gpcap"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    wait_bounded(child, limit)
+}
+
+fn wait_bounded(mut child: std::process::Child, limit: Duration) -> (i32, String, String) {
+    use std::io::Read;
+    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let o = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let e = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let until = Instant::now() + limit;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > until {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("gpcap still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (status.code().unwrap_or(-1), o.join().unwrap(), e.join().unwrap())
+}
+
+fn bundled(name: &str) -> Vec<u8> {
+    std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("captures").join(name)).unwrap()
+}
+
+/// The last JSON line `live --json` printed.
+fn last_report(stdout: &str) -> serde_json::Value {
+    serde_json::from_str(stdout.lines().last().expect("a report line")).expect("live prints JSON")
+}
+
+/// `live -` reads a pcap stream to its end as live traffic: the final report is the one
+/// `analyze` gives of the same capture, in every number but the clock's; `analyze -`
+/// reads stdin once (the identification sample is not read again) and agrees with
+/// `analyze FILE` but for the file's name.
+#[test]
+fn a_stream_on_stdin_is_analyzed_as_the_file_is() {
+    let bytes = bundled("clean.pcap");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("captures/clean.pcap");
+    let def = "dissectors/article.kdl";
+    let file = common::gpcap_ok(&["analyze", "--json", "-d", def, path.to_str().unwrap()]);
+    let expected: serde_json::Value = serde_json::from_str(&file).unwrap();
+    let (code, out, err) = gpcap_stdin(
+        &["analyze", "--json", "-d", def, "-"],
+        bytes.clone(),
+        Duration::from_secs(60),
+    );
+    assert_eq!(code, 0, "{err}");
+    let mut piped: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(piped["capture"]["files"][0]["name"], "-");
+    piped["capture"]["files"][0]["name"] = expected["capture"]["files"][0]["name"].clone();
+    assert_eq!(piped, expected);
+
+    let (code, out, err) = gpcap_stdin(
+        &["live", "-", "--no-tui", "--json", "-d", def],
+        bytes,
+        Duration::from_secs(60),
+    );
+    assert_eq!(code, 0, "{err}");
+    let live = last_report(&out);
+    assert_eq!(live["final"], true);
+    assert_eq!(
+        live["live"]["captured"].as_u64(),
+        expected["capture"]["frames"].as_u64()
+    );
+    let mut differences = Vec::new();
+    json_differences(
+        "",
+        &timeless(live["report"].clone()),
+        &timeless(expected),
+        &mut differences,
+    );
+    assert!(
+        differences.is_empty(),
+        "live - ≠ analyze:\n{}",
+        differences.join("\n")
+    );
+}
+
+/// A FIFO is a capture name too, read once; `-` twice is refused (stdin is read once).
+#[test]
+fn a_fifo_is_read_once_and_stdin_only_once() {
+    let dir = std::env::temp_dir().join(format!("gpcap-fifo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("capture.fifo");
+    assert!(sh(&format!("mkfifo {}", fifo.display())));
+    let bytes = bundled("clean.pcap");
+    let f = fifo.clone();
+    let writer = std::thread::spawn(move || std::fs::write(f, bytes));
+    let child = Command::new(env!("CARGO_BIN_EXE_gpcap"))
+        .args(["dissect", fifo.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (code, out, err) = wait_bounded(child, Duration::from_secs(60));
+    writer.join().unwrap().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.lines().count() > 1000, "{}", out.lines().count());
+    let (code, _, err) = gpcap_stdin(&["analyze", "-", "-"], Vec::new(), Duration::from_secs(20));
+    assert_eq!(code, 2);
+    assert!(err.contains("`-` (stdin) can be given once"), "{err}");
+}
+
+/// A stream that breaks off inside a record ends the capture with a located error; every
+/// frame before the break is in the report (and in --write).
+#[test]
+fn a_stream_broken_mid_record_keeps_what_came_before() {
+    let bytes = bundled("clean.pcap");
+    let dir = std::env::temp_dir().join(format!("gpcap-broken-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let written = dir.join("kept.pcapng");
+    let (code, out, err) = gpcap_stdin(
+        &[
+            "live",
+            "-",
+            "--no-tui",
+            "--json",
+            "--write",
+            written.to_str().unwrap(),
+        ],
+        bytes[..5000].to_vec(),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(
+            "-: last record truncated (17 bytes of an incomplete record) at byte offset 4983 (after frame 54)"
+        ),
+        "{err}"
+    );
+    assert_eq!(last_report(&out)["live"]["captured"], 54);
+    let again = common::gpcap_ok(&["analyze", "--json", written.to_str().unwrap()]);
+    let again: serde_json::Value = serde_json::from_str(&again).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(again["capture"]["frames"], 54);
+}
+
+/// Streams that are not captures, or stop before their first frame, end with the
+/// place and the reason, never a hang.
+#[test]
+fn malformed_streams_end_with_a_located_error() {
+    let pcap = bundled("clean.pcap");
+    // A pcapng section header, then a packet block naming an interface never described.
+    let mut no_idb = Vec::new();
+    no_idb.extend(0x0A0D0D0Au32.to_le_bytes());
+    no_idb.extend(28u32.to_le_bytes());
+    no_idb.extend(0x1A2B3C4Du32.to_le_bytes());
+    no_idb.extend([1, 0, 0, 0]);
+    no_idb.extend(u64::MAX.to_le_bytes());
+    no_idb.extend(28u32.to_le_bytes());
+    no_idb.extend(6u32.to_le_bytes());
+    no_idb.extend(36u32.to_le_bytes());
+    no_idb.extend([0; 16]);
+    no_idb.extend(4u32.to_le_bytes());
+    no_idb.extend([1, 2, 3, 4]);
+    no_idb.extend(36u32.to_le_bytes());
+    let cases: [(&str, Vec<u8>, &str); 3] = [
+        (
+            "garbage",
+            b"this is not a capture at all, not even close".to_vec(),
+            "-: not a pcap or pcapng file (unknown magic) at byte offset 0",
+        ),
+        (
+            "header then truncation",
+            pcap[..34].to_vec(),
+            "-: last record truncated (10 bytes of an incomplete record) at byte offset 24 (after frame 0)",
+        ),
+        (
+            "pcapng without an interface block",
+            no_idb,
+            "at byte offset 28 (after frame 0)",
+        ),
+    ];
+    let dir = std::env::temp_dir().join(format!("gpcap-malformed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (what, bytes, expected) in cases {
+        let (code, _, err) = gpcap_stdin(
+            &["live", "-", "--no-tui", "--json"],
+            bytes.clone(),
+            Duration::from_secs(30),
+        );
+        assert!(err.contains(expected), "{what}, live: {err}");
+        assert_eq!(code, 2, "{what}, live: {err}");
+        // analyze says of the stream what it says of the same bytes in a file.
+        let file = dir.join("capture");
+        std::fs::write(&file, &bytes).unwrap();
+        let (code, _, err) = gpcap_stdin(&["analyze", "-"], bytes.clone(), Duration::from_secs(30));
+        let (file_code, _, file_err) = gpcap_stdin(
+            &["analyze", file.to_str().unwrap()],
+            Vec::new(),
+            Duration::from_secs(30),
+        );
+        assert!(err.contains(expected), "{what}, analyze: {err}");
+        assert_eq!(
+            (code, err),
+            (file_code, file_err.replace(file.to_str().unwrap(), "-")),
+            "{what}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `live -` follows a stream that grows: reports come while it is still being written,
+/// with what has arrived, and the end of the stream ends the capture.
+#[test]
+fn a_growing_stream_is_followed() {
+    use std::io::{BufRead, Write};
+    let bytes = bundled("clean.pcap");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gpcap"))
+        .args(["live", "-", "--no-tui", "--json", "--interval", "0.2"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, lines) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    // The header and the first 54 frames (4,983 bytes), then a pause.
+    stdin.write_all(&bytes[..4983]).unwrap();
+    stdin.flush().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut seen = 0;
+    while seen < 54 && Instant::now() < deadline {
+        if let Ok(l) = lines.recv_timeout(Duration::from_millis(500)) {
+            seen = last_report(&l)["live"]["captured"].as_u64().unwrap_or(0);
+        }
+    }
+    assert_eq!(
+        seen, 54,
+        "the frames written so far were not reported while the stream was open"
+    );
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "live ended with the stream still open"
+    );
+    stdin.write_all(&bytes[4983..]).unwrap();
+    drop(stdin);
+    let mut last = String::new();
+    while let Ok(l) = lines.recv_timeout(Duration::from_secs(20)) {
+        last = l;
+    }
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    let r = last_report(&last);
+    assert_eq!(
+        (r["final"].as_bool(), r["live"]["captured"].as_u64()),
+        (Some(true), Some(1558))
+    );
+}
+
+/// Everything but the clock: when the capture ran, and rates over its duration.
+fn timeless(mut r: serde_json::Value) -> serde_json::Value {
+    let o = r.as_object_mut().unwrap();
+    o.remove("capture");
+    o.remove("timeline");
+    for f in o["flows"].as_array_mut().unwrap() {
+        for k in ["bits_per_s", "duration_s", "first_ns", "last_ns", "packets_per_s"] {
+            f.as_object_mut().unwrap().remove(k);
+        }
+    }
+    r
+}
+
+/// Through a router namespace whose far link has MTU 1280, don't-fragment datagrams too
+/// big for it are answered with ICMP fragmentation-needed; the capture on the sender's
+/// link (the kernel filter keeping the game's port) sees the answers and links them to
+/// the game's flow. (python3 sends them: it can set don't-fragment.)
+#[test]
+fn icmp_too_big_from_a_router_crosses_the_kernel_filter() {
+    if !root() {
+        return;
+    }
+    let n = std::process::id() % 10000;
+    let (a, r, b) = (format!("gpIa{n}"), format!("gpIr{n}"), format!("gpIb{n}"));
+    let setup = format!(
+        "ip netns add {a} && ip netns add {r} && ip netns add {b} && \
+         ip link add vI{n}a type veth peer name vI{n}ra && ip link add vI{n}rb type veth peer name vI{n}b && \
+         ip link set vI{n}a netns {a} && ip link set vI{n}ra netns {r} && \
+         ip link set vI{n}rb netns {r} && ip link set vI{n}b netns {b} && \
+         ip -n {a} addr add 10.98.1.1/24 dev vI{n}a && ip -n {r} addr add 10.98.1.254/24 dev vI{n}ra && \
+         ip -n {r} addr add 10.98.2.254/24 dev vI{n}rb && ip -n {b} addr add 10.98.2.2/24 dev vI{n}b && \
+         ip -n {a} link set vI{n}a up && ip -n {r} link set vI{n}ra up && \
+         ip -n {r} link set vI{n}rb mtu 1280 up && ip -n {b} link set vI{n}b mtu 1280 up && \
+         ip -n {a} route add default via 10.98.1.254 && ip -n {b} route add default via 10.98.2.254 && \
+         ip netns exec {r} sysctl -q -w net.ipv4.ip_forward=1"
+    );
+    let cleanup = format!("for s in {a} {r} {b}; do ip netns del $s 2>/dev/null; done; true");
+    if !sh(&setup) {
+        sh(&cleanup);
+        common::skipped(module_path!(), "cannot create network namespaces here");
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_gpcap");
+    let live = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &a,
+            bin,
+            "live",
+            &format!("vI{n}a"),
+            "--no-tui",
+            "--json",
+        ])
+        .args(["--duration", "4", "--interval", "100", "--port", "40000"])
+        .args(["--protocol-id", "0x55667788"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    // Datagrams of 1,400 bytes with don't-fragment set: the router cannot forward them.
+    let script = [
+        "import socket, time",
+        "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)",
+        "s.setsockopt(socket.IPPROTO_IP, 10, 2)  # IP_MTU_DISCOVER = IP_PMTUDISC_DO",
+        "s.bind(('10.98.1.1', 50000))",
+        "for i in range(5):",
+        "    try: s.sendto(bytes(1400), ('10.98.2.2', 40000))",
+        "    except OSError: pass",
+        "    time.sleep(0.1)",
+    ]
+    .join("\n");
+    let send = Command::new("ip")
+        .args(["netns", "exec", &a, "python3", "-c", &script])
+        .output()
+        .unwrap();
+    let (code, out, err) = wait_bounded(live, Duration::from_secs(30));
+    sh(&cleanup);
+    assert_eq!(code, 0, "{err}");
+    assert!(send.status.success(), "{}", String::from_utf8_lossy(&send.stderr));
+    let r = last_report(&out);
+    let m = &r["report"]["mtu"];
+    let icmp = m["icmp"].as_array().expect("icmp list");
+    assert!(m["icmp_total"].as_u64() >= Some(1), "{m}");
+    for i in icmp {
+        assert_eq!(
+            (i["from"].as_str(), i["mtu"].as_u64()),
+            (Some("10.98.1.254"), Some(1280)),
+            "{i}"
+        );
+        assert_eq!(i["flow"]["dst"], "10.98.2.2:40000", "{i}");
+        assert_eq!(i["quoted_ip_len"], 1428, "{i}");
+    }
+}
+
+/// A throwaway sshd on 127.0.0.1 (its own host key, a user key for root, nothing else
+/// of the system's configuration): stopped and removed when dropped.
+struct Sshd {
+    child: std::process::Child,
+    dir: std::path::PathBuf,
+    port: u16,
+}
+
+impl Sshd {
+    fn start() -> Option<Sshd> {
+        let sshd = ["/usr/sbin/sshd", "/usr/bin/sshd"]
+            .into_iter()
+            .find(|p| Path::new(p).exists())?;
+        let dir = std::env::temp_dir().join(format!("gpcap-sshd-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).ok()?;
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").ok()?;
+            l.local_addr().ok()?.port()
+        };
+        let d = dir.display();
+        let keys = format!(
+            "mkdir -p /run/sshd && ssh-keygen -q -N '' -t ed25519 -f {d}/host_key && \
+             ssh-keygen -q -N '' -t ed25519 -f {d}/user_key && cp {d}/user_key.pub {d}/authorized_keys"
+        );
+        if !sh(&keys) {
+            return None;
+        }
+        let config = format!(
+            "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\n\
+             PermitRootLogin prohibit-password\nStrictModes no\nPasswordAuthentication no\n\
+             KbdInteractiveAuthentication no\nUsePAM no\nPidFile {d}/sshd.pid\n"
+        );
+        std::fs::write(dir.join("sshd_config"), config).ok()?;
+        let child = Command::new(sshd)
+            .args(["-D", "-e", "-f"])
+            .arg(dir.join("sshd_config"))
+            .stderr(std::fs::File::create(dir.join("sshd.log")).ok()?)
+            .spawn()
+            .ok()?;
+        let s = Sshd { child, dir, port };
+        let until = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if Instant::now() > until {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Some(s)
+    }
+
+    fn ssh_command(&self) -> String {
+        format!(
+            "ssh -i {}/user_key -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes -o LogLevel=ERROR -o ConnectTimeout=10",
+            self.dir.display()
+        )
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `live ssh://root@127.0.0.1:PORT/lo` against a real sshd: the remote tcpdump's
+/// capture arrives as a stream and is analyzed as a local capture is; the remote drop
+/// counters are read from tcpdump's stderr when the capture stops. A failing ssh (a
+/// closed port, a remote interface that does not exist) ends at once with ssh's or
+/// tcpdump's own message and status.
+#[test]
+fn remote_capture_over_a_real_ssh() {
+    if !root() {
+        return;
+    }
+    if !sh("command -v tcpdump > /dev/null && command -v ssh > /dev/null") {
+        common::skipped(module_path!(), "tcpdump or ssh is not installed");
+        return;
+    }
+    let Some(sshd) = Sshd::start() else {
+        common::skipped(module_path!(), "cannot start a test sshd (openssh-server)");
+        return;
+    };
+    let bin = env!("CARGO_BIN_EXE_gpcap");
+    let def = Path::new(env!("CARGO_MANIFEST_DIR")).join("dissectors/article.kdl");
+    let def = def.to_str().unwrap();
+    let port = 40127;
+    let url = format!("ssh://root@127.0.0.1:{}/lo", sshd.port);
+    let live = Command::new(bin)
+        .args([
+            "live",
+            &url,
+            "--ssh-command",
+            &sshd.ssh_command(),
+            "--no-tui",
+            "--json",
+        ])
+        .args([
+            "--duration",
+            "5",
+            "--interval",
+            "100",
+            "-d",
+            def,
+            "--port",
+            &port.to_string(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    let send = Command::new(bin)
+        .args([
+            "send",
+            "-d",
+            def,
+            "--to",
+            &format!("127.0.0.1:{port}"),
+            "--packets",
+            "40",
+            "--rate",
+            "100",
+        ])
+        .output()
+        .unwrap();
+    let (code, out, err) = wait_bounded(live, Duration::from_secs(40));
+    assert_eq!(code, 0, "{err}");
+    let sent: serde_json::Value = serde_json::from_slice(&send.stdout).unwrap();
+    let r = last_report(&out);
+    assert_eq!(
+        r["report"]["validation"]["crc_ok"], sent["datagrams"],
+        "{}",
+        r["live"]
+    );
+    assert_eq!(r["live"]["captured"], sent["datagrams"]);
+    assert!(
+        r["live"]["remote_received"].as_u64() >= sent["datagrams"].as_u64(),
+        "{}",
+        r["live"]
+    );
+    assert_eq!(r["live"]["remote_dropped"], 0);
+
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed_port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let failing = [
+        (
+            format!("ssh://root@127.0.0.1:{closed_port}/lo"),
+            "Connection refused",
+            "status 255",
+        ),
+        (
+            format!("ssh://root@127.0.0.1:{}/nope0", sshd.port),
+            "nope0",
+            "status 1",
+        ),
+    ];
+    for (url, message, status) in failing {
+        let child = Command::new(bin)
+            .args([
+                "live",
+                &url,
+                "--ssh-command",
+                &sshd.ssh_command(),
+                "--no-tui",
+                "--duration",
+                "60",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (code, _, err) = wait_bounded(child, Duration::from_secs(30));
+        assert_eq!(code, 2, "{url}: {err}");
+        assert!(err.contains(message) && err.contains(status), "{url}: {err}");
+    }
+}
+
+/// An ssh connection lost mid-capture (here a stand-in for ssh that sends part of a
+/// capture, cut inside a record, and exits as ssh does when the link drops): the frames
+/// before are kept (report and --write), and ssh's message and status are shown.
+#[test]
+fn a_lost_ssh_connection_keeps_what_was_captured() {
+    let dir = std::env::temp_dir().join(format!("gpcap-lost-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let capture = Path::new(env!("CARGO_MANIFEST_DIR")).join("captures/clean.pcap");
+    let fake = dir.join("ssh");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nhead -c 5000 {}\necho 'client_loop: send disconnect: Broken pipe' >&2\nexit 255\n",
+            capture.display()
+        ),
+    )
+    .unwrap();
+    assert!(sh(&format!("chmod +x {}", fake.display())));
+    let written = dir.join("kept.pcapng");
+    let child = Command::new(env!("CARGO_BIN_EXE_gpcap"))
+        .args([
+            "live",
+            "ssh://game@server/eth0",
+            "--ssh-command",
+            fake.to_str().unwrap(),
+        ])
+        .args(["--no-tui", "--json", "--write", written.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (code, out, err) = wait_bounded(child, Duration::from_secs(30));
+    let kept = common::gpcap_ok(&["analyze", "--json", written.to_str().unwrap()]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("exited with status 255: client_loop: send disconnect: Broken pipe"),
+        "{err}"
+    );
+    assert!(err.contains("last record truncated"), "{err}");
+    assert_eq!(last_report(&out)["live"]["captured"], 54);
+    let kept: serde_json::Value = serde_json::from_str(&kept).unwrap();
+    assert_eq!(kept["capture"]["frames"], 54);
+}
+
+/// Without root or the capabilities, live says the two ways to get them, exit 2.
+#[test]
+fn no_permission_says_root_or_setcap() {
+    if !root() {
+        return;
+    }
+    if !sh("command -v setpriv > /dev/null") {
+        common::skipped(module_path!(), "setpriv (util-linux) is not installed");
+        return;
+    }
+    let child = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            env!("CARGO_BIN_EXE_gpcap"),
+        ])
+        .args(["live", "lo", "--no-tui", "--duration", "1"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (code, _, err) = wait_bounded(child, Duration::from_secs(20));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no permission to capture on lo"), "{err}");
+    assert!(
+        err.contains("run as root") && err.contains("setcap cap_net_raw,cap_net_admin=eip"),
+        "{err}"
+    );
+}
+
+/// The libpcap build: `--filter EXPR` is a libpcap expression, compiled and attached by
+/// libpcap, and the capture is analyzed as the default one is.
+#[cfg(feature = "libpcap")]
+#[test]
+fn libpcap_filter_expression_captures_the_session() {
+    if !root() {
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_gpcap");
+    let def = Path::new(env!("CARGO_MANIFEST_DIR")).join("dissectors/article.kdl");
+    let def = def.to_str().unwrap();
+    let live = Command::new(bin)
+        .args([
+            "live",
+            "lo",
+            "--no-tui",
+            "--json",
+            "--duration",
+            "3",
+            "--interval",
+            "100",
+        ])
+        .args(["-d", def, "--port", "40129", "--filter", "udp and dst port 40129"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    let send = Command::new(bin)
+        .args([
+            "send",
+            "-d",
+            def,
+            "--to",
+            "127.0.0.1:40129",
+            "--packets",
+            "30",
+            "--rate",
+            "100",
+        ])
+        .output()
+        .unwrap();
+    let (code, out, err) = wait_bounded(live, Duration::from_secs(30));
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("needs the libpcap build"), "{err}");
+    let sent: serde_json::Value = serde_json::from_slice(&send.stdout).unwrap();
+    let r = last_report(&out);
+    assert_eq!(
+        r["report"]["validation"]["crc_ok"], sent["datagrams"],
+        "{}",
+        r["live"]
+    );
+}
+
+fn tmux(args: &[&str]) -> String {
+    let out = Command::new("tmux").args(args).output().expect("tmux runs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The screen once it shows `text` (or after 20 s, to fail with what it shows).
+fn screen_with(session: &str, text: &str) -> String {
+    let start = Instant::now();
+    loop {
+        let screen = tmux(&["capture-pane", "-p", "-t", session]);
+        if screen.contains(text) || start.elapsed() > Duration::from_secs(20) {
+            return screen;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `tcpdump -U -w - | gpcap tui -`: the real binary in tmux reading a stream from stdin
+/// shows the packets written so far while the stream is open, more as it grows, and
+/// says when it ended.
+#[test]
+fn tui_follows_a_stream_on_stdin() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        common::skipped(module_path!(), "tmux is not installed");
+        return;
+    }
+    use std::io::Write;
+    let dir = std::env::temp_dir().join(format!("gpcap-tui-stream-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("stream");
+    assert!(sh(&format!("mkfifo {}", fifo.display())));
+    let bin = env!("CARGO_BIN_EXE_gpcap");
+    let root = env!("CARGO_MANIFEST_DIR");
+    let session = format!("gpcap-stream-{}", std::process::id());
+    let cmd = format!(
+        "cd {root} && cat {} | {bin} tui - -d dissectors/article.kdl",
+        fifo.display()
+    );
+    tmux(&["new-session", "-d", "-s", &session, "-x", "140", "-y", "40", &cmd]);
+    let bytes = bundled("clean.pcap");
+    let mut w = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    w.write_all(&bytes[..4983]).unwrap();
+    w.flush().unwrap();
+    let first = screen_with(&session, "Packets (54");
+    w.write_all(&bytes[4983..]).unwrap();
+    drop(w);
+    // The frame count on the tab line, without the gauge: the capture is over.
+    let last = screen_with(&session, "live - · 1558 frames");
+    tmux(&["send-keys", "-t", &session, "q"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let _ = tmux(&["kill-session", "-t", &session]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(first.contains("Packets (54"), "while open:\n{first}");
+    assert!(last.contains("live - · 1558 frames"), "at the end:\n{last}");
+    assert!(last.contains("Packets (1589)"), "at the end:\n{last}");
+
+    // A stream that breaks off mid-record: what came before stays, and the screen says
+    // where it broke.
+    let cut = dir.join("cut.pcap");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(&cut, &bytes[..5000]).unwrap();
+    let session = format!("gpcap-cut-{}", std::process::id());
+    let cmd = format!(
+        "cd {root} && cat {} | {bin} tui - -d dissectors/article.kdl",
+        cut.display()
+    );
+    tmux(&["new-session", "-d", "-s", &session, "-x", "200", "-y", "40", &cmd]);
+    let broken = screen_with(&session, "last record truncated");
+    tmux(&["send-keys", "-t", &session, "q"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let _ = tmux(&["kill-session", "-t", &session]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        broken.contains("capture from - stopped: -: last record truncated (17 bytes of an incomplete record) at byte offset 4983"),
+        "{broken}"
+    );
+    assert!(broken.contains("live - · 54 frames"), "{broken}");
 }

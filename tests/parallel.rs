@@ -87,6 +87,31 @@ fn shards_agree_with_sequential() {
     );
 }
 
+/// The fit of a description that does not fit (reliable.kdl on the article's traffic, a
+/// doubtful attacker flow) is the same sharded and pipelined as on one core.
+#[test]
+fn fit_is_the_same_on_every_core() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (capture, def, verdict) in [
+        ("clean.pcap", "reliable.kdl", "does_not_fit"),
+        ("attacks.pcap", "article.kdl", "doubtful"),
+        ("malformed.pcap", "article.kdl", "good"),
+    ] {
+        let cfg = Config::from_program(Arc::new(
+            dissect::load(&root.join("dissectors").join(def)).unwrap(),
+        ));
+        let paths = vec![root.join("captures").join(capture)];
+        let seq = json(&sequential(&paths, cfg.clone()));
+        assert_eq!(seq["fit"]["verdict"], verdict, "{capture}: {}", seq["fit"]);
+        for shards in [2, 3] {
+            let par = json(&analyze_files(&paths, cfg.clone(), shards, &mut |_, _| {}).unwrap());
+            assert_eq!(par["fit"], seq["fit"], "{capture} with {shards} shards");
+            let piped = json(&pipelined(&paths, cfg.clone(), shards).unwrap());
+            assert_eq!(piped["fit"], seq["fit"], "{capture} with {shards} workers");
+        }
+    }
+}
+
 /// Statistics of one capture, finished but not yet a report (as a shard's are).
 fn statistics(path: &Path, cfg: &Config) -> gpcap::analysis::Statistics {
     let mut s = gpcap::analysis::Statistics::new(cfg.clone());
@@ -113,7 +138,10 @@ fn counters(v: &serde_json::Value, path: &str, out: &mut std::collections::BTree
             for (k, x) in m {
                 // The single-datagram baseline is taken on the flows its scope selects.
                 // `untracked` is a flow row, never merged (limits reached: one core again).
+                // `fit` is judged on the merged counters (the same fit as one core: the
+                // whole-report comparisons above), not added.
                 let derived = [
+                    "fit",
                     "identification",
                     "type_names",
                     "single_lost",

@@ -571,3 +571,21 @@ fn no_definition_shows_the_reference_header() {
         insta::assert_snapshot!(format!("no_definition_{w}x{h}"), screen(&mut a, w, h));
     }
 }
+
+/// The status line says when the definition does not fit the traffic (reliable.kdl on
+/// the article's capture), as `analyze`'s Fit section does; a good fit adds nothing.
+#[test]
+fn status_line_says_when_the_definition_does_not_fit() {
+    let mut a = app("clean.pcap", "reliable.kdl");
+    settle(&mut a);
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while a.index.report.is_none() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        a.tick();
+    }
+    let s = screen(&mut a, 200, 50);
+    assert!(s.contains("· fit does not fit: 4 of 4 flows"), "{s}");
+    let mut good = app("clean.pcap", "article.kdl");
+    settle(&mut good);
+    assert!(!screen(&mut good, 200, 50).contains("· fit "));
+}

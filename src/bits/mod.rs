@@ -1,6 +1,7 @@
 //! The shared bit reader and writer, and the serialize primitives built on them.
 
 pub mod error;
+pub mod msb;
 pub mod reader;
 pub mod serialize;
 pub mod stream;

@@ -169,6 +169,28 @@ impl<'a> BitReader<'a> {
         Ok(pad)
     }
 
+    /// The pad bits to the next byte boundary when the byte was filled most significant
+    /// bit first (its low bits are the pad); they must be zero.
+    pub fn read_align_msb(&mut self) -> BitResult<u32> {
+        let pad = self.align_bits();
+        if pad == 0 {
+            return Ok(0);
+        }
+        let at = self.pos;
+        let v = super::msb::read_msb(self.data, at, pad).ok_or_else(|| self.past_end(pad as u64))?;
+        if v != 0 {
+            return Err(BitError::new(
+                ErrorKind::NonZeroPadding {
+                    value: v as u32,
+                    bits: pad,
+                },
+                at,
+            ));
+        }
+        self.pos += pad as u64;
+        Ok(pad)
+    }
+
     /// `int(min, max)`: `value - min` in `bits_required(min, max)` bits. A value over `max`
     /// fails with `OutOfRange` carrying the value read.
     #[inline(always)]

@@ -15,6 +15,9 @@ pub struct LegacyHeader {
     pub big_endian: bool,
     pub nanoseconds: bool,
     pub linktype: i32,
+    /// The most a record may capture: the file's snaplen, or 262,144 bytes when it says
+    /// less (as libpcap reads files). A record claiming more is corrupt, not cut short.
+    pub max_caplen: u32,
 }
 
 impl LegacyHeader {
@@ -36,10 +39,17 @@ impl LegacyHeader {
         } else {
             i32::from_le_bytes(raw)
         };
+        let raw = [head[16], head[17], head[18], head[19]];
+        let snaplen = if big_endian {
+            u32::from_be_bytes(raw)
+        } else {
+            u32::from_le_bytes(raw)
+        };
         Some(LegacyHeader {
             big_endian,
             nanoseconds,
             linktype,
+            max_caplen: snaplen.max(262_144),
         })
     }
 }
@@ -61,6 +71,8 @@ pub enum Stop {
     Cut(usize),
     /// A record longer than `max` bytes.
     TooLarge,
+    /// A record header claiming more bytes than the file's snaplen allows: corrupt.
+    Corrupt(u32),
     Read(std::io::Error),
 }
 
@@ -123,6 +135,9 @@ impl LegacyReader {
             let avail = self.end - self.start;
             let mut need = 16;
             if let Some([ts_sec, ts_frac, caplen, origlen]) = self.record_header() {
+                if caplen > self.header.max_caplen {
+                    return Err(Stop::Corrupt(caplen));
+                }
                 let caplen = caplen as usize;
                 need = 16 + caplen;
                 if avail >= need {

@@ -2,7 +2,8 @@
 //! read back at an offset), and pcap/pcapng writers.
 
 mod legacy;
+pub mod merge;
 pub mod reader;
 pub mod writer;
 
-pub use reader::{CaptureError, CaptureReader, Frame};
+pub use reader::{CaptureError, CaptureReader, Frame, show_as, shown};

@@ -84,6 +84,26 @@ impl Resolution {
     }
 }
 
+/// Names shown for files that stand for something else: a stream (`-`, a FIFO) read
+/// once into a temporary file is named as the user gave it, in errors and reports.
+static SHOWN: std::sync::Mutex<Vec<(std::path::PathBuf, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// From now on, `path` is shown as `name`.
+pub fn show_as(path: &Path, name: &str) {
+    if let Ok(mut v) = SHOWN.lock() {
+        v.push((path.to_path_buf(), name.to_string()));
+    }
+}
+
+/// How `path` is named to people: as given, or as [`show_as`] said.
+pub fn shown(path: &Path) -> String {
+    SHOWN
+        .lock()
+        .ok()
+        .and_then(|v| v.iter().find(|(p, _)| p == path).map(|(_, n)| n.clone()))
+        .unwrap_or_else(|| path.display().to_string())
+}
+
 /// The first block of a file may need this much; blocks up to `MAX_BLOCK` grow it.
 const INITIAL_BUFFER: usize = 1 << 20;
 const MAX_BLOCK: usize = 256 << 20;
@@ -151,7 +171,7 @@ impl CaptureReader {
     }
 
     fn open_with(path: &Path, fast: bool) -> Result<Self, CaptureError> {
-        let name = path.display().to_string();
+        let name = shown(path);
         let f = File::open(path).map_err(|e| CaptureError {
             file: name.clone(),
             offset: 0,
@@ -233,6 +253,12 @@ impl CaptureReader {
         }
     }
 
+    /// The link type of every frame, known from the header alone (classic pcap); a
+    /// pcapng stream tells it with its first interface block.
+    pub fn linktype_hint(&self) -> Option<i32> {
+        self.fast.as_ref().map(|f| f.header.linktype)
+    }
+
     pub fn frames_read(&self) -> u64 {
         self.frames
     }
@@ -306,6 +332,10 @@ impl CaptureReader {
                 Ok(None)
             }
             Stop::TooLarge => Err(self.error(format!("record larger than {} MiB", MAX_BLOCK >> 20))),
+            Stop::Corrupt(caplen) => Err(self.error(format!(
+                "corrupt record header: it claims {caplen} captured bytes, more than the file allows; reading stopped here, the {} frames before it are analyzed",
+                self.frames
+            ))),
             Stop::Read(e) => Err(self.error(format!("read failed: {e}"))),
         }
     }
@@ -646,7 +676,7 @@ impl FrameAt {
             Some(f) => f.offset,
             None => r.offset(),
         };
-        let name = path.display().to_string();
+        let name = shown(path);
         let err = |e: std::io::Error| CaptureError {
             file: name.clone(),
             offset: 0,
@@ -670,7 +700,7 @@ impl FrameAt {
 
     /// The frame whose record starts at `offset` of the (decompressed) file.
     pub fn frame(&self, offset: u64) -> Result<OwnedFrame, CaptureError> {
-        let name = self.path.display().to_string();
+        let name = shown(&self.path);
         let err = |message: String| CaptureError {
             file: name.clone(),
             offset,

@@ -29,8 +29,16 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
     {
         outln!("{note}\n");
     }
+    // Several captures of the same time, interleaved by timestamp into one trace.
+    let merged = if a.merge && a.captures.len() > 1 {
+        Some(Merged::new(&a.captures)?)
+    } else {
+        None
+    };
     // One trace of every capture, or one report per capture.
-    let groups: Vec<&[PathBuf]> = if a.per_file {
+    let groups: Vec<&[PathBuf]> = if let Some(m) = &merged {
+        vec![std::slice::from_ref(&m.path)]
+    } else if a.per_file {
         a.captures.chunks(1).collect()
     } else {
         if a.captures.len() > 1 {
@@ -44,7 +52,17 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
     let mut reports = Vec::new();
     for files in groups {
         let mut report = analyze_files(files, resolved.cfg.clone(), a.threads)?;
+        refuse_overlap(&report)?;
+        if let (Some(m), Some(f)) = (&merged, report.capture.files.first_mut()) {
+            f.name = m.name.clone();
+        }
         report.identification = resolved.identification.clone();
+        if !report.fit.is_good()
+            && let Some(first) = report.fit.first_failure.as_mut()
+        {
+            // Names the field and bit (the counters keep only the frame and cause).
+            let _ = gpcap::analysis::fit::locate(files, &resolved.cfg, first);
+        }
         if let Some(hint) = other_protocol_id(files, &report) {
             eprintln!("gpcap: hint: {hint}");
         }
@@ -102,6 +120,56 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The captures interleaved by timestamp into a temporary pcapng (removed on drop).
+struct Merged {
+    path: PathBuf,
+    /// What the report calls the trace.
+    name: String,
+}
+
+impl Merged {
+    fn new(captures: &[PathBuf]) -> Result<Merged> {
+        let path = std::env::temp_dir().join(format!("gpcap-merged-{}.pcapng", std::process::id()));
+        let m = Merged {
+            name: format!(
+                "{} (merged by timestamp)",
+                captures
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(" + ")
+            ),
+            path,
+        };
+        let done = gpcap::capture::merge::merge_files(captures, &m.path)?;
+        for e in &done.errors {
+            eprintln!("gpcap: {e}");
+        }
+        Ok(m)
+    }
+}
+
+impl Drop for Merged {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Captures given as one trace whose times overlap would be stitched flow into flow
+/// (false loss and lateness): refused, naming both and the ways out.
+fn refuse_overlap(r: &Report) -> Result<()> {
+    let files = &r.capture.files;
+    let Some((a, b)) = gpcap::analysis::overlapping(r) else {
+        return Ok(());
+    };
+    let (fa, fb) = (&files[a], &files[b]);
+    let by = fa.last_ns.unwrap_or(0).saturating_sub(fb.first_ns.unwrap_or(0)) as f64 / 1e9;
+    Err(gpcap::Error::Usage(format!(
+        "{} and {} overlap in time ({} starts {by:.3} s before {} ends) and share flows: read as one trace their flows would be stitched together; pass --merge to interleave them by timestamp into one trace, or --per-file for one report each",
+        fa.name, fb.name, fb.name, fa.name
+    )))
 }
 
 /// When every datagram fails the CRC, the id given is likely not the traffic's: the id
@@ -190,9 +258,12 @@ pub fn analyze_files(captures: &[PathBuf], cfg: Config, threads: Option<u32>) ->
                 .first()
                 .is_some_and(|p| gpcap::engine::parallel::busiest_shard_share(p, shards) < 0.75)
     };
-    let report = if parallel && !spread() {
+    // A verdict crosses threads as a fixed-size value: a datagram's messages do not fit
+    // one, so a protocol with messages is sharded (or read on one core) instead.
+    let pipelinable = gpcap::engine::pipeline::pipelinable(&cfg);
+    let report = if parallel && pipelinable && !spread() {
         gpcap::engine::pipeline::analyze_files(captures, cfg, shards, &mut progress)?
-    } else if parallel {
+    } else if parallel && gpcap::engine::parallel::shardable(&cfg) {
         gpcap::engine::parallel::analyze_files(captures, cfg, shards, &mut progress)?
     } else {
         let mut stats = Statistics::new(cfg.clone());

@@ -48,7 +48,8 @@ pub enum Command {
     },
     /// Write a capture of simulated game traffic, and its ground truth beside it.
     Gen(GenArgs),
-    /// Capture live from an interface (needs the `live` feature and libpcap).
+    /// Capture live: an interface, `-` or a FIFO (a growing pcap/pcapng stream), or
+    /// ssh://[user@]host[:port]/iface (tcpdump on a remote host through ssh).
     Live(LiveArgs),
     /// Send a generated game session over a real UDP socket (a test peer for `live`).
     Send(SendArgs),
@@ -74,7 +75,7 @@ pub enum Command {
 
 #[derive(Args)]
 pub struct AnalyzeArgs {
-    /// pcap or pcapng files (gzip-compressed ones too).
+    /// pcap or pcapng files (gzip-compressed ones too); `-` or a FIFO is read once.
     #[arg(required = true)]
     pub captures: Vec<PathBuf>,
     #[command(flatten)]
@@ -88,13 +89,17 @@ pub struct AnalyzeArgs {
     /// Link MTU for "IP datagram over the link MTU".
     #[arg(long = "link-mtu", default_value_t = 1500, value_parser = clap::value_parser!(u32).range(68..=65535))]
     pub link_mtu: u32,
-    /// Exit with 3 when a gate is crossed: crc, mtu, malformed, frag-loss=RATE.
+    /// Exit with 3 when a gate is crossed: crc, mtu, malformed, frag-loss=RATE, fit (the description does not fit the traffic well).
     #[arg(long = "fail-on", value_delimiter = ',')]
     pub fail_on: Vec<String>,
     /// One report per capture. Without it several captures are one trace, in the order
     /// given: a flow (same addresses and ports) continues from one file into the next.
-    #[arg(long = "per-file")]
+    #[arg(long = "per-file", conflicts_with = "merge")]
     pub per_file: bool,
+    /// Several captures of the same time (overlapping): interleave them by timestamp into
+    /// one trace, as mergecap does, instead of reading one after the other.
+    #[arg(long)]
+    pub merge: bool,
     /// Analyzer threads (1 to 64; default: one per core, sharded by IP address pair —
     /// the report is the same either way).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
@@ -147,7 +152,7 @@ pub struct ExportArgs {
 
 #[derive(Args)]
 pub struct DissectArgs {
-    /// A pcap or pcapng file (gzip-compressed too).
+    /// A pcap or pcapng file (gzip-compressed too); `-` or a FIFO is read once.
     pub capture: PathBuf,
     #[command(flatten)]
     pub protocol: ProtocolArgs,
@@ -175,7 +180,8 @@ pub struct DissectArgs {
 
 #[derive(Args)]
 pub struct TuiArgs {
-    /// A pcap or pcapng file (gzip-compressed too).
+    /// A pcap or pcapng file (gzip-compressed too), or `-` / a FIFO: a stream followed
+    /// as it grows (`tcpdump -U -w - | gpcap tui -`).
     pub capture: PathBuf,
     #[command(flatten)]
     pub protocol: ProtocolArgs,
@@ -186,16 +192,29 @@ pub struct TuiArgs {
 
 #[derive(Args)]
 pub struct LiveArgs {
-    /// Interface to capture on (see --list).
+    /// Interface (see --list), `-` or a FIFO carrying a pcap/pcapng stream (e.g.
+    /// `tcpdump -U -w -`), or ssh://[user@]host[:port]/iface.
     pub iface: Option<String>,
     /// List the interfaces and exit.
     #[arg(long)]
     pub list: bool,
     #[command(flatten)]
     pub protocol: ProtocolArgs,
-    /// BPF capture filter, e.g. "udp port 40000".
+    /// A libpcap capture filter, e.g. "udp port 40000" (the `libpcap` build, or the
+    /// remote tcpdump over ssh); without it the kernel keeps UDP on the protocol's ports,
+    /// IP fragments and ICMP too-big.
     #[arg(long)]
     pub filter: Option<String>,
+    /// The ssh command for ssh:// captures, split at spaces (the destination and the
+    /// remote command are appended).
+    #[arg(long = "ssh-command", default_value = "ssh -o BatchMode=yes")]
+    pub ssh_command: String,
+    /// The tcpdump command on the remote host, e.g. "sudo -n tcpdump".
+    #[arg(long = "remote-tcpdump", default_value = "tcpdump")]
+    pub remote_tcpdump: String,
+    /// A display filter the TUI starts with (`tui -` passes its own).
+    #[arg(skip)]
+    pub display_filter: Option<String>,
     /// Also write every captured frame to this pcapng file.
     #[arg(long)]
     pub write: Option<PathBuf>,
@@ -208,11 +227,11 @@ pub struct LiveArgs {
     /// With --no-tui: reports as JSON lines.
     #[arg(long)]
     pub json: bool,
-    /// Stop after this many seconds (else Ctrl-C, or q in the UI).
-    #[arg(long, value_parser = positive)]
+    /// Stop after this many seconds (else Ctrl-C, or q in the UI; 0.001 to 1000000).
+    #[arg(long, value_parser = replay_duration)]
     pub duration: Option<f64>,
-    /// With --no-tui: seconds between reports.
-    #[arg(long, default_value_t = 5.0, value_parser = positive)]
+    /// With --no-tui: seconds between reports (0.01 to 86400).
+    #[arg(long, default_value_t = 5.0, value_parser = report_interval)]
     pub interval: f64,
     /// Link MTU for "IP datagram over the link MTU".
     #[arg(long = "link-mtu", default_value_t = 1500, value_parser = clap::value_parser!(u32).range(68..=65535))]
@@ -236,8 +255,8 @@ pub struct SendArgs {
     /// Game packets to send.
     #[arg(long, default_value_t = 100)]
     pub packets: u64,
-    /// Packets per second (0: as fast as possible).
-    #[arg(long, default_value_t = 60.0, value_parser = non_negative)]
+    /// Packets per second: 0 (as fast as possible) or 0.001 to 1000000.
+    #[arg(long, default_value_t = 60.0, value_parser = send_rate)]
     pub rate: f64,
     /// Seed of the generator: the same seed writes the same traffic.
     #[arg(long, default_value_t = 1)]
@@ -291,6 +310,60 @@ fn replay_duration(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
+/// A finite number within `lo..=hi`, refused with the range named.
+fn within(s: &str, lo: f64, hi: f64) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number ({lo} to {hi})"))?;
+    if !(lo..=hi).contains(&v) {
+        return Err(format!("`{s}` is outside {lo} to {hi}"));
+    }
+    Ok(v)
+}
+
+/// Seconds between live reports: a tenth of a millisecond would spin, a day is plenty.
+fn report_interval(s: &str) -> Result<f64, String> {
+    within(s, 0.01, 86_400.0)
+}
+
+/// `send --rate`: 0 is as fast as possible; below a thousandth of a hertz the interval
+/// no longer fits a `Duration`.
+fn send_rate(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(0.0) => Ok(0.0),
+        _ => within(s, 0.001, 1e6).map_err(|e| format!("{e} (or 0: as fast as possible)")),
+    }
+}
+
+/// `gen --rate`: above a megahertz the simulator's nanosecond intervals round to nothing.
+fn gen_rate(s: &str) -> Result<f64, String> {
+    within(s, 0.1, 1e6)
+}
+
+/// `gen --jitter` in milliseconds: a minute of extra delay at most.
+fn jitter(s: &str) -> Result<f64, String> {
+    within(s, 0.0, 60_000.0)
+}
+
+fn foreign(s: &str) -> Result<f64, String> {
+    within(s, 0.0, 100.0)
+}
+
+/// ENTER,EXIT,LOSS: three probabilities.
+fn burst(s: &str) -> Result<[f64; 3], String> {
+    let parts: Vec<&str> = s.split(',').collect();
+    let [enter, exit, loss] = parts[..] else {
+        return Err(format!(
+            "`{s}` is not ENTER,EXIT,LOSS (three probabilities, e.g. 0.01,0.3,0.8)"
+        ));
+    };
+    let p = |x: &str, what: &str| {
+        within(x, 0.0, 1.0).map_err(|_| format!("{what} `{x}` is not a probability (0 to 1) in `{s}`"))
+    };
+    Ok([p(enter, "ENTER")?, p(exit, "EXIT")?, p(loss, "LOSS")?])
+}
+
 fn speed(s: &str) -> Result<f64, String> {
     let v: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
     if !(0.0..=1000.0).contains(&v) {
@@ -310,14 +383,14 @@ pub struct GenArgs {
     /// Seed of the generator: the same seed writes the same traffic.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Seconds of traffic.
-    #[arg(long, default_value_t = 10.0, value_parser = positive)]
+    /// Seconds of traffic (0.001 to 1000000).
+    #[arg(long, default_value_t = 10.0, value_parser = replay_duration)]
     pub duration: f64,
     /// Stop after this many game packets (all flows).
     #[arg(long)]
     pub packets: Option<u64>,
-    /// Server send rate in Hz (clients send at half of it).
-    #[arg(long, default_value_t = 60.0, value_parser = positive)]
+    /// Server send rate in Hz, 0.1 to 1000000 (clients send at half of it).
+    #[arg(long, default_value_t = 60.0, value_parser = gen_rate)]
     pub rate: f64,
     /// Game clients, each with a flow to the server and one back (1 to 10000).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10000))]
@@ -325,17 +398,17 @@ pub struct GenArgs {
     /// Independent loss probability per IP packet.
     #[arg(long, default_value_t = 0.0, value_parser = probability)]
     pub loss: f64,
-    /// Gilbert–Elliott burst loss: ENTER,EXIT,LOSS (e.g. 0.01,0.3,0.8).
-    #[arg(long)]
-    pub burst: Option<String>,
+    /// Gilbert–Elliott burst loss: ENTER,EXIT,LOSS probabilities (e.g. 0.01,0.3,0.8).
+    #[arg(long, value_parser = burst)]
+    pub burst: Option<[f64; 3]>,
     /// Chance that a datagram is delivered twice.
     #[arg(long, default_value_t = 0.0, value_parser = probability)]
     pub dup: f64,
     /// Chance that a datagram is delayed behind later ones.
     #[arg(long, default_value_t = 0.0, value_parser = probability)]
     pub reorder: f64,
-    /// Uniform extra delay up to this many milliseconds.
-    #[arg(long, default_value_t = 0.0, value_parser = non_negative)]
+    /// Uniform extra delay up to this many milliseconds (0 to 60000).
+    #[arg(long, default_value_t = 0.0, value_parser = jitter)]
     pub jitter: f64,
     /// Probability of one flipped bit per datagram.
     #[arg(long, default_value_t = 0.0, value_parser = probability)]
@@ -350,8 +423,8 @@ pub struct GenArgs {
     /// The sender ignores the MTU budget: no game-level fragmentation.
     #[arg(long = "no-fragment")]
     pub no_fragment: bool,
-    /// Foreign datagrams (DNS-like, another protocol id) per game datagram.
-    #[arg(long, default_value_t = 0.0, value_parser = non_negative)]
+    /// Foreign datagrams (DNS-like, another protocol id) per game datagram (0 to 100).
+    #[arg(long, default_value_t = 0.0, value_parser = foreign)]
     pub foreign: f64,
     /// Send over IPv6 instead of IPv4.
     #[arg(long)]
@@ -389,22 +462,6 @@ fn probability(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
         _ => Err(format!("`{s}` is not a probability (a number from 0 to 1)")),
-    }
-}
-
-/// A finite number of at least 0.
-fn non_negative(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
-        _ => Err(format!("`{s}` is not a finite number of at least 0")),
-    }
-}
-
-/// A finite number over 0.
-fn positive(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
-        _ => Err(format!("`{s}` is not a finite number over 0")),
     }
 }
 

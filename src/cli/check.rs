@@ -15,8 +15,15 @@ pub fn run(path: &Path) -> Result<ExitCode> {
                 "{}: ok — protocol {:?}, {} defined, {}",
                 path.display(),
                 p.params.name,
-                gpcap::present::count(p.packets.len() as u64, "packet type"),
-                dissect::compile::describe(&p.params.format)
+                gpcap::present::count(
+                    p.packets.len() as u64,
+                    if p.messages.is_some() {
+                        "message type"
+                    } else {
+                        "packet type"
+                    }
+                ),
+                dissect::compile::describe(&p)
             );
             Ok(ExitCode::SUCCESS)
         }

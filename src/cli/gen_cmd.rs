@@ -18,18 +18,7 @@ pub fn run(a: &GenArgs) -> Result<ExitCode> {
         )));
     }
     let program = load_program(&a.dissector)?;
-    let burst = match &a.burst {
-        None => None,
-        Some(s) => {
-            let v: Vec<f64> = s.split(',').filter_map(|x| x.trim().parse().ok()).collect();
-            let [enter, exit, loss] = v[..] else {
-                return Err(Error::Usage(format!(
-                    "--burst takes ENTER,EXIT,LOSS probabilities, got `{s}`"
-                )));
-            };
-            Some(Burst { enter, exit, loss })
-        }
-    };
+    let burst = a.burst.map(|[enter, exit, loss]| Burst { enter, exit, loss });
     let cfg = SimConfig {
         seed: a.seed,
         duration_s: a.duration,
@@ -56,6 +45,9 @@ pub fn run(a: &GenArgs) -> Result<ExitCode> {
         attacks: a.attacks,
         malformed: a.malformed,
     };
+    // A definition gen cannot write traffic for is refused before any file is made.
+    gpcap::generate::sim::preflight(&program)
+        .map_err(|e| Error::Usage(format!("{}: {e}", a.dissector.display())))?;
     // Both files are written beside their names and renamed when complete: a failed run
     // (a full disk) leaves neither a partial capture nor an empty truth file behind.
     let (capture, file) = Staged::create(&a.output)?;
@@ -139,7 +131,15 @@ pub fn run(a: &GenArgs) -> Result<ExitCode> {
             Config::from_program(program),
             None,
         )?;
-        let diffs = gpcap::generate::check::compare(&truth, &report);
+        let mut diffs = gpcap::generate::check::compare(&truth, &report);
+        // A check over nothing cannot fail: it is a failure of its own.
+        if truth.datagrams_sent == 0 || truth.flows.is_empty() {
+            diffs.push(format!(
+                "nothing to compare: {} written, {} with a ground truth",
+                gpcap::present::count(truth.frames, "frame"),
+                gpcap::present::count(truth.flows.len() as u64, "flow")
+            ));
+        }
         if !diffs.is_empty() {
             for d in &diffs {
                 eprintln!("gpcap: truth mismatch: {d}");

@@ -1,34 +1,27 @@
-//! `gpcap live IFACE`: capture, analyze and show live traffic (the `live` feature).
+//! `gpcap live SOURCE`: capture, analyze and show live traffic — from an interface, a
+//! growing pcap/pcapng stream (`-`, a FIFO), or a remote tcpdump over ssh.
 
 use super::Result;
 use super::args::LiveArgs;
-#[cfg(feature = "live")]
-use crate::outln;
+use crate::{out, outln};
+use gpcap::Error;
+use gpcap::analysis::Report;
+use gpcap::engine::resolve::{Choice, resolve};
+use gpcap::engine::session::Session;
+use gpcap::live::bpf::Selection;
+use gpcap::live::ssh::Remote;
+use gpcap::live::{LiveCapture, LiveOptions, LiveStats, interfaces};
+use gpcap::present;
+use gpcap::sinks::index::IndexSink;
+use gpcap::tui::{App, Index};
+use std::path::Path;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
-#[cfg(not(feature = "live"))]
-pub fn run(_: &LiveArgs) -> Result<ExitCode> {
-    Err(gpcap::Error::Usage(
-        "live capture is not compiled in; build it with `cargo install --path . --features live` (needs libpcap: apt-get install libpcap-dev)".into(),
-    ))
-}
-
-#[cfg(feature = "live")]
 pub fn run(a: &LiveArgs) -> Result<ExitCode> {
-    use crate::out;
-    use gpcap::Error;
-    use gpcap::analysis::Report;
-    use gpcap::engine::resolve::resolve;
-    use gpcap::engine::session::Session;
-    use gpcap::live::{LiveCapture, LiveOptions, interfaces};
-    use gpcap::present;
-    use gpcap::sinks::index::IndexSink;
-    use gpcap::tui::{App, Index};
-    use std::path::Path;
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::time::{Duration, Instant};
-    if a.list || a.iface.is_none() {
+    let Some(source) = a.iface.clone().filter(|_| !a.list) else {
         let list = interfaces().map_err(Error::Usage)?;
         for i in list {
             outln!(
@@ -43,15 +36,107 @@ pub fn run(a: &LiveArgs) -> Result<ExitCode> {
         } else {
             ExitCode::from(2)
         });
+    };
+    let mut choice = a.protocol.choice()?;
+    choice.link_mtu = Some(a.link_mtu);
+    choice.mtu_budget = a.mtu;
+    let cap = open(a, &source, &choice)?;
+    drive(a, &source, cap, choice)
+}
+
+/// What the kernel filter (or the remote tcpdump) keeps: the protocol's ports, else all UDP.
+fn selection(choice: &Choice) -> Selection {
+    let ports = if choice.any_port {
+        Vec::new()
+    } else if !choice.ports.is_empty() {
+        choice.ports.clone()
+    } else {
+        choice
+            .program
+            .as_ref()
+            .map(|p| p.params.ports.clone())
+            .unwrap_or_default()
+    };
+    Selection {
+        ports,
+        skip_outgoing: false,
     }
-    let iface = a.iface.clone().unwrap_or_default();
+}
+
+/// A growing capture stream rather than an interface: `-`, a path, a FIFO.
+pub fn is_stream(source: &str) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    source == "-" || source.contains('/') || std::fs::metadata(source).is_ok_and(|m| m.file_type().is_fifo())
+}
+
+fn open(a: &LiveArgs, source: &str, choice: &Choice) -> Result<LiveCapture> {
+    let sel = selection(choice);
+    let usage = |e: gpcap::live::LiveError| Error::Usage(e.to_string());
+    if let Some(remote) = Remote::parse(source) {
+        let remote = remote.map_err(Error::Usage)?;
+        let filter = a
+            .filter
+            .clone()
+            .unwrap_or_else(|| gpcap::live::bpf::expression(&sel));
+        return gpcap::live::ssh::start(&remote, &a.ssh_command, &a.remote_tcpdump, a.snaplen, &filter)
+            .map_err(usage);
+    }
+    if is_stream(source) {
+        if a.filter.is_some() {
+            eprintln!("gpcap: --filter does not apply to a stream: every frame in it is read");
+        }
+        if source == "-" {
+            return LiveCapture::from_stream("-", std::io::stdin(), None, None).map_err(usage);
+        }
+        let f = std::fs::File::open(source).map_err(|e| Error::io(source, e))?;
+        return LiveCapture::from_stream(source, f, None, None).map_err(usage);
+    }
+    let mut bpf = a.filter.clone();
+    if bpf.is_some() && !cfg!(feature = "libpcap") {
+        eprintln!(
+            "gpcap: --filter needs the libpcap build (cargo install --path . --features libpcap); capturing instead what gpcap analyzes: {}",
+            sel.describe()
+        );
+        bpf = None;
+    }
     let opts = LiveOptions {
-        iface: iface.clone(),
-        bpf: a.filter.clone(),
+        iface: source.to_string(),
+        bpf,
+        ports: sel.ports,
         snaplen: a.snaplen,
         ..LiveOptions::default()
     };
-    let mut cap = LiveCapture::start(&opts).map_err(|e| Error::Usage(e.to_string()))?;
+    LiveCapture::start(&opts).map_err(usage)
+}
+
+fn stats_line(s: &LiveStats) -> String {
+    let mut line = format!(
+        "captured {} · kernel drops {} · interface drops {} · queue drops {}",
+        s.captured, s.kernel_dropped, s.if_dropped, s.queue_dropped
+    );
+    if let Some(d) = s.remote_dropped {
+        line += &format!(" · remote kernel drops {d}");
+    }
+    line
+}
+
+/// The analysis loop's step: drain the queue in batches, up to 16 (4,096 frames)
+/// between two looks at the clock.
+fn pump(session: &mut Session, cap: &LiveCapture, wait: Duration) -> Result<()> {
+    let mut wait = wait;
+    for _ in 0..16 {
+        let Some(batch) = cap.next_batch(wait) else {
+            break;
+        };
+        wait = Duration::ZERO;
+        let fed = session.feed_frames(batch.frames());
+        cap.recycle(batch);
+        fed.map_err(|e| Error::io("--write", e))?;
+    }
+    Ok(())
+}
+
+fn drive(a: &LiveArgs, name: &str, mut cap: LiveCapture, choice: Choice) -> Result<ExitCode> {
     let stop = Arc::new(AtomicBool::new(false));
     if a.no_tui {
         // The first signal stops the capture and prints the report; a second one exits.
@@ -66,16 +151,15 @@ pub fn run(a: &LiveArgs) -> Result<ExitCode> {
     };
 
     // The protocol: from the definition or flags, else identified from the first traffic.
-    let mut choice = a.protocol.choice()?;
-    choice.link_mtu = Some(a.link_mtu);
-    choice.mtu_budget = a.mtu;
     let mut early: Vec<gpcap::live::Captured> = Vec::new();
     let cfg = resolve(&choice, |ident| {
         let until = Instant::now() + Duration::from_secs(3);
         while Instant::now() < until && early.len() < 2000 && !over(&stop) {
             if let Some(c) = cap.next(Duration::from_millis(50)) {
-                ident.frame(cap.linktype, &c.data);
+                ident.frame(c.linktype, &c.data);
                 early.push(c);
+            } else if !cap.is_running() {
+                break;
             }
         }
         Ok(())
@@ -91,40 +175,26 @@ pub fn run(a: &LiveArgs) -> Result<ExitCode> {
     let mut session = Session::new(cfg.clone(), cap.linktype, index, a.write.as_deref())
         .map_err(|e| Error::io(a.write.as_deref().unwrap_or(Path::new("--write")).display(), e))?;
     session
-        .feed(early.iter().map(|c| (c.ts_ns, c.origlen, c.data.as_slice())))
+        .feed_frames(early.iter().map(|c| gpcap::capture::Frame {
+            number: 0,
+            ts_ns: c.ts_ns,
+            linktype: c.linktype,
+            interface: 0,
+            origlen: c.origlen,
+            offset: 0,
+            data: &c.data,
+        }))
         .map_err(|e| Error::io("--write", e))?;
-
-    let stats_line = |s: &gpcap::live::LiveStats| {
-        format!(
-            "captured {} · kernel drops {} · interface drops {} · queue drops {}",
-            s.captured, s.kernel_dropped, s.if_dropped, s.queue_dropped
-        )
-    };
-    // The analysis loop: drain the queue in batches, publish a report now and then.
-    let pump = |session: &mut Session, cap: &LiveCapture, wait: Duration| -> Result<()> {
-        // Up to 16 batches (4,096 frames) between two looks at the clock.
-        let mut wait = wait;
-        for _ in 0..16 {
-            let Some(batch) = cap.next_batch(wait) else {
-                break;
-            };
-            wait = Duration::ZERO;
-            let fed = session.feed(batch.frames().map(|f| (f.ts_ns, f.origlen, f.data)));
-            cap.recycle(batch);
-            fed.map_err(|e| Error::io("--write", e))?;
-        }
-        Ok(())
-    };
 
     if a.no_tui {
         let mut next_report = Instant::now() + Duration::from_secs_f64(a.interval.max(0.1));
-        let print = |r: &Report, s: &gpcap::live::LiveStats, last: bool| {
+        let print = |r: &Report, s: &LiveStats, last: bool| {
             if a.json {
                 let v = serde_json::json!({"live": s, "final": last, "elapsed_s": start.elapsed().as_secs_f64(), "report": r});
                 outln!("{v}");
             } else {
                 outln!(
-                    "Live capture on {iface}: {:.1} s, {}{}",
+                    "Live capture on {name}: {:.1} s, {}{}",
                     start.elapsed().as_secs_f64(),
                     stats_line(s),
                     if last { " (final)" } else { "" }
@@ -140,19 +210,27 @@ pub fn run(a: &LiveArgs) -> Result<ExitCode> {
             }
         }
         let stats = cap.stop();
+        // Everything captured is analyzed (and written) before the final report.
         while let Some(batch) = cap.next_batch(Duration::ZERO) {
-            if session
-                .feed(batch.frames().map(|f| (f.ts_ns, f.origlen, f.data)))
-                .is_err()
-            {
+            let fed = session.feed_frames(batch.frames());
+            cap.recycle(batch);
+            if fed.is_err() {
                 break;
             }
         }
+        let stats = LiveStats {
+            captured: stats.captured.max(session.frames()),
+            ..cap.stats()
+        };
         let failure = cap.failure.lock().ok().and_then(|f| f.clone());
         let report = session.finish().map_err(|e| Error::io("--write", e))?;
         print(&report, &stats, true);
         if let Some(f) = failure {
-            return Err(Error::Usage(format!("capture on {iface} stopped: {f}")));
+            return Err(Error::Usage(format!(
+                "capture from {name} stopped: {f} (the {} frames captured before are in the report{})",
+                stats.captured,
+                if a.write.is_some() { " and in --write" } else { "" }
+            )));
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -160,11 +238,28 @@ pub fn run(a: &LiveArgs) -> Result<ExitCode> {
     // The terminal UI: analysis on its own thread, the screen on this one.
     let analysis_stop = Arc::new(AtomicBool::new(false));
     let astop = analysis_stop.clone();
+    let failure = cap.failure.clone();
+    let source = name.to_string();
     let analysis = std::thread::spawn(move || {
         let mut last = Instant::now();
         while !astop.load(Ordering::Relaxed) {
+            let running = cap.is_running();
             if pump(&mut session, &cap, Duration::from_millis(50)).is_err() {
                 break;
+            }
+            // A stream that ended: everything it held is analyzed, the report is final.
+            if !running {
+                while let Some(batch) = cap.next_batch(Duration::ZERO) {
+                    let _ = session.feed_frames(batch.frames());
+                    cap.recycle(batch);
+                }
+                let why = cap.failure.lock().ok().and_then(|f| f.clone());
+                let line = format!("{} · the stream ended", stats_line(&cap.stats()));
+                if let Some(ix) = session.index.as_mut() {
+                    ix.live_status(line);
+                }
+                let _ = session.finish_with(why.map(|w| format!("capture from {source} stopped: {w}")));
+                return;
             }
             if last.elapsed() > Duration::from_secs(1) {
                 last = Instant::now();
@@ -177,15 +272,23 @@ pub fn run(a: &LiveArgs) -> Result<ExitCode> {
             }
         }
         cap.stop();
+        let _ = session.finish();
     });
-    let mut index = Index::new(Path::new(&iface));
-    index.name = format!("live {iface}");
+    let mut index = Index::new(Path::new(name));
+    index.name = format!("live {name}");
     let mut app = App::new(index, rx, cfg);
     app.definition = a.protocol.dissector.clone();
     app.live = true;
     app.quit_at = a.duration.map(|d| start + Duration::from_secs_f64(d));
+    if let Some(f) = &a.display_filter {
+        app.apply_filter(f);
+    }
     let result = super::tui::event_loop(&mut app);
     analysis_stop.store(true, Ordering::Relaxed);
     let _ = analysis.join();
-    result
+    result?;
+    match failure.lock().ok().and_then(|f| f.clone()) {
+        Some(f) => Err(Error::Usage(format!("capture from {name} stopped: {f}"))),
+        None => Ok(ExitCode::SUCCESS),
+    }
 }

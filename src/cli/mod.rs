@@ -8,6 +8,7 @@ pub mod dissect;
 pub mod export;
 pub mod gen_cmd;
 pub mod identify;
+pub mod input;
 pub mod live;
 pub mod replay;
 pub mod send;

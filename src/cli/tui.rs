@@ -11,6 +11,26 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 pub fn run(a: &TuiArgs) -> Result<ExitCode> {
+    // `-` and FIFOs are followed as live traffic: the list grows as the stream does.
+    if super::input::is_stream(&a.capture) {
+        return super::live::run(&super::args::LiveArgs {
+            iface: Some(a.capture.display().to_string()),
+            list: false,
+            protocol: a.protocol.clone(),
+            filter: None,
+            ssh_command: String::new(),
+            remote_tcpdump: String::new(),
+            display_filter: a.filter.clone(),
+            write: None,
+            snaplen: 65535,
+            no_tui: false,
+            json: false,
+            duration: None,
+            interval: 5.0,
+            link_mtu: 1500,
+            mtu: None,
+        });
+    }
     // Fail before the screen changes if the file cannot be read at all.
     CaptureReader::open(&a.capture)?;
     if !std::io::stdout().is_terminal() {

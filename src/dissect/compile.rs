@@ -29,6 +29,13 @@ const PRIMITIVES: &[&str] = &[
     "rest",
     "derived",
     "le-uint",
+    "be-uint",
+    "le-int",
+    "be-int",
+    "varint",
+    "zigzag",
+    "text",
+    "cstring",
     "array",
     "list",
     "relative-list",
@@ -218,6 +225,14 @@ pub fn compile(file: &str, text: &str) -> Result<Program, Vec<DefinitionError>> 
         scope: Scope::default(),
         spans: Vec::new(),
         header_block: None,
+        expanded: 0,
+        msb: false,
+        remembered: Vec::new(),
+        streams: Vec::new(),
+        in_messages: false,
+        stand_in: None,
+        stand_in_when: None,
+        checksum_field: None,
     };
     let program = c.document(&doc);
     if c.errors.is_empty() {
@@ -281,6 +296,8 @@ enum StructState<'d> {
 }
 
 struct Compiler<'d> {
+    /// Fields of the blocks compiled so far, structs expanded ([`Compiler::within_field_limit`]).
+    expanded: u64,
     file: String,
     src: Arc<String>,
     /// Byte offsets of the source's line ends, for a span's line at once (a 1 MiB
@@ -300,6 +317,21 @@ struct Compiler<'d> {
     spans: Vec<SourceSpan>,
     /// The compiled header, which a fragment's data may re-read (`header`).
     header_block: Option<Block>,
+    /// `bit-order "msb"`: fields read most significant bit first unless they say
+    /// `order="lsb"`.
+    msb: bool,
+    /// Names of the values conversations remember (`remember="NAME"`).
+    remembered: Vec<String>,
+    /// Message sequence streams, in order of first use.
+    streams: Vec<crate::dissect::program::StreamDef>,
+    /// Compiling the `messages` block or a message's body.
+    in_messages: bool,
+    /// The protocol block's `checksum … stand-in=… stand-in-when=…`, resolved once the
+    /// fields it names are compiled.
+    stand_in: Option<(String, SourceSpan)>,
+    stand_in_when: Option<&'d KdlEntry>,
+    /// `checksum … field=NAME`: must be the `role=crc` field.
+    checksum_field: Option<(String, SourceSpan)>,
 }
 
 fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
@@ -353,6 +385,7 @@ impl<'d> Compiler<'d> {
         let mut protocol_node = None;
         let mut header_node = None;
         let mut fragment_node = None;
+        let mut messages_node = None;
         let mut packet_nodes = Vec::new();
         for n in doc.nodes() {
             match n.name().value() {
@@ -384,15 +417,16 @@ impl<'d> Compiler<'d> {
                 }
                 "header" => header_node = Some(n),
                 "fragment" => fragment_node = Some(n),
-                "packet" => packet_nodes.push(n),
+                "messages" => messages_node = Some(n),
+                "packet" | "message" => packet_nodes.push(n),
                 other => {
                     let hint = closest(
                         other,
-                        ["protocol", "enum", "struct", "header", "fragment", "packet"],
+                        ["protocol", "enum", "struct", "header", "fragment", "packet", "messages", "message"],
                     )
                     .map(|c| format!("did you mean `{c}`?"))
                     .unwrap_or_else(|| {
-                        "top-level nodes are protocol, enum, struct, header, fragment and packet".into()
+                        "top-level nodes are protocol, enum, struct, header, fragment, packet, messages and message".into()
                     });
                     self.error(
                         Self::name_span(n),
@@ -423,12 +457,43 @@ impl<'d> Compiler<'d> {
         self.scope.clear();
         let header = self.block(h.children(), 0);
         self.header_block = Some(header);
-        let with_crc = params.checksum == Checksum::Crc32;
+        if !self.within_field_limit(header, Self::name_span(h)) {
+            return None;
+        }
+        let with_crc = params.checksum != Checksum::None;
+        // The condition reads header fields, which are in scope now.
+        if let Some(e) = self.stand_in_when {
+            let when = self.expression(e);
+            if let Some(rule) = &mut params.rule {
+                rule.when = when;
+            }
+        }
         let mut roles = 0u32;
-        let mut roles_ok = self.role_placement(h, header, Role::Sequence, true, &mut roles);
-        roles_ok &= self.role_placement(h, header, Role::Type, false, &mut roles);
+        // With messages, a datagram sequence is optional and types are the messages'.
+        let mut roles_ok =
+            self.role_placement(h, header, Role::Sequence, messages_node.is_none(), &mut roles);
+        if messages_node.is_none()
+            && let Some(m) = packet_nodes.iter().find(|p| p.name().value() == "message")
+        {
+            self.error(
+                Self::name_span(m),
+                "`message` types need a `messages` block: what each message starts with",
+                "no messages block",
+                Some("add `messages { bits type 8 role=type }` (the fields before each message's body), or write `packet` for one message per datagram".into()),
+            );
+        }
+        let messages = messages_node.and_then(|m| self.messages_block(m, header, fragment_node));
+        if messages_node.is_some() && messages.is_none() {
+            return None;
+        }
+        let type_block = messages.as_ref().map_or(header, |m| m.header);
+        roles_ok &= match messages_node {
+            Some(m) => self.role_placement(m, type_block, Role::Type, false, &mut roles),
+            None => self.role_placement(h, header, Role::Type, false, &mut roles),
+        };
         if with_crc {
             roles_ok &= self.role_placement(h, header, Role::Crc, true, &mut roles);
+            roles_ok &= self.checksum_position(header, &params);
         } else if let Some(id) = self.role_nodes(header, Role::Crc).first() {
             let name = self.nodes[*id as usize].name.clone();
             self.error(
@@ -444,7 +509,7 @@ impl<'d> Compiler<'d> {
         let sequence_bits = self
             .role_nodes(header, Role::Sequence)
             .iter()
-            .map(|&id| match self.nodes[id as usize].kind {
+            .map(|&id| match self.nodes[id as usize].kind.plain() {
                 Kind::Bits(b) => b,
                 Kind::Int { min, max } => int_width(min, max).unwrap_or(32),
                 Kind::Uint64 | Kind::LeUint(_) => 64,
@@ -461,6 +526,11 @@ impl<'d> Compiler<'d> {
             let b = self.block(f.children(), 0);
             (f, b)
         });
+        if let Some((f, b)) = fragment
+            && !self.within_field_limit(b, Self::name_span(f))
+        {
+            return None;
+        }
         if let Some((f, b)) = fragment {
             for role in [Role::FragmentId, Role::FragmentCount, Role::FragmentData] {
                 roles_ok &= self.role_placement(f, b, role, true, &mut roles);
@@ -493,8 +563,8 @@ impl<'d> Compiler<'d> {
         let typed = Program::role_declared(roles, Role::Type);
 
         // The type field's range fixes the number of packet types.
-        let type_node = self.role_nodes(header, Role::Type).first().copied();
-        let derived_types = type_node.and_then(|id| match self.nodes[id as usize].kind {
+        let type_node = self.role_nodes(type_block, Role::Type).first().copied();
+        let derived_types = type_node.and_then(|id| match self.nodes[id as usize].kind.plain() {
             Kind::Int { min: 0, max } if max < 1 << 16 => Some(max as u32 + 1),
             Kind::Bits(b) if b <= 16 => Some(1u32 << b),
             _ => None,
@@ -530,7 +600,7 @@ impl<'d> Compiler<'d> {
 
         let mut packets: Vec<PacketDef> = Vec::new();
         let mut info_spans: Vec<(usize, SourceSpan)> = Vec::new();
-        let mut spaces = std::mem::take(&mut params_spaces);
+        let spaces = std::mem::take(&mut params_spaces);
         let mut seen: HashMap<u32, (String, usize)> = HashMap::new();
         for p in packet_nodes {
             let args = positional(p);
@@ -577,6 +647,10 @@ impl<'d> Compiler<'d> {
             seen.insert(id as u32, (name.clone(), line));
             self.extra_arguments(p, 2, &usage("packet"));
             self.scope.clear();
+            if let Some(m) = &messages {
+                // A message's body reads its own header's fields.
+                self.scope = m.scope.clone();
+            }
             self.check_props(p, &["doc", "from", "sequence-space", "info"]);
             let info = prop(p, "info").and_then(|e| match e.value().as_string() {
                 Some(t) => {
@@ -598,15 +672,8 @@ impl<'d> Compiler<'d> {
                 Some(e) => match e.value().as_string() {
                     Some(name) => match spaces.iter().position(|s: &SequenceSpace| s.name == name) {
                         Some(i) => i as u8,
-                        None if spaces.len() < 16 => {
-                            spaces.push(SequenceSpace {
-                                name: name.to_string(),
-                                per_sender: false,
-                            });
-                            spaces.len() as u8 - 1
-                        }
                         None => {
-                            self.error(e.span(), "at most 16 sequence spaces", "", None);
+                            self.unknown_space(e.span(), name, &spaces);
                             0
                         }
                     },
@@ -640,7 +707,12 @@ impl<'d> Compiler<'d> {
                     }
                 },
             };
+            self.in_messages = messages.is_some();
             let body = self.block(p.children(), 0);
+            if !self.within_field_limit(body, Self::name_span(p)) {
+                continue;
+            }
+            self.in_messages = false;
             for role in [Role::Ack, Role::AckBits, Role::ProtocolId] {
                 roles_ok &= self.role_placement(p, body, role, false, &mut roles);
             }
@@ -673,7 +745,17 @@ impl<'d> Compiler<'d> {
                 Some("add `id 0x…` to the protocol block".into()),
             );
         }
+        self.resolve_stand_in(&mut params);
         if !roles_ok {
+            return None;
+        }
+        for d in &packets {
+            self.roles_without_effect(d.body, &d.name, false);
+        }
+        if let Some((f, block)) = &fragment {
+            self.roles_without_effect(*block, f.name().value(), true);
+        }
+        if !self.errors.is_empty() {
             return None;
         }
         // With a condition, fragments get a type of their own, one past the packets'.
@@ -683,6 +765,12 @@ impl<'d> Compiler<'d> {
         } else {
             crate::validate::FRAGMENT_TYPE
         };
+        // Whole datagrams of a protocol with messages: a type past the messages'.
+        let datagram_type = messages.as_ref().map(|_| {
+            params.format.num_types += 1;
+            params.format.num_types - 1
+        });
+        let messages = messages.map(|m| m.node);
         let mut program = Program {
             params,
             nodes: std::mem::take(&mut self.nodes),
@@ -700,11 +788,154 @@ impl<'d> Compiler<'d> {
             enums: std::mem::take(&mut self.enums),
             slot_count: self.slot_count,
             limits: Limits::default(),
+            messages,
+            datagram_type,
             plan: Default::default(),
         };
         program.plan = super::plan::Plan::build(&program);
         self.info_templates(&program, &info_spans);
         Some(program)
+    }
+
+    /// A packet's `sequence-space` names a space the protocol block declares.
+    fn unknown_space(&mut self, span: SourceSpan, name: &str, spaces: &[SequenceSpace]) {
+        let declared: Vec<&str> = spaces.iter().skip(1).map(|s| s.name.as_str()).collect();
+        let help = match closest(name, declared.iter().copied()) {
+            Some(c) => format!("did you mean `{c}`?"),
+            None if declared.is_empty() => {
+                "declare it in the protocol block: `sequence-space \"NAME\" per=\"flow\"` (or per=\"sender\")"
+                    .into()
+            }
+            None => format!("the protocol block declares: {}", declared.join(", ")),
+        };
+        self.error(
+            span,
+            format!("sequence space `{name}` is not declared"),
+            "unknown space",
+            Some(help),
+        );
+    }
+
+    /// `id` is 32 bits, or 64 with `bits=64`: another width would be read as one of them.
+    fn id_width(&mut self, n: &KdlNode, v: i128) {
+        let Some(e) = prop(n, "bits") else { return };
+        let ok = match e.value().as_integer() {
+            Some(64) => true,
+            Some(32) => v <= u32::MAX as i128,
+            _ => false,
+        };
+        if !ok {
+            self.error(
+                e.span(),
+                "a protocol id is 32 bits (`bits=32`, the value at most 0xffffffff) or 64 (`bits=64`)",
+                "id width",
+                None,
+            );
+        }
+    }
+
+    /// Roles the engine reads only from the header (sequence, type, crc) or the fragment
+    /// block (fragment-*) would be ignored elsewhere: refused where they cannot take
+    /// effect. A re-read `header` inside the block is the header's own.
+    fn roles_without_effect(&mut self, block: Block, owner: &str, fragment: bool) {
+        let mut stack = vec![(block, 0u32)];
+        while let Some((b, depth)) = stack.pop() {
+            if depth > 64 {
+                continue;
+            }
+            let ids = self
+                .children
+                .get(b.start as usize..(b.start + b.len) as usize)
+                .unwrap_or(&[])
+                .to_vec();
+            for id in ids {
+                let node = self.nodes[id as usize].clone();
+                if let Kind::Struct { body } = node.kind
+                    && Some(body.start) == self.header_block.map(|h| h.start)
+                {
+                    continue;
+                }
+                let misplaced = match node.role {
+                    // A message's sequence counts in its stream.
+                    Some(Role::Sequence) if node.stream.is_some() => None,
+                    Some(r @ (Role::Sequence | Role::Type | Role::Crc)) => Some(r),
+                    Some(r @ (Role::FragmentId | Role::FragmentCount | Role::FragmentData)) if !fragment => {
+                        Some(r)
+                    }
+                    _ => None,
+                };
+                if let Some(r) = misplaced {
+                    let (name, span) = (node.name.clone(), self.spans[id as usize]);
+                    let place = if matches!(r, Role::Sequence | Role::Type | Role::Crc) {
+                        "header"
+                    } else {
+                        "fragment block"
+                    };
+                    self.error(
+                        span,
+                        format!("role={} on `{name}` in `{owner}` would be ignored: it is read only in the {place}", r.name()),
+                        "no effect here",
+                        Some(format!("move the field to the {place}, or remove the role")),
+                    );
+                }
+                for inner in node_blocks(&node.kind) {
+                    stack.push((inner, depth + 1));
+                }
+            }
+        }
+    }
+
+    /// The field limit counts fields as laid out, every struct copied where it is used
+    /// ([`super::expand`]), over the header, fragment and packets compiled so far: a
+    /// block that passes it is refused at the struct use where it does, before anything
+    /// walks it expanded. Past the limit, later blocks are refused without more errors.
+    fn within_field_limit(&mut self, block: Block, owner: SourceSpan) -> bool {
+        let limit = MAX_NODES as u64;
+        if self.expanded > limit {
+            return false;
+        }
+        let mut x = super::expand::Expansion::new(&self.nodes, &self.children);
+        let n = x.block(block, 0);
+        if self.expanded.saturating_add(n) <= limit {
+            self.expanded += n;
+            return true;
+        }
+        let mut left = limit - self.expanded;
+        let at = x.crossing(block, &mut left, 0);
+        let (span, what, size) = match at {
+            Some(id) => {
+                let node = &self.nodes[id as usize];
+                let what = match &node.kind {
+                    Kind::Struct { .. } | Kind::Inline { .. } => {
+                        format!("this use of a struct (`{}`)", node.name)
+                    }
+                    _ => format!("`{}`", node.name),
+                };
+                (
+                    self.spans.get(id as usize).copied().unwrap_or(owner),
+                    what,
+                    x.node(id, 0),
+                )
+            }
+            None => (owner, "this block".to_string(), n),
+        };
+        let total = if n == u64::MAX {
+            "more than 2^64".to_string()
+        } else {
+            (self.expanded + n).to_string()
+        };
+        self.error(
+            span,
+            format!(
+                "too many fields: {what} takes the definition past {limit} fields once structs are expanded"
+            ),
+            "past the field limit",
+            Some(format!(
+                "a struct counts once per use: {size} fields here; the definition so far expands to {total}"
+            )),
+        );
+        self.expanded = limit + 1;
+        false
     }
 
     /// Every `{path}` of an `info` template names a field of its packet type.
@@ -716,7 +947,25 @@ impl<'d> Compiler<'d> {
         for &(i, span) in spans {
             let Some(d) = program.packets.get(i) else { continue };
             let Some(t) = &d.info else { continue };
+            if let Err(why) = template_syntax(t) {
+                self.error(
+                    span,
+                    format!("packet {}'s info: {why}", d.name),
+                    "info template",
+                    Some("placeholders are `{path}` and `{#path}`; braces do not nest".into()),
+                );
+                continue;
+            }
             for part in template_fields(t) {
+                if let Err(why) = template_indices(&paths, part.trim_start_matches('#')) {
+                    self.error(
+                        span,
+                        format!("packet {}'s info: {why}", d.name),
+                        "info template",
+                        None,
+                    );
+                    continue;
+                }
                 let path = part.trim_start_matches('#');
                 let known = paths.iter().any(|e| {
                     e.path == crate::filter::strip_indices(path)
@@ -794,7 +1043,7 @@ impl<'d> Compiler<'d> {
         self.newlines.partition_point(|&at| at < span.offset()) + 1
     }
 
-    fn protocol(&mut self, p: &KdlNode, params: &mut Params, spaces: &mut Vec<SequenceSpace>) {
+    fn protocol(&mut self, p: &'d KdlNode, params: &mut Params, spaces: &mut Vec<SequenceSpace>) {
         params.name = p
             .entries()
             .first()
@@ -810,6 +1059,7 @@ impl<'d> Compiler<'d> {
                 "id" | "protocol-id" => match first.map(|e| e.value()) {
                     Some(KdlValue::Integer(v)) if *v >= 0 && *v <= u64::MAX as i128 => {
                         let width = prop(n, "bits").and_then(|e| e.value().as_integer());
+                        self.id_width(n, *v);
                         params.protocol_id = Some(if width == Some(64) || *v > u32::MAX as i128 {
                             ProtocolId::new64(*v as u64)
                         } else {
@@ -823,16 +1073,7 @@ impl<'d> Compiler<'d> {
                         Some("for example `id 0x55667788`".into()),
                     ),
                 },
-                "checksum" => match first.and_then(|e| e.value().as_string()) {
-                    Some("crc32") => params.checksum = Checksum::Crc32,
-                    Some("none") => params.checksum = Checksum::None,
-                    _ => self.error(
-                        first.map(|e| e.span()).unwrap_or(Self::name_span(n)),
-                        "checksum is \"crc32\" or \"none\"",
-                        "validation",
-                        Some("\"crc32\": a CRC32 over the protocol id and the packet (the default); \"none\": ports and a clean header read decide".into()),
-                    ),
-                },
+                "checksum" => self.checksum(n, params),
                 "ports" => {
                     for e in positional(n) {
                         match e.value().as_integer() {
@@ -903,6 +1144,22 @@ impl<'d> Compiler<'d> {
                     }
                 }
                 "doc" => {}
+                "bit-order" | "byte-order" => match first.and_then(|e| e.value().as_string()) {
+                    Some("msb") | Some("big") => {
+                        self.msb = true;
+                        params.msb = true;
+                    }
+                    Some("lsb") | Some("little") => {
+                        self.msb = false;
+                        params.msb = false;
+                    }
+                    _ => self.error(
+                        first.map(|e| e.span()).unwrap_or(Self::name_span(n)),
+                        format!("{key} is \"msb\" (\"big\") or \"lsb\" (\"little\")"),
+                        "order",
+                        Some("\"msb\": bits from the top of each byte, so whole bytes are big-endian (network order: ENet, RakNet); \"lsb\": the articles' packer, whole bytes little-endian (the default)".into()),
+                    ),
+                },
                 "sequence-space" => {
                     self.check_props(n, &["per", "doc"]);
                     let Some(name) = self.arg_str(n, 0, "the space's name") else {
@@ -936,6 +1193,8 @@ impl<'d> Compiler<'d> {
                         "fragment-count",
                         "mtu-budget",
                         "sequence-space",
+                        "bit-order",
+                        "byte-order",
                         "doc",
                     ];
                     let hint = closest(other, known)
@@ -1097,7 +1356,7 @@ impl<'d> Compiler<'d> {
         Program::declare_role(roles, role);
         for &id in &nodes {
             let node = self.nodes[id as usize].clone();
-            let kind_ok = match (role, &node.kind) {
+            let kind_ok = match (role, &node.kind.plain()) {
                 (_, Kind::Derived(_)) => role != Role::Crc,
                 (Role::Crc, Kind::Bits(32)) => true,
                 (Role::AckBits, Kind::Bits(_)) => true,
@@ -1265,18 +1524,14 @@ impl<'d> Compiler<'d> {
 
     /// Compiles an expression held in entry `e` against the fields in scope.
     fn expression(&mut self, e: &KdlEntry) -> Option<Expr> {
-        let (text, base) = match e.value() {
+        let (text, raw) = match e.value() {
             KdlValue::String(s) => {
                 let span = e.span();
                 let raw = self
                     .src
                     .get(span.offset()..span.offset() + span.len())
                     .unwrap_or("");
-                let value_start = raw
-                    .find('"')
-                    .map(|q| q + 1)
-                    .unwrap_or(raw.rfind('=').map(|q| q + 1).unwrap_or(0));
-                (s.clone(), span.offset() + value_start)
+                (s.clone(), (span.offset(), raw.to_string()))
             }
             KdlValue::Integer(v) => {
                 let start = self.code.len() as u32;
@@ -1320,6 +1575,15 @@ impl<'d> Compiler<'d> {
             }
         };
         match expr::compile(&text, &mut resolve) {
+            Ok(ops) if expr::divides_by_zero(&ops) => {
+                self.error(
+                    e.span(),
+                    "this expression divides by zero whatever the packet holds",
+                    "division by zero",
+                    Some("every packet would be malformed (`expression`) here".into()),
+                );
+                None
+            }
             Ok(ops) => {
                 let start = self.code.len() as u32;
                 self.code.extend(ops);
@@ -1329,11 +1593,33 @@ impl<'d> Compiler<'d> {
                 })
             }
             Err(err) => {
-                let span = SourceSpan::from(base + err.offset..base + err.offset + err.len.max(1));
+                // The error's offsets are into the decoded text; the caret goes in the source.
+                let (base, raw) = raw;
+                let from = base + super::strings::source_offset(&raw, err.offset);
+                let to = base + super::strings::source_offset(&raw, err.offset + err.len.max(1));
+                let span = SourceSpan::from(from..to.max(from + 1));
                 self.error(span, err.message, "here", err.help);
                 None
             }
         }
+    }
+
+    /// A count (argument 1) that, when constant, is at most `most`: a larger one would
+    /// fail every packet (the dissector's limit, or a datagram's size).
+    fn count_within(&mut self, n: &KdlNode, most: u64, what: &str) -> Option<Count> {
+        let count = self.count(n, 1)?;
+        if let Count::Const(c) = count
+            && c > most
+        {
+            self.error(
+                positional(n)[1].span(),
+                format!("a count of {c} is over the {most} {what}"),
+                "count",
+                Some("every packet would be malformed here".into()),
+            );
+            return None;
+        }
+        Some(count)
     }
 
     fn count(&mut self, n: &KdlNode, i: usize) -> Option<Count> {
@@ -1388,6 +1674,8 @@ impl<'d> Compiler<'d> {
                             role: None,
                             type_name: None,
                             line: self.line_of(n.span()) as u32,
+                            remember: None,
+                            stream: None,
                         });
                         let nested = self.nodes.len() as NodeId - 1;
                         open_if = Some(nested);
@@ -1585,7 +1873,7 @@ impl<'d> Compiler<'d> {
                 Kind::SmallestThree(b as u32)
             }
             "align" => Kind::Align,
-            "bytes" => Kind::Bytes(self.count(n, 1)?),
+            "bytes" => Kind::Bytes(self.count_within(n, 65_535, "bytes a UDP datagram can hold")?),
             "string" => {
                 let max = self.arg_int(n, 1, "the maximum length (buffer size)")?;
                 if !(1..=1 << 20).contains(&max) {
@@ -1655,11 +1943,54 @@ impl<'d> Compiler<'d> {
                 }
                 Kind::LeUint(count)
             }
+            "be-uint" | "be-int" | "le-int" => {
+                allowed.extend(["role", "enum"]);
+                let count = self.count(n, 1)?;
+                if let Count::Const(c) = count
+                    && !(1..=8).contains(&c)
+                {
+                    self.error(
+                        positional(n)[1].span(),
+                        format!("{kind_name} takes 1 to 8 bytes, not {c}"),
+                        "byte count",
+                        Some(usage(kind_name)),
+                    );
+                    return None;
+                }
+                Kind::ByteInt {
+                    count,
+                    big: kind_name.starts_with("be"),
+                    signed: kind_name.ends_with("int") && !kind_name.ends_with("uint"),
+                }
+            }
+            "varint" | "zigzag" => {
+                allowed.extend(["role", "enum"]);
+                Kind::Varint {
+                    zigzag: kind_name == "zigzag",
+                }
+            }
+            "text" => Kind::Text {
+                len: self.count(n, 1)?,
+            },
+            "cstring" => {
+                let max = self.arg_int(n, 1, "the most bytes, the NUL included")?;
+                if !(1..=65535).contains(&max) {
+                    self.error(
+                        positional(n)[1].span(),
+                        "cstring MAX is 1..=65535 bytes",
+                        "",
+                        Some(usage("cstring")),
+                    );
+                    return None;
+                }
+                Kind::CString { max: max as u32 }
+            }
             "header" if header_reread => Kind::Struct {
                 body: self.header_block.unwrap_or_default(),
             },
             "array" => {
-                let count = self.count(n, 1)?;
+                let most = Limits::default().max_elements;
+                let count = self.count_within(n, most, "elements a packet's array may have")?;
                 let body = self.block(n.children(), depth + 1);
                 Kind::Array { count, body }
             }
@@ -1729,7 +2060,8 @@ impl<'d> Compiler<'d> {
         };
         let expected = match &kind {
             Kind::Bits(_) | Kind::SmallestThree(_) | Kind::Bytes(_) | Kind::String { .. } => 2,
-            Kind::Derived(_) | Kind::LeUint(_) => 2,
+            Kind::Derived(_) | Kind::LeUint(_) | Kind::ByteInt { .. } => 2,
+            Kind::Text { .. } | Kind::CString { .. } => 2,
             Kind::Struct { .. } if header_reread => 0,
             Kind::Array { .. } | Kind::RelativeList { .. } => 2,
             Kind::Int { .. } => 3,
@@ -1741,6 +2073,11 @@ impl<'d> Compiler<'d> {
             _ => 1,
         };
         self.extra_arguments(n, expected, &usage(kind_name));
+        let kind = self.ordered(n, kind, &mut allowed)?;
+        let remember = self.remember(n, &kind, &mut allowed);
+        if prop(n, "role").and_then(|e| e.value().as_string()) == Some("sequence") {
+            allowed.extend(["stream", "key"]);
+        }
         self.check_props(n, &allowed);
         let role = match prop(n, "role").map(|e| (e, e.value().as_string())) {
             None => None,
@@ -1788,7 +2125,15 @@ impl<'d> Compiler<'d> {
         };
         let integer = matches!(
             kind,
-            Kind::Bits(_) | Kind::Bool | Kind::Int { .. } | Kind::Uint64 | Kind::Derived(_) | Kind::LeUint(_)
+            Kind::Bits(_)
+                | Kind::Bool
+                | Kind::Int { .. }
+                | Kind::Uint64
+                | Kind::Derived(_)
+                | Kind::LeUint(_)
+                | Kind::Msb(_)
+                | Kind::ByteInt { .. }
+                | Kind::Varint { .. }
         );
         // A role field writes its role's slot; a field named like an earlier one (the
         // other branch of an `if`) shares its slot, so expressions read whichever was read.
@@ -1807,6 +2152,10 @@ impl<'d> Compiler<'d> {
                 Some(s)
             }
         };
+        let stream = match role {
+            Some(Role::Sequence) => self.stream(n, &kind)?,
+            _ => None,
+        };
         if named {
             self.scope.push(name.clone(), slot);
         }
@@ -1823,15 +2172,377 @@ impl<'d> Compiler<'d> {
             role,
             type_name,
             line: self.line_of(n.span()) as u32,
+            remember,
+            stream,
         });
         Some(self.nodes.len() as u32 - 1)
+    }
+}
+
+/// A compiled `messages` block: the node that stands for it in the field tree, its
+/// header, and the fields it leaves in scope for message bodies.
+struct MessagesDef {
+    node: NodeId,
+    header: Block,
+    scope: Scope,
+}
+
+impl<'d> Compiler<'d> {
+    /// `messages { … }`: each message's header. Refuses what cannot go with it yet.
+    fn messages_block(
+        &mut self,
+        m: &'d KdlNode,
+        header: Block,
+        fragment: Option<&KdlNode>,
+    ) -> Option<MessagesDef> {
+        self.check_props(m, &["doc"]);
+        if let Some(f) = fragment {
+            self.error(
+                Self::name_span(f),
+                "a datagram-level `fragment` block cannot go with `messages`",
+                "fragments",
+                Some("fragments inside messages (ENet's SEND_FRAGMENT) are not supported yet: describe the fragment's fields in its message type".into()),
+            );
+            return None;
+        }
+        if let Some(&id) = self.role_nodes(header, Role::Type).first() {
+            self.error(
+                self.spans[id as usize],
+                "with `messages`, types are the messages': the header's type selects nothing",
+                "role=type",
+                Some("move role=type to the type field of the `messages` block".into()),
+            );
+            return None;
+        }
+        self.scope.clear();
+        self.in_messages = true;
+        let block = self.block(m.children(), 0);
+        self.in_messages = false;
+        let scope = self.scope.clone();
+        for role in [
+            Role::Crc,
+            Role::Ack,
+            Role::AckBits,
+            Role::FragmentId,
+            Role::FragmentCount,
+            Role::FragmentData,
+        ] {
+            if let Some(&id) = self.role_nodes(block, role).first() {
+                self.error(
+                    self.spans[id as usize],
+                    format!("role={} in a message is not supported yet", role.name()),
+                    "role",
+                    Some("per message: role=type, and role=sequence with a stream; acks and fragments per message are planned".into()),
+                );
+                return None;
+            }
+        }
+        self.spans.push(m.span());
+        self.nodes.push(Node {
+            name: "messages".into(),
+            kind: Kind::Messages { header: block },
+            doc: prop(m, "doc")
+                .and_then(|e| e.value().as_string())
+                .map(str::to_string),
+            slot: None,
+            enum_id: None,
+            role: None,
+            type_name: None,
+            line: self.line_of(m.span()) as u32,
+            remember: None,
+            stream: None,
+        });
+        Some(MessagesDef {
+            node: self.nodes.len() as u32 - 1,
+            header: block,
+            scope,
+        })
+    }
+}
+
+impl<'d> Compiler<'d> {
+    /// `checksum "ALGORITHM" [field=NAME] [prefix="id"|"none"] [stand-in=NAME]
+    /// [stand-in-when=EXPR]`. Alone, `"crc32"` is the articles' scheme.
+    fn checksum(&mut self, n: &'d KdlNode, params: &mut Params) {
+        use crate::dissect::program::{ChecksumAlgorithm, ChecksumRule};
+        let first = positional(n).first().copied();
+        let algorithm = match first.and_then(|e| e.value().as_string()) {
+            Some("none") => {
+                params.checksum = Checksum::None;
+                self.check_props(n, &[]);
+                return;
+            }
+            Some("crc32") => ChecksumAlgorithm::Crc32,
+            Some("crc32c") => ChecksumAlgorithm::Crc32c,
+            Some("adler32") => ChecksumAlgorithm::Adler32,
+            _ => {
+                self.error(
+                    first.map(|e| e.span()).unwrap_or(Self::name_span(n)),
+                    "checksum is \"crc32\", \"crc32c\", \"adler32\" or \"none\"",
+                    "validation",
+                    Some("\"crc32\" alone: the articles' CRC32 over the protocol id and the packet; with field=…: a checksum over the datagram with that field replaced; \"none\": ports and a clean header read decide".into()),
+                );
+                return;
+            }
+        };
+        self.check_props(n, &["field", "prefix", "stand-in", "stand-in-when", "doc"]);
+        let declared = n
+            .entries()
+            .iter()
+            .any(|e| e.name().is_some_and(|k| k.value() != "doc"));
+        if algorithm == ChecksumAlgorithm::Crc32 && !declared {
+            params.checksum = Checksum::Crc32;
+            return;
+        }
+        let prefix = match prop(n, "prefix").map(|e| (e, e.value().as_string())) {
+            None | Some((_, Some("none"))) => false,
+            Some((_, Some("id"))) => true,
+            Some((e, _)) => {
+                self.error(
+                    e.span(),
+                    "`prefix` is \"id\" (the protocol id hashed first, never sent) or \"none\"",
+                    "",
+                    None,
+                );
+                false
+            }
+        };
+        if let Some(e) = prop(n, "stand-in") {
+            match e.value().as_string() {
+                Some(name) => self.stand_in = Some((name.to_string(), e.span())),
+                None => self.error(e.span(), "`stand-in` names a remembered value", "", Some("for example `stand-in=\"connect_id\"` with `remember=\"connect_id\"` on the field it comes from".into())),
+            }
+        }
+        self.stand_in_when = prop(n, "stand-in-when");
+        if let Some(e) = prop(n, "field") {
+            self.checksum_field = e.value().as_string().map(|s| (s.to_string(), e.span()));
+        }
+        params.checksum = Checksum::Field;
+        params.rule = Some(ChecksumRule {
+            algorithm,
+            prefix,
+            stand_in: None,
+            when: None,
+        });
+    }
+}
+
+impl Compiler<'_> {
+    /// The articles' CRC covers the datagram's first four bytes: its field must be the
+    /// header's first. A declared checksum's `field=` must name the role=crc field.
+    fn checksum_position(&mut self, header: Block, params: &Params) -> bool {
+        let Some(&crc) = self.role_nodes(header, Role::Crc).first() else {
+            return true;
+        };
+        let name = self.nodes[crc as usize].name.clone();
+        if params.checksum == Checksum::Crc32 {
+            if self.children.get(header.start as usize) == Some(&crc) {
+                return true;
+            }
+            self.error(
+                self.spans[crc as usize],
+                format!("the articles' CRC32 is the datagram's first 4 bytes, and `{name}` is not the header's first field"),
+                "role=crc",
+                Some(format!("to checksum the datagram with the field where it lies, declare `checksum \"crc32\" field=\"{name}\"` in the protocol block")),
+            );
+            return false;
+        }
+        match self.checksum_field.clone() {
+            Some((f, span)) if f != name => {
+                self.error(
+                    span,
+                    format!("the checksum field is `{name}` (role=crc), not `{f}`"),
+                    "field",
+                    Some(format!("write `field=\"{name}\"`, or move role=crc to `{f}`")),
+                );
+                false
+            }
+            _ => true,
+        }
+    }
+
+    /// `stand-in=NAME` names a value some field remembers.
+    fn resolve_stand_in(&mut self, params: &mut Params) {
+        params.remembered = self.remembered.clone();
+        params.streams = std::mem::take(&mut self.streams);
+        let Some((name, span)) = self.stand_in.take() else {
+            return;
+        };
+        match self.remembered.iter().position(|r| *r == name) {
+            Some(i) => {
+                if let Some(rule) = &mut params.rule {
+                    rule.stand_in = Some(i as u8);
+                }
+            }
+            None => {
+                let hint = closest(&name, self.remembered.iter().map(|s| s.as_str()))
+                    .map(|c| format!("did you mean `{c}`?"))
+                    .unwrap_or_else(|| format!("mark the field it comes from with `remember=\"{name}\"`"));
+                self.error(
+                    span,
+                    format!("no field remembers `{name}`"),
+                    "stand-in",
+                    Some(hint),
+                );
+            }
+        }
+    }
+
+    /// `role=sequence stream="NAME" key="FIELD FIELD"` in a message: one counter per
+    /// flow and value of the key fields. A stream used again keeps its key.
+    fn stream(&mut self, n: &KdlNode, kind: &Kind) -> Option<Option<u8>> {
+        use crate::dissect::program::StreamDef;
+        let Some(e) = prop(n, "stream") else {
+            if self.in_messages {
+                self.error(
+                    Self::name_span(n),
+                    "a message's role=sequence needs `stream=\"NAME\"`: which counter it counts in",
+                    "role=sequence",
+                    Some("for example `bits reliable_sequence 16 role=sequence stream=\"reliable\" key=\"channel\"`".into()),
+                );
+                return None;
+            }
+            if let Some(k) = prop(n, "key") {
+                self.error(k.span(), "`key` goes with `stream`", "", None);
+                return None;
+            }
+            return Some(None);
+        };
+        if !self.in_messages {
+            self.error(
+                e.span(),
+                "streams are per message: `stream` needs the protocol's `messages`",
+                "stream",
+                Some("a datagram's own sequence is `role=sequence` in the header, without `stream`".into()),
+            );
+            return None;
+        }
+        let name = e.value().as_string().unwrap_or("").to_string();
+        let mut key = Vec::new();
+        if let Some(k) = prop(n, "key") {
+            for field in k.value().as_string().unwrap_or("").split_whitespace() {
+                match self.scope.find(field).flatten() {
+                    Some(slot) if key.len() < 2 => key.push((field.to_string(), slot)),
+                    Some(_) => {
+                        self.error(k.span(), "a stream's key is at most two fields", "key", None);
+                        return None;
+                    }
+                    None => {
+                        let hint = closest(field, self.scope.names()).map(|c| format!("did you mean `{c}`?"));
+                        self.error(
+                            k.span(),
+                            format!("the key field `{field}` is not an integer field read before this one"),
+                            "key",
+                            hint,
+                        );
+                        return None;
+                    }
+                }
+            }
+        }
+        let bits = match kind.plain() {
+            Kind::Bits(b) => b,
+            Kind::Int { min, max } => int_width(min, max).unwrap_or(32),
+            _ => 64,
+        };
+        let names = |k: &[(String, u16)]| k.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+        if let Some(i) = self.streams.iter().position(|s| s.name == name) {
+            let want = names(&self.streams[i].key);
+            if want != names(&key) {
+                self.error(
+                    e.span(),
+                    format!(
+                        "stream `{name}` is keyed by `{}` where it is first used",
+                        want.join(" ")
+                    ),
+                    "key",
+                    None,
+                );
+                return None;
+            }
+            return Some(Some(i as u8));
+        }
+        if self.streams.len() >= 16 {
+            self.error(e.span(), "at most 16 streams", "", None);
+            return None;
+        }
+        self.streams.push(StreamDef { name, key, bits });
+        Some(Some(self.streams.len() as u8 - 1))
+    }
+
+    /// `remember="NAME"` on a field of at most 8 whole bytes.
+    fn remember(&mut self, n: &KdlNode, kind: &Kind, allowed: &mut Vec<&'static str>) -> Option<u8> {
+        let e = prop(n, "remember")?;
+        allowed.push("remember");
+        let bytes = match kind.plain() {
+            Kind::Bits(b) if b % 8 == 0 => true,
+            Kind::Uint64 | Kind::LeUint(_) | Kind::ByteInt { .. } => true,
+            Kind::Bytes(Count::Const(c)) => (1..=8).contains(&c),
+            _ => false,
+        };
+        let Some(name) = e.value().as_string().filter(|_| bytes) else {
+            self.error(
+                e.span(),
+                "`remember` takes a name, on a field of 1 to 8 whole bytes",
+                "remember",
+                Some("for example `le-uint connect_id 4 remember=\"connect_id\"`".into()),
+            );
+            return None;
+        };
+        if let Some(i) = self.remembered.iter().position(|r| r == name) {
+            return Some(i as u8);
+        }
+        if self.remembered.len() >= 8 {
+            self.error(e.span(), "a conversation remembers at most 8 values", "", None);
+            return None;
+        }
+        self.remembered.push(name.to_string());
+        Some(self.remembered.len() as u8 - 1)
+    }
+
+    /// The bit order of a field: `order="msb"`/`"lsb"` on it, else the protocol's
+    /// `bit-order`. Kinds with an MSB-first form take it; the rest keep the articles'
+    /// packing, and saying `order` on them is an error.
+    fn ordered(&mut self, n: &KdlNode, kind: Kind, allowed: &mut Vec<&'static str>) -> Option<Kind> {
+        let has_msb_form = matches!(
+            kind,
+            Kind::Bits(_) | Kind::Bool | Kind::Int { .. } | Kind::Float | Kind::Double | Kind::Uint64
+        );
+        let msb = match prop(n, "order").map(|e| (e, e.value().as_string())) {
+            None => self.msb,
+            Some((_, Some("msb" | "big"))) if has_msb_form => true,
+            Some((_, Some("lsb" | "little"))) if has_msb_form => false,
+            Some((e, _)) if !has_msb_form => {
+                self.error(
+                    e.span(),
+                    format!("`{}` has one bit order; `order` applies to bits, bool, int, float, double and uint64", n.name().value()),
+                    "order",
+                    Some("for whole-byte integers write be-uint, le-uint, be-int or le-int".into()),
+                );
+                return None;
+            }
+            Some((e, _)) => {
+                self.error(e.span(), "`order` is \"msb\" or \"lsb\"", "order", None);
+                return None;
+            }
+        };
+        allowed.push("order");
+        Some(match kind {
+            Kind::Bits(b) if msb => Kind::Msb(Msb::Bits(b)),
+            Kind::Bool if msb => Kind::Msb(Msb::Bool),
+            Kind::Int { min, max } if msb => Kind::Msb(Msb::Int { min, max }),
+            Kind::Float if msb => Kind::Msb(Msb::Float),
+            Kind::Double if msb => Kind::Msb(Msb::Double),
+            Kind::Uint64 if msb => Kind::Msb(Msb::Uint64),
+            k => k,
+        })
     }
 }
 
 /// The fields declared so far on the path being compiled, newest last, with a count per
 /// name, so that looking up a name not in scope costs nothing (a 1 MiB definition
 /// declares 65,535 fields, each looked up as it is declared).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Scope {
     fields: Vec<(String, Option<u16>)>,
     names: HashMap<String, u32>,
@@ -1880,6 +2591,56 @@ impl Scope {
     }
 }
 
+/// Braces of an info template pair up, one level deep.
+fn template_syntax(t: &str) -> Result<(), String> {
+    let mut open = None;
+    for (i, c) in t.char_indices() {
+        match (c, open) {
+            ('{', Some(_)) => return Err(format!("`{{` at byte {i} is inside a placeholder")),
+            ('{', None) => open = Some(i),
+            ('}', None) => return Err(format!("`}}` at byte {i} closes no placeholder")),
+            ('}', Some(_)) => open = None,
+            _ => {}
+        }
+    }
+    match open {
+        Some(i) => Err(format!("the `{{` at byte {i} is never closed")),
+        None => Ok(()),
+    }
+}
+
+/// Element indices in a placeholder (`{objects[3].x}`) follow a list or array and fit
+/// its element limit.
+fn template_indices(paths: &[super::paths::PathInfo], path: &str) -> Result<(), String> {
+    let mut rest = path;
+    let mut consumed = 0;
+    while let Some(open) = rest.find('[') {
+        let close = rest[open..]
+            .find(']')
+            .map(|c| open + c)
+            .ok_or_else(|| format!("`{path}`: a `[` is never closed"))?;
+        let before = crate::filter::strip_indices(&path[..consumed + open]);
+        let index = &rest[open + 1..close];
+        if !paths.iter().any(|p| p.path == before && p.indexed) {
+            return Err(format!(
+                "`{path}`: `{before}` is not a list or array, so it has no element [{index}]"
+            ));
+        }
+        match index.trim().parse::<u64>() {
+            Ok(n) if n < Limits::default().max_elements => {}
+            _ => {
+                return Err(format!(
+                    "`{path}`: element index `{index}` is not a number below {}",
+                    Limits::default().max_elements
+                ));
+            }
+        }
+        consumed += close + 1;
+        rest = &rest[close + 1..];
+    }
+    Ok(())
+}
+
 /// The `{…}` placeholders of an info template, in order.
 pub fn template_fields(t: &str) -> impl Iterator<Item = &str> {
     t.split('{')
@@ -1907,6 +2668,23 @@ fn usage(kind: &str) -> String {
         "le-uint" => {
             "usage: `le-uint NAME BYTES` (1..=8 bytes, little-endian; BYTES a number or an expression)".into()
         }
+        "be-uint" | "be-int" | "le-int" => format!(
+            "usage: `{kind} NAME BYTES` (1..=8 bytes, {} first{}; BYTES a number or an expression)",
+            if kind.starts_with("be") {
+                "most significant"
+            } else {
+                "least significant"
+            },
+            if kind.ends_with("uint") {
+                ""
+            } else {
+                ", two's complement"
+            }
+        ),
+        "varint" => "usage: `varint NAME` (unsigned LEB128, up to 10 bytes)".into(),
+        "zigzag" => "usage: `zigzag NAME` (a LEB128 varint, zigzag-decoded to a signed value)".into(),
+        "text" => "usage: `text NAME LEN` (LEN bytes shown as text; a number or an expression)".into(),
+        "cstring" => "usage: `cstring NAME MAX` (text up to a NUL, MAX bytes at most with it)".into(),
         "rest" => "usage: `rest NAME` or `rest NAME { what the bytes start with }`".into(),
         "bool" | "uint64" | "float" | "double" | "vector" | "quaternion" => {
             format!("usage: `{kind} NAME`")
@@ -1916,9 +2694,23 @@ fn usage(kind: &str) -> String {
 }
 
 /// Names a [`HeaderFormat`] for reports.
-pub fn describe(format: &HeaderFormat) -> String {
+pub fn describe(p: &Program) -> String {
+    let format = &p.params.format;
+    let mut order = String::new();
+    if p.params.msb {
+        order.push_str(", read most significant bit first");
+    }
+    if let Some(rule) = p.params.describe_rule() {
+        order.push_str(&format!(", checksum {rule}"));
+    }
+    if p.messages.is_some() {
+        return format!("several messages per datagram{order}");
+    }
+    if p.fragment.is_none() {
+        return format!("{} types, no fragments{order}", format.num_types);
+    }
     format!(
-        "{} types, fragments of {} bytes (at most {}), count written as {}",
+        "{} types, fragments of {} bytes (at most {}), count written as {}{order}",
         format.num_types,
         format.fragment_size,
         format.max_fragments,

@@ -9,6 +9,9 @@ use crate::bits::{BitError, BitReader, ErrorKind, Prim, RELATIVE_INDEX_LADDER, R
 use crate::validate::{CountEncoding, FRAGMENT_TYPE};
 use serde::Serialize;
 
+#[path = "exec_words.rs"]
+mod words;
+
 /// Parent index of root fields.
 pub const ROOT: u32 = u32::MAX;
 
@@ -153,9 +156,37 @@ pub struct FragmentInfo {
     pub lead: usize,
 }
 
+/// One message of a datagram that carries several: its type and where it lies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct MessageInfo {
+    /// `None`: the message's header could not be read.
+    pub type_id: Option<u32>,
+    pub bit_offset: u64,
+    pub bit_len: u64,
+    /// The message's sequence in its stream, when it has one.
+    pub stream: Option<StreamSeq>,
+}
+
+/// A message's place in a sequence stream: which stream, its key's values, its sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct StreamSeq {
+    pub stream: u8,
+    pub key: [i64; 2],
+    pub sequence: u64,
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Dissection {
     pub fields: Vec<Field>,
+    /// The datagram's messages in order (protocols with `messages`), read or not.
+    pub messages: Vec<MessageInfo>,
+    /// Where the checksum field starts (a checksum declared with `field=`).
+    pub crc_at: Option<u64>,
+    /// The checksum is computed with a remembered value in its field (its `stand-in`
+    /// and `stand-in-when` held).
+    pub crc_stand_in: bool,
+    /// Fields the conversation remembers: (value, bit offset, bit length).
+    pub learnt: Vec<(u8, u64, u64)>,
     pub crc: Option<u32>,
     pub sequence: Option<u64>,
     pub packet_type: Option<u32>,
@@ -227,6 +258,10 @@ impl Dissector {
     /// Dissects one datagram into `out` (cleared first).
     pub fn dissect_into(&mut self, data: &[u8], out: &mut Dissection) {
         out.fields.clear();
+        out.messages.clear();
+        out.learnt.clear();
+        out.crc_at = None;
+        out.crc_stand_in = false;
         out.crc = None;
         out.sequence = None;
         out.packet_type = None;
@@ -401,6 +436,7 @@ type Step = Result<(), Stop>;
 
 /// Where a node is being read: its id, label and kind name, its parent and depth in
 /// the field tree, and the bit it starts at.
+#[derive(Clone, Copy)]
 struct Here {
     id: NodeId,
     label: Label,
@@ -417,9 +453,25 @@ impl<'p> Exec<'p> {
             self.block(r, out, p.header, ROOT, 0)?;
         }
         out.crc = self.role(Role::Crc).map(|v| v as u32);
+        if let Some(rule) = &p.params.rule
+            && rule.stand_in.is_some()
+        {
+            let at = r.bits_read();
+            out.crc_stand_in = match rule.when {
+                Some(e) => self.eval_at(out, e, ROOT, Label::Part("stand-in-when"), at)? != 0,
+                None => true,
+            };
+        }
         out.sequence = self.role(Role::Sequence).map(|v| v as u64);
         let ty = self.role(Role::Type).unwrap_or(0) as u32;
         out.packet_type = Some(ty);
+        if let Some(node) = p.messages {
+            out.packet_type = p.datagram_type;
+            let res = self.messages(r, out, node);
+            self.acks(out);
+            res?;
+            return self.protocol_id(out);
+        }
         let fragment = match (p.fragment, p.fragment_when) {
             (Some(f), Some(when)) => {
                 let at = r.bits_read();
@@ -1193,9 +1245,12 @@ impl<'p> Exec<'p> {
     fn align(&self, r: &mut BitReader, out: &mut Dissection, node: NodeId, parent: u32, depth: u16) -> Step {
         let at = r.bits_read();
         let label = Label::Part("align");
-        let pad = r
-            .read_align()
-            .map_err(|e| self.read_fault(out, e, parent, label))?;
+        let pad = if self.program.params.msb {
+            r.read_align_msb()
+        } else {
+            r.read_align()
+        }
+        .map_err(|e| self.read_fault(out, e, parent, label))?;
         if pad > 0 {
             self.push(
                 out,
@@ -1253,6 +1308,53 @@ impl<'p> Exec<'p> {
     /// One field: leaves through the primitive table, everything else here.
     #[inline(always)]
     fn node(&mut self, r: &mut BitReader, out: &mut Dissection, id: NodeId, parent: u32, depth: u16) -> Step {
+        let p = self.program;
+        if p.params.tracks() {
+            return self.node_tracked(r, out, id, parent, depth);
+        }
+        self.node_read(r, out, id, parent, depth)
+    }
+
+    /// A field whose place matters beyond its value: the checksum's, or one the
+    /// conversation remembers.
+    #[inline(never)]
+    fn node_tracked(
+        &mut self,
+        r: &mut BitReader,
+        out: &mut Dissection,
+        id: NodeId,
+        parent: u32,
+        depth: u16,
+    ) -> Step {
+        let node = &self.program.nodes[id as usize];
+        let (role, remember, start) = (node.role, node.remember, r.bits_read());
+        self.node_read(r, out, id, parent, depth)?;
+        let len = r.bits_read() - start;
+        if role == Some(Role::Crc) {
+            out.crc_at = Some(start);
+        }
+        if let Some(si) = self.program.nodes[id as usize].stream {
+            self.stream_seq(out, id, si);
+        }
+        if let Some(i) = remember
+            && start.is_multiple_of(8)
+            && len.is_multiple_of(8)
+            && len <= 64
+        {
+            out.learnt.push((i, start, len));
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn node_read(
+        &mut self,
+        r: &mut BitReader,
+        out: &mut Dissection,
+        id: NodeId,
+        parent: u32,
+        depth: u16,
+    ) -> Step {
         let p = self.program;
         let node = &p.nodes[id as usize];
         let start = r.bits_read();
@@ -1506,6 +1608,11 @@ impl<'p> Exec<'p> {
             Kind::String { max } => self.string(r, out, &here(r), *max),
             Kind::Rest { body } => self.rest_of_datagram(r, out, &here(r), *body),
             Kind::LeUint(c) => self.le_uint(r, out, &here(r), *c),
+            Kind::Msb(m) => self.msb(r, out, &here(r), *m),
+            Kind::ByteInt { count, big, signed } => self.byte_int(r, out, &here(r), *count, *big, *signed),
+            Kind::Varint { zigzag } => self.varint(r, out, &here(r), *zigzag),
+            Kind::Text { len } => self.text(r, out, &here(r), *len),
+            Kind::CString { max } => self.cstring(r, out, &here(r), *max),
             Kind::Derived(e) => {
                 let at = r.bits_read();
                 let v = self.eval_at(out, *e, parent, Label::Node(id), at)?;

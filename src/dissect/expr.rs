@@ -342,6 +342,35 @@ pub fn compile(
     Ok(p.out)
 }
 
+/// Whether `code` divides (or takes a remainder) by a constant zero: its value is then
+/// an error for every packet, which the compiler refuses.
+pub fn divides_by_zero(code: &[Op]) -> bool {
+    // Each value is known (a constant) or not (it reads a field).
+    let mut stack: Vec<Option<i64>> = Vec::new();
+    for op in code {
+        match *op {
+            Op::Const(v) => stack.push(Some(v)),
+            Op::Slot(_) => stack.push(None),
+            Op::Not | Op::Neg | Op::BitNot => {
+                let v = stack.pop().flatten();
+                stack.push(v.map(|v| match op {
+                    Op::Not => (v == 0) as i64,
+                    Op::Neg => v.wrapping_neg(),
+                    _ => !v,
+                }));
+            }
+            Op::Bin(b) => {
+                let (r, l) = (stack.pop().flatten(), stack.pop().flatten());
+                if matches!(b, BinOp::Div | BinOp::Rem) && r == Some(0) {
+                    return true;
+                }
+                stack.push(l.zip(r).and_then(|(l, r)| b.apply(l, r)));
+            }
+        }
+    }
+    false
+}
+
 /// Division or remainder by zero while evaluating an expression.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DivisionByZero;

@@ -4,15 +4,18 @@
 pub mod compile;
 pub mod diag;
 pub mod exec;
+pub mod expand;
 pub mod expr;
 pub mod paths;
 pub mod plan;
 pub mod prims;
 pub mod program;
+pub mod strings;
 
 pub use compile::{compile, load};
 pub use diag::{DefinitionError, render};
 pub use exec::{
-    Dissection, Dissector, Fault, FaultKind, Field, FragmentInfo, Label, ROOT, Value, label_name,
+    Dissection, Dissector, Fault, FaultKind, Field, FragmentInfo, Label, MessageInfo, ROOT, StreamSeq, Value,
+    label_name,
 };
 pub use program::{Program, Role};

@@ -48,8 +48,16 @@ pub fn catalog(p: &Program) -> Vec<PathInfo> {
     if let Some(f) = p.fragment {
         walk(p, f, "", None, 0, &mut out);
     }
+    // With messages, a type's fields are its messages': `messages.data_length`.
+    let prefix = match p.messages {
+        Some(m) => {
+            node(p, m, "", None, 0, &mut out);
+            "messages"
+        }
+        None => "",
+    };
     for d in &p.packets {
-        walk(p, d.body, "", Some(d.type_id), 0, &mut out);
+        walk(p, d.body, prefix, Some(d.type_id), 0, &mut out);
     }
     if p.params.end_check.is_some() {
         add(
@@ -117,7 +125,7 @@ fn node(p: &Program, id: NodeId, prefix: &str, ty: Option<u32>, nest: u32, out: 
             add(out, join(&here, part), ty, holds, false);
         }
     };
-    match &n.kind {
+    match &n.kind.plain() {
         Kind::If { then, otherwise, .. } => {
             walk(p, *then, prefix, ty, nest + 1, out);
             walk(p, *otherwise, prefix, ty, nest + 1, out);
@@ -133,7 +141,7 @@ fn node(p: &Program, id: NodeId, prefix: &str, ty: Option<u32>, nest: u32, out: 
             add(out, here.clone(), ty, holds, false);
             walk(p, *body, &here, ty, nest + 1, out);
         }
-        Kind::Array { body, .. } | Kind::List { body, .. } => {
+        Kind::Array { body, .. } | Kind::List { body, .. } | Kind::Messages { header: body } => {
             add(out, here.clone(), ty, Holds::Group, true);
             walk(p, *body, &here, ty, nest + 1, out);
         }
@@ -155,7 +163,9 @@ fn node(p: &Program, id: NodeId, prefix: &str, ty: Option<u32>, nest: u32, out: 
                 false,
             );
         }
-        Kind::String { .. } => add(out, here, ty, Holds::Text, false),
+        Kind::String { .. } | Kind::Text { .. } | Kind::CString { .. } => {
+            add(out, here, ty, Holds::Text, false)
+        }
         Kind::Bytes(_) => add(out, here, ty, Holds::Bytes, false),
         Kind::Bool => add(out, here, ty, Holds::Bool, false),
         Kind::Float => add(out, here, ty, Holds::Float { step: 0.0 }, false),
@@ -166,7 +176,10 @@ fn node(p: &Program, id: NodeId, prefix: &str, ty: Option<u32>, nest: u32, out: 
         | Kind::Uint64
         | Kind::Check { .. }
         | Kind::Derived(_)
-        | Kind::LeUint(_) => add(out, here, ty, int, false),
+        | Kind::LeUint(_)
+        | Kind::Msb(_)
+        | Kind::ByteInt { .. }
+        | Kind::Varint { .. } => add(out, here, ty, int, false),
     }
 }
 

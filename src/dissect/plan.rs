@@ -211,6 +211,11 @@ impl Plan {
         }
         plan.read_slots = (0..read.len() as u16).filter(|&s| read[s as usize]).collect();
         read.iter_mut().take(ROLE_SLOTS).for_each(|r| *r = true);
+        // The plan's runs read least significant bit first, and pad bits are a byte's
+        // high ones: a protocol whose bits come the other way is read by the interpreter.
+        if p.params.msb || p.params.tracks() {
+            return plan;
+        }
         let mut blocks: Vec<Block> = vec![p.header];
         blocks.extend(p.fragment);
         blocks.extend(p.packets.iter().map(|d| d.body));

@@ -135,6 +135,29 @@ pub enum Kind {
     /// An unsigned little-endian integer of 1 to 8 whole bytes, the count fixed or read
     /// from earlier fields (netcode's sequence: `le-uint sequence "sequence_bytes"`).
     LeUint(Count),
+    /// A value read most significant bit first (`bit-order "msb"`, or `order="msb"` on
+    /// the field): a byte-aligned multiple of 8 bits is big-endian, network order.
+    Msb(Msb),
+    /// A whole-byte integer of 1 to 8 bytes in a stated byte order, signed or not
+    /// (`be-uint`, `be-int`, `le-int`; `le-uint` is [`Kind::LeUint`]).
+    ByteInt {
+        count: Count,
+        big: bool,
+        signed: bool,
+    },
+    /// LEB128: 7 bits a byte, the low group first, the top bit set while more follow;
+    /// `zigzag` maps 0, 1, 2, 3… back to 0, -1, 1, -2….
+    Varint {
+        zigzag: bool,
+    },
+    /// `len` bytes of text, shown as text (NULs at the end are padding).
+    Text {
+        len: Count,
+    },
+    /// Text up to and including a NUL, at most `max` bytes with it.
+    CString {
+        max: u32,
+    },
     Struct {
         body: Block,
     },
@@ -161,9 +184,33 @@ pub enum Kind {
         then: Block,
         otherwise: Block,
     },
+    /// The datagram's messages (the `messages` block, made into a node for the field
+    /// tree): each message is `header` and then its type's body, one after another to
+    /// the end of the datagram.
+    Messages {
+        header: Block,
+    },
 }
 
 impl Kind {
+    /// The articles' kind this one reads the same values as, for what roles and ranges
+    /// ask of a field: MSB-first `bits` are `bits`, a `be-uint` is a `le-uint`.
+    pub fn plain(&self) -> Kind {
+        match self {
+            Kind::Msb(Msb::Bits(b)) => Kind::Bits(*b),
+            Kind::Msb(Msb::Bool) => Kind::Bool,
+            Kind::Msb(Msb::Int { min, max }) => Kind::Int { min: *min, max: *max },
+            Kind::Msb(Msb::Uint64) => Kind::Uint64,
+            Kind::Msb(Msb::Float) => Kind::Float,
+            Kind::Msb(Msb::Double) => Kind::Double,
+            Kind::ByteInt {
+                count, signed: false, ..
+            } => Kind::LeUint(*count),
+            Kind::Varint { zigzag: false } => Kind::Uint64,
+            k => k.clone(),
+        }
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             Kind::Bits(_) => "bits",
@@ -184,12 +231,61 @@ impl Kind {
             Kind::Rest { .. } => "rest",
             Kind::Derived(_) => "derived",
             Kind::LeUint(_) => "le-uint",
+            Kind::Msb(m) => m.name(),
+            Kind::ByteInt { big, signed, .. } => match (big, signed) {
+                (true, false) => "be-uint",
+                (true, true) => "be-int",
+                (false, true) => "le-int",
+                (false, false) => "le-uint",
+            },
+            Kind::Varint { zigzag: false } => "varint",
+            Kind::Varint { zigzag: true } => "zigzag",
+            Kind::Text { .. } => "text",
+            Kind::CString { .. } => "cstring",
             Kind::Struct { .. } => "struct",
             Kind::Inline { .. } => "inline",
             Kind::Array { .. } => "array",
             Kind::List { .. } => "list",
             Kind::RelativeList { .. } => "relative-list",
             Kind::If { .. } => "if",
+            Kind::Messages { .. } => "messages",
+        }
+    }
+}
+
+/// The primitives that read most significant bit first (RakNet's BitStream, ENet's
+/// big-endian words with bit fields inside them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Msb {
+    Bits(u32),
+    Bool,
+    Int { min: i64, max: i64 },
+    Float,
+    Double,
+    Uint64,
+}
+
+impl Msb {
+    /// Bits on the wire (`int`: its range's width).
+    pub fn width(self) -> u32 {
+        match self {
+            Msb::Bits(n) => n,
+            Msb::Bool => 1,
+            Msb::Int { min, max } => crate::bits::int_width(min, max).unwrap_or(64),
+            Msb::Float => 32,
+            Msb::Double | Msb::Uint64 => 64,
+        }
+    }
+
+    /// The name shown for the field: the primitive's own.
+    pub fn name(self) -> &'static str {
+        match self {
+            Msb::Bits(_) => "bits",
+            Msb::Bool => "bool",
+            Msb::Int { .. } => "int",
+            Msb::Float => "float",
+            Msb::Double => "double",
+            Msb::Uint64 => "uint64",
         }
     }
 }
@@ -207,6 +303,23 @@ pub struct Node {
     pub type_name: Option<String>,
     /// The definition line it was declared on (1-based), for the TUI's field tree.
     pub line: u32,
+    /// `remember="NAME"`: the field's bytes are kept for later datagrams of the same
+    /// conversation, as value `NAME` (index in `Params::remembered`).
+    pub remember: Option<u8>,
+    /// A message's `role=sequence stream="NAME"`: the stream (index in
+    /// `Params::streams`) this sequence counts in.
+    pub stream: Option<u8>,
+}
+
+/// A sequence space of messages, one counter per flow and value of its key fields
+/// (ENet's reliable commands: per flow and channel).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StreamDef {
+    pub name: String,
+    /// The key fields' names and slots (at most two).
+    pub key: Vec<(String, u16)>,
+    /// Width of the sequence in bits, where it wraps.
+    pub bits: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -267,6 +380,64 @@ pub struct Params {
     pub checksum: Checksum,
     pub end_check: Option<u32>,
     pub format: HeaderFormat,
+    /// `bit-order "msb"`: fields read most significant bit first by default, and a
+    /// byte's pad bits are its low ones.
+    pub msb: bool,
+    /// A checksum declared field by field (`checksum "crc32" field=… stand-in=…`).
+    pub rule: Option<ChecksumRule>,
+    /// Values a conversation remembers (`remember="NAME"` on a field).
+    pub remembered: Vec<String>,
+    /// Sequence streams of messages (`role=sequence stream=…`).
+    pub streams: Vec<StreamDef>,
+}
+
+/// How a protocol computes its checksum, where the articles' scheme is not it: the
+/// algorithm, over the whole datagram with the checksum field's bytes replaced.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChecksumRule {
+    pub algorithm: ChecksumAlgorithm,
+    /// The articles' hidden prefix: the protocol id hashed first, never sent.
+    pub prefix: bool,
+    /// A remembered value (index in `Params::remembered`) stands in the field while
+    /// computing, when `when` holds (always without it); zeros otherwise.
+    pub stand_in: Option<u8>,
+    #[serde(skip)]
+    pub when: Option<Expr>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChecksumAlgorithm {
+    Crc32,
+    Crc32c,
+    Adler32,
+}
+
+impl ChecksumAlgorithm {
+    /// The checksum of `parts` one after another.
+    pub fn compute(self, parts: &[&[u8]]) -> u32 {
+        match self {
+            ChecksumAlgorithm::Crc32 => {
+                let mut h = crc32fast::Hasher::new();
+                parts.iter().for_each(|p| h.update(p));
+                h.finalize()
+            }
+            ChecksumAlgorithm::Crc32c => parts.iter().fold(0, |c, p| crc32c::crc32c_append(c, p)),
+            ChecksumAlgorithm::Adler32 => {
+                let mut a = adler2::Adler32::new();
+                parts.iter().for_each(|p| a.write_slice(p));
+                a.checksum()
+            }
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ChecksumAlgorithm::Crc32 => "crc32",
+            ChecksumAlgorithm::Crc32c => "crc32c",
+            ChecksumAlgorithm::Adler32 => "adler32",
+        }
+    }
 }
 
 /// The validation a protocol declares (`checksum` in the protocol block).
@@ -280,6 +451,8 @@ pub enum Checksum {
     /// No checksum: a datagram is the protocol's when it is on its ports and its header
     /// reads cleanly.
     None,
+    /// The checksum of [`Params::rule`], in the `role=crc` field wherever it lies.
+    Field,
 }
 
 impl Checksum {
@@ -298,11 +471,40 @@ impl Default for Params {
             // A body ends with a check only when the definition says `end-check`.
             end_check: None,
             format: HeaderFormat::default(),
+            msb: false,
+            rule: None,
+            remembered: Vec::new(),
+            streams: Vec::new(),
         }
     }
 }
 
 impl Params {
+    /// A declared checksum in words: "crc32 over the datagram, `connect_id` standing in
+    /// the checksum field (zeros unless `peer_id != 0xfff`)".
+    pub fn describe_rule(&self) -> Option<String> {
+        let rule = self.rule.as_ref()?;
+        let prefix = if rule.prefix { " after the protocol id" } else { "" };
+        let stand_in = match rule.stand_in.and_then(|i| self.remembered.get(i as usize)) {
+            Some(name) if rule.when.is_some() => {
+                format!(
+                    "`{name}` learnt in the conversation standing in its field when the condition holds, zeros otherwise"
+                )
+            }
+            Some(name) => format!("`{name}` learnt in the conversation standing in its field"),
+            None => "its field zeroed".into(),
+        };
+        Some(format!(
+            "{} over the datagram{prefix}, {stand_in}",
+            rule.algorithm.name()
+        ))
+    }
+
+    /// Fields whose place matters beyond their value are read one by one (no plan).
+    pub fn tracks(&self) -> bool {
+        self.rule.is_some() || !self.remembered.is_empty() || !self.streams.is_empty()
+    }
+
     pub fn count_encoding(&self) -> CountEncoding {
         self.format.count_encoding
     }
@@ -353,6 +555,13 @@ pub struct Program {
     pub enums: Vec<EnumDef>,
     pub slot_count: usize,
     pub limits: Limits,
+    /// Several messages per datagram (`messages { … }`): the node that holds them, whose
+    /// kind is [`Kind::Messages`]. Packet definitions are then message types, and a
+    /// datagram's own type is [`Program::datagram_type`].
+    pub messages: Option<NodeId>,
+    /// The type reported for whole datagrams of a protocol with messages: one past the
+    /// message types, named `datagram`.
+    pub datagram_type: Option<u32>,
     /// Every block flattened for validation (built last, from the above).
     pub plan: super::plan::Plan,
 }
@@ -404,7 +613,18 @@ impl Program {
         if type_id == self.fragment_type && self.fragment.is_some() {
             return Some("fragment");
         }
+        if Some(type_id) == self.datagram_type {
+            return Some("datagram");
+        }
         self.packet(type_id).map(|p| p.name.as_str())
+    }
+
+    /// The message types' header block, when datagrams carry messages.
+    pub fn message_header(&self) -> Option<Block> {
+        match self.nodes.get(self.messages? as usize)?.kind {
+            Kind::Messages { header } => Some(header),
+            _ => None,
+        }
     }
 
     pub fn enum_name(&self, enum_id: u16, value: i64) -> Option<&str> {

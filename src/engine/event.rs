@@ -2,7 +2,7 @@
 //! game packet. Every sink, the display filter and every printer read these.
 
 use crate::decode::{IcmpTooBig, IpInfo};
-use crate::dissect::{Dissection, FaultKind, FragmentInfo};
+use crate::dissect::{Dissection, FaultKind, FragmentInfo, MessageInfo};
 use crate::engine::seq::SeqEvent;
 use crate::validate::CrcStatus;
 use serde::Serialize;
@@ -93,6 +93,9 @@ pub enum Status {
     BadHeader,
     /// Header fine, body not as the definition says (see `fault`).
     Malformed,
+    /// The checksum needs a value the conversation has not shown (ENet's connectID
+    /// before its CONNECT): neither valid nor corrupt, not counted as either.
+    Unverified,
 }
 
 impl Status {
@@ -109,6 +112,7 @@ impl Status {
             Status::CrcMismatch => "crc_mismatch",
             Status::TooShort => "too_short",
             Status::BadHeader => "bad_header",
+            Status::Unverified => "crc_unverified",
             Status::Malformed => "malformed",
         }
     }
@@ -190,6 +194,8 @@ pub struct PacketEvent<'a> {
     pub fragment_frames: &'a [u64],
     /// The field tree, when the engine records fields (dissect, TUI detail).
     pub dissection: Option<&'a Dissection>,
+    /// The datagram's messages, for protocols that carry several (empty otherwise).
+    pub messages: &'a [MessageInfo],
 }
 
 impl<'a> PacketEvent<'a> {
@@ -240,6 +246,7 @@ impl<'a> PacketEvent<'a> {
             opens: false,
             fragment_frames: &[],
             dissection: None,
+            messages: &[],
         }
     }
 

@@ -9,6 +9,7 @@
 
 mod batch;
 pub mod config;
+mod conversation;
 pub mod event;
 mod join;
 pub mod parallel;
@@ -19,6 +20,7 @@ pub mod resolve;
 pub mod run;
 pub mod seq;
 pub mod session;
+pub mod streams;
 pub mod validator;
 
 pub use batch::{BATCH_FRAMES, Batch};
@@ -114,6 +116,8 @@ pub struct FlowEnd {
     pub spaces: Vec<(String, SeqStats)>,
     pub reassembly: BTreeMap<u32, CountStats>,
     pub attacks: AttackCounters,
+    /// Message streams (definitions that declare them), by name and key.
+    pub streams: Vec<streams::StreamEnd>,
 }
 
 /// A sequence space counted per sending address (netcode's server-global counter).
@@ -132,6 +136,8 @@ pub struct Summary {
     pub reassembly_peak: u64,
     /// Sequence spaces counted per sender, in order of first use.
     pub sender_spaces: Vec<SenderSpace>,
+    /// Messages of streams past [`streams::MAX_STREAMS`] (no sequence analysis).
+    pub streams_not_tracked: u64,
 }
 
 /// Flows kept individually; traffic beyond is counted in aggregate. With per-flow state
@@ -147,6 +153,8 @@ struct FlowState {
     spaces: Vec<Option<SeqTracker>>,
     frags: FlowReassembly,
     first_frame: u64,
+    /// Message streams (definitions with `role=sequence stream=…`), made on first use.
+    streams: Option<Box<streams::FlowStreams>>,
 }
 
 #[derive(Clone)]
@@ -170,6 +178,11 @@ pub struct Engine {
     sender_index: HashMap<(SocketAddr, u8), usize>,
     /// Shards only: every frame that changed reassembly memory ([`Engine::log_memory`]).
     memory_log: Option<Vec<MemoryMark>>,
+    /// Values conversations remembered (definitions with `remember`).
+    conversations: conversation::Conversations,
+    /// Message streams open over all flows, and messages past [`streams::MAX_STREAMS`].
+    streams_open: usize,
+    streams_not_tracked: u64,
 }
 
 /// What one frame did to reassembly memory: a shard's part of the sequential peak.
@@ -243,14 +256,17 @@ struct Preset<'a> {
 /// Hands `e` to the sink, with the field tree when fields are recorded (the tree lives
 /// in the validator, not as long as the event: a copy carries it).
 #[inline]
-fn emit<S: Sink + ?Sized>(sink: &mut S, e: &PacketEvent<'_>, dissection: Option<&Dissection>) {
-    match dissection {
-        None => sink.packet(e),
-        Some(d) => sink.packet(&PacketEvent {
-            dissection: Some(d),
-            ..*e
-        }),
+fn emit<S: Sink + ?Sized>(sink: &mut S, e: &PacketEvent<'_>, d: &Dissection, record: bool, fresh: bool) {
+    // The messages are the validator's only when it read this very datagram.
+    let messages: &[crate::dissect::MessageInfo] = if fresh { &d.messages } else { &[] };
+    if !record && messages.is_empty() {
+        return sink.packet(e);
     }
+    sink.packet(&PacketEvent {
+        dissection: record.then_some(d),
+        messages,
+        ..*e
+    })
 }
 
 impl Engine {
@@ -273,6 +289,9 @@ impl Engine {
             senders: Vec::new(),
             sender_index: HashMap::new(),
             memory_log: None,
+            conversations: Default::default(),
+            streams_open: 0,
+            streams_not_tracked: 0,
         }
     }
 
@@ -285,6 +304,28 @@ impl Engine {
     /// The marks since the last call.
     pub fn take_memory_log(&mut self) -> Vec<MemoryMark> {
         self.memory_log.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// Bytes the engine holds for its flows, outside the reassembly budget (which counts
+    /// the data being reassembled): flow states, their sequence trackers and tables, the
+    /// flow index and per-sender spaces. The memory accounting a property test bounds.
+    pub fn state_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let flows: usize = self
+            .flows
+            .iter()
+            .map(|f| f.spaces.capacity() * size_of::<Option<SeqTracker>>() + f.frags.table_bytes())
+            .sum();
+        flows
+            + self.flows.capacity() * size_of::<FlowState>()
+            + self.flow_index.capacity() * (size_of::<(PackedFlow, u32)>() + 1)
+            + self.senders.capacity() * size_of::<((SocketAddr, u8), SeqTracker)>()
+            + self.sender_index.capacity() * (size_of::<((SocketAddr, u8), usize)>() + 1)
+    }
+
+    /// The most reassembly held at once so far.
+    pub fn reassembly_peak(&self) -> usize {
+        self.budget.peak
     }
 
     pub fn config(&self) -> &Config {
@@ -495,6 +536,7 @@ impl Engine {
             spaces: Vec::new(),
             frags: FlowReassembly::default(),
             first_frame: frame,
+            streams: None,
         });
         Some(i)
     }
@@ -537,22 +579,35 @@ impl Engine {
             sink.packet(e);
             return;
         }
-        let computed;
+        let mut computed;
+        let fresh = preset.verdict.is_none() || ip_fragments > 1;
         let v = match preset.verdict {
             Some(v) if ip_fragments <= 1 => v,
             _ => {
                 computed = self.validator.datagram(payload);
+                if self.cfg.program.as_ref().is_some_and(|p| p.params.tracks()) {
+                    let key = conversation::ConversationKey::new(ip.src, sport, ip.dst, dport);
+                    self.converse(&mut computed, key, payload);
+                }
                 &computed
             }
         };
         e.status = v.status;
         e.crc = v.crc;
         e.fault = v.fault;
+        // Known without a sequence too (a protocol with messages may have none).
+        e.packet_type = v.packet_type;
         let record = self.validator.records();
+        if fresh
+            && matches!(v.status, Status::Ok | Status::Malformed)
+            && let Some(index) = e.flow_index
+        {
+            self.observe_streams(index);
+        }
         let (Some(sequence), Some(ptype), Status::Ok | Status::Malformed) =
             (v.sequence, v.packet_type, v.status)
         else {
-            emit(sink, e, record.then_some(&self.validator.dissection));
+            emit(sink, e, &self.validator.dissection, record, fresh);
             return;
         };
         e.sequence = Some(sequence);
@@ -567,7 +622,7 @@ impl Engine {
         // A flow past the table's cap is validated and counted, without sequence
         // analysis or reassembly.
         let Some(index) = e.flow_index else {
-            emit(sink, e, record.then_some(&self.validator.dissection));
+            emit(sink, e, &self.validator.dissection, record, fresh);
             return;
         };
         let flow = &mut self.flows[index as usize];
@@ -578,30 +633,38 @@ impl Engine {
             _ => 0,
         };
         let bits = self.cfg.sequence_bits();
-        e.seq_event = Some(
-            match (space, program.and_then(|p| p.spaces.get(space as usize))) {
-                (0, _) | (_, None) => flow.seq.observe(sequence, fragment),
-                (s, Some(def)) if def.per_sender => {
-                    let src = SocketAddr::new(ip.src, sport);
-                    let i = *self.sender_index.entry((src, s)).or_insert_with(|| {
+        e.seq_event = match (space, program.and_then(|p| p.spaces.get(space as usize))) {
+            (0, _) | (_, None) => Some(flow.seq.observe(sequence, fragment)),
+            (s, Some(def)) if def.per_sender => {
+                let src = SocketAddr::new(ip.src, sport);
+                // Senders are bounded as flows are: past the table, a sender's
+                // space is not analyzed (a flood of spoofed sources grew it
+                // without end).
+                let i = match self.sender_index.get(&(src, s)) {
+                    Some(&i) => Some(i),
+                    None if self.senders.len() < self.cfg.max_flows => {
                         self.senders.push(((src, s), SeqTracker::new(bits)));
-                        self.senders.len() - 1
-                    });
-                    self.senders[i].1.observe(sequence, fragment)
-                }
-                (s, Some(_)) => {
-                    let s = s as usize;
-                    if flow.spaces.len() <= s {
-                        flow.spaces.resize(s + 1, None);
+                        self.sender_index.insert((src, s), self.senders.len() - 1);
+                        Some(self.senders.len() - 1)
                     }
+                    None => None,
+                };
+                i.map(|i| self.senders[i].1.observe(sequence, fragment))
+            }
+            (s, Some(_)) => {
+                let s = s as usize;
+                if flow.spaces.len() <= s {
+                    flow.spaces.resize(s + 1, None);
+                }
+                Some(
                     flow.spaces[s]
                         .get_or_insert_with(|| SeqTracker::new(bits))
-                        .observe(sequence, fragment)
-                }
-            },
-        );
+                        .observe(sequence, fragment),
+                )
+            }
+        };
         let Some(frag) = v.fragment else {
-            emit(sink, e, record.then_some(&self.validator.dissection));
+            emit(sink, e, &self.validator.dissection, record, fresh);
             return;
         };
         let data = payload
@@ -633,11 +696,11 @@ impl Engine {
             self.evict_elsewhere();
         }
         let Outcome::Complete { count } = outcome else {
-            emit(sink, e, record.then_some(&self.validator.dissection));
+            emit(sink, e, &self.validator.dissection, record, fresh);
             return;
         };
         e.completes = Some(count);
-        emit(sink, e, record.then_some(&self.validator.dissection));
+        emit(sink, e, &self.validator.dissection, record, fresh);
         // The packet itself, validated and dissected like any other — by a worker, when
         // one joined these very bytes and no field tree is wanted.
         let joined = match preset.joined {
@@ -676,6 +739,55 @@ impl Engine {
         sink.packet(&whole);
     }
 
+    /// The message streams a definition declares (none without one).
+    fn stream_defs(&self) -> &[crate::dissect::program::StreamDef] {
+        self.cfg.program.as_ref().map_or(&[], |p| &p.params.streams)
+    }
+
+    /// Counts the sequences of the datagram's messages in their streams.
+    fn observe_streams(&mut self, index: u32) {
+        let Some(p) = self.cfg.program.as_ref().filter(|p| !p.params.streams.is_empty()) else {
+            return;
+        };
+        let Some(fl) = self.flows.get_mut(index as usize) else {
+            return;
+        };
+        fl.streams.get_or_insert_default().observe(
+            &p.params.streams,
+            &self.validator.dissection.messages,
+            &mut self.streams_open,
+            &mut self.streams_not_tracked,
+        );
+    }
+
+    /// Settles a checksum that waits for a remembered value, then remembers what a valid
+    /// datagram's fields say.
+    fn converse(&mut self, v: &mut Verdict, key: conversation::ConversationKey, payload: &[u8]) {
+        if v.crc_pending {
+            let wanted = self
+                .cfg
+                .program
+                .as_ref()
+                .and_then(|p| p.params.rule.as_ref()?.stand_in);
+            match wanted.and_then(|i| self.conversations.get(&key, i)) {
+                Some(bytes) => {
+                    let bytes = bytes.to_vec();
+                    self.validator.settle(v, payload, Some(&bytes));
+                }
+                None => self.validator.unlearnt(v),
+            }
+        }
+        if !matches!(v.status, Status::Ok | Status::Malformed) {
+            return;
+        }
+        for &(i, at, len) in &self.validator.dissection.learnt {
+            let (a, b) = ((at / 8) as usize, ((at + len) / 8) as usize);
+            if let Some(bytes) = payload.get(a..b) {
+                self.conversations.learn(key, i, bytes);
+            }
+        }
+    }
+
     fn evict_elsewhere(&mut self) {
         for fl in &mut self.flows {
             if self.budget.used <= self.budget.limit {
@@ -708,6 +820,10 @@ impl Engine {
                     .collect(),
                 reassembly: fl.frags.by_count,
                 attacks: fl.frags.attacks,
+                streams: fl
+                    .streams
+                    .map(|s| s.finish(self.stream_defs()))
+                    .unwrap_or_default(),
             });
         }
         let sender_spaces = std::mem::take(&mut self.senders)
@@ -722,6 +838,7 @@ impl Engine {
             ip_defrag: self.defrag.stats,
             reassembly_peak: self.budget.peak as u64,
             sender_spaces,
+            streams_not_tracked: self.streams_not_tracked,
         });
     }
 

@@ -119,6 +119,10 @@ pub fn analyze_files(
     let shards = if shardable(&cfg) { shards.max(1) } else { 1 };
     let mut shard_cfg = cfg.clone();
     shard_cfg.reassembly_budget = (shard_cfg.reassembly_budget / shards).max(1 << 20);
+    // The flow table is shared out too: shards that together track more than it would
+    // be analyzed again anyway, and each holding a whole table doubled the memory of a
+    // flood (300,000 one-datagram flows: 1.4 GB on two cores).
+    shard_cfg.max_flows = cfg.max_flows.div_ceil(shards);
     let mut txs = Vec::new();
     let mut workers = Vec::new();
     let pool = Recycler::<Frames>::new(shards * 18);
@@ -171,7 +175,7 @@ pub fn analyze_files(
             }
         };
         for tx in &txs {
-            let _ = tx.send(Msg::Begin(path.display().to_string()));
+            let _ = tx.send(Msg::Begin(crate::capture::shown(path)));
         }
         let mut batches: Vec<Frames> = (0..shards).map(|_| (Batch::new(), Found::default())).collect();
         let error = read_frames(&mut r, i, progress, |f| {
@@ -235,6 +239,8 @@ pub fn analyze_files(
     if !limited {
         return Ok(report);
     }
+    // The shards' report goes before the capture is read again.
+    drop(report);
     let mut stats = Statistics::new(cfg.clone());
     super::run_files(
         paths,

@@ -23,6 +23,14 @@ enum Msg {
     End(FileEnd),
 }
 
+/// Whether the pipeline can carry what validation finds: not a datagram's messages, nor
+/// a checksum that needs what the conversation learnt (workers see no conversation).
+pub fn pipelinable(cfg: &Config) -> bool {
+    !cfg.program
+        .as_ref()
+        .is_some_and(|p| p.messages.is_some() || p.params.tracks())
+}
+
 /// Analyzes captures with `workers` validation threads. Errors as sequential: a file that
 /// cannot be opened is an error, one that breaks midway keeps what was read.
 pub fn analyze_files(
@@ -92,7 +100,7 @@ pub fn analyze_files(
                 break;
             }
         };
-        send(Msg::Begin(path.display().to_string()));
+        send(Msg::Begin(crate::capture::shown(path)));
         let fresh = || pool.take(|| (Batch::new(), Found::default()));
         let (mut batch, mut spare) = fresh();
         let error = read_frames(&mut r, i, progress, |f| {

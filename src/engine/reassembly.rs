@@ -185,6 +185,13 @@ pub struct FlowReassembly {
 }
 
 impl FlowReassembly {
+    /// Bytes of the flow's table of packets being put back together (their data and
+    /// per-entry overhead are in the budget).
+    pub fn table_bytes(&self) -> usize {
+        self.entries.capacity() * std::mem::size_of::<(u16, Entry)>()
+            + self.by_count.len() * (std::mem::size_of::<(u32, CountStats)>() + 16)
+    }
+
     /// Releases an entry's memory; one that never completed counts as lost.
     fn give_up(&mut self, e: Entry, budget: &mut Budget) {
         let held = e.data.capacity() + overhead(&e);

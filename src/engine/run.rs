@@ -58,7 +58,7 @@ pub fn run_files<S: Sink + ?Sized>(
 ) -> Result<Vec<FileOutcome>, CaptureError> {
     let mut outcomes = Vec::new();
     for (i, path) in paths.iter().enumerate() {
-        let name = path.display().to_string();
+        let name = crate::capture::shown(path);
         let mut r = CaptureReader::open(path)?;
         engine.set_file(i as u32);
         sink.begin_file(i as u32, &name);

@@ -7,6 +7,18 @@ use serde::Serialize;
 /// Sequences remembered behind the newest, for duplicate/late detection.
 const WINDOW: i64 = 1024;
 
+/// The farthest a sequence may move from the newest, either way, and still be read as
+/// the same counter: a million datagrams lost in a row, or one arriving that late, is
+/// beyond any game's traffic. A datagram past it (a corrupt or hostile 64-bit sequence
+/// jumping by 2^63) is a jump: counted as one datagram, not as billions lost, and the
+/// counter stays where it was. Fields narrower than 21 bits never jump (the nearer way
+/// round is always within it).
+pub const MAX_JUMP: u64 = 1 << 20;
+
+/// Consecutive jumps this close together move the counter there: the sender restarted
+/// its counter, and the next datagrams follow the new one.
+const REBASE: u64 = 64;
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct SeqStats {
     /// Distinct sequences received.
@@ -21,6 +33,9 @@ pub struct SeqStats {
     pub late: u64,
     /// Times the sequence wrapped past its largest value.
     pub wraps: u64,
+    /// Datagrams whose sequence lay more than [`MAX_JUMP`] from the newest (either way):
+    /// not counted as received, and no loss or lateness is inferred from them.
+    pub jumps: u64,
     pub first: Option<u64>,
     pub last: Option<u64>,
     /// Lost runs: (sequence where the run starts, length), the first 64.
@@ -37,6 +52,8 @@ pub enum SeqEvent {
     Late,
     /// Part of a packet already seen (another fragment of the same sequence).
     SamePacket,
+    /// Implausibly far from the newest sequence ([`MAX_JUMP`]): an anomaly of one datagram.
+    Jump,
 }
 
 #[derive(Debug, Clone)]
@@ -44,6 +61,8 @@ pub struct SeqTracker {
     /// Width of the sequence field in bits (1..=64).
     bits: u32,
     highest: Option<i128>,
+    /// The last jump's sequence (on the wire), to follow a counter that restarted.
+    jumped: Option<u64>,
     /// One bit per sequence of the last `WINDOW`, in place (no allocation to check).
     window: [u64; (WINDOW / 64) as usize],
     pub stats: SeqStats,
@@ -60,6 +79,7 @@ impl SeqTracker {
         SeqTracker {
             bits: bits.clamp(1, 64),
             highest: None,
+            jumped: None,
             window: [0; (WINDOW / 64) as usize],
             stats: SeqStats::default(),
         }
@@ -125,6 +145,7 @@ impl SeqTracker {
             self.stats.wraps += 1;
         }
         self.highest = Some(ext);
+        self.jumped = None;
         self.set(ext, true);
         self.stats.received += 1;
         self.stats.single += u64::from(!fragment);
@@ -143,14 +164,18 @@ impl SeqTracker {
             return SeqEvent::New { gap: 0 };
         };
         let d = self.diff(s, self.wire(high));
+        if d.unsigned_abs() > MAX_JUMP as u128 {
+            return self.jump(s, fragment);
+        }
+        self.jumped = None;
         if d > 0 {
             for k in 1..=d.min(WINDOW as i128) {
                 self.set(high + k, false);
             }
             self.advance(high, high + d, s, fragment);
-            let gap = (d - 1).min(u32::MAX as i128) as u32;
+            let gap = (d - 1) as u32;
             if gap > 0 {
-                self.stats.lost += gap as u64;
+                self.stats.lost = self.stats.lost.saturating_add(gap as u64);
                 if self.stats.gap_starts.len() < 64 {
                     self.stats.gap_starts.push((self.wire(high + 1), gap));
                 }
@@ -173,6 +198,27 @@ impl SeqTracker {
         self.stats.received += 1;
         self.stats.single += u64::from(!fragment);
         SeqEvent::Late
+    }
+
+    /// A sequence past [`MAX_JUMP`]: counted apart, unless it follows the previous jump
+    /// closely, when the counter restarted there (the newest moves to it, no gap).
+    fn jump(&mut self, s: u64, fragment: bool) -> SeqEvent {
+        let follows = self
+            .jumped
+            .is_some_and(|j| (1..=REBASE).contains(&(s.wrapping_sub(j) & self.mask())));
+        if !follows {
+            self.jumped = Some(s);
+            self.stats.jumps += 1;
+            return SeqEvent::Jump;
+        }
+        self.jumped = None;
+        self.window = [0; (WINDOW / 64) as usize];
+        self.set(s as i128, true);
+        self.highest = Some(s as i128);
+        self.stats.received += 1;
+        self.stats.single += u64::from(!fragment);
+        self.stats.last = Some(s);
+        SeqEvent::New { gap: 0 }
     }
 }
 
@@ -222,12 +268,60 @@ mod tests {
         assert_eq!((t.stats.received, t.stats.lost, t.stats.wraps), (4, 1, 1));
         // 64 bits around 2^63 (netcode's global counter) and at the very top.
         let mut t = SeqTracker::new(64);
-        for s in [1u64 << 63, (1 << 63) + 1, (1 << 63) + 3, u64::MAX, 0] {
+        for s in [1u64 << 63, (1 << 63) + 1, (1 << 63) + 3] {
             t.observe(s, false);
         }
-        assert_eq!(t.stats.received, 4 + 1);
-        assert_eq!(t.stats.last, Some(0));
+        assert_eq!((t.stats.received, t.stats.lost), (3, 1));
+        let mut t = SeqTracker::new(64);
+        for s in [u64::MAX - 2, u64::MAX, 0, 1] {
+            t.observe(s, false);
+        }
+        assert_eq!((t.stats.received, t.stats.lost), (4, 1));
+        assert_eq!(t.stats.last, Some(1));
         assert_eq!(t.stats.wraps, 1);
+    }
+
+    /// Regression (issue rows 01 and 15): one 64-bit sequence ~2^63 ahead made the flow
+    /// lose 4,294,967,295 (clamped) and every datagram after it "late"; two such jumps
+    /// wrapped a u32 counter. A jump is one datagram, counted apart.
+    #[test]
+    fn a_jump_past_the_plausible_window_is_one_anomaly() {
+        let mut t = SeqTracker::new(64);
+        let seqs = (1..=100).chain([(1u64 << 63) + 50]).chain(101..=200);
+        let events: Vec<SeqEvent> = seqs.map(|s| t.observe(s, false)).collect();
+        assert_eq!(events[100], SeqEvent::Jump);
+        assert_eq!(
+            (
+                t.stats.received,
+                t.stats.lost,
+                t.stats.late,
+                t.stats.jumps,
+                t.stats.last
+            ),
+            (200, 0, 0, 1, Some(200))
+        );
+        // Two jumps, one of them backwards by nearly 2^63.
+        let mut t = SeqTracker::new(64);
+        for s in [1, 2, 3, 1 << 62, (1 << 63) + 5] {
+            t.observe(s, false);
+        }
+        assert_eq!(
+            (t.stats.received, t.stats.lost, t.stats.late, t.stats.jumps),
+            (3, 0, 0, 2)
+        );
+        // A counter that restarts far away is followed from its second datagram.
+        let mut t = SeqTracker::new(32);
+        for s in [10, 11, 12, 3_000_000_000, 3_000_000_001, 3_000_000_002] {
+            t.observe(s, false);
+        }
+        assert_eq!((t.stats.received, t.stats.lost, t.stats.jumps), (5, 0, 1));
+        assert_eq!(t.stats.last, Some(3_000_000_002));
+        // A real gap within the window is still loss.
+        let mut t = SeqTracker::new(64);
+        for s in [1, MAX_JUMP + 1] {
+            t.observe(s, false);
+        }
+        assert_eq!((t.stats.lost, t.stats.jumps), (MAX_JUMP - 1, 0));
     }
 
     #[test]

@@ -51,20 +51,28 @@ impl Session {
         self.frames
     }
 
-    /// Analyzes a batch of (timestamp, original length, bytes).
+    /// Analyzes a batch of (timestamp, original length, bytes) of the session's link type.
     pub fn feed<'a>(&mut self, batch: impl IntoIterator<Item = (i64, u32, &'a [u8])>) -> std::io::Result<()> {
+        let linktype = self.linktype;
+        self.feed_frames(batch.into_iter().map(|(ts_ns, origlen, data)| Frame {
+            number: 0,
+            ts_ns,
+            linktype,
+            interface: 0,
+            origlen,
+            offset: 0,
+            data,
+        }))
+    }
+
+    /// Analyzes a batch of frames, each of its own link type (a pcapng stream may mix
+    /// them); they are numbered in the order they arrive.
+    pub fn feed_frames<'a>(&mut self, batch: impl IntoIterator<Item = Frame<'a>>) -> std::io::Result<()> {
         let mut sinks = (&mut self.stats, (&mut self.index, &mut self.writer));
-        for (ts_ns, origlen, data) in batch {
+        for mut f in batch {
             self.frames += 1;
-            let f = Frame {
-                number: self.frames,
-                ts_ns,
-                linktype: self.linktype,
-                interface: 0,
-                origlen,
-                offset: 0,
-                data,
-            };
+            f.number = self.frames;
+            f.offset = 0;
             self.engine.frame(&f, &mut sinks);
         }
         if let Some(w) = self.writer.as_mut()
@@ -85,7 +93,13 @@ impl Session {
         stats.report()
     }
 
-    pub fn finish(mut self) -> std::io::Result<Report> {
+    pub fn finish(self) -> std::io::Result<Report> {
+        self.finish_with(None)
+    }
+
+    /// Finishes, telling the TUI's index why the capture ended early (a stream that
+    /// broke off, a lost connection): shown with everything captured before it.
+    pub fn finish_with(mut self, error: Option<String>) -> std::io::Result<Report> {
         if let Some(w) = self.writer {
             w.finish()?;
         }
@@ -93,7 +107,7 @@ impl Session {
         self.engine.finish(&mut stats);
         let report = stats.report();
         if let Some(ix) = self.index.as_mut() {
-            ix.done(Some(report.clone()), None);
+            ix.done(Some(report.clone()), error);
         }
         Ok(report)
     }

@@ -18,6 +18,9 @@ pub struct Verdict {
     /// The ack roles (definitions that declare them).
     pub ack: Option<u16>,
     pub ack_bits: Option<u32>,
+    /// A declared checksum waits for a value the conversation learnt (`stand-in`):
+    /// the engine, which knows the conversation, settles it.
+    pub crc_pending: bool,
 }
 
 /// Validates datagrams; reuses its buffers, so it allocates nothing once warm.
@@ -63,6 +66,7 @@ impl Validator {
     pub fn datagram(&mut self, payload: &[u8]) -> Verdict {
         let mut v = Verdict::default();
         self.dissection.fields.clear();
+        self.dissection.messages.clear();
         if let Some(seed) = &self.crc {
             let crc = seed.verify(payload);
             v.crc = Some(crc);
@@ -83,11 +87,13 @@ impl Validator {
         }
         match &mut self.dissector {
             Some(d) => {
+                let unsequenced = d.program().messages.is_some();
                 d.dissect_into(payload, &mut self.dissection);
                 let x = &self.dissection;
                 match (x.sequence, x.packet_type) {
-                    (Some(seq), Some(t)) => {
-                        v.sequence = Some(seq);
+                    // With messages, a datagram sequence is optional.
+                    (seq, Some(t)) if seq.is_some() || unsequenced => {
+                        v.sequence = seq;
                         v.packet_type = Some(t);
                         v.fragment = x.fragment;
                         v.ack = x.ack;
@@ -102,6 +108,13 @@ impl Validator {
                     _ => {
                         v.status = Status::BadHeader;
                         v.fault = Some(x.fault.as_ref().map_or(FaultKind::PastEnd, |f| f.kind));
+                    }
+                }
+                if v.status != Status::BadHeader && d.program().params.rule.is_some() {
+                    if self.dissection.crc_stand_in {
+                        v.crc_pending = true;
+                    } else {
+                        self.settle(&mut v, payload, None);
                     }
                 }
             }
@@ -125,6 +138,56 @@ impl Validator {
             },
         }
         v
+    }
+
+    /// Checks a declared checksum with `stand_in` (zeros when `None`) in its field; a
+    /// mismatch takes back the header values, as the articles' CRC does.
+    pub fn settle(&mut self, v: &mut Verdict, payload: &[u8], stand_in: Option<&[u8]>) {
+        v.crc_pending = false;
+        let Some(d) = &self.dissector else { return };
+        let p = d.program();
+        let (Some(rule), Some(at), Some(stored)) =
+            (&p.params.rule, self.dissection.crc_at, self.dissection.crc)
+        else {
+            return;
+        };
+        let crc = validate::declared::verify(rule, p.params.protocol_id, payload, at, stored, stand_in);
+        v.crc = Some(crc);
+        let status = match crc {
+            CrcStatus::Ok => return,
+            CrcStatus::Mismatch { .. } => Status::CrcMismatch,
+            CrcStatus::TooShort { .. } => Status::TooShort,
+        };
+        *v = Verdict {
+            status,
+            crc: Some(crc),
+            ..Verdict::default()
+        };
+    }
+
+    /// The checksum needs a value this conversation has not shown yet: the datagram
+    /// cannot be validated (the fault is located at the field, for `dissect`).
+    pub fn unlearnt(&mut self, v: &mut Verdict) {
+        let name = self
+            .dissector
+            .as_ref()
+            .and_then(|d| {
+                let p = d.program();
+                let i = p.params.rule.as_ref()?.stand_in?;
+                p.params.remembered.get(i as usize).cloned()
+            })
+            .unwrap_or_default();
+        *v = Verdict {
+            status: Status::Unverified,
+            fault: Some(FaultKind::Check),
+            ..Verdict::default()
+        };
+        self.dissection.fault = Some(crate::dissect::Fault {
+            kind: FaultKind::Check,
+            field: "checksum".into(),
+            bit: self.dissection.crc_at.unwrap_or(0),
+            reason: format!("the checksum needs `{name}`, which this conversation has not sent yet"),
+        });
     }
 
     /// A packet put back together from fragments: validated and dissected like any other.

@@ -6,3 +6,4 @@ pub mod net;
 pub mod packet;
 pub mod rng;
 pub mod sim;
+mod words;

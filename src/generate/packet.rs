@@ -35,6 +35,89 @@ pub enum GenError {
     CorruptWithoutChecksum,
     #[error("--attacks breaks the rules of fragment reassembly, and the definition has no fragment block")]
     AttacksWithoutFragments,
+    #[error(
+        "field `{0}` (role sequence) never carries the counter gen writes: it is derived, and gen inverts only `x`, `x + c`, `x - c`, `x ^ c`, `a << k | b` and `(x - d) & m` over fields it writes; no packet type can be generated"
+    )]
+    Underivable(String),
+    #[error("field `{field}`: {why}")]
+    Unsupported { field: String, why: &'static str },
+}
+
+/// How a field read by a derived role field is written so that the role holds the value
+/// asked for: `a << k | b` is `a = v >> k`, `b = v & (2^k - 1)`; `x + c` is `x = v - c`;
+/// `(x - d) & m` is `x = v`, `d = 0`.
+#[derive(Debug, Clone, Copy)]
+enum Inverse {
+    High(u32),
+    Low(u32),
+    /// `((v ^ xor) - add) & mask`.
+    Affine {
+        add: i64,
+        xor: i64,
+        mask: i64,
+    },
+    Zero,
+}
+
+impl Inverse {
+    fn apply(self, v: u64) -> u64 {
+        match self {
+            Inverse::High(k) => v.checked_shr(k).unwrap_or(0),
+            Inverse::Low(k) => v & (1u64.checked_shl(k).unwrap_or(0).wrapping_sub(1)),
+            Inverse::Affine { add, xor, mask } => ((v as i64 ^ xor).wrapping_sub(add) & mask) as u64,
+            Inverse::Zero => 0,
+        }
+    }
+}
+
+/// The fields a derived expression reads, each with how to write it for a wanted value
+/// (empty when the expression is not one gen inverts).
+fn inverses(code: &[Op]) -> Vec<(u16, Inverse)> {
+    use crate::dissect::expr::BinOp::*;
+    let all = -1i64;
+    let affine = |add, xor, mask| Inverse::Affine { add, xor, mask };
+    match *code {
+        [Op::Slot(x)] => vec![(x, affine(0, 0, all))],
+        [Op::Slot(x), Op::Const(c), Op::Bin(Add)] => vec![(x, affine(c, 0, all))],
+        [Op::Slot(x), Op::Const(c), Op::Bin(Sub)] => vec![(x, affine(c.wrapping_neg(), 0, all))],
+        [Op::Slot(x), Op::Const(c), Op::Bin(BitXor)] => vec![(x, affine(0, c, all))],
+        [
+            Op::Slot(a),
+            Op::Const(k),
+            Op::Bin(Shl),
+            Op::Slot(b),
+            Op::Bin(BitOr),
+        ]
+        | [
+            Op::Slot(b),
+            Op::Slot(a),
+            Op::Const(k),
+            Op::Bin(Shl),
+            Op::Bin(BitOr),
+        ] if (0..64).contains(&k) => {
+            vec![(a, Inverse::High(k as u32)), (b, Inverse::Low(k as u32))]
+        }
+        [
+            Op::Slot(x),
+            Op::Slot(d),
+            Op::Bin(Sub),
+            Op::Const(m),
+            Op::Bin(BitAnd),
+        ] => {
+            vec![(x, affine(0, 0, m)), (d, Inverse::Zero)]
+        }
+        [
+            Op::Slot(x),
+            Op::Const(c),
+            Op::Bin(op @ (Add | Sub)),
+            Op::Const(m),
+            Op::Bin(BitAnd),
+        ] => {
+            let add = if op == Add { c } else { c.wrapping_neg() };
+            vec![(x, affine(add, 0, m))]
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// Writes packets of one definition.
@@ -49,9 +132,13 @@ pub struct PacketWriter<'p> {
     /// Slots that hold the byte length of a role's `le-uint` (netcode's sequence_bytes):
     /// written as the length the role's value needs.
     length_of: std::collections::HashMap<u16, Role>,
+    /// Slots a derived role reads, and how to write them for the role's value.
+    sources: std::collections::HashMap<u16, (Role, Inverse)>,
     /// Bytes of header in the last packet written: what fragment 0 carries beyond
     /// `fragment-size` when the fragment's data describes the header.
     header_bytes: usize,
+    /// Bits written most significant first that do not fill a byte yet, and how many.
+    msb: (u64, u32),
 }
 
 /// The packet being written; its tracer sees every primitive, from which the leaves
@@ -87,8 +174,28 @@ impl<'p> PacketWriter<'p> {
                 length_of.insert(*s, role);
             }
         }
+        // Fields a derived role reads (not roles themselves): written so the role holds
+        // the value asked for.
+        let mut sources = std::collections::HashMap::new();
+        let role_slots: HashSet<u16> = p
+            .nodes
+            .iter()
+            .filter(|n| n.role.is_some())
+            .filter_map(|n| n.slot)
+            .collect();
+        for n in &p.nodes {
+            if let (Kind::Derived(e), Some(role)) = (&n.kind, n.role) {
+                let inv = inverses(p.expr(*e));
+                if inv.iter().all(|(s, _)| !role_slots.contains(s)) {
+                    for (s, i) in inv {
+                        sources.insert(s, (role, i));
+                    }
+                }
+            }
+        }
         PacketWriter {
             p,
+            sources,
             length_of,
             slots: vec![0; p.slot_count],
             count_slots,
@@ -96,6 +203,7 @@ impl<'p> PacketWriter<'p> {
             leaves: Vec::new(),
             crc_leaf: None,
             header_bytes: 0,
+            msb: (0, 0),
         }
     }
 
@@ -129,6 +237,11 @@ impl<'p> PacketWriter<'p> {
     }
 
     fn align(&mut self, w: &mut Out) -> BitResult<()> {
+        if self.msb.1 != 0 {
+            let (acc, n) = std::mem::take(&mut self.msb);
+            self.leaves.push((w.bits_processed() + n as u64, 8 - n as u64, 0));
+            return w.writer.write_bits((acc << (8 - n)) as u32, 8);
+        }
         let pad = w.writer.align_bits();
         if pad > 0 {
             self.leaves.push((w.bits_processed(), pad as u64, 0));
@@ -140,6 +253,35 @@ impl<'p> PacketWriter<'p> {
         self.align(w)?;
         self.leaves.push((w.bits_processed(), data.len() as u64 * 8, 0));
         w.writer.write_bytes(data)
+    }
+
+    /// Whole bytes read as one value (`raw`): aligned first, as the reader does.
+    fn word(&mut self, w: &mut Out, data: &[u8], raw: u64) -> BitResult<()> {
+        self.align(w)?;
+        self.leaves.push((w.bits_processed(), data.len() as u64 * 8, raw));
+        w.writer.write_bytes(data)
+    }
+
+    /// `n` bits of `v`, most significant first: gathered into whole bytes, each written
+    /// as the byte it is (the LSB-first writer writes a byte-aligned 8 bits as is).
+    fn msb_bits(&mut self, w: &mut Out, id: NodeId, v: u64, n: u32) -> Result<(), GenError> {
+        if self.msb.1 == 0 && !w.bits_processed().is_multiple_of(8) {
+            return Err(GenError::Unsupported {
+                field: self.p.nodes[id as usize].name.clone(),
+                why: "starts inside a byte of least-significant-first bits: one byte cannot hold both bit orders",
+            });
+        }
+        self.leaves
+            .push((w.bits_processed() + self.msb.1 as u64, n as u64, v));
+        for i in (0..n).rev() {
+            self.msb.0 = self.msb.0 << 1 | (v >> i & 1);
+            self.msb.1 += 1;
+            if self.msb.1 == 8 {
+                w.writer.write_bits(self.msb.0 as u32, 8)?;
+                self.msb = (0, 0);
+            }
+        }
+        Ok(())
     }
 
     /// A value for an integer field in `min..=max`: counts stay within the scale.
@@ -237,6 +379,11 @@ impl<'p> PacketWriter<'p> {
         let role = match node.role {
             Some(Role::ProtocolId) => p.params.protocol_id.map(|i| i.value),
             Some(r) => roles.get(r),
+            // A field a derived role reads: what makes the role the value asked for.
+            None if node.slot.is_some_and(|s| self.sources.contains_key(&s)) => node
+                .slot
+                .and_then(|s| self.sources.get(&s))
+                .and_then(|&(r, inv)| roles.get(r).map(|v| inv.apply(v))),
             // The length of a role's le-uint: the bytes its value needs.
             None => node
                 .slot
@@ -244,7 +391,71 @@ impl<'p> PacketWriter<'p> {
                 .and_then(|r| roles.get(*r))
                 .map(|v| u64::from((64 - v.leading_zeros()).div_ceil(8).max(1))),
         };
+        let writes_lsb = !matches!(
+            node.kind,
+            Kind::Msb(_)
+                | Kind::Derived(_)
+                | Kind::If { .. }
+                | Kind::Struct { .. }
+                | Kind::Inline { .. }
+                | Kind::Array { .. }
+                | Kind::List { .. }
+        );
+        let aligns = matches!(
+            node.kind,
+            Kind::Align
+                | Kind::Bytes(_)
+                | Kind::ByteInt { .. }
+                | Kind::Varint { .. }
+                | Kind::Text { .. }
+                | Kind::CString { .. }
+                | Kind::Rest { .. }
+                | Kind::Check { .. }
+        );
+        // In an MSB-first protocol an align pads a byte's low bits, as the reader expects.
+        if writes_lsb && self.msb.1 != 0 && !(aligns && self.p.params.msb) {
+            return Err(GenError::Unsupported {
+                field: node.name.clone(),
+                why: "follows most-significant-first bits that do not fill their byte: one byte cannot hold both bit orders",
+            });
+        }
         match &node.kind {
+            Kind::Msb(m) => {
+                let v = super::words::msb_value(rng, *m, role);
+                self.msb_bits(w, id, v, m.width())?;
+                self.set(id, super::words::msb_slot(*m, v));
+            }
+            Kind::ByteInt { count, big, signed } => {
+                let n = self.count(count)?.clamp(1, 8) as u32;
+                let v = role.unwrap_or_else(|| rng.next_u64()) & (u64::MAX >> (64 - 8 * n));
+                self.word(w, &super::words::byte_int_bytes(v, n, *big), v)?;
+                self.set(id, crate::bits::msb::extend(v, 8 * n, *signed));
+            }
+            Kind::Varint { zigzag } => {
+                let v = role.unwrap_or_else(|| rng.next_u64() >> rng.below(64));
+                let mut b = Vec::with_capacity(10);
+                crate::bits::msb::varint_bytes(v, &mut b);
+                self.word(w, &b, v)?;
+                self.set(
+                    id,
+                    if *zigzag {
+                        crate::bits::msb::unzigzag(v)
+                    } else {
+                        v as i64
+                    },
+                );
+            }
+            Kind::Text { len } => {
+                let n = self.count(len)?.min(1 << 16);
+                let text: Vec<u8> = (0..n).map(|_| b'a' + rng.below(26) as u8).collect();
+                self.bytes(w, &text)?;
+            }
+            Kind::CString { max } => {
+                let n = rng.below((*max as u64).min(self.scale + 1));
+                let mut text: Vec<u8> = (0..n).map(|_| b'a' + rng.below(26) as u8).collect();
+                text.push(0);
+                self.bytes(w, &text)?;
+            }
             Kind::Align => self.align(w)?,
             Kind::Bytes(c) => {
                 let n = self.count(c)?;
@@ -279,8 +490,10 @@ impl<'p> PacketWriter<'p> {
                 let n = self.count(c)?.clamp(1, 8);
                 let mask = u64::MAX >> (64 - 8 * n);
                 let v = role.unwrap_or_else(|| rng.next_u64()) & mask;
+                // One field, as the reader shows it.
+                self.leaves.push((w.bits_processed(), 8 * n, v));
                 for i in 0..n {
-                    self.bits(w, (v >> (8 * i)) as u32 & 0xff, 8)?;
+                    w.writer.write_bits((v >> (8 * i)) as u32 & 0xff, 8)?;
                 }
                 self.set(id, v as i64);
             }
@@ -407,7 +620,12 @@ impl<'p> PacketWriter<'p> {
         Ok(())
     }
 
-    fn finish(&mut self, w: Out) -> Result<Vec<u8>, GenError> {
+    fn finish(&mut self, mut w: Out) -> Result<Vec<u8>, GenError> {
+        // Most-significant-first bits short of a byte: the byte's low bits are zero.
+        if self.msb.1 != 0 {
+            let (acc, n) = std::mem::take(&mut self.msb);
+            w.writer.write_bits((acc << (8 - n)) as u32, 8)?;
+        }
         let mut bytes = w.finish();
         if self.p.params.checksum == crate::dissect::program::Checksum::None {
             return Ok(bytes);
@@ -423,6 +641,7 @@ impl<'p> PacketWriter<'p> {
     }
 
     fn start(&mut self) {
+        self.msb = (0, 0);
         self.slots.iter_mut().for_each(|s| *s = 0);
         self.leaves.clear();
         self.crc_leaf = None;

@@ -331,8 +331,8 @@ fn value<W: Write>(w: &mut W, p: &Program, f: &Field, data: &[u8]) -> io::Result
         Value::Bytes { offset, len } => {
             let b = data.get(offset..offset + len).unwrap_or(&[]);
             w.write_all(b",\"value\":")?;
-            if f.kind == "string" {
-                string(w, &String::from_utf8_lossy(b))
+            if matches!(f.kind, "string" | "text" | "cstring") {
+                string(w, &String::from_utf8_lossy(crate::present::text_bytes(f.kind, b)))
             } else {
                 const HEX: &[u8; 16] = b"0123456789abcdef";
                 w.write_all(b"\"")?;

@@ -1,6 +1,7 @@
 //! Presentation for people and scripts: tables and trees as strings, JSON values. The
 //! binary prints them; the TUI draws the same data.
 
+pub mod fit;
 #[cfg(feature = "cli")]
 pub mod json;
 pub mod tables;
@@ -24,6 +25,14 @@ pub fn clip(s: &str, max: usize) -> String {
     let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
     out.push('…');
     out
+}
+
+/// The bytes of a text field as shown: a fixed-length `text` without the NULs that pad it.
+pub fn text_bytes<'a>(kind: &str, b: &'a [u8]) -> &'a [u8] {
+    match kind {
+        "text" => &b[..b.iter().rposition(|&x| x != 0).map_or(0, |i| i + 1)],
+        _ => b,
+    }
 }
 
 #[cfg(test)]

@@ -35,6 +35,13 @@ fn kv(rows: &[(&str, String)]) -> Table {
     t
 }
 
+/// The fit's warning above a table whose figures rest on it.
+fn warn(out: &mut String, r: &Report, what: &str) {
+    if let Some(w) = r.fit.warning(what) {
+        let _ = writeln!(out, "{w}");
+    }
+}
+
 /// The whole report, section by section.
 /// The columns every flow table starts with (after the flow), and their cells.
 const TRAFFIC: [&str; 6] = ["datagrams", "bytes", "secs", "pkt/s", "kbit/s", "largest"];
@@ -154,8 +161,12 @@ pub fn render_conversations(r: &crate::analysis::Conversations) -> String {
 }
 
 pub fn render(r: &Report) -> String {
-    let mut out = String::new();
+    let mut out = super::fit::render(r);
     render_capture(&mut out, &r.capture);
+    if r.fit.note.is_some() {
+        // Zero configuration whose reference header does not fit: no numbers built on it.
+        return out;
+    }
     let p = &r.protocol;
     let v = &r.validation;
     let _ = writeln!(out, "Protocol validation");
@@ -204,7 +215,18 @@ pub fn render(r: &Report) -> String {
     for (k, n) in &v.header_errors {
         rows.push(("header error", format!("{k} {n}")));
     }
-    if !p.checksum.is_crc32() {
+    if let Some(rule) = &p.checksum_rule {
+        rows.insert(2, ("validation", rule.clone()));
+        if v.crc_unverified > 0 {
+            rows.push((
+                "crc unverified",
+                format!(
+                    "{} (the value standing in the checksum was never sent in their conversation)",
+                    v.crc_unverified
+                ),
+            ));
+        }
+    } else if !p.checksum.is_crc32() {
         rows.insert(
             2,
             (
@@ -239,6 +261,7 @@ pub fn render(r: &Report) -> String {
     let _ = writeln!(out, "{}\n", kv(&rows));
 
     let _ = writeln!(out, "Flows");
+    warn(&mut out, r, "the lost, dup and late columns");
     let mut t = table(
         &[
             &["flow"],
@@ -269,6 +292,15 @@ pub fn render(r: &Report) -> String {
     right(&mut t, 1);
     let _ = writeln!(out, "{t}");
     more_rows(&mut out, r.flows.len(), SHOWN, "flows");
+    let jumps: u64 = r.flows.iter().map(|f| f.seq.jumps).sum();
+    if jumps > 0 {
+        let _ = writeln!(
+            out,
+            "({jumps} datagrams on {} flows carried a sequence more than {} from the newest: counted as sequence jumps, not as loss or lateness)",
+            r.flows.iter().filter(|f| f.seq.jumps > 0).count(),
+            crate::engine::seq::MAX_JUMP
+        );
+    }
     if let Some(u) = &r.untracked {
         let _ = writeln!(
             out,
@@ -307,6 +339,10 @@ pub fn render(r: &Report) -> String {
         );
     }
 
+    if let Some(m) = &r.messages {
+        render_messages(&mut out, m);
+        render_streams(&mut out, r);
+    }
     let _ = writeln!(out, "Malformed packets: {}", r.malformed.total);
     if r.malformed.total > 0 {
         let mut t = table(&["cause", "packets"]);
@@ -323,6 +359,74 @@ pub fn render(r: &Report) -> String {
     out
 }
 
+/// Message streams per flow and stream name, their keys' counters added up.
+fn render_streams(out: &mut String, r: &Report) {
+    let mut t = table(&["flow", "stream", "keys", "received", "lost", "dup", "late"]);
+    let mut rows = 0;
+    for f in &r.flows {
+        let mut by_name: Vec<(&str, [u64; 5])> = Vec::new();
+        for s in &f.streams {
+            let i = match by_name.iter().position(|(n, _)| *n == s.name) {
+                Some(i) => i,
+                None => {
+                    by_name.push((&s.name, [0; 5]));
+                    by_name.len() - 1
+                }
+            };
+            let c = &mut by_name[i].1;
+            c[0] += 1;
+            c[1] += s.seq.received;
+            c[2] += s.seq.lost;
+            c[3] += s.seq.duplicates;
+            c[4] += s.seq.late;
+        }
+        for (name, c) in by_name {
+            rows += 1;
+            let mut row = vec![format!("{} → {}", f.src, f.dst), name.to_string()];
+            row.extend(c.iter().map(|x| x.to_string()));
+            t.add_row(row);
+        }
+    }
+    if rows == 0 {
+        return;
+    }
+    right(&mut t, 2);
+    let _ = writeln!(out, "Message streams");
+    let _ = writeln!(out, "{t}");
+    let _ = writeln!(
+        out,
+        "(a counter per flow, stream and key value — `flows[].streams` in JSON; lost: sequences skipped and never seen, dup: extra copies)\n"
+    );
+}
+
+/// Messages by type, and datagrams by how many messages they carry.
+fn render_messages(out: &mut String, m: &crate::analysis::MessageReport) {
+    let _ = writeln!(out, "Messages: {}", m.total);
+    let mut t = table(&["message type", "messages"]);
+    let mut by_type: Vec<(&String, &u64)> = m.by_type.iter().collect();
+    by_type.sort_by_key(|(_, n)| std::cmp::Reverse(**n));
+    for (name, n) in by_type {
+        t.add_row(vec![name.clone(), n.to_string()]);
+    }
+    if m.unreadable > 0 {
+        t.add_row(vec!["(header unreadable)".into(), m.unreadable.to_string()]);
+    }
+    right(&mut t, 1);
+    let _ = writeln!(out, "{t}");
+    let several: u64 = m
+        .per_datagram
+        .iter()
+        .filter(|(k, _)| **k > 1)
+        .map(|(_, n)| n)
+        .sum();
+    let spread: Vec<String> = m.per_datagram.iter().map(|(k, n)| format!("{k}: {n}")).collect();
+    let _ = writeln!(
+        out,
+        "(datagrams by messages carried — {}; {several} carry several)\n",
+        spread.join(", ")
+    );
+}
+
 /// What each direction's peer acknowledged (definitions with ack roles).
 pub fn render_acks(r: &Report) -> String {
     let mut out = String::new();
@@ -331,6 +435,7 @@ pub fn render_acks(r: &Report) -> String {
         return out;
     }
     let _ = writeln!(out, "Acks (what the other direction reported received)");
+    warn(&mut out, r, "the sequences, acks and loss");
     let mut t = table(&[
         "flow",
         "sequences",
@@ -402,6 +507,7 @@ pub fn render_reassembly(r: &Report) -> String {
         return out;
     }
     let _ = writeln!(out, "Fragment reassembly");
+    warn(&mut out, r, "fragment and single-datagram loss");
     let at = &a.attacks;
     let rows = vec![
         ("fragmented packets seen", a.packets_seen.to_string()),
@@ -454,9 +560,22 @@ pub fn render_reassembly(r: &Report) -> String {
             ),
         ),
     ];
+    let mut rows = rows;
+    if a.counted_apart.flows > 0 {
+        rows.push((
+            "counted apart (not loss)",
+            format!(
+                "{} packets ({} fragments) of {} whose sequence or fragment fields do not fit (see Fit)",
+                a.counted_apart.packets,
+                a.counted_apart.fragments_received,
+                super::count(a.counted_apart.flows, "flow")
+            ),
+        ));
+    }
     let _ = writeln!(out, "{}\n", kv(&rows));
     if !a.rows.is_empty() {
         let _ = writeln!(out, "Fragment-loss amplification");
+        warn(&mut out, r, "the observed loss and amplification");
         let mut t = table(&[
             "fragments",
             "seen",
@@ -507,6 +626,7 @@ pub fn render_mtu(r: &Report) -> String {
         "MTU diagnosis (budget {} bytes, link MTU {})",
         m.budget, m.link_mtu
     );
+    warn(&mut out, r, "the sizes before loss bursts");
     let rows = vec![
         ("udp payloads over budget", m.over_budget.to_string()),
         (
@@ -539,6 +659,17 @@ pub fn render_mtu(r: &Report) -> String {
             },
         ),
     ];
+    let mut rows = rows;
+    if m.icmp_total > 0 {
+        // The datagrams a router dropped for the MTU leave sequence gaps: linked here.
+        rows.push((
+            "sequence gaps after an ICMP",
+            format!(
+                "{} of the {} gaps follow a datagram over the path MTU",
+                m.gaps_after_path_mtu, m.gaps
+            ),
+        ));
+    }
     let _ = writeln!(out, "{}", kv(&rows));
     if let Some(f) = &m.bursts.finding {
         let _ = writeln!(out, "Finding: {f}");

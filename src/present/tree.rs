@@ -91,8 +91,11 @@ pub fn value_text(p: &Program, f: &Field, data: &[u8]) -> String {
         ),
         Value::Bytes { offset, len } => {
             let b = data.get(offset..offset + len).unwrap_or(&[]);
-            if f.kind == "string" {
-                format!("{:?}", String::from_utf8_lossy(b))
+            if matches!(f.kind, "string" | "text" | "cstring") {
+                format!(
+                    "{:?}",
+                    String::from_utf8_lossy(crate::present::text_bytes(f.kind, b))
+                )
             } else {
                 let shown: String = b.iter().take(32).map(|x| format!("{x:02x}")).collect();
                 if b.len() > 32 {

@@ -56,7 +56,8 @@ pub struct Row {
     pub frag_id: u8,
     /// `FaultKind` index + 1, 0 for none.
     pub fault: u8,
-    /// Sequences skipped just before this datagram (with [`status::GAP`]).
+    /// Sequences the engine found skipped just before this datagram (with [`status::GAP`];
+    /// the TUI charts the engine's gaps rather than finding its own).
     pub gap: u32,
 }
 
@@ -307,7 +308,7 @@ impl Index {
 
     pub fn new(path: &Path) -> Self {
         Index {
-            name: path.display().to_string(),
+            name: crate::capture::shown(path),
             path: path.to_path_buf(),
             total_bytes: std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
             ..Index::default()

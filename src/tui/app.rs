@@ -1434,6 +1434,7 @@ impl App {
             .filter(|r| r.flow == id as u32 && !r.has(status::REASSEMBLED))
         {
             s.datagrams.add(row.ts_ns, 1);
+            // The engine's gaps, as analyze counts them (a sequence jump is none).
             s.gaps.add(row.ts_ns, row.gap as u64);
         }
         if let (Some(a), Some(start)) = (&fl.acks, r.timeline.start_ns) {

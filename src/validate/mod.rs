@@ -2,6 +2,7 @@
 
 pub mod article;
 pub mod crc;
+pub mod declared;
 pub mod fragment;
 pub mod header;
 pub mod seq;

@@ -7,26 +7,17 @@
 //! the capture point is missing and never acked; one dropped after it is captured and
 //! never acked; one the capture missed but the peer got is acked and absent.
 
-use crate::validate::sequence_diff;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// Sequences remembered behind the newest: acks refer to recent sequences (ack-bits
 /// spans at most 32), so older ones are settled.
-const WINDOW: i64 = 1024;
+const WINDOW: i128 = 1024;
 /// Runs of never-acked sequences listed per flow (counts are exact beyond).
 const MAX_RUNS: usize = 256;
 /// Seconds of the RTT timeline kept per flow.
 const MAX_SECONDS: usize = 86_400;
 const NOT_CAPTURED: i64 = i64::MIN;
-
-#[derive(Debug, Clone, Copy)]
-struct Slot {
-    ext: i64,
-    /// When its first datagram was captured (NOT_CAPTURED: a gap in the capture).
-    sent_ns: i64,
-    acked: bool,
-}
 
 /// What the analysis settled for one captured sequence: its round trip, or that it was
 /// never acked. Kept only when asked ([`AckTracker::keep_log`]: filters on `rtt` and
@@ -37,7 +28,8 @@ pub struct Settled {
     pub sent_ns: i64,
     /// Microseconds, or [`Settled::NEVER`].
     pub rtt_us: u32,
-    pub seq: u16,
+    /// Its wire value (the sequence's own width).
+    pub seq: u64,
 }
 
 impl Settled {
@@ -49,9 +41,9 @@ impl Settled {
 /// found by a pass of their own before the filter's.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AckFacts {
-    /// By direction and 16-bit sequence: (first datagram's time, round trip or NEVER),
+    /// By direction and wire sequence: (first datagram's time, round trip or NEVER),
     /// in capture order (a sequence number recurs only after it wrapped).
-    by_seq: hashbrown::HashMap<(crate::engine::FlowId, u16), Vec<(i64, u32)>>,
+    by_seq: hashbrown::HashMap<(crate::engine::FlowId, u64), Vec<(i64, u32)>>,
 }
 
 impl AckFacts {
@@ -67,7 +59,7 @@ impl AckFacts {
     /// The round trip in µs of the packet of `flow` with sequence `seq` seen at `ts_ns`
     /// ([`Settled::NEVER`]: never acked); None when it was not settled (acks unknown, or
     /// not acked yet when the capture ended).
-    pub fn of(&self, flow: crate::engine::FlowId, seq: u16, ts_ns: i64) -> Option<u32> {
+    pub fn of(&self, flow: crate::engine::FlowId, seq: u64, ts_ns: i64) -> Option<u32> {
         let v = self.by_seq.get(&(flow, seq))?;
         // The latest use of the number at or before this packet.
         let mut at = None;
@@ -80,23 +72,41 @@ impl AckFacts {
     }
 }
 
-/// Settled sequences kept per direction (16 bytes each).
+/// Settled sequences kept per direction (24 bytes each).
 const MAX_LOG: usize = 1 << 24;
 
 /// Per sending direction: its sequences, settled as the other direction acks them.
-#[derive(Debug, Clone, Default)]
+///
+/// The window grows with the sequences actually sent, a power of two at a time up to
+/// [`WINDOW`] (8 bytes and a bit a sequence), so a flow of one datagram holds one slot
+/// and no flow more than 8.3 KB whatever the capture.
+#[derive(Debug, Clone)]
 pub struct AckTracker {
     /// Settled captured sequences, when kept.
     log: Option<Vec<Settled>>,
-    ring: Vec<Slot>,
-    first: Option<i64>,
-    highest: i64,
+    /// Width of the sequences in bits (the flow's own counter).
+    bits: u32,
+    /// When each sequence's first datagram was captured (NOT_CAPTURED: a gap), by
+    /// extended sequence modulo the window's length.
+    sent_ns: Vec<i64>,
+    /// Whether each slot's sequence was acked, one bit a slot.
+    acked: Vec<u64>,
+    first: Option<i128>,
+    highest: i128,
     /// The newest sequence the peer acked (extended).
-    peer_ack: Option<i64>,
+    peer_ack: Option<i128>,
+    /// The other direction sent a packet with acks: without one, nothing is judged.
+    peer_acks: bool,
     rtt: RttHist,
     /// Per second since the timeline start: (second, samples, sum µs, max µs).
     seconds: Vec<(u32, u32, u64, u64)>,
     stats: AckStats,
+}
+
+impl Default for AckTracker {
+    fn default() -> Self {
+        AckTracker::new(16)
+    }
 }
 
 /// What the ack analysis found for one direction (its own sequences).
@@ -115,6 +125,8 @@ pub struct AckStats {
     pub unacked_at_end: u64,
     /// never_acked / (sequences - unacked_at_end).
     pub ack_implied_loss: f64,
+    /// Acks timestamped before the packet they ack: not a round trip, left out of rtt_ms.
+    pub rtt_before_sent: u64,
     /// Runs of never-acked sequences as [first, last] wire values (the first 256 runs).
     pub never_acked_runs: Vec<(u64, u64)>,
     /// Round trip from a packet's first datagram to the first packet of the other
@@ -205,126 +217,195 @@ impl AckTracker {
         self.log.get_or_insert_with(Vec::new);
     }
 
-    fn log(&mut self, slot: Slot, rtt_us: u32) {
+    /// Logs sequence `ext`, first captured at `sent_ns`, as settled with `rtt_us`.
+    fn log(&mut self, ext: i128, sent_ns: i64, rtt_us: u32) {
+        let seq = ext as u64 & self.mask();
         if let Some(log) = self.log.as_mut()
-            && slot.sent_ns != NOT_CAPTURED
+            && sent_ns != NOT_CAPTURED
             && log.len() < MAX_LOG
         {
-            log.push(Settled {
-                sent_ns: slot.sent_ns,
-                rtt_us,
-                seq: slot.ext as u16,
-            });
+            log.push(Settled { sent_ns, rtt_us, seq });
         }
     }
 
-    fn extend(&self, s: u16) -> i64 {
-        self.highest + sequence_diff(s, self.highest as u16) as i64
+    /// A tracker for sequences `bits` wide (1..=64).
+    pub fn new(bits: u32) -> Self {
+        AckTracker {
+            bits: bits.clamp(1, 64),
+            log: None,
+            sent_ns: Vec::new(),
+            acked: Vec::new(),
+            first: None,
+            highest: 0,
+            peer_ack: None,
+            peer_acks: false,
+            rtt: RttHist::default(),
+            seconds: Vec::new(),
+            stats: AckStats::default(),
+        }
     }
 
-    fn slot(&mut self, ext: i64) -> &mut Slot {
-        let i = ext.rem_euclid(WINDOW) as usize;
-        &mut self.ring[i]
+    fn mask(&self) -> u64 {
+        u64::MAX >> (64 - self.bits)
+    }
+
+    /// `s` (its low `width` bits on the wire) extended next to the newest sequence: the
+    /// nearer way round, as the sequence analysis wraps.
+    fn extend(&self, s: u64, width: u32) -> i128 {
+        let mask = u64::MAX >> (64 - width.clamp(1, 64));
+        let d = s.wrapping_sub(self.highest as u64) & mask;
+        let d = if d > mask / 2 + 1 {
+            d as i128 - (mask as i128 + 1)
+        } else {
+            d as i128
+        };
+        self.highest + d
+    }
+
+    /// Bytes this tracker holds on the heap (the analysis' memory accounting).
+    pub fn heap_bytes(&self) -> usize {
+        self.sent_ns.capacity() * 8
+            + self.acked.capacity() * 8
+            + self.seconds.capacity() * 24
+            + self.rtt.buckets.len() * 48
+            + self.stats.never_acked_runs.capacity() * 16
+            + self
+                .log
+                .as_ref()
+                .map_or(0, |l| l.capacity() * size_of::<Settled>())
+    }
+
+    fn index(&self, ext: i128) -> usize {
+        (ext as u64 as usize) & (self.sent_ns.len() - 1)
+    }
+
+    fn is_acked(&self, ext: i128) -> bool {
+        let i = self.index(ext);
+        self.acked[i / 64] >> (i % 64) & 1 == 1
+    }
+
+    fn set_acked(&mut self, ext: i128, on: bool) {
+        let i = self.index(ext);
+        if on {
+            self.acked[i / 64] |= 1 << (i % 64);
+        } else {
+            self.acked[i / 64] &= !(1 << (i % 64));
+        }
+    }
+
+    /// Makes the window hold `span` sequences (up to [`WINDOW`]), keeping the newest.
+    fn grow(&mut self, span: i128) {
+        let want = (span.clamp(1, WINDOW) as usize).next_power_of_two();
+        let have = self.sent_ns.len();
+        if want <= have {
+            return;
+        }
+        let old = std::mem::replace(&mut self.sent_ns, vec![NOT_CAPTURED; want]);
+        let old_acked = std::mem::replace(&mut self.acked, vec![0; want.div_ceil(64)]);
+        for k in 0..have as i128 {
+            let ext = self.highest - k;
+            let i = (ext as u64 as usize) & (have - 1);
+            let j = self.index(ext);
+            self.sent_ns[j] = old[i];
+            if old_acked[i / 64] >> (i % 64) & 1 == 1 {
+                self.acked[j / 64] |= 1 << (j % 64);
+            }
+        }
     }
 
     /// A datagram of this direction with sequence `s` was captured at `ts_ns`.
-    pub fn sent(&mut self, s: u16, ts_ns: i64) {
-        if self.ring.is_empty() {
-            self.ring = vec![
-                Slot {
-                    ext: -1,
-                    sent_ns: NOT_CAPTURED,
-                    acked: true,
-                };
-                WINDOW as usize
-            ];
-        }
+    pub fn sent(&mut self, s: u64, ts_ns: i64) {
+        let s = s & self.mask();
         let Some(first) = self.first else {
-            self.first = Some(s as i64);
-            self.highest = s as i64;
+            self.first = Some(s as i128);
+            self.highest = s as i128;
             self.stats.sequences = 1;
-            *self.slot(s as i64) = Slot {
-                ext: s as i64,
-                sent_ns: ts_ns,
-                acked: false,
-            };
+            self.grow(1);
+            let i = self.index(s as i128);
+            self.sent_ns[i] = ts_ns;
             return;
         };
-        let ext = self.extend(s);
+        let ext = self.extend(s, self.bits);
         if ext > self.highest {
-            let from = (self.highest + 1).max(ext - WINDOW + 1);
+            self.grow(ext - first + 1);
+            let len = self.sent_ns.len() as i128;
+            let from = (self.highest + 1).max(ext - len + 1);
             // Sequences skipped past the whole window are settled unseen and unacked.
-            let skipped = (from - self.highest - 1) as u64;
-            if skipped > 0 {
+            if from > self.highest + 1 {
                 self.settle_run(self.highest + 1, from - 1);
             }
             for k in from..=ext {
-                let old = *self.slot(k);
-                if old.ext >= first && !old.acked {
-                    self.settle_run(old.ext, old.ext);
-                    self.log(old, Settled::NEVER);
+                let old = k - len;
+                if old >= first && !self.is_acked(old) {
+                    self.settle_run(old, old);
+                    self.log(old, self.sent_ns[self.index(old)], Settled::NEVER);
                 }
-                *self.slot(k) = Slot {
-                    ext: k,
-                    sent_ns: NOT_CAPTURED,
-                    acked: false,
-                };
+                let i = self.index(k);
+                self.sent_ns[i] = NOT_CAPTURED;
+                self.set_acked(k, false);
             }
-            self.stats.sequences += (ext - self.highest) as u64;
+            self.stats.sequences = self.stats.sequences.saturating_add((ext - self.highest) as u64);
             self.highest = ext;
         }
-        if ext > self.highest - WINDOW && ext >= first {
-            let slot = self.slot(ext);
-            if slot.ext == ext && slot.sent_ns == NOT_CAPTURED {
-                slot.sent_ns = ts_ns;
+        if ext > self.highest - self.sent_ns.len() as i128 && ext >= first {
+            let i = self.index(ext);
+            if self.sent_ns[i] == NOT_CAPTURED {
+                self.sent_ns[i] = ts_ns;
             }
         }
     }
 
     /// Sequences `a..=b` (extended) settled as never acked.
-    fn settle_run(&mut self, a: i64, b: i64) {
-        self.stats.never_acked += (b - a + 1) as u64;
-        let (a, b) = (a as u64 & 0xffff, b as u64 & 0xffff);
+    fn settle_run(&mut self, a: i128, b: i128) {
+        self.stats.never_acked = self.stats.never_acked.saturating_add((b - a + 1) as u64);
+        let mask = self.mask();
+        let (a, b) = (a as u64 & mask, b as u64 & mask);
         let runs = &mut self.stats.never_acked_runs;
         let full = runs.len() >= MAX_RUNS;
         match runs.last_mut() {
-            Some(last) if (last.1 + 1) & 0xffff == a => last.1 = b,
+            Some(last) if last.1.wrapping_add(1) & mask == a => last.1 = b,
             _ if !full => runs.push((a, b)),
             _ => {}
         }
     }
 
-    /// A packet of the other direction at `ts_ns` acks `ack` and, for each bit i set
-    /// in `bits`, `ack - i`. `second`: its second on the report's timeline.
-    pub fn acked(&mut self, ack: u16, bits: u32, ts_ns: i64, second: Option<u32>) {
+    /// A packet of the other direction at `ts_ns` acks `ack` (its low `width` bits of
+    /// this direction's sequence) and, for each bit i set in `bits`, `ack - i`.
+    /// `second`: its second on the report's timeline.
+    pub fn acked(&mut self, ack: u64, width: u32, bits: u32, ts_ns: i64, second: Option<u32>) {
+        self.peer_acks = true;
         let Some(first) = self.first else {
             return;
         };
-        let newest = self.extend(ack);
+        let newest = self.extend(ack, width.min(self.bits));
         if newest <= self.highest {
             self.peer_ack = Some(self.peer_ack.map_or(newest, |p| p.max(newest)));
         }
+        let len = self.sent_ns.len() as i128;
         let mut bits = bits;
         while bits != 0 {
             let i = bits.trailing_zeros();
             bits &= bits - 1;
-            let ext = newest - i as i64;
-            if ext > self.highest || ext <= self.highest - WINDOW || ext < first {
+            let ext = newest - i as i128;
+            if ext > self.highest || ext <= self.highest - len || ext < first || self.is_acked(ext) {
                 continue;
             }
-            let slot = *self.slot(ext);
-            if slot.ext != ext || slot.acked {
-                continue;
-            }
-            self.slot(ext).acked = true;
+            self.set_acked(ext, true);
             self.stats.acked += 1;
-            if slot.sent_ns == NOT_CAPTURED {
+            let sent_ns = self.sent_ns[self.index(ext)];
+            if sent_ns == NOT_CAPTURED {
                 self.stats.acked_not_captured += 1;
                 continue;
             }
-            let us = (ts_ns.saturating_sub(slot.sent_ns).max(0) / 1000) as u64;
+            // An ack timestamped before its packet (clocks or a crafted capture): no
+            // round trip can be taken from it.
+            if ts_ns < sent_ns {
+                self.stats.rtt_before_sent += 1;
+                continue;
+            }
+            let us = ((ts_ns - sent_ns) / 1000) as u64;
             self.rtt.add(us);
-            self.log(slot, us.min(Settled::NEVER as u64 - 1) as u32);
+            self.log(ext, sent_ns, us.min(Settled::NEVER as u64 - 1) as u32);
             if let Some(sec) = second {
                 let full = self.seconds.len() >= MAX_SECONDS;
                 match self.seconds.last_mut() {
@@ -341,26 +422,31 @@ impl AckTracker {
     }
 
     /// Settles what is left at the end of the capture.
+    /// No figures for a direction the other never acked (it sent no packet with acks):
+    /// nothing says whether its sequences arrived.
     pub fn finish(self) -> Option<AckStats> {
         self.finish_logged().0
     }
 
-    /// [`AckTracker::finish`], and what each captured sequence settled as (when kept).
+    /// [`AckTracker::finish`], and what each captured sequence settled as (when kept; none
+    /// without a peer that acks).
     pub fn finish_logged(mut self) -> (Option<AckStats>, Vec<Settled>) {
         let Some(first) = self.first else {
-            return (None, self.log.unwrap_or_default());
+            return (None, Vec::new());
         };
+        if !self.peer_acks {
+            return (None, Vec::new());
+        }
         let peer = self.peer_ack.unwrap_or(first - 1);
-        for ext in (self.highest - WINDOW + 1).max(first)..=self.highest {
-            let slot = *self.slot(ext);
-            if slot.ext != ext || slot.acked {
+        for ext in (self.highest - self.sent_ns.len() as i128 + 1).max(first)..=self.highest {
+            if self.is_acked(ext) {
                 continue;
             }
             if ext > peer {
                 self.stats.unacked_at_end += 1;
             } else {
                 self.settle_run(ext, ext);
-                self.log(slot, Settled::NEVER);
+                self.log(ext, self.sent_ns[self.index(ext)], Settled::NEVER);
             }
         }
         let judged = self.stats.sequences - self.stats.unacked_at_end;
@@ -380,6 +466,21 @@ impl AckTracker {
     }
 }
 
+/// Bits of the acks on the wire: an `ack` field's width (a derived one is 16 bits, as
+/// acks are carried), so an 8-bit ack is extended at 8 bits next to a wider sequence.
+pub fn ack_width(p: &crate::dissect::Program) -> u32 {
+    use crate::dissect::program::{Kind, Role};
+    p.nodes
+        .iter()
+        .filter(|n| n.role == Some(Role::Ack))
+        .map(|n| match n.kind {
+            Kind::Bits(b) => b.min(16),
+            _ => 16,
+        })
+        .max()
+        .unwrap_or(16)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -387,11 +488,11 @@ mod tests {
     #[test]
     fn acks_settle_sequences_and_time_round_trips() {
         let mut t = AckTracker::default();
-        for s in [10u16, 11, 13, 14] {
+        for s in [10u64, 11, 13, 14] {
             t.sent(s, s as i64 * 1_000_000);
         }
         // The peer got 10, 11 and 14 (12 never sent, 13 lost after the capture).
-        t.acked(14, 0b1_1001, 20_000_000, Some(0));
+        t.acked(14, 16, 0b1_1001, 20_000_000, Some(0));
         let a = t.finish().unwrap();
         assert_eq!(
             (a.sequences, a.acked, a.never_acked, a.unacked_at_end),
@@ -405,10 +506,10 @@ mod tests {
     #[test]
     fn unacked_tail_is_not_loss_and_wrap_is_followed() {
         let mut t = AckTracker::default();
-        for s in [65534u16, 65535, 0, 1] {
+        for s in [65534u64, 65535, 0, 1] {
             t.sent(s, 0);
         }
-        t.acked(65535, 0b11, 1_000, None);
+        t.acked(65535, 16, 0b11, 1_000, None);
         let a = t.finish().unwrap();
         assert_eq!(
             (a.sequences, a.acked, a.never_acked, a.unacked_at_end),
@@ -416,14 +517,74 @@ mod tests {
         );
     }
 
+    /// Regression (row 16): 8-bit sequences and acks, 600 a side, each acked: the ack
+    /// analysis stopped at the first wrap (256 sequences, 256 acked).
+    #[test]
+    fn acks_wrap_at_the_sequence_width() {
+        let mut t = AckTracker::new(8);
+        for s in 0..600u64 {
+            t.sent(s & 0xff, s as i64 * 10_000_000);
+            t.acked(s & 0xff, 8, u32::MAX, s as i64 * 10_000_000 + 5_000_000, None);
+        }
+        let a = t.finish().unwrap();
+        assert_eq!((a.sequences, a.acked, a.never_acked), (600, 600, 0));
+        assert_eq!(a.rtt_ms.unwrap().samples, 600);
+    }
+
+    /// Regression (row 03): a direction whose peer sent nothing was "never acked 976,
+    /// ack-implied loss 100%". Nothing acked it, so nothing is judged.
+    #[test]
+    fn no_figures_without_a_peer_that_acks() {
+        let mut t = AckTracker::default();
+        for s in 0..2000u64 {
+            t.sent(s, s as i64);
+        }
+        assert_eq!(t.finish(), None);
+    }
+
+    /// Regression (row 18): an ack timestamped 500 s before its packet was a 0.0 ms round
+    /// trip; it is left out and counted.
+    #[test]
+    fn an_ack_before_its_packet_is_no_round_trip() {
+        let mut t = AckTracker::default();
+        t.sent(1, 1_000_000_000_000);
+        t.acked(1, 16, 1, 500_000_000_000, None);
+        let a = t.finish().unwrap();
+        assert_eq!((a.acked, a.rtt_before_sent, a.rtt_ms), (1, 1, None));
+    }
+
+    /// Regression (row 11): every tracked flow held a 1024-slot ring (24 KB) from its
+    /// first datagram. The window grows with the sequences sent, to 8.3 KB at most.
+    #[test]
+    fn the_window_grows_with_the_flow_and_stays_bounded() {
+        let mut t = AckTracker::default();
+        t.sent(7, 0);
+        assert!(t.heap_bytes() <= 16, "{}", t.heap_bytes());
+        for s in 0..100_000u64 {
+            t.sent(s & 0xffff, s as i64);
+            if s % 3 == 0 {
+                t.acked(s & 0xffff, 16, 0b111, s as i64 + 1, Some((s / 1000) as u32));
+            }
+        }
+        assert!(
+            t.heap_bytes() <= 8 * 1024 + 128 + 100 * 48 + 256 * 16 + 24 * 101,
+            "{}",
+            t.heap_bytes()
+        );
+        let a = t.finish().unwrap();
+        // 0..=6 came after 7, older: the counted span starts at 7.
+        assert_eq!(a.sequences, 100_000 - 7);
+        assert_eq!(a.acked + a.never_acked + a.unacked_at_end, a.sequences);
+    }
+
     #[test]
     fn kept_verdicts_are_found_by_sequence_and_time() {
         let mut t = AckTracker::default();
         t.keep_log();
-        for s in [10u16, 11, 12] {
+        for s in [10u64, 11, 12] {
             t.sent(s, s as i64 * 1_000_000);
         }
-        t.acked(12, 0b101, 20_000_000, None);
+        t.acked(12, 16, 0b101, 20_000_000, None);
         let (stats, log) = t.finish_logged();
         assert_eq!(stats.unwrap().never_acked, 1);
         let flow = crate::engine::FlowId {

@@ -1,4 +1,4 @@
-//! CI gates over a report (`--fail-on crc,mtu,malformed,frag-loss=RATE`).
+//! CI gates over a report (`--fail-on crc,mtu,malformed,frag-loss=RATE,fit`).
 
 use super::Report;
 use crate::error::Error;
@@ -10,6 +10,8 @@ pub enum Gate {
     Malformed,
     /// Fragment loss above this rate (0 to 1).
     FragLoss(f64),
+    /// The description's fit is not good (doubtful or does not fit).
+    Fit,
 }
 
 impl Gate {
@@ -19,6 +21,7 @@ impl Gate {
             ("crc", None) => Ok(Gate::Crc),
             ("mtu", None) => Ok(Gate::Mtu),
             ("malformed", None) => Ok(Gate::Malformed),
+            ("fit", None) => Ok(Gate::Fit),
             ("frag-loss", Some(r)) => match r.parse::<f64>() {
                 Ok(x) if (0.0..=1.0).contains(&x) => Ok(Gate::FragLoss(x)),
                 _ => Err(Error::Usage(format!(
@@ -27,7 +30,7 @@ impl Gate {
             },
             ("frag-loss", None) => Ok(Gate::FragLoss(0.0)),
             _ => Err(Error::Usage(format!(
-                "unknown --fail-on gate `{s}` (crc, mtu, malformed, frag-loss=RATE)"
+                "unknown --fail-on gate `{s}` (crc, mtu, malformed, frag-loss=RATE, fit)"
             ))),
         }
     }
@@ -51,6 +54,7 @@ impl Gate {
                 r.reassembly.fragment_loss * 100.0,
                 limit * 100.0
             )),
+            Gate::Fit if !r.fit.is_good() => Some(format!("fit: {}", crate::present::fit::summary(&r.fit))),
             _ => None,
         }
     }

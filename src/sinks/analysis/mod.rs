@@ -3,6 +3,7 @@
 //! MTU). It never prints. [`Analyzer`] is the engine with this sink, the usual way in.
 
 pub mod acks;
+pub mod fit;
 pub mod gates;
 pub mod report;
 
@@ -50,6 +51,17 @@ impl FlowState {
         }
     }
 
+    /// Bytes this flow's analysis holds (its own size included).
+    fn heap_bytes(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + self.recent.capacity() * std::mem::size_of::<(i64, u32)>()
+            + self.stats.heap_bytes()
+            + self
+                .acks
+                .as_ref()
+                .map_or(0, |a| std::mem::size_of::<acks::AckTracker>() + a.heap_bytes())
+    }
+
     /// Sizes of the second before each loss burst, against all sizes.
     fn sizes_before_bursts(
         &mut self,
@@ -92,6 +104,9 @@ pub struct Statistics {
     untracked: Option<FlowState>,
     /// The smallest MTU ICMP announced for each flow.
     path_mtu: HashMap<(SocketAddr, SocketAddr), u32>,
+    /// Flows an ICMP said a datagram was dropped from (over the path MTU), until their
+    /// next datagram: a gap it shows is the dropped datagram's.
+    dropped_over_mtu: hashbrown::HashSet<(SocketAddr, SocketAddr)>,
     bursts: BurstSizes,
     /// Frames by link type (named when the report is built).
     link_types: Vec<(i32, u64)>,
@@ -103,6 +118,10 @@ pub struct Statistics {
     ack_analysis: bool,
     /// Keep what each captured sequence settled as (see [`Statistics::ack_facts`]).
     keep_ack_log: bool,
+    /// Bits of the ack field ([`acks::ack_width`]).
+    ack_width: u32,
+    /// A quarter of the sequence space: a jump this far is a sign of a wrong field.
+    quarter_space: u128,
     report: Report,
 }
 
@@ -115,8 +134,12 @@ impl Statistics {
         report.protocol.any_port = cfg.any_port;
         report.protocol.checksum = cfg.checksum;
         report.protocol.name = cfg.program.as_ref().map(|p| p.params.name.clone());
+        report.protocol.checksum_rule = cfg.program.as_ref().and_then(|p| p.params.describe_rule());
         report.mtu.budget = cfg.format.mtu_budget;
         report.mtu.link_mtu = cfg.link_mtu;
+        if cfg.program.as_ref().is_some_and(|p| p.messages.is_some()) {
+            report.messages = Some(Default::default());
+        }
         let mut sides = Vec::new();
         for d in cfg.program.iter().flat_map(|p| &p.packets) {
             let t = d.type_id as usize;
@@ -130,14 +153,17 @@ impl Statistics {
             p.has_role(Role::Ack) && p.has_role(Role::AckBits)
         });
         Statistics {
+            quarter_space: 1u128 << cfg.sequence_bits().clamp(2, 64).saturating_sub(2),
             sides,
             by_key: HashMap::new(),
             ack_analysis,
             keep_ack_log: false,
+            ack_width: cfg.program.as_deref().map_or(16, acks::ack_width),
             cfg,
             flows: Vec::new(),
             untracked: None,
             path_mtu: HashMap::new(),
+            dropped_over_mtu: hashbrown::HashSet::new(),
             bursts: BurstSizes::default(),
             link_types: Vec::new(),
             report,
@@ -167,6 +193,7 @@ impl Statistics {
         // the run is done again on one core (`engine::parallel`).
         self.untracked = self.untracked.take().or(o.untracked);
         self.path_mtu.extend(o.path_mtu);
+        self.dropped_over_mtu.extend(o.dropped_over_mtu);
         self.bursts.bursts += o.bursts.bursts;
         self.bursts.before.merge(&o.bursts.before);
         self.bursts.all.merge(&o.bursts.all);
@@ -216,13 +243,29 @@ impl Statistics {
         }
         for fl in self.flows {
             let mut stats = fl.stats;
+            stats.pad_types();
             stats.acks = fl.acks.and_then(|a| a.finish());
             self.report.flows.push(stats);
         }
-        self.report.untracked = self.untracked.map(|f| f.stats);
+        self.report.untracked = self.untracked.map(|f| {
+            let mut stats = f.stats;
+            stats.pad_types();
+            stats
+        });
         self.report.mtu.bursts = self.bursts.report();
         self.report.finalize(&self.cfg);
         self.report
+    }
+
+    /// Bytes held for flows (see [`Analyzer::state_bytes`]).
+    pub fn state_bytes(&self) -> usize {
+        self.flows
+            .iter()
+            .chain(&self.untracked)
+            .map(FlowState::heap_bytes)
+            .sum::<usize>()
+            + (self.flows.capacity() - self.flows.len()) * std::mem::size_of::<FlowState>()
+            + self.by_key.capacity() * (std::mem::size_of::<(FlowId, u32)>() + 1)
     }
 
     fn frame(&mut self, e: &PacketEvent) {
@@ -236,6 +279,8 @@ impl Statistics {
         c.last_ns = Some(c.last_ns.map_or(e.ts_ns, |t| t.max(e.ts_ns)));
         if let Some(file) = c.files.last_mut() {
             file.frames += 1;
+            file.first_ns = Some(file.first_ns.map_or(e.ts_ns, |t| t.min(e.ts_ns)));
+            file.last_ns = Some(file.last_ns.map_or(e.ts_ns, |t| t.max(e.ts_ns)));
         }
         let snap_cut = e.snaplen_cut();
         if snap_cut {
@@ -284,6 +329,9 @@ impl Statistics {
             *mtu = (*mtu).min(icmp.mtu);
             if first && q.ip_len > icmp.mtu {
                 self.report.mtu.df_over_path_mtu += 1;
+            }
+            if q.ip_len > icmp.mtu {
+                self.dropped_over_mtu.insert((q.src, q.dst));
             }
         }
         let m = &mut self.report.mtu;
@@ -342,6 +390,7 @@ impl Statistics {
         let v = &mut self.report.validation;
         v.examined += 1;
         s.datagrams += 1;
+        s.file_mask |= 1 << e.file.min(63);
         s.bytes += payload_len as u64;
         s.first_ns.get_or_insert(e.ts_ns);
         s.last_ns = Some(e.ts_ns);
@@ -398,6 +447,10 @@ impl Statistics {
                 v.too_short += 1;
                 return;
             }
+            Status::Unverified => {
+                v.crc_unverified += 1;
+                return;
+            }
             _ => {}
         }
         v.crc_ok += 1;
@@ -406,16 +459,31 @@ impl Statistics {
             let code = e.fault.map_or("header", |f| f.code());
             *v.header_errors.entry(code.into()).or_default() += 1;
             s.malformed += 1;
+            s.header_errors += 1;
+            first_failure(&mut self.report.first_failure, e, code);
             return;
         }
         let Some(ptype) = e.packet_type else {
             return;
         };
         if let Some(event) = e.seq_event {
+            if let SeqEvent::New { gap } = event
+                && gap as u128 + 1 >= self.quarter_space
+            {
+                flow.stats.seq_jumps += 1;
+            }
+            if let SeqEvent::New { gap } = event {
+                let dropped =
+                    !self.dropped_over_mtu.is_empty() && self.dropped_over_mtu.remove(&(key.src, key.dst));
+                if gap > 0 {
+                    self.report.mtu.gaps += 1;
+                    self.report.mtu.gaps_after_path_mtu += dropped as u64;
+                }
+            }
             if let Some(t) = self.report.timeline.slot(e.ts_ns) {
                 t.datagrams += 1;
                 if let SeqEvent::New { gap } = event {
-                    t.lost += gap;
+                    t.lost = t.lost.saturating_add(gap as u64);
                 }
             }
             flow.sizes_before_bursts(
@@ -426,28 +494,38 @@ impl Statistics {
                 self.cfg.format.mtu_budget,
             );
         }
+        // Acks answer the flow's own counter: packets of another sequence space, and a
+        // sequence past the plausible window (a jump), are not what they count.
         if self.ack_analysis
             && e.flow_index.is_some()
             && let Some(seq) = e.sequence
+            && e.seq_event != Some(SeqEvent::Jump)
+            && (e.fragment.is_some() || self.cfg.program.as_ref().is_none_or(|p| p.space_of(ptype) == 0))
         {
+            let bits = self.cfg.sequence_bits();
             let keep = self.keep_ack_log;
             flow.acks
                 .get_or_insert_with(|| {
-                    let mut t = Box::<acks::AckTracker>::default();
+                    let mut t = Box::new(acks::AckTracker::new(bits));
                     if keep {
                         t.keep_log();
                     }
                     t
                 })
-                .sent(seq as u16, e.ts_ns);
+                .sent(seq, e.ts_ns);
         }
         let s = &mut flow.stats;
-        if let Some(n) = s.types.get_mut(ptype as usize) {
-            *n += 1;
+        FlowStats::count_type(&mut s.types, ptype, s.num_types);
+        if let Some(m) = &mut self.report.messages {
+            m.add(e.messages);
         }
         if let Some(kind) = e.fault {
             s.malformed += 1;
+            if kind == FaultKind::TrailingBytes {
+                s.trailing += 1;
+            }
             count_fault(&mut self.report.malformed, kind, e.frame, key);
+            first_failure(&mut self.report.first_failure, e, kind.code());
         }
         let Some(frag) = e.fragment else {
             v.packets += 1;
@@ -482,7 +560,7 @@ impl Statistics {
             && let Some(fl) = self.flows.get_mut(i as usize)
             && let Some(t) = fl.acks.as_mut()
         {
-            t.acked(ack, bits, e.ts_ns, second);
+            t.acked(ack as u64, self.ack_width, bits, e.ts_ns, second);
         }
     }
 
@@ -494,9 +572,7 @@ impl Statistics {
             e.packet_type,
             e.flow_index.and_then(|i| self.flows.get_mut(i as usize)),
         ) {
-            if let Some(n) = fl.stats.reassembled_types.get_mut(t as usize) {
-                *n += 1;
-            }
+            FlowStats::count_type(&mut fl.stats.reassembled_types, t, fl.stats.num_types);
             count_side(&mut fl.stats, self.sides.get(t as usize).copied().flatten());
         }
         let r = &mut self.report.reassembly;
@@ -546,6 +622,7 @@ impl Sink for Statistics {
         if let Some(fl) = self.flows.get_mut(end.index as usize) {
             fl.stats.seq = end.seq.clone();
             fl.stats.sequence_spaces = end.spaces.clone();
+            fl.stats.streams = end.streams.clone();
             fl.stats.reassembly = end.reassembly.clone();
             fl.stats.attacks = end.attacks.clone();
         }
@@ -555,6 +632,9 @@ impl Sink for Statistics {
         self.report.capture.ip_defrag = s.ip_defrag;
         self.report.reassembly.peak_bytes = s.reassembly_peak;
         self.report.sender_spaces = s.sender_spaces.clone();
+        if let Some(m) = &mut self.report.messages {
+            m.streams_not_tracked = s.streams_not_tracked;
+        }
     }
 }
 
@@ -648,6 +728,14 @@ impl Analyzer {
         stats
     }
 
+    /// Bytes the analysis holds now, by its own accounting: the engine's flow state, the
+    /// reassembly budget's peak and the statistics' per-flow state. Memory only grows in
+    /// flows (bounded by the flow table) and reassembly (bounded by its budget), so this
+    /// at the end bounds the peak.
+    pub fn state_bytes(&self) -> usize {
+        self.engine.state_bytes() + self.engine.reassembly_peak() + self.stats.state_bytes()
+    }
+
     /// Ends the analysis: gives up what is still incomplete and builds the report.
     pub fn finish(self) -> Report {
         self.finish_stats().report()
@@ -670,6 +758,19 @@ fn count(m: &mut std::collections::BTreeMap<String, u64>, key: &str) {
         None => {
             m.insert(key.to_string(), 1);
         }
+    }
+}
+
+/// Keeps the earliest datagram the description failed on.
+fn first_failure(first: &mut Option<fit::FirstFailure>, e: &PacketEvent, cause: &str) {
+    if first.is_none() {
+        *first = Some(fit::FirstFailure {
+            file: e.file,
+            frame: e.frame,
+            cause: cause.to_string(),
+            field: None,
+            bit: None,
+        });
     }
 }
 
@@ -737,13 +838,24 @@ impl BurstSizes {
             }
         };
         let (b, r) = (share(&self.before), share(&rest));
-        let finding = (self.bursts > 0 && self.before.count > 0 && b > 2.0 * r && self.before.over_budget > 0).then(|| {
-            format!(
-                "oversize packets cluster before loss bursts: {:.1}% of datagrams in the second before a burst are over the budget, against {:.1}% otherwise",
-                b * 100.0,
-                r * 100.0
-            )
-        });
+        // The same rule as every finding: a minimum sample on both sides, and the 95%
+        // intervals apart.
+        let (low, _) = report::wilson(self.before.over_budget, self.before.count);
+        let (_, rest_high) = report::wilson(rest.over_budget, rest.count);
+        let finding = (self.bursts > 0
+            && self.before.count >= report::MIN_SAMPLE
+            && rest.count >= report::MIN_SAMPLE
+            && b > 2.0 * r
+            && low > rest_high)
+            .then(|| {
+                format!(
+                    "oversize packets cluster before loss bursts: {:.1}% of the {} datagrams in the second before a burst are over the budget, against {:.1}% of {} otherwise",
+                    b * 100.0,
+                    self.before.count,
+                    r * 100.0,
+                    rest.count
+                )
+            });
         BurstReport {
             bursts: self.bursts,
             before_count: self.before.count,

@@ -23,6 +23,33 @@ pub struct FileSummary {
     pub error: Option<CaptureError>,
     /// The file ended inside a record.
     pub truncated_tail: Option<CaptureError>,
+    /// Its first and last timestamps: captures given as one trace must not overlap.
+    #[serde(skip)]
+    pub first_ns: Option<i64>,
+    #[serde(skip)]
+    pub last_ns: Option<i64>,
+}
+
+/// The first pair of captures given as one trace that overlap: a later file starts
+/// before an earlier one ends, and a flow has datagrams in both (so reading one after
+/// the other would stitch it). As (earlier, later) indexes.
+pub fn overlapping(r: &Report) -> Option<(usize, usize)> {
+    let files = &r.capture.files;
+    let shared = |a: usize, b: usize| {
+        let both = (1u64 << a.min(63)) | (1u64 << b.min(63));
+        r.flows.iter().any(|f| f.file_mask & both == both)
+    };
+    for (i, f) in files.iter().enumerate() {
+        for (j, g) in files[..i].iter().enumerate() {
+            if let (Some(first), Some(last)) = (f.first_ns, g.last_ns)
+                && first < last
+                && shared(j, i)
+            {
+                return Some((j, i));
+            }
+        }
+    }
+    None
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -69,6 +96,9 @@ pub struct ProtocolInfo {
     /// their shape.
     #[serde(skip_serializing_if = "crate::dissect::program::Checksum::is_crc32")]
     pub checksum: crate::dissect::program::Checksum,
+    /// A checksum declared field by field, in words (`checksum` is "field").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checksum_rule: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -89,6 +119,14 @@ pub struct Validation {
     /// Packets whose type is declared from the other end than the one sending them
     /// (see `flows[].role`).
     pub wrong_direction: u64,
+    /// Checksums that need a value the conversation has not shown yet (a declared
+    /// `stand-in`): neither ok nor mismatched.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub crc_unverified: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Payload sizes: 16-byte buckets up to 4 KiB, 256-byte buckets above — percentiles
@@ -124,6 +162,10 @@ fn bucket_top(b: usize) -> u32 {
 }
 
 impl SizeHist {
+    pub fn heap_bytes(&self) -> usize {
+        self.buckets.capacity() * 4
+    }
+
     pub fn add(&mut self, size: u32) {
         if self.buckets.is_empty() {
             self.buckets = vec![0; BUCKETS];
@@ -164,8 +206,15 @@ pub struct Percentiles {
     pub max: u32,
 }
 
+/// Types listed per flow however few were seen: every type of a definition with up to
+/// this many, else up to the highest seen (a 16-bit type field has 65,536).
+pub const PADDED_TYPES: usize = 256;
+
 #[derive(Debug, Clone, Serialize)]
 pub struct FlowStats {
+    /// Packet types of the definition (the per-type counts' length once padded).
+    #[serde(skip)]
+    pub num_types: u32,
     pub src: SocketAddr,
     pub dst: SocketAddr,
     pub datagrams: u64,
@@ -208,12 +257,58 @@ pub struct FlowStats {
     /// Sequence analysis of the flow's other sequence spaces, by name.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sequence_spaces: Vec<(String, SeqStats)>,
+    /// Sequence analysis of the flow's message streams (definitions that declare them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub streams: Vec<crate::engine::streams::StreamEnd>,
     /// Ack analysis of this direction's sequences (definitions with ack roles).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub acks: Option<super::acks::AckStats>,
+    /// Datagrams whose header failed (of `malformed`), for the fit.
+    #[serde(skip)]
+    pub header_errors: u64,
+    /// Datagrams that left trailing bytes after the body (of `malformed`).
+    #[serde(skip)]
+    pub trailing: u64,
+    /// Sequences that jumped ahead by more than a quarter of the sequence space.
+    #[serde(skip)]
+    pub seq_jumps: u64,
+    /// The input files (bit i: file i, the 64th for all later ones) it has datagrams in.
+    #[serde(skip)]
+    pub file_mask: u64,
 }
 
 impl FlowStats {
+    /// Bytes held on the heap (the analysis' memory accounting).
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        (self.types.capacity() + self.reassembled_types.capacity()) * 8
+            + self.size_hist.heap_bytes()
+            + self.reassembly.len() * (size_of::<(u32, CountStats)>() + 16)
+            + self.sequence_spaces.capacity() * size_of::<(String, SeqStats)>()
+    }
+
+    /// One more datagram (or reassembled packet) of type `t` in `counts`, grown to it.
+    pub fn count_type(counts: &mut Vec<u64>, t: u32, num_types: u32) {
+        if t >= num_types {
+            return;
+        }
+        if counts.len() <= t as usize {
+            counts.resize(t as usize + 1, 0);
+        }
+        counts[t as usize] += 1;
+    }
+
+    /// Pads the per-type counts to every type the definition has (up to [`PADDED_TYPES`]:
+    /// beyond, to the highest type seen), as the report lists them.
+    pub fn pad_types(&mut self) {
+        let n = (self.num_types as usize).min(PADDED_TYPES);
+        for v in [&mut self.types, &mut self.reassembled_types] {
+            if v.len() < n {
+                v.resize(n, 0);
+            }
+        }
+    }
+
     pub fn new(src: SocketAddr, dst: SocketAddr, num_types: u32) -> Self {
         FlowStats {
             src,
@@ -232,8 +327,11 @@ impl FlowStats {
             too_short: 0,
             truncated: 0,
             malformed: 0,
-            types: vec![0; num_types.min(65536) as usize],
-            reassembled_types: vec![0; num_types.min(65536) as usize],
+            // Grown on use ([`FlowStats::count_type`]) and padded when the report is made:
+            // 16,384 flows of a 16-bit type field held 16 GB of zeros.
+            types: Vec::new(),
+            reassembled_types: Vec::new(),
+            num_types: num_types.min(65536),
             fragments: 0,
             ip_fragmented: 0,
             over_budget: 0,
@@ -248,6 +346,11 @@ impl FlowStats {
             wrong_direction: 0,
             acks: None,
             sequence_spaces: Vec::new(),
+            header_errors: 0,
+            trailing: 0,
+            seq_jumps: 0,
+            file_mask: 0,
+            streams: Vec::new(),
         }
     }
 
@@ -305,6 +408,11 @@ pub struct MtuReport {
     pub icmp: Vec<IcmpFinding>,
     /// Don't-fragment datagrams larger than the MTU ICMP announced for their flow.
     pub df_over_path_mtu: u64,
+    /// Sequence gaps (runs of lost sequences) on every flow.
+    pub gaps: u64,
+    /// Of those, gaps that follow an ICMP announcing that a datagram of the flow was over
+    /// the path MTU (the datagram a router dropped).
+    pub gaps_after_path_mtu: u64,
     pub bursts: BurstReport,
 }
 
@@ -367,6 +475,17 @@ pub struct ReassemblyReport {
     pub bytes_wasted: u64,
     pub peak_bytes: u64,
     pub finding: Option<String>,
+    /// Fragmented packets of flows whose sequence or fragment fields do not fit and whose
+    /// packets mostly never complete (an attacker's refused fragments, a wrong field):
+    /// left out of the loss figures above.
+    pub counted_apart: CountedApart,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CountedApart {
+    pub flows: u64,
+    pub packets: u64,
+    pub fragments_received: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -386,6 +505,8 @@ pub struct Malformed {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Report {
     pub schema: u32,
+    /// How well the description fits the traffic (docs/json.md, `fit`).
+    pub fit: super::fit::Fit,
     pub capture: CaptureSummary,
     pub protocol: ProtocolInfo,
     pub validation: Validation,
@@ -404,6 +525,82 @@ pub struct Report {
     /// Sequence spaces counted per sender (one counter for all of a sender's flows).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sender_spaces: Vec<crate::engine::SenderSpace>,
+    /// The first datagram the description failed on (shards keep the earliest).
+    #[serde(skip)]
+    pub first_failure: Option<super::fit::FirstFailure>,
+    /// Protocols that carry several messages per datagram: the messages by type.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub messages: Option<MessageReport>,
+}
+
+/// The messages of valid datagrams (a malformed datagram's messages count up to the
+/// fault: those read and the one that failed).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct MessageReport {
+    pub total: u64,
+    /// By type name (message types, `type N` for one the definition lacks).
+    pub by_type: std::collections::BTreeMap<String, u64>,
+    /// Datagrams by how many messages they carry.
+    pub per_datagram: std::collections::BTreeMap<u32, u64>,
+    /// Messages whose own header could not be read.
+    pub unreadable: u64,
+    /// Messages of streams past the cap on stream counters (no sequence analysis).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub streams_not_tracked: u64,
+    /// By type id while counting; `by_type` is made from it.
+    #[serde(skip)]
+    pub counts: Vec<u64>,
+}
+
+impl MessageReport {
+    /// Counts one datagram's messages.
+    pub fn add(&mut self, messages: &[crate::dissect::MessageInfo]) {
+        self.total += messages.len() as u64;
+        *self.per_datagram.entry(messages.len() as u32).or_default() += 1;
+        for m in messages {
+            match m.type_id {
+                Some(t) => {
+                    let t = t as usize;
+                    if t >= self.counts.len() {
+                        // Types are at most 2^16 (a type field of 16 bits).
+                        self.counts.resize((t + 1).min(1 << 16), 0);
+                    }
+                    if let Some(n) = self.counts.get_mut(t) {
+                        *n += 1;
+                    }
+                }
+                None => self.unreadable += 1,
+            }
+        }
+    }
+
+    fn merge(&mut self, o: MessageReport) {
+        self.total += o.total;
+        self.unreadable += o.unreadable;
+        self.streams_not_tracked += o.streams_not_tracked;
+        add_map(&mut self.per_datagram, o.per_datagram);
+        if self.counts.len() < o.counts.len() {
+            self.counts.resize(o.counts.len(), 0);
+        }
+        for (a, b) in self.counts.iter_mut().zip(o.counts) {
+            *a += b;
+        }
+    }
+
+    fn finalize(&mut self, p: &crate::dissect::Program) {
+        self.by_type = self
+            .counts
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(t, n)| {
+                let name = p
+                    .packet(t as u32)
+                    .map_or_else(|| format!("type {t}"), |d| d.name.clone());
+                (name, *n)
+            })
+            .collect();
+    }
 }
 
 /// Valid game datagrams and sequences lost, per second of capture time.
@@ -415,8 +612,8 @@ pub struct Timeline {
 
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct Second {
-    pub datagrams: u32,
-    pub lost: u32,
+    pub datagrams: u64,
+    pub lost: u64,
 }
 
 /// Seconds kept (a day); later traffic is not charted.
@@ -458,7 +655,14 @@ impl Report {
         let (c, d) = (&mut self.capture, o.capture);
         for (i, f) in d.files.into_iter().enumerate() {
             match c.files.get_mut(i) {
-                Some(mine) => mine.frames += f.frames,
+                Some(mine) => {
+                    mine.frames += f.frames;
+                    mine.first_ns = match (mine.first_ns, f.first_ns) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                    mine.last_ns = mine.last_ns.max(f.last_ns);
+                }
                 None => c.files.push(f),
             }
         }
@@ -487,10 +691,19 @@ impl Report {
         v.crc_ok += w.crc_ok;
         v.crc_mismatch += w.crc_mismatch;
         v.too_short += w.too_short;
+        v.crc_unverified += w.crc_unverified;
         v.truncated += w.truncated;
         add_map(&mut v.header_errors, w.header_errors);
         v.packets += w.packets;
         v.fragments += w.fragments;
+        self.first_failure = match (self.first_failure.take(), o.first_failure) {
+            (Some(a), Some(b)) => Some(if (b.file, b.frame) < (a.file, a.frame) {
+                b
+            } else {
+                a
+            }),
+            (a, b) => a.or(b),
+        };
         let m = &mut self.malformed;
         m.total += o.malformed.total;
         add_map(&mut m.by_cause, o.malformed.by_cause);
@@ -515,15 +728,21 @@ impl Report {
         m.icmp_total += n.icmp_total;
         merge_listed(&mut m.icmp, n.icmp, |x| x.frame, 1000);
         m.df_over_path_mtu += n.df_over_path_mtu;
+        m.gaps += n.gaps;
+        m.gaps_after_path_mtu += n.gaps_after_path_mtu;
         let t = &mut self.timeline;
         if t.seconds.len() < o.timeline.seconds.len() {
             t.seconds.resize(o.timeline.seconds.len(), Second::default());
         }
         for (a, b) in t.seconds.iter_mut().zip(o.timeline.seconds) {
             a.datagrams += b.datagrams;
-            a.lost += b.lost;
+            a.lost = a.lost.saturating_add(b.lost);
         }
         t.start_ns = t.start_ns.or(o.timeline.start_ns);
+        match (&mut self.messages, o.messages) {
+            (Some(a), Some(b)) => a.merge(b),
+            (a, b) => *a = a.take().or(b),
+        }
     }
 }
 
@@ -590,6 +809,9 @@ impl Report {
             self.type_names = (0..p.params.format.num_types)
                 .map(|t| p.type_name(t).map(str::to_string))
                 .collect();
+            if let Some(m) = &mut self.messages {
+                m.finalize(p);
+            }
         }
         self.directions();
         // Single-datagram loss from sequence gaps: on the fragmenting flows when they also
@@ -624,7 +846,38 @@ impl Report {
         } else {
             (other.0, other.1, "flows that never fragment")
         };
+        // Flows whose sequence or fragment fields do not fit are counted apart: their
+        // "lost" packets are refused fragments or misread fields, not loss.
+        let seq_bits = cfg.sequence_bits();
         let r = &mut self.reassembly;
+        for f in &self.flows {
+            // Only where the packets mostly never complete: a filtered capture's flows
+            // skip sequences, but their fragments still join.
+            let (seen, completed) = f
+                .reassembly
+                .values()
+                .fold((0, 0), |(s, c), x| (s + x.seen, c + x.completed));
+            if seen == 0
+                || completed * 2 >= seen
+                || super::fit::flow_fit(f, seq_bits)
+                    .is_none_or(|x| x.verdict != super::fit::Verdict::DoesNotFit)
+            {
+                continue;
+            }
+            let apart = &mut r.counted_apart;
+            apart.flows += 1;
+            for (n, cs) in &f.reassembly {
+                apart.packets += cs.seen;
+                apart.fragments_received += *n as u64 * cs.completed + cs.fragments_of_lost;
+                if let Some(all) = r.by_count.get_mut(n) {
+                    all.seen = all.seen.saturating_sub(cs.seen);
+                    all.completed = all.completed.saturating_sub(cs.completed);
+                    all.fragments_of_lost = all.fragments_of_lost.saturating_sub(cs.fragments_of_lost);
+                    all.bytes_wasted = all.bytes_wasted.saturating_sub(cs.bytes_wasted);
+                }
+            }
+        }
+        r.by_count.retain(|_, s| s.seen > 0);
         for (&n, s) in &r.by_count {
             r.packets_seen += s.seen;
             r.fragments_expected += n as u64 * s.seen;
@@ -671,41 +924,64 @@ impl Report {
             })
             .collect();
         r.finding = amplification_finding(r);
+        self.judge_fit(cfg.sequence_bits());
+    }
+
+    /// Judges the fit and holds back the findings built on loss when it is not good.
+    fn judge_fit(&mut self, seq_bits: u32) {
+        self.fit = super::fit::Fit::of(self, seq_bits);
+        if self.fit.is_good() {
+            return;
+        }
+        if let Some(f) = self.reassembly.finding.take() {
+            self.fit.suppressed.push(f);
+        }
+        if let Some(f) = self.mtu.bursts.finding.take() {
+            self.fit.suppressed.push(f);
+        }
     }
 }
 
-/// The plain-language finding, when fragmented packets are lost more than single ones.
+/// A finding rests on at least this many packets on each side of the comparison.
+pub const MIN_SAMPLE: u64 = 20;
+
+/// The plain-language finding, when fragmented packets are lost more than single ones:
+/// from the smallest fragment count whose packets (that count and more) are lost at
+/// least twice as often as the baseline, on at least `MIN_SAMPLE` packets of each, with
+/// the group's 95% Wilson interval above the baseline's.
 fn amplification_finding(r: &ReassemblyReport) -> Option<String> {
     let lost: u64 = r.rows.iter().map(|x| x.lost).sum();
     if r.packets_seen == 0 || lost == 0 {
         return None;
     }
-    // Group from the smallest count whose loss is at least twice the fragment loss.
-    let base = if r.single_loss > 0.0 {
-        r.single_loss
+    let (base, base_n, base_k, against) = if r.single_loss > 0.0 {
+        (r.single_loss, r.single_total, r.single_lost, "single datagrams")
     } else {
-        r.fragment_loss
+        let missing = r.fragments_expected.saturating_sub(r.fragments_received);
+        (r.fragment_loss, r.fragments_expected, missing, "single fragments")
     };
-    let from = r
-        .rows
-        .iter()
-        .find(|x| x.seen > 0 && base > 0.0 && x.observed_loss >= 2.0 * base)?
-        .fragments;
-    let (seen, lost) = r
-        .rows
-        .iter()
-        .filter(|x| x.fragments >= from)
-        .fold((0, 0), |(s, l), x| (s + x.seen, l + x.lost));
+    if base <= 0.0 || base_n < MIN_SAMPLE {
+        return None;
+    }
+    let (_, base_high) = wilson(base_k, base_n);
+    let (from, seen, lost) = r.rows.iter().find_map(|x| {
+        let (seen, lost) = r
+            .rows
+            .iter()
+            .filter(|y| y.fragments >= x.fragments)
+            .fold((0, 0), |(s, l), y| (s + y.seen, l + y.lost));
+        let observed = lost as f64 / seen.max(1) as f64;
+        let (low, _) = wilson(lost, seen);
+        (seen >= MIN_SAMPLE && observed >= 2.0 * base && low > base_high).then_some((x.fragments, seen, lost))
+    })?;
     let observed = lost as f64 / seen as f64;
-    let against = if r.single_loss > 0.0 {
-        "single datagrams"
-    } else {
-        "single fragments"
-    };
+    let (low, high) = wilson(lost, seen);
     Some(format!(
-        "packets of {from}+ fragments were lost {:.1}× as often as {against} ({:.1}% vs {:.1}%); keep them under the MTU budget or send them reliably",
+        "packets of {from}+ fragments were lost {:.1}× as often as {against} ({:.1}%, {lost} of {seen} packets, 95% CI {:.1}–{:.1}%, vs {:.1}% of {base_n}); keep them under the MTU budget or send them reliably",
         observed / base,
         observed * 100.0,
+        low * 100.0,
+        high * 100.0,
         base * 100.0
     ))
 }

@@ -70,8 +70,9 @@ pub struct ExportError {
     pub reason: String,
 }
 
-/// A table's Parquet file in its partition, written to a temporary name and renamed
-/// when complete (a failed or interrupted job leaves no half file under the real name).
+/// A table's Parquet file in its partition, written to a temporary name; the export
+/// renames every table's file once all are complete ([`Export::close`]), so a failed job
+/// leaves nothing that looks finished, and a dropped table removes its temporary file.
 /// Encoding and compression run on a thread of the table's own, so that they overlap
 /// the dissection feeding it; at most two batches wait for it (memory stays bounded).
 struct Table {
@@ -79,8 +80,23 @@ struct Table {
     /// Set by `close`: without it the writer leaves only its temporary file.
     complete: Arc<std::sync::atomic::AtomicBool>,
     writer: Option<std::thread::JoinHandle<Result<(), ExportError>>>,
+    /// Where the file is written, and its final name.
+    tmp: PathBuf,
     path: PathBuf,
     schema: SchemaRef,
+}
+
+/// A complete table file under its temporary name, renamed when every table is.
+struct Staged {
+    tmp: PathBuf,
+    path: PathBuf,
+}
+
+impl Drop for Table {
+    /// An unfinished table (an error elsewhere): its writer stops and removes its file.
+    fn drop(&mut self) {
+        let _ = self.wait();
+    }
 }
 
 impl Table {
@@ -125,27 +141,42 @@ impl Table {
                     path: final_path.display().to_string(),
                     reason: e.to_string(),
                 };
-                for batch in rx {
-                    writer.write(&batch).map_err(|e| fail(&e))?;
-                    if writer.in_progress_size() > GROUP_BYTES {
-                        writer.flush().map_err(|e| fail(&e))?;
+                let closed = (|| {
+                    for batch in rx {
+                        writer.write(&batch).map_err(|e| fail(&e))?;
+                        if writer.in_progress_size() > GROUP_BYTES {
+                            writer.flush().map_err(|e| fail(&e))?;
+                        }
                     }
+                    writer.close().map(drop).map_err(|e| fail(&e))
+                })();
+                if closed.is_err() || !done.load(std::sync::atomic::Ordering::Acquire) {
+                    // Failed or abandoned (an error elsewhere): no file left behind.
+                    let _ = std::fs::remove_file(&tmp);
                 }
-                writer.close().map_err(|e| fail(&e))?;
-                if !done.load(std::sync::atomic::Ordering::Acquire) {
-                    // Abandoned (an error elsewhere): no file under the real name.
-                    return Ok(());
-                }
-                std::fs::rename(&tmp, &final_path).map_err(|e| fail(&e))
+                closed
             })
             .map_err(|e| fail(&e))?;
         Ok(Table {
             batches: Some(tx),
             complete,
             writer: Some(thread),
+            tmp: part.join(".part-0.parquet.tmp"),
             path,
             schema,
         })
+    }
+
+    /// A table that writes nothing (what `close` leaves in place of the one it took).
+    fn placeholder() -> Table {
+        Table {
+            batches: None,
+            complete: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            writer: None,
+            tmp: PathBuf::new(),
+            path: PathBuf::new(),
+            schema: Arc::new(Schema::empty()),
+        }
     }
 
     fn write(&mut self, columns: Vec<ArrayRef>) -> Result<(), ExportError> {
@@ -161,10 +192,15 @@ impl Table {
         Ok(())
     }
 
-    /// Ends the file: the writer drains what is queued, closes and renames it.
-    fn close(mut self) -> Result<(), ExportError> {
+    /// Ends the file: the writer drains what is queued and closes it, still under its
+    /// temporary name.
+    fn close(mut self) -> Result<Staged, ExportError> {
         self.complete.store(true, std::sync::atomic::Ordering::Release);
-        self.wait()
+        self.wait()?;
+        Ok(Staged {
+            tmp: self.tmp.clone(),
+            path: self.path.clone(),
+        })
     }
 
     fn wait(&mut self) -> Result<(), ExportError> {
@@ -181,6 +217,82 @@ impl Table {
             reason: e.to_string(),
         }
     }
+}
+
+/// Longest directory name written (file systems take 255 bytes).
+const MAX_NAME: usize = 255;
+
+/// Refuses, before anything is written, partitions and names the dataset could not
+/// hold or the engines would misread: a key given twice (`day=1/day=2`) or named like a
+/// column, a value `.`, `..` or the Hive engines' null (`__HIVE_DEFAULT_PARTITION__`),
+/// and directory names past [`MAX_NAME`] bytes once encoded (a long value, capture or
+/// packet type name).
+fn check_names(
+    dir: &Path,
+    keys: &[(String, String)],
+    capture: &str,
+    program: Option<&Program>,
+) -> Result<(), ExportError> {
+    let refuse = |reason: String| ExportError {
+        path: dir.display().to_string(),
+        reason,
+    };
+    let mut columns: std::collections::HashSet<String> = ["frame", "reassembled", "capture"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    columns.extend(
+        Packets::schema(true)
+            .fields()
+            .iter()
+            .map(|f| f.name().to_lowercase()),
+    );
+    for (_, schema, _) in report::tables(&crate::analysis::Report::default()) {
+        columns.extend(schema.fields().iter().map(|f| f.name().to_lowercase()));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (k, v) in keys {
+        if !seen.insert(k.to_lowercase()) {
+            return Err(refuse(format!(
+                "--partition {k}={v}: the key `{k}` is given twice"
+            )));
+        }
+        if columns.contains(&k.to_lowercase()) {
+            return Err(refuse(format!(
+                "--partition {k}={v}: `{k}` is a column of the dataset's tables; choose another key"
+            )));
+        }
+        if matches!(v.as_str(), "." | "..") || v.eq_ignore_ascii_case("__HIVE_DEFAULT_PARTITION__") {
+            return Err(refuse(format!(
+                "--partition {k}={v}: `{v}` is not a value the engines read back as written"
+            )));
+        }
+        let name = format!("{}={}", partition_value(k), partition_value(v));
+        if name.len() > MAX_NAME {
+            return Err(refuse(format!(
+                "--partition {k}=…: the value is {} bytes as a directory name, over {MAX_NAME}",
+                name.len()
+            )));
+        }
+    }
+    let name = format!("capture={}", partition_value(capture));
+    if name.len() > MAX_NAME {
+        return Err(refuse(format!(
+            "the capture's name is {} bytes as a directory name, over {MAX_NAME}: rename it",
+            name.len()
+        )));
+    }
+    for d in program.iter().flat_map(|p| &p.packets) {
+        let name = format!("type_{}", partition_value(&d.name));
+        if name.len() > MAX_NAME {
+            return Err(refuse(format!(
+                "packet type {} is named in {} bytes as a table directory, over {MAX_NAME}: shorten its name",
+                d.type_id,
+                name.len()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// A Hive partition value: the capture's file name, with what a path or the engines
@@ -432,6 +544,7 @@ impl Export {
         cfg: crate::engine::Config,
     ) -> Result<Export, ExportError> {
         let program = cfg.program.clone();
+        check_names(dir, keys, capture, program.as_deref())?;
         let acks = program.as_ref().is_some_and(|p| {
             p.has_role(crate::dissect::Role::Ack) || p.has_role(crate::dissect::Role::AckBits)
         });
@@ -439,7 +552,10 @@ impl Export {
         let mut types = Vec::new();
         if let Some(p) = &program {
             for def in &p.packets {
-                let columns = TypeColumns::new(p, def.body);
+                let mut columns = TypeColumns::new(p, def.body);
+                let mut reserved = vec!["frame", "reassembled", "capture"];
+                reserved.extend(keys.iter().map(|(k, _)| k.as_str()));
+                columns.rename(&reserved);
                 let mut fields = vec![
                     Field::new("frame", DataType::UInt64, false),
                     Field::new("reassembled", DataType::Boolean, false),
@@ -522,20 +638,70 @@ impl Export {
             return Err(e);
         }
         let report = self.stats.report();
-        self.packets_table.close()?;
-        for tt in self.types.into_iter().flatten() {
-            tt.table.close()?;
+        let mut staged = Vec::new();
+        let outcome = (|| {
+            let packets = std::mem::replace(&mut self.packets_table, Table::placeholder());
+            staged.push(packets.close()?);
+            for tt in std::mem::take(&mut self.types).into_iter().flatten() {
+                staged.push(tt.table.close()?);
+            }
+            for (name, schema, columns) in report::tables(&report) {
+                let mut t = Table::create(&self.dir, name, &self.keys, &self.capture, schema)?;
+                t.write(columns)?;
+                staged.push(t.close()?);
+            }
+            Ok(())
+        })();
+        if let Err(e) = outcome {
+            for s in &staged {
+                let _ = std::fs::remove_file(&s.tmp);
+            }
+            return Err(e);
         }
-        for (name, schema, columns) in report::tables(&report) {
-            let mut t = Table::create(&self.dir, name, &self.keys, &self.capture, schema)?;
-            t.write(columns)?;
-            t.close()?;
-        }
+        replace_partitions(&self.dir, &self.keys, &self.capture, &staged)?;
         Ok(Exported {
             report,
-            rows: self.rows,
+            rows: std::mem::take(&mut self.rows),
         })
     }
+}
+
+/// Commits an export: this capture's partition of every table not written now (a packet
+/// type since renamed or removed) is removed, then every file is renamed to its final
+/// name, so "a capture exported again replaces its partition" holds for every table.
+fn replace_partitions(
+    dir: &Path,
+    keys: &[(String, String)],
+    capture: &str,
+    staged: &[Staged],
+) -> Result<(), ExportError> {
+    let written: std::collections::HashSet<&Path> = staged.iter().filter_map(|s| s.path.parent()).collect();
+    let mut partition = PathBuf::new();
+    for (k, v) in keys {
+        partition.push(format!("{}={}", partition_value(k), partition_value(v)));
+    }
+    partition.push(format!("capture={}", partition_value(capture)));
+    for table in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let part = table.path().join(&partition);
+        if written.contains(part.as_path()) {
+            continue;
+        }
+        if std::fs::remove_file(part.join("part-0.parquet")).is_ok() {
+            let _ = std::fs::remove_dir(&part);
+        }
+    }
+    for (i, s) in staged.iter().enumerate() {
+        if let Err(e) = std::fs::rename(&s.tmp, &s.path) {
+            for later in &staged[i..] {
+                let _ = std::fs::remove_file(&later.tmp);
+            }
+            return Err(ExportError {
+                path: s.path.display().to_string(),
+                reason: e.to_string(),
+            });
+        }
+    }
+    Ok(())
 }
 
 impl Sink for Export {

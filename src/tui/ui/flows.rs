@@ -154,7 +154,8 @@ fn draw_series(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
         .direction(Direction::Horizontal)
         .constraints(vec![Constraint::Ratio(1, parts); parts as usize])
         .split(area);
-    let lost: u64 = s.gaps.values.iter().sum();
+    // The flow's own count, the number analyze prints: gaps later filled are not lost.
+    let lost = fl.seq.lost;
     draw_time_chart(
         f,
         app,

@@ -14,7 +14,8 @@ pub(super) fn draw_loss(f: &mut Frame, app: &mut App, ix: &Index, area: Rect) {
         .direction(Direction::Vertical)
         .constraints([
             Constraint::Percentage(50),
-            Constraint::Length(2),
+            // The finding with its counts and interval: three lines at 80 columns.
+            Constraint::Length(3),
             Constraint::Min(5),
         ])
         .split(area);
@@ -27,7 +28,7 @@ pub(super) fn draw_loss(f: &mut Frame, app: &mut App, ix: &Index, area: Rect) {
     });
     f.render_widget(Paragraph::new(finding).wrap(Wrap { trim: true }), split[1]);
     let worst: Vec<String> = {
-        let mut v: Vec<(usize, u32)> = r
+        let mut v: Vec<(usize, u64)> = r
             .timeline
             .seconds
             .iter()

@@ -38,12 +38,21 @@ pub(super) fn draw_status(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
                         };
                         format!("frame {} · {}{fault}{marked}", r.frame, status_text(&r).0)
                     })
-                    .unwrap_or_default(),
+                    .unwrap_or_default()
+                    + &fit_note(ix),
                 Style::default(),
             ),
         },
     };
     f.render_widget(Paragraph::new(text).style(st), area);
+}
+
+/// The description's fit when it is not good (as `analyze` judges it), after the packet.
+fn fit_note(ix: &Index) -> String {
+    match &ix.report {
+        Some(r) if !r.fit.is_good() => format!(" · fit {}", crate::present::fit::summary(&r.fit)),
+        _ => String::new(),
+    }
 }
 
 pub(super) fn draw_keys(f: &mut Frame, app: &App, area: Rect) {

@@ -1,0 +1,310 @@
+//! The interpreter's byte-level primitives: most-significant-bit-first values, whole-byte
+//! integers in either order, LEB128 varints and text. None of them is in the validation
+//! plan's runs: the plan falls back here, which is only slower.
+
+use super::*;
+use crate::bits::msb::{VarintError, read_byte_int, read_msb, read_varint, unzigzag};
+
+impl Exec<'_> {
+    /// A past-end fault at `h`, `needed` bits from where the field starts.
+    fn short(&self, out: &mut Dissection, r: &BitReader, h: &Here, needed: u64) -> Stop {
+        let e = BitError::new(
+            ErrorKind::PastEnd {
+                needed,
+                available: r.bits_remaining(),
+            },
+            h.at,
+        );
+        self.read_fault(out, e, h.parent, h.label)
+    }
+
+    /// The field read from where `r` stands, `bits` long.
+    #[allow(clippy::too_many_arguments)]
+    fn word_field(
+        &mut self,
+        r: &mut BitReader,
+        out: &mut Dissection,
+        h: &Here,
+        bits: u64,
+        raw: u64,
+        slot: i64,
+        value: Value,
+    ) -> Step {
+        let at = r.bits_read();
+        r.skip_bits(bits)
+            .map_err(|e| self.read_fault(out, e, h.parent, h.label))?;
+        self.set_slot(h.id, slot);
+        self.push(
+            out, h.id, h.label, h.kind, h.parent, h.depth, at, bits, raw, value,
+        )?;
+        Ok(())
+    }
+
+    /// Whole-byte primitives start on a byte, as `bytes` does.
+    fn aligned(&mut self, r: &mut BitReader, out: &mut Dissection, h: &Here) -> Result<Here, Stop> {
+        self.align(r, out, h.id, h.parent, h.depth)?;
+        Ok(Here {
+            at: r.bits_read(),
+            ..*h
+        })
+    }
+
+    /// A value read most significant bit first.
+    pub(super) fn msb(&mut self, r: &mut BitReader, out: &mut Dissection, h: &Here, m: Msb) -> Step {
+        let w = m.width();
+        let Some(raw) = read_msb(r.data(), h.at, w) else {
+            return Err(self.short(out, r, h, w as u64));
+        };
+        let (slot, value) = match m {
+            Msb::Bits(_) | Msb::Uint64 => (raw as i64, Value::UInt(raw)),
+            Msb::Bool => (raw as i64, Value::Bool(raw != 0)),
+            Msb::Float => (raw as i64, Value::Float(f32::from_bits(raw as u32))),
+            Msb::Double => (raw as i64, Value::Double(f64::from_bits(raw))),
+            Msb::Int { min, max } => {
+                let v = min.wrapping_add(raw as i64);
+                if v > max {
+                    let e = BitError::new(ErrorKind::OutOfRange { value: v, min, max }, h.at);
+                    return Err(self.read_fault(out, e, h.parent, h.label));
+                }
+                (v, Value::Int(v))
+            }
+        };
+        self.word_field(r, out, h, w as u64, raw, slot, value)
+    }
+
+    /// `be-uint`, `be-int`, `le-int`: whole bytes in a stated order.
+    pub(super) fn byte_int(
+        &mut self,
+        r: &mut BitReader,
+        out: &mut Dissection,
+        h: &Here,
+        c: Count,
+        big: bool,
+        signed: bool,
+    ) -> Step {
+        let n = self.count(out, c, h)?;
+        let h = &self.aligned(r, out, h)?;
+        if !(1..=8).contains(&n) {
+            let field = self.path(out, h.parent, h.label);
+            return self.fault(
+                out,
+                FaultKind::OutOfRange,
+                field,
+                h.at,
+                format!("{} of {n} bytes: 1 to 8 are allowed", h.kind),
+            );
+        }
+        let Some(v) = read_byte_int(r.data(), h.at, n as u32, big, signed) else {
+            return Err(self.short(out, r, h, n * 8));
+        };
+        let value = if signed {
+            Value::Int(v)
+        } else {
+            Value::UInt(v as u64)
+        };
+        let raw = v as u64 & (u64::MAX >> (64 - 8 * n));
+        self.word_field(r, out, h, n * 8, raw, v, value)
+    }
+
+    /// An unsigned LEB128, or a zigzag-encoded signed one.
+    pub(super) fn varint(&mut self, r: &mut BitReader, out: &mut Dissection, h: &Here, zigzag: bool) -> Step {
+        let h = &self.aligned(r, out, h)?;
+        let (raw, len) = match read_varint(r.data(), h.at) {
+            Ok(x) => x,
+            Err(VarintError::PastEnd) => {
+                let avail = r.bits_remaining().div_ceil(8) + 1;
+                return Err(self.short(out, r, h, avail * 8));
+            }
+            Err(VarintError::TooLong) => {
+                let field = self.path(out, h.parent, h.label);
+                return self.fault(
+                    out,
+                    FaultKind::OutOfRange,
+                    field,
+                    h.at,
+                    "varint longer than 10 bytes or over 64 bits".into(),
+                );
+            }
+        };
+        let (slot, value) = if zigzag {
+            let v = unzigzag(raw);
+            (v, Value::Int(v))
+        } else {
+            (raw as i64, Value::UInt(raw))
+        };
+        self.word_field(r, out, h, len as u64 * 8, raw, slot, value)
+    }
+
+    /// `text NAME LEN`: align, then LEN bytes shown as text.
+    pub(super) fn text(&mut self, r: &mut BitReader, out: &mut Dissection, h: &Here, len: Count) -> Step {
+        self.bytes(r, out, h, len)
+    }
+
+    /// `cstring NAME MAX`: align, then bytes up to and including a NUL, MAX at most.
+    pub(super) fn cstring(&mut self, r: &mut BitReader, out: &mut Dissection, h: &Here, max: u32) -> Step {
+        self.align(r, out, h.id, h.parent, h.depth)?;
+        let at = r.bits_read();
+        let rest = r.data().get((at / 8) as usize..).unwrap_or(&[]);
+        let window = &rest[..rest.len().min(max as usize)];
+        let Some(nul) = window.iter().position(|&b| b == 0) else {
+            let field = self.path(out, h.parent, h.label);
+            let why = if rest.len() < max as usize {
+                format!("no NUL before the end of the datagram ({} bytes)", rest.len())
+            } else {
+                format!("no NUL in the first {max} bytes")
+            };
+            let kind = if rest.len() < max as usize {
+                FaultKind::PastEnd
+            } else {
+                FaultKind::OutOfRange
+            };
+            return self.fault(out, kind, field, at, why);
+        };
+        let _ = r
+            .read_bytes(nul + 1)
+            .map_err(|e| self.read_fault(out, e, h.parent, h.label))?;
+        let value = Value::Bytes {
+            offset: (at / 8) as usize,
+            len: nul,
+        };
+        self.push(
+            out,
+            h.id,
+            h.label,
+            h.kind,
+            h.parent,
+            h.depth,
+            at,
+            (nul as u64 + 1) * 8,
+            0,
+            value,
+        )?;
+        Ok(())
+    }
+}
+
+impl Exec<'_> {
+    /// The datagram's messages, one after another to its end: each its header, then the
+    /// body of the type the header names.
+    pub(super) fn messages(&mut self, r: &mut BitReader, out: &mut Dissection, node: NodeId) -> Step {
+        let p = self.program;
+        let Some(header) = p.message_header() else {
+            return Ok(());
+        };
+        let at = r.bits_read();
+        let group = self.push(
+            out,
+            node,
+            Label::Node(node),
+            "messages",
+            ROOT,
+            0,
+            at,
+            0,
+            0,
+            Value::None,
+        )?;
+        let mut i = 0u32;
+        let res = loop {
+            if r.bits_remaining() < 8 {
+                break Ok(());
+            }
+            if i as u64 >= p.limits.max_elements {
+                let reason = format!("more than {} messages in one datagram", p.limits.max_elements);
+                break self.limit(out, group, Label::Index(i), r.bits_read(), reason);
+            }
+            let res = self.message(r, out, node, header, group, i);
+            i += 1;
+            if res.is_err() {
+                break res;
+            }
+        };
+        self.close(out, group, r, Value::UInt(i as u64));
+        res
+    }
+
+    fn message(
+        &mut self,
+        r: &mut BitReader,
+        out: &mut Dissection,
+        node: NodeId,
+        header: Block,
+        group: u32,
+        i: u32,
+    ) -> Step {
+        let start = r.bits_read();
+        let element = self.push(
+            out,
+            node,
+            Label::Index(i),
+            "message",
+            group,
+            1,
+            start,
+            0,
+            0,
+            Value::None,
+        )?;
+        // The type role is each message's own.
+        let type_slot = Role::Type.slot().unwrap_or(0);
+        self.seen &= !(1u32 << type_slot);
+        out.messages.push(MessageInfo {
+            type_id: None,
+            bit_offset: start,
+            bit_len: 0,
+            stream: None,
+        });
+        let res = self.block(r, out, header, element, 2).and_then(|_| {
+            let ty = self.role(Role::Type).unwrap_or(0) as u32;
+            if let Some(m) = out.messages.last_mut() {
+                m.type_id = Some(ty);
+            }
+            self.message_body(r, out, ty, element)
+        });
+        if let Some(m) = out.messages.last_mut() {
+            m.bit_len = r.bits_read() - start;
+        }
+        self.close(out, element, r, Value::None);
+        res
+    }
+
+    fn message_body(&mut self, r: &mut BitReader, out: &mut Dissection, ty: u32, element: u32) -> Step {
+        let p = self.program;
+        match p.packet(ty) {
+            Some(def) => self.block(r, out, def.body, element, 2),
+            None => {
+                let at = r.bits_read();
+                let field = self.path(out, element, Label::Part("type"));
+                self.fault(
+                    out,
+                    FaultKind::UnknownType,
+                    field,
+                    at,
+                    format!("no message is defined for type {ty}"),
+                )
+            }
+        }
+    }
+}
+
+impl Exec<'_> {
+    /// A message's sequence field was read: its stream, key values and sequence.
+    pub(super) fn stream_seq(&mut self, out: &mut Dissection, id: NodeId, si: u8) {
+        let p = self.program;
+        let (Some(def), Some(slot)) = (p.params.streams.get(si as usize), p.nodes[id as usize].slot) else {
+            return;
+        };
+        let mut key = [0i64; 2];
+        for (k, (_, s)) in key.iter_mut().zip(&def.key) {
+            *k = self.slot(*s);
+        }
+        let sequence = self.slot(slot) as u64;
+        if let Some(m) = out.messages.last_mut() {
+            m.stream = Some(StreamSeq {
+                stream: si,
+                key,
+                sequence,
+            });
+        }
+    }
+}

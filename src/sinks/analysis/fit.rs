@@ -1,0 +1,291 @@
+//! How well the description (definition or reference layout) fits the traffic: the
+//! share of datagrams that fail the header, the body or leave trailing bytes, and the
+//! signs of a wrong sequence or fragment field. A report whose fit is not good says so
+//! and holds back the findings built on the doubtful figures.
+//!
+//! Computed from the finished counters only, so shards and pipelined runs, whose
+//! counters add up (`Report::merge`), give the same fit as one core.
+
+use super::report::{FlowId, FlowStats, Report};
+use serde::Serialize;
+
+/// Good, doubtful or does not fit, ordered from best to worst.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    #[default]
+    Good,
+    Doubtful,
+    DoesNotFit,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Good => "good",
+            Verdict::Doubtful => "doubtful",
+            Verdict::DoesNotFit => "does not fit",
+        }
+    }
+}
+
+/// The first datagram the description failed on, and where.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct FirstFailure {
+    /// Input file (0-based) and frame number in it (1-based).
+    pub file: u32,
+    pub frame: u64,
+    /// The fault's code (`out_of_range`, `past_end`, `trailing_bytes`, …).
+    pub cause: String,
+    /// The field being read and its bit offset in the datagram, when the frame was read
+    /// again to find them (`analyze` does).
+    pub field: Option<String>,
+    pub bit: Option<u64>,
+}
+
+/// One flow whose fit is not good.
+#[derive(Debug, Clone, Serialize)]
+pub struct FlowFit {
+    pub flow: FlowId,
+    pub datagrams: u64,
+    pub verdict: Verdict,
+    pub rests_on: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Fit {
+    pub verdict: Verdict,
+    /// Why, one sentence per sign (empty when the fit is good).
+    pub rests_on: Vec<String>,
+    /// Datagrams judged: those that passed the checksum (or, without one, were on the
+    /// ports), the denominator of the shares below.
+    pub datagrams: u64,
+    pub header_errors: u64,
+    pub body_errors: u64,
+    pub trailing_bytes: u64,
+    /// Flows whose fit is not good.
+    pub flows: Vec<FlowFit>,
+    pub first_failure: Option<FirstFailure>,
+    /// Findings held back because they rest on a doubtful figure.
+    pub suppressed: Vec<String>,
+    /// Zero configuration whose reference layout does not fit: said instead of numbers.
+    pub note: Option<String>,
+}
+
+/// Thresholds (README, *Fit*): a share at or over the first is doubtful, over the
+/// second does not fit; a sign needs `MIN` datagrams showing it.
+const HEADER: (f64, f64) = (0.01, 0.10);
+const BODY: (f64, f64) = (0.10, 0.50);
+const TRAILING: (f64, f64) = (0.02, 0.25);
+const MIN: u64 = 2;
+
+fn share_verdict(n: u64, of: u64, (doubt, bad): (f64, f64)) -> Verdict {
+    if n < MIN || of == 0 {
+        return Verdict::Good;
+    }
+    let s = n as f64 / of as f64;
+    if s >= bad {
+        Verdict::DoesNotFit
+    } else if s >= doubt {
+        Verdict::Doubtful
+    } else {
+        Verdict::Good
+    }
+}
+
+fn pct(n: u64, of: u64) -> f64 {
+    if of == 0 {
+        0.0
+    } else {
+        n as f64 * 100.0 / of as f64
+    }
+}
+
+/// The fit of one flow's sequence and fragment fields.
+pub(crate) fn flow_fit(f: &FlowStats, seq_bits: u32) -> Option<FlowFit> {
+    let mut verdict = Verdict::Good;
+    let mut why = Vec::new();
+    let mut sign = |v: Verdict, text: String| {
+        verdict = verdict.max(v);
+        why.push(text);
+    };
+    let s = &f.seq;
+    if s.lost > f.datagrams || (s.lost >= 10 && s.lost > s.received) {
+        let v = if s.lost >= 10 && s.lost > s.received {
+            Verdict::DoesNotFit
+        } else {
+            Verdict::Doubtful
+        };
+        sign(
+            v,
+            format!("{} lost, more than the {} sequences seen", s.lost, s.received),
+        );
+    }
+    if f.seq_jumps > 0 {
+        let v = if f.seq_jumps >= MIN && f.seq_jumps * 20 >= s.received {
+            Verdict::DoesNotFit
+        } else {
+            Verdict::Doubtful
+        };
+        sign(
+            v,
+            format!(
+                "the sequence jumped by over a quarter of its {seq_bits}-bit space {} times",
+                f.seq_jumps
+            ),
+        );
+    }
+    if s.received >= 10 && s.late * 5 >= s.received {
+        let v = if s.late * 2 >= s.received {
+            Verdict::DoesNotFit
+        } else {
+            Verdict::Doubtful
+        };
+        sign(v, format!("{} of {} sequences arrived late", s.late, s.received));
+    }
+    let (groups, completed, received) =
+        f.reassembly
+            .iter()
+            .filter(|(n, _)| **n >= 2)
+            .fold((0u64, 0u64, 0u64), |(g, c, r), (n, cs)| {
+                (
+                    g + cs.seen,
+                    c + cs.completed,
+                    r + cs.completed * *n as u64 + cs.fragments_of_lost,
+                )
+            });
+    if f.fragments >= 6 && groups >= 3 && completed == 0 && received * 2 < groups * 3 {
+        sign(
+            Verdict::DoesNotFit,
+            format!(
+                "{} fragments never shared a group ({groups} packets, none completed)",
+                f.fragments
+            ),
+        );
+    }
+    (verdict > Verdict::Good).then(|| FlowFit {
+        flow: f.id(),
+        datagrams: f.datagrams,
+        verdict,
+        rests_on: why,
+    })
+}
+
+impl Fit {
+    /// Judges a finished report's counters.
+    pub fn of(r: &Report, seq_bits: u32) -> Fit {
+        let v = &r.validation;
+        let datagrams = v.crc_ok;
+        let header_errors: u64 = v.header_errors.values().sum();
+        let trailing = r.flows.iter().map(|f| f.trailing).sum::<u64>();
+        let body_errors = r
+            .flows
+            .iter()
+            .map(|f| f.malformed.saturating_sub(f.header_errors + f.trailing))
+            .sum::<u64>();
+        let mut fit = Fit {
+            datagrams,
+            header_errors,
+            body_errors,
+            trailing_bytes: trailing,
+            first_failure: r.first_failure.clone(),
+            ..Fit::default()
+        };
+        for (n, what, limits) in [
+            (header_errors, "fail the header", HEADER),
+            (body_errors, "fail the body", BODY),
+            (trailing, "leave trailing bytes", TRAILING),
+        ] {
+            let verdict = share_verdict(n, datagrams, limits);
+            if verdict > Verdict::Good {
+                fit.verdict = fit.verdict.max(verdict);
+                fit.rests_on.push(format!(
+                    "{n} of {datagrams} datagrams ({:.1}%) {what}",
+                    pct(n, datagrams)
+                ));
+            }
+        }
+        fit.flows = r.flows.iter().filter_map(|f| flow_fit(f, seq_bits)).collect();
+        if !fit.flows.is_empty() {
+            let game: u64 = r.flows.iter().filter(|f| f.is_game()).map(|f| f.datagrams).sum();
+            let bad: u64 = fit
+                .flows
+                .iter()
+                .filter(|f| f.verdict == Verdict::DoesNotFit)
+                .map(|f| f.datagrams)
+                .sum();
+            let verdict = if bad * 2 >= game && bad > 0 {
+                Verdict::DoesNotFit
+            } else {
+                Verdict::Doubtful
+            };
+            fit.verdict = fit.verdict.max(verdict);
+            fit.rests_on.push(format!(
+                "{} of {} flows have a sequence or fragment field that does not read as one ({} of {game} datagrams)",
+                fit.flows.len(),
+                r.flows.iter().filter(|f| f.is_game()).count(),
+                fit.flows.iter().map(|f| f.datagrams).sum::<u64>(),
+            ));
+        }
+        // No definition: the header was read with the reference layout.
+        if fit.verdict == Verdict::DoesNotFit && r.protocol.name.is_none() {
+            fit.note = Some(format!(
+                "the reference header does not fit this traffic ({:.0}% header errors): pass -d",
+                pct(header_errors, datagrams)
+            ));
+        }
+        fit
+    }
+
+    /// Whether figures of loss (and what is built on them) can be trusted.
+    pub fn is_good(&self) -> bool {
+        self.verdict == Verdict::Good
+    }
+
+    /// The warning printed above a table whose figures rest on the fit.
+    pub fn warning(&self, what: &str) -> Option<String> {
+        (!self.is_good()).then(|| {
+            format!(
+                "(fit {}: {what} rest on fields that may not be the traffic's — see Fit)",
+                self.verdict.as_str()
+            )
+        })
+    }
+}
+
+/// Reads the captures again up to the first failure, to name its field and bit.
+pub fn locate(
+    captures: &[std::path::PathBuf],
+    cfg: &crate::engine::Config,
+    first: &mut FirstFailure,
+) -> Result<(), crate::capture::CaptureError> {
+    struct Find<'a> {
+        first: &'a mut FirstFailure,
+        done: bool,
+    }
+    impl crate::engine::Sink for Find<'_> {
+        fn packet(&mut self, e: &crate::engine::PacketEvent<'_>) {
+            if (e.file, e.frame) > (self.first.file, self.first.frame) {
+                self.done = true;
+            }
+            if self.done || (e.file, e.frame) != (self.first.file, self.first.frame) {
+                return;
+            }
+            if let Some(fault) = e.dissection.and_then(|d| d.fault.as_ref()) {
+                self.first.field = Some(fault.field.clone());
+                self.first.bit = Some(fault.bit);
+                self.done = true;
+            }
+        }
+    }
+    let engine = crate::engine::Engine::new(cfg.clone(), true);
+    let mut find = Find { first, done: false };
+    crate::engine::run_files(
+        captures.get(..=find.first.file as usize).unwrap_or(captures),
+        engine,
+        &mut find,
+        &mut |_, _| {},
+        &|f| f.done,
+    )?;
+    Ok(())
+}

@@ -1,0 +1,142 @@
+//! The `constructs` and `export` fuzz targets' properties as a proptest-driven run, for
+//! machines without a nightly toolchain: definitions built from the language's
+//! constructs compile fast or are refused, dissect without a panic, and export to
+//! Parquet that reads back with distinct column names. `GPCAP_FUZZ_SECONDS` sets how
+//! long each runs (default 3); `GPCAP_FUZZ_SECONDS=900 cargo test --release --test
+//! fuzz_long -- --nocapture` is the long run, printing how many inputs it tried.
+
+mod common;
+#[path = "../fuzz/fuzz_targets/gen_def.rs"]
+#[allow(dead_code)]
+mod gen_def;
+
+use gen_def::{Choices, definition};
+use std::time::{Duration, Instant};
+
+fn seconds() -> Duration {
+    Duration::from_secs(
+        std::env::var("GPCAP_FUZZ_SECONDS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(3),
+    )
+}
+
+/// Random inputs (proptest's byte vectors) until the time is up; how many.
+fn run(name: &str, mut one: impl FnMut(&[u8])) -> u64 {
+    use proptest::strategy::{Strategy, ValueTree};
+    use proptest::test_runner::TestRunner;
+    let strategy = proptest::collection::vec(proptest::num::u8::ANY, 0..512);
+    let mut runner = TestRunner::deterministic();
+    let until = Instant::now() + seconds();
+    let mut n = 0u64;
+    while Instant::now() < until {
+        let input = strategy.new_tree(&mut runner).unwrap().current();
+        one(&input);
+        n += 1;
+    }
+    // Written straight to stderr, so a run with --nocapture or not shows the count.
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{name}: {n} inputs in {:?}", seconds());
+    n
+}
+
+#[test]
+fn definitions_from_constructs_compile_fast_or_are_refused() {
+    let n = run("constructs", |data| {
+        let mut c = Choices(data);
+        let text = definition(&mut c);
+        let t = Instant::now();
+        match gpcap::dissect::compile("fuzz.kdl", &text) {
+            Ok(p) => {
+                let p = std::sync::Arc::new(p);
+                let _ = gpcap::dissect::paths::catalog(&p);
+                let mut d = gpcap::dissect::Dissector::new(p.clone());
+                let out = d.dissect(c.0);
+                let _ = gpcap::present::tree::text_tree(&p, &out, c.0);
+            }
+            Err(e) => {
+                let _ = gpcap::dissect::render(&e, false);
+            }
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "slow:\n{text}");
+    });
+    assert!(n > 0);
+}
+
+#[cfg(feature = "export")]
+#[test]
+fn exports_of_random_definitions_read_back_with_distinct_columns() {
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use std::sync::Arc;
+    fn names(fields: &arrow_schema::Fields) {
+        let mut seen = std::collections::HashSet::new();
+        for f in fields {
+            assert!(seen.insert(f.name().to_lowercase()), "duplicate {}", f.name());
+            if let arrow_schema::DataType::Struct(inner) = f.data_type() {
+                names(inner);
+            }
+            if let arrow_schema::DataType::List(item) = f.data_type()
+                && let arrow_schema::DataType::Struct(inner) = item.data_type()
+            {
+                names(inner);
+            }
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("gpcap-fuzz-long-{}", std::process::id()));
+    let n = run("export", |data| {
+        let mut c = Choices(data);
+        let text = definition(&mut c);
+        let Ok(p) = gpcap::dissect::compile("fuzz.kdl", &text) else {
+            return;
+        };
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let pcap = dir.join("c.pcap");
+        let mut rest = c.0;
+        let mut datagrams = Vec::new();
+        while !rest.is_empty() && datagrams.len() < 32 {
+            let n = (rest[0] as usize % 48 + 1).min(rest.len());
+            let (d, r) = rest.split_at(n);
+            rest = r;
+            datagrams.push((
+                "10.0.0.1:50000".parse().unwrap(),
+                "10.0.0.2:40000".parse().unwrap(),
+                d.to_vec(),
+            ));
+        }
+        common::udp_capture(&pcap, datagrams);
+        let cfg = gpcap::engine::Config::from_program(Arc::new(p));
+        let ds = dir.join("ds");
+        let keys = vec![("day".to_string(), "1".to_string())];
+        let Ok(mut sink) = gpcap::sinks::export::Export::new(&ds, &keys, "c.pcap", cfg.clone()) else {
+            return;
+        };
+        let ran = gpcap::engine::run_files(
+            &[pcap],
+            gpcap::engine::Engine::new(cfg, true),
+            &mut sink,
+            &mut |_, _| {},
+            &|s| s.error.is_some(),
+        );
+        assert!(ran.is_ok() && sink.close().is_ok(), "{text}");
+        let mut stack = vec![ds];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                    continue;
+                }
+                let reader =
+                    ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&p).unwrap()).unwrap();
+                names(reader.schema().fields());
+                for b in reader.build().unwrap() {
+                    b.unwrap();
+                }
+            }
+        }
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(n > 0);
+}

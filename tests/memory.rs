@@ -1,0 +1,151 @@
+//! Analysis memory stays bounded whatever the traffic: random floods of flows,
+//! fragments and acks, measured by the analysis' own accounting (not the process's
+//! resident size, which depends on the allocator and the moment it is read).
+
+mod common;
+use gpcap::analysis::{Analyzer, Config};
+use gpcap::capture::CaptureReader;
+use proptest::prelude::*;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// Most bytes one tracked flow may hold in the engine and the statistics together: ack
+/// window (8 KB + bits), the second of recent sizes (512 × 16 B), the size histogram
+/// (2 KB), per-type counts, sequence trackers and the flow's own structs.
+const PER_FLOW: usize = 24 * 1024;
+/// Everything not per flow (tables' spare capacity, the untracked aggregate).
+const FIXED: usize = 1 << 20;
+
+/// reliable.io datagrams: a whole packet (1-byte ack) or a fragment.
+fn whole(seq: u16, ack: u16, bits: u32) -> Vec<u8> {
+    let mut p = vec![0x20 | 0x1e];
+    p.extend_from_slice(&seq.to_le_bytes());
+    p.push(seq.wrapping_sub(ack) as u8);
+    p.extend_from_slice(&bits.to_le_bytes());
+    p.extend_from_slice(b"payload");
+    p
+}
+
+fn fragment(seq: u16, id: u8, count: u8, len: usize) -> Vec<u8> {
+    let mut p = vec![0x01];
+    p.extend_from_slice(&seq.to_le_bytes());
+    p.push(id);
+    p.push(count.saturating_sub(1));
+    p.extend(std::iter::repeat_n(0xab, len));
+    p
+}
+
+fn analyze(datagrams: Vec<(SocketAddr, SocketAddr, Vec<u8>)>, name: &str) -> (usize, usize, u64) {
+    let dir = std::env::temp_dir().join(format!("gpcap-memory-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("flood.pcap");
+    common::udp_capture(&path, datagrams);
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let p = gpcap::dissect::load(&root.join("dissectors/reliable.kdl")).unwrap();
+    let mut a = Analyzer::new(Config::from_program(Arc::new(p)));
+    let mut r = CaptureReader::open(&path).unwrap();
+    a.begin_file("flood.pcap");
+    let mut peak = 0;
+    let mut frames = 0;
+    while let Some(f) = r.next_frame().unwrap() {
+        a.frame(&f);
+        frames += 1;
+        if frames % 4096 == 0 {
+            peak = peak.max(a.state_bytes());
+        }
+    }
+    peak = peak.max(a.state_bytes());
+    let report = a.finish();
+    let _ = std::fs::remove_dir_all(dir);
+    (peak, report.flows.len(), report.reassembly.peak_bytes)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 6, ..ProptestConfig::default() })]
+
+    /// Regression (row 11) and its property: 300,000 one-datagram reliable.io flows took
+    /// 485 MB (a 1024-slot ack ring per tracked flow). Any flood stays within a per-flow
+    /// bound times the tracked flows, plus the reassembly budget.
+    #[test]
+    fn analysis_memory_is_bounded_per_flow(
+        flows in 1usize..600,
+        per_flow in 1usize..20,
+        jump in 0u16..4000,
+        frag_len in 1usize..1200,
+        acks in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let server: SocketAddr = "10.255.0.1:40000".parse().unwrap();
+        let mut d = Vec::new();
+        let mut x = seed | 1;
+        let mut next = || { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x };
+        for k in 0..per_flow {
+            for i in 0..flows {
+                let c: SocketAddr = format!("10.{}.{}.{}:50000", i >> 16 & 255, i >> 8 & 255, i & 255).parse().unwrap();
+                let seq = (k as u16).wrapping_mul(jump.max(1)).wrapping_add(next() as u16 % 7);
+                match next() % 4 {
+                    0 => d.push((c, server, fragment(seq, (next() % 8) as u8, 8, frag_len))),
+                    _ => d.push((c, server, whole(seq, 0, 0))),
+                }
+                if acks {
+                    d.push((server, c, whole(k as u16, seq, next() as u32)));
+                }
+            }
+        }
+        let (peak, tracked, reassembly) = analyze(d, "prop");
+        let bound = tracked * PER_FLOW + FIXED + reassembly as usize;
+        prop_assert!(peak <= bound, "{peak} bytes for {tracked} flows (bound {bound})");
+    }
+}
+
+/// The row 11 flood itself, at the flow table's size: one datagram per flow, far fewer
+/// bytes than the 24 KB per flow the old ack ring held from the first datagram.
+#[test]
+fn one_datagram_flows_hold_little() {
+    let server: SocketAddr = "10.255.0.1:40000".parse().unwrap();
+    let d: Vec<_> = (0..20_000usize)
+        .map(|i| {
+            let c: SocketAddr = format!("10.{}.{}.{}:50000", i >> 16 & 255, i >> 8 & 255, i & 255)
+                .parse()
+                .unwrap();
+            (c, server, whole(i as u16, 0, 0))
+        })
+        .collect();
+    let (peak, tracked, _) = analyze(d, "flood");
+    assert_eq!(tracked, gpcap::engine::MAX_FLOWS);
+    let per_flow = peak / tracked;
+    assert!(per_flow < 6 * 1024, "{per_flow} bytes a flow ({peak} in all)");
+}
+
+/// Sibling of row 11: per-sender sequence spaces (netcode's server-global counter) were
+/// kept for every source address without bound; a flood of spoofed senders grew them
+/// forever. They are bounded as flows are.
+#[test]
+fn per_sender_spaces_are_bounded_like_flows() {
+    let dir = std::env::temp_dir().join(format!("gpcap-memory-senders-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("senders.pcap");
+    let client: SocketAddr = "10.255.0.1:50000".parse().unwrap();
+    common::udp_capture(
+        &path,
+        (0..gpcap::engine::MAX_FLOWS + 600).map(|i| {
+            let server: SocketAddr = format!("10.{}.{}.{}:40000", i >> 16 & 255, i >> 8 & 255, i & 255)
+                .parse()
+                .unwrap();
+            let mut p = vec![1 | 1 << 4, 7];
+            p.extend_from_slice(&[0; 16]);
+            (server, client, p)
+        }),
+    );
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let p = gpcap::dissect::load(&root.join("dissectors/netcode.kdl")).unwrap();
+    let mut a = Analyzer::new(Config::from_program(Arc::new(p)));
+    let mut r = CaptureReader::open(&path).unwrap();
+    a.begin_file("senders.pcap");
+    while let Some(f) = r.next_frame().unwrap() {
+        a.frame(&f);
+    }
+    let report = a.finish();
+    let _ = std::fs::remove_dir_all(dir);
+    assert_eq!(report.sender_spaces.len(), gpcap::engine::MAX_FLOWS);
+}
