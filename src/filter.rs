@@ -1,9 +1,14 @@
 //! The display filter shared by the TUI's `/` bar, `gpcap dissect --filter` and live
 //! capture: `type == scene`, `seq > 100`, `crc.fail`, `frag`, `reassembled`,
-//! `size > 1200`, `flow 10.0.0.1:40000`, and any dissected field by its path
-//! (`scene.objects.at_rest == true`, `input.weapon == railgun`, `chat.text contains "gg"`),
-//! combined with `&&`, `||`, `!` and parentheses. Compiled once against the definition;
-//! it reads the engine's [`PacketEvent`], the one packet model.
+//! `size > 1200`, `flow 10.0.0.1:40000`, `src 10.0.0.1`, `dst 10.0.0.2:50000`,
+//! `time > 5`, what the sequence analysis found (`late`, `dup`, `gap`, `gap > 3`) and the
+//! ack analysis settled (`never_acked`, `rtt > 50`: after a pass of their own),
+//! Wireshark's names (`ip.src`, `udp.dstport`, `frame.number`, `frame.time_relative`),
+//! and any dissected field by its path (`scene.objects.at_rest == true`,
+//! `input.weapon == railgun`, `chat.text contains "gg"`), combined with `&&`/`and`,
+//! `||`/`or`, `!`/`not` and parentheses. Compiled once against the definition; it reads
+//! the engine's [`PacketEvent`], the one packet model, so a flag it tests is the very
+//! verdict `analyze` counted.
 //!
 //! A path names every occurrence of a field (`objects.position.x`: each object's), or one
 //! (`objects[3].position.x`). As in Wireshark, a comparison holds when any occurrence
@@ -11,8 +16,10 @@
 //! occurrence (and at least one). Floats compare at their resolution: a compressed float
 //! equals a value within half its step, an f32 equals the value rounded to f32.
 
+use crate::analysis::acks::{AckFacts, Settled};
 use crate::dissect::paths::{Holds, PathInfo, catalog, nearest};
 use crate::dissect::{Dissection, Label, Program, ROOT, Value};
+use crate::engine::seq::SeqEvent;
 use crate::engine::{Kind, PacketEvent};
 use std::net::{IpAddr, SocketAddr};
 
@@ -27,6 +34,18 @@ enum Field {
     /// The ack role of the packet (needs the engine: the index has no acks).
     Ack,
     AckBits,
+    SrcPort,
+    DstPort,
+    /// Either port (`udp.port`): any end satisfies, `!=` none is equal.
+    Port,
+    /// Nanoseconds since the first frame of the run.
+    Time,
+    /// Nanoseconds since the Unix epoch (UTC).
+    Epoch,
+    /// Sequences skipped just before this datagram (0 for an in-order one).
+    Gap,
+    /// The round trip of the packet's sequence to the first ack of it, in µs.
+    Rtt,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,13 +69,29 @@ enum Flag {
     Truncated,
     Game,
     Reassembled,
+    /// Arrived after a newer sequence of its flow (the analysis' `late`).
+    Late,
+    /// A sequence that had already arrived (`dup`).
+    Dup,
+    /// Sequences were skipped just before this one (`gap`).
+    Gap,
+    /// The peer acked newer sequences but never this one (`never_acked`).
+    NeverAcked,
+}
+
+/// Which end of a datagram an address test looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    Src,
+    Dst,
+    Either,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 enum Node {
     Compare(Field, Cmp, i128),
     Flag(Flag),
-    Flow(IpAddr, Option<u16>),
+    Addr(End, IpAddr, Option<u16>),
     Dissected(Box<FieldTest>),
     Not(Box<Node>),
     And(Box<Node>, Box<Node>),
@@ -106,6 +141,11 @@ pub struct Filter {
     pub text: String,
     /// It reads what only the engine knows (dissected fields, acks), not the TUI's index.
     needs_engine: bool,
+    /// The first frame's time, for `time` (set by [`Filter::start`]).
+    origin: Option<i64>,
+    /// It reads `rtt` or `never_acked`: known only after the run ([`Filter::set_acks`]).
+    needs_acks: bool,
+    acks: Option<std::sync::Arc<AckFacts>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -122,6 +162,7 @@ struct Parser<'a> {
     program: Option<&'a Program>,
     paths: Vec<PathInfo>,
     needs_engine: bool,
+    needs_acks: bool,
     len: usize,
     /// Nesting of `!` and parentheses, bounded so no filter can exhaust the stack.
     depth: u32,
@@ -179,7 +220,15 @@ fn tokenize(s: &str) -> Result<Vec<(String, usize)>, FilterError> {
                 out.push((c.to_string(), start));
                 i += 1;
             } else {
-                out.push((b[start..i].iter().collect(), start));
+                let word: String = b[start..i].iter().collect();
+                // Wireshark's words for the operators.
+                let word = match word.as_str() {
+                    "and" => "&&".to_string(),
+                    "or" => "||".to_string(),
+                    "not" => "!".to_string(),
+                    _ => word,
+                };
+                out.push((word, start));
             }
         }
     }
@@ -240,57 +289,71 @@ impl Parser<'_> {
             return Err(self.err("expected a condition"));
         };
         self.pos += 1;
-        let flag = match word.as_str() {
-            "(" => {
-                let e = self.or()?;
-                if self.peek() != Some(")") {
-                    return Err(self.err("expected `)`"));
-                }
-                self.pos += 1;
-                return Ok(e);
+        if word == "(" {
+            let e = self.or()?;
+            if self.peek() != Some(")") {
+                return Err(self.err("expected `)`"));
             }
-            "crc.fail" | "crc.bad" => Some(Flag::CrcFail),
-            "crc.ok" | "ok" => Some(Flag::CrcOk),
-            "frag" | "fragment" => Some(Flag::Frag),
-            "ipfrag" | "ip.frag" => Some(Flag::IpFrag),
-            "malformed" => Some(Flag::Malformed),
-            "over-budget" | "oversize" => Some(Flag::OverBudget),
-            "truncated" => Some(Flag::Truncated),
-            "game" => Some(Flag::Game),
-            "reassembled" => Some(Flag::Reassembled),
-            _ => None,
-        };
-        if let Some(f) = flag {
+            self.pos += 1;
+            return Ok(e);
+        }
+        let compared = self.peek().is_some_and(is_cmp);
+        // `gap` alone is the flag, `gap > 3` the gap's size.
+        if let Some(f) = flag_named(&word).filter(|_| !(compared && word == "gap")) {
+            if f == Flag::NeverAcked {
+                self.acks(&word)?;
+            }
             return Ok(Node::Flag(f));
         }
-        if word == "flow" {
-            let Some(addr) = self.peek().map(str::to_string) else {
-                return Err(self.err("`flow` needs an address, like flow 10.0.0.1:40000"));
-            };
-            let parsed = addr
-                .parse::<SocketAddr>()
-                .map(|s| (s.ip(), Some(s.port())))
-                .or_else(|_| {
-                    // `[::1]` or `::1`, brackets paired (`[::1` was taken as `::1`).
-                    let bare = addr
-                        .strip_prefix('[')
-                        .and_then(|a| a.strip_suffix(']'))
-                        .unwrap_or(&addr);
-                    bare.parse::<IpAddr>().map(|ip| (ip, None))
-                });
-            let Ok((ip, port)) = parsed else {
-                return Err(self.err(format!("`{addr}` is not an address (ip, ip:port or [ipv6]:port)")));
-            };
-            self.pos += 1;
-            return Ok(Node::Flow(ip, port));
+        if let Some(end) = match word.as_str() {
+            "flow" | "host" => Some(End::Either),
+            "src" => Some(End::Src),
+            "dst" => Some(End::Dst),
+            _ => None,
+        } {
+            let (ip, port) = self.address(&word)?;
+            return Ok(Node::Addr(end, ip, port));
+        }
+        if let Some(end) = match word.as_str() {
+            "ip.src" | "ipv6.src" => Some(End::Src),
+            "ip.dst" | "ipv6.dst" => Some(End::Dst),
+            "ip.addr" | "ipv6.addr" => Some(End::Either),
+            _ => None,
+        } {
+            let cmp = self.cmp(&word)?;
+            if !matches!(cmp, Cmp::Eq | Cmp::Ne) {
+                return Err(self.err(format!("`{word}` compares with == or !=")));
+            }
+            let (ip, port) = self.address(&word)?;
+            if port.is_some() {
+                return Err(self.err(format!(
+                    "`{word}` is an address without a port (ports: udp.srcport, udp.dstport)"
+                )));
+            }
+            let node = Node::Addr(end, ip, None);
+            return Ok(if cmp == Cmp::Ne {
+                Node::Not(Box::new(node))
+            } else {
+                node
+            });
         }
         let field = match word.as_str() {
             "type" => Field::Type,
             "seq" | "sequence" => Field::Seq,
-            "size" | "len" => Field::Size,
-            "frame" => Field::Frame,
+            "size" | "len" | "udp.length" => Field::Size,
+            "frame" | "frame.number" => Field::Frame,
             "frag.id" => Field::FragId,
             "frag.count" => Field::FragCount,
+            "udp.srcport" | "srcport" => Field::SrcPort,
+            "udp.dstport" | "dstport" => Field::DstPort,
+            "udp.port" | "port" => Field::Port,
+            "time" | "frame.time_relative" => Field::Time,
+            "frame.time_epoch" | "time.epoch" => Field::Epoch,
+            "gap" => Field::Gap,
+            "rtt" if !self.paths.iter().any(|e| e.path == word) => {
+                self.acks(&word)?;
+                Field::Rtt
+            }
             // A definition's own field of that name (the shooter's `ack`) comes first.
             "ack" | "ack_bits" | "ack-bits" if self.paths.iter().any(|e| e.path == word) => {
                 self.pos -= 1;
@@ -310,16 +373,75 @@ impl Parser<'_> {
         let Some(v) = self.peek().map(str::to_string) else {
             return Err(self.err("expected a value"));
         };
-        let value = match parse_int(&v) {
+        // A time is seconds since the first frame, or a UTC date and time (the epoch).
+        let (field, value) = match field {
+            Field::Time => match parse_seconds(&v) {
+                Some(n) => (Field::Time, Some(n)),
+                None => (Field::Epoch, parse_datetime(&v)),
+            },
+            Field::Epoch => (Field::Epoch, parse_seconds(&v).or_else(|| parse_datetime(&v))),
+            // Milliseconds, compared in µs.
+            Field::Rtt => (
+                Field::Rtt,
+                parse_seconds(&format!("{}ms", v.trim_end_matches("ms"))).map(|ns| ns / 1000),
+            ),
+            f => (f, parse_int(&v)),
+        };
+        let value = match value {
             Some(n) => n,
             None if field == Field::Type => match self.type_id(&v) {
                 Some(t) => t as i128,
                 None => return Err(self.err(format!("no packet type is named `{v}`"))),
             },
+            None if matches!(field, Field::Time | Field::Epoch) => {
+                return Err(self.err(format!(
+                    "`{v}` is not a time: seconds since the first packet (time > 5.5) or a UTC date and time (time >= 2026-11-22T10:00:05)"
+                )));
+            }
             None => return Err(self.err(format!("`{v}` is not a number"))),
         };
         self.pos += 1;
         Ok(Node::Compare(field, cmp, value))
+    }
+
+    /// `rtt` and `never_acked` need the definition's ack roles, and the ack analysis' pass.
+    fn acks(&mut self, word: &str) -> Result<(), FilterError> {
+        use crate::dissect::program::Role;
+        let has = self
+            .program
+            .is_some_and(|p| p.has_role(Role::Ack) && p.has_role(Role::AckBits));
+        if !has {
+            self.pos -= 1;
+            return Err(self.err(format!(
+                "`{word}` needs a definition with ack and ack-bits roles (dissectors/reliable.kdl has them)"
+            )));
+        }
+        self.needs_acks = true;
+        self.needs_engine = true;
+        Ok(())
+    }
+
+    /// `ip`, `ip:port` or `[ipv6]:port` after `word`.
+    fn address(&mut self, word: &str) -> Result<(IpAddr, Option<u16>), FilterError> {
+        let Some(addr) = self.peek().map(str::to_string) else {
+            return Err(self.err(format!("`{word}` needs an address, like {word} 10.0.0.1:40000")));
+        };
+        let parsed = addr
+            .parse::<SocketAddr>()
+            .map(|s| (s.ip(), Some(s.port())))
+            .or_else(|_| {
+                // `[::1]` or `::1`, brackets paired (`[::1` is no address).
+                let bare = addr
+                    .strip_prefix('[')
+                    .and_then(|a| a.strip_suffix(']'))
+                    .unwrap_or(&addr);
+                bare.parse::<IpAddr>().map(|ip| (ip, None))
+            });
+        let Ok(found) = parsed else {
+            return Err(self.err(format!("`{addr}` is not an address (ip, ip:port or [ipv6]:port)")));
+        };
+        self.pos += 1;
+        Ok(found)
     }
 
     fn type_id(&self, name: &str) -> Option<u32> {
@@ -362,8 +484,12 @@ impl Parser<'_> {
             return Err(self.err("expected a field after any/all"));
         };
         let Some(program) = self.program else {
+            let hint = self
+                .builtin_hint(&word)
+                .map(|n| format!("did you mean `{n}`? "))
+                .unwrap_or_default();
             return Err(self.err(format!(
-                "unknown filter word `{word}` (fields: {BUILTIN_FIELDS}; flags: {FLAGS}; flow ADDR; dissected fields need a definition: -d)"
+                "unknown filter word `{word}`; {hint}(fields: {BUILTIN_FIELDS}; flags: {FLAGS}; src/dst/flow ADDR; dissected fields need a definition: -d)"
             )));
         };
         let (packet_type, path) = self.resolve(&word)?;
@@ -459,10 +585,32 @@ impl Parser<'_> {
                 .unwrap_or_default();
             return Err(self.err(format!("packet type {head} has no field `{rest}`{hint}")));
         }
-        let hint = nearest(&self.paths, &plain)
+        // A built-in name of the same kind (a flag alone, a field before a comparison)
+        // first, then the definition's paths, then built-in names of the other kind.
+        let hint = self
+            .builtin_hint(&plain)
+            .or_else(|| nearest(&self.paths, &plain))
+            .or_else(|| self.other_kind_hint(&plain))
             .map(|n| format!("; did you mean `{n}`?"))
-            .unwrap_or_else(|| format!(" (fields: {BUILTIN_FIELDS}; flags: {FLAGS}; flow ADDR)"));
-        Err(self.err(format!("unknown field `{word}`{hint}")))
+            .unwrap_or_else(|| format!(" (fields: {BUILTIN_FIELDS}; flags: {FLAGS}; src/dst/flow ADDR)"));
+        let what = if self.compared() { "field" } else { "field or flag" };
+        Err(self.err(format!("unknown {what} `{word}`{hint}")))
+    }
+
+    /// The word at the cursor is followed by a comparison: it names a field, not a flag.
+    fn compared(&self) -> bool {
+        self.toks.get(self.pos + 1).is_some_and(|t| is_cmp(&t.0))
+    }
+
+    /// The nearest built-in name of the kind the word is used as.
+    fn builtin_hint(&self, word: &str) -> Option<&'static str> {
+        let names = if self.compared() { FIELD_NAMES } else { FLAG_NAMES };
+        closest(names, word)
+    }
+
+    fn other_kind_hint(&self, word: &str) -> Option<&'static str> {
+        let names = if self.compared() { FLAG_NAMES } else { FIELD_NAMES };
+        closest(names, word)
     }
 
     /// Every indexed segment names an array or list.
@@ -560,6 +708,7 @@ impl FieldPath {
             program: Some(program),
             paths: paths.to_vec(),
             needs_engine: false,
+            needs_acks: false,
             len: 0,
             depth: 0,
         };
@@ -584,8 +733,140 @@ impl FieldPath {
     }
 }
 
-const BUILTIN_FIELDS: &str = "type seq size frame frag.id frag.count ack ack_bits";
-const FLAGS: &str = "crc.fail crc.ok frag reassembled ipfrag malformed over-budget truncated game";
+const BUILTIN_FIELDS: &str = "type seq size frame time gap rtt frag.id frag.count ack ack_bits udp.srcport udp.dstport udp.port ip.src ip.dst ip.addr";
+const FLAGS: &str =
+    "crc.fail crc.ok frag reassembled ipfrag malformed over-budget truncated game late dup gap";
+
+/// Built-in names compared with a value, for "did you mean".
+const FIELD_NAMES: &[&str] = &[
+    "type",
+    "seq",
+    "size",
+    "frame",
+    "time",
+    "gap",
+    "frag.id",
+    "frag.count",
+    "ack",
+    "ack_bits",
+    "udp.srcport",
+    "udp.dstport",
+    "udp.port",
+    "udp.length",
+    "ip.src",
+    "ip.dst",
+    "ip.addr",
+    "frame.number",
+    "frame.time_relative",
+    "frame.time_epoch",
+    "rtt",
+];
+/// Built-in names that stand alone (flags, and the address words).
+const FLAG_NAMES: &[&str] = &[
+    "crc.fail",
+    "crc.ok",
+    "frag",
+    "reassembled",
+    "ipfrag",
+    "malformed",
+    "over-budget",
+    "truncated",
+    "game",
+    "late",
+    "dup",
+    "gap",
+    "never_acked",
+    "flow",
+    "src",
+    "dst",
+];
+
+/// The name of `names` nearest to `word`, when it is near enough to be a slip.
+fn closest(names: &[&'static str], word: &str) -> Option<&'static str> {
+    let limit = if word.chars().count() <= 2 {
+        1
+    } else {
+        2.max(word.len() / 4)
+    };
+    names
+        .iter()
+        .map(|n| (crate::dissect::paths::distance(n, word), *n))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, n)| n)
+}
+
+fn is_cmp(t: &str) -> bool {
+    matches!(t, "==" | "!=" | "<" | "<=" | ">" | ">=")
+}
+
+/// A flag by any of its names.
+fn flag_named(word: &str) -> Option<Flag> {
+    Some(match word {
+        "crc.fail" | "crc.bad" => Flag::CrcFail,
+        "crc.ok" | "ok" => Flag::CrcOk,
+        "frag" | "fragment" => Flag::Frag,
+        "ipfrag" | "ip.frag" => Flag::IpFrag,
+        "malformed" => Flag::Malformed,
+        "over-budget" | "over_budget" | "oversize" => Flag::OverBudget,
+        "truncated" => Flag::Truncated,
+        "game" => Flag::Game,
+        "reassembled" => Flag::Reassembled,
+        "late" => Flag::Late,
+        "dup" | "duplicate" => Flag::Dup,
+        "gap" => Flag::Gap,
+        "never_acked" | "never-acked" => Flag::NeverAcked,
+        _ => return None,
+    })
+}
+
+/// Seconds (`5`, `0.25`, `-1`, `250ms`, `2s`) as nanoseconds.
+fn parse_seconds(v: &str) -> Option<i128> {
+    let (num, scale) = match v.strip_suffix("ms") {
+        Some(n) => (n, 1e6),
+        None => (v.strip_suffix('s').unwrap_or(v), 1e9),
+    };
+    if num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit() || b == b'.' || b == b'-') {
+        return None;
+    }
+    let x: f64 = num.parse().ok()?;
+    let ns = (x * scale).round();
+    (ns.is_finite() && ns.abs() < 1e30).then_some(ns as i128)
+}
+
+/// A UTC date and time, `2026-11-22T10:00:05.25` (a space instead of `T` when quoted, a
+/// `Z` allowed), as nanoseconds since the epoch.
+fn parse_datetime(v: &str) -> Option<i128> {
+    let v = std::str::from_utf8(unquote(v)).ok()?.trim();
+    let v = v.strip_suffix('Z').unwrap_or(v);
+    let (date, time) = v.split_once(['T', ' '])?;
+    let mut d = date.splitn(3, '-').map(|x| x.parse::<i64>().ok());
+    let (y, m, day) = (d.next()??, d.next()??, d.next()??);
+    let (hms, frac) = time.split_once('.').unwrap_or((time, ""));
+    let mut t = hms.splitn(3, ':').map(|x| x.parse::<i64>().ok());
+    let (h, min, sec) = (t.next()??, t.next()??, t.next().unwrap_or(Some(0))?);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&day) || h > 23 || min > 59 || sec > 60 || y.abs() > 9999
+    {
+        return None;
+    }
+    if !frac.bytes().all(|b| b.is_ascii_digit()) || frac.len() > 9 {
+        return None;
+    }
+    let frac_ns = format!("{frac:0<9}").parse::<i128>().ok()?;
+    let days = days_from_civil(y, m, day) as i128;
+    Some(((days * 86_400 + (h * 3600 + min * 60 + sec) as i128) * 1_000_000_000) + frac_ns)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
 
 /// A decimal, `0x` hexadecimal or negative integer.
 fn parse_int(v: &str) -> Option<i128> {
@@ -664,6 +945,7 @@ impl Filter {
             program,
             paths: program.map(catalog).unwrap_or_default(),
             needs_engine: false,
+            needs_acks: false,
             len: text.chars().count(),
             depth: 0,
         };
@@ -675,7 +957,27 @@ impl Filter {
             root,
             text: text.to_string(),
             needs_engine: p.needs_engine,
+            origin: None,
+            needs_acks: p.needs_acks,
+            acks: None,
         })
+    }
+
+    /// The filter reads `rtt` or `never_acked`, which the ack analysis settles only after
+    /// later packets: give it [`Filter::set_acks`] from a pass of its own first
+    /// ([`crate::analysis::ack_facts`]).
+    pub fn needs_acks(&self) -> bool {
+        self.needs_acks
+    }
+
+    pub fn set_acks(&mut self, facts: std::sync::Arc<AckFacts>) {
+        self.acks = Some(facts);
+    }
+
+    /// Sets the time `time` counts from: the first frame's, which every caller passes
+    /// first (later calls change nothing).
+    pub fn start(&mut self, first_ts_ns: i64) {
+        self.origin.get_or_insert(first_ts_ns);
     }
 
     /// The filter reads dissected fields or acks: it needs the engine's field tree (the
@@ -689,6 +991,9 @@ impl Filter {
             root: Node::True,
             text: String::new(),
             needs_engine: false,
+            origin: None,
+            needs_acks: false,
+            acks: None,
         }
     }
 
@@ -697,16 +1002,36 @@ impl Filter {
     }
 
     pub fn matches(&self, e: &PacketEvent) -> bool {
-        eval(&self.root, e)
+        let cx = Context {
+            origin: self.origin.unwrap_or(e.ts_ns),
+            acks: self.acks.as_deref(),
+        };
+        eval(&self.root, e, &cx)
     }
 }
 
-fn eval(n: &Node, f: &PacketEvent) -> bool {
+/// What a filter knows beyond the packet: when the run started, what the acks settled.
+struct Context<'a> {
+    origin: i64,
+    acks: Option<&'a AckFacts>,
+}
+
+impl Context<'_> {
+    /// The round trip (µs) or NEVER of the packet's sequence, when settled.
+    fn settled(&self, f: &PacketEvent) -> Option<u32> {
+        if !f.is_game() {
+            return None;
+        }
+        self.acks?.of(f.flow?, f.sequence?, f.ts_ns)
+    }
+}
+
+fn eval(n: &Node, f: &PacketEvent, cx: &Context) -> bool {
     match n {
         Node::True => true,
-        Node::Not(a) => !eval(a, f),
-        Node::And(a, b) => eval(a, f) && eval(b, f),
-        Node::Or(a, b) => eval(a, f) || eval(b, f),
+        Node::Not(a) => !eval(a, f, cx),
+        Node::And(a, b) => eval(a, f, cx) && eval(b, f, cx),
+        Node::Or(a, b) => eval(a, f, cx) || eval(b, f, cx),
         Node::Flag(flag) => match flag {
             Flag::CrcFail => f.status.crc_failed(),
             Flag::CrcOk => f.crc_ok(),
@@ -717,12 +1042,30 @@ fn eval(n: &Node, f: &PacketEvent) -> bool {
             Flag::Truncated => f.truncated || f.snaplen_cut(),
             Flag::Game => f.is_game(),
             Flag::Reassembled => f.kind == Kind::Reassembled,
+            Flag::Late => f.seq_event == Some(SeqEvent::Late),
+            Flag::Dup => f.seq_event == Some(SeqEvent::Duplicate),
+            Flag::Gap => matches!(f.seq_event, Some(SeqEvent::New { gap }) if gap > 0),
+            Flag::NeverAcked => cx.settled(f) == Some(Settled::NEVER),
         },
-        Node::Flow(ip, port) => f
-            .flow
-            .iter()
-            .flat_map(|fl| [fl.src, fl.dst])
-            .any(|a| a.ip() == *ip && port.is_none_or(|p| a.port() == p)),
+        Node::Addr(end, ip, port) => {
+            let Some(fl) = f.flow else { return false };
+            let at = |a: SocketAddr| a.ip() == *ip && port.is_none_or(|p| a.port() == p);
+            match end {
+                End::Src => at(fl.src),
+                End::Dst => at(fl.dst),
+                End::Either => at(fl.src) || at(fl.dst),
+            }
+        }
+        Node::Compare(Field::Port, cmp, v) => {
+            // Either end: any satisfies; `!=` is `!(udp.port == v)`.
+            let Some(fl) = f.flow else { return *cmp == Cmp::Ne };
+            let test = |p: u16, c: Cmp| ordered(c, (p as i128).cmp(v));
+            if *cmp == Cmp::Ne {
+                !(test(fl.src.port(), Cmp::Eq) || test(fl.dst.port(), Cmp::Eq))
+            } else {
+                test(fl.src.port(), *cmp) || test(fl.dst.port(), *cmp)
+            }
+        }
         Node::Compare(field, cmp, v) => {
             let x = match field {
                 Field::Type => f.packet_type.map(i128::from),
@@ -733,6 +1076,16 @@ fn eval(n: &Node, f: &PacketEvent) -> bool {
                 Field::FragCount => f.fragment.map(|x| x.count as i128),
                 Field::Ack => f.ack.map(i128::from),
                 Field::AckBits => f.ack_bits.map(i128::from),
+                Field::SrcPort => f.flow.map(|fl| fl.src.port() as i128),
+                Field::DstPort => f.flow.map(|fl| fl.dst.port() as i128),
+                Field::Port => None,
+                Field::Time => Some(f.ts_ns as i128 - cx.origin as i128),
+                Field::Rtt => cx.settled(f).filter(|&us| us != Settled::NEVER).map(i128::from),
+                Field::Epoch => Some(f.ts_ns as i128),
+                Field::Gap => match f.seq_event {
+                    Some(SeqEvent::New { gap }) => Some(gap as i128),
+                    _ => None,
+                },
             };
             let Some(x) = x else { return *cmp == Cmp::Ne };
             ordered(*cmp, x.cmp(v))
@@ -1007,6 +1360,119 @@ mod tests {
         // Without a definition only the built-in words exist.
         let e = Filter::parse("objects.at_rest", None).unwrap_err();
         assert!(e.message.contains("need a definition"), "{}", e.message);
+    }
+
+    #[test]
+    fn directions_aliases_and_words() {
+        for yes in [
+            "src 10.0.0.1",
+            "src 10.0.0.1:40000 and dst 10.0.0.2:50000",
+            "ip.src == 10.0.0.1 && ip.dst == 10.0.0.2",
+            "ip.addr == 10.0.0.2",
+            "ip.src != 10.0.0.2",
+            "udp.srcport == 40000 && udp.dstport == 50000",
+            "udp.port == 50000 && udp.port > 45000",
+            "frame.number == 10 or not frame == 10",
+            "not (dst 10.0.0.1) and host 10.0.0.2",
+            "over_budget",
+        ] {
+            assert!(m(yes), "{yes}");
+        }
+        for no in [
+            "dst 10.0.0.1",
+            "src 10.0.0.1:50000",
+            "ip.src == 10.0.0.2",
+            "udp.port != 50000",
+            "udp.srcport > 40000",
+            "late or dup or gap",
+        ] {
+            assert!(!m(no), "{no}");
+        }
+        assert!(
+            parse("ip.src == 10.0.0.1:40000")
+                .unwrap_err()
+                .message
+                .contains("without a port")
+        );
+        assert!(parse("ip.src > 10.0.0.1").is_err());
+    }
+
+    #[test]
+    fn sequence_verdicts_and_time() {
+        let mut e = facts();
+        e.ts_ns = 7_500_000_000;
+        e.seq_event = Some(SeqEvent::New { gap: 3 });
+        let mut f = parse("gap && gap == 3 && gap > 2 && time > 2 && time < 2.6s").unwrap();
+        f.start(5_000_000_000);
+        assert!(f.matches(&e));
+        let mut f = parse("frame.time_relative >= 2500ms && !late && !dup").unwrap();
+        f.start(5_000_000_000);
+        assert!(f.matches(&e));
+        e.seq_event = Some(SeqEvent::Late);
+        assert!(parse("late").unwrap().matches(&e) && !parse("gap || gap >= 0").unwrap().matches(&e));
+        e.seq_event = Some(SeqEvent::Duplicate);
+        assert!(parse("dup").unwrap().matches(&e));
+        e.seq_event = Some(SeqEvent::New { gap: 0 });
+        assert!(!parse("gap").unwrap().matches(&e) && parse("gap == 0").unwrap().matches(&e));
+        // Absolute times compare with the epoch (UTC).
+        e.ts_ns = 1_795_312_554_777_485_000; // 2026-11-22T01:55:54.777485Z
+        assert!(
+            parse("time >= 2026-11-22T01:55:54.5 && time < \"2026-11-22 01:55:55\"")
+                .unwrap()
+                .matches(&e)
+        );
+        assert!(parse("frame.time_epoch > 1795312554.7").unwrap().matches(&e));
+        assert!(!parse("time > 2026-11-23T00:00:00Z").unwrap().matches(&e));
+        assert!(
+            parse("time > yesterday")
+                .unwrap_err()
+                .message
+                .contains("is not a time")
+        );
+    }
+
+    #[test]
+    fn did_you_mean_prefers_names_of_the_same_kind() {
+        let hint = |s: &str| parse(s).unwrap_err().message;
+        assert!(hint("lat").contains("did you mean `late`?"), "{}", hint("lat"));
+        assert!(
+            hint("tme > 5").contains("did you mean `time`?"),
+            "{}",
+            hint("tme > 5")
+        );
+        assert!(hint("gpa").contains("did you mean `gap`?"), "{}", hint("gpa"));
+        assert!(hint("dupe").contains("did you mean `dup`?"), "{}", hint("dupe"));
+        assert!(
+            hint("udp.srcprt == 4").contains("`udp.srcport`"),
+            "{}",
+            hint("udp.srcprt == 4")
+        );
+        let e = Filter::parse("lat", None).unwrap_err();
+        assert!(e.message.contains("did you mean `late`?"), "{}", e.message);
+    }
+
+    proptest::proptest! {
+        /// Any arrangement of the filter's words, values and junk compiles or is refused
+        /// with a column inside the text; none panics.
+        #[test]
+        fn any_filter_text_is_parsed_or_refused(words in proptest::collection::vec(
+            proptest::sample::select(vec![
+                "src", "dst", "flow", "host", "ip.src", "udp.port", "udp.srcport", "time",
+                "frame.time_epoch", "gap", "late", "dup", "rtt", "never_acked", "and", "or",
+                "not", "(", ")", "==", "!=", ">", "<=", "10.0.0.1", "10.0.0.1:40000",
+                "[::1]:5", "5", "-1", "2.5s", "250ms", "2026-11-22T10:00:05", "\"2026-02-30 1:2\"",
+                "9999-12-31T23:59:60.999999999Z", "-", ".", "objects.at_rest", "lat", "x",
+            ]),
+            0..12,
+        )) {
+            let text = words.join(" ");
+            match parse(&text) {
+                Ok(f) => {
+                    let _ = f.matches(&facts());
+                }
+                Err(e) => proptest::prop_assert!(e.column >= 1 && e.column <= text.chars().count() + 1),
+            }
+        }
     }
 
     #[test]

@@ -11,12 +11,12 @@ use gpcap::engine::{Engine, Kind, PacketEvent, Sink, run_files};
 use gpcap::filter::Filter;
 use gpcap::sinks::index::status;
 use gpcap::tui::{App, Index, load};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-const FILTERS: [&str; 25] = [
+const FILTERS: [&str; 41] = [
     "type == scene",
     "type == 2",
     "size > 1000",
@@ -43,6 +43,23 @@ const FILTERS: [&str; 25] = [
     "chat.text contains \"g\"",
     "connect.player_name",
     "end_check != 0",
+    // Directions, Wireshark's names, time, and the sequence analysis' verdicts.
+    "late",
+    "dup",
+    "gap",
+    "gap > 2",
+    "late || dup || gap",
+    "not gap and gap == 0",
+    "src 10.0.0.1 && dst 10.0.1.1",
+    "ip.src == 10.0.1.1 or ip.dst == 10.0.0.2",
+    "udp.srcport == 40000 and not udp.dstport == 50000",
+    "udp.port == 50000",
+    "time > 5 && time <= 10.5",
+    "frame.time_relative < 1",
+    "frame.number > 100 and frame.number <= 200",
+    "over_budget or ipfrag",
+    "time >= 2020-01-01T00:00:00",
+    "host 10.0.0.1 && !(src 10.0.0.1:40000)",
 ];
 
 fn root() -> &'static Path {
@@ -61,13 +78,15 @@ fn config(definition: &str) -> Config {
 /// A game packet: its frame, and whether it is the reassembled packet.
 type Key = (u64, bool);
 
-struct Select<'f> {
-    filter: &'f Filter,
+struct Select {
+    filter: Filter,
     out: BTreeSet<Key>,
 }
 
-impl Sink for Select<'_> {
+impl Sink for Select {
     fn packet(&mut self, e: &PacketEvent<'_>) {
+        // `time` counts from the first frame.
+        self.filter.start(e.ts_ns);
         if e.is_game() && self.filter.matches(e) {
             self.out.insert((e.frame, e.kind == Kind::Reassembled));
         }
@@ -76,9 +95,13 @@ impl Sink for Select<'_> {
 
 fn engine(path: &Path, cfg: &Config, filter: &Filter) -> BTreeSet<Key> {
     let mut s = Select {
-        filter,
+        filter: filter.clone(),
         out: BTreeSet::new(),
     };
+    if filter.needs_acks() {
+        let facts = gpcap::analysis::ack_facts(&[path.to_path_buf()], cfg.clone()).unwrap();
+        s.filter.set_acks(Arc::new(facts));
+    }
     run_files(
         &[path.to_path_buf()],
         Engine::new(cfg.clone(), filter.needs_engine()),
@@ -164,7 +187,7 @@ fn dissect_tui_and_engine_select_the_same_packets() {
             if text == "reassembled" {
                 reassembled_seen += by_engine.len();
             }
-            if k >= 14 {
+            if (14..25).contains(&k) {
                 by_fields += by_engine.len();
             }
         }
@@ -177,6 +200,192 @@ fn dissect_tui_and_engine_select_the_same_packets() {
         reassembled_seen > 100,
         "only {reassembled_seen} reassembled packets selected"
     );
+}
+
+fn analyze(path: &Path, cfg: &Config) -> gpcap::analysis::Report {
+    let mut a = gpcap::analysis::Analyzer::new(cfg.clone());
+    let mut r = gpcap::capture::CaptureReader::open(path).unwrap();
+    a.begin_file(&path.display().to_string());
+    while let Ok(Some(f)) = r.next_frame() {
+        a.frame(&f);
+    }
+    a.finish()
+}
+
+/// `late`, `dup` and `gap` select, flow by flow (`src A && dst B`), exactly the late,
+/// duplicate and gap counts of `analyze`'s sequence analysis — in the engine, in
+/// `dissect --filter` and in the TUI.
+#[test]
+fn sequence_verdicts_select_what_analyze_counts() {
+    let (mut late, mut dup, mut gaps) = (0, 0, 0);
+    for (capture, definition) in BUNDLED {
+        let path: PathBuf = root().join("captures").join(capture);
+        let cfg = config(definition);
+        let report = analyze(&path, &cfg);
+        let mut app = tui(&path, &cfg);
+        for fl in &report.flows {
+            let dir = format!("src {} && dst {}", fl.src, fl.dst);
+            let spaces = || fl.sequence_spaces.iter().map(|(_, s)| s);
+            let want_late = fl.seq.late + spaces().map(|s| s.late).sum::<u64>();
+            let want_dup = fl.seq.duplicates + spaces().map(|s| s.duplicates).sum::<u64>();
+            let runs: Vec<(u64, u32)> = fl
+                .seq
+                .gap_starts
+                .iter()
+                .chain(spaces().flat_map(|s| &s.gap_starts))
+                .copied()
+                .collect();
+            let mut count = |what: &str| {
+                let text = format!("{what} && {dir}");
+                let f = Filter::parse(&text, cfg.program.as_deref()).unwrap();
+                let n = engine(&path, &cfg, &f).len();
+                assert_eq!(
+                    n,
+                    tui_selection(&mut app, &text).len(),
+                    "{capture}: `{text}`: TUI"
+                );
+                n as u64
+            };
+            assert_eq!(count("late"), want_late, "{capture} {dir}: late");
+            assert_eq!(count("dup"), want_dup, "{capture} {dir}: dup");
+            // The report lists the first 64 gaps of a flow; below that, every one.
+            if runs.len() < 64 {
+                assert_eq!(count("gap") as usize, runs.len(), "{capture} {dir}: gaps");
+                let wide = runs.iter().filter(|r| r.1 > 2).count();
+                assert_eq!(
+                    count("gap > 2") as usize,
+                    wide,
+                    "{capture} {dir}: gaps of 3 or more"
+                );
+                gaps += runs.len();
+            }
+            late += want_late;
+            dup += want_dup;
+        }
+    }
+    assert!(
+        late > 10 && dup > 0 && gaps > 50,
+        "late {late}, dup {dup}, gaps {gaps}"
+    );
+    // `dissect --brief` marks them the same way.
+    let out = Command::new(env!("CARGO_BIN_EXE_gpcap"))
+        .current_dir(root())
+        .args([
+            "dissect",
+            "captures/lossy-bursts.pcap",
+            "-d",
+            "dissectors/article.kdl",
+            "--brief",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let cfg = config("article.kdl");
+    let path = root().join("captures/lossy-bursts.pcap");
+    let report = analyze(&path, &cfg);
+    let lines = |word: &str| text.lines().filter(|l| l.contains(word)).count() as u64;
+    assert_eq!(
+        lines(" late"),
+        report.flows.iter().map(|f| f.seq.late).sum::<u64>()
+    );
+    assert_eq!(
+        lines(" dup"),
+        report.flows.iter().map(|f| f.seq.duplicates).sum::<u64>()
+    );
+    assert_eq!(
+        lines(" gap "),
+        report
+            .flows
+            .iter()
+            .map(|f| f.seq.gap_starts.len() as u64)
+            .sum::<u64>()
+    );
+}
+
+/// Every game packet of a flow: its frame, whether reassembled, and its sequence.
+fn sequences(path: &Path, cfg: &Config, filter: &str) -> BTreeMap<Key, u64> {
+    struct Seqs(Filter, BTreeMap<Key, u64>);
+    impl Sink for Seqs {
+        fn packet(&mut self, e: &PacketEvent<'_>) {
+            if e.is_game()
+                && let Some(s) = e.sequence
+                && self.0.matches(e)
+            {
+                self.1.insert((e.frame, e.kind == Kind::Reassembled), s);
+            }
+        }
+    }
+    let mut f = Filter::parse(filter, cfg.program.as_deref()).unwrap();
+    if f.needs_acks() {
+        f.set_acks(Arc::new(
+            gpcap::analysis::ack_facts(&[path.to_path_buf()], cfg.clone()).unwrap(),
+        ));
+    }
+    let mut s = Seqs(f, BTreeMap::new());
+    run_files(
+        &[path.to_path_buf()],
+        Engine::new(cfg.clone(), false),
+        &mut s,
+        &mut |_, _| {},
+        &|_| false,
+    )
+    .unwrap();
+    s.1
+}
+
+/// `never_acked` and `rtt` select, flow by flow, the sequences `analyze`'s ack analysis
+/// settled so: as many round trips as it timed, and every captured sequence of its
+/// never-acked runs — in the engine, in `dissect --filter` and in the TUI.
+#[test]
+fn ack_verdicts_select_what_analyze_counts() {
+    let path = root().join("tests/fixtures/reliable/capture.pcap");
+    let cfg = config("reliable.kdl");
+    let report = analyze(&path, &cfg);
+    let mut app = tui(&path, &cfg);
+    let mut never = 0;
+    for fl in &report.flows {
+        let Some(acks) = &fl.acks else { continue };
+        let dir = format!("src {} && dst {}", fl.src, fl.dst);
+        let captured: BTreeSet<u64> = sequences(&path, &cfg, &dir).into_values().collect();
+        let runs: BTreeSet<u64> = acks
+            .never_acked_runs
+            .iter()
+            .flat_map(|&(a, b)| (a..=b).map(|s| s & 0xffff))
+            .collect();
+        assert!(acks.never_acked_runs.len() < 256, "every run is listed");
+        let want: BTreeSet<u64> = runs.intersection(&captured).copied().collect();
+        let text = format!("never_acked && {dir}");
+        let got: BTreeSet<u64> = sequences(&path, &cfg, &text).into_values().collect();
+        assert_eq!(got, want, "`{text}`");
+        let timed: BTreeSet<u64> = sequences(&path, &cfg, &format!("rtt >= 0 && {dir}"))
+            .into_values()
+            .collect();
+        assert_eq!(
+            timed.len() as u64,
+            acks.rtt_ms.unwrap().samples,
+            "rtt samples of {dir}"
+        );
+        assert!(timed.is_disjoint(&got));
+        never += got.len();
+        for text in [
+            text,
+            format!("rtt > 1.5 && {dir}"),
+            format!("!never_acked && !(rtt >= 0) && {dir}"),
+        ] {
+            let f = Filter::parse(&text, cfg.program.as_deref()).unwrap();
+            let by_engine = engine(&path, &cfg, &f);
+            assert_eq!(
+                by_engine,
+                dissect_cli(&path, "reliable.kdl", &text),
+                "`{text}`: dissect"
+            );
+            assert_eq!(by_engine, tui_selection(&mut app, &text), "`{text}`: TUI");
+        }
+    }
+    assert!(never > 20, "only {never} never-acked sequences were captured");
+    // Without ack roles the words are refused, and say why.
+    let e = Filter::parse("rtt > 5", config("article.kdl").program.as_deref()).unwrap_err();
+    assert!(e.message.contains("ack and ack-bits roles"), "{}", e.message);
 }
 
 #[test]

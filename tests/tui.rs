@@ -327,11 +327,13 @@ fn loader_and_screen_run_together_on_a_large_capture() {
 #[test]
 fn marked_packets_are_written_with_their_fragments() {
     let dir = std::env::temp_dir().join(format!("gpcap-tui-marks-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let out = dir.join("marked.pcapng");
     let mut a = app("lossy-bursts.pcap", "article.kdl");
-    // Frame 4's row is the packet reassembled from frames 1-4; mark it and the next row.
-    keys(&mut a, "g text:4 Enter Down m m");
+    // Frame 4's row is the packet reassembled from frames 1-4; mark it and the next row
+    // (`m` marks in place: `m m` unmarks).
+    keys(&mut a, "g text:4 Enter Down m m m Down m");
     assert_eq!(a.marks.len(), 2);
     keys(&mut a, &format!("w C-u text:{} Enter", out.display()));
     let (msg, err) = a.message.clone().unwrap();
@@ -345,6 +347,19 @@ fn marked_packets_are_written_with_their_fragments() {
         frames += 1;
     }
     assert_eq!(frames, 5);
+    // Writing again asks before replacing the file; `n` keeps it.
+    keys(&mut a, "M");
+    keys(&mut a, &format!("w C-u text:{} Enter", out.display()));
+    assert!(matches!(&a.mode, gpcap::tui::app::Mode::Prompt(p) if p.ask == gpcap::tui::prompt::Ask::Replace));
+    keys(&mut a, "n Enter");
+    assert_eq!(a.message.clone().unwrap().0, "not written: the file was kept");
+    assert!(std::fs::metadata(&out).unwrap().len() > 0);
+    keys(&mut a, &format!("w C-u text:{} Enter y Enter", out.display()));
+    assert!(
+        a.message.clone().unwrap().0.starts_with("wrote "),
+        "{:?}",
+        a.message
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -417,6 +432,144 @@ fn reload_applies_an_edited_definition_and_keeps_the_place() {
     );
     assert!(a.program.is_some());
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// README's key table is the one `?` shows: both come from `tui::keys::KEYS`.
+/// `GPCAP_UPDATE_README=1 cargo test --test tui readme_keys` writes it again.
+#[test]
+fn readme_keys_are_the_help_keys() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+    let readme = std::fs::read_to_string(&path).unwrap();
+    let open = "<!-- keys: generated from src/tui/keys.rs, the table `?` shows (tests/tui.rs checks) -->\n";
+    let close = "<!-- /keys -->";
+    let a = readme.find(open).expect("README has the key table's markers") + open.len();
+    let b = readme[a..].find(close).unwrap() + a;
+    let want = gpcap::tui::keys::markdown();
+    if std::env::var_os("GPCAP_UPDATE_README").is_some() {
+        std::fs::write(&path, format!("{}{want}{}", &readme[..a], &readme[b..])).unwrap();
+        return;
+    }
+    assert_eq!(
+        readme[a..b],
+        want,
+        "README's key table differs from tui::keys::KEYS"
+    );
+}
+
+/// The two sizes every papercut of the TUI is held at.
+macro_rules! snap2 {
+    ($name:ident, $capture:expr, $def:expr, $script:expr) => {
+        #[test]
+        fn $name() {
+            for (w, h) in [(80u16, 24u16), (200, 50)] {
+                let mut a = app($capture, $def);
+                keys(&mut a, $script);
+                insta::assert_snapshot!(
+                    format!("{}_{w}x{h}", stringify!($name)),
+                    screen(&mut a, w, h)
+                );
+            }
+        }
+    };
+}
+
+// The Status column says what the sequence analysis found (gap N, late, dup).
+snap2!(
+    status_shows_gaps_late_and_dups,
+    "lossy-bursts.pcap",
+    "article.kdl",
+    "/ text:gap~||~late~||~dup Enter"
+);
+// Enter on the Flows tab shows the selected direction only; `b` both.
+snap2!(
+    flows_enter_one_direction,
+    "lossy-bursts.pcap",
+    "article.kdl",
+    "2 Enter"
+);
+snap2!(flows_b_both_directions, "lossy-bursts.pcap", "article.kdl", "2 b");
+// `m` marks in place: m Down m Down m marks three rows in a row.
+snap2!(
+    marks_stay_in_place,
+    "clean.pcap",
+    "article.kdl",
+    "m Down m Down m"
+);
+// ICMP rows have their addresses and say what they report.
+snap2!(
+    icmp_rows_say_what,
+    "mtu-df.pcap",
+    "article.kdl",
+    "g text:74 Enter"
+);
+// The Frag column's id reads as the tree's fragment_id (from 0).
+snap2!(
+    frag_ids_as_the_tree,
+    "lossy-bursts.pcap",
+    "article.kdl",
+    "/ text:frag Enter t Down Down Down"
+);
+// The Loss tab scrolls its fragment counts and says which are shown.
+snap2!(
+    loss_scrolled,
+    "lossy-bursts.pcap",
+    "article.kdl",
+    "4 Down Down Down"
+);
+// A short capture's charts are drawn at the resolution it needs, with a time axis.
+snap2!(flows_short_capture, "clean.pcap", "article.kdl", "2");
+// `w` says where a bare name is written.
+snap2!(write_says_where, "clean.pcap", "article.kdl", "w");
+
+/// A long filter pasted at once is drawn at once with its end in view; past the limit the
+/// prompt says so rather than cutting it.
+#[test]
+fn long_filters_are_drawn_and_the_limit_is_said() {
+    let mut a = app("lossy-bursts.pcap", "article.kdl");
+    let long = (0..230)
+        .map(|i| format!("seq != {i}"))
+        .collect::<Vec<_>>()
+        .join(" && ");
+    assert!(long.len() > 3100);
+    keys(&mut a, "/");
+    a.paste(&long);
+    let s = screen(&mut a, 80, 24);
+    let prompt = s.lines().nth(22).unwrap();
+    assert!(
+        prompt.starts_with("filter: …") && prompt.contains("seq != 229"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("/4096 characters"), "{prompt}");
+    keys(&mut a, "Enter");
+    assert!(!a.message.as_ref().is_some_and(|m| m.1), "{:?}", a.message);
+    assert_eq!(a.filter.text, long);
+    // Too much is refused whole, and said.
+    keys(&mut a, "/");
+    a.paste(&long);
+    let s = screen(&mut a, 200, 50);
+    assert!(s.contains("full: a prompt holds 4096 characters"), "{s}");
+    insta::assert_snapshot!("long_filter_refused_200x50", s.lines().nth(48).unwrap());
+}
+
+/// Without a definition the tree shows the header read with the reference layout.
+#[test]
+fn no_definition_shows_the_reference_header() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let path = root.join("captures/lossy-bursts.pcap");
+    let mut cfg = Config::from_program(Arc::new(
+        dissect::load(&root.join("dissectors/article.kdl")).unwrap(),
+    ));
+    cfg.program = None;
+    let (tx, rx) = std::sync::mpsc::channel();
+    load(&path, cfg.clone(), tx);
+    let mut index = Index::new(&path);
+    index.name = "lossy-bursts.pcap".into();
+    let mut a = App::new(index, rx, cfg);
+    a.color = false;
+    a.tick();
+    for (w, h) in [(80u16, 24u16), (200, 50)] {
+        insta::assert_snapshot!(format!("no_definition_{w}x{h}"), screen(&mut a, w, h));
+    }
 }
 
 /// The status line says when the definition does not fit the traffic (reliable.kdl on

@@ -22,13 +22,18 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
         );
     }
     let cfg = resolved.cfg;
-    let filter = match &a.filter {
+    let mut filter = match &a.filter {
         Some(text) => Filter::parse(text, cfg.program.as_deref()).map_err(|error| Error::Filter {
             option: "--filter",
             error,
         })?,
         None => Filter::all(),
     };
+    if filter.needs_acks() {
+        // `rtt` and `never_acked` are settled by later packets: a pass of their own first.
+        let facts = gpcap::analysis::ack_facts(captures, cfg.clone())?;
+        filter.set_acks(std::sync::Arc::new(facts));
+    }
     let needs_fields = filter.needs_engine();
     let out = std::io::BufWriter::with_capacity(1 << 16, raw_stdout());
     let format = if a.jsonl {

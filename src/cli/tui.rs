@@ -54,11 +54,14 @@ pub fn run(a: &TuiArgs) -> Result<ExitCode> {
 
 /// Draw, wait briefly for a key or the mouse, fold in what the loader sent.
 pub fn event_loop(app: &mut App) -> Result<ExitCode> {
-    use ratatui::crossterm::event::{self, DisableMouseCapture, EnableMouseCapture, Event, KeyEventKind};
+    use ratatui::crossterm::event::{
+        self, DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture, Event,
+        KeyEventKind,
+    };
     use ratatui::crossterm::execute;
     let mut terminal = ratatui::init();
     let result = (|| -> std::io::Result<()> {
-        execute!(std::io::stdout(), EnableMouseCapture)?;
+        execute!(std::io::stdout(), EnableMouseCapture, EnableBracketedPaste)?;
         while !app.quit && app.quit_at.is_none_or(|t| std::time::Instant::now() < t) {
             app.tick();
             terminal.draw(|f| gpcap::tui::ui::draw(f, app))?;
@@ -66,16 +69,28 @@ pub fn event_loop(app: &mut App) -> Result<ExitCode> {
                 copy_to_clipboard(&text)?;
             }
             if event::poll(std::time::Duration::from_millis(100))? {
-                match event::read()? {
-                    Event::Key(k) if k.kind != KeyEventKind::Release => app.key(k),
-                    Event::Mouse(m) => app.mouse(m),
-                    _ => {}
+                // Everything already waiting (a paste typed as keys, a burst of wheel
+                // events) before the next draw, so the screen shows the last of it at once.
+                let until = std::time::Instant::now() + std::time::Duration::from_millis(50);
+                loop {
+                    match event::read()? {
+                        Event::Key(k) if k.kind != KeyEventKind::Release => app.key(k),
+                        Event::Mouse(m) => app.mouse(m),
+                        Event::Paste(text) => app.paste(&text),
+                        _ => {}
+                    }
+                    if app.quit
+                        || std::time::Instant::now() >= until
+                        || !event::poll(std::time::Duration::ZERO)?
+                    {
+                        break;
+                    }
                 }
             }
         }
         Ok(())
     })();
-    let _ = execute!(std::io::stdout(), DisableMouseCapture);
+    let _ = execute!(std::io::stdout(), DisableMouseCapture, DisableBracketedPaste);
     ratatui::restore();
     result.map_err(|e| Error::io("terminal", e))?;
     Ok(ExitCode::SUCCESS)

@@ -202,7 +202,7 @@ pub fn nearest<'a>(catalog: &'a [PathInfo], name: &str) -> Option<&'a str> {
 }
 
 /// Levenshtein distance, bounded to short names.
-fn distance(a: &str, b: &str) -> usize {
+pub(crate) fn distance(a: &str, b: &str) -> usize {
     let (a, b): (Vec<char>, Vec<char>) = (a.chars().take(128).collect(), b.chars().take(128).collect());
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.iter().enumerate() {

@@ -3,9 +3,12 @@
 //! screen owns its copy and never waits on a lock while drawing.
 
 use crate::analysis::Report;
+use crate::decode::IcmpTooBig;
 use crate::dissect::FaultKind;
-use crate::engine::{FlowId, Kind, PacketEvent, Sink, Status};
+use crate::engine::seq::SeqEvent;
+use crate::engine::{FlowId, Kind, Layer, PacketEvent, Sink, Status};
 use hashbrown::HashMap;
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,9 +28,16 @@ pub mod status {
     pub const BAD_FRAME: u16 = 1024;
     /// A game packet reassembled from its fragments (the row of the completing frame).
     pub const REASSEMBLED: u16 = 2048;
+    /// The sequence analysis' verdicts on the datagram (as `analyze` counts them).
+    pub const LATE: u16 = 4096;
+    pub const DUP: u16 = 8192;
+    /// Sequences were skipped before it (how many: [`super::Row::gap`]).
+    pub const GAP: u16 = 16384;
+    /// A new sequence of its flow (in order or after a gap).
+    pub const SEQ_NEW: u16 = 32768;
 }
 
-/// One row of the packet list: 56 bytes.
+/// One row of the packet list: 56 bytes (the gap fits in what was padding).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Row {
     pub frame: u64,
@@ -46,12 +56,14 @@ pub struct Row {
     pub frag_id: u8,
     /// `FaultKind` index + 1, 0 for none.
     pub fault: u8,
-    /// Sequences the engine found skipped before this datagram (its sequence analysis:
+    /// Sequences the engine found skipped just before this datagram (with [`status::GAP`];
     /// the TUI charts the engine's gaps rather than finding its own).
     pub gap: u32,
 }
 
 pub const NO_FLOW: u32 = u32::MAX;
+
+const _: () = assert!(std::mem::size_of::<Row>() == 56);
 
 impl Row {
     pub fn has(&self, flag: u16) -> bool {
@@ -105,8 +117,18 @@ impl Row {
                 data_len: 0,
                 lead: 0,
             });
+        let seq_event = if self.has(status::LATE) {
+            Some(SeqEvent::Late)
+        } else if self.has(status::DUP) {
+            Some(SeqEvent::Duplicate)
+        } else if self.has(status::SEQ_NEW) {
+            Some(SeqEvent::New { gap: self.gap })
+        } else {
+            None
+        };
         PacketEvent {
             kind,
+            seq_event,
             frame: self.frame,
             ts_ns: self.ts_ns,
             offset: self.offset,
@@ -176,6 +198,17 @@ pub struct Kept {
     pub fragment_frames: Vec<u64>,
 }
 
+/// An ICMP "too big" row: its addresses and what it says, for the list's columns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IcmpRow {
+    pub from: IpAddr,
+    pub to: IpAddr,
+    pub info: String,
+}
+
+/// ICMP rows described (a flood of them is shown without addresses beyond).
+const MAX_ICMP_ROWS: usize = 100_000;
+
 /// What the loader sends the screen.
 #[derive(Debug)]
 pub enum Update {
@@ -184,6 +217,8 @@ pub enum Update {
         rows: Vec<Row>,
         flows: Vec<FlowId>,
         kept: Vec<(u32, Kept)>,
+        /// ICMP rows' addresses and summaries, by row.
+        icmp: Vec<(u32, IcmpRow)>,
         /// Frames held in memory (live capture, where there is no file to read back).
         frames: Vec<(u64, Vec<u8>)>,
         bytes_read: u64,
@@ -246,6 +281,7 @@ pub struct Index {
     pub flows: Vec<FlowId>,
     pub frags: Vec<FragPacket>,
     pub kept: HashMap<u32, Kept>,
+    pub icmp: HashMap<u32, IcmpRow>,
     pub bytes_read: u64,
     pub total_bytes: u64,
     pub done: bool,
@@ -257,6 +293,14 @@ pub struct Index {
 }
 
 impl Index {
+    /// The first and last times of the rows (rows are in capture order, but a capture's
+    /// clock may step back).
+    pub fn span(&self) -> (i64, i64) {
+        let first = self.rows.first().map_or(0, |r| r.ts_ns);
+        let last = self.rows.iter().map(|r| r.ts_ns).max().unwrap_or(first);
+        (first, last)
+    }
+
     /// Frames indexed (rows less reassembled packets).
     pub fn frames(&self) -> u64 {
         self.rows.len() as u64 - self.reassembled
@@ -278,9 +322,11 @@ impl Index {
                 rows,
                 flows,
                 kept,
+                icmp,
                 frames,
                 bytes_read,
             } => {
+                self.icmp.extend(icmp);
                 self.reassembled += rows.iter().filter(|r| r.has(status::REASSEMBLED)).count() as u64;
                 self.rows.extend_from_slice(&rows);
                 self.flows.extend(flows);
@@ -318,6 +364,8 @@ pub struct IndexSink {
     frags_sent_at: std::time::Instant,
     kept: Vec<(u32, Kept)>,
     kept_bytes: usize,
+    icmp: Vec<(u32, IcmpRow)>,
+    icmp_rows: usize,
     /// Keep frames in memory (live capture).
     pub keep_frames: bool,
     frames: Vec<(u64, Vec<u8>)>,
@@ -341,6 +389,8 @@ impl IndexSink {
             frags_sent_at: std::time::Instant::now(),
             kept: Vec::new(),
             kept_bytes: 0,
+            icmp: Vec::new(),
+            icmp_rows: 0,
             keep_frames: false,
             frames: Vec::new(),
             bytes_read: Arc::new(AtomicU64::new(0)),
@@ -367,12 +417,18 @@ impl IndexSink {
     /// Sends what was gathered; the fragment grid (rewritten as fragments arrive) at most
     /// once a second unless `all`, so publishing stays cheap on millions of packets.
     pub fn publish(&mut self, all: bool) {
-        if !self.rows.is_empty() || !self.new_flows.is_empty() || !self.kept.is_empty() || all {
+        if !self.rows.is_empty()
+            || !self.new_flows.is_empty()
+            || !self.kept.is_empty()
+            || !self.icmp.is_empty()
+            || all
+        {
             self.sent += self.rows.len() as u32;
             let u = Update::Rows {
                 rows: std::mem::take(&mut self.rows),
                 flows: std::mem::take(&mut self.new_flows),
                 kept: std::mem::take(&mut self.kept),
+                icmp: std::mem::take(&mut self.icmp),
                 frames: std::mem::take(&mut self.frames),
                 bytes_read: self.bytes_read.load(Ordering::Relaxed),
             };
@@ -452,6 +508,24 @@ impl IndexSink {
     }
 }
 
+/// What an ICMP "too big" message says, as the Info column reads.
+fn icmp_row(i: &IcmpTooBig) -> IcmpRow {
+    let what = if i.v6 {
+        "packet too big"
+    } else {
+        "fragmentation needed"
+    };
+    let quoted = i
+        .quoted
+        .map(|q| format!(" for {} → {} ({} bytes)", q.src, q.dst, q.ip_len))
+        .unwrap_or_default();
+    IcmpRow {
+        from: i.from,
+        to: i.to,
+        info: format!("{what}: MTU {}{quoted}", i.mtu),
+    }
+}
+
 /// The status bits of an event.
 pub fn status_bits(e: &PacketEvent) -> u16 {
     let mut st = match e.kind {
@@ -479,6 +553,13 @@ pub fn status_bits(e: &PacketEvent) -> u16 {
     }
     if e.truncated || e.snaplen_cut() {
         st |= status::TRUNCATED;
+    }
+    match e.seq_event {
+        Some(SeqEvent::Late) => st |= status::LATE,
+        Some(SeqEvent::Duplicate) => st |= status::DUP,
+        Some(SeqEvent::New { gap }) if gap > 0 => st |= status::GAP | status::SEQ_NEW,
+        Some(SeqEvent::New { .. }) => st |= status::SEQ_NEW,
+        _ => {}
     }
     st
 }
@@ -511,20 +592,26 @@ impl Sink for IndexSink {
                 u16::MAX
             },
             frag_count: frag_count.min(u16::MAX as u32) as u16,
-            gap: match e.seq_event {
-                Some(crate::engine::seq::SeqEvent::New { gap }) => gap,
-                _ => 0,
-            },
             linktype: e.linktype as u16,
             status: status_bits(e),
             frag_id: frag_id.min(255) as u8,
             fault,
+            gap: match e.seq_event {
+                Some(SeqEvent::New { gap }) => gap,
+                _ => 0,
+            },
         });
         if e.kind == Kind::Reassembled || (e.is_game() && e.ip_fragments > 1) {
             self.keep(row, e.payload, e.fragment_frames);
         }
         if e.kind == Kind::Game && !e.status.crc_failed() {
             self.grid(e, flow);
+        }
+        if let Layer::Icmp(i) = e.layer
+            && self.icmp_rows < MAX_ICMP_ROWS
+        {
+            self.icmp_rows += 1;
+            self.icmp.push((row, icmp_row(&i)));
         }
         if self.keep_frames && e.kind != Kind::Reassembled {
             self.frames.push((e.frame, e.frame_data.to_vec()));

@@ -2,6 +2,7 @@
 //! display filter, as a text tree (in the spirit of `tshark -V`) or as JSON.
 
 use crate::dissect::Program;
+use crate::engine::seq::SeqEvent;
 use crate::engine::{Kind, PacketEvent, Sink};
 use crate::filter::Filter;
 use crate::present;
@@ -113,13 +114,15 @@ impl<W: Write> Printer<W> {
                 let frames: Vec<String> = e.fragment_frames.iter().map(|f| f.to_string()).collect();
                 format!(" reassembled from frames {}", frames.join(","))
             }
-            (_, Some(f)) => format!(" fragment {}/{}", f.id + 1, f.count),
+            // The id as the tree prints `fragment_id`: from 0.
+            (_, Some(f)) => format!(" fragment {} of {}", f.id, f.count),
             _ => String::new(),
         };
         let fault = e.fault.map(|k| format!(" ({})", k.code())).unwrap_or_default();
+        let analysis = seq_note(e.seq_event);
         writeln!(
             self.out,
-            "{} {:.6} {flow} {ty} seq {seq} {} bytes {}{fault}{frag}",
+            "{} {:.6} {flow} {ty} seq {seq} {} bytes {}{analysis}{fault}{frag}",
             e.frame,
             e.ts_ns as f64 / 1e9,
             e.size,
@@ -213,7 +216,7 @@ impl<W: Write> Printer<W> {
             Some(p) => write!(self.out, "{}", present::tree::text_tree(p, d, e.payload))?,
             None => {
                 if let Some(f) = e.fragment {
-                    writeln!(self.out, "    fragment {} of {}", f.id + 1, f.count)?;
+                    writeln!(self.out, "    fragment {} of {}", f.id, f.count)?;
                 }
                 if let Some(k) = e.fault {
                     writeln!(self.out, "    [Malformed: {}]", k.code())?;
@@ -224,8 +227,21 @@ impl<W: Write> Printer<W> {
     }
 }
 
+/// What the sequence analysis said of a datagram, as `analyze` counts it: ` late`,
+/// ` dup`, or ` gap N` (N sequences skipped just before it).
+pub fn seq_note(e: Option<SeqEvent>) -> String {
+    match e {
+        Some(SeqEvent::Late) => " late".into(),
+        Some(SeqEvent::Duplicate) => " dup".into(),
+        Some(SeqEvent::New { gap }) if gap > 0 => format!(" gap {gap}"),
+        _ => String::new(),
+    }
+}
+
 impl<W: Write> Sink for Printer<W> {
     fn packet(&mut self, e: &PacketEvent<'_>) {
+        // `time` counts from the first frame, whatever it carries.
+        self.filter.start(e.ts_ns);
         if self.error.is_some() || !e.is_game() {
             return;
         }

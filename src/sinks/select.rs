@@ -80,6 +80,7 @@ impl Sink for Select {
     fn packet(&mut self, e: &PacketEvent<'_>) {
         let position = self.position;
         self.position = self.position.saturating_add(1);
+        self.filter.start(e.ts_ns);
         if !self.filter.matches(e) {
             return;
         }
@@ -185,6 +186,19 @@ pub fn scan(
             self.select.packet(e);
             if self.select.position.is_multiple_of(16384) {
                 self.send();
+            }
+        }
+    }
+    let mut filter = filter;
+    if filter.needs_acks() {
+        // `rtt` and `never_acked` are settled by later packets: a pass of their own first.
+        match crate::analysis::ack_facts(&[path.to_path_buf()], cfg.clone()) {
+            Ok(facts) => filter.set_acks(std::sync::Arc::new(facts)),
+            Err(e) => {
+                let _ = tx.send(ScanUpdate::Done {
+                    error: Some(e.to_string()),
+                });
+                return;
             }
         }
     }

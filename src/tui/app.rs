@@ -2,6 +2,7 @@
 //! the loader over a channel, so drawing never waits on a lock; nothing here draws.
 
 use super::prompt::{Ask, Edit, Prompt};
+use super::series::Series;
 use crate::capture::reader::FrameAt;
 use crate::decode::{Decoded, decode};
 use crate::dissect::{Dissection, Program};
@@ -185,16 +186,17 @@ pub struct Areas {
     pub frags: Rect,
 }
 
-/// Per second of capture time for one flow: datagrams, and sequence numbers skipped
-/// (gaps in capture order), from the index; round trips from the report's ack analysis.
+/// One flow over capture time (the whole capture's span, at the step it needs):
+/// datagrams and sequences skipped (the engine's gaps, as `analyze` counts them) from the
+/// index; round trips from the report's ack analysis (per second).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FlowSeries {
     /// The flow (index flow id) and the rows it was computed over.
     pub key: (u32, usize),
-    pub datagrams: Vec<u64>,
-    pub gaps: Vec<u64>,
-    /// Mean round trip in milliseconds per second that had acks.
-    pub rtt_ms: Vec<u64>,
+    pub datagrams: Series,
+    pub gaps: Series,
+    /// Mean round trip in milliseconds, per second that had acks.
+    pub rtt_ms: Option<Series>,
 }
 
 /// The selected packet, read back from the file and dissected with fields recorded.
@@ -321,6 +323,12 @@ pub struct App {
     templates: HashMap<u32, Vec<Piece>>,
     /// A `w` in progress: what it says when done.
     writing: Option<Receiver<Result<String, String>>>,
+    /// The file `w` will replace once confirmed.
+    pending_write: Option<String>,
+    /// First fragment count shown on the Loss tab.
+    pub loss_scroll: usize,
+    /// Sequences lost over time, and the rows it was computed over.
+    pub loss_series: Option<(usize, Series)>,
 }
 
 impl App {
@@ -371,6 +379,9 @@ impl App {
             areas: Areas::default(),
             info: HashMap::new(),
             writing: None,
+            pending_write: None,
+            loss_scroll: 0,
+            loss_series: None,
         }
     }
 
@@ -389,8 +400,10 @@ impl App {
                 Err(e) => (e, true),
             });
         }
-        if self.tab == Tab::Flows {
-            self.update_flow_series();
+        match self.tab {
+            Tab::Flows => self.update_flow_series(),
+            Tab::Loss => self.update_loss_series(),
+            _ => {}
         }
     }
 
@@ -487,6 +500,9 @@ impl App {
     fn scan_rows(&mut self) {
         let ix = &self.index;
         let end = ix.rows.len();
+        if let Some(first) = ix.rows.first() {
+            self.filter.start(first.ts_ns);
+        }
         for i in self.scanned..end {
             if self.filter.is_all() || self.filter.matches(&ix.rows[i].event(&ix.flows)) {
                 self.view.push(i as u32);
@@ -659,7 +675,10 @@ impl App {
                 KeyCode::Up | KeyCode::Char('k') => self.help_scroll = self.help_scroll.saturating_sub(1),
                 KeyCode::PageDown | KeyCode::Char(' ') => self.help_scroll += 10,
                 KeyCode::PageUp => self.help_scroll = self.help_scroll.saturating_sub(10),
-                _ => self.help = false,
+                KeyCode::Home => self.help_scroll = 0,
+                KeyCode::Esc | KeyCode::Char('?') | KeyCode::Char('q') | KeyCode::Enter => self.help = false,
+                // Any other key is not a reason to lose the help.
+                _ => {}
             }
             return;
         }
@@ -688,7 +707,11 @@ impl App {
                 } else {
                     "gpcap-marked.pcapng"
                 };
-                self.open(Ask::Write, name)
+                self.open(Ask::Write, name);
+                let dir = std::env::current_dir()
+                    .map(|d| d.display().to_string())
+                    .unwrap_or_default();
+                self.message = Some((format!("a name without a directory is written in {dir}"), false));
             }
             KeyCode::Char('m') => self.toggle_mark(),
             KeyCode::Char('M') => {
@@ -715,7 +738,14 @@ impl App {
             KeyCode::BackTab => self.tab = Tab::ALL[(self.tab_index() + 4) % 5],
             KeyCode::Char(c @ '1'..='5') => self.tab = Tab::ALL[c as usize - '1' as usize],
             KeyCode::Char('f') => self.follow(),
-            KeyCode::Enter if self.tab == Tab::Flows => self.open_flow(),
+            KeyCode::Enter if self.tab == Tab::Flows => {
+                self.open_flow(k.modifiers.contains(KeyModifiers::SHIFT))
+            }
+            KeyCode::Char('b') if self.tab == Tab::Flows => self.open_flow(true),
+            KeyCode::Up | KeyCode::Char('k') if self.tab == Tab::Loss => {
+                self.loss_scroll = self.loss_scroll.saturating_sub(1)
+            }
+            KeyCode::Down | KeyCode::Char('j') if self.tab == Tab::Loss => self.loss_scroll += 1,
             KeyCode::Enter if self.tab == Tab::Reassembly => self.open_fragmented(),
             KeyCode::Char('t') | KeyCode::Enter
                 if self.tab == Tab::Packets
@@ -768,13 +798,20 @@ impl App {
                     ))
                 }
                 Ok(f) if f.is_all() => self.find = None,
-                Ok(f) => {
+                Ok(mut f) => {
+                    if let Some(first) = self.index.rows.first() {
+                        f.start(first.ts_ns);
+                    }
                     self.find = Some(f);
                     self.find_next(1);
                 }
                 Err(e) => self.message = Some((format!("find: {e}"), true)),
             },
-            Ask::Write => self.write(text.trim()),
+            Ask::Write => self.ask_write(text.trim()),
+            Ask::Replace => match (text.trim(), self.pending_write.take()) {
+                ("y" | "Y" | "yes", Some(to)) => self.write(&to),
+                _ => self.message = Some(("not written: the file was kept".into(), false)),
+            },
         }
     }
 
@@ -884,53 +921,15 @@ impl App {
         }
     }
 
-    /// Sequence numbers wrap at this mask (the definition's sequence width).
-    fn seq_mask(&self) -> u64 {
-        match self.cfg.sequence_bits().min(64) {
-            64 => u64::MAX,
-            bits => (1u64 << bits) - 1,
-        }
-    }
-
-    /// The next shown datagram whose sequence skips ahead of its flow's previous one.
+    /// The next shown datagram the sequence analysis found a gap before (as `analyze`
+    /// counts gaps).
     fn find_gap(&self, dir: isize) -> Option<usize> {
-        let mask = self.seq_mask();
         let ix = &self.index;
-        // Gaps at each position, in view order: the previous sequence of each flow.
-        let mut last: HashMap<u32, u64> = HashMap::new();
-        let mut gap_at = |pos: usize| -> bool {
-            let Some(r) = ix.rows.get(self.view[pos] as usize) else {
-                return false;
-            };
-            if !r.has(status::GAME)
-                || r.has(status::REASSEMBLED)
-                || r.ptype == u16::MAX
-                || r.has(status::CRC_FAIL)
-            {
-                return false;
-            }
-            let gap = last
-                .get(&r.flow)
-                .is_some_and(|&prev| ahead(prev, r.seq, mask).is_some_and(|a| a > 1));
-            let newer = last
-                .get(&r.flow)
-                .is_none_or(|&prev| ahead(prev, r.seq, mask).is_some());
-            if newer {
-                last.insert(r.flow, r.seq);
-            }
-            gap
-        };
-        let mut gaps = Vec::new();
-        let upto = if dir > 0 { self.view.len() } else { self.selected };
-        for p in 0..upto {
-            if gap_at(p) {
-                if dir > 0 && p > self.selected {
-                    return Some(p);
-                }
-                gaps.push(p);
-            }
-        }
-        if dir > 0 { None } else { gaps.last().copied() }
+        self.search(dir, |p| {
+            ix.rows
+                .get(self.view[p] as usize)
+                .is_some_and(|r| r.has(status::GAP))
+        })
     }
 
     fn toggle_mark(&mut self) {
@@ -947,7 +946,6 @@ impl App {
             ),
             false,
         ));
-        self.move_selection(1);
     }
 
     fn toggle_time_ref(&mut self) {
@@ -962,6 +960,23 @@ impl App {
             Some(_) => (format!("times are relative to frame {}", r.frame), false),
             None => ("time reference cleared".into(), false),
         });
+    }
+
+    /// `w`'s answer: an existing file is replaced only once confirmed.
+    fn ask_write(&mut self, to: &str) {
+        if !to.is_empty() && std::path::Path::new(to).exists() {
+            self.pending_write = Some(to.to_string());
+            self.open(Ask::Replace, "");
+            return;
+        }
+        self.write(to)
+    }
+
+    /// Pasted text, into the prompt being edited (whole, or refused when it would not fit).
+    pub fn paste(&mut self, text: &str) {
+        if let Mode::Prompt(p) = &mut self.mode {
+            p.paste(text);
+        }
     }
 
     /// Writes the marked packets, or else the shown ones, to a pcapng file (a reassembled
@@ -1142,6 +1157,7 @@ impl App {
         self.info.clear();
         self.marks.clear();
         self.flow_series = None;
+        self.loss_series = None;
         let text = self.filter.text.clone();
         self.filter = Filter::parse(&text, self.program.as_deref()).unwrap_or_else(|_| Filter::all());
         self.view.clear();
@@ -1342,14 +1358,19 @@ impl App {
         order
     }
 
-    /// Enter on a flow: its conversation in the packet list.
-    fn open_flow(&mut self) {
+    /// Enter on a flow (one direction): its packets in the list; `both`: the whole
+    /// conversation.
+    fn open_flow(&mut self, both: bool) {
         let order = self.flow_order(&self.index);
         let Some(r) = &self.index.report else { return };
         let Some(f) = order.get(self.flows.selected).and_then(|&i| r.flows.get(i)) else {
             return;
         };
-        let text = format!("flow {} && flow {}", f.src, f.dst);
+        let text = if both {
+            format!("flow {} && flow {}", f.src, f.dst)
+        } else {
+            format!("src {} && dst {}", f.src, f.dst)
+        };
         self.apply_filter(&text);
     }
 
@@ -1400,38 +1421,50 @@ impl App {
         if self.flow_series.as_ref().is_some_and(|s| s.key == key) {
             return;
         }
-        let first = ix.rows.first().map_or(0, |r| r.ts_ns);
-        let second = |ts: i64| ((ts.saturating_sub(first)).max(0) / 1_000_000_000) as usize;
+        let (first, last) = ix.span();
         let mut s = FlowSeries {
             key,
-            ..FlowSeries::default()
+            datagrams: Series::over(first, last),
+            gaps: Series::over(first, last),
+            rtt_ms: None,
         };
-        // At most a day of seconds: a hostile timestamp cannot size the series.
-        const MAX_SECONDS: usize = 86_400;
         for row in ix
             .rows
             .iter()
             .filter(|r| r.flow == id as u32 && !r.has(status::REASSEMBLED))
         {
-            let t = second(row.ts_ns).min(MAX_SECONDS - 1);
-            if s.datagrams.len() <= t {
-                s.datagrams.resize(t + 1, 0);
-                s.gaps.resize(t + 1, 0);
-            }
-            s.datagrams[t] += 1;
+            s.datagrams.add(row.ts_ns, 1);
             // The engine's gaps, as analyze counts them (a sequence jump is none).
-            s.gaps[t] += row.gap as u64;
+            s.gaps.add(row.ts_ns, row.gap as u64);
         }
-        if let Some(a) = &fl.acks {
+        if let (Some(a), Some(start)) = (&fl.acks, r.timeline.start_ns) {
+            // The report times round trips per second: no finer steps than that.
+            let mut rtt = Series::over_at_least(first, last, 1_000_000_000);
             for &(sec, _, mean, _) in &a.rtt_timeline {
-                let t = (sec as usize).min(MAX_SECONDS - 1);
-                if s.rtt_ms.len() <= t {
-                    s.rtt_ms.resize(t + 1, 0);
-                }
-                s.rtt_ms[t] = mean.round().max(0.0) as u64;
+                let at = start.saturating_add(sec as i64 * 1_000_000_000);
+                rtt.max_at(at, mean.round().max(0.0) as u64);
             }
+            s.rtt_ms = (!a.rtt_timeline.is_empty()).then_some(rtt);
         }
         self.flow_series = Some(s);
+    }
+
+    /// Sequences lost over the capture, from every flow's gaps (the Loss tab).
+    fn update_loss_series(&mut self) {
+        let ix = &self.index;
+        if self
+            .loss_series
+            .as_ref()
+            .is_some_and(|(n, _)| *n == ix.rows.len())
+        {
+            return;
+        }
+        let (first, last) = ix.span();
+        let mut s = Series::over(first, last);
+        for row in ix.rows.iter().filter(|r| r.has(status::GAP)) {
+            s.add(row.ts_ns, row.gap as u64);
+        }
+        self.loss_series = Some((ix.rows.len(), s));
     }
 
     /// The Info column of a row: the definition's `info` template for its packet type, or
@@ -1459,12 +1492,10 @@ impl App {
             return "CRC mismatch: not the protocol's, or damaged".into();
         }
         if r.frag_count > 0 {
-            return format!(
-                "fragment {} of {} (seq {})",
-                r.frag_id as u32 + 1,
-                r.frag_count,
-                r.seq
-            );
+            return format!("fragment {} of {} (seq {})", r.frag_id, r.frag_count, r.seq);
+        }
+        if let Some(i) = ix.icmp.get(&row_index) {
+            return i.info.clone();
         }
         if !r.has(status::GAME) {
             return super::ui::status_of(&r).0.to_string();
@@ -1674,13 +1705,6 @@ fn fill_template(
         }
     }
     out
-}
-
-/// How far `seq` is ahead of `prev` where sequences wrap at `mask`; None when it is
-/// behind (late or repeated).
-fn ahead(prev: u64, seq: u64, mask: u64) -> Option<u64> {
-    let a = seq.wrapping_sub(prev) & mask;
-    (a <= mask / 2).then_some(a)
 }
 
 /// The type's name and its first top-level fields after the header (`a=3 b=-2 c=10`).

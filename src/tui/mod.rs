@@ -3,7 +3,9 @@
 //! ([`crate::sinks::index`]), built on another thread and sent here as updates.
 
 pub mod app;
+pub mod keys;
 pub mod prompt;
+pub mod series;
 pub mod ui;
 
 pub use crate::sinks::index::{Index, Update, load};

@@ -10,6 +10,8 @@ pub enum Ask {
     Find,
     Goto,
     Write,
+    /// Confirms replacing the file `w` was asked to write.
+    Replace,
 }
 
 impl Ask {
@@ -19,6 +21,7 @@ impl Ask {
             Ask::Find => "find",
             Ask::Goto => "go to frame",
             Ask::Write => "write pcapng to",
+            Ask::Replace => "the file exists; replace it? (y/n)",
         }
     }
 }
@@ -31,6 +34,8 @@ pub struct Prompt {
     pub cursor: usize,
     /// Position in the history while browsing it (Up/Down); None when editing new text.
     browsing: Option<usize>,
+    /// Text was refused because the prompt is full (said on the prompt's line).
+    pub refused: bool,
 }
 
 /// What a key did to the prompt.
@@ -41,8 +46,9 @@ pub enum Edit {
     Submit(String),
 }
 
-/// Prompt lines are short; a paste of more is cut here.
-const MAX_CHARS: usize = 4096;
+/// The most a prompt holds: typing more is refused, and the prompt says so, rather than
+/// cutting what was pasted.
+pub const MAX_CHARS: usize = 4096;
 
 impl Prompt {
     pub fn new(ask: Ask, text: &str) -> Self {
@@ -52,7 +58,30 @@ impl Prompt {
             cursor: text.len(),
             text,
             browsing: None,
+            refused: false,
         }
+    }
+
+    /// Characters held.
+    pub fn len(&self) -> usize {
+        self.text.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.text.is_empty()
+    }
+
+    /// Inserts pasted text whole at the cursor, or nothing when it does not fit (newlines
+    /// read as spaces).
+    pub fn paste(&mut self, s: &str) {
+        let add: Vec<char> = s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+        if self.text.len() + add.len() > MAX_CHARS {
+            self.refused = true;
+            return;
+        }
+        self.cursor = self.cursor.min(self.text.len());
+        self.text.splice(self.cursor..self.cursor, add.iter().copied());
+        self.cursor += add.len();
     }
 
     pub fn text(&self) -> String {
@@ -97,6 +126,7 @@ impl Prompt {
     pub fn key(&mut self, k: KeyEvent, history: &[String]) -> Edit {
         let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
         let alt = k.modifiers.contains(KeyModifiers::ALT);
+        self.refused = false;
         self.cursor = self.cursor.min(self.text.len());
         match k.code {
             KeyCode::Esc => return Edit::Cancel,
@@ -131,6 +161,7 @@ impl Prompt {
                 self.text.insert(self.cursor, c);
                 self.cursor += 1;
             }
+            KeyCode::Char(_) if !ctrl && !alt => self.refused = true,
             KeyCode::Backspace if alt => {
                 let from = self.word_start();
                 self.text.drain(from..self.cursor);

@@ -19,6 +19,62 @@ const MAX_RUNS: usize = 256;
 const MAX_SECONDS: usize = 86_400;
 const NOT_CAPTURED: i64 = i64::MIN;
 
+/// What the analysis settled for one captured sequence: its round trip, or that it was
+/// never acked. Kept only when asked ([`AckTracker::keep_log`]: filters on `rtt` and
+/// `never_acked`), so that `analyze` keeps nothing per packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settled {
+    /// When its first datagram was captured.
+    pub sent_ns: i64,
+    /// Microseconds, or [`Settled::NEVER`].
+    pub rtt_us: u32,
+    /// Its wire value (the sequence's own width).
+    pub seq: u64,
+}
+
+impl Settled {
+    pub const NEVER: u32 = u32::MAX;
+}
+
+/// What the ack analysis settled for every captured sequence of a run, by direction: the
+/// display filter's `never_acked` and `rtt`, known only once later packets were seen, so
+/// found by a pass of their own before the filter's.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AckFacts {
+    /// By direction and wire sequence: (first datagram's time, round trip or NEVER),
+    /// in capture order (a sequence number recurs only after it wrapped).
+    by_seq: hashbrown::HashMap<(crate::engine::FlowId, u64), Vec<(i64, u32)>>,
+}
+
+impl AckFacts {
+    pub fn add(&mut self, flow: crate::engine::FlowId, log: Vec<Settled>) {
+        for s in log {
+            self.by_seq
+                .entry((flow, s.seq))
+                .or_default()
+                .push((s.sent_ns, s.rtt_us));
+        }
+    }
+
+    /// The round trip in µs of the packet of `flow` with sequence `seq` seen at `ts_ns`
+    /// ([`Settled::NEVER`]: never acked); None when it was not settled (acks unknown, or
+    /// not acked yet when the capture ended).
+    pub fn of(&self, flow: crate::engine::FlowId, seq: u64, ts_ns: i64) -> Option<u32> {
+        let v = self.by_seq.get(&(flow, seq))?;
+        // The latest use of the number at or before this packet.
+        let mut at = None;
+        for &(sent, rtt) in v {
+            if sent <= ts_ns && at.is_none_or(|(t, _)| sent >= t) {
+                at = Some((sent, rtt));
+            }
+        }
+        at.map(|(_, rtt)| rtt)
+    }
+}
+
+/// Settled sequences kept per direction (24 bytes each).
+const MAX_LOG: usize = 1 << 24;
+
 /// Per sending direction: its sequences, settled as the other direction acks them.
 ///
 /// The window grows with the sequences actually sent, a power of two at a time up to
@@ -26,6 +82,8 @@ const NOT_CAPTURED: i64 = i64::MIN;
 /// and no flow more than 8.3 KB whatever the capture.
 #[derive(Debug, Clone)]
 pub struct AckTracker {
+    /// Settled captured sequences, when kept.
+    log: Option<Vec<Settled>>,
     /// Width of the sequences in bits (the flow's own counter).
     bits: u32,
     /// When each sequence's first datagram was captured (NOT_CAPTURED: a gap), by
@@ -154,10 +212,27 @@ impl RttHist {
 }
 
 impl AckTracker {
+    /// Keeps what each captured sequence settled as (see [`Settled`]).
+    pub fn keep_log(&mut self) {
+        self.log.get_or_insert_with(Vec::new);
+    }
+
+    /// Logs sequence `ext`, first captured at `sent_ns`, as settled with `rtt_us`.
+    fn log(&mut self, ext: i128, sent_ns: i64, rtt_us: u32) {
+        let seq = ext as u64 & self.mask();
+        if let Some(log) = self.log.as_mut()
+            && sent_ns != NOT_CAPTURED
+            && log.len() < MAX_LOG
+        {
+            log.push(Settled { sent_ns, rtt_us, seq });
+        }
+    }
+
     /// A tracker for sequences `bits` wide (1..=64).
     pub fn new(bits: u32) -> Self {
         AckTracker {
             bits: bits.clamp(1, 64),
+            log: None,
             sent_ns: Vec::new(),
             acked: Vec::new(),
             first: None,
@@ -194,6 +269,10 @@ impl AckTracker {
             + self.seconds.capacity() * 24
             + self.rtt.buckets.len() * 48
             + self.stats.never_acked_runs.capacity() * 16
+            + self
+                .log
+                .as_ref()
+                .map_or(0, |l| l.capacity() * size_of::<Settled>())
     }
 
     fn index(&self, ext: i128) -> usize {
@@ -259,6 +338,7 @@ impl AckTracker {
                 let old = k - len;
                 if old >= first && !self.is_acked(old) {
                     self.settle_run(old, old);
+                    self.log(old, self.sent_ns[self.index(old)], Settled::NEVER);
                 }
                 let i = self.index(k);
                 self.sent_ns[i] = NOT_CAPTURED;
@@ -325,6 +405,7 @@ impl AckTracker {
             }
             let us = ((ts_ns - sent_ns) / 1000) as u64;
             self.rtt.add(us);
+            self.log(ext, sent_ns, us.min(Settled::NEVER as u64 - 1) as u32);
             if let Some(sec) = second {
                 let full = self.seconds.len() >= MAX_SECONDS;
                 match self.seconds.last_mut() {
@@ -343,10 +424,18 @@ impl AckTracker {
     /// Settles what is left at the end of the capture.
     /// No figures for a direction the other never acked (it sent no packet with acks):
     /// nothing says whether its sequences arrived.
-    pub fn finish(mut self) -> Option<AckStats> {
-        let first = self.first?;
+    pub fn finish(self) -> Option<AckStats> {
+        self.finish_logged().0
+    }
+
+    /// [`AckTracker::finish`], and what each captured sequence settled as (when kept; none
+    /// without a peer that acks).
+    pub fn finish_logged(mut self) -> (Option<AckStats>, Vec<Settled>) {
+        let Some(first) = self.first else {
+            return (None, Vec::new());
+        };
         if !self.peer_acks {
-            return None;
+            return (None, Vec::new());
         }
         let peer = self.peer_ack.unwrap_or(first - 1);
         for ext in (self.highest - self.sent_ns.len() as i128 + 1).max(first)..=self.highest {
@@ -357,6 +446,7 @@ impl AckTracker {
                 self.stats.unacked_at_end += 1;
             } else {
                 self.settle_run(ext, ext);
+                self.log(ext, self.sent_ns[self.index(ext)], Settled::NEVER);
             }
         }
         let judged = self.stats.sequences - self.stats.unacked_at_end;
@@ -371,7 +461,8 @@ impl AckTracker {
             .iter()
             .map(|&(s, n, sum, max)| (s, n, sum as f64 / n as f64 / 1e3, max as f64 / 1e3))
             .collect();
-        Some(self.stats)
+        let log = self.log.take().unwrap_or_default();
+        (Some(self.stats), log)
     }
 }
 
@@ -484,6 +575,30 @@ mod tests {
         // 0..=6 came after 7, older: the counted span starts at 7.
         assert_eq!(a.sequences, 100_000 - 7);
         assert_eq!(a.acked + a.never_acked + a.unacked_at_end, a.sequences);
+    }
+
+    #[test]
+    fn kept_verdicts_are_found_by_sequence_and_time() {
+        let mut t = AckTracker::default();
+        t.keep_log();
+        for s in [10u64, 11, 12] {
+            t.sent(s, s as i64 * 1_000_000);
+        }
+        t.acked(12, 16, 0b101, 20_000_000, None);
+        let (stats, log) = t.finish_logged();
+        assert_eq!(stats.unwrap().never_acked, 1);
+        let flow = crate::engine::FlowId {
+            src: "10.0.0.1:1".parse().unwrap(),
+            dst: "10.0.0.2:2".parse().unwrap(),
+        };
+        let mut facts = AckFacts::default();
+        facts.add(flow, log);
+        assert_eq!(facts.of(flow, 10, 10_000_000), Some(10_000));
+        assert_eq!(facts.of(flow, 11, 11_000_000), Some(Settled::NEVER));
+        assert_eq!(facts.of(flow, 12, 12_000_000), Some(8_000));
+        // Before its first datagram, or a number never used: nothing settled.
+        assert_eq!(facts.of(flow, 12, 1), None);
+        assert_eq!(facts.of(flow, 13, 13_000_000), None);
     }
 
     #[test]

@@ -116,6 +116,8 @@ pub struct Statistics {
     by_key: HashMap<FlowId, u32>,
     /// The definition marks ack and ack-bits fields.
     ack_analysis: bool,
+    /// Keep what each captured sequence settled as (see [`Statistics::ack_facts`]).
+    keep_ack_log: bool,
     /// Bits of the ack field ([`acks::ack_width`]).
     ack_width: u32,
     /// A quarter of the sequence space: a jump this far is a sign of a wrong field.
@@ -155,6 +157,7 @@ impl Statistics {
             sides,
             by_key: HashMap::new(),
             ack_analysis,
+            keep_ack_log: false,
             ack_width: cfg.program.as_deref().map_or(16, acks::ack_width),
             cfg,
             flows: Vec::new(),
@@ -205,6 +208,27 @@ impl Statistics {
             Some((_, c)) => *c += n,
             None => self.link_types.push((t, n)),
         }
+    }
+
+    /// Keeps what each captured sequence settled as, for [`Statistics::ack_facts`].
+    pub fn keep_ack_log(&mut self) {
+        self.keep_ack_log = true;
+    }
+
+    /// What the ack analysis settled for each captured sequence, by direction (after the
+    /// run; with [`Statistics::keep_ack_log`]).
+    pub fn ack_facts(self) -> acks::AckFacts {
+        let mut facts = acks::AckFacts::default();
+        for fl in self.flows {
+            if let Some(t) = fl.acks {
+                let key = FlowId {
+                    src: fl.stats.src,
+                    dst: fl.stats.dst,
+                };
+                facts.add(key, t.finish_logged().1);
+            }
+        }
+        facts
     }
 
     /// Builds the report.
@@ -479,8 +503,15 @@ impl Statistics {
             && (e.fragment.is_some() || self.cfg.program.as_ref().is_none_or(|p| p.space_of(ptype) == 0))
         {
             let bits = self.cfg.sequence_bits();
+            let keep = self.keep_ack_log;
             flow.acks
-                .get_or_insert_with(|| Box::new(acks::AckTracker::new(bits)))
+                .get_or_insert_with(|| {
+                    let mut t = Box::new(acks::AckTracker::new(bits));
+                    if keep {
+                        t.keep_log();
+                    }
+                    t
+                })
                 .sent(seq, e.ts_ns);
         }
         let s = &mut flow.stats;
@@ -605,6 +636,21 @@ impl Sink for Statistics {
             m.streams_not_tracked = s.streams_not_tracked;
         }
     }
+}
+
+/// Runs the analysis over `captures` for what the ack analysis settled of each captured
+/// sequence (`never_acked` and `rtt` in filters: known only after later packets).
+pub fn ack_facts(captures: &[std::path::PathBuf], cfg: Config) -> Result<acks::AckFacts, CaptureError> {
+    let mut stats = Statistics::new(cfg.clone());
+    stats.keep_ack_log();
+    crate::engine::run_files(
+        captures,
+        Engine::new(cfg, false),
+        &mut stats,
+        &mut |_, _| {},
+        &|_| false,
+    )?;
+    Ok(stats.ack_facts())
 }
 
 /// The engine with the statistics sink: frames in, a [`Report`] out.

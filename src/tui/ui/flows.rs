@@ -130,7 +130,7 @@ pub(super) fn draw_flows(f: &mut Frame, app: &mut App, ix: &Index, area: Rect) {
     let t = Table::new(rows, constraints)
         .header(TRow::new(header).style(Style::default().add_modifier(Modifier::BOLD)))
         .block(Block::default().borders(Borders::ALL).title(format!(
-            " Flows ({}) · Enter: its packets · s: sort ",
+            " Flows ({}, one a direction) · Enter: its packets · b: both ways · s: sort ",
             r.flows.len()
         )));
     f.render_widget(t, split[0]);
@@ -148,46 +148,37 @@ fn draw_series(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
         f.render_widget(Block::default().borders(Borders::ALL), area);
         return;
     };
-    let parts = if s.rtt_ms.is_empty() { 2 } else { 3 };
+    // Stacked when the pane is tall enough to read each; side by side otherwise.
+    let parts = if s.rtt_ms.is_some() { 3 } else { 2 };
     let cols = Layout::default()
         .direction(Direction::Horizontal)
         .constraints(vec![Constraint::Ratio(1, parts); parts as usize])
         .split(area);
-    let peak = |v: &[u64]| v.iter().copied().max().unwrap_or(0);
     // The flow's own count, the number analyze prints: gaps later filled are not lost.
     let lost = fl.seq.lost;
-    let charts = [
-        (
-            format!(
-                " {} → {}: datagrams/s (peak {}) ",
-                fl.src,
-                fl.dst,
-                peak(&s.datagrams)
-            ),
-            &s.datagrams,
-            Color::Cyan,
-        ),
-        (
-            format!(" sequence gaps/s ({lost} lost; worst {}) ", peak(&s.gaps)),
-            &s.gaps,
-            Color::Red,
-        ),
-        (
-            format!(" round trip ms/s (worst {}) ", peak(&s.rtt_ms)),
-            &s.rtt_ms,
-            Color::Yellow,
-        ),
-    ];
-    for ((title, data, color), col) in charts.iter().zip(cols.iter()) {
-        // The latest seconds that fit.
-        let w = col.width.saturating_sub(2) as usize;
-        let start = data.len().saturating_sub(w);
-        f.render_widget(
-            Sparkline::default()
-                .data(&data[start..])
-                .style(style(app, *color))
-                .block(Block::default().borders(Borders::ALL).title(title.as_str())),
-            *col,
-        );
+    draw_time_chart(
+        f,
+        app,
+        cols[0],
+        &if cols[0].width > 64 {
+            format!("{} → {}: datagrams", fl.src, fl.dst)
+        } else {
+            "datagrams".to_string()
+        },
+        &s.datagrams,
+        Color::Cyan,
+        false,
+    );
+    draw_time_chart(
+        f,
+        app,
+        cols[1],
+        &format!("lost ({lost})"),
+        &s.gaps,
+        Color::Red,
+        false,
+    );
+    if let (Some(rtt), Some(col)) = (&s.rtt_ms, cols.get(2)) {
+        draw_time_chart(f, app, *col, "mean rtt ms", rtt, Color::Yellow, true);
     }
 }

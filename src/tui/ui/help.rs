@@ -1,70 +1,35 @@
-//! The help overlay: every key.
+//! The help overlay: every key, from the one table of keys (`tui::keys`).
 
 use super::*;
-
-/// Every key, as the help lists it.
-pub const KEYS: [(&str, &str); 36] = [
-    (
-        "Tab Shift-Tab 1-5",
-        "tabs: Packets Flows Reassembly Loss MTU (or click)",
-    ),
-    (
-        "↑ ↓ j k PgUp PgDn Home End",
-        "move in the list, the tree or the table (or wheel)",
-    ),
-    ("t Enter → / Esc ←", "into the field tree / back to the list"),
-    ("Space Enter (tree)", "fold or unfold a group"),
-    ("/", "filter: type == scene, objects.at_rest == true, crc.fail …"),
-    ("F Ctrl-F", "find: a filter over the list's columns"),
-    ("n N", "next / previous packet found"),
-    ("] [", "next / previous malformed packet or CRC failure"),
-    ("} {", "next / previous sequence gap"),
-    ("g", "go to a frame number"),
-    ("f", "follow the selected packet's conversation"),
-    ("a (tree)", "filter on the selected field's value"),
-    ("A (tree)", "add the field's value to the filter (&&)"),
-    ("y", "copy the field's value (tree) or the packet's line"),
-    ("Y (tree)", "copy the field as JSON (clipboard: OSC 52)"),
-    ("m M", "mark / unmark the packet; clear every mark"),
-    ("w", "write the marked packets, else the shown ones, to pcapng"),
-    ("T", "set (or clear) the time reference on the packet"),
-    ("d", "time as relative, delta or absolute"),
-    ("c", "choose the list's columns"),
-    ("r", "reload the definition and dissect again"),
-    ("Enter (Flows)", "the flow's packets"),
-    ("Enter (Reassembly)", "the packet's fragments and its tree"),
-    ("s S (Flows, Reassembly)", "sort by the next column / reverse"),
-    ("← → (MTU)", "choose the flow"),
-    ("?", "this help (any key closes)"),
-    ("q Ctrl-C", "quit"),
-    ("Prompts:", ""),
-    ("← → Home End Ctrl-A Ctrl-E", "move the cursor"),
-    ("Ctrl-← Ctrl-→ Alt-B Alt-F", "move by word"),
-    ("Backspace Delete Ctrl-D", "delete a character"),
-    ("Ctrl-W Alt-Backspace Alt-D", "delete a word"),
-    ("Ctrl-U Ctrl-K", "delete to the start / to the end"),
-    ("↑ ↓ Ctrl-P Ctrl-N", "earlier prompts"),
-    ("Enter Esc", "apply / cancel"),
-    ("NO_COLOR", "set it to turn colours off"),
-];
+use crate::tui::keys::KEYS;
 
 pub(super) fn draw_help(f: &mut Frame, app: &App, area: Rect) {
     let w = area.width.min(90);
-    let key_width = KEYS.iter().map(|(k, _)| k.chars().count()).max().unwrap_or(0);
-    // Side by side where they fit; else each key above what it does.
-    let side = (w as usize) >= key_width + 2 + 40 + 2;
+    let labels: Vec<String> = KEYS.iter().map(|k| k.label()).collect();
+    // Keys in a column of their own where they fit, what they do wrapped beside them; a
+    // longer label takes a line of its own.
+    let key_width = labels
+        .iter()
+        .map(|k| k.chars().count())
+        .max()
+        .unwrap_or(0)
+        .min(24);
+    let inner = w.saturating_sub(2) as usize;
+    let what_width = inner.saturating_sub(key_width + 2).max(12);
     let mut text: Vec<Line> = Vec::new();
-    for (k, what) in KEYS {
-        if side {
+    for (k, key) in labels.iter().zip(KEYS) {
+        let mut chunks = wrap(key.what, what_width).into_iter();
+        if k.chars().count() > key_width {
+            text.push(Line::from(Span::styled(k.clone(), style(app, Color::Cyan))));
+        } else {
+            let first = chunks.next().unwrap_or_default();
             text.push(Line::from(vec![
                 Span::styled(format!("{k:key_width$}  "), style(app, Color::Cyan)),
-                Span::raw(what),
+                Span::raw(first),
             ]));
-        } else {
-            text.push(Line::from(Span::styled(k, style(app, Color::Cyan))));
-            if !what.is_empty() {
-                text.push(Line::from(format!("    {what}")));
-            }
+        }
+        for c in chunks {
+            text.push(Line::from(format!("{:key_width$}  {c}", "")));
         }
     }
     let h = area.height.min(text.len() as u16 + 2);
@@ -76,15 +41,19 @@ pub(super) fn draw_help(f: &mut Frame, app: &App, area: Rect) {
     );
     let rows = h.saturating_sub(2) as usize;
     let scroll = app.help_scroll.min(text.len().saturating_sub(rows));
+    text.push(Line::from(Span::styled(
+        "NO_COLOR set: no colours (charts say which bar is which)",
+        style(app, Color::DarkGray),
+    )));
     let more = if text.len() > rows {
         format!(
-            " Keys {}-{} of {} (↑↓ scroll, any other key closes) ",
+            " Keys {}-{} of {} · ↑↓ PgUp PgDn scroll · Esc or ? closes ",
             scroll + 1,
             (scroll + rows).min(text.len()),
             text.len()
         )
     } else {
-        " Keys (any key closes) ".to_string()
+        " Keys · Esc or ? closes ".to_string()
     };
     f.render_widget(Clear, r);
     f.render_widget(
@@ -96,4 +65,21 @@ pub(super) fn draw_help(f: &mut Frame, app: &App, area: Rect) {
         ),
         r,
     );
+}
+
+/// `s` in lines of at most `width` characters, broken at spaces (a longer word alone).
+fn wrap(s: &str, width: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in s.split(' ') {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            out.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    out.push(line);
+    out
 }

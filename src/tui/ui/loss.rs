@@ -1,8 +1,10 @@
-//! The Loss tab: observed against predicted loss by fragment count, and loss over time.
+//! The Loss tab: observed against predicted loss by fragment count, one line a count
+//! (labels never collide; ↑↓ scroll when there are more than fit, and the title says
+//! which are shown), and sequences lost over the capture.
 
 use super::*;
 
-pub(super) fn draw_loss(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
+pub(super) fn draw_loss(f: &mut Frame, app: &mut App, ix: &Index, area: Rect) {
     if not_ready(f, ix, area, "Loss charts") {
         return;
     }
@@ -11,53 +13,13 @@ pub(super) fn draw_loss(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
     let split = Layout::default()
         .direction(Direction::Vertical)
         .constraints([
-            Constraint::Percentage(55),
+            Constraint::Percentage(50),
+            // The finding with its counts and interval: three lines at 80 columns.
             Constraint::Length(3),
-            Constraint::Min(4),
+            Constraint::Min(5),
         ])
         .split(area);
-    let groups: Vec<BarGroup> = a
-        .rows
-        .iter()
-        .map(|x| {
-            BarGroup::default()
-                .label(Line::from(x.fragments.to_string()))
-                .bars(&[
-                    Bar::default()
-                        .value((x.observed_loss * 1000.0) as u64)
-                        .text_value(pct(x.observed_loss))
-                        .style(style(app, Color::Red)),
-                    Bar::default()
-                        .value((x.predicted_loss * 1000.0) as u64)
-                        .text_value(pct(x.predicted_loss))
-                        .style(style(app, Color::Blue)),
-                ])
-        })
-        .collect();
-    let mut chart = BarChart::default()
-        .block(Block::default().borders(Borders::ALL).title(format!(
-            " Loss by fragment count: observed ({}) vs predicted 1-(1-p)^n ({}), p = {} ",
-            if app.color { "red" } else { "left bar" },
-            if app.color { "blue" } else { "right bar" },
-            pct(a.fragment_loss)
-        )))
-        .bar_width(5)
-        .group_gap(2);
-    for g in groups {
-        chart = chart.data(g);
-    }
-    if a.rows.is_empty() {
-        f.render_widget(
-            Paragraph::new("no fragmented packets").block(
-                Block::default()
-                    .borders(Borders::ALL)
-                    .title(" Loss by fragment count "),
-            ),
-            split[0],
-        );
-    } else {
-        f.render_widget(chart, split[0]);
-    }
+    draw_counts(f, app, a, split[0]);
     let finding = a.finding.clone().unwrap_or_else(|| {
         format!(
             "single-datagram loss {} · no amplification finding",
@@ -65,8 +27,7 @@ pub(super) fn draw_loss(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
         )
     });
     f.render_widget(Paragraph::new(finding).wrap(Wrap { trim: true }), split[1]);
-    let lost: Vec<u64> = r.timeline.seconds.iter().map(|s| s.lost).collect();
-    let bursts: Vec<String> = {
+    let worst: Vec<String> = {
         let mut v: Vec<(usize, u64)> = r
             .timeline
             .seconds
@@ -76,25 +37,80 @@ pub(super) fn draw_loss(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
             .map(|(i, s)| (i, s.lost))
             .collect();
         v.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
-        v.iter()
-            .take(5)
-            .map(|(i, n)| format!("{n} lost at {i}s"))
-            .collect()
+        v.iter().take(3).map(|(i, n)| format!("{n} at {i} s")).collect()
     };
     let title = format!(
-        " Sequences lost per second ({} s; worst: {}) ",
-        lost.len(),
-        if bursts.is_empty() {
+        "Sequences lost (worst seconds: {})",
+        if worst.is_empty() {
             "none".into()
         } else {
-            bursts.join(", ")
+            worst.join(", ")
         }
     );
-    f.render_widget(
-        Sparkline::default()
-            .data(&lost)
-            .style(style(app, Color::Red))
-            .block(Block::default().borders(Borders::ALL).title(title)),
-        split[2],
+    match app.loss_series.as_ref() {
+        Some((_, s)) => draw_time_chart(f, app, split[2], &title, s, Color::Red, false),
+        None => f.render_widget(Block::default().borders(Borders::ALL), split[2]),
+    }
+}
+
+/// One line per fragment count: observed and predicted loss as bars side by side, each
+/// with its percentage after it.
+fn draw_counts(f: &mut Frame, app: &mut App, a: &crate::analysis::ReassemblyReport, area: Rect) {
+    let block = |title: String| Block::default().borders(Borders::ALL).title(title);
+    if a.rows.is_empty() {
+        f.render_widget(
+            Paragraph::new("no fragmented packets").block(block(" Loss by fragment count ".into())),
+            area,
+        );
+        return;
+    }
+    let height = area.height.saturating_sub(3).max(1) as usize;
+    app.loss_scroll = app.loss_scroll.min(a.rows.len().saturating_sub(height));
+    let rows = &a.rows[app.loss_scroll..(app.loss_scroll + height).min(a.rows.len())];
+    let top = a
+        .rows
+        .iter()
+        .map(|x| x.observed_loss.max(x.predicted_loss))
+        .fold(0.0f64, f64::max)
+        .max(1e-9);
+    // "  n  observed ███ 12.3%  predicted ███ 12.3%": two bars in what is left.
+    let inner = area.width.saturating_sub(2) as usize;
+    let bar = inner.saturating_sub(5 + 2 * 8 + 2) / 2;
+    let bar_of = |x: f64, ch: char| -> String {
+        let n = ((x / top) * bar as f64).round() as usize;
+        let mut b: String = std::iter::repeat_n(ch, n.min(bar)).collect();
+        b.extend(std::iter::repeat_n(' ', bar - n.min(bar)));
+        b
+    };
+    let mut lines = vec![Line::from(Span::styled(
+        format!(
+            "{:>4} {:<w$} {:<w$}",
+            "n",
+            "observed",
+            "predicted 1-(1-p)^n",
+            w = bar + 8
+        ),
+        Style::default().add_modifier(Modifier::BOLD),
+    ))];
+    for x in rows {
+        lines.push(Line::from(vec![
+            Span::raw(format!("{:>4} ", x.fragments)),
+            Span::styled(bar_of(x.observed_loss, '█'), style(app, Color::Red)),
+            Span::raw(format!(" {:>6} ", pct(x.observed_loss))),
+            Span::styled(bar_of(x.predicted_loss, '▒'), style(app, Color::Blue)),
+            Span::raw(format!(" {:>6}", pct(x.predicted_loss))),
+        ]));
+    }
+    let (lo, hi) = (rows[0].fragments, rows[rows.len() - 1].fragments);
+    let all = (a.rows[0].fragments, a.rows[a.rows.len() - 1].fragments);
+    let shown = if rows.len() < a.rows.len() {
+        format!(" · {lo}–{hi} of {}–{} ↑↓", all.0, all.1)
+    } else {
+        String::new()
+    };
+    let title = format!(
+        " Loss by fragment count (p {}): █ observed ▒ predicted{shown} ",
+        pct(a.fragment_loss)
     );
+    f.render_widget(Paragraph::new(lines).block(block(title)), area);
 }

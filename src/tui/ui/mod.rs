@@ -12,10 +12,11 @@ use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{
-    Axis, Bar, BarChart, BarGroup, Block, Borders, Cell, Chart, Clear, Dataset, Gauge, GraphType, Paragraph,
-    Row as TRow, Sparkline, Table, Tabs, Wrap,
+    Axis, Block, Borders, Cell, Chart, Clear, Dataset, Gauge, GraphType, Paragraph, Row as TRow, Table, Tabs,
+    Wrap,
 };
 
+mod chart;
 mod flows;
 mod help;
 mod hex;
@@ -27,6 +28,7 @@ mod statusline;
 mod tabs;
 mod tree;
 
+use chart::draw_time_chart;
 use flows::draw_flows;
 use help::draw_help;
 use hex::draw_hex;
@@ -81,6 +83,24 @@ pub fn status_of(r: &Row) -> (&'static str, Color) {
     } else {
         ("other", Color::Gray)
     }
+}
+
+/// The Status column: the status word, then what the sequence analysis said of the
+/// datagram (`ok gap 3`, `ok late`, `ok dup`, the very verdicts `analyze` counts), in
+/// the colour of the worse.
+pub fn status_text(r: &Row) -> (String, Color) {
+    let (word, color) = status_of(r);
+    let (note, hot) = if r.has(status::GAP) {
+        (format!(" gap {}", r.gap), Color::Red)
+    } else if r.has(status::LATE) {
+        (" late".to_string(), Color::Yellow)
+    } else if r.has(status::DUP) {
+        (" dup".to_string(), Color::Yellow)
+    } else {
+        return (word.to_string(), color);
+    };
+    let color = if color == Color::Green { hot } else { color };
+    (format!("{word}{note}"), color)
 }
 
 pub fn draw(f: &mut Frame, app: &mut App) {

@@ -58,14 +58,28 @@ pub(super) fn draw_mtu(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
                 .style(style(app, Color::Red))
                 .data(&mtu),
         ];
+        // The legend under the chart, where it always fits (the chart's own legend gives
+        // way on a small screen and leaves the markers unexplained).
+        let legend = format!(
+            " ⣿ payload sizes · • budget {} · █ link MTU {} (payload {}) ",
+            m.budget,
+            m.link_mtu,
+            m.link_mtu.saturating_sub(28)
+        );
         let chart = Chart::new(datasets)
-            .block(Block::default().borders(Borders::ALL).title(format!(
-                " Payload sizes of {} → {} (←/→ flow {}/{}) ",
-                fl.src,
-                fl.dst,
-                app.mtu_flow.min(game.len() - 1) + 1,
-                game.len()
-            )))
+            .legend_position(None)
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .title(format!(
+                        " Payload sizes of {} → {} (←/→ flow {}/{}) ",
+                        fl.src,
+                        fl.dst,
+                        app.mtu_flow.min(game.len() - 1) + 1,
+                        game.len()
+                    ))
+                    .title_bottom(legend),
+            )
             .x_axis(Axis::default().bounds([0.0, top as f64]).labels(vec![
                 Line::from("0"),
                 Line::from(format!("{}", top / 2)),

@@ -10,8 +10,16 @@ fn cell(app: &mut App, ix: &Index, c: Column, row: u32, r: &Row, prev_ts: Option
     match c {
         Column::No => r.frame.to_string(),
         Column::Time => time_text(app, ix, r, prev_ts),
-        Column::Source => flow.map(|f| f.src.to_string()).unwrap_or_default(),
-        Column::Destination => flow.map(|f| f.dst.to_string()).unwrap_or_default(),
+        Column::Source => match (flow, ix.icmp.get(&row)) {
+            (Some(f), _) => f.src.to_string(),
+            (None, Some(i)) => i.from.to_string(),
+            _ => String::new(),
+        },
+        Column::Destination => match (flow, ix.icmp.get(&row)) {
+            (Some(f), _) => f.dst.to_string(),
+            (None, Some(i)) => i.to.to_string(),
+            _ => String::new(),
+        },
         Column::Seq if game => r.seq.to_string(),
         Column::Type if r.ptype != u16::MAX => app
             .program
@@ -20,9 +28,10 @@ fn cell(app: &mut App, ix: &Index, c: Column, row: u32, r: &Row, prev_ts: Option
             .map(str::to_string)
             .unwrap_or_else(|| r.ptype.to_string()),
         Column::Frag if r.has(status::REASSEMBLED) => format!("×{}", r.frag_count),
-        Column::Frag if r.frag_count > 0 => format!("{}/{}", r.frag_id as u32 + 1, r.frag_count),
+        // The id as the tree's `fragment_id` reads: from 0.
+        Column::Frag if r.frag_count > 0 => format!("{} of {}", r.frag_id, r.frag_count),
         Column::Size if r.flow != NO_FLOW => r.size.to_string(),
-        Column::Status => status_of(r).0.to_string(),
+        Column::Status => status_text(r).0,
         Column::Info => app.info_of(ix, row),
         _ => String::new(),
     }
@@ -95,7 +104,7 @@ pub(super) fn draw_packets(f: &mut Frame, app: &mut App, ix: &Index, area: Rect)
         .enumerate()
         .filter_map(|(k, (&i, cells))| {
             let r = ix.rows.get(i as usize)?;
-            let (_, color) = status_of(r);
+            let (_, color) = status_text(r);
             let mut out = Vec::new();
             for ((c, text), w) in columns.iter().zip(cells).zip(&widths) {
                 let Some(w) = w else { continue };

@@ -8,29 +8,44 @@ pub(super) fn draw_reassembly(f: &mut Frame, app: &mut App, ix: &Index, area: Re
     }
     let Some(r) = &ix.report else { return };
     let a = &r.reassembly.attacks;
+    // Every counter whole: items are laid out to the width, and the pane is as tall as
+    // they need.
+    let items = [
+        format!("completed {}", r.reassembly.completed),
+        format!("never completed {}", a.incomplete_at_end),
+        format!("evicted {}", a.evicted_incomplete),
+        format!("evicted for memory {}", a.evicted_for_memory),
+        format!("id out of range {}", a.id_out_of_range),
+        format!("count out of range {}", a.count_out_of_range),
+        format!("count changed {}", a.count_changed),
+        format!("oversize {}", a.oversize),
+        format!("short non-last {}", a.short_non_last),
+        format!("duplicate {}", a.duplicate),
+        format!("stale {}", a.stale),
+    ];
+    let inner = area.width.saturating_sub(2).max(1) as usize;
+    let mut lines: Vec<String> = vec![String::new()];
+    for item in &items {
+        let last = lines.last_mut().expect("one line at least");
+        if last.is_empty() {
+            last.push_str(item);
+        } else if last.chars().count() + 3 + item.chars().count() <= inner {
+            last.push_str(" · ");
+            last.push_str(item);
+        } else {
+            lines.push(item.clone());
+        }
+    }
     let split = Layout::default()
         .direction(Direction::Vertical)
-        .constraints([Constraint::Length(4), Constraint::Min(3)])
+        .constraints([Constraint::Length(lines.len() as u16 + 2), Constraint::Min(3)])
         .split(area);
-    let counters = format!(
-        "completed {}  ·  id out of range {}  count out of range {}  count changed {}  oversize {}  short non-last {}  duplicate {}  stale {}  ·  evicted {}  for memory {}  never completed {}",
-        r.reassembly.completed,
-        a.id_out_of_range,
-        a.count_out_of_range,
-        a.count_changed,
-        a.oversize,
-        a.short_non_last,
-        a.duplicate,
-        a.stale,
-        a.evicted_incomplete,
-        a.evicted_for_memory,
-        a.incomplete_at_end
-    );
+    let text: Vec<Line> = lines.into_iter().map(Line::from).collect();
     f.render_widget(
-        Paragraph::new(counters).wrap(Wrap { trim: true }).block(
+        Paragraph::new(text).block(
             Block::default()
                 .borders(Borders::ALL)
-                .title(" Attacks and give-ups "),
+                .title(" Reassembly: completed, given up, and attacks "),
         ),
         split[0],
     );

@@ -22,7 +22,7 @@ pub(super) fn draw_tabs(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
     );
     if ix.done {
         let name = ix.name.rsplit('/').next().unwrap_or("");
-        let text = format!("{name} · {}", crate::present::count(ix.frames(), "frame"));
+        let text = title(name, ix.frames(), split[1].width as usize);
         f.render_widget(Paragraph::new(text).right_aligned(), split[1]);
     } else {
         let ratio = if ix.total_bytes > 0 {
@@ -46,5 +46,38 @@ pub(super) fn draw_tabs(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
                 .gauge_style(style(app, Color::Blue)),
             split[1],
         );
+    }
+}
+
+/// The capture's name and its frame count in `width`: the name gives way first (cut at
+/// its start, `…`), then the word "frames"; the count is never cut.
+pub(super) fn title(name: &str, frames: u64, width: usize) -> String {
+    let count = crate::present::count(frames, "frame");
+    let full = format!("{name} · {count}");
+    if full.chars().count() <= width {
+        return full;
+    }
+    let room = width.saturating_sub(count.chars().count() + 3);
+    if room >= 6 {
+        let tail: Vec<char> = name.chars().collect();
+        let cut: String = tail[tail.len() + 1 - room.min(tail.len())..].iter().collect();
+        return format!("…{cut} · {count}");
+    }
+    if count.chars().count() <= width {
+        count
+    } else {
+        frames.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_count_is_never_cut() {
+        let t = |w| super::title("lossy-bursts.pcap", 2185, w);
+        assert_eq!(t(40), "lossy-bursts.pcap · 2185 frames");
+        assert_eq!(t(23), "…sts.pcap · 2185 frames");
+        assert_eq!(t(14), "2185 frames");
+        assert_eq!(t(5), "2185");
     }
 }

@@ -23,6 +23,15 @@ pub(super) fn draw_tree(f: &mut Frame, app: &mut App, area: Rect) {
         f.render_widget(Paragraph::new("no packet selected").block(block), area);
         return;
     };
+    if app.program.is_none()
+        && let Some(lines) = reference_header(detail)
+    {
+        f.render_widget(
+            Paragraph::new(lines).wrap(Wrap { trim: false }).block(block),
+            area,
+        );
+        return;
+    }
     let (Some(d), Some(p)) = (&detail.dissection, &app.program) else {
         let text = detail.note.clone().unwrap_or_else(|| {
             if app.program.is_none() {
@@ -120,4 +129,35 @@ pub(super) fn draw_tree(f: &mut Frame, app: &mut App, area: Rect) {
         lines.push(Line::from(spans));
     }
     f.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+/// Without a definition the header was still read with the reference layout (CRC32,
+/// 16-bit sequence, type; a fragment's id and count): show what was read.
+fn reference_header(detail: &crate::tui::app::Detail) -> Option<Vec<Line<'static>>> {
+    let r = &detail.row;
+    if !r.has(status::GAME) || r.ptype == u16::MAX {
+        return None;
+    }
+    let payload = detail.payload();
+    let crc = payload
+        .get(..4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+    let verdict = if r.has(status::CRC_FAIL) { "mismatch" } else { "ok" };
+    let mut lines = vec![
+        Line::from("reference layout (no definition: -d FILE shows the body)"),
+        Line::from(match crc {
+            Some(c) => format!("  crc: 0x{c:08x} ({verdict})  @0+32"),
+            None => format!("  crc: ({verdict})"),
+        }),
+        Line::from(format!("  sequence: {}  @32+16", r.seq)),
+        Line::from(format!("  type: {}", r.ptype)),
+    ];
+    if r.frag_count > 0 && !r.has(status::REASSEMBLED) {
+        lines.push(Line::from(format!("  fragment_id: {}", r.frag_id)));
+        lines.push(Line::from(format!("  num_fragments: {}", r.frag_count)));
+    }
+    if let Some(n) = &detail.note {
+        lines.push(Line::from(n.clone()));
+    }
+    Some(lines)
 }
