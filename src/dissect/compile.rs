@@ -878,7 +878,7 @@ impl<'d> Compiler<'d> {
                         Some(format!("move the field to the {place}, or remove the role")),
                     );
                 }
-                for inner in node_blocks(&node.kind) {
+                for inner in node.kind.blocks() {
                     stack.push((inner, depth + 1));
                 }
             }
@@ -1274,7 +1274,7 @@ impl<'d> Compiler<'d> {
             if node.role == Some(role) {
                 out.push(id);
             }
-            for b in node_blocks(&node.kind) {
+            for b in node.kind.blocks() {
                 self.collect_role(b, role, out, depth + 1);
             }
         }
@@ -2707,18 +2707,4 @@ pub fn describe(p: &Program) -> String {
             CountEncoding::CountMinusOne => "count-1",
         }
     )
-}
-
-/// The blocks a node holds (branches, bodies).
-fn node_blocks(kind: &Kind) -> Vec<Block> {
-    match kind {
-        Kind::If { then, otherwise, .. } => vec![*then, *otherwise],
-        Kind::Struct { body }
-        | Kind::Inline { body }
-        | Kind::Rest { body }
-        | Kind::Array { body, .. }
-        | Kind::List { body, .. }
-        | Kind::RelativeList { body, .. } => vec![*body],
-        _ => Vec::new(),
-    }
 }

@@ -1327,13 +1327,13 @@ impl<'p> Exec<'p> {
         depth: u16,
     ) -> Step {
         let node = &self.program.nodes[id as usize];
-        let (role, remember, start) = (node.role, node.remember, r.bits_read());
+        let (role, remember, stream, start) = (node.role, node.remember, node.stream, r.bits_read());
         self.node_read(r, out, id, parent, depth)?;
         let len = r.bits_read() - start;
         if role == Some(Role::Crc) {
             out.crc_at = Some(start);
         }
-        if let Some(si) = self.program.nodes[id as usize].stream {
+        if let Some(si) = stream {
             self.stream_seq(out, id, si);
         }
         if let Some(i) = remember
@@ -1677,22 +1677,24 @@ impl<'p> Exec<'p> {
 
     /// The field of `len` bytes read at bit `at` (zero-copy: an offset into the datagram).
     fn push_bytes(&self, out: &mut Dissection, h: &Here, at: u64, len: usize) -> Step {
+        self.push_bytes_spanning(out, h, at, len, len as u64 * 8)
+    }
+
+    /// The field whose value is `len` bytes at bit `at`, spanning `bits` on the wire
+    /// (a `cstring`'s NUL is read but not shown).
+    pub(super) fn push_bytes_spanning(
+        &self,
+        out: &mut Dissection,
+        h: &Here,
+        at: u64,
+        len: usize,
+        bits: u64,
+    ) -> Step {
         let value = Value::Bytes {
             offset: (at / 8) as usize,
             len,
         };
-        self.push(
-            out,
-            h.id,
-            h.label,
-            h.kind,
-            h.parent,
-            h.depth,
-            at,
-            len as u64 * 8,
-            0,
-            value,
-        )?;
+        self.push(out, h.id, h.label, h.kind, h.parent, h.depth, at, bits, 0, value)?;
         Ok(())
     }
 

@@ -163,27 +163,9 @@ impl Exec<'_> {
         let _ = r
             .read_bytes(nul + 1)
             .map_err(|e| self.read_fault(out, e, h.parent, h.label))?;
-        let value = Value::Bytes {
-            offset: (at / 8) as usize,
-            len: nul,
-        };
-        self.push(
-            out,
-            h.id,
-            h.label,
-            h.kind,
-            h.parent,
-            h.depth,
-            at,
-            (nul as u64 + 1) * 8,
-            0,
-            value,
-        )?;
-        Ok(())
+        self.push_bytes_spanning(out, h, at, nul, (nul as u64 + 1) * 8)
     }
-}
 
-impl Exec<'_> {
     /// The datagram's messages, one after another to its end: each its header, then the
     /// body of the type the header names.
     pub(super) fn messages(&mut self, r: &mut BitReader, out: &mut Dissection, node: NodeId) -> Step {
@@ -285,9 +267,7 @@ impl Exec<'_> {
             }
         }
     }
-}
 
-impl Exec<'_> {
     /// A message's sequence field was read: its stream, key values and sequence.
     pub(super) fn stream_seq(&mut self, out: &mut Dissection, id: NodeId, si: u8) {
         let p = self.program;

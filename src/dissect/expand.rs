@@ -42,7 +42,7 @@ impl<'a> Expansion<'a> {
         };
         let mut n = 1u64;
         if depth < MAX_DEPTH {
-            for b in blocks(&node.kind) {
+            for b in node.kind.blocks() {
                 n = n.saturating_add(self.block(b, depth + 1));
             }
         }
@@ -70,9 +70,9 @@ impl<'a> Expansion<'a> {
             }
             *left = left.saturating_sub(1);
             if depth < MAX_DEPTH {
-                for inner in blocks(&self.nodes[id as usize].kind) {
+                for inner in self.nodes[id as usize].kind.blocks() {
                     if let Some(x) = self.crossing(inner, left, depth + 1) {
-                        let leaf = blocks(&self.nodes[x as usize].kind).is_empty();
+                        let leaf = self.nodes[x as usize].kind.blocks().is_empty();
                         let group = matches!(
                             self.nodes[id as usize].kind,
                             Kind::Struct { .. } | Kind::Inline { .. }
@@ -84,19 +84,5 @@ impl<'a> Expansion<'a> {
             return Some(id);
         }
         None
-    }
-}
-
-/// The blocks a node holds (branches, bodies).
-fn blocks(kind: &Kind) -> Vec<Block> {
-    match kind {
-        Kind::If { then, otherwise, .. } => vec![*then, *otherwise],
-        Kind::Struct { body }
-        | Kind::Inline { body }
-        | Kind::Rest { body }
-        | Kind::Array { body, .. }
-        | Kind::List { body, .. }
-        | Kind::RelativeList { body, .. } => vec![*body],
-        _ => Vec::new(),
     }
 }

@@ -193,6 +193,21 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The blocks a node holds (branches, bodies, a message's header).
+    pub fn blocks(&self) -> Vec<Block> {
+        match self {
+            Kind::If { then, otherwise, .. } => vec![*then, *otherwise],
+            Kind::Struct { body }
+            | Kind::Inline { body }
+            | Kind::Rest { body }
+            | Kind::Array { body, .. }
+            | Kind::List { body, .. }
+            | Kind::RelativeList { body, .. }
+            | Kind::Messages { header: body } => vec![*body],
+            _ => Vec::new(),
+        }
+    }
+
     /// The articles' kind this one reads the same values as, for what roles and ranges
     /// ask of a field: MSB-first `bits` are `bits`, a `be-uint` is a `le-uint`.
     pub fn plain(&self) -> Kind {

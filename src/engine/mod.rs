@@ -770,9 +770,12 @@ impl Engine {
                 .as_ref()
                 .and_then(|p| p.params.rule.as_ref()?.stand_in);
             match wanted.and_then(|i| self.conversations.get(&key, i)) {
-                Some(bytes) => {
-                    let bytes = bytes.to_vec();
-                    self.validator.settle(v, payload, Some(&bytes));
+                Some(learnt) => {
+                    // Copied to the stack: the table and the validator are both borrowed.
+                    let mut bytes = [0u8; 8];
+                    bytes[..learnt.len()].copy_from_slice(learnt);
+                    let n = learnt.len();
+                    self.validator.settle(v, payload, Some(&bytes[..n]));
                 }
                 None => self.validator.unlearnt(v),
             }
