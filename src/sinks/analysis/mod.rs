@@ -453,8 +453,12 @@ impl Statistics {
             }
             _ => {}
         }
-        v.crc_ok += 1;
-        s.crc_ok += 1;
+        // A checksum declared by field is checked after the header is read: a header
+        // that cannot be read leaves it unchecked, not ok.
+        if e.crc.is_some() || self.cfg.checksum != crate::dissect::program::Checksum::Field {
+            v.crc_ok += 1;
+            s.crc_ok += 1;
+        }
         if e.status == Status::BadHeader {
             let code = e.fault.map_or("header", |f| f.code());
             *v.header_errors.entry(code.into()).or_default() += 1;
