@@ -10,6 +10,8 @@ use miette::SourceSpan;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+mod message_fragments;
+
 const PRIMITIVES: &[&str] = &[
     "bits",
     "bool",
@@ -229,6 +231,8 @@ pub fn compile(file: &str, text: &str) -> Result<Program, Vec<DefinitionError>> 
         msb: false,
         remembered: Vec::new(),
         streams: Vec::new(),
+            fragment_keys: HashMap::new(),
+            message_roles: false,
         in_messages: false,
         stand_in: None,
         stand_in_when: None,
@@ -324,6 +328,10 @@ struct Compiler<'d> {
     remembered: Vec<String>,
     /// Message sequence streams, in order of first use.
     streams: Vec<crate::dissect::program::StreamDef>,
+    /// `key=` of a message's `role=fragment-id` field, by node.
+    fragment_keys: HashMap<NodeId, Vec<(String, u16)>>,
+    /// Checking a message body's roles: fragments there are wider and placed by offset.
+    message_roles: bool,
     /// Compiling the `messages` block or a message's body.
     in_messages: bool,
     /// The protocol block's `checksum … stand-in=… stand-in-when=…`, resolved once the
@@ -531,7 +539,9 @@ impl<'d> Compiler<'d> {
         {
             return None;
         }
+        roles_ok &= self.no_offset_roles(header);
         if let Some((f, b)) = fragment {
+            roles_ok &= self.no_offset_roles(b);
             for role in [Role::FragmentId, Role::FragmentCount, Role::FragmentData] {
                 roles_ok &= self.role_placement(f, b, role, true, &mut roles);
             }
@@ -716,6 +726,11 @@ impl<'d> Compiler<'d> {
             for role in [Role::Ack, Role::AckBits, Role::ProtocolId] {
                 roles_ok &= self.role_placement(p, body, role, false, &mut roles);
             }
+            if messages.is_some() {
+                roles_ok &= self.message_fragment(p, body, id as u32, &mut params);
+            } else {
+                roles_ok &= self.no_offset_roles(body);
+            }
             packets.push(PacketDef {
                 type_id: id as u32,
                 name,
@@ -750,7 +765,7 @@ impl<'d> Compiler<'d> {
             return None;
         }
         for d in &packets {
-            self.roles_without_effect(d.body, &d.name, false);
+            self.roles_without_effect(d.body, &d.name, messages.is_some());
         }
         if let Some((f, block)) = &fragment {
             self.roles_without_effect(*block, f.name().value(), true);
@@ -1134,6 +1149,15 @@ impl<'d> Compiler<'d> {
                         Some("\"count\" writes the count itself (the article); \"count-1\" lets 256 fit in 8 bits".into()),
                     ),
                 },
+                "max-message-size" => {
+                    if let Some(v) = self.arg_int(n, 0, "the largest reassembled message in bytes") {
+                        if (1..=1 << 30).contains(&v) {
+                            params.max_message_size = v as u32;
+                        } else {
+                            self.error(positional(n)[0].span(), "max-message-size must be 1..=1073741824 bytes", "", None);
+                        }
+                    }
+                }
                 "mtu-budget" => {
                     if let Some(v) = self.arg_int(n, 0, "the MTU budget in bytes") {
                         if (1..=65507).contains(&v) {
@@ -1192,6 +1216,7 @@ impl<'d> Compiler<'d> {
                         "max-fragments",
                         "fragment-count",
                         "mtu-budget",
+                        "max-message-size",
                         "sequence-space",
                         "bit-order",
                         "byte-order",
@@ -1363,6 +1388,13 @@ impl<'d> Compiler<'d> {
                 (Role::Sequence, Kind::Bits(_) | Kind::Int { .. } | Kind::Uint64 | Kind::LeUint(_)) => true,
                 (Role::ProtocolId, Kind::Bits(_) | Kind::Uint64 | Kind::LeUint(_)) => true,
                 (Role::Ack, Kind::Bits(b)) => *b <= 16,
+                (Role::FragmentId | Role::FragmentCount, Kind::Bits(_) | Kind::LeUint(_) | Kind::Uint64)
+                    if self.message_roles =>
+                {
+                    true
+                }
+                (Role::FragmentOffset | Role::FragmentTotal, Kind::Bits(_) | Kind::LeUint(_) | Kind::Uint64) => true,
+                (Role::FragmentData, Kind::Bytes(_)) if self.message_roles => true,
                 (Role::Type | Role::FragmentId | Role::FragmentCount, Kind::Bits(b)) => *b <= 16,
                 (Role::Type | Role::FragmentId | Role::FragmentCount, Kind::Int { .. }) => true,
                 (Role::FragmentData, Kind::Rest { .. }) => true,
@@ -1380,7 +1412,12 @@ impl<'d> Compiler<'d> {
                     "wrong kind for its role",
                     Some(match role {
                         Role::Crc => "the CRC is `bits 32`".into(),
+                        Role::FragmentData if self.message_roles => "fragment data is `bytes` or `rest`".into(),
                         Role::FragmentData => "fragment data is `rest`".into(),
+                        Role::FragmentOffset | Role::FragmentTotal => "use `bits N`, `le-uint` or `derived`".into(),
+                        Role::FragmentId | Role::FragmentCount if self.message_roles => {
+                            "use `bits N` (N ≤ 32), `int MIN MAX`, `le-uint` or `derived`".into()
+                        }
                         Role::AckBits => "use `bits N` (N ≤ 32) or `derived`".into(),
                         Role::Sequence => "use `bits N`, `int`, `uint64`, `le-uint` or `derived`".into(),
                         Role::ProtocolId => "use `bits N`, `uint64` or `le-uint`".into(),
@@ -1873,7 +1910,13 @@ impl<'d> Compiler<'d> {
                 Kind::SmallestThree(b as u32)
             }
             "align" => Kind::Align,
-            "bytes" => Kind::Bytes(self.count_within(n, 65_535, "bytes a UDP datagram can hold")?),
+            "bytes" => {
+                // A message's fragment data.
+                if self.in_messages {
+                    allowed.push("role");
+                }
+                Kind::Bytes(self.count_within(n, 65_535, "bytes a UDP datagram can hold")?)
+            }
             "string" => {
                 let max = self.arg_int(n, 1, "the maximum length (buffer size)")?;
                 if !(1..=1 << 20).contains(&max) {
@@ -2063,8 +2106,10 @@ impl<'d> Compiler<'d> {
         self.extra_arguments(n, expected, &usage(kind_name));
         let kind = self.ordered(n, kind, &mut allowed)?;
         let remember = self.remember(n, &kind, &mut allowed);
-        if prop(n, "role").and_then(|e| e.value().as_string()) == Some("sequence") {
-            allowed.extend(["stream", "key"]);
+        match prop(n, "role").and_then(|e| e.value().as_string()) {
+            Some("sequence") => allowed.extend(["stream", "key"]),
+            Some("fragment-id") if self.in_messages => allowed.push("key"),
+            _ => {}
         }
         self.check_props(n, &allowed);
         let role = match prop(n, "role").map(|e| (e, e.value().as_string())) {
@@ -2080,6 +2125,8 @@ impl<'d> Compiler<'d> {
                     Some("ack") => Some(Role::Ack),
                     Some("ack-bits") => Some(Role::AckBits),
                     Some("protocol-id") => Some(Role::ProtocolId),
+                    Some("fragment-offset") => Some(Role::FragmentOffset),
+                    Some("fragment-total") => Some(Role::FragmentTotal),
                     _ => None,
                 };
                 if r.is_none() {
@@ -2144,6 +2191,10 @@ impl<'d> Compiler<'d> {
             Some(Role::Sequence) => self.stream(n, &kind)?,
             _ => None,
         };
+        let fragment_key = match role {
+            Some(Role::FragmentId) if self.in_messages => Some(self.fragment_key(n)?),
+            _ => None,
+        };
         if named {
             self.scope.push(name.clone(), slot);
         }
@@ -2163,6 +2214,9 @@ impl<'d> Compiler<'d> {
             remember,
             stream,
         });
+        if let Some(k) = fragment_key {
+            self.fragment_keys.insert(self.nodes.len() as u32 - 1, k);
+        }
         Some(self.nodes.len() as u32 - 1)
     }
 }
@@ -2220,7 +2274,7 @@ impl<'d> Compiler<'d> {
                     self.spans[id as usize],
                     format!("role={} in a message is not supported yet", role.name()),
                     "role",
-                    Some("per message: role=type, and role=sequence with a stream; acks and fragments per message are planned".into()),
+                    Some("a message's fragment fields go in its type's body (`message N \"name\" { … }`); acks per message are planned".into()),
                 );
                 return None;
             }

@@ -12,6 +12,9 @@ use serde::Serialize;
 #[path = "exec_words.rs"]
 mod words;
 
+#[path = "exec_fragments.rs"]
+mod fragments;
+
 /// Parent index of root fields.
 pub const ROOT: u32 = u32::MAX;
 
@@ -165,6 +168,23 @@ pub struct MessageInfo {
     pub bit_len: u64,
     /// The message's sequence in its stream, when it has one.
     pub stream: Option<StreamSeq>,
+    /// The fragment of a bigger message it carries, when its type carries one.
+    pub fragment: Option<MessageFragment>,
+}
+
+/// A fragment carried in a message: its group's key, number, count, where its data
+/// lies in the datagram, and its byte offset in the whole message with the message's
+/// length (placed by number × `fragment-size` without them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct MessageFragment {
+    pub key: [i64; 3],
+    pub id: u32,
+    pub count: u32,
+    pub offset: Option<u32>,
+    pub total: Option<u32>,
+    /// Byte offset and length of the data in the datagram.
+    pub data_at: u32,
+    pub data_len: u32,
 }
 
 /// A message's place in a sequence stream: which stream, its key's values, its sequence.
@@ -1335,6 +1355,9 @@ impl<'p> Exec<'p> {
         }
         if let Some(si) = stream {
             self.stream_seq(out, id, si);
+        }
+        if role == Some(Role::FragmentData) && !out.messages.is_empty() {
+            self.message_fragment(out, id, parent, start, len)?;
         }
         if let Some(i) = remember
             && start.is_multiple_of(8)

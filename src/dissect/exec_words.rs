@@ -235,6 +235,7 @@ impl Exec<'_> {
             bit_offset: start,
             bit_len: 0,
             stream: None,
+            fragment: None,
         });
         let res = self.block(r, out, header, element, 2).and_then(|_| {
             let ty = self.role(Role::Type).unwrap_or(0) as u32;

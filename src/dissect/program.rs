@@ -45,6 +45,10 @@ pub enum Role {
     /// A protocol id sent in the clear (netcode's connection request): a datagram whose
     /// id differs from the definition's is not the protocol's.
     ProtocolId,
+    /// A message fragment's byte offset in its message (ENet's fragmentOffset).
+    FragmentOffset,
+    /// The length of the whole message a fragment belongs to (ENet's totalLength).
+    FragmentTotal,
 }
 
 /// Slots 0..ROLE_SLOTS hold the role values: every field with a role, wherever it is
@@ -53,7 +57,7 @@ pub enum Role {
 pub const ROLE_SLOTS: usize = 8;
 
 impl Role {
-    pub const ALL: [Role; 9] = [
+    pub const ALL: [Role; 11] = [
         Role::Crc,
         Role::Sequence,
         Role::Type,
@@ -63,6 +67,8 @@ impl Role {
         Role::Ack,
         Role::AckBits,
         Role::ProtocolId,
+        Role::FragmentOffset,
+        Role::FragmentTotal,
     ];
 
     /// The slot of an integer role (fragment data has none).
@@ -76,7 +82,7 @@ impl Role {
             Role::Ack => 5,
             Role::AckBits => 6,
             Role::ProtocolId => 7,
-            Role::FragmentData => return None,
+            Role::FragmentData | Role::FragmentOffset | Role::FragmentTotal => return None,
         })
     }
 
@@ -92,6 +98,8 @@ impl Role {
             Role::Ack => "ack",
             Role::AckBits => "ack-bits",
             Role::ProtocolId => "protocol-id",
+            Role::FragmentOffset => "fragment-offset",
+            Role::FragmentTotal => "fragment-total",
         }
     }
 
@@ -404,7 +412,26 @@ pub struct Params {
     pub remembered: Vec<String>,
     /// Sequence streams of messages (`role=sequence stream=…`).
     pub streams: Vec<StreamDef>,
+    /// Message types that carry fragments (`role=fragment-id` in a message).
+    pub message_fragments: Vec<MessageFragmentDef>,
+    /// `max-message-size`: the largest message reassembled from fragments.
+    pub max_message_size: u32,
 }
+
+/// How a message type carries a fragment of a bigger message: the fields that group
+/// its fragments (with the message type), and where its number, count, offset and
+/// total are read from (slots).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MessageFragmentDef {
+    pub type_id: u32,
+    /// The key fields' names and slots (at most three).
+    pub key: Vec<(String, u16)>,
+    pub offset: Option<u16>,
+    pub total: Option<u16>,
+}
+
+/// The default `max-message-size`: 1 MiB.
+pub const DEFAULT_MAX_MESSAGE_SIZE: u32 = 1 << 20;
 
 /// How a protocol computes its checksum, where the articles' scheme is not it: the
 /// algorithm, over the whole datagram with the checksum field's bytes replaced.
@@ -490,6 +517,8 @@ impl Default for Params {
             rule: None,
             remembered: Vec::new(),
             streams: Vec::new(),
+            message_fragments: Vec::new(),
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
         }
     }
 }
@@ -517,7 +546,10 @@ impl Params {
 
     /// Fields whose place matters beyond their value are read one by one (no plan).
     pub fn tracks(&self) -> bool {
-        self.rule.is_some() || !self.remembered.is_empty() || !self.streams.is_empty()
+        self.rule.is_some()
+            || !self.remembered.is_empty()
+            || !self.streams.is_empty()
+            || !self.message_fragments.is_empty()
     }
 
     pub fn count_encoding(&self) -> CountEncoding {

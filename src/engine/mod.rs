@@ -12,6 +12,7 @@ pub mod config;
 mod conversation;
 pub mod event;
 mod join;
+pub mod msgfrag;
 pub mod parallel;
 mod peak;
 pub mod pipeline;
@@ -155,6 +156,8 @@ struct FlowState {
     first_frame: u64,
     /// Message streams (definitions with `role=sequence stream=…`), made on first use.
     streams: Option<Box<streams::FlowStreams>>,
+    /// Messages sent in fragments inside messages, made on first use.
+    messages: Option<Box<msgfrag::MessageReassembly>>,
 }
 
 #[derive(Clone)]
@@ -183,6 +186,8 @@ pub struct Engine {
     /// Message streams open over all flows, and messages past [`streams::MAX_STREAMS`].
     streams_open: usize,
     streams_not_tracked: u64,
+    /// Messages the datagram being read completed.
+    completed: msgfrag::Completed,
 }
 
 /// What one frame did to reassembly memory: a shard's part of the sequential peak.
@@ -292,6 +297,7 @@ impl Engine {
             conversations: Default::default(),
             streams_open: 0,
             streams_not_tracked: 0,
+            completed: Default::default(),
         }
     }
 
@@ -537,6 +543,7 @@ impl Engine {
             frags: FlowReassembly::default(),
             first_frame: frame,
             streams: None,
+            messages: None,
         });
         Some(i)
     }
@@ -603,11 +610,15 @@ impl Engine {
             && let Some(index) = e.flow_index
         {
             self.observe_streams(index);
+            if self.cfg.program.as_ref().is_some_and(|p| !p.params.message_fragments.is_empty()) {
+                self.message_fragments(e, index, payload);
+            }
         }
         let (Some(sequence), Some(ptype), Status::Ok | Status::Malformed) =
             (v.sequence, v.packet_type, v.status)
         else {
             emit(sink, e, &self.validator.dissection, record, fresh);
+            self.emit_completed(sink, e, record);
             return;
         };
         e.sequence = Some(sequence);
@@ -665,6 +676,7 @@ impl Engine {
         };
         let Some(frag) = v.fragment else {
             emit(sink, e, &self.validator.dissection, record, fresh);
+            self.emit_completed(sink, e, record);
             return;
         };
         let data = payload
@@ -792,6 +804,7 @@ impl Engine {
     }
 
     fn evict_elsewhere(&mut self) {
+        self.evict_messages_elsewhere();
         for fl in &mut self.flows {
             if self.budget.used <= self.budget.limit {
                 break;
@@ -810,6 +823,7 @@ impl Engine {
         self.defrag.finish();
         for (i, mut fl) in std::mem::take(&mut self.flows).into_iter().enumerate() {
             fl.frags.finish(&mut self.budget);
+            Self::finish_messages(&mut fl, &mut self.budget);
             sink.flow_end(&FlowEnd {
                 index: i as u32,
                 flow: fl.key,

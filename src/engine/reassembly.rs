@@ -28,6 +28,13 @@ pub struct AttackCounters {
     /// Entries dropped because the total memory budget was reached (a flood).
     pub evicted_for_memory: u64,
     pub incomplete_at_end: u64,
+    /// A message fragment whose data runs past its message's declared total length.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub offset_past_total: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl AttackCounters {
@@ -42,6 +49,7 @@ impl AttackCounters {
         self.evicted_incomplete += o.evicted_incomplete;
         self.evicted_for_memory += o.evicted_for_memory;
         self.incomplete_at_end += o.incomplete_at_end;
+        self.offset_past_total += o.offset_past_total;
     }
 
     /// Fragments refused by a rule (not counting packets given up).
@@ -53,6 +61,7 @@ impl AttackCounters {
             + self.short_non_last
             + self.duplicate
             + self.stale
+            + self.offset_past_total
     }
 }
 
@@ -126,7 +135,7 @@ impl Budget {
 
     /// After `used` grew.
     #[inline]
-    fn grew(&mut self) {
+    pub(super) fn grew(&mut self) {
         self.peak = self.peak.max(self.used);
         self.frame_peak = self.frame_peak.max(self.used);
     }

@@ -831,7 +831,12 @@ impl Roles {
             Role::Type => self.packet_type,
             Role::FragmentId => self.fragment_id,
             Role::FragmentCount => self.fragment_count,
-            Role::FragmentData | Role::Ack | Role::AckBits | Role::ProtocolId => None,
+            Role::FragmentData
+            | Role::Ack
+            | Role::AckBits
+            | Role::ProtocolId
+            | Role::FragmentOffset
+            | Role::FragmentTotal => None,
         }
     }
 }

@@ -542,14 +542,18 @@ pub fn render_reassembly(r: &Report) -> String {
         (
             "refused fragments",
             format!(
-                "id out of range {}, count out of range {}, count changed {}, oversize {}, short non-last {}, duplicate {}, stale {}",
+                "id out of range {}, count out of range {}, count changed {}, oversize {}, short non-last {}, duplicate {}, stale {}{}",
                 at.id_out_of_range,
                 at.count_out_of_range,
                 at.count_changed,
                 at.oversize,
                 at.short_non_last,
                 at.duplicate,
-                at.stale
+                at.stale,
+                match at.offset_past_total {
+                    0 => String::new(),
+                    n => format!(", offset past total {n}"),
+                }
             ),
         ),
         (

@@ -1,0 +1,72 @@
+//! A message's fragment (ENet's SEND_FRAGMENT): its group, number, count, offset and
+//! total read from the message's role fields once its data is read, and the two faults
+//! no reassembly could mend, located at the data.
+
+use super::*;
+
+impl Exec<'_> {
+    /// The data of a message's fragment was read (`start`, `len` in bits): records the
+    /// fragment on the message, then refuses a total over `max-message-size` or data
+    /// that runs past the total.
+    pub(super) fn message_fragment(
+        &mut self,
+        out: &mut Dissection,
+        id: NodeId,
+        parent: u32,
+        start: u64,
+        len: u64,
+    ) -> Step {
+        let p = self.program;
+        let Some(ty) = out.messages.last().and_then(|m| m.type_id) else {
+            return Ok(());
+        };
+        let Some(def) = p.params.message_fragments.iter().find(|d| d.type_id == ty) else {
+            return Ok(());
+        };
+        let mut key = [0i64; 3];
+        for (k, (_, s)) in key.iter_mut().zip(&def.key) {
+            *k = self.slot(*s);
+        }
+        let word = |v: i64| u32::try_from(v).ok();
+        let number = self.role(Role::FragmentId).unwrap_or(0);
+        let count = self.role(Role::FragmentCount).unwrap_or(0);
+        let offset = def.offset.map(|s| self.slot(s));
+        let total = def.total.map(|s| self.slot(s));
+        let fields = [Some(number), Some(count), offset, total];
+        let bytes = (len / 8) as u32;
+        let fault = if fields.iter().flatten().any(|&v| word(v).is_none()) {
+            Some("a fragment's number, count, offset and total are 32-bit".to_string())
+        } else if let Some(t) = total.filter(|&t| t as u64 > p.params.max_message_size as u64) {
+            Some(format!(
+                "the message's total length {t} is over max-message-size {}",
+                p.params.max_message_size
+            ))
+        } else if let (Some(o), Some(t)) = (offset, total)
+            && o as u64 + bytes as u64 > t as u64
+        {
+            Some(format!(
+                "fragment data at byte offset {o} ({bytes} bytes) runs past the message's total length {t}"
+            ))
+        } else {
+            None
+        };
+        if let Some(m) = out.messages.last_mut() {
+            m.fragment = Some(MessageFragment {
+                key,
+                id: word(number).unwrap_or(u32::MAX),
+                count: word(count).unwrap_or(u32::MAX),
+                offset: offset.map(|o| word(o).unwrap_or(u32::MAX)),
+                total: total.map(|t| word(t).unwrap_or(u32::MAX)),
+                data_at: (start / 8) as u32,
+                data_len: bytes,
+            });
+        }
+        match fault {
+            Some(reason) => {
+                let field = self.path(out, parent, Label::Node(id));
+                self.fault(out, FaultKind::OutOfRange, field, start, reason)
+            }
+            None => Ok(()),
+        }
+    }
+}

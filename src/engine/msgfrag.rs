@@ -1,0 +1,480 @@
+//! Reassembly of messages sent in fragments inside messages (ENet's SEND_FRAGMENT and
+//! SEND_UNRELIABLE_FRAGMENT): fragments grouped per flow by message type and the
+//! definition's key fields, placed at their byte offset in a message of a declared total
+//! length (or by number × `fragment-size`), counts and numbers up to 32 bits. Memory is
+//! bounded by the shared budget (`--reassembly-memory`), the declared
+//! `max-message-size`, and the groups a flow keeps open.
+
+use super::reassembly::{AttackCounters, Budget, CountStats};
+use crate::dissect::MessageFragment;
+use hashbrown::HashMap;
+use std::collections::BTreeMap;
+
+/// Groups a flow keeps, completed markers included: past it the oldest is given up.
+pub const MAX_GROUPS: usize = 256;
+
+/// Distinct fragment counts a flow's table keeps (a flood of made-up counts cannot
+/// grow it): a fragment of a further count is refused (`count_out_of_range`).
+pub const MAX_COUNTS: usize = 1024;
+
+/// What limits a message: `max-message-size`, and `fragment-size` for fragments placed
+/// by number.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_message: u32,
+    pub fragment_size: u32,
+}
+
+#[derive(Debug, Clone)]
+struct Group {
+    /// Order of opening: the oldest is given up first.
+    age: u64,
+    /// Completed: kept without data so late copies count as duplicates.
+    done: bool,
+    count: u32,
+    total: Option<u32>,
+    received: u32,
+    /// Received numbers, a bit each.
+    bitmap: Vec<u64>,
+    data: Vec<u8>,
+    /// Bytes of data received.
+    bytes: u64,
+    /// (number, frame) of each fragment received.
+    frames: Vec<(u32, u64)>,
+}
+
+impl Group {
+    fn has(&self, n: u32) -> bool {
+        self.bitmap
+            .get((n / 64) as usize)
+            .is_some_and(|w| w >> (n % 64) & 1 == 1)
+    }
+
+    /// Memory it holds, as charged to the budget.
+    fn held(&self) -> usize {
+        std::mem::size_of::<Group>()
+            + 32
+            + self.data.capacity()
+            + self.bitmap.capacity() * 8
+            + self.frames.capacity() * std::mem::size_of::<(u32, u64)>()
+    }
+}
+
+/// A flow's messages being put back together.
+#[derive(Debug, Clone, Default)]
+pub struct MessageReassembly {
+    groups: HashMap<(u32, [i64; 3]), Group>,
+    clock: u64,
+    pub bytes_held: usize,
+}
+
+/// What a fragment did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Pushed {
+    /// Stored; `opened`: the first received of its message.
+    Stored { opened: bool },
+    /// The message is whole: its bytes and its fragments' frames are in the caller's
+    /// buffers.
+    Complete { count: u32, opened: bool },
+    Refused,
+}
+
+/// The counters a flow's fragments go to (its reassembly's, shared with datagram
+/// fragments).
+pub struct Counters<'a> {
+    pub attacks: &'a mut AttackCounters,
+    pub by_count: &'a mut BTreeMap<u32, CountStats>,
+}
+
+impl MessageReassembly {
+    /// Checks a fragment against the rules every fragment must keep, before it touches
+    /// any group.
+    fn admissible(f: &MessageFragment, limits: Limits, c: &mut Counters) -> bool {
+        let a = &mut *c.attacks;
+        let max = limits.max_message;
+        let most = match f.total {
+            Some(t) => t.min(max),
+            None => max.div_ceil(limits.fragment_size.max(1)),
+        };
+        if f.count == 0 || f.count > most.max(1) {
+            a.count_out_of_range += 1;
+            return false;
+        }
+        if f.id >= f.count {
+            a.id_out_of_range += 1;
+            return false;
+        }
+        if !c.by_count.contains_key(&f.count) && c.by_count.len() >= MAX_COUNTS {
+            a.count_out_of_range += 1;
+            return false;
+        }
+        match (f.offset, f.total) {
+            (_, Some(t)) if t > max => {
+                a.oversize += 1;
+                false
+            }
+            (Some(o), Some(t)) if o as u64 + f.data_len as u64 > t as u64 => {
+                a.offset_past_total += 1;
+                false
+            }
+            (Some(_), Some(_)) => true,
+            _ => {
+                let size = limits.fragment_size;
+                if f.data_len > size {
+                    a.oversize += 1;
+                    false
+                } else if f.id + 1 < f.count && f.data_len < size {
+                    a.short_non_last += 1;
+                    false
+                } else {
+                    true
+                }
+            }
+        }
+    }
+
+    /// Adds one fragment of message type `ty`, its data `data`, carried by `frame`. On
+    /// completion the message is written to `out` and its fragments' frames, by
+    /// number, to `frames_out`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn push(
+        &mut self,
+        ty: u32,
+        f: &MessageFragment,
+        data: &[u8],
+        frame: u64,
+        limits: Limits,
+        budget: &mut Budget,
+        c: &mut Counters,
+        out: &mut Vec<u8>,
+        frames_out: &mut Vec<u64>,
+    ) -> Pushed {
+        if !Self::admissible(f, limits, c) {
+            return Pushed::Refused;
+        }
+        let key = (ty, f.key);
+        let mut opened = false;
+        if !self.groups.contains_key(&key) {
+            if self.groups.len() >= MAX_GROUPS {
+                self.evict_oldest(budget, c, false);
+            }
+            self.clock += 1;
+            let g = Group {
+                age: self.clock,
+                done: false,
+                count: f.count,
+                total: f.total,
+                received: 0,
+                bitmap: vec![0; f.count.div_ceil(64) as usize],
+                data: Vec::new(),
+                bytes: 0,
+                frames: Vec::new(),
+            };
+            let held = g.held();
+            budget.used += held;
+            budget.grew();
+            self.bytes_held += held;
+            self.groups.insert(key, g);
+            c.by_count.entry(f.count).or_default().seen += 1;
+            opened = true;
+        }
+        let Some(g) = self.groups.get_mut(&key) else {
+            return Pushed::Refused;
+        };
+        if g.count != f.count || g.total != f.total {
+            c.attacks.count_changed += 1;
+            return Pushed::Refused;
+        }
+        if g.done || g.has(f.id) {
+            c.attacks.duplicate += 1;
+            return Pushed::Refused;
+        }
+        let at = match f.offset {
+            Some(o) => o as usize,
+            None => f.id as usize * limits.fragment_size as usize,
+        };
+        let before = g.held();
+        let end = at + data.len();
+        if g.data.len() < end {
+            g.data.resize(end, 0);
+        }
+        g.data[at..end].copy_from_slice(data);
+        g.bytes += data.len() as u64;
+        g.frames.push((f.id, frame));
+        g.bitmap[(f.id / 64) as usize] |= 1 << (f.id % 64);
+        g.received += 1;
+        let grown = g.held() - before;
+        budget.used += grown;
+        budget.grew();
+        self.bytes_held += grown;
+        if g.received < g.count {
+            while budget.used > budget.limit && self.evict_oldest(budget, c, true) {}
+            return Pushed::Stored { opened };
+        }
+        out.clear();
+        let len = g.total.map_or(g.data.len(), |t| t as usize);
+        out.extend_from_slice(&g.data[..len.min(g.data.len())]);
+        out.resize(len, 0);
+        g.frames.sort_unstable();
+        frames_out.clear();
+        frames_out.extend(g.frames.iter().map(|&(_, fr)| fr));
+        let freed = g.held();
+        g.data = Vec::new();
+        g.frames = Vec::new();
+        g.bitmap = Vec::new();
+        g.done = true;
+        let kept = g.held();
+        budget.used -= freed - kept;
+        self.bytes_held -= freed - kept;
+        let count = g.count;
+        c.by_count.entry(count).or_default().completed += 1;
+        Pushed::Complete { count, opened }
+    }
+
+    /// Releases a group; one never completed counts as lost.
+    fn give_up(&mut self, g: Group, budget: &mut Budget, c: &mut Counters) {
+        let held = g.held();
+        budget.used -= held;
+        self.bytes_held -= held;
+        if g.done {
+            return;
+        }
+        let s = c.by_count.entry(g.count).or_default();
+        s.fragments_of_lost += g.received as u64;
+        s.bytes_wasted += g.bytes;
+    }
+
+    /// Frees the oldest group — a completed marker first, else the oldest incomplete
+    /// message (counted as evicted for memory or for room); false if there is none.
+    pub fn evict_oldest(&mut self, budget: &mut Budget, c: &mut Counters, for_memory: bool) -> bool {
+        let oldest = self
+            .groups
+            .iter()
+            .map(|(k, g)| (!g.done, g.age, *k))
+            .min_by_key(|&(incomplete, age, _)| (incomplete, age));
+        let Some(g) = oldest.and_then(|(_, _, k)| self.groups.remove(&k)) else {
+            return false;
+        };
+        if !g.done {
+            if for_memory {
+                c.attacks.evicted_for_memory += 1;
+            } else {
+                c.attacks.evicted_incomplete += 1;
+            }
+        }
+        self.give_up(g, budget, c);
+        true
+    }
+
+    /// Gives up every message still waiting (end of capture).
+    pub fn finish(&mut self, budget: &mut Budget, c: &mut Counters) {
+        let all: Vec<Group> = self.groups.drain().map(|(_, g)| g).collect();
+        for g in all {
+            c.attacks.incomplete_at_end += !g.done as u64;
+            self.give_up(g, budget, c);
+        }
+    }
+}
+
+/// Messages the datagram just read completed, waiting to follow its event.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Completed {
+    /// (bytes, frames of its fragments) per message; `len` of them are this datagram's.
+    messages: Vec<(Vec<u8>, Vec<u64>)>,
+    len: usize,
+}
+
+impl super::Engine {
+    /// Puts the datagram's message fragments into their flow's messages: sets the
+    /// event's `opens` and `completes`, and keeps what completed for
+    /// [`Engine::emit_completed`].
+    pub(super) fn message_fragments(&mut self, e: &mut super::PacketEvent<'_>, index: u32, payload: &[u8]) {
+        self.completed.len = 0;
+        let Some(p) = self.cfg.program.as_deref() else { return };
+        let limits = Limits {
+            max_message: p.params.max_message_size,
+            fragment_size: p.params.format.fragment_size,
+        };
+        let Some(fl) = self.flows.get_mut(index as usize) else { return };
+        let (mut out, mut frames) = (std::mem::take(&mut self.reassembled), std::mem::take(&mut self.fragment_frames));
+        for m in &self.validator.dissection.messages {
+            let (Some(ty), Some(f)) = (m.type_id, m.fragment) else { continue };
+            let Some(data) = payload.get(f.data_at as usize..(f.data_at + f.data_len) as usize) else {
+                continue;
+            };
+            let mut c = Counters {
+                attacks: &mut fl.frags.attacks,
+                by_count: &mut fl.frags.by_count,
+            };
+            let msgs = fl.messages.get_or_insert_default();
+            let pushed = msgs.push(ty, &f, data, e.frame, limits, &mut self.budget, &mut c, &mut out, &mut frames);
+            match pushed {
+                Pushed::Stored { opened } => e.opens |= opened,
+                Pushed::Complete { count, opened } => {
+                    e.opens |= opened;
+                    e.completes.get_or_insert(count);
+                    let done = &mut self.completed;
+                    if done.messages.len() <= done.len {
+                        done.messages.push(Default::default());
+                    }
+                    let (bytes, fr) = &mut done.messages[done.len];
+                    bytes.clone_from(&out);
+                    fr.clone_from(&frames);
+                    done.len += 1;
+                }
+                Pushed::Refused => {}
+            }
+        }
+        (self.reassembled, self.fragment_frames) = (out, frames);
+        if self.budget.used > self.budget.limit {
+            self.evict_elsewhere();
+        }
+    }
+
+    /// The messages the last datagram completed, each as a reassembled packet after the
+    /// datagram's own event: bare bytes, not a datagram.
+    #[inline]
+    pub(super) fn emit_completed<S: super::Sink + ?Sized>(&mut self, sink: &mut S, e: &super::PacketEvent<'_>, record: bool) {
+        if self.completed.len == 0 {
+            return;
+        }
+        let empty = crate::dissect::Dissection::default();
+        for (bytes, frames) in &self.completed.messages[..self.completed.len] {
+            sink.packet(&super::PacketEvent {
+                kind: super::Kind::Reassembled,
+                payload: bytes,
+                size: bytes.len() as u32,
+                status: super::Status::Ok,
+                crc: None,
+                sequence: None,
+                packet_type: None,
+                ack: None,
+                ack_bits: None,
+                fragment: None,
+                fault: None,
+                seq_event: None,
+                completes: None,
+                opens: false,
+                fragment_frames: frames,
+                dissection: record.then_some(&empty),
+                messages: &[],
+                ip_fragments: 0,
+                truncated: false,
+                over_budget: false,
+                ..*e
+            });
+        }
+        self.completed.len = 0;
+    }
+
+    /// Frees other flows' messages while over the budget.
+    pub(super) fn evict_messages_elsewhere(&mut self) {
+        for fl in &mut self.flows {
+            let Some(m) = fl.messages.as_mut() else { continue };
+            let mut c = Counters {
+                attacks: &mut fl.frags.attacks,
+                by_count: &mut fl.frags.by_count,
+            };
+            while m.bytes_held > 0 && self.budget.used > self.budget.limit {
+                if !m.evict_oldest(&mut self.budget, &mut c, true) {
+                    break;
+                }
+            }
+            if self.budget.used <= self.budget.limit {
+                break;
+            }
+        }
+    }
+
+    /// A flow's messages still waiting, given up at the end.
+    pub(super) fn finish_messages(fl: &mut super::FlowState, budget: &mut Budget) {
+        if let Some(m) = fl.messages.as_mut() {
+            let mut c = Counters {
+                attacks: &mut fl.frags.attacks,
+                by_count: &mut fl.frags.by_count,
+            };
+            m.finish(budget, &mut c);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frag(id: u32, count: u32, offset: u32, total: u32, len: u32) -> MessageFragment {
+        MessageFragment {
+            key: [1, 0, 7],
+            id,
+            count,
+            offset: Some(offset),
+            total: Some(total),
+            data_at: 0,
+            data_len: len,
+        }
+    }
+
+    const LIMITS: Limits = Limits {
+        max_message: 1 << 20,
+        fragment_size: 4,
+    };
+
+    #[test]
+    fn fragments_placed_by_offset_in_any_order_make_the_message() {
+        let (mut r, mut b) = (MessageReassembly::default(), Budget::new(1 << 20));
+        let (mut attacks, mut by_count) = (AttackCounters::default(), BTreeMap::new());
+        let mut c = Counters {
+            attacks: &mut attacks,
+            by_count: &mut by_count,
+        };
+        let (mut out, mut frames) = (Vec::new(), Vec::new());
+        let p = r.push(8, &frag(1, 2, 3, 5, 2), b"de", 11, LIMITS, &mut b, &mut c, &mut out, &mut frames);
+        assert_eq!(p, Pushed::Stored { opened: true });
+        let p = r.push(8, &frag(1, 2, 3, 5, 2), b"de", 12, LIMITS, &mut b, &mut c, &mut out, &mut frames);
+        assert_eq!(p, Pushed::Refused);
+        let p = r.push(8, &frag(0, 2, 0, 5, 3), b"abc", 13, LIMITS, &mut b, &mut c, &mut out, &mut frames);
+        assert_eq!(p, Pushed::Complete { count: 2, opened: false });
+        assert_eq!((out.as_slice(), frames.as_slice()), (&b"abcde"[..], &[13, 11][..]));
+        // Past the total, over the maximum, a number past the count: refused, counted.
+        for f in [frag(0, 2, 4, 5, 2), frag(0, 2, 0, 2 << 20, 2), frag(3, 2, 0, 5, 1)] {
+            let p = r.push(9, &f, b"xy", 14, LIMITS, &mut b, &mut c, &mut out, &mut frames);
+            assert_eq!(p, Pushed::Refused);
+        }
+        r.finish(&mut b, &mut c);
+        assert_eq!(b.used, 0);
+        assert_eq!(
+            (
+                attacks.duplicate,
+                attacks.offset_past_total,
+                attacks.oversize,
+                attacks.id_out_of_range
+            ),
+            (1, 1, 1, 1)
+        );
+        assert_eq!((by_count[&2].seen, by_count[&2].completed), (1, 1));
+    }
+
+    /// Numbers up to 32 bits cost what is sent, and a flood of made-up groups is held
+    /// within the budget.
+    #[test]
+    fn memory_stays_within_the_budget() {
+        let (mut r, mut b) = (MessageReassembly::default(), Budget::new(64 << 10));
+        let (mut attacks, mut by_count) = (AttackCounters::default(), BTreeMap::new());
+        let mut c = Counters {
+            attacks: &mut attacks,
+            by_count: &mut by_count,
+        };
+        let (mut out, mut frames) = (Vec::new(), Vec::new());
+        for i in 0..10_000u32 {
+            let mut f = frag(0, 1 << 19, 1 << 19, 1 << 20, 1000);
+            f.key = [i as i64, 0, 0];
+            f.id = (i * 7919) % (1 << 19);
+            r.push(12, &f, &[0; 1000], 1, LIMITS, &mut b, &mut c, &mut out, &mut frames);
+            assert!(b.used <= b.limit + (1 << 20) + (1 << 17), "{}", b.used);
+            assert!(r.groups.len() <= MAX_GROUPS);
+        }
+        r.finish(&mut b, &mut c);
+        assert_eq!(b.used, 0);
+        assert!(attacks.evicted_for_memory > 0);
+    }
+}
