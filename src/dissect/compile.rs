@@ -10,6 +10,7 @@ use miette::SourceSpan;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+mod message_acks;
 mod message_fragments;
 
 const PRIMITIVES: &[&str] = &[
@@ -540,6 +541,7 @@ impl<'d> Compiler<'d> {
             return None;
         }
         roles_ok &= self.no_offset_roles(header);
+        roles_ok &= self.send_time(h, header, &mut params);
         if let Some((f, b)) = fragment {
             roles_ok &= self.no_offset_roles(b);
             for role in [Role::FragmentId, Role::FragmentCount, Role::FragmentData] {
@@ -724,12 +726,18 @@ impl<'d> Compiler<'d> {
             }
             self.in_messages = false;
             for role in [Role::Ack, Role::AckBits, Role::ProtocolId] {
+                if role == Role::Ack && messages.is_some() {
+                    roles_ok &= self.message_ack(p, body);
+                    continue;
+                }
                 roles_ok &= self.role_placement(p, body, role, false, &mut roles);
             }
             if messages.is_some() {
                 roles_ok &= self.message_fragment(p, body, id as u32, &mut params);
             } else {
                 roles_ok &= self.no_offset_roles(body);
+                roles_ok &= self.no_time_roles(body, Role::SendTime);
+                roles_ok &= self.no_time_roles(body, Role::AckTime);
             }
             packets.push(PacketDef {
                 type_id: id as u32,
@@ -1393,7 +1401,10 @@ impl<'d> Compiler<'d> {
                 {
                     true
                 }
-                (Role::FragmentOffset | Role::FragmentTotal, Kind::Bits(_) | Kind::LeUint(_) | Kind::Uint64) => true,
+                (
+                    Role::FragmentOffset | Role::FragmentTotal | Role::SendTime | Role::AckTime,
+                    Kind::Bits(_) | Kind::LeUint(_) | Kind::Uint64,
+                ) => true,
                 (Role::FragmentData, Kind::Bytes(_)) if self.message_roles => true,
                 (Role::Type | Role::FragmentId | Role::FragmentCount, Kind::Bits(b)) => *b <= 16,
                 (Role::Type | Role::FragmentId | Role::FragmentCount, Kind::Int { .. }) => true,
@@ -1414,7 +1425,9 @@ impl<'d> Compiler<'d> {
                         Role::Crc => "the CRC is `bits 32`".into(),
                         Role::FragmentData if self.message_roles => "fragment data is `bytes` or `rest`".into(),
                         Role::FragmentData => "fragment data is `rest`".into(),
-                        Role::FragmentOffset | Role::FragmentTotal => "use `bits N`, `le-uint` or `derived`".into(),
+                        Role::FragmentOffset | Role::FragmentTotal | Role::SendTime | Role::AckTime => {
+                            "use `bits N`, `le-uint` or `derived`".into()
+                        }
                         Role::FragmentId | Role::FragmentCount if self.message_roles => {
                             "use `bits N` (N ≤ 32), `int MIN MAX`, `le-uint` or `derived`".into()
                         }
@@ -2109,6 +2122,7 @@ impl<'d> Compiler<'d> {
         match prop(n, "role").and_then(|e| e.value().as_string()) {
             Some("sequence") => allowed.extend(["stream", "key"]),
             Some("fragment-id") if self.in_messages => allowed.push("key"),
+            Some("ack") if self.in_messages => allowed.extend(["stream", "key"]),
             _ => {}
         }
         self.check_props(n, &allowed);
@@ -2127,6 +2141,8 @@ impl<'d> Compiler<'d> {
                     Some("protocol-id") => Some(Role::ProtocolId),
                     Some("fragment-offset") => Some(Role::FragmentOffset),
                     Some("fragment-total") => Some(Role::FragmentTotal),
+                    Some("send-time") => Some(Role::SendTime),
+                    Some("ack-time") => Some(Role::AckTime),
                     _ => None,
                 };
                 if r.is_none() {
@@ -2177,7 +2193,12 @@ impl<'d> Compiler<'d> {
             .find(&name)
             .flatten()
             .filter(|&s| s as usize >= ROLE_SLOTS);
-        let slot = match (integer && named, role.and_then(Role::slot), earlier) {
+        // A message's ack is its own, not the datagram's ack role.
+        let role_slot = match role {
+            Some(Role::Ack) if self.in_messages => None,
+            r => r.and_then(Role::slot),
+        };
+        let slot = match (integer && named, role_slot, earlier) {
             (false, _, _) => None,
             (true, Some(r), _) => Some(r),
             (true, None, Some(s)) => Some(s),
@@ -2189,6 +2210,7 @@ impl<'d> Compiler<'d> {
         };
         let stream = match role {
             Some(Role::Sequence) => self.stream(n, &kind)?,
+            Some(Role::Ack) if self.in_messages => Some(self.acked_stream(n)?),
             _ => None,
         };
         let fragment_key = match role {
@@ -2268,13 +2290,15 @@ impl<'d> Compiler<'d> {
             Role::FragmentId,
             Role::FragmentCount,
             Role::FragmentData,
+            Role::AckTime,
+            Role::SendTime,
         ] {
             if let Some(&id) = self.role_nodes(block, role).first() {
                 self.error(
                     self.spans[id as usize],
                     format!("role={} in a message is not supported yet", role.name()),
                     "role",
-                    Some("a message's fragment fields go in its type's body (`message N \"name\" { … }`); acks per message are planned".into()),
+                    Some("a message's fragment fields and its ack go in its type's body (`message N \"name\" { … }`); the send time in the header".into()),
                 );
                 return None;
             }
@@ -2508,7 +2532,12 @@ impl Compiler<'_> {
             self.error(e.span(), "at most 16 streams", "", None);
             return None;
         }
-        self.streams.push(StreamDef { name, key, bits });
+        self.streams.push(StreamDef {
+            name,
+            acked: false,
+            key,
+            bits,
+        });
         Some(Some(self.streams.len() as u8 - 1))
     }
 

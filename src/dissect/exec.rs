@@ -170,6 +170,11 @@ pub struct MessageInfo {
     pub stream: Option<StreamSeq>,
     /// The fragment of a bigger message it carries, when its type carries one.
     pub fragment: Option<MessageFragment>,
+    /// The datagram's send time (`role=send-time`), on messages with a stream sequence.
+    pub send_time: Option<u32>,
+    /// The stream sequence it acks (`role=ack stream=…`), and the send time it echoes.
+    pub ack: Option<StreamSeq>,
+    pub echo: Option<u32>,
 }
 
 /// A fragment carried in a message: its group's key, number, count, where its data
@@ -207,6 +212,8 @@ pub struct Dissection {
     pub crc_stand_in: bool,
     /// Fields the conversation remembers: (value, bit offset, bit length).
     pub learnt: Vec<(u8, u64, u64)>,
+    /// The header's `role=send-time` value, when read.
+    pub send_time: Option<u32>,
     pub crc: Option<u32>,
     pub sequence: Option<u64>,
     pub packet_type: Option<u32>,
@@ -280,6 +287,7 @@ impl Dissector {
         out.fields.clear();
         out.messages.clear();
         out.learnt.clear();
+        out.send_time = None;
         out.crc_at = None;
         out.crc_stand_in = false;
         out.crc = None;
@@ -1353,8 +1361,17 @@ impl<'p> Exec<'p> {
         if role == Some(Role::Crc) {
             out.crc_at = Some(start);
         }
-        if let Some(si) = stream {
-            self.stream_seq(out, id, si);
+        match (role, stream) {
+            (Some(Role::Ack), Some(si)) => self.stream_ack(out, id, si),
+            (_, Some(si)) => self.stream_seq(out, id, si),
+            (Some(Role::SendTime), _) => out.send_time = self.node_value(id),
+            (Some(Role::AckTime), _) => {
+                let v = self.node_value(id);
+                if let Some(m) = out.messages.last_mut() {
+                    m.echo = v;
+                }
+            }
+            _ => {}
         }
         if role == Some(Role::FragmentData) && !out.messages.is_empty() {
             self.message_fragment(out, id, parent, start, len)?;

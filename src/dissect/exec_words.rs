@@ -236,6 +236,9 @@ impl Exec<'_> {
             bit_len: 0,
             stream: None,
             fragment: None,
+            send_time: None,
+            ack: None,
+            echo: None,
         });
         let res = self.block(r, out, header, element, 2).and_then(|_| {
             let ty = self.role(Role::Type).unwrap_or(0) as u32;
@@ -280,12 +283,41 @@ impl Exec<'_> {
             *k = self.slot(*s);
         }
         let sequence = self.slot(slot) as u64;
+        let send_time = out.send_time;
         if let Some(m) = out.messages.last_mut() {
             m.stream = Some(StreamSeq {
                 stream: si,
                 key,
                 sequence,
             });
+            m.send_time = send_time;
         }
+    }
+
+    /// A message's ack of a stream's sequence was read: the stream, key values and
+    /// the sequence acked.
+    pub(super) fn stream_ack(&mut self, out: &mut Dissection, id: NodeId, si: u8) {
+        let p = self.program;
+        let (Some(def), Some(slot)) = (p.params.streams.get(si as usize), p.nodes[id as usize].slot) else {
+            return;
+        };
+        let mut key = [0i64; 2];
+        for (k, (_, s)) in key.iter_mut().zip(&def.key) {
+            *k = self.slot(*s);
+        }
+        let sequence = self.slot(slot) as u64;
+        if let Some(m) = out.messages.last_mut() {
+            m.ack = Some(StreamSeq {
+                stream: si,
+                key,
+                sequence,
+            });
+        }
+    }
+
+    /// An integer field's value as just read, when it fits 32 bits.
+    pub(super) fn node_value(&self, id: NodeId) -> Option<u32> {
+        let slot = self.program.nodes[id as usize].slot?;
+        u32::try_from(self.slot(slot)).ok()
     }
 }

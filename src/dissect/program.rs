@@ -49,6 +49,11 @@ pub enum Role {
     FragmentOffset,
     /// The length of the whole message a fragment belongs to (ENet's totalLength).
     FragmentTotal,
+    /// The sender's clock in a datagram's header (ENet's sentTime), which acks echo.
+    SendTime,
+    /// In an ack message, the acked datagram's send time echoed (ENet's
+    /// receivedSentTime): the round trip is timed from that datagram.
+    AckTime,
 }
 
 /// Slots 0..ROLE_SLOTS hold the role values: every field with a role, wherever it is
@@ -57,7 +62,7 @@ pub enum Role {
 pub const ROLE_SLOTS: usize = 8;
 
 impl Role {
-    pub const ALL: [Role; 11] = [
+    pub const ALL: [Role; 13] = [
         Role::Crc,
         Role::Sequence,
         Role::Type,
@@ -69,6 +74,8 @@ impl Role {
         Role::ProtocolId,
         Role::FragmentOffset,
         Role::FragmentTotal,
+        Role::SendTime,
+        Role::AckTime,
     ];
 
     /// The slot of an integer role (fragment data has none).
@@ -82,7 +89,9 @@ impl Role {
             Role::Ack => 5,
             Role::AckBits => 6,
             Role::ProtocolId => 7,
-            Role::FragmentData | Role::FragmentOffset | Role::FragmentTotal => return None,
+            Role::FragmentData | Role::FragmentOffset | Role::FragmentTotal | Role::SendTime | Role::AckTime => {
+                return None;
+            }
         })
     }
 
@@ -100,6 +109,8 @@ impl Role {
             Role::ProtocolId => "protocol-id",
             Role::FragmentOffset => "fragment-offset",
             Role::FragmentTotal => "fragment-total",
+            Role::SendTime => "send-time",
+            Role::AckTime => "ack-time",
         }
     }
 
@@ -339,6 +350,8 @@ pub struct Node {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct StreamDef {
     pub name: String,
+    /// A message's `role=ack stream=` acks this stream's sequences.
+    pub acked: bool,
     /// The key fields' names and slots (at most two).
     pub key: Vec<(String, u16)>,
     /// Width of the sequence in bits, where it wraps.
@@ -416,6 +429,8 @@ pub struct Params {
     pub message_fragments: Vec<MessageFragmentDef>,
     /// `max-message-size`: the largest message reassembled from fragments.
     pub max_message_size: u32,
+    /// A header field has `role=send-time` (acks per message echo it).
+    pub send_time: bool,
 }
 
 /// How a message type carries a fragment of a bigger message: the fields that group
@@ -519,6 +534,7 @@ impl Default for Params {
             streams: Vec::new(),
             message_fragments: Vec::new(),
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            send_time: false,
         }
     }
 }
@@ -550,6 +566,7 @@ impl Params {
             || !self.remembered.is_empty()
             || !self.streams.is_empty()
             || !self.message_fragments.is_empty()
+            || self.send_time
     }
 
     pub fn count_encoding(&self) -> CountEncoding {

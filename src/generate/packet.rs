@@ -836,7 +836,9 @@ impl Roles {
             | Role::AckBits
             | Role::ProtocolId
             | Role::FragmentOffset
-            | Role::FragmentTotal => None,
+            | Role::FragmentTotal
+            | Role::SendTime
+            | Role::AckTime => None,
         }
     }
 }

@@ -373,6 +373,18 @@ impl AckTracker {
     /// this direction's sequence) and, for each bit i set in `bits`, `ack - i`.
     /// `second`: its second on the report's timeline.
     pub fn acked(&mut self, ack: u64, width: u32, bits: u32, ts_ns: i64, second: Option<u32>) {
+        self.acked_from(ack, width, bits, ts_ns, second, None)
+    }
+
+    /// [`AckTracker::acked`] for one sequence, the round trip timed from `echoed`: the
+    /// capture time of the datagram whose send time the ack echoes (None: the echo
+    /// matched no captured datagram, and no round trip is taken).
+    pub fn acked_echo(&mut self, ack: u64, width: u32, ts_ns: i64, second: Option<u32>, echoed: Option<i64>) {
+        self.acked_from(ack, width, 1, ts_ns, second, Some(echoed.unwrap_or(NOT_CAPTURED)))
+    }
+
+    /// `echoed`: the round trip starts there, not at the sequence's first datagram.
+    fn acked_from(&mut self, ack: u64, width: u32, bits: u32, ts_ns: i64, second: Option<u32>, echoed: Option<i64>) {
         self.peer_acks = true;
         let Some(first) = self.first else {
             return;
@@ -397,6 +409,11 @@ impl AckTracker {
                 self.stats.acked_not_captured += 1;
                 continue;
             }
+            let sent_ns = match echoed {
+                Some(NOT_CAPTURED) => continue,
+                Some(t) => t,
+                None => sent_ns,
+            };
             // An ack timestamped before its packet (clocks or a crafted capture): no
             // round trip can be taken from it.
             if ts_ns < sent_ns {
@@ -431,11 +448,67 @@ impl AckTracker {
     /// [`AckTracker::finish`], and what each captured sequence settled as (when kept; none
     /// without a peer that acks).
     pub fn finish_logged(mut self) -> (Option<AckStats>, Vec<Settled>) {
-        let Some(first) = self.first else {
+        if !self.settle_end() {
             return (None, Vec::new());
+        }
+        self.summarize();
+        let log = self.log.take().unwrap_or_default();
+        (Some(self.stats), log)
+    }
+
+    /// The trackers of several streams as one direction's figures: counts added, round
+    /// trips of all of them (acks per message, ENet's per channel).
+    pub fn finish_many(trackers: impl IntoIterator<Item = AckTracker>) -> Option<AckStats> {
+        let mut all: Option<AckTracker> = None;
+        for mut t in trackers {
+            if !t.settle_end() {
+                continue;
+            }
+            let Some(a) = all.as_mut() else {
+                all = Some(t);
+                continue;
+            };
+            let (s, o) = (&mut a.stats, &t.stats);
+            s.sequences += o.sequences;
+            s.acked += o.acked;
+            s.acked_not_captured += o.acked_not_captured;
+            s.never_acked += o.never_acked;
+            s.unacked_at_end += o.unacked_at_end;
+            s.rtt_before_sent += o.rtt_before_sent;
+            let room = MAX_RUNS.saturating_sub(s.never_acked_runs.len());
+            s.never_acked_runs.extend(o.never_acked_runs.iter().take(room));
+            for (b, n) in std::mem::take(&mut t.rtt.buckets) {
+                *a.rtt.buckets.entry(b).or_default() += n;
+            }
+            if t.rtt.samples > 0 {
+                a.rtt.min = if a.rtt.samples == 0 { t.rtt.min } else { a.rtt.min.min(t.rtt.min) };
+                a.rtt.max = a.rtt.max.max(t.rtt.max);
+                a.rtt.samples += t.rtt.samples;
+            }
+            a.seconds.extend(t.seconds);
+        }
+        let mut a = all?;
+        a.seconds.sort_by_key(|x| x.0);
+        a.seconds.dedup_by(|later, kept| {
+            if later.0 != kept.0 {
+                return false;
+            }
+            kept.1 += later.1;
+            kept.2 += later.2;
+            kept.3 = kept.3.max(later.3);
+            true
+        });
+        a.summarize();
+        Some(a.stats)
+    }
+
+    /// Settles the sequences left at the end; false when there are no figures.
+    fn settle_end(&mut self) -> bool {
+        let Some(first) = self.first else {
+            return false;
         };
         if !self.peer_acks {
-            return (None, Vec::new());
+            return false;
         }
         let peer = self.peer_ack.unwrap_or(first - 1);
         for ext in (self.highest - self.sent_ns.len() as i128 + 1).max(first)..=self.highest {
@@ -449,6 +522,11 @@ impl AckTracker {
                 self.log(ext, self.sent_ns[self.index(ext)], Settled::NEVER);
             }
         }
+        true
+    }
+
+    /// The figures from what was settled.
+    fn summarize(&mut self) {
         let judged = self.stats.sequences - self.stats.unacked_at_end;
         self.stats.ack_implied_loss = if judged == 0 {
             0.0
@@ -461,8 +539,6 @@ impl AckTracker {
             .iter()
             .map(|&(s, n, sum, max)| (s, n, sum as f64 / n as f64 / 1e3, max as f64 / 1e3))
             .collect();
-        let log = self.log.take().unwrap_or_default();
-        (Some(self.stats), log)
     }
 }
 

@@ -3,6 +3,7 @@
 //! MTU). It never prints. [`Analyzer`] is the engine with this sink, the usual way in.
 
 pub mod acks;
+pub mod msgacks;
 pub mod fit;
 pub mod gates;
 pub mod report;
@@ -38,6 +39,8 @@ struct FlowState {
     first_frame: u64,
     /// This direction's sequences, settled by the other direction's acks.
     acks: Option<Box<acks::AckTracker>>,
+    /// This direction's message streams, settled by the other direction's message acks.
+    message_acks: Option<Box<msgacks::FlowMessageAcks>>,
 }
 
 impl FlowState {
@@ -48,6 +51,7 @@ impl FlowState {
             counted_until: i64::MIN,
             first_frame,
             acks: None,
+            message_acks: None,
         }
     }
 
@@ -60,6 +64,10 @@ impl FlowState {
                 .acks
                 .as_ref()
                 .map_or(0, |a| std::mem::size_of::<acks::AckTracker>() + a.heap_bytes())
+            + self
+                .message_acks
+                .as_ref()
+                .map_or(0, |a| std::mem::size_of::<msgacks::FlowMessageAcks>() + a.heap_bytes())
     }
 
     /// Sizes of the second before each loss burst, against all sizes.
@@ -116,6 +124,8 @@ pub struct Statistics {
     by_key: HashMap<FlowId, u32>,
     /// The definition marks ack and ack-bits fields.
     ack_analysis: bool,
+    /// The definition's messages ack stream sequences (`role=ack stream=…`).
+    message_acks: bool,
     /// Keep what each captured sequence settled as (see [`Statistics::ack_facts`]).
     keep_ack_log: bool,
     /// Bits of the ack field ([`acks::ack_width`]).
@@ -157,6 +167,10 @@ impl Statistics {
             sides,
             by_key: HashMap::new(),
             ack_analysis,
+            message_acks: cfg
+                .program
+                .as_ref()
+                .is_some_and(|p| p.params.streams.iter().any(|s| s.acked)),
             keep_ack_log: false,
             ack_width: cfg.program.as_deref().map_or(16, acks::ack_width),
             cfg,
@@ -244,7 +258,10 @@ impl Statistics {
         for fl in self.flows {
             let mut stats = fl.stats;
             stats.pad_types();
-            stats.acks = fl.acks.and_then(|a| a.finish());
+            stats.acks = match fl.message_acks {
+                Some(m) => m.finish(),
+                None => fl.acks.and_then(|a| a.finish()),
+            };
             self.report.flows.push(stats);
         }
         self.report.untracked = self.untracked.map(|f| {
@@ -568,6 +585,38 @@ impl Statistics {
         }
     }
 
+    /// A datagram's messages: its stream sequences wait for the other direction's acks,
+    /// and its acks settle the other direction's.
+    fn message_acks(&mut self, e: &PacketEvent) {
+        let (Some(index), Some(key), Some(p)) = (e.flow_index, e.flow, self.cfg.program.clone()) else {
+            return;
+        };
+        let defs = &p.params.streams;
+        if let Some(fl) = self.flows.get_mut(index as usize) {
+            fl.message_acks.get_or_insert_default().sent(defs, e.messages, e.ts_ns);
+        }
+        if !e.messages.iter().any(|m| m.ack.is_some()) {
+            return;
+        }
+        let back = FlowId {
+            src: key.dst,
+            dst: key.src,
+        };
+        let second = self
+            .report
+            .timeline
+            .start_ns
+            .and_then(|start| u32::try_from(e.ts_ns.saturating_sub(start) / 1_000_000_000).ok());
+        if let Some(&i) = self.by_key.get(&back)
+            && let Some(fl) = self.flows.get_mut(i as usize)
+        {
+            let acks = fl.message_acks.get_or_insert_default();
+            for m in e.messages {
+                acks.acked(defs, m, e.ts_ns, second);
+            }
+        }
+    }
+
     fn reassembled(&mut self, e: &PacketEvent) {
         if e.status == Status::Ok {
             self.ack(e);
@@ -608,6 +657,12 @@ impl Sink for Statistics {
             Kind::Game | Kind::OtherUdp => {
                 self.frame(e);
                 self.datagram(e);
+                if self.message_acks
+                    && !e.messages.is_empty()
+                    && matches!(e.status, Status::Ok | Status::Malformed)
+                {
+                    self.message_acks(e);
+                }
             }
             _ => self.frame(e),
         }

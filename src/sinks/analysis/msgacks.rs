@@ -1,0 +1,110 @@
+//! Acks per message (ENet's ACKNOWLEDGE of one channel's reliable sequence): each
+//! stream a message's `role=ack` refers to is settled as the flow's own counter is by
+//! `ack`/`ack-bits` ([`super::acks`]), and the round trip is timed from the datagram
+//! whose send time the ack echoes (`role=ack-time`), not from the first copy: a resent
+//! command is timed from the copy that was acked.
+
+use super::acks::{AckStats, AckTracker};
+use crate::dissect::MessageInfo;
+use crate::dissect::program::StreamDef;
+use hashbrown::HashMap;
+use std::collections::VecDeque;
+
+/// Streams acked per flow that get a tracker (ENet: one per channel).
+pub const MAX_STREAMS: usize = 256;
+
+/// Recent sequences whose copies' send times a flow remembers, for the echoes of acks.
+const RECENT: usize = 4096;
+/// Copies of one sequence remembered (resends).
+const COPIES: usize = 8;
+
+/// A stream sequence: stream, key values, sequence.
+type SeqKey = (u8, [i64; 2], u64);
+
+/// One direction's acked streams, and the send times of its recent sequences' copies.
+#[derive(Debug, Clone, Default)]
+pub struct FlowMessageAcks {
+    trackers: HashMap<(u8, [i64; 2]), AckTracker>,
+    /// (send time, capture time) of each copy of a recent sequence.
+    copies: HashMap<SeqKey, Vec<(u32, i64)>>,
+    /// The sequences in `copies`, oldest first.
+    order: VecDeque<SeqKey>,
+}
+
+impl FlowMessageAcks {
+    /// This direction's datagram at `ts_ns` carried `messages`.
+    pub fn sent(&mut self, defs: &[StreamDef], messages: &[MessageInfo], ts_ns: i64) {
+        for m in messages {
+            let Some(s) = m.stream else { continue };
+            let Some(def) = defs.get(s.stream as usize).filter(|d| d.acked) else {
+                continue;
+            };
+            if let Some(time) = m.send_time {
+                self.copy(&(s.stream, s.key, s.sequence), time, ts_ns);
+            }
+            let n = self.trackers.len();
+            let t = match self.trackers.get_mut(&(s.stream, s.key)) {
+                Some(t) => t,
+                None if n < MAX_STREAMS => self
+                    .trackers
+                    .entry((s.stream, s.key))
+                    .or_insert_with(|| AckTracker::new(def.bits)),
+                None => continue,
+            };
+            t.sent(s.sequence, ts_ns);
+        }
+    }
+
+    /// A copy of `seq` sent at `time` (the sender's clock), captured at `ts_ns`.
+    fn copy(&mut self, seq: &SeqKey, time: u32, ts_ns: i64) {
+        if let Some(v) = self.copies.get_mut(seq) {
+            if v.len() < COPIES {
+                v.push((time, ts_ns));
+            }
+            return;
+        }
+        if self.order.len() >= RECENT
+            && let Some(old) = self.order.pop_front()
+        {
+            self.copies.remove(&old);
+        }
+        self.order.push_back(*seq);
+        self.copies.insert(*seq, vec![(time, ts_ns)]);
+    }
+
+    /// The other direction acked `ack` at `ts_ns`, echoing `echo`.
+    pub fn acked(&mut self, defs: &[StreamDef], m: &MessageInfo, ts_ns: i64, second: Option<u32>) {
+        let Some(ack) = m.ack else { return };
+        let Some(t) = self.trackers.get_mut(&(ack.stream, ack.key)) else {
+            return;
+        };
+        let width = defs.get(ack.stream as usize).map_or(16, |d| d.bits);
+        // The copy the ack answers: the one sent at the echoed time.
+        let echoed = m.echo.map(|e| {
+            self.copies
+                .get(&(ack.stream, ack.key, ack.sequence))
+                .and_then(|v| v.iter().rev().find(|&&(t, at)| t == e && at <= ts_ns))
+                .map(|&(_, at)| at)
+        });
+        match echoed {
+            Some(at) => t.acked_echo(ack.sequence, width, ts_ns, second, at),
+            None => t.acked(ack.sequence, width, 1, ts_ns, second),
+        }
+    }
+
+    /// Bytes it holds.
+    pub fn heap_bytes(&self) -> usize {
+        self.trackers
+            .values()
+            .map(|t| std::mem::size_of::<AckTracker>() + 16 + t.heap_bytes())
+            .sum::<usize>()
+            + self.copies.capacity() * (std::mem::size_of::<(SeqKey, Vec<(u32, i64)>)>() + 1)
+            + self.copies.values().map(|v| v.capacity() * 16).sum::<usize>()
+            + self.order.capacity() * std::mem::size_of::<SeqKey>()
+    }
+
+    /// Every acked stream's figures as the direction's.
+    pub fn finish(self) -> Option<AckStats> {
+        AckTracker::finish_many(self.trackers.into_values())
+    }
+}
