@@ -234,6 +234,8 @@ pub fn compile(file: &str, text: &str) -> Result<Program, Vec<DefinitionError>> 
         streams: Vec::new(),
             fragment_keys: HashMap::new(),
             message_roles: false,
+            remaining: false,
+            messages_end: None,
         in_messages: false,
         stand_in: None,
         stand_in_when: None,
@@ -333,6 +335,10 @@ struct Compiler<'d> {
     fragment_keys: HashMap<NodeId, Vec<(String, u16)>>,
     /// Checking a message body's roles: fragments there are wider and placed by offset.
     message_roles: bool,
+    /// An expression reads `remaining` or `remaining_bits`.
+    remaining: bool,
+    /// `messages count=` or `length=`.
+    messages_end: Option<MessagesEnd>,
     /// Compiling the `messages` block or a message's body.
     in_messages: bool,
     /// The protocol block's `checksum … stand-in=… stand-in-when=…`, resolved once the
@@ -816,6 +822,10 @@ impl<'d> Compiler<'d> {
             plan: Default::default(),
         };
         program.plan = super::plan::Plan::build(&program);
+        if self.remaining {
+            program.params.remaining = true;
+            program.plan.interpret_only();
+        }
         self.info_templates(&program, &info_spans);
         Some(program)
     }
@@ -1607,6 +1617,8 @@ impl<'d> Compiler<'d> {
         let mut resolve = |name: &str| -> Result<Op, (String, String)> {
             match scope.find(name) {
                 Some(Some(slot)) => Ok(Op::Slot(slot)),
+                None if name == "remaining" => Ok(Op::Remaining(false)),
+                None if name == "remaining_bits" => Ok(Op::Remaining(true)),
                 Some(None) => Err((
                     format!("`{name}` cannot be used in an expression"),
                     "expressions read integer fields: bits, bool, int and uint64".to_string(),
@@ -1635,6 +1647,7 @@ impl<'d> Compiler<'d> {
                 None
             }
             Ok(ops) => {
+                self.remaining |= ops.iter().any(|o| matches!(o, Op::Remaining(_)));
                 let start = self.code.len() as u32;
                 self.code.extend(ops);
                 Some(Expr {
@@ -2259,7 +2272,22 @@ impl<'d> Compiler<'d> {
         header: Block,
         fragment: Option<&KdlNode>,
     ) -> Option<MessagesDef> {
-        self.check_props(m, &["doc"]);
+        self.check_props(m, &["doc", "count", "length"]);
+        // Read in the header's scope, before the messages' own.
+        self.messages_end = match (prop(m, "count"), prop(m, "length")) {
+            (Some(c), None) => Some(MessagesEnd::Count(self.expression(c)?)),
+            (None, Some(l)) => Some(MessagesEnd::Length(self.expression(l)?)),
+            (None, None) => None,
+            (Some(_), Some(l)) => {
+                self.error(
+                    l.span(),
+                    "messages end at a count or at a length, not both",
+                    "length",
+                    Some("keep `count=\"FIELD\"` (how many messages) or `length=\"FIELD\"` (their bytes)".into()),
+                );
+                return None;
+            }
+        };
         if let Some(f) = fragment {
             self.error(
                 Self::name_span(f),
@@ -2431,6 +2459,7 @@ impl Compiler<'_> {
     fn resolve_stand_in(&mut self, params: &mut Params) {
         params.remembered = self.remembered.clone();
         params.streams = std::mem::take(&mut self.streams);
+        params.messages_end = self.messages_end.take();
         let Some((name, span)) = self.stand_in.take() else {
             return;
         };

@@ -313,6 +313,7 @@ impl Dissector {
             rest: std::cell::Cell::new(None),
             seen: 0,
             fallbacks: 0,
+            total_bits: data.len() as u64 * 8,
         };
         let _ = exec.packet(&mut r, out);
         self.plan_fallbacks += exec.fallbacks;
@@ -350,6 +351,8 @@ struct Exec<'p> {
     seen: u32,
     /// Plan runs that failed on this packet.
     fallbacks: u64,
+    /// The datagram's length in bits (what `remaining` counts down from).
+    total_bits: u64,
 }
 
 struct Stop;
@@ -1307,7 +1310,13 @@ impl<'p> Exec<'p> {
         label: Label,
         bit: u64,
     ) -> Result<i64, Stop> {
-        match eval(self.program.expr(e), self.slots) {
+        let code = self.program.expr(e);
+        let v = if self.program.params.remaining {
+            super::expr::eval_remaining(code, self.slots, self.total_bits.saturating_sub(bit))
+        } else {
+            eval(code, self.slots)
+        };
+        match v {
             Ok(v) => Ok(v),
             Err(_) => Err(self.division_by_zero(out, parent, label, bit)),
         }

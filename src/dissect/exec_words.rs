@@ -186,10 +186,31 @@ impl Exec<'_> {
             0,
             Value::None,
         )?;
+        // Where they end: the datagram's end, a count, or a length in bytes.
+        let (count, end) = match p.params.messages_end {
+            None => (u64::MAX, r.bits_read() + r.bits_remaining()),
+            Some(MessagesEnd::Count(e)) => {
+                let n = self.eval_at(out, e, group, Label::Part("count"), at)?.max(0) as u64;
+                (n, r.bits_read() + r.bits_remaining())
+            }
+            Some(MessagesEnd::Length(e)) => {
+                let n = self.eval_at(out, e, group, Label::Part("length"), at)?.max(0) as u64;
+                let end = at.saturating_add(n.saturating_mul(8));
+                if n > r.bits_remaining() / 8 {
+                    let field = self.path(out, group, Label::Part("length"));
+                    let reason = format!(
+                        "the messages' length {n} runs past the datagram ({} bytes left)",
+                        r.bits_remaining() / 8
+                    );
+                    return self.fault(out, FaultKind::PastEnd, field, at, reason);
+                }
+                (u64::MAX, end)
+            }
+        };
         let mut i = 0u32;
         let res = loop {
-            if r.bits_remaining() < 8 {
-                break Ok(());
+            if i as u64 >= count || r.bits_read() + 8 > end {
+                break self.messages_tail(r, out, group, i, count);
             }
             if i as u64 >= p.limits.max_elements {
                 let reason = format!("more than {} messages in one datagram", p.limits.max_elements);
@@ -200,9 +221,33 @@ impl Exec<'_> {
             if res.is_err() {
                 break res;
             }
+            if r.bits_read() > end {
+                let field = self.path(out, group, Label::Index(i - 1));
+                let reason = format!("message {} runs past the messages' length", i - 1);
+                break self.fault(out, FaultKind::OutOfRange, field, r.bits_read(), reason);
+            }
         };
         self.close(out, group, r, Value::UInt(i as u64));
         res
+    }
+
+    /// After the messages a count or a length ends: bytes left in the datagram are
+    /// trailing (to its end, nothing can be left).
+    fn messages_tail(&mut self, r: &BitReader, out: &mut Dissection, group: u32, i: u32, count: u64) -> Step {
+        let p = self.program;
+        if p.params.messages_end.is_none() {
+            return Ok(());
+        }
+        let (kind, reason) = if (i as u64) < count && count != u64::MAX {
+            (FaultKind::PastEnd, format!("the datagram ended after {i} of {count} messages"))
+        } else if r.bits_remaining() >= 8 {
+            let left = r.bits_remaining() / 8;
+            (FaultKind::TrailingBytes, format!("{left} bytes after the messages"))
+        } else {
+            return Ok(());
+        };
+        let field = self.path(out, group, Label::Index(i));
+        self.fault(out, kind, field, r.bits_read(), reason)
     }
 
     fn message(

@@ -6,6 +6,8 @@
 pub enum Op {
     Const(i64),
     Slot(u16),
+    /// The bytes (false) or bits (true) left in the datagram after this point.
+    Remaining(bool),
     Not,
     Neg,
     BitNot,
@@ -323,7 +325,7 @@ pub fn compile(
     let mut max_depth = 0usize;
     for op in &p.out {
         match op {
-            Op::Const(_) | Op::Slot(_) => depth += 1,
+            Op::Const(_) | Op::Slot(_) | Op::Remaining(_) => depth += 1,
             Op::Bin(_) => depth -= 1,
             _ => {}
         }
@@ -350,7 +352,7 @@ pub fn divides_by_zero(code: &[Op]) -> bool {
     for op in code {
         match *op {
             Op::Const(v) => stack.push(Some(v)),
-            Op::Slot(_) => stack.push(None),
+            Op::Slot(_) | Op::Remaining(_) => stack.push(None),
             Op::Not | Op::Neg | Op::BitNot => {
                 let v = stack.pop().flatten();
                 stack.push(v.map(|v| match op {
@@ -379,11 +381,22 @@ pub struct DivisionByZero;
 /// division by zero is an error, not a value.
 #[inline]
 pub fn eval(code: &[Op], slots: &[i64]) -> Result<i64, DivisionByZero> {
+    eval_remaining(code, slots, 0)
+}
+
+/// [`eval`] where `remaining` and `remaining_bits` read `bits_left` (the validation
+/// plan, which knows no position, never runs code that reads them).
+#[inline(always)]
+pub fn eval_remaining(code: &[Op], slots: &[i64], bits_left: u64) -> Result<i64, DivisionByZero> {
     let mut stack = [0i64; MAX_STACK];
     let mut sp = 0usize;
     for op in code {
         match *op {
-            Op::Const(_) | Op::Slot(_) if sp >= MAX_STACK => return Ok(0),
+            Op::Const(_) | Op::Slot(_) | Op::Remaining(_) if sp >= MAX_STACK => return Ok(0),
+            Op::Remaining(bits) => {
+                stack[sp] = if bits { bits_left as i64 } else { (bits_left / 8) as i64 };
+                sp += 1;
+            }
             Op::Const(v) => {
                 stack[sp] = v;
                 sp += 1;

@@ -302,6 +302,14 @@ impl Plan {
     /// without `else`) starts wherever it was made, often at the header's index: it has
     /// no plan, never the plan of the block it shares a start with.
     #[inline]
+    /// Every block read by the interpreter (a program whose expressions read the
+    /// position).
+    pub fn interpret_only(&mut self) {
+        self.at.fill(NO_ENTRY);
+        self.bodies.clear();
+        self.header = NO_ENTRY;
+    }
+
     pub fn entry(&self, b: Block) -> Option<u32> {
         if b.len == 0 {
             return None;

@@ -431,6 +431,20 @@ pub struct Params {
     pub max_message_size: u32,
     /// A header field has `role=send-time` (acks per message echo it).
     pub send_time: bool,
+    /// An expression reads `remaining` or `remaining_bits`: the interpreter reads every
+    /// block (the validation plan knows no position).
+    pub remaining: bool,
+    /// Where the datagram's messages end when not at its end: a count of messages or a
+    /// length in bytes, from header fields.
+    #[serde(skip)]
+    pub messages_end: Option<MessagesEnd>,
+}
+
+/// `messages count="EXPR"` or `messages length="EXPR"`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MessagesEnd {
+    Count(Expr),
+    Length(Expr),
 }
 
 /// How a message type carries a fragment of a bigger message: the fields that group
@@ -535,6 +549,8 @@ impl Default for Params {
             message_fragments: Vec::new(),
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             send_time: false,
+            remaining: false,
+            messages_end: None,
         }
     }
 }

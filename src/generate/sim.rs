@@ -256,6 +256,12 @@ fn unwritable(p: &Program) -> Result<(), GenError> {
             why: "gen does not write several messages per datagram yet",
         });
     }
+    if p.params.remaining {
+        return Err(GenError::Unsupported {
+            field: "remaining".into(),
+            why: "gen does not write definitions whose expressions read `remaining` yet",
+        });
+    }
     if p.params.checksum == crate::dissect::program::Checksum::Field {
         return Err(GenError::Unsupported {
             field: "checksum".into(),
