@@ -19,7 +19,8 @@ fn port(a: &Value) -> u64 {
 #[test]
 fn every_reliable_command_is_acked_but_the_connects() {
     let t: Value =
-        serde_json::from_str(&std::fs::read_to_string("tests/fixtures/enet/truth_summary.json").unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string("tests/fixtures/enet/truth_summary.json").unwrap())
+            .unwrap();
     let r: Value = serde_json::from_str(&gpcap(&["analyze", "-d", DEF, CAPTURE, "--json"])).unwrap();
     let (mut sequences, mut acked, mut never) = (0, 0, 0);
     for f in r["flows"].as_array().unwrap() {
@@ -46,8 +47,16 @@ fn every_reliable_command_is_acked_but_the_connects() {
         acked += a["acked"].as_u64().unwrap();
         never += unacked;
     }
-    assert_eq!(sequences, t["reliable_sequences"]["commands_distinct"].as_u64().unwrap());
-    assert_eq!(never, t["reliable_sequences"]["never_acked_in_capture"].as_u64().unwrap());
+    assert_eq!(
+        sequences,
+        t["reliable_sequences"]["commands_distinct"].as_u64().unwrap()
+    );
+    assert_eq!(
+        never,
+        t["reliable_sequences"]["never_acked_in_capture"]
+            .as_u64()
+            .unwrap()
+    );
     assert_eq!(acked, sequences - never);
 }
 
@@ -72,7 +81,10 @@ fn round_trips_are_timed_from_the_echoed_datagram() {
         assert_eq!(rtt["max"].as_f64().unwrap(), ms[4], "{key:?}");
         for (name, want) in ["p50", "p90", "p99"].iter().zip(&ms[1..4]) {
             let got = rtt[name].as_f64().unwrap();
-            assert!((got - want).abs() <= want * 0.03 + 0.001, "{key:?} {name}: {got} vs {want}");
+            assert!(
+                (got - want).abs() <= want * 0.03 + 0.001,
+                "{key:?} {name}: {got} vs {want}"
+            );
         }
     }
 }
@@ -87,13 +99,22 @@ fn refusal(text: &str) -> String {
 #[test]
 fn check_refuses_message_acks_that_cannot_work() {
     let base = "protocol \"p\" { checksum \"none\"; }\nheader { bits t 16 role=send-time; }\nmessages { bits kind 8 role=type; bits channel 8; bits seq 16 role=sequence stream=\"reliable\" key=\"channel\"; }\n";
-    let e = refusal(&format!("{base}message 1 \"ack\" {{ bits a 16 role=ack stream=\"reliabel\" key=\"channel\"; }}"));
-    assert!(e.contains("no stream `reliabel`") && e.contains("did you mean `reliable`?"), "{e}");
-    let e = refusal(&format!("{base}message 1 \"ack\" {{ bits a 16 role=ack stream=\"reliable\"; }}"));
+    let e = refusal(&format!(
+        "{base}message 1 \"ack\" {{ bits a 16 role=ack stream=\"reliabel\" key=\"channel\"; }}"
+    ));
+    assert!(
+        e.contains("no stream `reliabel`") && e.contains("did you mean `reliable`?"),
+        "{e}"
+    );
+    let e = refusal(&format!(
+        "{base}message 1 \"ack\" {{ bits a 16 role=ack stream=\"reliable\"; }}"
+    ));
     assert!(e.contains("names its key, the fields `channel`"), "{e}");
     let e = refusal(&format!("{base}message 1 \"ack\" {{ bits a 16 role=ack-time; }}"));
     assert!(e.contains("this message has none"), "{e}");
-    let e = refusal(&format!("{base}message 1 \"ack\" {{ bits a 16 role=send-time; }}"));
+    let e = refusal(&format!(
+        "{base}message 1 \"ack\" {{ bits a 16 role=send-time; }}"
+    ));
     assert!(e.contains("role=send-time has no effect here"), "{e}");
     // Accepted: an ack of the stream on its key, with the echoed time.
     let ok = format!(

@@ -81,23 +81,24 @@ impl Sink for Messages {
 
 #[test]
 fn every_complete_message_is_the_payload_sent() {
-    let sends: HashMap<u32, (String, usize, usize, u64)> = std::fs::read_to_string("tests/fixtures/enet/fragmented_sends.tsv")
-        .unwrap()
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .map(|l| {
-            let f: Vec<&str> = l.split('\t').collect();
-            (
-                f[0].parse().unwrap(),
+    let sends: HashMap<u32, (String, usize, usize, u64)> =
+        std::fs::read_to_string("tests/fixtures/enet/fragmented_sends.tsv")
+            .unwrap()
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| {
+                let f: Vec<&str> = l.split('\t').collect();
                 (
-                    f[1].to_string(),
-                    f[2].parse().unwrap(),
-                    f[3].parse().unwrap(),
-                    u64::from_str_radix(f[4], 16).unwrap(),
-                ),
-            )
-        })
-        .collect();
+                    f[0].parse().unwrap(),
+                    (
+                        f[1].to_string(),
+                        f[2].parse().unwrap(),
+                        f[3].parse().unwrap(),
+                        u64::from_str_radix(f[4], 16).unwrap(),
+                    ),
+                )
+            })
+            .collect();
     let mut engine = Engine::new(Config::from_program(program()), false);
     let mut sink = Messages::default();
     let mut r = gpcap::capture::CaptureReader::open(std::path::Path::new(CAPTURE)).unwrap();
@@ -110,14 +111,24 @@ fn every_complete_message_is_the_payload_sent() {
     for (bytes, fragments) in &sink.0 {
         // A payload starts with its id, big-endian.
         let id = u32::from_be_bytes(bytes[..4].try_into().unwrap());
-        let (kind, len, frags, hash) = sends.get(&id).unwrap_or_else(|| panic!("message {id} was never sent"));
-        assert_eq!((bytes.len(), *fragments, fnv1a64(bytes)), (*len, *frags, *hash), "message {id}");
+        let (kind, len, frags, hash) = sends
+            .get(&id)
+            .unwrap_or_else(|| panic!("message {id} was never sent"));
+        assert_eq!(
+            (bytes.len(), *fragments, fnv1a64(bytes)),
+            (*len, *frags, *hash),
+            "message {id}"
+        );
         assert!(seen.insert(id), "message {id} reassembled twice");
         *kinds.entry(kind.clone()).or_default() += 1;
     }
     let app = &truth()["application"]["by_kind"];
     for kind in ["large_reliable", "large_unreliable"] {
-        assert_eq!(kinds[kind], app[kind]["complete_on_wire"].as_u64().unwrap(), "{kind}");
+        assert_eq!(
+            kinds[kind],
+            app[kind]["complete_on_wire"].as_u64().unwrap(),
+            "{kind}"
+        );
     }
 }
 
@@ -145,7 +156,11 @@ fn a_fragment_past_its_total_or_over_the_maximum_is_a_located_counted_fault() {
         (f.kind.code(), f.field.as_str(), f.bit),
         ("out_of_range", "messages[0].data", 30 * 8)
     );
-    assert!(f.reason.contains("runs past the message's total length 10"), "{}", f.reason);
+    assert!(
+        f.reason.contains("runs past the message's total length 10"),
+        "{}",
+        f.reason
+    );
     let x = d.dissect(&fragment_datagram(7, 0, 2, 2_000_000, 0, b"abcd"));
     let f = x.fault.expect("a fault");
     assert!(f.reason.contains("over max-message-size 1048576"), "{}", f.reason);
@@ -190,11 +205,17 @@ fn check_refuses_message_fragments_that_cannot_work() {
     let e = refusal(&format!(
         "{base}message 1 \"f\" {{ bits n 32 role=fragment-id key=\"chanel\"; bits c 32 role=fragment-count; bits len 16; bytes data \"len\" role=fragment-data; }}"
     ));
-    assert!(e.contains("the key field `chanel`") && e.contains("did you mean `channel`?"), "{e}");
+    assert!(
+        e.contains("the key field `chanel`") && e.contains("did you mean `channel`?"),
+        "{e}"
+    );
     let e = refusal(&format!(
         "{base}message 1 \"f\" {{ bits n 32 role=fragment-id; bits c 32 role=fragment-count; bits o 32 role=fragment-offset; bits len 16; bytes data \"len\" role=fragment-data; }}"
     ));
-    assert!(e.contains("needs both role=fragment-offset and role=fragment-total"), "{e}");
+    assert!(
+        e.contains("needs both role=fragment-offset and role=fragment-total"),
+        "{e}"
+    );
     let e = refusal(&format!(
         "{base}message 1 \"f\" {{ bits n 32 role=fragment-id; bits len 16; bytes data \"len\" role=fragment-data; }}"
     ));
@@ -202,7 +223,12 @@ fn check_refuses_message_fragments_that_cannot_work() {
     let e = refusal(
         "protocol \"p\" { checksum \"none\"; }\nheader { bits sequence 16 role=sequence; bits o 16 role=fragment-offset; }",
     );
-    assert!(e.contains("role=fragment-offset is for fragments inside messages"), "{e}");
-    let e = refusal("protocol \"p\" { checksum \"none\"; max-message-size 0; }\nheader { bits sequence 16 role=sequence; }");
+    assert!(
+        e.contains("role=fragment-offset is for fragments inside messages"),
+        "{e}"
+    );
+    let e = refusal(
+        "protocol \"p\" { checksum \"none\"; max-message-size 0; }\nheader { bits sequence 16 role=sequence; }",
+    );
     assert!(e.contains("max-message-size must be"), "{e}");
 }

@@ -29,7 +29,10 @@ fn messages_end_at_a_count() {
     assert_eq!(o(&mut d, &[2, 1, 2, b'a', b'b', 1, 0]), ("ok".into(), "2".into()));
     assert_eq!(o(&mut d, &[0]), ("ok".into(), "0".into()));
     assert_eq!(o(&mut d, &[3, 1, 0]), ("past_end".into(), "messages[1]".into()));
-    assert_eq!(o(&mut d, &[1, 1, 0, 0xff]), ("trailing_bytes".into(), "messages[1]".into()));
+    assert_eq!(
+        o(&mut d, &[1, 1, 0, 0xff]),
+        ("trailing_bytes".into(), "messages[1]".into())
+    );
     let x = d.dissect(&[3, 1, 0]);
     assert!(x.fault.unwrap().reason.contains("ended after 1 of 3 messages"));
 }
@@ -42,9 +45,18 @@ fn messages_end_at_a_length() {
     let o = |d: &mut Dissector, b: &[u8]| outcome(d, b);
     assert_eq!(o(&mut d, &[5, 1, 1, b'a', 1, 0]), ("ok".into(), "2".into()));
     // The length runs past the datagram; a message runs past the length; bytes follow it.
-    assert_eq!(o(&mut d, &[9, 1, 0]), ("past_end".into(), "messages.length".into()));
-    assert_eq!(o(&mut d, &[3, 1, 2, b'a', b'b']), ("out_of_range".into(), "messages[0]".into()));
-    assert_eq!(o(&mut d, &[2, 1, 0, 7]), ("trailing_bytes".into(), "messages[1]".into()));
+    assert_eq!(
+        o(&mut d, &[9, 1, 0]),
+        ("past_end".into(), "messages.length".into())
+    );
+    assert_eq!(
+        o(&mut d, &[3, 1, 2, b'a', b'b']),
+        ("out_of_range".into(), "messages[0]".into())
+    );
+    assert_eq!(
+        o(&mut d, &[2, 1, 0, 7]),
+        ("trailing_bytes".into(), "messages[1]".into())
+    );
 }
 
 #[test]
@@ -57,7 +69,13 @@ fn remaining_reads_the_bytes_and_bits_left() {
     let value = |name: &str| {
         x.fields
             .iter()
-            .find(|f| dissect::exec::path_of(d.program(), &x, x.fields.iter().position(|g| std::ptr::eq(g, *f)).unwrap()) == name)
+            .find(|f| {
+                dissect::exec::path_of(
+                    d.program(),
+                    &x,
+                    x.fields.iter().position(|g| std::ptr::eq(g, *f)).unwrap(),
+                ) == name
+            })
             .map(|f| f.value)
     };
     assert_eq!(value("bits_left"), Some(dissect::Value::Int(16)));

@@ -232,10 +232,10 @@ pub fn compile(file: &str, text: &str) -> Result<Program, Vec<DefinitionError>> 
         msb: false,
         remembered: Vec::new(),
         streams: Vec::new(),
-            fragment_keys: HashMap::new(),
-            message_roles: false,
-            remaining: false,
-            messages_end: None,
+        fragment_keys: HashMap::new(),
+        message_roles: false,
+        remaining: false,
+        messages_end: None,
         in_messages: false,
         stand_in: None,
         stand_in_when: None,
@@ -1433,7 +1433,9 @@ impl<'d> Compiler<'d> {
                     "wrong kind for its role",
                     Some(match role {
                         Role::Crc => "the CRC is `bits 32`".into(),
-                        Role::FragmentData if self.message_roles => "fragment data is `bytes` or `rest`".into(),
+                        Role::FragmentData if self.message_roles => {
+                            "fragment data is `bytes` or `rest`".into()
+                        }
                         Role::FragmentData => "fragment data is `rest`".into(),
                         Role::FragmentOffset | Role::FragmentTotal | Role::SendTime | Role::AckTime => {
                             "use `bits N`, `le-uint` or `derived`".into()
@@ -2283,7 +2285,10 @@ impl<'d> Compiler<'d> {
                     l.span(),
                     "messages end at a count or at a length, not both",
                     "length",
-                    Some("keep `count=\"FIELD\"` (how many messages) or `length=\"FIELD\"` (their bytes)".into()),
+                    Some(
+                        "keep `count=\"FIELD\"` (how many messages) or `length=\"FIELD\"` (their bytes)"
+                            .into(),
+                    ),
                 );
                 return None;
             }

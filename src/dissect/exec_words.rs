@@ -239,10 +239,16 @@ impl Exec<'_> {
             return Ok(());
         }
         let (kind, reason) = if (i as u64) < count && count != u64::MAX {
-            (FaultKind::PastEnd, format!("the datagram ended after {i} of {count} messages"))
+            (
+                FaultKind::PastEnd,
+                format!("the datagram ended after {i} of {count} messages"),
+            )
         } else if r.bits_remaining() >= 8 {
             let left = r.bits_remaining() / 8;
-            (FaultKind::TrailingBytes, format!("{left} bytes after the messages"))
+            (
+                FaultKind::TrailingBytes,
+                format!("{left} bytes after the messages"),
+            )
         } else {
             return Ok(());
         };

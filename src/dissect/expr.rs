@@ -394,7 +394,11 @@ pub fn eval_remaining(code: &[Op], slots: &[i64], bits_left: u64) -> Result<i64,
         match *op {
             Op::Const(_) | Op::Slot(_) | Op::Remaining(_) if sp >= MAX_STACK => return Ok(0),
             Op::Remaining(bits) => {
-                stack[sp] = if bits { bits_left as i64 } else { (bits_left / 8) as i64 };
+                stack[sp] = if bits {
+                    bits_left as i64
+                } else {
+                    (bits_left / 8) as i64
+                };
                 sp += 1;
             }
             Op::Const(v) => {

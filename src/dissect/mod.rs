@@ -15,7 +15,7 @@ pub mod strings;
 pub use compile::{compile, load};
 pub use diag::{DefinitionError, render};
 pub use exec::{
-    Dissection, Dissector, Fault, FaultKind, Field, FragmentInfo, Label, MessageFragment, MessageInfo, ROOT, StreamSeq, Value,
-    label_name,
+    Dissection, Dissector, Fault, FaultKind, Field, FragmentInfo, Label, MessageFragment, MessageInfo, ROOT,
+    StreamSeq, Value, label_name,
 };
 pub use program::{Program, Role};

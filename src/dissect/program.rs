@@ -89,7 +89,11 @@ impl Role {
             Role::Ack => 5,
             Role::AckBits => 6,
             Role::ProtocolId => 7,
-            Role::FragmentData | Role::FragmentOffset | Role::FragmentTotal | Role::SendTime | Role::AckTime => {
+            Role::FragmentData
+            | Role::FragmentOffset
+            | Role::FragmentTotal
+            | Role::SendTime
+            | Role::AckTime => {
                 return None;
             }
         })

@@ -610,7 +610,12 @@ impl Engine {
             && let Some(index) = e.flow_index
         {
             self.observe_streams(index);
-            if self.cfg.program.as_ref().is_some_and(|p| !p.params.message_fragments.is_empty()) {
+            if self
+                .cfg
+                .program
+                .as_ref()
+                .is_some_and(|p| !p.params.message_fragments.is_empty())
+            {
                 self.message_fragments(e, index, payload);
             }
         }

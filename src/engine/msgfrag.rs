@@ -72,10 +72,15 @@ pub struct MessageReassembly {
 #[derive(Debug, PartialEq, Eq)]
 pub enum Pushed {
     /// Stored; `opened`: the first received of its message.
-    Stored { opened: bool },
+    Stored {
+        opened: bool,
+    },
     /// The message is whole: its bytes and its fragments' frames are in the caller's
     /// buffers.
-    Complete { count: u32, opened: bool },
+    Complete {
+        count: u32,
+        opened: bool,
+    },
     Refused,
 }
 
@@ -290,15 +295,24 @@ impl super::Engine {
     /// [`Engine::emit_completed`].
     pub(super) fn message_fragments(&mut self, e: &mut super::PacketEvent<'_>, index: u32, payload: &[u8]) {
         self.completed.len = 0;
-        let Some(p) = self.cfg.program.as_deref() else { return };
+        let Some(p) = self.cfg.program.as_deref() else {
+            return;
+        };
         let limits = Limits {
             max_message: p.params.max_message_size,
             fragment_size: p.params.format.fragment_size,
         };
-        let Some(fl) = self.flows.get_mut(index as usize) else { return };
-        let (mut out, mut frames) = (std::mem::take(&mut self.reassembled), std::mem::take(&mut self.fragment_frames));
+        let Some(fl) = self.flows.get_mut(index as usize) else {
+            return;
+        };
+        let (mut out, mut frames) = (
+            std::mem::take(&mut self.reassembled),
+            std::mem::take(&mut self.fragment_frames),
+        );
         for m in &self.validator.dissection.messages {
-            let (Some(ty), Some(f)) = (m.type_id, m.fragment) else { continue };
+            let (Some(ty), Some(f)) = (m.type_id, m.fragment) else {
+                continue;
+            };
             let Some(data) = payload.get(f.data_at as usize..(f.data_at + f.data_len) as usize) else {
                 continue;
             };
@@ -307,7 +321,17 @@ impl super::Engine {
                 by_count: &mut fl.frags.by_count,
             };
             let msgs = fl.messages.get_or_insert_default();
-            let pushed = msgs.push(ty, &f, data, e.frame, limits, &mut self.budget, &mut c, &mut out, &mut frames);
+            let pushed = msgs.push(
+                ty,
+                &f,
+                data,
+                e.frame,
+                limits,
+                &mut self.budget,
+                &mut c,
+                &mut out,
+                &mut frames,
+            );
             match pushed {
                 Pushed::Stored { opened } => e.opens |= opened,
                 Pushed::Complete { count, opened } => {
@@ -334,7 +358,12 @@ impl super::Engine {
     /// The messages the last datagram completed, each as a reassembled packet after the
     /// datagram's own event: bare bytes, not a datagram.
     #[inline]
-    pub(super) fn emit_completed<S: super::Sink + ?Sized>(&mut self, sink: &mut S, e: &super::PacketEvent<'_>, record: bool) {
+    pub(super) fn emit_completed<S: super::Sink + ?Sized>(
+        &mut self,
+        sink: &mut S,
+        e: &super::PacketEvent<'_>,
+        record: bool,
+    ) {
         if self.completed.len == 0 {
             return;
         }
@@ -428,15 +457,58 @@ mod tests {
             by_count: &mut by_count,
         };
         let (mut out, mut frames) = (Vec::new(), Vec::new());
-        let p = r.push(8, &frag(1, 2, 3, 5, 2), b"de", 11, LIMITS, &mut b, &mut c, &mut out, &mut frames);
+        let p = r.push(
+            8,
+            &frag(1, 2, 3, 5, 2),
+            b"de",
+            11,
+            LIMITS,
+            &mut b,
+            &mut c,
+            &mut out,
+            &mut frames,
+        );
         assert_eq!(p, Pushed::Stored { opened: true });
-        let p = r.push(8, &frag(1, 2, 3, 5, 2), b"de", 12, LIMITS, &mut b, &mut c, &mut out, &mut frames);
+        let p = r.push(
+            8,
+            &frag(1, 2, 3, 5, 2),
+            b"de",
+            12,
+            LIMITS,
+            &mut b,
+            &mut c,
+            &mut out,
+            &mut frames,
+        );
         assert_eq!(p, Pushed::Refused);
-        let p = r.push(8, &frag(0, 2, 0, 5, 3), b"abc", 13, LIMITS, &mut b, &mut c, &mut out, &mut frames);
-        assert_eq!(p, Pushed::Complete { count: 2, opened: false });
-        assert_eq!((out.as_slice(), frames.as_slice()), (&b"abcde"[..], &[13, 11][..]));
+        let p = r.push(
+            8,
+            &frag(0, 2, 0, 5, 3),
+            b"abc",
+            13,
+            LIMITS,
+            &mut b,
+            &mut c,
+            &mut out,
+            &mut frames,
+        );
+        assert_eq!(
+            p,
+            Pushed::Complete {
+                count: 2,
+                opened: false
+            }
+        );
+        assert_eq!(
+            (out.as_slice(), frames.as_slice()),
+            (&b"abcde"[..], &[13, 11][..])
+        );
         // Past the total, over the maximum, a number past the count: refused, counted.
-        for f in [frag(0, 2, 4, 5, 2), frag(0, 2, 0, 2 << 20, 2), frag(3, 2, 0, 5, 1)] {
+        for f in [
+            frag(0, 2, 4, 5, 2),
+            frag(0, 2, 0, 2 << 20, 2),
+            frag(3, 2, 0, 5, 1),
+        ] {
             let p = r.push(9, &f, b"xy", 14, LIMITS, &mut b, &mut c, &mut out, &mut frames);
             assert_eq!(p, Pushed::Refused);
         }
@@ -469,7 +541,17 @@ mod tests {
             let mut f = frag(0, 1 << 19, 1 << 19, 1 << 20, 1000);
             f.key = [i as i64, 0, 0];
             f.id = (i * 7919) % (1 << 19);
-            r.push(12, &f, &[0; 1000], 1, LIMITS, &mut b, &mut c, &mut out, &mut frames);
+            r.push(
+                12,
+                &f,
+                &[0; 1000],
+                1,
+                LIMITS,
+                &mut b,
+                &mut c,
+                &mut out,
+                &mut frames,
+            );
             assert!(b.used <= b.limit + (1 << 20) + (1 << 17), "{}", b.used);
             assert!(r.groups.len() <= MAX_GROUPS);
         }

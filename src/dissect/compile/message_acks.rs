@@ -24,7 +24,12 @@ impl Compiler<'_> {
             let hint = closest(name, self.streams.iter().map(|s| s.name.as_str()))
                 .map(|c| format!("did you mean `{c}`?"))
                 .unwrap_or_else(|| "a `role=sequence stream=\"NAME\"` field declares a stream".into());
-            self.error(e.span(), format!("no stream `{name}` is declared before this ack"), "stream", Some(hint));
+            self.error(
+                e.span(),
+                format!("no stream `{name}` is declared before this ack"),
+                "stream",
+                Some(hint),
+            );
             return None;
         };
         let key: Vec<&str> = prop(n, "key")
@@ -39,12 +44,19 @@ impl Compiler<'_> {
                 .zip(&def.key)
                 .all(|(k, (name, slot))| k == name && self.scope.find(k).flatten() == Some(*slot));
         if !same {
-            let want = def.key.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(" ");
+            let want = def
+                .key
+                .iter()
+                .map(|(n, _)| n.as_str())
+                .collect::<Vec<_>>()
+                .join(" ");
             self.error(
                 prop(n, "key").map_or(e.span(), |k| k.span()),
                 format!("an ack of stream `{name}` names its key, the fields `{want}`"),
                 "key",
-                Some(format!("write `key=\"{want}\"`: the ack carries the acked message's key in the same fields")),
+                Some(format!(
+                    "write `key=\"{want}\"`: the ack carries the acked message's key in the same fields"
+                )),
             );
             return None;
         }
@@ -89,7 +101,10 @@ impl Compiler<'_> {
                 self.spans[id as usize],
                 format!("role={} has no effect here", role.name()),
                 "misplaced",
-                Some("role=send-time goes in the header; role=ack-time in a message with a role=ack field".into()),
+                Some(
+                    "role=send-time goes in the header; role=ack-time in a message with a role=ack field"
+                        .into(),
+                ),
             );
         }
         ok

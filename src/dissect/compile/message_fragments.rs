@@ -39,7 +39,13 @@ impl Compiler<'_> {
 
     /// A message type's fragment roles, when it has any: id, count and data on every
     /// path, offset and total together or not at all.
-    pub(super) fn message_fragment(&mut self, p: &KdlNode, body: Block, type_id: u32, params: &mut Params) -> bool {
+    pub(super) fn message_fragment(
+        &mut self,
+        p: &KdlNode,
+        body: Block,
+        type_id: u32,
+        params: &mut Params,
+    ) -> bool {
         let roles = [
             Role::FragmentId,
             Role::FragmentCount,
@@ -58,7 +64,10 @@ impl Compiler<'_> {
         }
         self.message_roles = false;
         let first = |c: &Self, r| c.role_nodes(body, r).first().copied();
-        let (offset, total) = (first(self, Role::FragmentOffset), first(self, Role::FragmentTotal));
+        let (offset, total) = (
+            first(self, Role::FragmentOffset),
+            first(self, Role::FragmentTotal),
+        );
         if offset.is_some() != total.is_some() {
             let id = offset.or(total).unwrap_or(0);
             self.error(

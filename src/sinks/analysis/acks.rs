@@ -384,7 +384,15 @@ impl AckTracker {
     }
 
     /// `echoed`: the round trip starts there, not at the sequence's first datagram.
-    fn acked_from(&mut self, ack: u64, width: u32, bits: u32, ts_ns: i64, second: Option<u32>, echoed: Option<i64>) {
+    fn acked_from(
+        &mut self,
+        ack: u64,
+        width: u32,
+        bits: u32,
+        ts_ns: i64,
+        second: Option<u32>,
+        echoed: Option<i64>,
+    ) {
         self.peer_acks = true;
         let Some(first) = self.first else {
             return;
@@ -481,7 +489,11 @@ impl AckTracker {
                 *a.rtt.buckets.entry(b).or_default() += n;
             }
             if t.rtt.samples > 0 {
-                a.rtt.min = if a.rtt.samples == 0 { t.rtt.min } else { a.rtt.min.min(t.rtt.min) };
+                a.rtt.min = if a.rtt.samples == 0 {
+                    t.rtt.min
+                } else {
+                    a.rtt.min.min(t.rtt.min)
+                };
                 a.rtt.max = a.rtt.max.max(t.rtt.max);
                 a.rtt.samples += t.rtt.samples;
             }

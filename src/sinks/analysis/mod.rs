@@ -3,9 +3,9 @@
 //! MTU). It never prints. [`Analyzer`] is the engine with this sink, the usual way in.
 
 pub mod acks;
-pub mod msgacks;
 pub mod fit;
 pub mod gates;
+pub mod msgacks;
 pub mod report;
 
 use crate::capture::{CaptureError, Frame};
@@ -64,10 +64,9 @@ impl FlowState {
                 .acks
                 .as_ref()
                 .map_or(0, |a| std::mem::size_of::<acks::AckTracker>() + a.heap_bytes())
-            + self
-                .message_acks
-                .as_ref()
-                .map_or(0, |a| std::mem::size_of::<msgacks::FlowMessageAcks>() + a.heap_bytes())
+            + self.message_acks.as_ref().map_or(0, |a| {
+                std::mem::size_of::<msgacks::FlowMessageAcks>() + a.heap_bytes()
+            })
     }
 
     /// Sizes of the second before each loss burst, against all sizes.
@@ -593,7 +592,9 @@ impl Statistics {
         };
         let defs = &p.params.streams;
         if let Some(fl) = self.flows.get_mut(index as usize) {
-            fl.message_acks.get_or_insert_default().sent(defs, e.messages, e.ts_ns);
+            fl.message_acks
+                .get_or_insert_default()
+                .sent(defs, e.messages, e.ts_ns);
         }
         if !e.messages.iter().any(|m| m.ack.is_some()) {
             return;
