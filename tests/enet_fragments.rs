@@ -232,3 +232,12 @@ fn check_refuses_message_fragments_that_cannot_work() {
     );
     assert!(e.contains("max-message-size must be"), "{e}");
 }
+
+/// `dissect` shows a reassembled message as its bytes, after the frame that completed it.
+#[test]
+fn dissect_shows_a_reassembled_message_as_bytes() {
+    let text = gpcap(&["dissect", "-d", DEF, CAPTURE, "--frame", "20"]);
+    assert!(text.contains("[fragments in frames 19, 20]"), "{text}");
+    assert!(text.contains("enet message (bytes)"), "{text}");
+    assert!(text.contains("(2431 bytes)"), "{text}");
+}

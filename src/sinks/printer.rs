@@ -187,7 +187,10 @@ impl<W: Write> Printer<W> {
         let ptype = d.packet_type.or(e.packet_type);
         let t = ptype
             .map(|t| format!("type {t} ({})", name(t)))
-            .unwrap_or_else(|| "no header".into());
+            .unwrap_or_else(|| match e.kind {
+                Kind::Reassembled => "message (bytes)".into(),
+                _ => "no header".into(),
+            });
         writeln!(
             self.out,
             "Frame {}: {} bytes, {flow}, {time:.6} s",
@@ -213,6 +216,12 @@ impl<W: Write> Printer<W> {
             seq.map(|s| s.to_string()).unwrap_or_else(|| "?".into())
         )?;
         match &self.program {
+            // A message put back from fragments inside messages: the application's bytes.
+            Some(_) if e.kind == Kind::Reassembled && d.fields.is_empty() => {
+                let hex: String = e.payload.iter().take(32).map(|b| format!("{b:02x}")).collect();
+                let more = if e.payload.len() > 32 { "…" } else { "" };
+                writeln!(self.out, "    message: {hex}{more} ({} bytes)", e.payload.len())?
+            }
             Some(p) => write!(self.out, "{}", present::tree::text_tree(p, d, e.payload))?,
             None => {
                 if let Some(f) = e.fragment {
