@@ -241,3 +241,52 @@ fn dissect_shows_a_reassembled_message_as_bytes() {
     assert!(text.contains("enet message (bytes)"), "{text}");
     assert!(text.contains("(2431 bytes)"), "{text}");
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    /// Whatever the fragment fields say, nothing panics, memory stays within the budget
+    /// and one message, and a message put back is no longer than its declared total.
+    #[test]
+    fn hostile_fragments_are_bounded(
+        frags in proptest::collection::vec(
+            (proptest::bool::ANY, 0u8..3, 0u16..4, 0u32..6, 0u32..8, 0u32..5000, 0u32..5000, 0u16..1500),
+            1..120,
+        )
+    ) {
+        let mut cfg = Config::from_program(program());
+        cfg.reassembly_budget = 16 << 10;
+        let mut engine = Engine::new(cfg, false);
+        let mut sink = Messages::default();
+        let (client, server): (SocketAddr, SocketAddr) =
+            ("10.0.0.2:5000".parse().unwrap(), "10.0.0.1:7777".parse().unwrap());
+        let datagrams: Vec<_> = frags
+            .iter()
+            .map(|&(reliable, channel, start, count, number, total, offset, len)| {
+                let mut d = fragment_datagram(start, number, count, total, offset, &vec![0xab; len as usize]);
+                d[6] = if reliable { 0x88 } else { 0x0c };
+                d[7] = channel;
+                let c = crc32fast::hash(&{
+                    let mut z = d.clone();
+                    z[2..6].fill(0);
+                    z
+                });
+                d[2..6].copy_from_slice(&c.to_be_bytes());
+                (client, server, d)
+            })
+            .collect();
+        let dir = std::env::temp_dir().join(format!("gpcap-enet-hostile-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("h.pcap");
+        common::udp_capture(&path, datagrams);
+        let mut r = gpcap::capture::CaptureReader::open(&path).unwrap();
+        while let Some(f) = r.next_frame().unwrap() {
+            engine.frame(&f, &mut sink);
+        }
+        proptest::prop_assert!(engine.reassembly_peak() <= (16 << 10) + 5000 + 4096);
+        engine.finish(&mut sink);
+        std::fs::remove_dir_all(&dir).unwrap();
+        for (bytes, _) in &sink.0 {
+            proptest::prop_assert!(bytes.len() < 5000);
+        }
+    }
+}
