@@ -233,6 +233,7 @@ pub fn compile(file: &str, text: &str) -> Result<Program, Vec<DefinitionError>> 
         remembered: Vec::new(),
         streams: Vec::new(),
         fragment_keys: HashMap::new(),
+        reassembled_as: HashMap::new(),
         message_roles: false,
         remaining: false,
         messages_end: None,
@@ -333,6 +334,9 @@ struct Compiler<'d> {
     streams: Vec<crate::dissect::program::StreamDef>,
     /// `key=` of a message's `role=fragment-id` field, by node.
     fragment_keys: HashMap<NodeId, Vec<(String, u16)>>,
+    /// `reassembled-as="TYPE"` of a message's `role=fragment-data` field, by node: the
+    /// message type its reassembled message is read as (resolved once all are known).
+    reassembled_as: HashMap<NodeId, (String, SourceSpan)>,
     /// Checking a message body's roles: fragments there are wider and placed by offset.
     message_roles: bool,
     /// An expression reads `remaining` or `remaining_bits`.
@@ -775,6 +779,7 @@ impl<'d> Compiler<'d> {
             );
         }
         self.resolve_stand_in(&mut params);
+        self.resolve_reassembled_as(&mut params, &packets);
         if !roles_ok {
             return None;
         }
@@ -2137,6 +2142,7 @@ impl<'d> Compiler<'d> {
         match prop(n, "role").and_then(|e| e.value().as_string()) {
             Some("sequence") => allowed.extend(["stream", "key"]),
             Some("fragment-id") if self.in_messages => allowed.push("key"),
+            Some("fragment-data") if self.in_messages => allowed.push("reassembled-as"),
             Some("ack") if self.in_messages => allowed.extend(["stream", "key"]),
             _ => {}
         }
@@ -2253,6 +2259,9 @@ impl<'d> Compiler<'d> {
         });
         if let Some(k) = fragment_key {
             self.fragment_keys.insert(self.nodes.len() as u32 - 1, k);
+        }
+        if let (Some(Role::FragmentData), true) = (role, self.in_messages) {
+            self.reassembled_as_of(n);
         }
         Some(self.nodes.len() as u32 - 1)
     }

@@ -328,6 +328,42 @@ impl Dissector {
         }
     }
 
+    /// Dissects a message reassembled from fragments inside messages as the body of
+    /// message type `ty` (`reassembled-as`): no datagram header, no message header, and
+    /// bytes left after the body are trailing. Always the interpreter: such messages
+    /// are rare, and a fault's path is then exact.
+    pub fn dissect_message_into(&mut self, ty: u32, data: &[u8], out: &mut Dissection) {
+        *out = Dissection {
+            fields: std::mem::take(&mut out.fields),
+            messages: std::mem::take(&mut out.messages),
+            learnt: std::mem::take(&mut out.learnt),
+            ..Dissection::default()
+        };
+        out.fields.clear();
+        out.messages.clear();
+        out.learnt.clear();
+        out.packet_type = Some(ty);
+        self.slots.iter_mut().for_each(|x| *x = 0);
+        let mut r = BitReader::new(data);
+        let mut exec = Exec {
+            program: &self.program,
+            slots: &mut self.slots,
+            prims: &mut self.prims,
+            elements: &mut self.elements,
+            record: true,
+            count: std::cell::Cell::new(0),
+            rest: std::cell::Cell::new(None),
+            seen: 0,
+            fallbacks: 0,
+            total_bits: data.len() as u64 * 8,
+        };
+        let _ = exec.message_alone(&mut r, out, ty);
+        out.bits_read = r.bits_read();
+        if !self.record {
+            out.fields.clear();
+        }
+    }
+
     pub fn dissect(&mut self, data: &[u8]) -> Dissection {
         let mut d = Dissection::default();
         self.dissect_into(data, &mut d);
@@ -623,6 +659,23 @@ impl<'p> Exec<'p> {
         *r = BitReader::at(r.data(), at);
         self.count.set(count);
         Ok(false)
+    }
+
+    /// A reassembled message read as message type `ty`'s body, to its last byte.
+    fn message_alone(&mut self, r: &mut BitReader, out: &mut Dissection, ty: u32) -> Step {
+        let p = self.program;
+        let Some(def) = p.packet(ty) else {
+            let reason = format!("no message is defined for type {ty}");
+            return self.fault(out, FaultKind::UnknownType, "message".into(), 0, reason);
+        };
+        self.block(r, out, def.body, ROOT, 0)?;
+        if r.bits_remaining() >= 8 {
+            let bytes = r.bits_remaining() / 8;
+            let at = r.bits_read().div_ceil(8) * 8;
+            let reason = format!("{bytes} trailing bytes after the message");
+            return self.fault(out, FaultKind::TrailingBytes, def.name.clone(), at, reason);
+        }
+        Ok(())
     }
 
     /// A packet's body by its definition (the interpreter, or a fault for a type without one).

@@ -59,6 +59,13 @@ pub fn catalog(p: &Program) -> Vec<PathInfo> {
     for d in &p.packets {
         walk(p, d.body, prefix, Some(d.type_id), 0, &mut out);
     }
+    // A message reassembled from fragments inside messages and read as a type
+    // (`reassembled-as`) has that type's fields at its root: `chat.text`.
+    for t in p.params.message_fragments.iter().filter_map(|f| f.reassembled_as) {
+        if let Some(d) = p.packet(t) {
+            walk(p, d.body, "", Some(t), 0, &mut out);
+        }
+    }
     if p.params.end_check.is_some() {
         add(
             &mut out,

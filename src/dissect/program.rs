@@ -461,6 +461,9 @@ pub struct MessageFragmentDef {
     pub key: Vec<(String, u16)>,
     pub offset: Option<u16>,
     pub total: Option<u16>,
+    /// `reassembled-as="TYPE"`: the message type a reassembled message is read as
+    /// (without it, the application's bytes).
+    pub reassembled_as: Option<u32>,
 }
 
 /// The default `max-message-size`: 1 MiB.

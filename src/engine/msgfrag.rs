@@ -6,6 +6,7 @@
 //! `max-message-size`, and the groups a flow keeps open.
 
 use super::reassembly::{AttackCounters, Budget, CountStats};
+use super::validator::Verdict;
 use crate::dissect::MessageFragment;
 use hashbrown::HashMap;
 use std::collections::BTreeMap;
@@ -281,12 +282,22 @@ impl MessageReassembly {
     }
 }
 
+/// The message type a reassembled message of type `ty` is read as, when one is declared.
+fn as_type(p: &crate::dissect::Program, ty: u32) -> Option<u32> {
+    let def = p.params.message_fragments.iter().find(|d| d.type_id == ty)?;
+    def.reassembled_as
+}
+
 /// Messages the datagram just read completed, waiting to follow its event.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Completed {
     /// (bytes, frames of its fragments) per message; `len` of them are this datagram's.
     messages: Vec<(Vec<u8>, Vec<u64>)>,
+    /// The message type each is read as (`reassembled-as`), or none: bytes.
+    types: Vec<Option<u32>>,
     len: usize,
+    /// The field tree of the message being emitted.
+    dissection: crate::dissect::Dissection,
 }
 
 impl super::Engine {
@@ -344,6 +355,8 @@ impl super::Engine {
                     let (bytes, fr) = &mut done.messages[done.len];
                     bytes.clone_from(&out);
                     fr.clone_from(&frames);
+                    done.types.truncate(done.len);
+                    done.types.push(as_type(p, ty));
                     done.len += 1;
                 }
                 Pushed::Refused => {}
@@ -367,25 +380,35 @@ impl super::Engine {
         if self.completed.len == 0 {
             return;
         }
-        let empty = crate::dissect::Dissection::default();
-        for (bytes, frames) in &self.completed.messages[..self.completed.len] {
+        let done = &mut self.completed;
+        for (i, (bytes, frames)) in done.messages[..done.len].iter().enumerate() {
+            let v = match done.types.get(i).copied().flatten() {
+                Some(ty) => self.validator.message(ty, bytes, &mut done.dissection),
+                None => {
+                    done.dissection = Default::default();
+                    Verdict {
+                        status: super::Status::Ok,
+                        ..Verdict::default()
+                    }
+                }
+            };
             sink.packet(&super::PacketEvent {
                 kind: super::Kind::Reassembled,
                 payload: bytes,
                 size: bytes.len() as u32,
-                status: super::Status::Ok,
+                status: v.status,
                 crc: None,
                 sequence: None,
-                packet_type: None,
+                packet_type: v.packet_type,
                 ack: None,
                 ack_bits: None,
                 fragment: None,
-                fault: None,
+                fault: v.fault,
                 seq_event: None,
                 completes: None,
                 opens: false,
                 fragment_frames: frames,
-                dissection: record.then_some(&empty),
+                dissection: record.then_some(&done.dissection),
                 messages: &[],
                 ip_fragments: 0,
                 truncated: false,
@@ -393,7 +416,7 @@ impl super::Engine {
                 ..*e
             });
         }
-        self.completed.len = 0;
+        done.len = 0;
     }
 
     /// Frees other flows' messages while over the budget.

@@ -190,6 +190,26 @@ impl Validator {
         });
     }
 
+    /// A message put back together from fragments inside messages, read as message
+    /// type `ty` into `out` (the datagram's own dissection stays as it is).
+    pub fn message(&mut self, ty: u32, bytes: &[u8], out: &mut Dissection) -> Verdict {
+        let Some(d) = &mut self.dissector else {
+            return Verdict::default();
+        };
+        d.dissect_message_into(ty, bytes, out);
+        let fault = out.fault.as_ref().map(|f| f.kind);
+        Verdict {
+            status: if fault.is_some() {
+                Status::Malformed
+            } else {
+                Status::Ok
+            },
+            packet_type: Some(ty),
+            fault,
+            ..Verdict::default()
+        }
+    }
+
     /// A packet put back together from fragments: validated and dissected like any other.
     pub fn reassembled(&mut self, packet: &[u8]) -> Verdict {
         let mut v = Verdict::default();

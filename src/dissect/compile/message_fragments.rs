@@ -2,7 +2,7 @@
 //! fragments, and where its number, count, byte offset and total length are read.
 
 use super::{Compiler, closest, prop};
-use crate::dissect::program::{Block, MessageFragmentDef, Params, Role};
+use crate::dissect::program::{Block, MessageFragmentDef, PacketDef, Params, Role};
 use kdl::KdlNode;
 
 /// The most fields a message fragment's key may name (the message type is always part).
@@ -91,8 +91,58 @@ impl Compiler<'_> {
             key,
             offset,
             total,
+            reassembled_as: None,
         });
         true
+    }
+
+    /// `reassembled-as="TYPE"` on a message's fragment data (the field just compiled),
+    /// kept until every message type is known.
+    pub(super) fn reassembled_as_of(&mut self, n: &KdlNode) {
+        let Some(e) = prop(n, "reassembled-as") else {
+            return;
+        };
+        match e.value().as_string() {
+            Some(name) => {
+                let id = self.nodes.len() as u32 - 1;
+                self.reassembled_as.insert(id, (name.to_string(), e.span()));
+            }
+            None => self.error(
+                e.span(),
+                "`reassembled-as` names a message type",
+                "reassembled-as",
+                Some("for example `reassembled-as=\"chat\"` with `message 14 \"chat\" { … }`".into()),
+            ),
+        }
+    }
+
+    /// Each fragment-carrying message type's `reassembled-as`, by type id: a declared
+    /// message type, else an error with the nearest name.
+    pub(super) fn resolve_reassembled_as(&mut self, params: &mut Params, packets: &[PacketDef]) {
+        for def in &mut params.message_fragments {
+            let Some(body) = packets.iter().find(|p| p.type_id == def.type_id).map(|p| p.body) else {
+                continue;
+            };
+            let named = self
+                .role_nodes(body, Role::FragmentData)
+                .into_iter()
+                .find_map(|id| self.reassembled_as.get(&id).cloned());
+            let Some((name, span)) = named else { continue };
+            match packets.iter().find(|p| p.name == name) {
+                Some(p) => def.reassembled_as = Some(p.type_id),
+                None => {
+                    let hint = closest(&name, packets.iter().map(|p| p.name.as_str()))
+                        .map(|c| format!("did you mean `{c}`?"))
+                        .unwrap_or_else(|| format!("declare it: `message N \"{name}\" {{ … }}`"));
+                    self.error(
+                        span,
+                        format!("no message type is named `{name}`"),
+                        "reassembled-as",
+                        Some(hint),
+                    );
+                }
+            }
+        }
     }
 
     /// `fragment-offset` and `fragment-total` are a message's: refused elsewhere.
