@@ -5,7 +5,24 @@ use crate::dissect::{Dissection, Field, Program, Value, label_name};
 use std::fmt::Write;
 
 /// The field's bits over the bytes it touches, each byte MSB first: `.... ..10 1100 ....`.
+/// Bit offsets count from each byte's low bit (the articles' LSB-first packer).
 pub fn bit_pattern(data: &[u8], bit_offset: u64, bit_len: u64) -> String {
+    bit_pattern_in(data, bit_offset, bit_len, false)
+}
+
+/// A field's bit pattern in the order it was read: a field read most significant bit
+/// first (`bit-order "msb"`, `order="msb"`) counts its bit offset from each byte's high
+/// bit, so ENet's 12-bit peer id at bit 4 is `.... 0000 0000 0001`.
+pub fn field_bit_pattern(p: &Program, f: &Field, data: &[u8]) -> String {
+    let msb = matches!(
+        p.nodes.get(f.node as usize).map(|n| &n.kind),
+        Some(crate::dissect::program::Kind::Msb(_))
+    );
+    bit_pattern_in(data, f.bit_offset, f.bit_len, msb)
+}
+
+/// [`bit_pattern`], with offsets counted from each byte's high bit when `msb`.
+pub fn bit_pattern_in(data: &[u8], bit_offset: u64, bit_len: u64, msb: bool) -> String {
     if bit_len == 0 {
         return String::new();
     }
@@ -21,7 +38,7 @@ pub fn bit_pattern(data: &[u8], bit_offset: u64, bit_len: u64) -> String {
             if b == 3 {
                 s.push(' ');
             }
-            let bit = byte as u64 * 8 + b;
+            let bit = byte as u64 * 8 + if msb { 7 - b } else { b };
             if bit >= bit_offset && bit < bit_offset + bit_len {
                 s.push(if v >> b & 1 == 1 { '1' } else { '0' });
             } else {
@@ -108,6 +125,29 @@ pub fn value_text(p: &Program, f: &Field, data: &[u8]) -> String {
     }
 }
 
+/// A datagram's messages by type, runs of one type counted: `acknowledge×2
+/// send_reliable` (a message whose header could not be read is `?`). At most about
+/// `max` characters, an ellipsis marking a cut.
+pub fn messages_summary(p: &Program, d: &Dissection, max: usize) -> String {
+    let mut out = String::new();
+    let mut runs = d.messages.chunk_by(|a, b| a.type_id == b.type_id).peekable();
+    while let Some(run) = runs.next() {
+        let name = run[0].type_id.and_then(|t| p.type_name(t)).unwrap_or("?");
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(name);
+        if run.len() > 1 {
+            let _ = write!(out, "×{}", run.len());
+        }
+        if out.chars().count() > max && runs.peek().is_some() {
+            out.push_str(" …");
+            break;
+        }
+    }
+    out
+}
+
 /// The dissection as indented lines, one per field.
 pub fn text_tree(p: &Program, d: &Dissection, data: &[u8]) -> String {
     let mut out = String::new();
@@ -138,7 +178,7 @@ pub fn text_tree(p: &Program, d: &Dissection, data: &[u8]) -> String {
             let _ = writeln!(
                 out,
                 "{indent}{} = {name}: {value}  [bit {}, {} bits]",
-                bit_pattern(data, f.bit_offset, f.bit_len),
+                field_bit_pattern(p, f, data),
                 f.bit_offset,
                 f.bit_len
             );

@@ -63,11 +63,23 @@ pub struct Row {
 
 pub const NO_FLOW: u32 = u32::MAX;
 
+/// `seq` of a reassembled row that has a type but no sequence (a message from fragments
+/// inside messages, `reassembled-as`).
+const NO_SEQUENCE: u64 = u64::MAX;
+
 const _: () = assert!(std::mem::size_of::<Row>() == 56);
 
 impl Row {
     pub fn has(&self, flag: u16) -> bool {
         self.status & flag != 0
+    }
+
+    /// The row's sequence: none without a header, nor for a message reassembled from
+    /// fragments inside messages (read as a type, it has a header but no sequence).
+    pub fn sequence(&self) -> Option<u64> {
+        let header = self.has(status::GAME) && self.ptype != u16::MAX;
+        let message = self.has(status::REASSEMBLED) && self.seq == NO_SEQUENCE;
+        (header && !message).then_some(self.seq)
     }
 
     pub fn fault(&self) -> Option<FaultKind> {
@@ -149,7 +161,7 @@ impl Row {
             } else {
                 None
             },
-            sequence: header.then_some(self.seq),
+            sequence: self.sequence(),
             packet_type: header.then_some(self.ptype as u32),
             fragment,
             fault: self.fault(),
@@ -577,14 +589,20 @@ impl Sink for IndexSink {
             _ => (0, 0),
         };
         let row = self.sent + self.rows.len() as u32;
-        let header = e.sequence.is_some() && e.packet_type.is_some();
+        // A message reassembled from fragments inside messages has a type but no
+        // sequence (`reassembled-as`).
+        let header = e.packet_type.is_some() && (e.sequence.is_some() || e.kind == Kind::Reassembled);
         self.rows.push(Row {
             frame: e.frame,
             offset: e.offset,
             ts_ns: e.ts_ns,
             flow,
             size: if e.flow.is_some() { e.size } else { 0 },
-            seq: e.sequence.unwrap_or(0),
+            seq: match (e.sequence, header) {
+                (Some(s), _) => s,
+                (None, true) => NO_SEQUENCE,
+                (None, false) => 0,
+            },
             ptype: if header {
                 e.packet_type
                     .map_or(u16::MAX, |t| t.min(u16::MAX as u32 - 1) as u16)

@@ -1090,9 +1090,14 @@ impl App {
         let ix = std::mem::take(&mut self.index);
         let info = self.info_of(&ix, row);
         self.index = ix;
+        // A message reassembled from fragments inside messages has no sequence.
+        let seq = match r.sequence() {
+            None if r.has(status::REASSEMBLED) => "-".to_string(),
+            _ => r.seq.to_string(),
+        };
         format!(
-            "{} {} {} seq {} {} bytes {}",
-            r.frame, r.ts_ns, flow, r.seq, r.size, info
+            "{} {} {} seq {seq} {} bytes {}",
+            r.frame, r.ts_ns, flow, r.size, info
         )
     }
 
@@ -1178,14 +1183,25 @@ impl App {
             // packet reassembled from game fragments.
             let p = kept.payload.clone();
             let reassembled = row.has(status::REASSEMBLED);
-            let dissection = self.program.is_some().then(|| {
-                if reassembled {
-                    self.validator.reassembled(&p);
-                } else {
-                    self.validator.datagram(&p);
+            let dissection = match self.program.as_deref() {
+                // A message from fragments inside messages: its type's fields, or bytes.
+                Some(prog) if reassembled && prog.messages.is_some() => {
+                    reassembled_as(prog, row.ptype).map(|t| {
+                        let mut d = Dissection::default();
+                        self.validator.message(t, &p, &mut d);
+                        d
+                    })
                 }
-                self.validator.dissection.clone()
-            });
+                Some(_) => {
+                    if reassembled {
+                        self.validator.reassembled(&p);
+                    } else {
+                        self.validator.datagram(&p);
+                    }
+                    Some(self.validator.dissection.clone())
+                }
+                None => None,
+            };
             let note = if reassembled {
                 let frames: Vec<String> = kept.fragment_frames.iter().map(|f| f.to_string()).collect();
                 format!(
@@ -1594,6 +1610,17 @@ pub const FRAG_COLUMNS: [&str; 6] = ["incomplete first", "sender", "seq", "frags
 
 /// A field's value as a filter writes it: enum names, quoted text, floats at their
 /// resolution; `None` for groups (the filter tests that the field is there).
+/// The message type a reassembled message of row type `ptype` was read as, when the
+/// definition names one (`reassembled-as`).
+fn reassembled_as(p: &Program, ptype: u16) -> Option<u32> {
+    let t = ptype as u32;
+    p.params
+        .message_fragments
+        .iter()
+        .any(|f| f.reassembled_as == Some(t))
+        .then_some(t)
+}
+
 fn filter_value(p: &Program, f: &crate::dissect::Field, payload: &[u8]) -> Option<String> {
     use crate::dissect::Value;
     let enum_name = match (f.label, p.nodes.get(f.node as usize).and_then(|n| n.enum_id)) {
@@ -1709,6 +1736,10 @@ fn fill_template(
 
 /// The type's name and its first top-level fields after the header (`a=3 b=-2 c=10`).
 fn default_info(p: &Program, d: &Dissection, payload: &[u8]) -> String {
+    // A datagram of messages: what it carries.
+    if !d.messages.is_empty() {
+        return crate::present::tree::messages_summary(p, d, 80);
+    }
     let header = p.block(p.header).len();
     let mut parts = Vec::new();
     let mut width = 0;

@@ -63,10 +63,11 @@ pub(super) fn draw_hex(f: &mut Frame, app: &App, area: Rect) {
             lines.push(Line::from(Span::styled(doc, style(app, Color::Gray))));
         }
         if fl.bit_len <= 64 {
-            lines.push(Line::from(format!(
-                "bits: {}",
-                bit_pattern(data, fl.bit_offset, fl.bit_len)
-            )));
+            let bits = match app.program.as_deref() {
+                Some(p) => field_bit_pattern(p, fl, data),
+                None => bit_pattern(data, fl.bit_offset, fl.bit_len),
+            };
+            lines.push(Line::from(format!("bits: {bits}")));
         }
     } else if fault.is_none() {
         lines.push(Line::from(if payload.is_empty() {

@@ -5,7 +5,7 @@
 use super::app::{App, Column, Focus, Mode, Tab, TimeFormat};
 use super::prompt::Ask;
 use crate::dissect::{Label, label_name};
-use crate::present::tree::{bit_pattern, value_text};
+use crate::present::tree::{bit_pattern, field_bit_pattern, value_text};
 use crate::sinks::index::{Index, NO_FLOW, Row, status};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Direction, Layout, Rect};

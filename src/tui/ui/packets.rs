@@ -20,7 +20,7 @@ fn cell(app: &mut App, ix: &Index, c: Column, row: u32, r: &Row, prev_ts: Option
             (None, Some(i)) => i.to.to_string(),
             _ => String::new(),
         },
-        Column::Seq if game => r.seq.to_string(),
+        Column::Seq if game => r.sequence().map(|s| s.to_string()).unwrap_or_default(),
         Column::Type if r.ptype != u16::MAX => app
             .program
             .as_ref()
