@@ -106,6 +106,23 @@ fn a_message_the_type_does_not_describe_is_malformed_where_it_stops() {
         "{text}"
     );
     assert_eq!(lines(&def, "reassembled && malformed").len(), 119);
+    // Stopped at its first field: the fault, not the bytes.
+    let def = definition(
+        "first",
+        "app_message",
+        "message 13 \"app_message\" { bytes huge 60000; }\n",
+    );
+    let text = gpcap(&["dissect", "-d", &def, CAPTURE, "--frame", "20"]);
+    let whole = text
+        .split("[fragments in frames 19, 20]")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(whole.contains("enet type 13 (app_message)"), "{whole}");
+    assert!(
+        whole.contains("[Malformed: past_end at bit 0 in huge:"),
+        "{whole}"
+    );
+    assert!(!whole.contains("    message: "), "{whole}");
 }
 
 #[test]

@@ -217,7 +217,7 @@ impl<W: Write> Printer<W> {
         )?;
         match &self.program {
             // A message put back from fragments inside messages: the application's bytes.
-            Some(_) if e.kind == Kind::Reassembled && d.fields.is_empty() => {
+            Some(_) if e.kind == Kind::Reassembled && d.fields.is_empty() && d.fault.is_none() => {
                 let hex: String = e.payload.iter().take(32).map(|b| format!("{b:02x}")).collect();
                 let more = if e.payload.len() > 32 { "…" } else { "" };
                 writeln!(self.out, "    message: {hex}{more} ({} bytes)", e.payload.len())?
