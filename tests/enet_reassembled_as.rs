@@ -77,6 +77,19 @@ fn analyze_counts_reassembled_messages_under_the_named_type() {
     let types = reassembled_types(&r);
     assert_eq!(types.iter().sum::<u64>(), 119);
     assert_eq!(types[13], 119);
+    // On one core or four, the same.
+    let four: Value = serde_json::from_str(&gpcap(&[
+        "analyze",
+        "-d",
+        &def,
+        CAPTURE,
+        "--json",
+        "--threads",
+        "4",
+    ]))
+    .unwrap();
+    assert_eq!(four["reassembly"], r["reassembly"]);
+    assert_eq!(reassembled_types(&four), types);
     // The datagrams' own figures do not move.
     let plain = analyze(DEF);
     assert_eq!(r["messages"], plain["messages"]);
