@@ -46,8 +46,7 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
         let name = capture_name(path);
         let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
         let bar = progress_bar(size, &format!("export {name}"));
-        let mut sink = Export::new(&a.out, &a.partition, &name, resolved.cfg.clone())
-            .map_err(|e| Error::Usage(e.to_string()))?;
+        let mut sink = Export::new(&a.out, &a.partition, &name, resolved.cfg.clone())?;
         let outcomes = run_files(
             std::slice::from_ref(path),
             Engine::new(resolved.cfg.clone(), true),
@@ -70,7 +69,7 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
                 eprintln!("gpcap: warning: {t}");
             }
         }
-        let done = sink.close().map_err(|e| Error::Usage(e.to_string()))?;
+        let done = sink.close()?;
         let report = &done.report;
         let tables: Vec<String> = done.rows.iter().map(|(t, n)| format!("{t} {n}")).collect();
         eprintln!(
