@@ -42,6 +42,15 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
             )));
         }
     }
+    // SIGINT/SIGTERM end the capture being exported without committing it (a second
+    // signal ends the program at once); captures committed before it stay.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone());
+        let _ = signal_hook::flag::register(sig, stop.clone());
+    }
+    let stopped = || stop.load(std::sync::atomic::Ordering::Relaxed);
+    let mut committed = Vec::new();
     for path in &a.captures {
         let name = capture_name(path);
         let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
@@ -56,10 +65,24 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
                     b.set_position(offset);
                 }
             },
-            &|s| s.error.is_some(),
+            &|s| s.error.is_some() || stopped(),
         )?;
         if let Some(b) = bar {
             b.finish_and_clear();
+        }
+        if stopped() {
+            // Dropping the sink removes its temporary files: nothing of this capture is
+            // left that looks complete.
+            drop(sink);
+            let before = match committed.len() {
+                0 => "no capture was exported".to_string(),
+                _ => format!("exported before it, complete: {}", committed.join(", ")),
+            };
+            eprintln!(
+                "gpcap: interrupted: {name} was not exported (its partition in {} is as it was before; {before})",
+                a.out.display()
+            );
+            return Ok(ExitCode::from(130));
         }
         for o in &outcomes {
             if let Some(e) = &o.end.error {
@@ -78,6 +101,7 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
             a.out.display(),
             tables.join(", ")
         );
+        committed.push(name);
     }
     Ok(ExitCode::SUCCESS)
 }
