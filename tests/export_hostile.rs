@@ -288,7 +288,7 @@ fn an_interrupted_export_says_so_and_leaves_nothing_that_looks_complete() {
     ]);
     assert_eq!(code, 0, "{err}");
     let ds = dir.join("ds");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gpcap"))
+    let child = Command::new(env!("CARGO_BIN_EXE_gpcap"))
         .args(["export", "-d", "dissectors/article.kdl", "captures/article.pcap"])
         .arg(&big)
         .arg("-o")
