@@ -37,7 +37,7 @@ const GROUP_ROWS: usize = 128 * 1024;
 const GROUP_BYTES: usize = 16 << 20;
 /// …or its share of this many, shared by the tables written at once, so that a
 /// definition of many packet types stays within the same memory (at least 1 MiB each).
-const GROUPS_BYTES: usize = 48 << 20;
+const GROUPS_BYTES: usize = 24 << 20;
 
 /// Encodings by what a column holds: floats by dictionary while they have few distinct
 /// values (a 10-bit quaternion part has 1024), else split by byte (BYTE_STREAM_SPLIT:
@@ -139,6 +139,9 @@ impl Table {
             .map_err(|e| fail(&e))?
             .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).map_err(|e| fail(&e))?))
             .set_max_row_group_size(GROUP_ROWS)
+            // A dictionary past 256 KiB falls back to plain (1 MiB a column by default: the
+            // dictionaries of a row group were 10 MB of the export's memory).
+            .set_dictionary_page_size_limit(256 << 10)
             .set_key_value_metadata(Some(vec![
                 parquet::file::metadata::KeyValue::new("gpcap.schema".into(), SCHEMA_VERSION.to_string()),
                 parquet::file::metadata::KeyValue::new("gpcap.capture".into(), capture.to_string()),
