@@ -72,7 +72,20 @@ for capture in captures:
         ).fetchall()
         if seen or completed
     }
-    ok = got == want_flows and got_rows == want_rows
+    # Time as a data engineer queries it, without casts: packets per second by
+    # date_trunc and by time_bucket agree with each other and with the row count.
+    per_second = db.execute(
+        """
+        select count(distinct date_trunc('second', ts)), count(distinct time_bucket(interval 1 second, ts)),
+               count(*), count(*) filter (epoch_us(ts) = ts_ns // 1000)
+        from packets where capture = ?
+        """,
+        [name],
+    ).fetchall()[0]
+    time_ok = per_second[0] == per_second[1] and per_second[2] == per_second[3]
+    if not time_ok:
+        print(f"  ts: {per_second} (distinct seconds by date_trunc, by time_bucket; rows; rows whose ts is ts_ns)")
+    ok = got == want_flows and got_rows == want_rows and time_ok
     print(
         f"{name}: {len(got)} flows, {sum(v[0] for v in got.values())} datagrams, "
         f"{sum(v[1] for v in got.values())} CRC failures, "

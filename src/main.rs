@@ -25,6 +25,12 @@ fn main() -> ExitCode {
     });
     match result {
         Ok(code) => code,
+        Err(gpcap::Error::Definition(errors)) => {
+            // Located diagnostics, in colour on a terminal.
+            let text = gpcap::dissect::render(&errors, cli::color());
+            let _ = writeln!(std::io::stderr(), "gpcap: invalid definition\n{text}");
+            ExitCode::from(2)
+        }
         Err(e) => {
             let _ = writeln!(std::io::stderr(), "gpcap: {e}");
             ExitCode::from(2)

@@ -46,7 +46,9 @@ fn cell(a: &ArrayRef, i: usize) -> Value {
         DataType::Float64 => Value::from(a.as_primitive::<Float64Type>().value(i)),
         DataType::Boolean => Value::from(a.as_boolean().value(i)),
         DataType::Utf8 => Value::from(a.as_string::<i32>().value(i)),
-        DataType::Timestamp(..) => Value::from(a.as_primitive::<TimestampNanosecondType>().value(i)),
+        DataType::Timestamp(arrow_schema::TimeUnit::Microsecond, _) => {
+            Value::from(a.as_primitive::<TimestampMicrosecondType>().value(i))
+        }
         other => Value::String(format!("<{other}>")),
     }
 }
@@ -129,7 +131,13 @@ fn export_reads_back_as_analyze_and_dissect_say() {
                     "{capture} row {k}"
                 );
                 assert_eq!(cell(column(b, "size"), i), d["size"], "{capture} row {k}");
-                assert_eq!(cell(column(b, "ts"), i), d["ts_ns"], "{capture} row {k}");
+                assert_eq!(cell(column(b, "ts_ns"), i), d["ts_ns"], "{capture} row {k}");
+                let ns = d["ts_ns"].as_i64().unwrap();
+                assert_eq!(
+                    cell(column(b, "ts"), i),
+                    ns.div_euclid(1000),
+                    "{capture} row {k}: ts in µs"
+                );
                 let reassembled = d.get("fragment_frames").is_some();
                 assert_eq!(
                     cell(column(b, "row"), i),
@@ -280,5 +288,100 @@ fn export_lists_and_structs_hold_each_element() {
         }
     }
     assert!(objects_checked > 1000, "{objects_checked} objects compared");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// A dictionary column's value at row `i` as its name (null when null).
+fn name_at(a: &ArrayRef, i: usize) -> Value {
+    if a.is_null(i) {
+        return Value::Null;
+    }
+    let d = a.as_dictionary::<UInt16Type>();
+    let key = d.keys().value(i) as usize;
+    Value::from(d.values().as_string::<i32>().value(key))
+}
+
+/// Regression (issue 31): custom header and fragment-header fields were exported nowhere
+/// and enum fields had no names in the dataset. `packets.header` holds every header
+/// field of a validated datagram, `fragment_header` every fragment-header field of a
+/// fragment, and an enum field has its name beside it (`type` and `type_name`), equal
+/// to what the packet columns say. The `mtu` table's flow is in the four columns every
+/// other table has; `ts` is a microsecond UTC timestamp.
+#[test]
+fn export_keeps_header_fields_and_enum_names() {
+    let out = std::env::temp_dir().join(format!("gpcap-export-header-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let root = env!("CARGO_MANIFEST_DIR");
+    let path = format!("{root}/captures/article.pcap");
+    gpcap_ok(&[
+        "export",
+        "-d",
+        &format!("{root}/dissectors/article.kdl"),
+        &path,
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let part = |t: &str| out.join(t).join("capture=article.pcap").join("part-0.parquet");
+    let (mut headers, mut fragments, mut reassembled) = (0, 0, 0);
+    for b in read(&part("packets")) {
+        assert_eq!(
+            b.schema().field_with_name("ts").unwrap().data_type(),
+            &DataType::Timestamp(arrow_schema::TimeUnit::Microsecond, Some("UTC".into()))
+        );
+        let header = column(&b, "header").as_struct();
+        let fragment = column(&b, "fragment_header").as_struct();
+        for i in 0..b.num_rows() {
+            let status = cell(column(&b, "status"), i);
+            let row = cell(column(&b, "row"), i);
+            if row == "reassembled" || status == "crc_mismatch" {
+                assert!(header.is_null(i), "row {i}: {row} {status}");
+                reassembled += (row == "reassembled") as u32;
+                continue;
+            }
+            assert!(header.is_valid(i), "row {i}");
+            headers += 1;
+            assert_eq!(
+                cell(header.column_by_name("sequence").unwrap(), i),
+                cell(column(&b, "sequence"), i)
+            );
+            assert_eq!(
+                cell(header.column_by_name("type").unwrap(), i),
+                cell(column(&b, "type_id"), i)
+            );
+            assert_eq!(
+                name_at(header.column_by_name("type_name").unwrap(), i),
+                cell(column(&b, "type_name"), i)
+            );
+            let frag_id = cell(column(&b, "fragment_id"), i);
+            if frag_id.is_null() {
+                assert!(fragment.is_null(i), "row {i}");
+            } else {
+                fragments += 1;
+                assert_eq!(cell(fragment.column_by_name("fragment_id").unwrap(), i), frag_id);
+                assert_eq!(
+                    cell(fragment.column_by_name("num_fragments").unwrap(), i),
+                    cell(column(&b, "fragment_count"), i)
+                );
+            }
+        }
+    }
+    assert!(
+        headers > 1000 && fragments > 30 && reassembled > 10,
+        "{headers} {fragments} {reassembled}"
+    );
+    let mtu = read(&part("mtu"));
+    let names: Vec<String> = mtu[0]
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "finding", "frame", "src_ip", "src_port", "dst_ip", "dst_port", "ip_len", "value"
+        ]
+    );
+    assert_eq!(cell(column(&mtu[0], "src_ip"), 0), "10.0.0.1");
     let _ = std::fs::remove_dir_all(&out);
 }

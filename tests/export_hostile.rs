@@ -265,3 +265,59 @@ fn a_wide_packet_type_exports_every_column() {
     assert_eq!((col("f0"), col("f1"), col("f2"), col("f4999")), (3, 1, 0, 3));
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// An export interrupted (SIGINT) while writing a capture: that capture's partition is
+/// left as it was (no file of it, complete-looking or temporary), the captures exported
+/// before it stay, and the message names both; exit status 130.
+#[cfg(unix)]
+#[test]
+fn an_interrupted_export_says_so_and_leaves_nothing_that_looks_complete() {
+    let dir = temp_dir("interrupted");
+    let big = dir.join("big.pcap");
+    let (code, err) = gpcap(&[
+        "gen",
+        "-d",
+        "dissectors/article.kdl",
+        "-o",
+        s(&big),
+        "--clients",
+        "64",
+        "--duration",
+        "20",
+        "--summary-only",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let ds = dir.join("ds");
+    let child = Command::new(env!("CARGO_BIN_EXE_gpcap"))
+        .args(["export", "-d", "dissectors/article.kdl", "captures/article.pcap"])
+        .arg(&big)
+        .arg("-o")
+        .arg(&ds)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the big capture's packets are being written, interrupt.
+    let writing = ds.join("packets/capture=big.pcap/.part-0.parquet.tmp");
+    let t0 = std::time::Instant::now();
+    while !writing.exists() && t0.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(writing.exists(), "the export never began writing big.pcap");
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted: big.pcap was not exported"), "{err}");
+    assert!(err.contains("complete: article.pcap"), "{err}");
+    let left = files(&ds);
+    assert!(left.iter().all(|f| !f.contains("big.pcap")), "{left:?}");
+    assert!(
+        left.iter()
+            .any(|f| f.starts_with("packets/capture=article.pcap/part-0")),
+        "{left:?}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

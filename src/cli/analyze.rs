@@ -4,9 +4,9 @@ use super::args::AnalyzeArgs;
 use super::{Result, json_or_text, progress_bar};
 use crate::outln;
 use gpcap::analysis::gates::Gate;
-use gpcap::analysis::{Conversations, Report, Statistics};
+use gpcap::analysis::{Conversations, Report};
 use gpcap::engine::resolve::{Resolved, resolve};
-use gpcap::engine::{Config, Engine, run_files, sample_files};
+use gpcap::engine::{Config, sample_files};
 use gpcap::present;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -244,38 +244,7 @@ pub fn analyze_files(captures: &[PathBuf], cfg: Config, threads: Option<u32>) ->
             b.set_position((before + offset).min(total));
         }
     };
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    let shards = threads.map_or((cores + 1).min(4), |t| t as usize);
-    // Decode and validate on every core, whatever the traffic's shape (one flow
-    // included), with one ordered stateful stage — unless the traffic spreads over many
-    // address pairs: then shards, each validating its own frames with its flows in cache,
-    // are faster (1 GB, 6.6M frames, 2 cores: 128 clients 0.94 s sharded against 1.12 s,
-    // with -d 1.62 s against 1.78 s; one client 0.83 s pipelined against 0.95 s).
-    let parallel = shards > 1 && total > 8 << 20;
-    let spread = || {
-        gpcap::engine::parallel::shardable(&cfg)
-            && captures
-                .first()
-                .is_some_and(|p| gpcap::engine::parallel::busiest_shard_share(p, shards) < 0.75)
-    };
-    // A verdict crosses threads as a fixed-size value: a datagram's messages do not fit
-    // one, so a protocol with messages is sharded (or read on one core) instead.
-    let pipelinable = gpcap::engine::pipeline::pipelinable(&cfg);
-    let report = if parallel && pipelinable && !spread() {
-        gpcap::engine::pipeline::analyze_files(captures, cfg, shards, &mut progress)?
-    } else if parallel && gpcap::engine::parallel::shardable(&cfg) {
-        gpcap::engine::parallel::analyze_files(captures, cfg, shards, &mut progress)?
-    } else {
-        let mut stats = Statistics::new(cfg.clone());
-        run_files(
-            captures,
-            Engine::new(cfg, false),
-            &mut stats,
-            &mut progress,
-            &|_| false,
-        )?;
-        stats.report()
-    };
+    let report = gpcap::analyze_with_progress(captures, cfg, threads, &mut progress)?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }

@@ -42,12 +42,20 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
             )));
         }
     }
+    // SIGINT/SIGTERM end the capture being exported without committing it (a second
+    // signal ends the program at once); captures committed before it stay.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone());
+        let _ = signal_hook::flag::register(sig, stop.clone());
+    }
+    let stopped = || stop.load(std::sync::atomic::Ordering::Relaxed);
+    let mut committed = Vec::new();
     for path in &a.captures {
         let name = capture_name(path);
         let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
         let bar = progress_bar(size, &format!("export {name}"));
-        let mut sink = Export::new(&a.out, &a.partition, &name, resolved.cfg.clone())
-            .map_err(|e| Error::Usage(e.to_string()))?;
+        let mut sink = Export::new(&a.out, &a.partition, &name, resolved.cfg.clone())?;
         let outcomes = run_files(
             std::slice::from_ref(path),
             Engine::new(resolved.cfg.clone(), true),
@@ -57,10 +65,24 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
                     b.set_position(offset);
                 }
             },
-            &|s| s.error.is_some(),
+            &|s| s.error.is_some() || stopped(),
         )?;
         if let Some(b) = bar {
             b.finish_and_clear();
+        }
+        if stopped() {
+            // Dropping the sink removes its temporary files: nothing of this capture is
+            // left that looks complete.
+            drop(sink);
+            let before = match committed.len() {
+                0 => "no capture was exported".to_string(),
+                _ => format!("exported before it, complete: {}", committed.join(", ")),
+            };
+            eprintln!(
+                "gpcap: interrupted: {name} was not exported (its partition in {} is as it was before; {before})",
+                a.out.display()
+            );
+            return Ok(ExitCode::from(130));
         }
         for o in &outcomes {
             if let Some(e) = &o.end.error {
@@ -70,7 +92,7 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
                 eprintln!("gpcap: warning: {t}");
             }
         }
-        let done = sink.close().map_err(|e| Error::Usage(e.to_string()))?;
+        let done = sink.close()?;
         let report = &done.report;
         let tables: Vec<String> = done.rows.iter().map(|(t, n)| format!("{t} {n}")).collect();
         eprintln!(
@@ -79,6 +101,7 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
             a.out.display(),
             tables.join(", ")
         );
+        committed.push(name);
     }
     Ok(ExitCode::SUCCESS)
 }

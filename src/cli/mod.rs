@@ -54,11 +54,7 @@ pub fn color() -> bool {
 }
 
 pub fn load_program(path: &Path) -> Result<Arc<Program>> {
-    gpcap::dissect::load(path)
-        .map(Arc::new)
-        .map_err(|e| Error::Definition {
-            rendered: gpcap::dissect::render(&e, color()),
-        })
+    gpcap::load_definition(path)
 }
 
 impl ProtocolArgs {

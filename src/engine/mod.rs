@@ -24,10 +24,11 @@ pub mod session;
 pub mod streams;
 pub mod validator;
 
-pub use batch::{BATCH_FRAMES, Batch};
+pub use batch::BATCH_FRAMES;
+pub(crate) use batch::Batch;
 pub use config::{Config, PortSet};
 pub use event::{FlowId, Kind, Layer, PackedFlow, PacketEvent, Status};
-pub use join::Joined;
+pub(crate) use join::Joined;
 pub use run::{FileOutcome, run_files, sample_files};
 pub use validator::{Validator, Verdict};
 
@@ -203,7 +204,7 @@ pub struct MemoryMark {
 /// A frame's UDP datagram, located in the frame (what decoding found, handed from a
 /// worker to the engine without decoding twice).
 #[derive(Debug, Clone, Copy)]
-pub struct UdpAt {
+pub(crate) struct UdpAt {
     ip: IpInfo,
     ports: (u16, u16),
     start: u32,
@@ -213,7 +214,7 @@ pub struct UdpAt {
 
 /// What a worker computed for one frame ([`Engine::prepare`]).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Prepared {
+pub(crate) struct Prepared {
     udp: Option<UdpAt>,
     verdict: Option<Verdict>,
     /// The packet this frame's fragment completed, as a worker joined it (an index of
@@ -347,7 +348,7 @@ impl Engine {
     /// in it (see [`Engine::prepare`]): the frame is not decoded again, and a whole UDP
     /// datagram's verdict is not computed again.
     /// `joined`: the packets workers joined from the frame's batch.
-    pub fn frame_with<S: Sink + ?Sized>(
+    pub(crate) fn frame_with<S: Sink + ?Sized>(
         &mut self,
         f: &Frame<'_>,
         pre: &Prepared,
@@ -383,7 +384,7 @@ impl Engine {
     /// UDP datagram found by decoding, and the verdict on it when it is whole and on the
     /// protocol's ports (validation is a function of the payload alone).
     #[inline]
-    pub fn prepare(ports: &PortSet, validator: &mut Validator, f: &Frame<'_>) -> Prepared {
+    pub(crate) fn prepare(ports: &PortSet, validator: &mut Validator, f: &Frame<'_>) -> Prepared {
         let decoded = decode(f.linktype, f.data);
         let mut pre = Prepared::decoded(f, &decoded);
         if let Decoded::Udp {

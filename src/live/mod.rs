@@ -14,7 +14,7 @@ mod pcap;
 pub mod ssh;
 mod stream;
 
-pub use crate::engine::Batch;
+use crate::engine::Batch;
 use feeder::Feeder;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

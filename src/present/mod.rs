@@ -2,8 +2,8 @@
 //! binary prints them; the TUI draws the same data.
 
 pub mod fit;
-#[cfg(feature = "cli")]
 pub mod json;
+#[cfg(feature = "cli")]
 pub mod tables;
 pub mod tree;
 

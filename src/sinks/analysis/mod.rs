@@ -771,7 +771,12 @@ impl Analyzer {
     }
 
     /// Analyzes one frame whose datagram another thread validated (`engine::pipeline`).
-    pub fn frame_with(&mut self, f: &Frame, pre: &crate::engine::Prepared, joined: &crate::engine::Joined) {
+    pub(crate) fn frame_with(
+        &mut self,
+        f: &Frame,
+        pre: &crate::engine::Prepared,
+        joined: &crate::engine::Joined,
+    ) {
         self.engine.frame_with(f, pre, joined, &mut self.stats);
     }
 

@@ -126,6 +126,13 @@ enum Col {
         fields: Vec<Column>,
         valid: Vec<bool>,
     },
+    /// An enum field's name, beside its value: a dictionary of the enum's names, keyed by
+    /// their position in the definition (null for a value the enum does not name).
+    EnumName {
+        /// The enum's (value, name) pairs, sorted by value.
+        names: Arc<[(i64, String)]>,
+        keys: UInt16Builder,
+    },
     /// An array or list: one element group per child element; `index` for the article's
     /// relative lists (the object index each element is for).
     List {
@@ -147,13 +154,14 @@ pub struct Column {
 pub struct TypeColumns {
     fields: Vec<Column>,
     pub rows: usize,
-    /// Per field: where its subtree ends (reused).
-    end: Vec<u32>,
     /// The column each definition node fills, to place a row's fields in one pass (each
     /// column searching the fields made a 5,000-field type quadratic: 25 s for 900 rows).
     column_of: std::collections::HashMap<NodeId, usize>,
     /// Per column: the row's field that fills it (reused).
     at: Vec<Option<u32>>,
+    /// Per column: the earlier column read from the same field (an enum's name column
+    /// takes its value column's field).
+    same_as: Vec<Option<usize>>,
 }
 
 impl TypeColumns {
@@ -162,16 +170,20 @@ impl TypeColumns {
         let mut fields = Vec::new();
         lay_out(p, body, &mut fields, 0);
         let mut column_of = std::collections::HashMap::new();
+        let mut same_as = vec![None; fields.len()];
         for (i, c) in fields.iter().enumerate() {
             for &n in &c.nodes {
-                column_of.entry(n).or_insert(i);
+                let first = *column_of.entry(n).or_insert(i);
+                if first != i {
+                    same_as[i] = Some(first);
+                }
             }
         }
         TypeColumns {
+            same_as,
             at: vec![None; fields.len()],
             fields,
             rows: 0,
-            end: Vec::new(),
             column_of,
         }
     }
@@ -189,22 +201,24 @@ impl TypeColumns {
             .collect()
     }
 
-    /// Appends a row from a packet's field tree (the body's fields are the roots).
-    pub fn append(&mut self, d: &Dissection, payload: &[u8]) {
+    /// Appends a row from a packet's field tree (the block's fields are among the roots),
+    /// given its subtree ends ([`Dissection::subtree_ends`], computed once for every
+    /// table the packet fills).
+    pub fn append_tree(&mut self, d: &Dissection, end: &[u32], payload: &[u8]) {
         let n = d.fields.len();
-        d.subtree_ends(&mut self.end);
-        let roots = Children::new(&self.end, 0, n as u32);
-        let t = Tree {
-            d,
-            end: &self.end,
-            payload,
-        };
+        let roots = Children::new(end, 0, n as u32);
+        let t = Tree { d, end, payload };
         self.at.iter_mut().for_each(|a| *a = None);
         for i in roots {
             if let Label::Node(n) = d.fields[i as usize].label
                 && let Some(&c) = self.column_of.get(&n)
             {
                 self.at[c].get_or_insert(i);
+            }
+        }
+        for c in 0..self.at.len() {
+            if let Some(first) = self.same_as[c] {
+                self.at[c] = self.at[first];
             }
         }
         for (c, at) in self.fields.iter_mut().zip(&self.at) {
@@ -310,6 +324,9 @@ impl Col {
             Col::F64(_) => DataType::Float64,
             Col::Str(_) => DataType::Utf8,
             Col::Bin(_) => DataType::Binary,
+            Col::EnumName { .. } => {
+                DataType::Dictionary(Box::new(DataType::UInt16), Box::new(DataType::Utf8))
+            }
             Col::Floats { parts, .. } => DataType::Struct(
                 parts
                     .iter()
@@ -347,6 +364,15 @@ impl Col {
             })),
             Col::Str(b) => b.append_option(at.and_then(|i| t.bytes(i)).map(String::from_utf8_lossy)),
             Col::Bin(b) => b.append_option(at.and_then(|i| t.bytes(i))),
+            Col::EnumName { names, keys } => {
+                let v = value.and_then(|v| match v {
+                    Value::Int(v) => Some(v),
+                    Value::UInt(v) => i64::try_from(v).ok(),
+                    _ => None,
+                });
+                let key = v.and_then(|v| names.binary_search_by_key(&v, |(k, _)| *k).ok());
+                keys.append_option(key.and_then(|k| u16::try_from(k).ok()));
+            }
             Col::Floats { parts, valid } => {
                 let xs: Option<&[f32]> = match &value {
                     Some(Value::Vec3(v)) => Some(v),
@@ -389,6 +415,15 @@ impl Col {
             Col::F64(b) => Arc::new(b.finish()),
             Col::Str(b) => Arc::new(b.finish()),
             Col::Bin(b) => Arc::new(b.finish()),
+            Col::EnumName { names, keys } => {
+                let values =
+                    arrow_array::StringArray::from_iter_values(names.iter().map(|(_, n)| n.as_str()));
+                match arrow_array::DictionaryArray::try_new(keys.finish(), Arc::new(values)) {
+                    Ok(a) => Arc::new(a),
+                    // Keys are positions in `names`: unreachable.
+                    Err(_) => arrow_array::new_null_array(&self.data_type(), 0),
+                }
+            }
             Col::Floats { parts, valid } => {
                 let fields: Fields = parts
                     .iter()
@@ -552,7 +587,20 @@ fn lay_out(p: &Program, b: Block, out: &mut Vec<Column>, nest: u32) {
                 None => continue,
             },
         };
+        let named = matches!(col, Col::Int(_)).then_some(node.enum_id).flatten();
         add(out, &node.name, id, col);
+        if let Some(e) = named.and_then(|e| p.enums.get(e as usize)) {
+            // Readable by name in the dataset itself: `state` and `state_name`.
+            let mut names = e.values.clone();
+            names.sort_by_key(|(v, _)| *v);
+            names.dedup_by_key(|(v, _)| *v);
+            names.truncate(u16::MAX as usize);
+            let col = Col::EnumName {
+                names: names.into(),
+                keys: UInt16Builder::new(),
+            };
+            add(out, &format!("{}_name", node.name), id, col);
+        }
     }
 }
 
@@ -560,7 +608,11 @@ fn lay_out(p: &Program, b: Block, out: &mut Vec<Column>, nest: u32) {
 /// types agree, widens integers to one that holds both, and is suffixed otherwise.
 fn add(out: &mut Vec<Column>, name: &str, id: NodeId, col: Col) {
     if let Some(c) = out.iter_mut().find(|c| c.name == name) {
-        if c.col.data_type() == col.data_type() {
+        let same_names = match (&c.col, &col) {
+            (Col::EnumName { names: a, .. }, Col::EnumName { names: b, .. }) => a == b,
+            _ => true,
+        };
+        if c.col.data_type() == col.data_type() && same_names {
             c.nodes.push(id);
             return;
         }

@@ -10,7 +10,7 @@ mod columns;
 mod report;
 
 use crate::analysis::Statistics;
-use crate::dissect::Program;
+use crate::dissect::{Dissection, Program, program::Block};
 use crate::engine::{FileEnd, FlowEnd, Kind, PacketEvent, Sink, Summary};
 use arrow_array::builder::*;
 use arrow_array::{ArrayRef, RecordBatch};
@@ -24,13 +24,20 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The dataset layout's version, in every file's metadata (`gpcap.schema`).
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 /// Rows buffered per table before they become a batch.
 pub const BATCH_ROWS: usize = 8192;
+/// Dissected fields buffered per type table before its rows become a batch: rows of
+/// many fields (a scene of 60 objects) make batches of a bounded size, not 8192 rows of
+/// them (40 MB each, four in flight per table, was most of the export's memory).
+const BATCH_FIELDS: usize = 1 << 17;
 /// Rows per row group, at most.
 const GROUP_ROWS: usize = 128 * 1024;
-/// A row group is flushed early once it holds this many bytes.
+/// A row group is flushed early once it holds this many bytes…
 const GROUP_BYTES: usize = 16 << 20;
+/// …or its share of this many, shared by the tables written at once, so that a
+/// definition of many packet types stays within the same memory (at least 1 MiB each).
+const GROUPS_BYTES: usize = 24 << 20;
 
 /// Encodings by what a column holds: floats by dictionary while they have few distinct
 /// values (a 10-bit quaternion part has 1024), else split by byte (BYTE_STREAM_SPLIT:
@@ -48,7 +55,14 @@ fn encodings(
             path.parts().first().map(String::as_str),
             Some("ts" | "frame" | "fragment_frames")
         );
+        let text =
+            c.logical_type_ref().is_some() || c.converted_type() != parquet::basic::ConvertedType::NONE;
         match c.physical_type() {
+            // Bytes (a fragment's data, a `rest`) rarely repeat: a dictionary of them
+            // was the export's largest memory (21 MB of 180) and hashed every byte.
+            Type::BYTE_ARRAY if !text => {
+                b = b.set_column_dictionary_enabled(path, false);
+            }
             // The fallback once the dictionary is full.
             Type::FLOAT | Type::DOUBLE => b = b.set_column_encoding(path, Encoding::BYTE_STREAM_SPLIT),
             Type::INT64 | Type::INT32 if ascending => {
@@ -106,6 +120,7 @@ impl Table {
         keys: &[(String, String)],
         capture: &str,
         schema: SchemaRef,
+        group_bytes: usize,
     ) -> Result<Table, ExportError> {
         let mut part = dir.join(table);
         for (k, v) in keys {
@@ -124,6 +139,9 @@ impl Table {
             .map_err(|e| fail(&e))?
             .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).map_err(|e| fail(&e))?))
             .set_max_row_group_size(GROUP_ROWS)
+            // A dictionary past 256 KiB falls back to plain (1 MiB a column by default: the
+            // dictionaries of a row group were 10 MB of the export's memory).
+            .set_dictionary_page_size_limit(256 << 10)
             .set_key_value_metadata(Some(vec![
                 parquet::file::metadata::KeyValue::new("gpcap.schema".into(), SCHEMA_VERSION.to_string()),
                 parquet::file::metadata::KeyValue::new("gpcap.capture".into(), capture.to_string()),
@@ -144,7 +162,7 @@ impl Table {
                 let closed = (|| {
                     for batch in rx {
                         writer.write(&batch).map_err(|e| fail(&e))?;
-                        if writer.in_progress_size() > GROUP_BYTES {
+                        if writer.in_progress_size() > group_bytes {
                             writer.flush().map_err(|e| fail(&e))?;
                         }
                     }
@@ -237,10 +255,11 @@ fn check_names(
         path: dir.display().to_string(),
         reason,
     };
-    let mut columns: std::collections::HashSet<String> = ["frame", "reassembled", "capture"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let mut columns: std::collections::HashSet<String> =
+        ["frame", "reassembled", "capture", "header", "fragment_header"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
     columns.extend(
         Packets::schema(true)
             .fields()
@@ -315,11 +334,55 @@ pub fn partition_value(name: &str) -> String {
     out
 }
 
+/// A datagram's header or fragment header, every field of it, as one struct column.
+struct HeaderColumns {
+    columns: TypeColumns,
+    valid: Vec<bool>,
+}
+
+impl HeaderColumns {
+    /// The columns of block `b`, or None when it has no field to export.
+    fn new(p: &Program, b: Block) -> Option<HeaderColumns> {
+        let mut columns = TypeColumns::new(p, b);
+        columns.rename(&[]);
+        (!columns.schema_fields().is_empty()).then(|| HeaderColumns {
+            columns,
+            valid: Vec::new(),
+        })
+    }
+
+    fn data_type(&self) -> DataType {
+        DataType::Struct(self.columns.schema_fields().into())
+    }
+
+    /// The fields of `d` (null when the row has none of this block); `end` its subtree
+    /// ends.
+    fn append(&mut self, d: Option<&Dissection>, end: &[u32], payload: &[u8], empty: &Dissection) {
+        match d {
+            Some(d) => self.columns.append_tree(d, end, payload),
+            None => self.columns.append_tree(empty, &[], payload),
+        }
+        self.valid.push(d.is_some());
+    }
+
+    fn finish(&mut self) -> ArrayRef {
+        let fields: arrow_schema::Fields = self.columns.schema_fields().into();
+        let nulls = arrow_buffer::NullBuffer::from(std::mem::take(&mut self.valid));
+        let len = nulls.len();
+        match arrow_array::StructArray::try_new(fields.clone(), self.columns.finish(), Some(nulls)) {
+            Ok(a) => Arc::new(a),
+            // Every column gets one value per row: unreachable.
+            Err(_) => arrow_array::new_null_array(&DataType::Struct(fields), len),
+        }
+    }
+}
+
 /// The `packets` table: one row per game datagram and per reassembled packet.
 struct Packets {
     frame: UInt64Builder,
     row: StringBuilder,
-    ts: TimestampNanosecondBuilder,
+    ts: TimestampMicrosecondBuilder,
+    ts_ns: Int64Builder,
     src_ip: StringBuilder,
     src_port: UInt16Builder,
     dst_ip: StringBuilder,
@@ -343,16 +406,22 @@ struct Packets {
     fragment_frames: ListBuilder<UInt64Builder>,
     ack: UInt16Builder,
     ack_bits: UInt32Builder,
+    /// Every field of the datagram's header, and of a fragment's fragment header.
+    header: Option<HeaderColumns>,
+    fragment_header: Option<HeaderColumns>,
+    /// A dissection with no fields: what a row without one appends.
+    empty: Dissection,
     rows: usize,
     acks: bool,
 }
 
 impl Packets {
-    fn new(acks: bool) -> Self {
+    fn new(acks: bool, program: Option<&Program>) -> Self {
         Packets {
             frame: Default::default(),
             row: Default::default(),
-            ts: TimestampNanosecondBuilder::new().with_timezone("UTC"),
+            ts: TimestampMicrosecondBuilder::new().with_timezone("UTC"),
+            ts_ns: Default::default(),
             src_ip: Default::default(),
             src_port: Default::default(),
             dst_ip: Default::default(),
@@ -376,20 +445,43 @@ impl Packets {
             fragment_frames: ListBuilder::new(UInt64Builder::new()),
             ack: Default::default(),
             ack_bits: Default::default(),
+            header: program.and_then(|p| HeaderColumns::new(p, p.header)),
+            fragment_header: program.and_then(|p| HeaderColumns::new(p, p.fragment?)),
+            empty: Dissection::default(),
             rows: 0,
             acks,
         }
+    }
+
+    /// The table's schema: [`Packets::schema`] and the header columns.
+    fn full_schema(&self) -> Schema {
+        let mut f: Vec<Field> = Packets::schema(self.acks)
+            .fields()
+            .iter()
+            .map(|f| (**f).clone())
+            .collect();
+        if let Some(h) = &self.header {
+            f.push(Field::new("header", h.data_type(), true));
+        }
+        if let Some(h) = &self.fragment_header {
+            f.push(Field::new("fragment_header", h.data_type(), true));
+        }
+        Schema::new(f)
     }
 
     fn schema(acks: bool) -> Schema {
         let mut f = vec![
             Field::new("frame", DataType::UInt64, false),
             Field::new("row", DataType::Utf8, false),
+            // Microseconds, UTC: a timestamp DuckDB (TIMESTAMPTZ), Spark (TimestampType) and
+            // ClickHouse (DateTime64(6)) truncate and bucket as it is; `ts_ns` keeps the
+            // capture's nanoseconds exactly.
             Field::new(
                 "ts",
-                DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
+                DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
                 false,
             ),
+            Field::new("ts_ns", DataType::Int64, false),
             Field::new("src_ip", DataType::Utf8, true),
             Field::new("src_port", DataType::UInt16, true),
             Field::new("dst_ip", DataType::Utf8, true),
@@ -423,19 +515,32 @@ impl Packets {
         Schema::new(f)
     }
 
-    fn append(&mut self, e: &PacketEvent, program: Option<&Program>) {
+    /// Appends event `e`'s row; `end`: its dissection's subtree ends.
+    fn append(&mut self, e: &PacketEvent, program: Option<&Program>, end: &[u32]) {
         self.frame.append_value(e.frame);
         self.row.append_value(if e.kind == Kind::Reassembled {
             "reassembled"
         } else {
             "datagram"
         });
-        self.ts.append_value(e.ts_ns);
-        let flow = e.flow;
-        self.src_ip.append_option(flow.map(|f| f.src.ip().to_string()));
-        self.src_port.append_option(flow.map(|f| f.src.port()));
-        self.dst_ip.append_option(flow.map(|f| f.dst.ip().to_string()));
-        self.dst_port.append_option(flow.map(|f| f.dst.port()));
+        self.ts.append_value(e.ts_ns.div_euclid(1000));
+        self.ts_ns.append_value(e.ts_ns);
+        match e.flow {
+            Some(f) => {
+                // Written into the column's buffer: no string per packet.
+                use std::fmt::Write;
+                let _ = write!(self.src_ip, "{}", f.src.ip());
+                self.src_ip.append_value("");
+                let _ = write!(self.dst_ip, "{}", f.dst.ip());
+                self.dst_ip.append_value("");
+            }
+            None => {
+                self.src_ip.append_null();
+                self.dst_ip.append_null();
+            }
+        }
+        self.src_port.append_option(e.flow.map(|f| f.src.port()));
+        self.dst_port.append_option(e.flow.map(|f| f.dst.port()));
         self.size.append_value(e.size);
         self.wire_len.append_value(e.wire_len);
         self.ip_fragments.append_value(e.ip_fragments.max(1));
@@ -465,6 +570,18 @@ impl Packets {
             self.ack.append_option(e.ack);
             self.ack_bits.append_option(e.ack_bits);
         }
+        // A datagram's own fields (a reassembled packet has only its body's); none for
+        // one that failed its checksum (not validated: analyze counts no values of it).
+        let datagram = e
+            .dissection
+            .filter(|_| e.kind == Kind::Game && !e.status.crc_failed());
+        if let Some(h) = &mut self.header {
+            h.append(datagram, end, e.payload, &self.empty);
+        }
+        if let Some(h) = &mut self.fragment_header {
+            let fragment = datagram.filter(|_| e.fragment.is_some());
+            h.append(fragment, end, e.payload, &self.empty);
+        }
         self.rows += 1;
     }
 
@@ -474,6 +591,7 @@ impl Packets {
             Arc::new(self.frame.finish()),
             Arc::new(self.row.finish()),
             Arc::new(self.ts.finish()),
+            Arc::new(self.ts_ns.finish()),
             Arc::new(self.src_ip.finish()),
             Arc::new(self.src_port.finish()),
             Arc::new(self.dst_ip.finish()),
@@ -500,6 +618,12 @@ impl Packets {
             c.push(Arc::new(self.ack.finish()));
             c.push(Arc::new(self.ack_bits.finish()));
         }
+        if let Some(h) = &mut self.header {
+            c.push(h.finish());
+        }
+        if let Some(h) = &mut self.fragment_header {
+            c.push(h.finish());
+        }
         c
     }
 }
@@ -510,6 +634,8 @@ struct TypeTable {
     /// Key columns: frame and whether the row is a reassembled packet.
     frame: UInt64Builder,
     reassembled: BooleanBuilder,
+    /// Fields of the buffered rows.
+    fields: usize,
     table: Table,
 }
 
@@ -532,6 +658,8 @@ pub struct Export {
     /// The first write that failed: the export stops there and says so.
     pub error: Option<ExportError>,
     rows: std::collections::BTreeMap<String, u64>,
+    /// The current packet's subtree ends (reused).
+    end: Vec<u32>,
 }
 
 impl Export {
@@ -548,7 +676,18 @@ impl Export {
         let acks = program.as_ref().is_some_and(|p| {
             p.has_role(crate::dissect::Role::Ack) || p.has_role(crate::dissect::Role::AckBits)
         });
-        let packets_table = Table::create(dir, "packets", keys, capture, Arc::new(Packets::schema(acks)))?;
+        let packets = Packets::new(acks, program.as_deref());
+        // Every streamed table (packets and one per type) shares the row groups' budget.
+        let streamed = 1 + program.as_ref().map_or(0, |p| p.packets.len());
+        let group_bytes = (GROUPS_BYTES / streamed).clamp(1 << 20, GROUP_BYTES);
+        let packets_table = Table::create(
+            dir,
+            "packets",
+            keys,
+            capture,
+            Arc::new(packets.full_schema()),
+            group_bytes,
+        )?;
         let mut types = Vec::new();
         if let Some(p) = &program {
             for def in &p.packets {
@@ -562,7 +701,14 @@ impl Export {
                 ];
                 fields.extend(columns.schema_fields());
                 let name = format!("type_{}", partition_value(&def.name));
-                let table = Table::create(dir, &name, keys, capture, Arc::new(Schema::new(fields)))?;
+                let table = Table::create(
+                    dir,
+                    &name,
+                    keys,
+                    capture,
+                    Arc::new(Schema::new(fields)),
+                    group_bytes,
+                )?;
                 let at = def.type_id as usize;
                 if types.len() <= at {
                     types.resize_with(at + 1, || None);
@@ -571,6 +717,7 @@ impl Export {
                     columns,
                     frame: UInt64Builder::new(),
                     reassembled: BooleanBuilder::new(),
+                    fields: 0,
                     table,
                 });
             }
@@ -579,13 +726,14 @@ impl Export {
             dir: dir.to_path_buf(),
             keys: keys.to_vec(),
             capture: capture.to_string(),
-            packets: Packets::new(acks),
+            packets,
             packets_table,
             types,
             stats: Statistics::new(cfg),
             program,
             error: None,
             rows: Default::default(),
+            end: Vec::new(),
         })
     }
 
@@ -613,6 +761,7 @@ impl Export {
         if n == 0 {
             return;
         }
+        tt.fields = 0;
         let mut cols: Vec<ArrayRef> = vec![Arc::new(tt.frame.finish()), Arc::new(tt.reassembled.finish())];
         cols.extend(tt.columns.finish());
         if let Err(e) = tt.table.write(cols) {
@@ -646,7 +795,7 @@ impl Export {
                 staged.push(tt.table.close()?);
             }
             for (name, schema, columns) in report::tables(&report) {
-                let mut t = Table::create(&self.dir, name, &self.keys, &self.capture, schema)?;
+                let mut t = Table::create(&self.dir, name, &self.keys, &self.capture, schema, GROUP_BYTES)?;
                 t.write(columns)?;
                 staged.push(t.close()?);
             }
@@ -714,7 +863,12 @@ impl Sink for Export {
         if !e.is_game() || self.error.is_some() {
             return;
         }
-        self.packets.append(e, self.program.as_deref());
+        // The tree's shape, once for every table the packet fills.
+        match e.dissection {
+            Some(d) => d.subtree_ends(&mut self.end),
+            None => self.end.clear(),
+        }
+        self.packets.append(e, self.program.as_deref(), &self.end);
         if self.packets.rows >= BATCH_ROWS {
             self.flush_packets();
         }
@@ -729,8 +883,9 @@ impl Sink for Export {
         };
         tt.frame.append_value(e.frame);
         tt.reassembled.append_value(e.kind == Kind::Reassembled);
-        tt.columns.append(d, e.payload);
-        if tt.columns.rows >= BATCH_ROWS {
+        tt.columns.append_tree(d, &self.end, e.payload);
+        tt.fields += d.fields.len();
+        if tt.columns.rows >= BATCH_ROWS || tt.fields >= BATCH_FIELDS {
             self.flush_type(t as usize);
         }
     }

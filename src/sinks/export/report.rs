@@ -39,6 +39,12 @@ impl Cols {
         self
     }
 
+    fn opt_u16(mut self, name: &str, v: impl IntoIterator<Item = Option<u16>>) -> Self {
+        self.fields.push(Field::new(name, DataType::UInt16, true));
+        self.arrays.push(Arc::new(UInt16Array::from_iter(v)));
+        self
+    }
+
     fn f64(mut self, name: &str, v: impl IntoIterator<Item = Option<f64>>) -> Self {
         self.fields.push(Field::new(name, DataType::Float64, true));
         self.arrays.push(Arc::new(Float64Array::from_iter(v)));
@@ -121,6 +127,8 @@ pub fn tables(r: &Report) -> Vec<(&'static str, SchemaRef, Vec<ArrayRef>)> {
         .done("reassembly");
 
     // MTU findings: IP-fragmented game datagrams and ICMP "too big" messages.
+    // The flow in the four columns every other table has: null when an ICMP message's
+    // quoted datagram names none.
     let m = &r.mtu;
     let mut kind = Vec::new();
     let mut frame = Vec::new();
@@ -130,21 +138,24 @@ pub fn tables(r: &Report) -> Vec<(&'static str, SchemaRef, Vec<ArrayRef>)> {
     for x in &m.ip_fragmented_list {
         kind.push(Some("ip_fragmented".to_string()));
         frame.push(x.frame);
-        flow.push(Some(x.flow.to_string()));
+        flow.push(Some(x.flow));
         len.push(Some(x.ip_len as u64));
         mtu.push(Some(x.fragments as u64));
     }
     for x in &m.icmp {
         kind.push(Some("icmp_too_big".to_string()));
         frame.push(x.frame);
-        flow.push(x.flow.map(|f| f.to_string()));
+        flow.push(x.flow);
         len.push(x.quoted_ip_len.map(u64::from));
         mtu.push(Some(x.mtu as u64));
     }
     let mtu = Cols::default()
         .str("finding", kind)
         .u64("frame", frame)
-        .str("flow", flow)
+        .str("src_ip", flow.iter().map(|f| f.map(|f| f.src.ip().to_string())))
+        .opt_u16("src_port", flow.iter().map(|f| f.map(|f| f.src.port())))
+        .str("dst_ip", flow.iter().map(|f| f.map(|f| f.dst.ip().to_string())))
+        .opt_u16("dst_port", flow.iter().map(|f| f.map(|f| f.dst.port())))
         .opt_u64("ip_len", len)
         .opt_u64("value", mtu)
         .done("mtu");
