@@ -36,13 +36,25 @@ fn fragment(seq: u16, id: u8, count: u8, len: usize) -> Vec<u8> {
 }
 
 fn analyze(datagrams: Vec<(SocketAddr, SocketAddr, Vec<u8>)>, name: &str) -> (usize, usize, u64) {
+    let (peak, report) = analyze_with(datagrams, name, |_| {});
+    (peak, report.flows.len(), report.reassembly.peak_bytes)
+}
+
+/// The analysis' peak accounted bytes and its report, under a config `tune` adjusts.
+fn analyze_with(
+    datagrams: Vec<(SocketAddr, SocketAddr, Vec<u8>)>,
+    name: &str,
+    tune: impl Fn(&mut Config),
+) -> (usize, gpcap::analysis::Report) {
     let dir = std::env::temp_dir().join(format!("gpcap-memory-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("flood.pcap");
     common::udp_capture(&path, datagrams);
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let p = gpcap::dissect::load(&root.join("dissectors/reliable.kdl")).unwrap();
-    let mut a = Analyzer::new(Config::from_program(Arc::new(p)));
+    let mut cfg = Config::from_program(Arc::new(p));
+    tune(&mut cfg);
+    let mut a = Analyzer::new(cfg);
     let mut r = CaptureReader::open(&path).unwrap();
     a.begin_file("flood.pcap");
     let mut peak = 0;
@@ -57,7 +69,7 @@ fn analyze(datagrams: Vec<(SocketAddr, SocketAddr, Vec<u8>)>, name: &str) -> (us
     peak = peak.max(a.state_bytes());
     let report = a.finish();
     let _ = std::fs::remove_dir_all(dir);
-    (peak, report.flows.len(), report.reassembly.peak_bytes)
+    (peak, report)
 }
 
 proptest! {
@@ -115,6 +127,74 @@ fn one_datagram_flows_hold_little() {
     assert_eq!(tracked, gpcap::engine::MAX_FLOWS);
     let per_flow = peak / tracked;
     assert!(per_flow < 6 * 1024, "{per_flow} bytes a flow ({peak} in all)");
+}
+
+fn client(i: usize) -> SocketAddr {
+    format!("10.{}.{}.{}:50000", i >> 16 & 255, i >> 8 & 255, i & 255)
+        .parse()
+        .unwrap()
+}
+
+/// Most bytes a tracked flow holds outside the flow state budget (the flood above holds
+/// about 3.6 KB a flow).
+const UNBUDGETED_PER_FLOW: usize = 6 * 1024;
+
+/// Regression (row 11, the bound for any input): flows whose acks spread their window
+/// to 1,024 sequences held 8.3 KB each besides the rest, the table full 16,384 × 24 KB
+/// plus reassembly (≈420 MB). What grows with the traffic now shares one budget; the
+/// flows past it are counted and their ack figures shown as not tracked.
+#[test]
+fn acking_flows_share_the_flow_state_budget() {
+    let server: SocketAddr = "10.255.0.1:40000".parse().unwrap();
+    let mut d = Vec::new();
+    for i in 0..gpcap::engine::MAX_FLOWS / 2 + 100 {
+        let c = client(i);
+        d.push((c, server, whole(0, 0, 0)));
+        d.push((c, server, whole(1023, 0, 0)));
+        d.push((server, c, whole(0, 1023, 1)));
+        d.push((server, c, whole(1023, 1023, 1)));
+        d.push((c, server, whole(1024, 1023, 1)));
+    }
+    let (peak, report) = analyze_with(d, "acking", |_| {});
+    let tracked = report.flows.len();
+    assert_eq!(tracked, gpcap::engine::MAX_FLOWS);
+    let bound = tracked * UNBUDGETED_PER_FLOW + gpcap::engine::config::FLOW_STATE_BUDGET + FIXED;
+    assert!(peak <= bound, "{peak} bytes for {tracked} flows (bound {bound})");
+    let dropped = report.flows.iter().filter(|f| f.acks_not_tracked).count();
+    assert!(dropped > 0, "the flood fits the budget: make it bigger");
+    assert_eq!(report.capture.acks_not_tracked, dropped as u64);
+    // Never a partial figure: a flow has its whole ack analysis or none.
+    for f in &report.flows {
+        assert!(!(f.acks_not_tracked && f.acks.is_some()), "{} → {}", f.src, f.dst);
+    }
+    let analysed = report.flows.iter().filter(|f| f.acks.is_some()).count();
+    assert!(analysed > tracked / 2, "{analysed} flows analysed");
+}
+
+/// The burst window (512 datagrams a second, 8 KB a flow) grows within the budget too:
+/// past it a flow samples its second and says so. (Datagrams are 1 ms apart: 8 flows
+/// send 125 a second each.)
+#[test]
+fn burst_windows_grow_within_the_budget() {
+    let server: SocketAddr = "10.255.0.1:40000".parse().unwrap();
+    let flows = 8;
+    let d: Vec<_> = (0..2000u16)
+        .flat_map(|k| (0..flows).map(move |i| (client(i), server, whole(k, 0, 0))))
+        .collect();
+    let budget = 6 * 1024;
+    let (peak, report) = analyze_with(d, "bursts", |c| c.flow_state_budget = budget);
+    let capped = report.flows.iter().filter(|f| f.burst_window_capped).count();
+    assert!(capped > 0 && capped < flows, "{capped} capped");
+    assert_eq!(report.capture.burst_window_capped, capped as u64);
+    let (whole_peak, whole_report) = analyze_with(
+        (0..2000u16)
+            .flat_map(|k| (0..flows).map(move |i| (client(i), server, whole(k, 0, 0))))
+            .collect(),
+        "bursts-all",
+        |_| {},
+    );
+    assert_eq!(whole_report.capture.burst_window_capped, 0);
+    assert!(peak + 4 * 1024 < whole_peak, "{peak} against {whole_peak}");
 }
 
 /// Sibling of row 11: per-sender sequence spaces (netcode's server-global counter) were

@@ -6,6 +6,10 @@ pub use crate::dissect::program::Checksum;
 use crate::validate::{HeaderFormat, ProtocolId};
 use std::sync::Arc;
 
+/// The default [`Config::flow_state_budget`]: with the flow table (16,384 flows of a few
+/// KB each) and the reassembly budget, `analyze` stays under 200 MB whatever the input.
+pub const FLOW_STATE_BUDGET: usize = 32 << 20;
+
 #[derive(Debug, Clone)]
 pub struct Config {
     pub protocol_id: Option<ProtocolId>,
@@ -19,6 +23,10 @@ pub struct Config {
     pub link_mtu: u32,
     /// Total reassembly memory across flows.
     pub reassembly_budget: usize,
+    /// Total memory of the per-flow analysis state that grows with the traffic (ack
+    /// windows and timelines, the burst window): a flow past it is counted, its figures
+    /// marked partial.
+    pub flow_state_budget: usize,
     /// Flows tracked (sequence analysis, reassembly); the datagrams of further flows are
     /// validated and counted together. `MAX_FLOWS` unless a test wants a small table.
     pub max_flows: usize,
@@ -38,6 +46,7 @@ impl Default for Config {
             program: None,
             link_mtu: 1500,
             reassembly_budget: 32 << 20,
+            flow_state_budget: FLOW_STATE_BUDGET,
             max_flows: super::MAX_FLOWS,
             protocol_source: "none".into(),
             checksum: Checksum::Crc32,

@@ -431,11 +431,19 @@ fn render_messages(out: &mut String, m: &crate::analysis::MessageReport) {
 pub fn render_acks(r: &Report) -> String {
     let mut out = String::new();
     let flows: Vec<&crate::analysis::FlowStats> = r.flows.iter().filter(|f| f.acks.is_some()).collect();
-    if flows.is_empty() {
+    let dropped = r.capture.acks_not_tracked;
+    if flows.is_empty() && dropped == 0 {
         return out;
     }
     let _ = writeln!(out, "Acks (what the other direction reported received)");
     warn(&mut out, r, "the sequences, acks and loss");
+    if dropped > 0 {
+        let _ = writeln!(
+            out,
+            "(partial: {} not tracked — their ack analysis would have gone past the flow state budget — and not in this table)",
+            super::count(dropped, "flow")
+        );
+    }
     let mut t = table(&[
         "flow",
         "sequences",
@@ -675,6 +683,13 @@ pub fn render_mtu(r: &Report) -> String {
         ));
     }
     let _ = writeln!(out, "{}", kv(&rows));
+    if r.capture.burst_window_capped > 0 && m.bursts.bursts > 0 {
+        let _ = writeln!(
+            out,
+            "(sizes before loss bursts are sampled on {}: their window of the second stopped growing at the flow state budget)",
+            super::count(r.capture.burst_window_capped, "flow")
+        );
+    }
     if let Some(f) = &m.bursts.finding {
         let _ = writeln!(out, "Finding: {f}");
     }

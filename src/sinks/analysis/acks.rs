@@ -13,6 +13,14 @@ use std::collections::BTreeMap;
 /// Sequences remembered behind the newest: acks refer to recent sequences (ack-bits
 /// spans at most 32), so older ones are settled.
 const WINDOW: i128 = 1024;
+/// The window while the other direction has acked nothing: a direction nobody acks (a
+/// flood of one-way flows) holds 1 KB, not 8; a sequence this far behind before the
+/// first ack (96 past ack-bits' span) is settled as never acked.
+const UNACKED_WINDOW: i128 = 128;
+/// Bytes a tracker may hold outside the statistics' flow state budget: itself and the
+/// window before the first ack and a few runs (so that one-way flows cannot spend it).
+pub const UNBUDGETED: usize =
+    size_of::<AckTracker>() + UNACKED_WINDOW as usize * 65 / 8 + 4 * size_of::<(u64, u64)>();
 /// Runs of never-acked sequences listed per flow (counts are exact beyond).
 const MAX_RUNS: usize = 256;
 /// Seconds of the RTT timeline kept per flow.
@@ -78,8 +86,9 @@ const MAX_LOG: usize = 1 << 24;
 /// Per sending direction: its sequences, settled as the other direction acks them.
 ///
 /// The window grows with the sequences actually sent, a power of two at a time up to
-/// [`WINDOW`] (8 bytes and a bit a sequence), so a flow of one datagram holds one slot
-/// and no flow more than 8.3 KB whatever the capture.
+/// [`WINDOW`] (8 bytes and a bit a sequence) once the other direction acks, so a flow of
+/// one datagram holds one slot and none more than 8.3 KB; the timeline and histogram
+/// grow with the acks, within the statistics' flow state budget.
 #[derive(Debug, Clone)]
 pub struct AckTracker {
     /// Settled captured sequences, when kept.
@@ -262,9 +271,10 @@ impl AckTracker {
         self.highest + d
     }
 
-    /// Bytes this tracker holds on the heap (the analysis' memory accounting).
+    /// Bytes this tracker holds, itself included (the analysis' memory accounting).
     pub fn heap_bytes(&self) -> usize {
-        self.sent_ns.capacity() * 8
+        size_of::<Self>()
+            + self.sent_ns.capacity() * 8
             + self.acked.capacity() * 8
             + self.seconds.capacity() * 24
             + self.rtt.buckets.len() * 48
@@ -327,7 +337,8 @@ impl AckTracker {
         };
         let ext = self.extend(s, self.bits);
         if ext > self.highest {
-            self.grow(ext - first + 1);
+            let most = if self.peer_acks { WINDOW } else { UNACKED_WINDOW };
+            self.grow((ext - first + 1).min(most));
             let len = self.sent_ns.len() as i128;
             let from = (self.highest + 1).max(ext - len + 1);
             // Sequences skipped past the whole window are settled unseen and unacked.
@@ -647,7 +658,11 @@ mod tests {
     fn the_window_grows_with_the_flow_and_stays_bounded() {
         let mut t = AckTracker::default();
         t.sent(7, 0);
-        assert!(t.heap_bytes() <= 16, "{}", t.heap_bytes());
+        assert!(
+            t.heap_bytes() <= size_of::<AckTracker>() + 16,
+            "{}",
+            t.heap_bytes()
+        );
         for s in 0..100_000u64 {
             t.sent(s & 0xffff, s as i64);
             if s % 3 == 0 {
@@ -655,7 +670,7 @@ mod tests {
             }
         }
         assert!(
-            t.heap_bytes() <= 8 * 1024 + 128 + 100 * 48 + 256 * 16 + 24 * 101,
+            t.heap_bytes() <= size_of::<AckTracker>() + 8 * 1024 + 128 + 100 * 48 + 256 * 16 + 24 * 101,
             "{}",
             t.heap_bytes()
         );

@@ -26,6 +26,8 @@ const MAX_LISTED: usize = 1000;
 /// Datagrams remembered per flow for the burst window (a flow sending faster than this
 /// per second is sampled by its latest datagrams).
 const RECENT: usize = 512;
+/// Of those, what every flow may hold outside the flow state budget.
+const RECENT_UNBUDGETED: usize = 32;
 const BURST_WINDOW_NS: i64 = 1_000_000_000;
 
 #[derive(Clone)]
@@ -41,6 +43,11 @@ struct FlowState {
     acks: Option<Box<acks::AckTracker>>,
     /// This direction's message streams, settled by the other direction's message acks.
     message_acks: Option<Box<msgacks::FlowMessageAcks>>,
+    /// Its ack analysis went past the flow state budget and was given up.
+    acks_not_tracked: bool,
+    /// Its burst window could not grow within the flow state budget: it samples fewer
+    /// of the second's datagrams.
+    burst_window_capped: bool,
 }
 
 impl FlowState {
@@ -52,6 +59,8 @@ impl FlowState {
             first_frame,
             acks: None,
             message_acks: None,
+            acks_not_tracked: false,
+            burst_window_capped: false,
         }
     }
 
@@ -60,13 +69,66 @@ impl FlowState {
         std::mem::size_of::<Self>()
             + self.recent.capacity() * std::mem::size_of::<(i64, u32)>()
             + self.stats.heap_bytes()
-            + self
-                .acks
-                .as_ref()
-                .map_or(0, |a| std::mem::size_of::<acks::AckTracker>() + a.heap_bytes())
-            + self.message_acks.as_ref().map_or(0, |a| {
-                std::mem::size_of::<msgacks::FlowMessageAcks>() + a.heap_bytes()
-            })
+            + self.ack_bytes()
+            + self.message_ack_bytes()
+    }
+
+    /// Bytes of its message ack analysis, all charged to the flow state budget.
+    fn message_ack_bytes(&self) -> usize {
+        self.message_acks.as_ref().map_or(0, |a| {
+            std::mem::size_of::<msgacks::FlowMessageAcks>() + a.heap_bytes()
+        })
+    }
+
+    /// [`FlowState::charge_acks`] for the message ack analysis.
+    fn charge_message_acks(&mut self, before: usize, budget: &mut StateBudget) {
+        let now = self.message_ack_bytes();
+        budget.used = (budget.used + now).saturating_sub(before);
+        if budget.used > budget.limit {
+            budget.used -= now;
+            budget.acks_not_tracked += 1;
+            self.message_acks = None;
+            self.acks_not_tracked = true;
+        }
+    }
+
+    /// Bytes of its ack analysis, charged to the flow state budget.
+    fn ack_bytes(&self) -> usize {
+        self.acks.as_ref().map_or(0, |a| a.heap_bytes())
+    }
+
+    /// Charges the ack analysis' growth since it held `before` bytes (beyond what every
+    /// flow may hold, [`acks::UNBUDGETED`]); past the budget it is given up: the flow's
+    /// ack figures are then "not tracked", never partial.
+    fn charge_acks(&mut self, before: usize, budget: &mut StateBudget) {
+        let charged = |b: usize| b.saturating_sub(acks::UNBUDGETED);
+        let now = charged(self.ack_bytes());
+        budget.used = (budget.used + now).saturating_sub(charged(before));
+        if budget.used > budget.limit {
+            budget.used -= now;
+            budget.acks_not_tracked += 1;
+            self.acks = None;
+            self.acks_not_tracked = true;
+        }
+    }
+
+    /// Room in the burst window for one more datagram: grown within the budget (beyond
+    /// [`RECENT_UNBUDGETED`]), or else the oldest dropped (the window then samples).
+    fn make_room(&mut self, budget: &mut StateBudget) {
+        let cap = self.recent.capacity();
+        if self.recent.len() < cap || cap >= RECENT || self.burst_window_capped {
+            return;
+        }
+        let want = (cap * 2).clamp(4, RECENT);
+        let unit = std::mem::size_of::<(i64, u32)>();
+        let charged = |c: usize| c.saturating_sub(RECENT_UNBUDGETED) * unit;
+        if budget.used + charged(want) - charged(cap) <= budget.limit {
+            self.recent.reserve_exact(want - self.recent.len());
+            budget.used += charged(self.recent.capacity()) - charged(cap);
+        } else {
+            self.burst_window_capped = true;
+            budget.burst_window_capped += 1;
+        }
     }
 
     /// Sizes of the second before each loss burst, against all sizes.
@@ -77,6 +139,7 @@ impl FlowState {
         size: u32,
         bursts: &mut BurstSizes,
         budget: u32,
+        state: &mut StateBudget,
     ) {
         while self
             .recent
@@ -85,7 +148,13 @@ impl FlowState {
         {
             self.recent.pop_front();
         }
-        self.recent.push_back((ts_ns, size));
+        self.make_room(state);
+        if self.burst_window_capped && self.recent.len() >= self.recent.capacity() {
+            self.recent.pop_front();
+        }
+        if self.recent.capacity() > self.recent.len() {
+            self.recent.push_back((ts_ns, size));
+        }
         bursts.all.add(size, budget);
         if let SeqEvent::New { gap } = event
             && gap >= 2
@@ -99,6 +168,17 @@ impl FlowState {
             self.counted_until = ts_ns;
         }
     }
+}
+
+/// The flow state budget ([`Config::flow_state_budget`]): bytes held by what grows per
+/// flow with the traffic, shared by every flow as reassembly's budget is, and the flows
+/// it turned away.
+#[derive(Clone, Default)]
+struct StateBudget {
+    limit: usize,
+    used: usize,
+    acks_not_tracked: u64,
+    burst_window_capped: u64,
 }
 
 /// Counts events into a report.
@@ -131,6 +211,7 @@ pub struct Statistics {
     ack_width: u32,
     /// A quarter of the sequence space: a jump this far is a sign of a wrong field.
     quarter_space: u128,
+    state: StateBudget,
     report: Report,
 }
 
@@ -172,13 +253,17 @@ impl Statistics {
                 .is_some_and(|p| p.params.streams.iter().any(|s| s.acked)),
             keep_ack_log: false,
             ack_width: cfg.program.as_deref().map_or(16, acks::ack_width),
-            cfg,
             flows: Vec::new(),
             untracked: None,
             path_mtu: HashMap::new(),
             dropped_over_mtu: hashbrown::HashSet::new(),
             bursts: BurstSizes::default(),
             link_types: Vec::new(),
+            state: StateBudget {
+                limit: cfg.flow_state_budget,
+                ..StateBudget::default()
+            },
+            cfg,
             report,
         }
     }
@@ -258,11 +343,17 @@ impl Statistics {
             let mut stats = fl.stats;
             stats.pad_types();
             stats.acks = match fl.message_acks {
+                _ if fl.acks_not_tracked => None,
                 Some(m) => m.finish(),
                 None => fl.acks.and_then(|a| a.finish()),
             };
+            stats.acks_not_tracked = fl.acks_not_tracked;
+            stats.burst_window_capped = fl.burst_window_capped;
             self.report.flows.push(stats);
         }
+        let c = &mut self.report.capture;
+        c.acks_not_tracked += self.state.acks_not_tracked;
+        c.burst_window_capped += self.state.burst_window_capped;
         self.report.untracked = self.untracked.map(|f| {
             let mut stats = f.stats;
             stats.pad_types();
@@ -512,18 +603,21 @@ impl Statistics {
                 payload_len,
                 &mut self.bursts,
                 self.cfg.format.mtu_budget,
+                &mut self.state,
             );
         }
         // Acks answer the flow's own counter: packets of another sequence space, and a
         // sequence past the plausible window (a jump), are not what they count.
         if self.ack_analysis
             && e.flow_index.is_some()
+            && !flow.acks_not_tracked
             && let Some(seq) = e.sequence
             && e.seq_event != Some(SeqEvent::Jump)
             && (e.fragment.is_some() || self.cfg.program.as_ref().is_none_or(|p| p.space_of(ptype) == 0))
         {
             let bits = self.cfg.sequence_bits();
             let keep = self.keep_ack_log;
+            let before = flow.ack_bytes();
             flow.acks
                 .get_or_insert_with(|| {
                     let mut t = Box::new(acks::AckTracker::new(bits));
@@ -533,6 +627,7 @@ impl Statistics {
                     t
                 })
                 .sent(seq, e.ts_ns);
+            flow.charge_acks(before, &mut self.state);
         }
         let s = &mut flow.stats;
         FlowStats::count_type(&mut s.types, ptype, s.num_types);
@@ -580,7 +675,9 @@ impl Statistics {
             && let Some(fl) = self.flows.get_mut(i as usize)
             && let Some(t) = fl.acks.as_mut()
         {
+            let before = t.heap_bytes();
             t.acked(ack as u64, self.ack_width, bits, e.ts_ns, second);
+            fl.charge_acks(before, &mut self.state);
         }
     }
 
@@ -591,10 +688,14 @@ impl Statistics {
             return;
         };
         let defs = &p.params.streams;
-        if let Some(fl) = self.flows.get_mut(index as usize) {
+        if let Some(fl) = self.flows.get_mut(index as usize)
+            && !fl.acks_not_tracked
+        {
+            let before = fl.message_ack_bytes();
             fl.message_acks
                 .get_or_insert_default()
                 .sent(defs, e.messages, e.ts_ns);
+            fl.charge_message_acks(before, &mut self.state);
         }
         if !e.messages.iter().any(|m| m.ack.is_some()) {
             return;
@@ -610,11 +711,14 @@ impl Statistics {
             .and_then(|start| u32::try_from(e.ts_ns.saturating_sub(start) / 1_000_000_000).ok());
         if let Some(&i) = self.by_key.get(&back)
             && let Some(fl) = self.flows.get_mut(i as usize)
+            && !fl.acks_not_tracked
         {
+            let before = fl.message_ack_bytes();
             let acks = fl.message_acks.get_or_insert_default();
             for m in e.messages {
                 acks.acked(defs, m, e.ts_ns, second);
             }
+            fl.charge_message_acks(before, &mut self.state);
         }
     }
 

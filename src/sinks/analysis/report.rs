@@ -81,6 +81,14 @@ pub struct CaptureSummary {
     pub ip_defrag: DefragStats,
     pub icmp_too_big: u64,
     pub flows_not_tracked: u64,
+    /// Tracked flows whose ack analysis went past the flow state budget: their `acks`
+    /// are absent and `acks_not_tracked` set (the totals of ack figures are partial).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub acks_not_tracked: u64,
+    /// Tracked flows whose window of the second's datagrams stopped growing at the flow
+    /// state budget: `mtu.bursts` samples fewer of their datagrams.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub burst_window_capped: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -263,6 +271,12 @@ pub struct FlowStats {
     /// Ack analysis of this direction's sequences (definitions with ack roles).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub acks: Option<super::acks::AckStats>,
+    /// Its ack analysis was given up at the flow state budget (no `acks`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub acks_not_tracked: bool,
+    /// Its sizes before loss bursts were sampled at the flow state budget.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub burst_window_capped: bool,
     /// Datagrams whose header failed (of `malformed`), for the fit.
     #[serde(skip)]
     pub header_errors: u64,
@@ -345,6 +359,8 @@ impl FlowStats {
             role: None,
             wrong_direction: 0,
             acks: None,
+            acks_not_tracked: false,
+            burst_window_capped: false,
             sequence_spaces: Vec::new(),
             header_errors: 0,
             trailing: 0,
@@ -685,6 +701,8 @@ impl Report {
         c.ip_reassembled += d.ip_reassembled;
         c.icmp_too_big += d.icmp_too_big;
         c.flows_not_tracked += d.flows_not_tracked;
+        c.acks_not_tracked += d.acks_not_tracked;
+        c.burst_window_capped += d.burst_window_capped;
         c.ip_defrag.add(&d.ip_defrag);
         let (v, w) = (&mut self.validation, o.validation);
         v.examined += w.examined;
