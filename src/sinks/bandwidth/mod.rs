@@ -11,14 +11,15 @@ pub mod values;
 
 use crate::dissect::program::{Kind as NodeKind, Program, Side};
 use crate::dissect::{Dissection, FaultKind, Label, Value};
-use crate::engine::{FlowId, Kind, PacketEvent, Sink, Status};
+use crate::engine::{Kind, PacketEvent, Sink, Status};
 use hashbrown::HashMap;
 pub use report::{BandwidthReport, Row};
 use std::sync::Arc;
 use values::{FloatStats, IntStats};
 
-/// Previous values remembered for deltas, over every flow, type and field.
-pub const MAX_PREVIOUS: usize = 1 << 20;
+/// Previous values remembered for deltas, over every flow, type and field (16 bytes
+/// each).
+pub const MAX_PREVIOUS: usize = 1 << 21;
 
 /// No packet type, message type or parent path.
 pub const NONE: u32 = u32::MAX;
@@ -131,12 +132,21 @@ pub struct Bandwidth {
     opts: Options,
     places: Vec<Place>,
     /// Path names: (parent path, name) → id, and each id's full path.
-    path_ids: HashMap<(u32, &'static str, u32), u32>,
+    path_ids: HashMap<(u32, u32), u32>,
+    /// Each node's name, and the part names met so far (`align`, `length`…).
+    names: Vec<&'static str>,
+    /// Each node's last (parent path, path), and each path's last (key, row).
+    node_paths: Vec<(u32, u32)>,
+    path_rows: Vec<(Key, u32)>,
+    parts: Vec<&'static str>,
     pub paths: Vec<String>,
     index: HashMap<Key, u32>,
     pub rows: Vec<Acc>,
-    /// Previous values for deltas: (flow, row, occurrence in the packet).
-    previous: HashMap<(FlowId, u32, u32), i128>,
+    /// The previous packet's values, by (the engine's flow index, packet type). Shards
+    /// keep their own: their flows are disjoint.
+    previous: HashMap<(u32, u32), Previous>,
+    /// Values `previous` holds, all flows together.
+    stored: usize,
     pub captured_bits: u64,
     pub first_ns: Option<i64>,
     pub last_ns: Option<i64>,
@@ -154,21 +164,39 @@ pub struct Bandwidth {
     // Scratch reused per packet.
     field_paths: Vec<u32>,
     children: Vec<u64>,
-    ordinals: HashMap<u32, u32>,
+    /// Occurrences of each row in this packet, and the rows it touched.
+    ordinals: Vec<u32>,
+    touched: Vec<u32>,
+}
+
+/// One flow and type's previous packet: each row's values by occurrence.
+#[derive(Debug, Clone, Default)]
+struct Previous {
+    rows: Vec<Vec<i128>>,
 }
 
 impl Bandwidth {
     pub fn new(program: Option<Arc<Program>>, opts: Options) -> Self {
         let places = program.as_deref().map(places).unwrap_or_default();
+        // Names live as long as the program: interned once, at the start.
+        let names: Vec<&'static str> = program
+            .as_deref()
+            .map(|p| p.nodes.iter().map(|n| intern(&n.name)).collect())
+            .unwrap_or_default();
         let mut b = Bandwidth {
             program,
             opts,
             places,
             path_ids: HashMap::new(),
+            node_paths: vec![(NONE, NONE); names.len()],
+            names,
+            path_rows: Vec::new(),
+            parts: Vec::new(),
             paths: Vec::new(),
             index: HashMap::new(),
             rows: Vec::new(),
             previous: HashMap::new(),
+            stored: 0,
             captured_bits: 0,
             first_ns: None,
             last_ns: None,
@@ -181,15 +209,30 @@ impl Bandwidth {
             events: 0,
             field_paths: Vec::new(),
             children: Vec::new(),
-            ordinals: HashMap::new(),
+            ordinals: Vec::new(),
+            touched: Vec::new(),
         };
         b.paths.push(String::new());
         b
     }
 
-    /// Interns path `name` under `parent`.
+    /// Interns path `name` under `parent`: a node's (by id), or a part's.
     fn path_id(&mut self, parent: u32, name: &'static str, node: u32) -> u32 {
-        if let Some(&id) = self.path_ids.get(&(parent, name, node)) {
+        let code = if node != NONE {
+            node
+        } else {
+            let same = |p: &&str| std::ptr::eq(p.as_ptr(), name.as_ptr()) && p.len() == name.len();
+            let found = self.parts.iter().position(same);
+            let i = match found.or_else(|| self.parts.iter().position(|p| *p == name)) {
+                Some(i) => i,
+                None => {
+                    self.parts.push(name);
+                    self.parts.len() - 1
+                }
+            };
+            NONE - 1 - i as u32
+        };
+        if let Some(&id) = self.path_ids.get(&(parent, code)) {
             return id;
         }
         let id = self.paths.len() as u32;
@@ -198,7 +241,7 @@ impl Bandwidth {
             None => name.to_string(),
         };
         self.paths.push(text);
-        self.path_ids.insert((parent, name, node), id);
+        self.path_ids.insert((parent, code), id);
         id
     }
 
@@ -208,7 +251,14 @@ impl Bandwidth {
     }
 
     fn row(&mut self, key: Key) -> usize {
+        // The row a path last went to, which it mostly goes to again.
+        if let Some(&(k, i)) = self.path_rows.get(key.path as usize)
+            && k == key
+        {
+            return i as usize;
+        }
         if let Some(&i) = self.index.get(&key) {
+            self.remember_row(key, i);
             return i as usize;
         }
         let resolution = self.resolution_for(&key);
@@ -228,7 +278,16 @@ impl Bandwidth {
             last_packet: 0,
         });
         self.index.insert(key, i as u32);
+        self.remember_row(key, i as u32);
         i
+    }
+
+    fn remember_row(&mut self, key: Key, i: u32) {
+        let at = key.path as usize;
+        if self.path_rows.len() <= at {
+            self.path_rows.resize(at + 1, (key, u32::MAX));
+        }
+        self.path_rows[at] = (key, i);
     }
 
     /// The `--what-if` resolution of a row, by its path with or without the type.
@@ -304,7 +363,11 @@ impl Bandwidth {
             _ => None,
         };
         let mut covered = 0u64;
-        self.ordinals.clear();
+        let flow_type = e.flow_index.map(|f| (f, type_id));
+        let mut prev = flow_type
+            .and_then(|k| self.previous.get_mut(&k))
+            .map(std::mem::take)
+            .unwrap_or_default();
         let mut paths = std::mem::take(&mut self.field_paths);
         paths.clear();
         let mut children = std::mem::take(&mut self.children);
@@ -319,10 +382,18 @@ impl Bandwidth {
             let parent = paths.get(f.parent as usize).copied().unwrap_or(0);
             let pid = match f.label {
                 Label::Index(_) => parent,
-                Label::Node(id) => {
-                    let name = self.node_name(id);
-                    self.path_id(parent, name, id)
-                }
+                Label::Node(id) => match self.node_paths.get(id as usize) {
+                    // A node is mostly met under one parent path: no lookup then.
+                    Some(&(p, pid)) if p == parent => pid,
+                    _ => {
+                        let name = self.node_name(id);
+                        let pid = self.path_id(parent, name, id);
+                        if let Some(c) = self.node_paths.get_mut(id as usize) {
+                            *c = (parent, pid);
+                        }
+                        pid
+                    }
+                },
                 Label::Part(s) => self.path_id(parent, s, NONE),
             };
             paths.push(pid);
@@ -347,12 +418,16 @@ impl Bandwidth {
                 own,
             );
             covered += own;
-            if cat.has_values() && f.bit_len == own {
-                let ord = self.ordinals.entry(row as u32).or_default();
-                let k = *ord;
-                *ord += 1;
-                self.values(row, e.flow, k, f);
+            if cat.has_values()
+                && f.bit_len == own
+                && let Some(value) = self.values(row, f)
+            {
+                self.delta(&mut prev, flow_type.is_some(), row, value);
             }
+        }
+        self.end_packet(&mut prev);
+        if let Some(k) = flow_type {
+            self.previous.insert(k, prev);
         }
         self.field_paths = paths;
         self.children = children;
@@ -374,13 +449,7 @@ impl Bandwidth {
     }
 
     fn node_name(&self, id: u32) -> &'static str {
-        // Names live as long as the program, which this profile holds: interned once.
-        let name = self
-            .program
-            .as_deref()
-            .and_then(|p| p.nodes.get(id as usize))
-            .map_or("?", |n| n.name.as_str());
-        intern(name)
+        self.names.get(id as usize).copied().unwrap_or("?")
     }
 
     fn category(&self, kind: &str, node: u32) -> Category {
@@ -398,7 +467,7 @@ impl Bandwidth {
     }
 
     /// The value estimates of one occurrence.
-    fn values(&mut self, row: usize, flow: Option<FlowId>, k: u32, f: &crate::dissect::Field) {
+    fn values(&mut self, row: usize, f: &crate::dissect::Field) -> Option<(i128, bool)> {
         let (kind, raw, v) = (f.kind, f.raw, f.value);
         if self.rows[row].kind.is_empty() {
             let step = match self.program.as_deref().and_then(|p| p.nodes.get(f.node as usize)).map(|n| &n.kind) {
@@ -429,7 +498,7 @@ impl Bandwidth {
         let q = match (float, r.resolution) {
             (Some(f), Some((res, _))) if f.is_finite() && res > 0.0 => {
                 let q = (f / res).round();
-                (q.abs() < 1e30).then_some(q as i128)
+                (q.abs() < 4.6e18).then_some(q as i128)
             }
             _ => None,
         };
@@ -444,32 +513,55 @@ impl Bandwidth {
             }
             _ => None,
         };
-        let (Some((value, quantized)), Some(flow)) = (tracked, flow) else {
+        tracked
+    }
+
+    /// The delta of a value against the same occurrence of its row in the previous
+    /// packet of the flow and type, which it then replaces.
+    fn delta(&mut self, prev: &mut Previous, tracked_flow: bool, row: usize, (value, quantized): (i128, bool)) {
+        if self.ordinals.len() <= row {
+            self.ordinals.resize(row + 1, 0);
+        }
+        if prev.rows.len() <= row {
+            prev.rows.resize(row + 1, Vec::new());
+        }
+        let ord = self.ordinals[row] as usize;
+        if ord == 0 {
+            self.touched.push(row as u32);
+        }
+        self.ordinals[row] += 1;
+        let slot = &mut prev.rows[row];
+        let r = &mut self.rows[row];
+        let Some(s) = (if quantized { r.quantized.as_mut() } else { r.ints.as_mut() }) else {
             return;
         };
-        let full = self.previous.len() >= MAX_PREVIOUS;
-        let prev = match self.previous.get_mut(&(flow, row as u32, k)) {
-            Some(p) => Some(std::mem::replace(p, value)),
-            None if full => {
-                let r = &mut self.rows[row];
-                let s = if quantized { r.quantized.as_mut() } else { r.ints.as_mut() };
-                if let Some(s) = s {
-                    s.delta.not_tracked += 1;
-                }
-                return;
-            }
-            None => {
-                self.previous.insert((flow, row as u32, k), value);
-                None
-            }
-        };
-        if let Some(p) = prev {
-            let r = &mut self.rows[row];
-            let s = if quantized { r.quantized.as_mut() } else { r.ints.as_mut() };
-            if let Some(s) = s {
-                s.add_delta(value - p);
+        if let Some(p) = slot.get_mut(ord) {
+            s.add_delta(value - *p);
+            *p = value;
+        } else if tracked_flow && self.stored < MAX_PREVIOUS {
+            slot.push(value);
+            self.stored += 1;
+        } else {
+            s.delta.not_tracked += 1;
+        }
+    }
+
+    /// Forgets the occurrences the packet did not have: the next packet compares with
+    /// this one only.
+    fn end_packet(&mut self, prev: &mut Previous) {
+        for (row, slot) in prev.rows.iter_mut().enumerate() {
+            let keep = self.ordinals.get(row).copied().unwrap_or(0) as usize;
+            if slot.len() > keep {
+                self.stored -= slot.len() - keep;
+                slot.truncate(keep);
             }
         }
+        for &row in &self.touched {
+            if let Some(o) = self.ordinals.get_mut(row as usize) {
+                *o = 0;
+            }
+        }
+        self.touched.clear();
     }
 
     /// Folds in a shard of the same capture (disjoint flows; frames counted once).

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 /// Distinct values kept per row for the entropy estimate; past it the row says so and
 /// gives no entropy.
-pub const MAX_DISTINCT: usize = 4096;
+pub const MAX_DISTINCT: usize = 1024;
 
 /// Bits that hold `n` (0 for 0): the width an unsigned `n` needs.
 pub fn width_of(n: u128) -> u32 {
@@ -25,8 +25,10 @@ pub struct IntStats {
     pub n: u64,
     pub min: i128,
     pub max: i128,
-    /// Value → how many times, up to [`MAX_DISTINCT`] values.
-    pub distinct: HashMap<i128, u64>,
+    /// Value → how many times, up to [`MAX_DISTINCT`] values. Keyed by the value's low
+    /// 64 bits: a row's values are all of one leaf kind (64-bit at most, signed or
+    /// not) or floats quantized within ±2^62, so no two of them share those bits.
+    pub distinct: HashMap<u64, u32>,
     pub capped: bool,
     /// Deltas against the previous packet of the same type and flow.
     pub delta: Delta,
@@ -56,14 +58,14 @@ impl IntStats {
         self.n += 1;
         if !self.capped {
             let full = self.distinct.len() >= MAX_DISTINCT;
-            match self.distinct.get_mut(&v) {
+            match self.distinct.get_mut(&(v as u64)) {
                 Some(c) => *c += 1,
                 None if full => {
                     self.capped = true;
                     self.distinct = HashMap::new();
                 }
                 None => {
-                    self.distinct.insert(v, 1);
+                    self.distinct.insert(v as u64, 1);
                 }
             }
         }
@@ -88,13 +90,13 @@ impl IntStats {
         }
         let n = self.n as f64;
         // Summed in value order, so that merged shards give the same float.
-        let mut counts: Vec<(&i128, &u64)> = self.distinct.iter().collect();
+        let mut counts: Vec<(&u64, &u32)> = self.distinct.iter().collect();
         counts.sort_unstable();
         Some(
             counts
                 .iter()
                 .map(|(_, c)| {
-                    let p = **c as f64 / n;
+                    let p = f64::from(**c) / n;
                     -p * p.log2()
                 })
                 .sum::<f64>()
