@@ -39,12 +39,21 @@ fn rows_add_up_to_the_wire_on_every_bundled_capture() {
         let r = run::analyze_files(&paths, cfg, Options::default(), &mut |_, _| {}).unwrap();
         let b = r.bandwidth.as_ref().unwrap();
         assert_eq!(b.captured_bits, r.capture.bytes * 8, "{capture}");
-        assert_eq!(b.rows.iter().map(|r| r.bits).sum::<u64>(), b.captured_bits, "{capture}");
+        assert_eq!(
+            b.rows.iter().map(|r| r.bits).sum::<u64>(),
+            b.captured_bits,
+            "{capture}"
+        );
         assert!(b.rows.iter().all(|r| r.bits > 0), "{capture}");
         // A datagram cut inside its end check keeps the fields read before the fault.
         if capture == "malformed.pcap" {
-            let rest: u64 = b.rows.iter().filter(|r| r.category == "malformed_remainder").map(|r| r.bits).sum();
-            assert!(rest > 0 && rest % 8 == 0, "{rest}");
+            let rest: u64 = b
+                .rows
+                .iter()
+                .filter(|r| r.category == "malformed_remainder")
+                .map(|r| r.bits)
+                .sum();
+            assert!(rest > 0 && rest.is_multiple_of(8), "{rest}");
         }
     }
 }
@@ -100,7 +109,10 @@ fn a_what_if_resolution_quantizes_the_floats_seen() {
     let steps = (max / 0.5).round() - (min / 0.5).round();
     assert_eq!(e["resolution"], 0.5);
     assert_eq!(e["resolution_source"], "what-if");
-    assert_eq!(e["range_bits"].as_u64().unwrap(), 64 - (steps as u64).leading_zeros() as u64);
+    assert_eq!(
+        e["range_bits"].as_u64().unwrap(),
+        64 - (steps as u64).leading_zeros() as u64
+    );
 }
 
 /// The values the fixture's packet `k` of a flow carries.
@@ -133,13 +145,21 @@ fn client(flow: u32) -> SocketAddr {
 fn fixture(name: &str, flows: &[u32]) -> PathBuf {
     let path = std::env::temp_dir().join(format!("gpcap-bits-{name}-{}.pcap", std::process::id()));
     let server: SocketAddr = "10.0.1.1:42000".parse().unwrap();
-    let datagrams = (0..PER_FLOW).flat_map(|k| flows.iter().map(move |&f| (client(f), server, datagram(k, values(f, k)))));
+    let datagrams = (0..PER_FLOW).flat_map(|k| {
+        flows
+            .iter()
+            .map(move |&f| (client(f), server, datagram(k, values(f, k))))
+    });
     common::udp_capture(&path, datagrams.collect::<Vec<_>>());
     path
 }
 
 fn zigzag_width(d: i64) -> u32 {
-    let z = if d >= 0 { (d as u64) << 1 } else { ((-(d + 1)) as u64) << 1 | 1 };
+    let z = if d >= 0 {
+        (d as u64) << 1
+    } else {
+        ((-(d + 1)) as u64) << 1 | 1
+    };
     64 - z.leading_zeros()
 }
 
@@ -159,7 +179,10 @@ fn estimates_equal_what_the_fixture_wrote() {
 
     let version = find(&b, "state", "version").estimate.clone().unwrap();
     assert!(version.constant);
-    assert_eq!((version.min, version.max, version.range_bits), (Some(7.0), Some(7.0), Some(0)));
+    assert_eq!(
+        (version.min, version.max, version.range_bits),
+        (Some(7.0), Some(7.0), Some(0))
+    );
     assert_eq!(version.range_saves_bits, Some(8 * n));
     assert_eq!(version.entropy_bits, Some(0.0));
 
@@ -175,7 +198,9 @@ fn estimates_equal_what_the_fixture_wrote() {
     assert_eq!(alive.always, Some(true));
 
     let x = find(&b, "state", "x").estimate.clone().unwrap();
-    let written: Vec<Vec<u32>> = (0..2).map(|f| (0..PER_FLOW).map(|k| values(f, k).3).collect()).collect();
+    let written: Vec<Vec<u32>> = (0..2)
+        .map(|f| (0..PER_FLOW).map(|k| values(f, k).3).collect())
+        .collect();
     let all = written.iter().flatten();
     assert_eq!(x.min, all.clone().min().map(|&v| f64::from(v)));
     assert_eq!(x.max, all.clone().max().map(|&v| f64::from(v)));
@@ -186,7 +211,10 @@ fn estimates_equal_what_the_fixture_wrote() {
         .collect();
     assert!(steps.iter().all(|d| d.abs() == 1));
     assert_eq!(delta.samples, n - 2);
-    assert_eq!(delta.bits, steps.iter().map(|&d| u64::from(zigzag_width(d))).sum::<u64>());
+    assert_eq!(
+        delta.bits,
+        steps.iter().map(|&d| u64::from(zigzag_width(d))).sum::<u64>()
+    );
     assert_eq!(delta.width, 2);
     assert_eq!(delta.not_tracked, 0);
     let _ = std::fs::remove_file(path);
@@ -202,7 +230,14 @@ fn flows_profiled_apart_and_merged_equal_the_whole() {
     let opts = Options::default();
     let run = |p: &PathBuf| {
         let mut b = Bandwidth::new(cfg.program.clone(), opts.clone());
-        run_files(std::slice::from_ref(p), Engine::new(cfg.clone(), true), &mut b, &mut |_, _| {}, &|_| false).unwrap();
+        run_files(
+            std::slice::from_ref(p),
+            Engine::new(cfg.clone(), true),
+            &mut b,
+            &mut |_, _| {},
+            &|_| false,
+        )
+        .unwrap();
         b
     };
     let (whole, a, b) = (fixture("whole", &[0, 1]), fixture("a", &[0]), fixture("b", &[1]));
@@ -251,7 +286,11 @@ fn generated_captures_match_the_generator() {
             .sum();
         // Reassembled packets' bits replace their fragments' data: still the payloads.
         assert_eq!(protocol, payload_bits, "{def}");
-        assert_eq!(b.rows.iter().map(|r| r.bits).sum::<u64>(), r.capture.bytes * 8, "{def}");
+        assert_eq!(
+            b.rows.iter().map(|r| r.bits).sum::<u64>(),
+            r.capture.bytes * 8,
+            "{def}"
+        );
         let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -19,9 +19,20 @@ pub fn render(b: &BandwidthReport, top: usize) -> String {
     t.load_style(presets::UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Disabled)
         .set_header(
-            ["Bits", "Wire", "Of type", "Bits/pkt", "bit/s", "Type", "Dir", "Field", "What", "Estimate (observed)"]
-                .iter()
-                .map(Cell::new),
+            [
+                "Bits",
+                "Wire",
+                "Of type",
+                "Bits/pkt",
+                "bit/s",
+                "Type",
+                "Dir",
+                "Field",
+                "What",
+                "Estimate (observed)",
+            ]
+            .iter()
+            .map(Cell::new),
         );
     for r in b.rows.iter().take(top) {
         t.add_row(row(r));
@@ -63,7 +74,8 @@ fn row(r: &Row) -> Vec<String> {
     vec![
         r.bits.to_string(),
         format!("{:.1}%", r.share_of_wire * 100.0),
-        r.share_of_type.map_or(String::new(), |s| format!("{:.1}%", s * 100.0)),
+        r.share_of_type
+            .map_or(String::new(), |s| format!("{:.1}%", s * 100.0)),
         format!("{:.1}", r.mean_bits_per_packet),
         r.bits_per_s.map_or(String::new(), |b| format!("{b:.0}")),
         ty,

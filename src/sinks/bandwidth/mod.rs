@@ -297,7 +297,10 @@ impl Bandwidth {
         self.opts
             .what_if
             .iter()
-            .find(|(p, _)| p == path || ty.is_some_and(|t| p.strip_prefix(t).and_then(|r| r.strip_prefix('.')) == Some(path)))
+            .find(|(p, _)| {
+                p == path
+                    || ty.is_some_and(|t| p.strip_prefix(t).and_then(|r| r.strip_prefix('.')) == Some(path))
+            })
             .map(|(_, r)| (*r, "what-if"))
     }
 
@@ -470,7 +473,12 @@ impl Bandwidth {
     fn values(&mut self, row: usize, f: &crate::dissect::Field) -> Option<(i128, bool)> {
         let (kind, raw, v) = (f.kind, f.raw, f.value);
         if self.rows[row].kind.is_empty() {
-            let step = match self.program.as_deref().and_then(|p| p.nodes.get(f.node as usize)).map(|n| &n.kind) {
+            let step = match self
+                .program
+                .as_deref()
+                .and_then(|p| p.nodes.get(f.node as usize))
+                .map(|n| &n.kind)
+            {
                 Some(NodeKind::CompressedFloat(cf) | NodeKind::CompressedVector(cf)) if cf.max_int > 0 => {
                     f64::from(cf.max - cf.min) / f64::from(cf.max_int)
                 }
@@ -502,7 +510,7 @@ impl Bandwidth {
             }
             _ => None,
         };
-        let tracked = match (q, int) {
+        match (q, int) {
             (Some(q), _) => {
                 r.quantized.get_or_insert_with(Default::default).add(q);
                 Some((q, true))
@@ -512,13 +520,18 @@ impl Bandwidth {
                 Some((i, false))
             }
             _ => None,
-        };
-        tracked
+        }
     }
 
     /// The delta of a value against the same occurrence of its row in the previous
     /// packet of the flow and type, which it then replaces.
-    fn delta(&mut self, prev: &mut Previous, tracked_flow: bool, row: usize, (value, quantized): (i128, bool)) {
+    fn delta(
+        &mut self,
+        prev: &mut Previous,
+        tracked_flow: bool,
+        row: usize,
+        (value, quantized): (i128, bool),
+    ) {
         if self.ordinals.len() <= row {
             self.ordinals.resize(row + 1, 0);
         }
@@ -532,7 +545,11 @@ impl Bandwidth {
         self.ordinals[row] += 1;
         let slot = &mut prev.rows[row];
         let r = &mut self.rows[row];
-        let Some(s) = (if quantized { r.quantized.as_mut() } else { r.ints.as_mut() }) else {
+        let Some(s) = (if quantized {
+            r.quantized.as_mut()
+        } else {
+            r.ints.as_mut()
+        }) else {
             return;
         };
         if let Some(p) = slot.get_mut(ord) {
@@ -609,7 +626,13 @@ impl Bandwidth {
         let headers = self.game_frames.saturating_sub(self.game_payload);
         self.overhead(0, NONE, "(link/IP/UDP headers)", Category::LinkHeaders, headers);
         let left = self.frag_data.saturating_sub(self.reassembled);
-        self.overhead(0, frag, "(fragment data not in a completed packet)", Category::FragmentData, left);
+        self.overhead(
+            0,
+            frag,
+            "(fragment data not in a completed packet)",
+            Category::FragmentData,
+            left,
+        );
         self.game_frames = 0;
         self.game_payload = 0;
         self.frag_data = 0;
@@ -728,7 +751,9 @@ impl Sink for Bandwidth {
         let payload = e.payload.len() as u64 * 8;
         let failed = match e.status {
             Status::Truncated => Some(("(truncated: not validated)", Category::Truncated)),
-            Status::CrcMismatch | Status::TooShort => Some(("(failed the checksum)", Category::ChecksumFailed)),
+            Status::CrcMismatch | Status::TooShort => {
+                Some(("(failed the checksum)", Category::ChecksumFailed))
+            }
             Status::Unverified => Some(("(checksum not verifiable)", Category::ChecksumUnverified)),
             _ => None,
         };

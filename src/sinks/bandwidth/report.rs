@@ -118,7 +118,8 @@ pub fn build(b: &Bandwidth) -> BandwidthReport {
             *type_bits.entry((r.key.dir, r.key.type_id)).or_default() += r.bits;
         }
     }
-    let name = |t: u32| (t != NONE).then(|| b.type_name(t).map_or_else(|| format!("type {t}"), str::to_string));
+    let name =
+        |t: u32| (t != NONE).then(|| b.type_name(t).map_or_else(|| format!("type {t}"), str::to_string));
     let mut rows: Vec<Row> = b
         .rows
         .iter()
@@ -173,7 +174,11 @@ pub fn build(b: &Bandwidth) -> BandwidthReport {
             share_of_wire: bits as f64 / wire,
         })
         .collect();
-    types.sort_by(|a, b| b.bits.cmp(&a.bits).then_with(|| a.packet_type.cmp(&b.packet_type)));
+    types.sort_by(|a, b| {
+        b.bits
+            .cmp(&a.bits)
+            .then_with(|| a.packet_type.cmp(&b.packet_type))
+    });
     BandwidthReport {
         computed_from: "field tree",
         captured_bits: b.captured_bits,

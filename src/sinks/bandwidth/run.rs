@@ -16,7 +16,10 @@ pub fn analyze_files(
     opts: Options,
     progress: &mut dyn FnMut(usize, u64),
 ) -> Result<Report, CaptureError> {
-    let mut sinks = (Statistics::new(cfg.clone()), Bandwidth::new(cfg.program.clone(), opts));
+    let mut sinks = (
+        Statistics::new(cfg.clone()),
+        Bandwidth::new(cfg.program.clone(), opts),
+    );
     run_files(captures, Engine::new(cfg, true), &mut sinks, progress, &|_| false)?;
     let (stats, bandwidth) = sinks;
     let mut report = stats.report();
@@ -29,7 +32,9 @@ pub fn analyze_files(
 pub fn check_what_if(cfg: &Config, opts: &Options) -> Result<(), String> {
     let Some(p) = cfg.program.as_deref() else {
         return match opts.what_if.first() {
-            Some((path, _)) => Err(format!("--what-if {path}: no definition given (-d) whose fields it could name")),
+            Some((path, _)) => Err(format!(
+                "--what-if {path}: no definition given (-d) whose fields it could name"
+            )),
             None => Ok(()),
         };
     };
@@ -43,12 +48,18 @@ pub fn check_what_if(cfg: &Config, opts: &Options) -> Result<(), String> {
         let found = catalog.iter().find(|c| c.path == bare || c.path == *path);
         match found {
             Some(c) if matches!(c.holds, paths::Holds::Float { .. } | paths::Holds::Double) => {}
-            Some(_) => return Err(format!("--what-if {path}: not a float field (a resolution applies to floats)")),
+            Some(_) => {
+                return Err(format!(
+                    "--what-if {path}: not a float field (a resolution applies to floats)"
+                ));
+            }
             None => {
                 let hint = paths::nearest(&catalog, bare)
                     .map(|n| format!("; did you mean {n}?"))
                     .unwrap_or_default();
-                return Err(format!("--what-if {path}: the definition has no field {bare}{hint}"));
+                return Err(format!(
+                    "--what-if {path}: the definition has no field {bare}{hint}"
+                ));
             }
         }
     }

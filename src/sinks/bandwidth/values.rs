@@ -16,7 +16,11 @@ pub fn width_of(n: u128) -> u32 {
 
 /// Zigzag of a signed difference: small magnitudes either way stay small.
 pub fn zigzag(d: i128) -> u128 {
-    if d >= 0 { (d as u128) << 1 } else { ((-(d + 1)) as u128) << 1 | 1 }
+    if d >= 0 {
+        (d as u128) << 1
+    } else {
+        ((-(d + 1)) as u128) << 1 | 1
+    }
 }
 
 /// Integer values (raw integers, booleans, or floats quantized at a resolution).
@@ -225,6 +229,9 @@ mod tests {
             if v % 2 == 0 { a.add(v % 7) } else { b.add(v % 7) }
         }
         a.merge(&b);
-        assert_eq!((a.n, a.min, a.max, a.entropy()), (whole.n, whole.min, whole.max, whole.entropy()));
+        assert_eq!(
+            (a.n, a.min, a.max, a.entropy()),
+            (whole.n, whole.min, whole.max, whole.entropy())
+        );
     }
 }
