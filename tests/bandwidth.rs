@@ -294,3 +294,37 @@ fn generated_captures_match_the_generator() {
         let _ = std::fs::remove_dir_all(dir);
     }
 }
+
+/// `export --bits` writes `field_bits`, whose rows are `analyze --bits`'s: the same bits.
+#[cfg(feature = "export")]
+#[test]
+fn export_writes_field_bits_as_analyze_counts_them() {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::UInt64Type;
+    let dir = std::env::temp_dir().join(format!("gpcap-bits-export-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let capture = root().join("captures/clean.pcap");
+    let def = root().join("dissectors/article.kdl");
+    let (c, d) = (capture.to_str().unwrap(), def.to_str().unwrap());
+    common::gpcap_ok(&["export", c, "-d", d, "-o", dir.to_str().unwrap(), "--bits"]);
+    let file = dir.join("field_bits/capture=clean.pcap/part-0.parquet");
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+        std::fs::File::open(&file).unwrap(),
+    )
+    .unwrap()
+    .build()
+    .unwrap();
+    let mut bits = 0u64;
+    let mut rows = 0;
+    for batch in reader {
+        let batch = batch.unwrap();
+        let col = batch.column_by_name("bits").unwrap().as_primitive::<UInt64Type>();
+        bits += col.values().iter().sum::<u64>();
+        rows += batch.num_rows();
+    }
+    let v: serde_json::Value =
+        serde_json::from_str(&common::gpcap_ok(&["analyze", c, "-d", d, "--bits", "--json"])).unwrap();
+    assert_eq!(bits, v["bandwidth"]["captured_bits"].as_u64().unwrap());
+    assert_eq!(rows, v["bandwidth"]["rows"].as_array().unwrap().len());
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -177,6 +177,10 @@ pub struct ExportArgs {
     /// Link MTU for "IP datagram over the link MTU".
     #[arg(long = "link-mtu", default_value_t = 1500, value_parser = clap::value_parser!(u32).range(68..=65535))]
     pub link_mtu: u32,
+    /// Also write the table `field_bits`: where the bits go, field by field (as
+    /// `analyze --bits`).
+    #[arg(long)]
+    pub bits: bool,
 }
 
 #[derive(Args)]

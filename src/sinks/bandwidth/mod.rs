@@ -5,6 +5,8 @@
 //! remainder, datagrams that failed the checksum, other traffic — so the rows add up to
 //! the captured bytes × 8. The rows are read from the field tree the engine records.
 
+#[cfg(feature = "export")]
+pub mod parquet;
 pub mod report;
 pub mod run;
 pub mod values;
