@@ -23,6 +23,10 @@ use values::{FloatStats, IntStats};
 /// each).
 pub const MAX_PREVIOUS: usize = 1 << 21;
 
+/// (flow, packet type) pairs whose previous packet is kept; the values of later ones
+/// count as `not_tracked`.
+pub const MAX_STATES: usize = 1 << 16;
+
 /// No packet type, message type or parent path.
 pub const NONE: u32 = u32::MAX;
 
@@ -108,6 +112,9 @@ pub struct Acc {
     pub step: f64,
     /// The last packet counted in `packets`.
     last_packet: u64,
+    /// Its index among the rows of its packet type (where a flow's previous packet of
+    /// the type keeps its values).
+    local: u32,
 }
 
 /// Options of the profile.
@@ -149,6 +156,8 @@ pub struct Bandwidth {
     previous: HashMap<(u32, u32), Previous>,
     /// Values `previous` holds, all flows together.
     stored: usize,
+    /// Rows per packet type so far.
+    type_rows: HashMap<u32, u32>,
     pub captured_bits: u64,
     pub first_ns: Option<i64>,
     pub last_ns: Option<i64>,
@@ -199,6 +208,7 @@ impl Bandwidth {
             rows: Vec::new(),
             previous: HashMap::new(),
             stored: 0,
+            type_rows: HashMap::new(),
             captured_bits: 0,
             first_ns: None,
             last_ns: None,
@@ -265,7 +275,11 @@ impl Bandwidth {
         }
         let resolution = self.resolution_for(&key);
         let i = self.rows.len();
+        let local = self.type_rows.entry(key.type_id).or_default();
+        let at = *local;
+        *local += 1;
         self.rows.push(Acc {
+            local: at,
             key,
             bits: 0,
             occurrences: 0,
@@ -369,6 +383,9 @@ impl Bandwidth {
         };
         let mut covered = 0u64;
         let flow_type = e.flow_index.map(|f| (f, type_id));
+        // Past the cap of kept states, a new flow and type gets no deltas.
+        let keep =
+            flow_type.is_some_and(|k| self.previous.len() < MAX_STATES || self.previous.contains_key(&k));
         let mut prev = flow_type
             .and_then(|k| self.previous.get_mut(&k))
             .map(std::mem::take)
@@ -427,11 +444,11 @@ impl Bandwidth {
                 && f.bit_len == own
                 && let Some(value) = self.values(row, f)
             {
-                self.delta(&mut prev, flow_type.is_some(), row, value);
+                self.delta(&mut prev, keep, row, value);
             }
         }
         self.end_packet(&mut prev);
-        if let Some(k) = flow_type {
+        if let Some(k) = flow_type.filter(|_| keep) {
             self.previous.insert(k, prev);
         }
         self.field_paths = paths;
@@ -534,18 +551,20 @@ impl Bandwidth {
         row: usize,
         (value, quantized): (i128, bool),
     ) {
-        if self.ordinals.len() <= row {
-            self.ordinals.resize(row + 1, 0);
+        // Rows of one packet type, by their index within it.
+        let local = self.rows[row].local as usize;
+        if self.ordinals.len() <= local {
+            self.ordinals.resize(local + 1, 0);
         }
-        if prev.rows.len() <= row {
-            prev.rows.resize(row + 1, Vec::new());
+        if prev.rows.len() <= local {
+            prev.rows.resize(local + 1, Vec::new());
         }
-        let ord = self.ordinals[row] as usize;
+        let ord = self.ordinals[local] as usize;
         if ord == 0 {
-            self.touched.push(row as u32);
+            self.touched.push(local as u32);
         }
-        self.ordinals[row] += 1;
-        let slot = &mut prev.rows[row];
+        self.ordinals[local] += 1;
+        let slot = &mut prev.rows[local];
         let r = &mut self.rows[row];
         let Some(s) = (if quantized {
             r.quantized.as_mut()
