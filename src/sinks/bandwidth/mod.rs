@@ -146,6 +146,8 @@ pub struct Bandwidth {
     names: Vec<&'static str>,
     /// Each node's last (parent path, path), and each path's last (key, row).
     node_paths: Vec<(u32, u32)>,
+    /// By field index: (parent path, label, path) of the last packet's field there.
+    field_cache: Vec<(u32, Label, u32)>,
     path_rows: Vec<(Key, u32)>,
     parts: Vec<&'static str>,
     pub paths: Vec<String>,
@@ -202,6 +204,7 @@ impl Bandwidth {
             node_paths: vec![(NONE, NONE); names.len()],
             names,
             path_rows: Vec::new(),
+            field_cache: Vec::new(),
             parts: Vec::new(),
             paths: Vec::new(),
             index: HashMap::new(),
@@ -402,21 +405,33 @@ impl Bandwidth {
         }
         for (i, f) in d.fields.iter().enumerate() {
             let parent = paths.get(f.parent as usize).copied().unwrap_or(0);
-            let pid = match f.label {
-                Label::Index(_) => parent,
-                Label::Node(id) => match self.node_paths.get(id as usize) {
-                    // A node is mostly met under one parent path: no lookup then.
-                    Some(&(p, pid)) if p == parent => pid,
-                    _ => {
-                        let name = self.node_name(id);
-                        let pid = self.path_id(parent, name, id);
-                        if let Some(c) = self.node_paths.get_mut(id as usize) {
-                            *c = (parent, pid);
-                        }
-                        pid
+            // Packets of a type mostly repeat their tree: the field at the same index
+            // under the same parent path has the same path as last time.
+            let pid = match self.field_cache.get(i) {
+                Some(&(p, l, pid)) if p == parent && l == f.label => pid,
+                _ => {
+                    let pid = match f.label {
+                        Label::Index(_) => parent,
+                        Label::Node(id) => match self.node_paths.get(id as usize) {
+                            // A node is mostly met under one parent path: no lookup then.
+                            Some(&(p, pid)) if p == parent => pid,
+                            _ => {
+                                let name = self.node_name(id);
+                                let pid = self.path_id(parent, name, id);
+                                if let Some(c) = self.node_paths.get_mut(id as usize) {
+                                    *c = (parent, pid);
+                                }
+                                pid
+                            }
+                        },
+                        Label::Part(s) => self.path_id(parent, s, NONE),
+                    };
+                    if self.field_cache.len() <= i {
+                        self.field_cache.resize(i + 1, (NONE, Label::Index(0), 0));
                     }
-                },
-                Label::Part(s) => self.path_id(parent, s, NONE),
+                    self.field_cache[i] = (parent, f.label, pid);
+                    pid
+                }
             };
             paths.push(pid);
             if data_at.is_some_and(|a| f.bit_offset >= a) {
