@@ -328,3 +328,22 @@ fn export_writes_field_bits_as_analyze_counts_them() {
     assert_eq!(rows, v["bandwidth"]["rows"].as_array().unwrap().len());
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Without a definition nothing is read field by field: each datagram is one row of
+/// `not_dissected` bits, and reassembled packets (whose bits are their fragments') add
+/// nothing — the rows still add up to the wire.
+#[test]
+fn zero_configuration_rows_add_up_to_the_wire() {
+    for capture in ["clean.pcap", "lossy-bursts.pcap", "article.pcap"] {
+        let path = root().join("captures").join(capture);
+        let out = common::gpcap_ok(&["analyze", path.to_str().unwrap(), "--bits", "--json"]);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let b = &v["bandwidth"];
+        assert_eq!(b["rows_bits"], b["captured_bits"], "{capture}");
+        assert_eq!(
+            b["captured_bits"].as_u64(),
+            v["capture"]["bytes"].as_u64().map(|n| n * 8),
+            "{capture}"
+        );
+    }
+}

@@ -46,6 +46,7 @@ pub enum Category {
     ChecksumFailed,
     ChecksumUnverified,
     Truncated,
+    NotDissected,
     LinkHeaders,
     OtherTraffic,
 }
@@ -67,6 +68,7 @@ impl Category {
             Category::ChecksumFailed => "checksum_failed",
             Category::ChecksumUnverified => "checksum_unverified",
             Category::Truncated => "truncated",
+            Category::NotDissected => "not_dissected",
             Category::LinkHeaders => "link_headers",
             Category::OtherTraffic => "other_traffic",
         }
@@ -665,7 +667,7 @@ impl Bandwidth {
         self.overhead(
             0,
             frag,
-            "(fragment data not in a completed packet)",
+            "(fragment data not read as a reassembled packet)",
             Category::FragmentData,
             left,
         );
@@ -769,7 +771,15 @@ impl Sink for Bandwidth {
         let frame_bits = e.frame_data.len() as u64 * 8;
         match e.kind {
             Kind::Reassembled => {
-                self.reassembled += e.payload.len() as u64 * 8;
+                // Its bits are its fragments' data: they move from the fragment data row
+                // to the packet's fields only when the packet was read field by field.
+                if let (Status::Ok | Status::Malformed | Status::BadHeader, Some(d)) =
+                    (e.status, e.dissection)
+                {
+                    self.reassembled += e.payload.len() as u64 * 8;
+                    self.packet_bits(e, d);
+                }
+                return;
             }
             Kind::Game => {
                 self.game_frames += frame_bits;
@@ -796,7 +806,7 @@ impl Sink for Bandwidth {
         match (failed, e.dissection) {
             (None, Some(d)) => self.packet_bits(e, d),
             (Some((name, cat)), _) => self.overhead(0, NONE, name, cat, payload),
-            (None, None) => self.overhead(0, NONE, "(not dissected)", Category::Malformed, payload),
+            (None, None) => self.overhead(0, NONE, "(not dissected)", Category::NotDissected, payload),
         }
     }
 }
