@@ -772,9 +772,12 @@ impl Sink for Bandwidth {
         match e.kind {
             Kind::Reassembled => {
                 // Its bits are its fragments' data: they move from the fragment data row
-                // to the packet's fields only when the packet was read field by field.
+                // to the packet's fields only when the packet was read field by field (a
+                // message put back from fragments inside messages is bare bytes, already
+                // counted in its fragments' message fields).
                 if let (Status::Ok | Status::Malformed | Status::BadHeader, Some(d)) =
                     (e.status, e.dissection)
+                    && !d.fields.is_empty()
                 {
                     self.reassembled += e.payload.len() as u64 * 8;
                     self.packet_bits(e, d);
