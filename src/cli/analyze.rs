@@ -21,6 +21,12 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
     choice.mtu_budget = a.mtu;
     choice.link_mtu = Some(a.link_mtu);
     let resolved = resolve(&choice, |i| sample_files(&a.captures, i))?;
+    let bits = a.bits.then(|| gpcap::sinks::bandwidth::Options {
+        what_if: a.what_if.clone(),
+    });
+    if let Some(o) = &bits {
+        gpcap::sinks::bandwidth::run::check_what_if(&resolved.cfg, o).map_err(gpcap::Error::Usage)?;
+    }
     if resolved.cfg.protocol_id.is_none() && resolved.cfg.checksum.is_crc32() {
         return conversations(a, resolved);
     }
@@ -51,7 +57,10 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
     };
     let mut reports = Vec::new();
     for files in groups {
-        let mut report = analyze_files(files, resolved.cfg.clone(), a.threads)?;
+        let mut report = match &bits {
+            Some(o) => bits_files(files, resolved.cfg.clone(), o.clone())?,
+            None => analyze_files(files, resolved.cfg.clone(), a.threads)?,
+        };
         refuse_overlap(&report)?;
         if let (Some(m), Some(f)) = (&merged, report.capture.files.first_mut()) {
             f.name = m.name.clone();
@@ -84,9 +93,9 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
                 Some(name) => format!(
                     "{}== {name}\n\n{}",
                     if i > 0 { "\n" } else { "" },
-                    present::tables::render(report)
+                    present::tables::render(report) + &bits_table(report, a.bits_top)
                 ),
-                None => present::tables::render(report),
+                None => present::tables::render(report) + &bits_table(report, a.bits_top),
             })?;
         }
     }
@@ -223,6 +232,40 @@ fn conversations(a: &AnalyzeArgs, resolved: Resolved) -> Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// "Bandwidth by field", when the report has a profile.
+fn bits_table(r: &Report, top: u32) -> String {
+    r.bandwidth
+        .as_ref()
+        .map(|b| format!("\n{}", present::bandwidth::render(b, top as usize)))
+        .unwrap_or_default()
+}
+
+/// The report with its bandwidth profile (`--bits`): one core, every datagram dissected.
+fn bits_files(captures: &[PathBuf], cfg: Config, opts: gpcap::sinks::bandwidth::Options) -> Result<Report> {
+    let sizes: Vec<u64> = captures
+        .iter()
+        .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .collect();
+    let total: u64 = sizes.iter().sum();
+    let bar = progress_bar(total, "");
+    let mut progress = |file: usize, offset: u64| {
+        if let Some(b) = &bar {
+            let before: u64 = sizes[..file.min(sizes.len())].iter().sum();
+            b.set_position((before + offset).min(total));
+        }
+    };
+    let report = gpcap::sinks::bandwidth::run::analyze_files(captures, cfg, opts, &mut progress)?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    for f in &report.capture.files {
+        if let Some(e) = &f.error {
+            eprintln!("gpcap: {e}");
+        }
+    }
+    Ok(report)
 }
 
 /// Reads every capture through the engine into the statistics. Large inputs are sharded

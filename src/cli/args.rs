@@ -104,6 +104,35 @@ pub struct AnalyzeArgs {
     /// the report is the same either way).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub threads: Option<u32>,
+    /// Where the bits go: the table "Bandwidth by field" (and `bandwidth` in --json),
+    /// every datagram dissected field by field (on one core).
+    #[arg(long)]
+    pub bits: bool,
+    /// Rows of "Bandwidth by field" to print, largest first (1 to 100000; default 30).
+    #[arg(long = "bits-top", default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=100_000), requires = "bits")]
+    pub bits_top: u32,
+    /// PATH=RES: the bits a float field would need at resolution RES (over the values
+    /// seen); PATH as in the table, with or without the packet type in front. Repeatable.
+    #[arg(long = "what-if", value_parser = what_if, requires = "bits")]
+    pub what_if: Vec<(String, f64)>,
+}
+
+/// `PATH=RES` with a positive finite resolution.
+fn what_if(s: &str) -> Result<(String, f64), String> {
+    let (p, r) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}`: expected PATH=RESOLUTION, e.g. objects.position.x=0.01"))?;
+    let res: f64 = r
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{r}`: the resolution is a number, e.g. 0.01"))?;
+    if !(res.is_finite() && res > 0.0) {
+        return Err(format!("`{r}`: the resolution must be a positive finite number"));
+    }
+    if p.trim().is_empty() {
+        return Err(format!("`{s}`: the path is empty"));
+    }
+    Ok((p.trim().to_string(), res))
 }
 
 /// `KEY=VALUE` with a column name for a key.
@@ -148,6 +177,10 @@ pub struct ExportArgs {
     /// Link MTU for "IP datagram over the link MTU".
     #[arg(long = "link-mtu", default_value_t = 1500, value_parser = clap::value_parser!(u32).range(68..=65535))]
     pub link_mtu: u32,
+    /// Also write the table `field_bits`: where the bits go, field by field (as
+    /// `analyze --bits`).
+    #[arg(long)]
+    pub bits: bool,
 }
 
 #[derive(Args)]

@@ -56,6 +56,12 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
         let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
         let bar = progress_bar(size, &format!("export {name}"));
         let mut sink = Export::new(&a.out, &a.partition, &name, resolved.cfg.clone())?;
+        if a.bits {
+            sink.bandwidth = Some(gpcap::sinks::bandwidth::Bandwidth::new(
+                resolved.cfg.program.clone(),
+                Default::default(),
+            ));
+        }
         let outcomes = run_files(
             std::slice::from_ref(path),
             Engine::new(resolved.cfg.clone(), true),

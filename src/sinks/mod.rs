@@ -2,6 +2,7 @@
 //! packet index, the `dissect` printers and the capture writer.
 
 pub mod analysis;
+pub mod bandwidth;
 #[cfg(feature = "export")]
 pub mod export;
 pub mod index;

@@ -547,6 +547,9 @@ pub struct Report {
     /// Protocols that carry several messages per datagram: the messages by type.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub messages: Option<MessageReport>,
+    /// Where the bits go, field by field (`analyze --bits` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bandwidth: Option<crate::sinks::bandwidth::BandwidthReport>,
 }
 
 /// The messages of valid datagrams (a malformed datagram's messages count up to the

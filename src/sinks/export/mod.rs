@@ -660,6 +660,8 @@ pub struct Export {
     rows: std::collections::BTreeMap<String, u64>,
     /// The current packet's subtree ends (reused).
     end: Vec<u32>,
+    /// `export --bits`: the bandwidth profile, written as the table `field_bits`.
+    pub bandwidth: Option<crate::sinks::bandwidth::Bandwidth>,
 }
 
 impl Export {
@@ -734,6 +736,7 @@ impl Export {
             error: None,
             rows: Default::default(),
             end: Vec::new(),
+            bandwidth: None,
         })
     }
 
@@ -786,7 +789,8 @@ impl Export {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
-        let report = self.stats.report();
+        let mut report = self.stats.report();
+        report.bandwidth = self.bandwidth.take().map(|b| b.report());
         let mut staged = Vec::new();
         let outcome = (|| {
             let packets = std::mem::replace(&mut self.packets_table, Table::placeholder());
@@ -794,7 +798,11 @@ impl Export {
             for tt in std::mem::take(&mut self.types).into_iter().flatten() {
                 staged.push(tt.table.close()?);
             }
-            for (name, schema, columns) in report::tables(&report) {
+            let field_bits = report
+                .bandwidth
+                .as_ref()
+                .map(crate::sinks::bandwidth::parquet::table);
+            for (name, schema, columns) in report::tables(&report).into_iter().chain(field_bits) {
                 let mut t = Table::create(&self.dir, name, &self.keys, &self.capture, schema, GROUP_BYTES)?;
                 t.write(columns)?;
                 staged.push(t.close()?);
@@ -860,6 +868,9 @@ impl Sink for Export {
 
     fn packet(&mut self, e: &PacketEvent<'_>) {
         self.stats.packet(e);
+        if let Some(b) = &mut self.bandwidth {
+            b.packet(e);
+        }
         if !e.is_game() || self.error.is_some() {
             return;
         }

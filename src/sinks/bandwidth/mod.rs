@@ -1,0 +1,815 @@
+//! Where the bits go: a per-field bandwidth profile of the capture (`analyze --bits`).
+//! Every captured bit lands in exactly one row — a field path of a packet type (array
+//! elements added up by path), or an overhead row: link/IP/UDP headers, the protocol
+//! header, fragment headers and data, alignment, check words, trailing bytes, a malformed
+//! remainder, datagrams that failed the checksum, other traffic — so the rows add up to
+//! the captured bytes × 8. The rows are read from the field tree the engine records.
+
+#[cfg(feature = "export")]
+pub mod parquet;
+pub mod report;
+pub mod run;
+pub mod values;
+
+use crate::dissect::program::{Kind as NodeKind, Program, Side};
+use crate::dissect::{Dissection, FaultKind, Label, Value};
+use crate::engine::{Kind, PacketEvent, Sink, Status};
+use hashbrown::HashMap;
+pub use report::{BandwidthReport, Row};
+use std::sync::Arc;
+use values::{FloatStats, IntStats};
+
+/// Previous values remembered for deltas, over every flow, type and field (16 bytes
+/// each).
+pub const MAX_PREVIOUS: usize = 1 << 21;
+
+/// (flow, packet type) pairs whose previous packet is kept; the values of later ones
+/// count as `not_tracked`.
+pub const MAX_STATES: usize = 1 << 16;
+
+/// No packet type, message type or parent path.
+pub const NONE: u32 = u32::MAX;
+
+/// What a row's bits are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Category {
+    Field,
+    Header,
+    MessageHeader,
+    FragmentHeader,
+    Padding,
+    Check,
+    FinalByte,
+    Trailing,
+    Malformed,
+    FragmentData,
+    ChecksumFailed,
+    ChecksumUnverified,
+    Truncated,
+    NotDissected,
+    LinkHeaders,
+    OtherTraffic,
+}
+
+impl Category {
+    /// The word used in every output.
+    pub fn code(self) -> &'static str {
+        match self {
+            Category::Field => "field",
+            Category::Header => "header",
+            Category::MessageHeader => "message_header",
+            Category::FragmentHeader => "fragment_header",
+            Category::Padding => "padding",
+            Category::Check => "check",
+            Category::FinalByte => "final_byte",
+            Category::Trailing => "trailing_bytes",
+            Category::Malformed => "malformed_remainder",
+            Category::FragmentData => "fragment_data",
+            Category::ChecksumFailed => "checksum_failed",
+            Category::ChecksumUnverified => "checksum_unverified",
+            Category::Truncated => "truncated",
+            Category::NotDissected => "not_dissected",
+            Category::LinkHeaders => "link_headers",
+            Category::OtherTraffic => "other_traffic",
+        }
+    }
+
+    /// Whether the row is a field whose values are estimated.
+    pub fn has_values(self) -> bool {
+        matches!(
+            self,
+            Category::Field | Category::Header | Category::MessageHeader | Category::FragmentHeader
+        )
+    }
+}
+
+/// A row: direction, packet type, message type, path, what the bits are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Key {
+    /// 0 unknown, 1 from the client, 2 from the server (the type's `from=`).
+    pub dir: u8,
+    pub type_id: u32,
+    pub msg_type: u32,
+    pub path: u32,
+    pub cat: Category,
+}
+
+/// One row's counters.
+#[derive(Debug, Clone)]
+pub struct Acc {
+    pub key: Key,
+    pub bits: u64,
+    pub occurrences: u64,
+    /// Packets (or frames, for rows outside a packet type) the row appears in.
+    pub packets: u64,
+    /// The widest occurrence, in bits.
+    pub declared: u64,
+    pub ints: Option<IntStats>,
+    pub floats: Option<FloatStats>,
+    /// Floats quantized at `resolution` (`--what-if`, or a compressed float's own).
+    pub quantized: Option<IntStats>,
+    pub resolution: Option<(f64, &'static str)>,
+    /// The field's kind as the tree names it, and a compressed float's step.
+    pub kind: &'static str,
+    pub step: f64,
+    /// The last packet counted in `packets`.
+    last_packet: u64,
+    /// Its index among the rows of its packet type (where a flow's previous packet of
+    /// the type keeps its values).
+    local: u32,
+}
+
+/// Options of the profile.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// `PATH=RES`: float fields read at another resolution (path as in the rows, with or
+    /// without the packet type in front).
+    pub what_if: Vec<(String, f64)>,
+}
+
+/// Where the profile stands, per node: which block a definition node belongs to.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Place {
+    Body,
+    Header,
+    Fragment,
+    MessageHeader,
+}
+
+/// The profile being counted: a sink of events that carry field trees.
+#[derive(Debug, Clone)]
+pub struct Bandwidth {
+    program: Option<Arc<Program>>,
+    opts: Options,
+    places: Vec<Place>,
+    /// Path names: (parent path, name) → id, and each id's full path.
+    path_ids: HashMap<(u32, u32), u32>,
+    /// Each node's name, and the part names met so far (`align`, `length`…).
+    names: Vec<&'static str>,
+    /// Each node's last (parent path, path), and each path's last (key, row).
+    node_paths: Vec<(u32, u32)>,
+    /// By field index: (parent path, label, path) of the last packet's field there.
+    field_cache: Vec<(u32, Label, u32)>,
+    path_rows: Vec<(Key, u32)>,
+    parts: Vec<&'static str>,
+    pub paths: Vec<String>,
+    index: HashMap<Key, u32>,
+    pub rows: Vec<Acc>,
+    /// The previous packet's values, by (the engine's flow index, packet type). Shards
+    /// keep their own: their flows are disjoint.
+    previous: HashMap<(u32, u32), Previous>,
+    /// Values `previous` holds, all flows together.
+    stored: usize,
+    /// Rows per packet type so far.
+    type_rows: HashMap<u32, u32>,
+    pub captured_bits: u64,
+    pub first_ns: Option<i64>,
+    pub last_ns: Option<i64>,
+    /// Packets per (direction, type): the divisor of mean bits per packet.
+    pub type_packets: HashMap<(u8, u32), u64>,
+    /// Frames (the divisor for rows outside a packet type).
+    pub frames: u64,
+    /// Fragment data bits received, and bits of reassembled packets.
+    frag_data: u64,
+    reassembled: u64,
+    /// Game frames and IP pieces, and game payloads: their difference is the headers.
+    game_frames: u64,
+    game_payload: u64,
+    events: u64,
+    // Scratch reused per packet.
+    field_paths: Vec<u32>,
+    children: Vec<u64>,
+    /// Occurrences of each row in this packet, and the rows it touched.
+    ordinals: Vec<u32>,
+    touched: Vec<u32>,
+}
+
+/// One flow and type's previous packet: each row's values by occurrence.
+#[derive(Debug, Clone, Default)]
+struct Previous {
+    rows: Vec<Vec<i128>>,
+}
+
+impl Bandwidth {
+    pub fn new(program: Option<Arc<Program>>, opts: Options) -> Self {
+        let places = program.as_deref().map(places).unwrap_or_default();
+        // Names live as long as the program: interned once, at the start.
+        let names: Vec<&'static str> = program
+            .as_deref()
+            .map(|p| p.nodes.iter().map(|n| intern(&n.name)).collect())
+            .unwrap_or_default();
+        let mut b = Bandwidth {
+            program,
+            opts,
+            places,
+            path_ids: HashMap::new(),
+            node_paths: vec![(NONE, NONE); names.len()],
+            names,
+            path_rows: Vec::new(),
+            field_cache: Vec::new(),
+            parts: Vec::new(),
+            paths: Vec::new(),
+            index: HashMap::new(),
+            rows: Vec::new(),
+            previous: HashMap::new(),
+            stored: 0,
+            type_rows: HashMap::new(),
+            captured_bits: 0,
+            first_ns: None,
+            last_ns: None,
+            type_packets: HashMap::new(),
+            frames: 0,
+            frag_data: 0,
+            reassembled: 0,
+            game_frames: 0,
+            game_payload: 0,
+            events: 0,
+            field_paths: Vec::new(),
+            children: Vec::new(),
+            ordinals: Vec::new(),
+            touched: Vec::new(),
+        };
+        b.paths.push(String::new());
+        b
+    }
+
+    /// Interns path `name` under `parent`: a node's (by id), or a part's.
+    fn path_id(&mut self, parent: u32, name: &'static str, node: u32) -> u32 {
+        let code = if node != NONE {
+            node
+        } else {
+            let same = |p: &&str| std::ptr::eq(p.as_ptr(), name.as_ptr()) && p.len() == name.len();
+            let found = self.parts.iter().position(same);
+            let i = match found.or_else(|| self.parts.iter().position(|p| *p == name)) {
+                Some(i) => i,
+                None => {
+                    self.parts.push(name);
+                    self.parts.len() - 1
+                }
+            };
+            NONE - 1 - i as u32
+        };
+        if let Some(&id) = self.path_ids.get(&(parent, code)) {
+            return id;
+        }
+        let id = self.paths.len() as u32;
+        let text = match self.paths.get(parent as usize).filter(|p| !p.is_empty()) {
+            Some(p) => format!("{p}.{name}"),
+            None => name.to_string(),
+        };
+        self.paths.push(text);
+        self.path_ids.insert((parent, code), id);
+        id
+    }
+
+    /// A named path outside the field tree (`(link/IP/UDP headers)`).
+    fn named(&mut self, name: &'static str) -> u32 {
+        self.path_id(0, name, NONE)
+    }
+
+    fn row(&mut self, key: Key) -> usize {
+        // The row a path last went to, which it mostly goes to again.
+        if let Some(&(k, i)) = self.path_rows.get(key.path as usize)
+            && k == key
+        {
+            return i as usize;
+        }
+        if let Some(&i) = self.index.get(&key) {
+            self.remember_row(key, i);
+            return i as usize;
+        }
+        let resolution = self.resolution_for(&key);
+        let i = self.rows.len();
+        let local = self.type_rows.entry(key.type_id).or_default();
+        let at = *local;
+        *local += 1;
+        self.rows.push(Acc {
+            local: at,
+            key,
+            bits: 0,
+            occurrences: 0,
+            packets: 0,
+            declared: 0,
+            ints: None,
+            floats: None,
+            quantized: None,
+            resolution,
+            kind: "",
+            step: 0.0,
+            last_packet: 0,
+        });
+        self.index.insert(key, i as u32);
+        self.remember_row(key, i as u32);
+        i
+    }
+
+    fn remember_row(&mut self, key: Key, i: u32) {
+        let at = key.path as usize;
+        if self.path_rows.len() <= at {
+            self.path_rows.resize(at + 1, (key, u32::MAX));
+        }
+        self.path_rows[at] = (key, i);
+    }
+
+    /// The `--what-if` resolution of a row, by its path with or without the type.
+    fn resolution_for(&self, key: &Key) -> Option<(f64, &'static str)> {
+        let path = self.paths.get(key.path as usize)?;
+        let ty = self.type_name(key.type_id);
+        self.opts
+            .what_if
+            .iter()
+            .find(|(p, _)| {
+                p == path
+                    || ty.is_some_and(|t| p.strip_prefix(t).and_then(|r| r.strip_prefix('.')) == Some(path))
+            })
+            .map(|(_, r)| (*r, "what-if"))
+    }
+
+    pub fn type_name(&self, type_id: u32) -> Option<&str> {
+        self.program.as_deref()?.type_name(type_id)
+    }
+
+    pub fn message_name(&self, type_id: u32) -> Option<&str> {
+        self.program.as_deref()?.packet(type_id).map(|d| d.name.as_str())
+    }
+
+    /// Adds `bits` to a row, once more, in packet `packet`.
+    fn add(&mut self, key: Key, bits: u64) -> usize {
+        let i = self.row(key);
+        let seq = self.events;
+        let r = &mut self.rows[i];
+        r.bits += bits;
+        r.occurrences += 1;
+        r.declared = r.declared.max(bits);
+        if r.last_packet != seq {
+            r.last_packet = seq;
+            r.packets += 1;
+        }
+        i
+    }
+
+    /// A row outside the field tree.
+    fn overhead(&mut self, dir: u8, type_id: u32, name: &'static str, cat: Category, bits: u64) {
+        if bits == 0 {
+            return;
+        }
+        let path = self.named(name);
+        self.add(
+            Key {
+                dir,
+                type_id,
+                msg_type: NONE,
+                path,
+                cat,
+            },
+            bits,
+        );
+    }
+
+    fn direction(&self, type_id: Option<u32>) -> u8 {
+        let from = type_id.and_then(|t| self.program.as_deref()?.packet(t)?.from);
+        match from {
+            Some(Side::Client) => 1,
+            Some(Side::Server) => 2,
+            None => 0,
+        }
+    }
+
+    /// The bits of a game datagram (or reassembled packet) field by field.
+    fn packet_bits(&mut self, e: &PacketEvent<'_>, d: &Dissection) {
+        let type_id = e.packet_type.unwrap_or(NONE);
+        let dir = self.direction(e.packet_type);
+        *self.type_packets.entry((dir, type_id)).or_default() += 1;
+        let total = e.payload.len() as u64 * 8;
+        // A fragment's data (from its first byte) belongs to the packet it is put back into.
+        let data_at = match (e.kind, e.fragment) {
+            (Kind::Game, Some(f)) => Some((f.data_offset as u64 * 8).min(total)),
+            _ => None,
+        };
+        let mut covered = 0u64;
+        let flow_type = e.flow_index.map(|f| (f, type_id));
+        // Past the cap of kept states, a new flow and type gets no deltas.
+        let keep =
+            flow_type.is_some_and(|k| self.previous.len() < MAX_STATES || self.previous.contains_key(&k));
+        let mut prev = flow_type
+            .and_then(|k| self.previous.get_mut(&k))
+            .map(std::mem::take)
+            .unwrap_or_default();
+        let mut paths = std::mem::take(&mut self.field_paths);
+        paths.clear();
+        let mut children = std::mem::take(&mut self.children);
+        children.clear();
+        children.resize(d.fields.len(), 0);
+        for f in &d.fields {
+            if let Some(c) = children.get_mut(f.parent as usize) {
+                *c += f.bit_len;
+            }
+        }
+        for (i, f) in d.fields.iter().enumerate() {
+            let parent = paths.get(f.parent as usize).copied().unwrap_or(0);
+            // Packets of a type mostly repeat their tree: the field at the same index
+            // under the same parent path has the same path as last time.
+            let pid = match self.field_cache.get(i) {
+                Some(&(p, l, pid)) if p == parent && l == f.label => pid,
+                _ => {
+                    let pid = match f.label {
+                        Label::Index(_) => parent,
+                        Label::Node(id) => match self.node_paths.get(id as usize) {
+                            // A node is mostly met under one parent path: no lookup then.
+                            Some(&(p, pid)) if p == parent => pid,
+                            _ => {
+                                let name = self.node_name(id);
+                                let pid = self.path_id(parent, name, id);
+                                if let Some(c) = self.node_paths.get_mut(id as usize) {
+                                    *c = (parent, pid);
+                                }
+                                pid
+                            }
+                        },
+                        Label::Part(s) => self.path_id(parent, s, NONE),
+                    };
+                    if self.field_cache.len() <= i {
+                        self.field_cache.resize(i + 1, (NONE, Label::Index(0), 0));
+                    }
+                    self.field_cache[i] = (parent, f.label, pid);
+                    pid
+                }
+            };
+            paths.push(pid);
+            if data_at.is_some_and(|a| f.bit_offset >= a) {
+                continue;
+            }
+            // Bits of the field its children do not cover (all of a leaf's).
+            let own = f.bit_len.saturating_sub(children.get(i).copied().unwrap_or(0));
+            if own == 0 {
+                continue;
+            }
+            let cat = self.category(f.kind, f.node);
+            let msg_type = message_of(&d.messages, f.bit_offset);
+            let row = self.add(
+                Key {
+                    dir,
+                    type_id,
+                    msg_type,
+                    path: pid,
+                    cat,
+                },
+                own,
+            );
+            covered += own;
+            if cat.has_values()
+                && f.bit_len == own
+                && let Some(value) = self.values(row, f)
+            {
+                self.delta(&mut prev, keep, row, value);
+            }
+        }
+        self.end_packet(&mut prev);
+        if let Some(k) = flow_type.filter(|_| keep) {
+            self.previous.insert(k, prev);
+        }
+        self.field_paths = paths;
+        self.children = children;
+        let data = data_at.map_or(0, |a| total - a);
+        self.frag_data += data;
+        let rest = total.saturating_sub(covered + data);
+        let cat = match d.fault.as_ref().map(|f| f.kind) {
+            Some(FaultKind::TrailingBytes) => Category::Trailing,
+            Some(_) => Category::Malformed,
+            None if rest < 8 => Category::FinalByte,
+            None => Category::Trailing,
+        };
+        let name = match cat {
+            Category::Trailing => "(trailing bytes)",
+            Category::Malformed => "(malformed remainder)",
+            _ => "(unused bits of the last byte)",
+        };
+        self.overhead(dir, type_id, name, cat, rest);
+    }
+
+    fn node_name(&self, id: u32) -> &'static str {
+        self.names.get(id as usize).copied().unwrap_or("?")
+    }
+
+    fn category(&self, kind: &str, node: u32) -> Category {
+        match kind {
+            "align" => return Category::Padding,
+            "check" => return Category::Check,
+            _ => {}
+        }
+        match self.places.get(node as usize) {
+            Some(Place::Header) => Category::Header,
+            Some(Place::Fragment) => Category::FragmentHeader,
+            Some(Place::MessageHeader) => Category::MessageHeader,
+            _ => Category::Field,
+        }
+    }
+
+    /// The value estimates of one occurrence.
+    fn values(&mut self, row: usize, f: &crate::dissect::Field) -> Option<(i128, bool)> {
+        let (kind, raw, v) = (f.kind, f.raw, f.value);
+        if self.rows[row].kind.is_empty() {
+            let step = match self
+                .program
+                .as_deref()
+                .and_then(|p| p.nodes.get(f.node as usize))
+                .map(|n| &n.kind)
+            {
+                Some(NodeKind::CompressedFloat(cf) | NodeKind::CompressedVector(cf)) if cf.max_int > 0 => {
+                    f64::from(cf.max - cf.min) / f64::from(cf.max_int)
+                }
+                _ => 0.0,
+            };
+            self.rows[row].kind = kind;
+            self.rows[row].step = step;
+        }
+        let int = match v {
+            Value::Int(i) => Some(i128::from(i)),
+            Value::UInt(u) => Some(i128::from(u)),
+            Value::Bool(b) => Some(i128::from(b)),
+            Value::Float(_) if kind == "compressed-float" => Some(i128::from(raw)),
+            _ => None,
+        };
+        let float = match v {
+            Value::Float(f) => Some(f64::from(f)),
+            Value::Double(f) => Some(f),
+            _ => None,
+        };
+        let r = &mut self.rows[row];
+        if let Some(f) = float {
+            r.floats.get_or_insert_with(Default::default).add(f);
+        }
+        let q = match (float, r.resolution) {
+            (Some(f), Some((res, _))) if f.is_finite() && res > 0.0 => {
+                let q = (f / res).round();
+                (q.abs() < 4.6e18).then_some(q as i128)
+            }
+            _ => None,
+        };
+        match (q, int) {
+            (Some(q), _) => {
+                r.quantized.get_or_insert_with(Default::default).add(q);
+                Some((q, true))
+            }
+            (None, Some(i)) => {
+                r.ints.get_or_insert_with(Default::default).add(i);
+                Some((i, false))
+            }
+            _ => None,
+        }
+    }
+
+    /// The delta of a value against the same occurrence of its row in the previous
+    /// packet of the flow and type, which it then replaces.
+    fn delta(
+        &mut self,
+        prev: &mut Previous,
+        tracked_flow: bool,
+        row: usize,
+        (value, quantized): (i128, bool),
+    ) {
+        // Rows of one packet type, by their index within it.
+        let local = self.rows[row].local as usize;
+        if self.ordinals.len() <= local {
+            self.ordinals.resize(local + 1, 0);
+        }
+        if prev.rows.len() <= local {
+            prev.rows.resize(local + 1, Vec::new());
+        }
+        let ord = self.ordinals[local] as usize;
+        if ord == 0 {
+            self.touched.push(local as u32);
+        }
+        self.ordinals[local] += 1;
+        let slot = &mut prev.rows[local];
+        let r = &mut self.rows[row];
+        let Some(s) = (if quantized {
+            r.quantized.as_mut()
+        } else {
+            r.ints.as_mut()
+        }) else {
+            return;
+        };
+        if let Some(p) = slot.get_mut(ord) {
+            s.add_delta(value - *p);
+            *p = value;
+        } else if tracked_flow && self.stored < MAX_PREVIOUS {
+            slot.push(value);
+            self.stored += 1;
+        } else {
+            s.delta.not_tracked += 1;
+        }
+    }
+
+    /// Forgets the occurrences the packet did not have: the next packet compares with
+    /// this one only.
+    fn end_packet(&mut self, prev: &mut Previous) {
+        for (row, slot) in prev.rows.iter_mut().enumerate() {
+            let keep = self.ordinals.get(row).copied().unwrap_or(0) as usize;
+            if slot.len() > keep {
+                self.stored -= slot.len() - keep;
+                slot.truncate(keep);
+            }
+        }
+        for &row in &self.touched {
+            if let Some(o) = self.ordinals.get_mut(row as usize) {
+                *o = 0;
+            }
+        }
+        self.touched.clear();
+    }
+
+    /// Folds in a shard of the same capture (disjoint flows; frames counted once).
+    pub fn merge(&mut self, o: Bandwidth) {
+        for r in o.rows {
+            let path = o.paths.get(r.key.path as usize).cloned().unwrap_or_default();
+            let pid = self.path_by_text(&path);
+            let key = Key { path: pid, ..r.key };
+            let i = self.row(key);
+            let m = &mut self.rows[i];
+            m.bits += r.bits;
+            m.occurrences += r.occurrences;
+            m.packets += r.packets;
+            m.declared = m.declared.max(r.declared);
+            merge_opt(&mut m.ints, r.ints.as_ref(), IntStats::merge);
+            merge_opt(&mut m.quantized, r.quantized.as_ref(), IntStats::merge);
+            merge_opt(&mut m.floats, r.floats.as_ref(), FloatStats::merge);
+        }
+        self.captured_bits += o.captured_bits;
+        self.first_ns = min_opt(self.first_ns, o.first_ns);
+        self.last_ns = self.last_ns.max(o.last_ns);
+        for (k, n) in o.type_packets {
+            *self.type_packets.entry(k).or_default() += n;
+        }
+        self.frames += o.frames;
+        self.frag_data += o.frag_data;
+        self.reassembled += o.reassembled;
+        self.game_frames += o.game_frames;
+        self.game_payload += o.game_payload;
+    }
+
+    /// The id of a path given as text (merging shards, whose ids differ).
+    fn path_by_text(&mut self, text: &str) -> u32 {
+        if let Some(i) = self.paths.iter().position(|p| p == text) {
+            return i as u32;
+        }
+        self.paths.push(text.to_string());
+        (self.paths.len() - 1) as u32
+    }
+
+    /// Closes the rows that are only known at the end: headers, and fragment data that
+    /// no completed packet took.
+    fn close(&mut self) {
+        let frag = self.program.as_deref().map_or(NONE, |p| p.fragment_type);
+        let headers = self.game_frames.saturating_sub(self.game_payload);
+        self.overhead(0, NONE, "(link/IP/UDP headers)", Category::LinkHeaders, headers);
+        let left = self.frag_data.saturating_sub(self.reassembled);
+        self.overhead(
+            0,
+            frag,
+            "(fragment data not read as a reassembled packet)",
+            Category::FragmentData,
+            left,
+        );
+        self.game_frames = 0;
+        self.game_payload = 0;
+        self.frag_data = 0;
+        self.reassembled = 0;
+    }
+
+    /// The finished profile.
+    pub fn report(mut self) -> BandwidthReport {
+        self.close();
+        report::build(&self)
+    }
+}
+
+fn merge_opt<T: Default + Clone>(a: &mut Option<T>, b: Option<&T>, f: fn(&mut T, &T)) {
+    if let Some(b) = b {
+        f(a.get_or_insert_with(T::default), b);
+    }
+}
+
+fn min_opt(a: Option<i64>, b: Option<i64>) -> Option<i64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The message type of the message holding bit `at` (NONE outside messages).
+fn message_of(messages: &[crate::dissect::MessageInfo], at: u64) -> u32 {
+    messages
+        .iter()
+        .find(|m| at >= m.bit_offset && at < m.bit_offset + m.bit_len.max(1))
+        .map_or(NONE, |m| m.type_id.unwrap_or(NONE - 1))
+}
+
+/// Node names as `'static` strings: a definition's names leak once per distinct name
+/// (bounded by the definition, which is loaded once per run).
+fn intern(name: &str) -> &'static str {
+    use std::sync::Mutex;
+    static NAMES: Mutex<Option<hashbrown::HashSet<&'static str>>> = Mutex::new(None);
+    let mut g = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    let set = g.get_or_insert_with(Default::default);
+    if let Some(s) = set.get(name) {
+        return s;
+    }
+    let s: &'static str = Box::leak(name.to_string().into_boxed_str());
+    set.insert(s);
+    s
+}
+
+/// Which block each node belongs to (header, fragment header, message header, body).
+fn places(p: &Program) -> Vec<Place> {
+    let mut out = vec![Place::Body; p.nodes.len()];
+    let mut mark = |b, place| {
+        let mut stack = vec![b];
+        let mut steps = 0;
+        while let Some(b) = stack.pop() {
+            steps += 1;
+            if steps > 1 << 20 {
+                break;
+            }
+            for &id in p.block(b) {
+                if let Some(slot) = out.get_mut(id as usize) {
+                    if *slot != Place::Body {
+                        continue;
+                    }
+                    *slot = place;
+                }
+                if let Some(n) = p.nodes.get(id as usize)
+                    && !matches!(n.kind, NodeKind::Rest { .. })
+                {
+                    stack.extend(n.kind.blocks());
+                }
+            }
+        }
+    };
+    mark(p.header, Place::Header);
+    if let Some(f) = p.fragment {
+        mark(f, Place::Fragment);
+    }
+    if let Some(h) = p.message_header() {
+        mark(h, Place::MessageHeader);
+    }
+    out
+}
+
+impl Sink for Bandwidth {
+    fn packet(&mut self, e: &PacketEvent<'_>) {
+        self.events += 1;
+        if e.kind != Kind::Reassembled {
+            let bits = e.frame_data.len() as u64 * 8;
+            self.captured_bits += bits;
+            self.frames += 1;
+            if e.ts_ns != 0 || self.first_ns.is_some() {
+                self.first_ns = min_opt(self.first_ns, Some(e.ts_ns));
+                self.last_ns = self.last_ns.max(Some(e.ts_ns));
+            }
+        }
+        let frame_bits = e.frame_data.len() as u64 * 8;
+        match e.kind {
+            Kind::Reassembled => {
+                // Its bits are its fragments' data: they move from the fragment data row
+                // to the packet's fields only when the packet was read field by field (a
+                // message put back from fragments inside messages is bare bytes, already
+                // counted in its fragments' message fields).
+                if let (Status::Ok | Status::Malformed | Status::BadHeader, Some(d)) =
+                    (e.status, e.dissection)
+                    && !d.fields.is_empty()
+                {
+                    self.reassembled += e.payload.len() as u64 * 8;
+                    self.packet_bits(e, d);
+                }
+                return;
+            }
+            Kind::Game => {
+                self.game_frames += frame_bits;
+                self.game_payload += e.payload.len() as u64 * 8;
+            }
+            Kind::IpPiece => {
+                self.game_frames += frame_bits;
+                return;
+            }
+            _ => {
+                self.overhead(0, NONE, "(other traffic)", Category::OtherTraffic, frame_bits);
+                return;
+            }
+        }
+        let payload = e.payload.len() as u64 * 8;
+        let failed = match e.status {
+            Status::Truncated => Some(("(truncated: not validated)", Category::Truncated)),
+            Status::CrcMismatch | Status::TooShort => {
+                Some(("(failed the checksum)", Category::ChecksumFailed))
+            }
+            Status::Unverified => Some(("(checksum not verifiable)", Category::ChecksumUnverified)),
+            _ => None,
+        };
+        match (failed, e.dissection) {
+            (None, Some(d)) => self.packet_bits(e, d),
+            (Some((name, cat)), _) => self.overhead(0, NONE, name, cat, payload),
+            (None, None) => self.overhead(0, NONE, "(not dissected)", Category::NotDissected, payload),
+        }
+    }
+}

@@ -1,0 +1,237 @@
+//! What the values of one field row say about the bits they need: the observed range,
+//! constants, a plug-in entropy, and deltas against the previous packet of the same type
+//! and flow. Every figure rests on the values seen, never on what the protocol allows.
+
+use hashbrown::HashMap;
+use serde::Serialize;
+
+/// Distinct values kept per row for the entropy estimate; past it the row says so and
+/// gives no entropy.
+pub const MAX_DISTINCT: usize = 1024;
+
+/// Bits that hold `n` (0 for 0): the width an unsigned `n` needs.
+pub fn width_of(n: u128) -> u32 {
+    128 - n.leading_zeros()
+}
+
+/// Zigzag of a signed difference: small magnitudes either way stay small.
+pub fn zigzag(d: i128) -> u128 {
+    if d >= 0 {
+        (d as u128) << 1
+    } else {
+        ((-(d + 1)) as u128) << 1 | 1
+    }
+}
+
+/// Integer values (raw integers, booleans, or floats quantized at a resolution).
+#[derive(Debug, Clone, Default)]
+pub struct IntStats {
+    pub n: u64,
+    pub min: i128,
+    pub max: i128,
+    /// Value → how many times, up to [`MAX_DISTINCT`] values. Keyed by the value's low
+    /// 64 bits: a row's values are all of one leaf kind (64-bit at most, signed or
+    /// not) or floats quantized within ±2^62, so no two of them share those bits.
+    pub distinct: HashMap<u64, u32>,
+    pub capped: bool,
+    /// Deltas against the previous packet of the same type and flow.
+    pub delta: Delta,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct Delta {
+    /// Values that had a previous one to differ from.
+    pub samples: u64,
+    /// Σ bits of each zigzag-coded difference (0 for an unchanged value).
+    pub bits: u64,
+    /// The widest zigzag-coded difference, in bits: a fixed width that holds every one.
+    pub width: u32,
+    /// Values that found no place to remember the previous one (the table was full).
+    pub not_tracked: u64,
+}
+
+impl IntStats {
+    pub fn add(&mut self, v: i128) {
+        if self.n == 0 {
+            self.min = v;
+            self.max = v;
+        } else {
+            self.min = self.min.min(v);
+            self.max = self.max.max(v);
+        }
+        self.n += 1;
+        if !self.capped {
+            let full = self.distinct.len() >= MAX_DISTINCT;
+            match self.distinct.get_mut(&(v as u64)) {
+                Some(c) => *c += 1,
+                None if full => {
+                    self.capped = true;
+                    self.distinct = HashMap::new();
+                }
+                None => {
+                    self.distinct.insert(v as u64, 1);
+                }
+            }
+        }
+    }
+
+    pub fn add_delta(&mut self, d: i128) {
+        let w = width_of(zigzag(d));
+        self.delta.samples += 1;
+        self.delta.bits += u64::from(w);
+        self.delta.width = self.delta.width.max(w);
+    }
+
+    /// Bits the observed range needs (`max - min` as an offset from `min`).
+    pub fn range_bits(&self) -> u32 {
+        width_of(self.max.abs_diff(self.min))
+    }
+
+    /// The plug-in entropy of the values seen, bits per value (None when capped).
+    pub fn entropy(&self) -> Option<f64> {
+        if self.capped || self.n == 0 {
+            return None;
+        }
+        let n = self.n as f64;
+        // Summed in value order, so that merged shards give the same float.
+        let mut counts: Vec<(&u64, &u32)> = self.distinct.iter().collect();
+        counts.sort_unstable();
+        Some(
+            counts
+                .iter()
+                .map(|(_, c)| {
+                    let p = f64::from(**c) / n;
+                    -p * p.log2()
+                })
+                .sum::<f64>()
+                .max(0.0),
+        )
+    }
+
+    /// Folds in the values of another shard (disjoint flows).
+    pub fn merge(&mut self, o: &IntStats) {
+        if o.n == 0 {
+            return;
+        }
+        if self.n == 0 {
+            self.min = o.min;
+            self.max = o.max;
+        } else {
+            self.min = self.min.min(o.min);
+            self.max = self.max.max(o.max);
+        }
+        self.n += o.n;
+        self.capped |= o.capped;
+        if !self.capped {
+            for (v, c) in &o.distinct {
+                *self.distinct.entry(*v).or_default() += c;
+            }
+            if self.distinct.len() > MAX_DISTINCT {
+                self.capped = true;
+            }
+        }
+        if self.capped {
+            self.distinct = HashMap::new();
+        }
+        self.delta.samples += o.delta.samples;
+        self.delta.bits += o.delta.bits;
+        self.delta.width = self.delta.width.max(o.delta.width);
+        self.delta.not_tracked += o.delta.not_tracked;
+    }
+}
+
+/// Float values as read.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FloatStats {
+    pub n: u64,
+    pub min: f64,
+    pub max: f64,
+    /// NaN or infinite values (left out of the range).
+    pub not_finite: u64,
+}
+
+impl FloatStats {
+    pub fn add(&mut self, v: f64) {
+        if !v.is_finite() {
+            self.not_finite += 1;
+            return;
+        }
+        if self.n == 0 {
+            self.min = v;
+            self.max = v;
+        } else {
+            self.min = self.min.min(v);
+            self.max = self.max.max(v);
+        }
+        self.n += 1;
+    }
+
+    pub fn merge(&mut self, o: &FloatStats) {
+        self.not_finite += o.not_finite;
+        if o.n == 0 {
+            return;
+        }
+        if self.n == 0 {
+            *self = FloatStats {
+                not_finite: self.not_finite,
+                ..*o
+            };
+            return;
+        }
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
+        self.n += o.n;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zigzag_and_widths() {
+        assert_eq!(zigzag(0), 0);
+        assert_eq!(zigzag(-1), 1);
+        assert_eq!(zigzag(1), 2);
+        assert_eq!(zigzag(-2), 3);
+        assert_eq!(width_of(0), 0);
+        assert_eq!(width_of(1), 1);
+        assert_eq!(width_of(255), 8);
+        assert_eq!(width_of(256), 9);
+    }
+
+    #[test]
+    fn a_quarter_of_the_range_needs_two_bits_less() {
+        let mut s = IntStats::default();
+        for v in 0..64 {
+            s.add(v);
+        }
+        assert_eq!(s.range_bits(), 6);
+        assert_eq!(s.entropy(), Some(6.0));
+    }
+
+    #[test]
+    fn distinct_values_are_capped_and_say_so() {
+        let mut s = IntStats::default();
+        for v in 0..(MAX_DISTINCT as i128 + 1) {
+            s.add(v);
+        }
+        assert!(s.capped);
+        assert_eq!(s.entropy(), None);
+        assert_eq!(s.n, MAX_DISTINCT as u64 + 1);
+    }
+
+    #[test]
+    fn merged_halves_equal_the_whole() {
+        let (mut a, mut b, mut whole) = (IntStats::default(), IntStats::default(), IntStats::default());
+        for v in 0..100i128 {
+            whole.add(v % 7);
+            if v % 2 == 0 { a.add(v % 7) } else { b.add(v % 7) }
+        }
+        a.merge(&b);
+        assert_eq!(
+            (a.n, a.min, a.max, a.entropy()),
+            (whole.n, whole.min, whole.max, whole.entropy())
+        );
+    }
+}
