@@ -45,6 +45,7 @@ pub mod bits;
 pub mod capture;
 pub mod decode;
 pub mod dissect;
+pub mod decrypt;
 pub mod engine;
 pub mod error;
 pub mod filter;

@@ -277,7 +277,7 @@ fn drive(a: &LiveArgs, name: &str, mut cap: LiveCapture, choice: Choice) -> Resu
     let mut index = Index::new(Path::new(name));
     index.name = format!("live {name}");
     let mut app = App::new(index, rx, cfg);
-    app.definition = a.protocol.dissector.clone();
+    app.definition = a.protocol.dissector.first().cloned();
     app.live = true;
     app.quit_at = a.duration.map(|d| start + Duration::from_secs_f64(d));
     if let Some(f) = &a.display_filter {

@@ -45,7 +45,7 @@ pub fn run(a: &TuiArgs) -> Result<ExitCode> {
     let loader_cfg = cfg.clone();
     std::thread::spawn(move || load(&path, loader_cfg, tx));
     let mut app = App::new(Index::new(&a.capture), rx, cfg);
-    app.definition = a.protocol.dissector.clone();
+    app.definition = a.protocol.dissector.first().cloned();
     if let Some(f) = &a.filter {
         app.apply_filter(f);
     }
