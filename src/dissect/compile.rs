@@ -475,10 +475,7 @@ impl<'d> Compiler<'d> {
             }
         }
         if self.plaintext_view {
-            let plaintext_nodes = plaintext_nodes.clone();
-            let type_of = |n: &KdlNode| positional(n).first().and_then(|e| e.value().as_integer());
-            packet_nodes.retain(|p| !plaintext_nodes.iter().any(|q| type_of(q) == type_of(p)));
-            packet_nodes.extend(plaintext_nodes);
+            packet_nodes.extend(plaintext_nodes.iter().copied());
         }
         // Space 0 is each flow's own counter.
         let mut params_spaces = vec![SequenceSpace {
@@ -689,7 +686,10 @@ impl<'d> Compiler<'d> {
                 continue;
             }
             let line = self.line_of(id_span);
-            if let Some((other, other_line)) = seen.get(&(id as u32)) {
+            // A `plaintext` block, compiled after every packet, takes its type over (the
+            // packets' fields keep their ids, so either view's trees print with this one).
+            let replaces = self.plaintext_view && p.name().value() == "plaintext";
+            if let Some((other, other_line)) = seen.get(&(id as u32)).filter(|_| !replaces) {
                 self.error(
                     id_span,
                     format!("packet type {id} is defined twice"),
@@ -698,7 +698,9 @@ impl<'d> Compiler<'d> {
                 );
                 continue;
             }
-            seen.insert(id as u32, (name.clone(), line));
+            if !replaces {
+                seen.insert(id as u32, (name.clone(), line));
+            }
             self.extra_arguments(p, 2, &usage("packet"));
             self.scope.clear();
             if let Some(m) = &messages {

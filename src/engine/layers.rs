@@ -32,6 +32,17 @@ impl Stack {
     }
 }
 
+/// The program whose names a recorded tree is read with: with keys, the decrypted view
+/// (a superset: the encrypted view's fields keep their ids in it).
+pub fn shown_program(cfg: &super::Config) -> Option<Arc<Program>> {
+    let p = cfg.program.as_ref()?;
+    let keyed = cfg.stack.as_ref().is_some_and(|s| s.secrets.is_some());
+    match &p.params.plaintext {
+        Some(v) if keyed => Some(v.clone()),
+        _ => Some(p.clone()),
+    }
+}
+
 /// An inner layer's engine and statistics.
 #[derive(Clone)]
 pub struct Inner {
@@ -88,6 +99,8 @@ impl StackState {
             let mut cfg = super::Config::from_program(p.clone());
             cfg.any_port = true;
             cfg.reassembly_budget = budget;
+            // Not datagrams on the wire: no MTU to exceed.
+            cfg.format.mtu_budget = u32::MAX;
             cfg.stack = Some(Arc::new(Stack {
                 secrets: None,
                 show_keys: stack.show_keys,

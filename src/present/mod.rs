@@ -4,6 +4,8 @@
 pub mod fit;
 pub mod json;
 #[cfg(feature = "cli")]
+pub mod layers;
+#[cfg(feature = "cli")]
 pub mod tables;
 pub mod tree;
 
