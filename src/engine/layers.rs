@@ -104,7 +104,11 @@ impl StackState {
             cfg.stack = Some(Arc::new(Stack {
                 secrets: None,
                 show_keys: stack.show_keys,
-                layers: stack.layers[at + 1..].to_vec(),
+                // Every other layer stays reachable from inside this one, in order.
+                layers: (stack.layers.iter().enumerate())
+                    .filter(|(i, _)| *i != at)
+                    .map(|(_, l)| l.clone())
+                    .collect(),
             }));
             inner.push(Inner {
                 name: p.params.name.clone(),
