@@ -54,7 +54,12 @@ fn flows(layer: &Value) -> HashMap<String, &Value> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|f| (format!("{}->{}", f["src"].as_str().unwrap(), f["dst"].as_str().unwrap()), f))
+        .map(|f| {
+            (
+                format!("{}->{}", f["src"].as_str().unwrap(), f["dst"].as_str().unwrap()),
+                f,
+            )
+        })
         .collect()
 }
 
@@ -87,7 +92,12 @@ fn every_layer_agrees_with_the_libraries() {
             .find(|(k, _)| *k != "server_global")
             .unwrap()
             .1;
-        assert_eq!(f["seq"]["lost"].as_u64().unwrap(), runs(&own["never_seen_dropped"]), "{}", t["flow"]);
+        assert_eq!(
+            f["seq"]["lost"].as_u64().unwrap(),
+            runs(&own["never_seen_dropped"]),
+            "{}",
+            t["flow"]
+        );
     }
     let layers = r["layers"].as_array().unwrap();
     let names: Vec<&str> = layers.iter().map(|l| l["name"].as_str().unwrap()).collect();
@@ -106,7 +116,11 @@ fn every_layer_agrees_with_the_libraries() {
         // packet (after the server stopped) is complete in the capture and acked there,
         // never delivered: the capture's acks count it, the library does not.
         let extra = u64::from(name == "server.slot2");
-        assert_eq!(f["acks"]["acked"].as_u64(), Some(e["acked"].as_u64().unwrap() + extra), "{name}");
+        assert_eq!(
+            f["acks"]["acked"].as_u64(),
+            Some(e["acked"].as_u64().unwrap() + extra),
+            "{name}"
+        );
         assert_eq!(f["acks"]["rtt_ms"]["samples"], f["acks"]["acked"], "{name}");
     }
     // Fragmented packets by fragment count: seen and completed.
@@ -114,13 +128,26 @@ fn every_layer_agrees_with_the_libraries() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|x| (x["fragments"].to_string(), (x["seen"].as_u64().unwrap(), x["completed"].as_u64().unwrap())))
+        .map(|x| {
+            (
+                x["fragments"].to_string(),
+                (x["seen"].as_u64().unwrap(), x["completed"].as_u64().unwrap()),
+            )
+        })
         .collect();
     let theirs: BTreeMap<String, (u64, u64)> = truth["reliable"]["fragments_by_count"]
         .as_object()
         .unwrap()
         .iter()
-        .map(|(k, v)| (k.clone(), (v["packets_seen"].as_u64().unwrap(), v["packets_completed"].as_u64().unwrap())))
+        .map(|(k, v)| {
+            (
+                k.clone(),
+                (
+                    v["packets_seen"].as_u64().unwrap(),
+                    v["packets_completed"].as_u64().unwrap(),
+                ),
+            )
+        })
         .collect();
     assert_eq!(rows, theirs);
     // Game messages by type: those of every whole and reassembled reliable.io packet —
@@ -129,7 +156,10 @@ fn every_layer_agrees_with_the_libraries() {
     assert_eq!(game["malformed"]["total"], 0);
     let mut delivered: BTreeMap<String, u64> = BTreeMap::new();
     for dir in ["c2s", "s2c"] {
-        for (name, m) in truth["messages"]["per_direction"][dir]["per_type"].as_object().unwrap() {
+        for (name, m) in truth["messages"]["per_direction"][dir]["per_type"]
+            .as_object()
+            .unwrap()
+        {
             *delivered.entry(name.clone()).or_default() += m["delivered"].as_u64().unwrap();
         }
     }
@@ -206,7 +236,10 @@ fn sharded_layers_equal_sequential() {
     }
     a.end_file(None, None);
     let seq = serde_json::to_value(a.finish()).unwrap();
-    let par = serde_json::to_value(parallel::analyze_files(&[path.clone()], cfg, 3, &mut |_, _| {}).unwrap()).unwrap();
+    let par = serde_json::to_value(
+        parallel::analyze_files(std::slice::from_ref(&path), cfg, 3, &mut |_, _| {}).unwrap(),
+    )
+    .unwrap();
     assert_eq!(seq["layers"], par["layers"]);
     assert!(seq["layers"][0]["validation"]["examined"].as_u64() > Some(1000));
     std::fs::remove_dir_all(&dir).unwrap();

@@ -80,10 +80,18 @@ fn with_the_private_key_every_packet_opens_and_reads_as_the_library_wrote_it() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|f| ((f["src"].to_string(), f["dst"].to_string()), f["datagrams"].as_u64().unwrap()))
+        .map(|f| {
+            (
+                (f["src"].to_string(), f["dst"].to_string()),
+                f["datagrams"].as_u64().unwrap(),
+            )
+        })
         .collect();
     for f in d["flows"].as_array().unwrap() {
-        assert_eq!(f["decrypted"].as_u64(), Some(flows[&(f["src"].to_string(), f["dst"].to_string())]));
+        assert_eq!(
+            f["decrypted"].as_u64(),
+            Some(flows[&(f["src"].to_string(), f["dst"].to_string())])
+        );
     }
     let frames = dissect(&["--key", &key, "--show-keys"]);
     let meta = t.iter().find(|r| r["kind"] == "meta").unwrap();
@@ -93,32 +101,69 @@ fn with_the_private_key_every_packet_opens_and_reads_as_the_library_wrote_it() {
         .map(|c| (c["port"].as_u64().unwrap(), c))
         .collect();
     let mut checked = [0u32; 7];
-    for rec in t.iter().filter(|r| r["kind"] == "datagram" && r["dropped"] == false) {
+    for rec in t
+        .iter()
+        .filter(|r| r["kind"] == "datagram" && r["dropped"] == false)
+    {
         let v = &frames[&rec["frame"].as_u64().unwrap()];
         let ty = rec["type"].as_u64().unwrap() as usize;
         assert_eq!(v["status"], "ok", "frame {}", rec["frame"]);
-        assert!(field(v, "mac").is_none() && field(v, "encrypted").is_none(), "frame {} not decrypted", rec["frame"]);
+        assert!(
+            field(v, "mac").is_none() && field(v, "encrypted").is_none(),
+            "frame {} not decrypted",
+            rec["frame"]
+        );
         if ty == 0 {
             // The token's client id and packet keys, as the library generated them.
             let c = clients[&rec["src_port"].as_u64().unwrap()];
             assert_eq!(field(v, "client_id").unwrap()["value"], c["client_id"]);
-            assert_eq!(field(v, "timeout_seconds").unwrap()["value"], c["timeout_seconds"]);
-            assert_eq!(field(v, "client_to_server_key").unwrap()["value"], c["client_to_server_key"]);
-            assert_eq!(field(v, "server_to_client_key").unwrap()["value"], c["server_to_client_key"]);
+            assert_eq!(
+                field(v, "timeout_seconds").unwrap()["value"],
+                c["timeout_seconds"]
+            );
+            assert_eq!(
+                field(v, "client_to_server_key").unwrap()["value"],
+                c["client_to_server_key"]
+            );
+            assert_eq!(
+                field(v, "server_to_client_key").unwrap()["value"],
+                c["server_to_client_key"]
+            );
             let addresses = field(v, "server_addresses").unwrap().to_string();
-            assert!(addresses.contains(r#""path":"server_addresses[0].server.port""#), "{addresses}");
+            assert!(
+                addresses.contains(r#""path":"server_addresses[0].server.port""#),
+                "{addresses}"
+            );
             assert!(addresses.contains(r#""value":40000"#), "{addresses}");
         } else {
-            assert_eq!(Some(plaintext_len(v)), rec["plaintext_bytes"].as_u64(), "frame {}", rec["frame"]);
+            assert_eq!(
+                Some(plaintext_len(v)),
+                rec["plaintext_bytes"].as_u64(),
+                "frame {}",
+                rec["frame"]
+            );
         }
         if ty == 4 {
             // The client sends 0, 0; the server its slot and max clients.
             let (index, max) = match rec["dir"].as_str() {
                 Some("c2s") => (0, 0),
-                _ => (rec["slot"].as_u64().unwrap(), meta["max_clients"].as_u64().unwrap()),
+                _ => (
+                    rec["slot"].as_u64().unwrap(),
+                    meta["max_clients"].as_u64().unwrap(),
+                ),
             };
-            assert_eq!(field(v, "client_index").unwrap()["value"], index, "frame {}", rec["frame"]);
-            assert_eq!(field(v, "max_clients").unwrap()["value"], max, "frame {}", rec["frame"]);
+            assert_eq!(
+                field(v, "client_index").unwrap()["value"],
+                index,
+                "frame {}",
+                rec["frame"]
+            );
+            assert_eq!(
+                field(v, "max_clients").unwrap()["value"],
+                max,
+                "frame {}",
+                rec["frame"]
+            );
         }
         checked[ty] += 1;
     }
@@ -132,10 +177,7 @@ fn keys_are_hidden_unless_asked() {
     let v = &frames[&1];
     assert_eq!(field(v, "client_to_server_key").unwrap()["value"], Value::Null);
     let text = gpcap_ok(&["dissect", "-d", DEF, CAPTURE, "--key", &key, "--frame", "1"]);
-    let c2s = truth()
-        .into_iter()
-        .find(|r| r["kind"] == "client")
-        .unwrap()["client_to_server_key"]
+    let c2s = truth().into_iter().find(|r| r["kind"] == "client").unwrap()["client_to_server_key"]
         .as_str()
         .unwrap()
         .to_string();
@@ -187,7 +229,10 @@ fn a_wrong_key_opens_nothing_and_says_so() {
     // No request opened, so no connection has keys: the rest have none.
     assert_eq!(d["no_key"], 3136 - 5);
     let text = gpcap_ok(&["analyze", "-d", DEF, CAPTURE, "--key", &wrong]);
-    assert!(text.contains("nothing decrypted: the key is not this capture's"), "{text}");
+    assert!(
+        text.contains("nothing decrypted: the key is not this capture's"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -196,10 +241,22 @@ fn a_mac_failure_is_a_fault_of_its_own() {
     let dir = std::env::temp_dir().join(format!("gpcap-badlog-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let log = dir.join("keys.log");
-    std::fs::write(&log, format!("NETCODE 127.0.0.1:41000 {} {}\n", "22".repeat(32), "33".repeat(32))).unwrap();
+    std::fs::write(
+        &log,
+        format!(
+            "NETCODE 127.0.0.1:41000 {} {}\n",
+            "22".repeat(32),
+            "33".repeat(32)
+        ),
+    )
+    .unwrap();
     let r = analyze(&["--keylog", log.to_str().unwrap()]);
     let n = r["decryption"]["mac_failures"].as_u64().unwrap();
-    assert_eq!(n, 379 + 380 - 1, "every packet of client 0's connection but its request");
+    assert_eq!(
+        n,
+        379 + 380 - 1,
+        "every packet of client 0's connection but its request"
+    );
     assert_eq!(r["malformed"]["by_cause"]["mac_failure"].as_u64(), Some(n));
     let out = gpcap_ok(&[
         "dissect",
@@ -231,14 +288,24 @@ fn bad_keys_are_refused_with_their_place() {
     let arg = format!("@{}", file.display());
     let (code, _, err) = gpcap_run(&["analyze", "-d", DEF, CAPTURE, "--key", &arg]);
     assert_eq!(code, 2);
-    assert!(err.contains("server.key:2") && err.contains("character 63"), "{err}");
+    assert!(
+        err.contains("server.key:2") && err.contains("character 63"),
+        "{err}"
+    );
     let log = dir.join("keys.log");
     std::fs::write(&log, "NETCODE 127.0.0.1:41000\n").unwrap();
     let (code, _, err) = gpcap_run(&["analyze", "-d", DEF, CAPTURE, "--keylog", log.to_str().unwrap()]);
     assert_eq!(code, 2);
     assert!(err.contains("keys.log:1:24") && err.contains("missing"), "{err}");
     // A definition without encryption has no use for a key.
-    let (code, _, err) = gpcap_run(&["analyze", "-d", "dissectors/reliable.kdl", CAPTURE, "--key", &"00".repeat(32)]);
+    let (code, _, err) = gpcap_run(&[
+        "analyze",
+        "-d",
+        "dissectors/reliable.kdl",
+        CAPTURE,
+        "--key",
+        &"00".repeat(32),
+    ]);
     assert_eq!(code, 2);
     assert!(err.contains("declares no encryption"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();

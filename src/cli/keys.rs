@@ -15,12 +15,17 @@ use std::sync::Arc;
 pub fn stack(a: &ProtocolArgs) -> Result<Option<Arc<Stack>>> {
     let Some(first) = a.dissector.first() else {
         if a.key.is_some() || a.keylog.is_some() {
-            return Err(Error::Usage("--key and --keylog need a definition (-d) that declares encryption".into()));
+            return Err(Error::Usage(
+                "--key and --keylog need a definition (-d) that declares encryption".into(),
+            ));
         }
         return Ok(None);
     };
     let outer = load_program(first)?;
-    let mut layers: Vec<Arc<Program>> = a.dissector[1..].iter().map(|d| load_program(d)).collect::<Result<_>>()?;
+    let mut layers: Vec<Arc<Program>> = a.dissector[1..]
+        .iter()
+        .map(|d| load_program(d))
+        .collect::<Result<_>>()?;
     // Names `dissect-as` gives that no -d brought: NAME.kdl beside the outer definition.
     let dir = first.parent().unwrap_or(Path::new("."));
     let mut i = 0;

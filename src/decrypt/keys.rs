@@ -159,19 +159,25 @@ pub fn parse_keylog(text: &str, secrets: &mut Secrets) -> Result<(), (usize, usi
         }
         let at = |k: usize| words.get(k).map_or(l.len() + 1, |w| w.0);
         let key = |k: usize| -> Result<Key, (usize, usize, String)> {
-            let w = words.get(k).ok_or((i + 1, at(k), "a key is missing".to_string()))?;
+            let w = words
+                .get(k)
+                .ok_or((i + 1, at(k), "a key is missing".to_string()))?;
             key_from_hex(w.1).map_err(|e| (i + 1, w.0, e))
         };
         match words[0].1 {
             "NETCODE" => {
-                let addr = words
-                    .get(1)
-                    .ok_or((i + 1, at(1), "the client's address is missing".to_string()))?;
+                let addr =
+                    words
+                        .get(1)
+                        .ok_or((i + 1, at(1), "the client's address is missing".to_string()))?;
                 let client: SocketAddr = addr.1.parse().map_err(|_| {
                     (
                         i + 1,
                         addr.0,
-                        format!("`{}` is not an address and port (127.0.0.1:41000, [::1]:41000)", addr.1),
+                        format!(
+                            "`{}` is not an address and port (127.0.0.1:41000, [::1]:41000)",
+                            addr.1
+                        ),
                     )
                 })?;
                 let keys = ConnectionKeys {
@@ -212,8 +218,12 @@ mod tests {
     fn key_log_lines_and_their_mistakes() {
         let k = "00".repeat(32);
         let mut s = Secrets::default();
-        parse_keylog(&format!("# c\n\nNETCODE 127.0.0.1:41000 {k} {}\n", "11".repeat(32)), &mut s).unwrap();
-        let c = s.connections[&"127.0.0.1:41000".parse().unwrap()];
+        parse_keylog(
+            &format!("# c\n\nNETCODE 127.0.0.1:41000 {k} {}\n", "11".repeat(32)),
+            &mut s,
+        )
+        .unwrap();
+        let c = s.connections[&"127.0.0.1:41000".parse::<SocketAddr>().unwrap()];
         assert_eq!(c.server_to_client, [0x11; 32]);
         let e = parse_keylog("NETCODE 127.0.0.1 00 00", &mut s).unwrap_err();
         assert_eq!((e.0, e.1), (1, 9));
@@ -225,7 +235,11 @@ mod tests {
         let e = parse_keylog("  SSL 1 2", &mut s).unwrap_err();
         assert_eq!((e.0, e.1), (1, 3));
         assert!(key_from_hex(&"ab".repeat(31)).unwrap_err().contains("31 bytes"));
-        assert!(key_from_hex(&format!("{}zz", "ab".repeat(31))).unwrap_err().contains("63"));
+        assert!(
+            key_from_hex(&format!("{}zz", "ab".repeat(31)))
+                .unwrap_err()
+                .contains("63")
+        );
         assert!(private_key("0x", "--key").is_err());
     }
 }

@@ -152,7 +152,14 @@ impl Decryptor {
 
     /// Decrypts a netcode datagram of `flow` into `out` (header then plaintext).
     /// `sequence` is the header's (role=sequence), `ptype` the packet type.
-    pub fn datagram(&mut self, flow: FlowId, sequence: u64, ptype: u32, payload: &[u8], out: &mut Vec<u8>) -> Outcome {
+    pub fn datagram(
+        &mut self,
+        flow: FlowId,
+        sequence: u64,
+        ptype: u32,
+        payload: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Outcome {
         out.clear();
         let o = if ptype == 0 {
             self.request(flow, payload, out)
@@ -177,7 +184,9 @@ impl Decryptor {
             Some(k) => {
                 self.report.tokens_opened += 1;
                 self.learn(flow.src, &k);
-                out.extend_from_slice(&payload[..netcode::REQUEST_BYTES - netcode::TOKEN_PLAINTEXT - netcode::MAC]);
+                out.extend_from_slice(
+                    &payload[..netcode::REQUEST_BYTES - netcode::TOKEN_PLAINTEXT - netcode::MAC],
+                );
                 out.extend_from_slice(&token);
                 Outcome::Decrypted
             }

@@ -81,7 +81,14 @@ impl PacketCipher {
     /// Opens a packet's body: `header` is the prefix byte and the sequence bytes, `body`
     /// the ciphertext and its MAC; the plaintext is appended to `out`. False when the MAC
     /// fails.
-    pub fn open(&self, protocol_id: u64, sequence: u64, header: &[u8], body: &[u8], out: &mut Vec<u8>) -> bool {
+    pub fn open(
+        &self,
+        protocol_id: u64,
+        sequence: u64,
+        header: &[u8],
+        body: &[u8],
+        out: &mut Vec<u8>,
+    ) -> bool {
         let (Some(&prefix), Some(n)) = (header.first(), body.len().checked_sub(MAC)) else {
             return false;
         };

@@ -191,13 +191,27 @@ impl StackState {
             let Some(&(_, layer)) = self.targets.iter().find(|(n, _)| *n == fd.node) else {
                 continue;
             };
-            let (a, b) = ((fd.bit_offset / 8) as usize, ((fd.bit_offset + fd.bit_len) / 8) as usize);
-            let Some(inner_bytes) = data.get(a..b) else { continue };
+            let (a, b) = (
+                (fd.bit_offset / 8) as usize,
+                ((fd.bit_offset + fd.bit_len) / 8) as usize,
+            );
+            let Some(inner_bytes) = data.get(a..b) else {
+                continue;
+            };
             let x = &mut self.inner[layer];
             let mut e = PacketEvent::new(f, file);
             e.layer = Layer::Udp;
-            x.engine
-                .datagram(&mut e, f, ip, ports, inner_bytes, false, 1, Preset::default(), &mut x.stats);
+            x.engine.datagram(
+                &mut e,
+                f,
+                ip,
+                ports,
+                inner_bytes,
+                false,
+                1,
+                Preset::default(),
+                &mut x.stats,
+            );
         }
         outcome
     }
@@ -223,7 +237,9 @@ impl StackState {
 /// a decrypted datagram loses its value, and its bytes are zeroed in the plaintext.
 fn hide_keys(p: &Program, tree: &mut Dissection, plain: &mut [u8]) {
     for f in &mut tree.fields {
-        let Some(n) = p.nodes.get(f.node as usize) else { continue };
+        let Some(n) = p.nodes.get(f.node as usize) else {
+            continue;
+        };
         if n.name.ends_with("_key")
             && let Value::Bytes { offset, len } = f.value
         {
@@ -241,7 +257,8 @@ pub fn mac_fault(len: usize) -> Fault {
         kind: FaultKind::Mac,
         field: "mac".into(),
         bit: (len.saturating_sub(crate::decrypt::netcode::MAC) * 8) as u64,
-        reason: "the MAC does not match under this connection's key (a wrong key, tampering or a replay)".into(),
+        reason: "the MAC does not match under this connection's key (a wrong key, tampering or a replay)"
+            .into(),
     }
 }
 

@@ -641,7 +641,15 @@ impl Engine {
         if let Some(st) = self.stack.as_deref_mut() {
             st.decrypted = false;
             if v.status == Status::Ok {
-                let o = st.carry(f, self.file, ip, (sport, dport), payload, v.sequence, v.packet_type);
+                let o = st.carry(
+                    f,
+                    self.file,
+                    ip,
+                    (sport, dport),
+                    payload,
+                    v.sequence,
+                    v.packet_type,
+                );
                 if o == crate::decrypt::Outcome::MacFailure {
                     e.status = Status::Malformed;
                     e.fault = Some(crate::dissect::FaultKind::Mac);
@@ -668,7 +676,14 @@ impl Engine {
         let (Some(sequence), Some(ptype), Status::Ok | Status::Malformed) =
             (v.sequence, v.packet_type, v.status)
         else {
-            emit_shown(sink, e, &self.validator.dissection, record, fresh, self.stack.as_deref());
+            emit_shown(
+                sink,
+                e,
+                &self.validator.dissection,
+                record,
+                fresh,
+                self.stack.as_deref(),
+            );
             self.emit_completed(sink, e, record);
             return;
         };
@@ -684,7 +699,14 @@ impl Engine {
         // A flow past the table's cap is validated and counted, without sequence
         // analysis or reassembly.
         let Some(index) = e.flow_index else {
-            emit_shown(sink, e, &self.validator.dissection, record, fresh, self.stack.as_deref());
+            emit_shown(
+                sink,
+                e,
+                &self.validator.dissection,
+                record,
+                fresh,
+                self.stack.as_deref(),
+            );
             return;
         };
         let flow = &mut self.flows[index as usize];
@@ -726,7 +748,14 @@ impl Engine {
             }
         };
         let Some(frag) = v.fragment else {
-            emit_shown(sink, e, &self.validator.dissection, record, fresh, self.stack.as_deref());
+            emit_shown(
+                sink,
+                e,
+                &self.validator.dissection,
+                record,
+                fresh,
+                self.stack.as_deref(),
+            );
             self.emit_completed(sink, e, record);
             return;
         };
@@ -759,11 +788,25 @@ impl Engine {
             self.evict_elsewhere();
         }
         let Outcome::Complete { count } = outcome else {
-            emit_shown(sink, e, &self.validator.dissection, record, fresh, self.stack.as_deref());
+            emit_shown(
+                sink,
+                e,
+                &self.validator.dissection,
+                record,
+                fresh,
+                self.stack.as_deref(),
+            );
             return;
         };
         e.completes = Some(count);
-        emit_shown(sink, e, &self.validator.dissection, record, fresh, self.stack.as_deref());
+        emit_shown(
+            sink,
+            e,
+            &self.validator.dissection,
+            record,
+            fresh,
+            self.stack.as_deref(),
+        );
         // The packet itself, validated and dissected like any other — by a worker, when
         // one joined these very bytes and no field tree is wanted.
         let joined = match preset.joined {
@@ -777,7 +820,15 @@ impl Engine {
         if let Some(st) = self.stack.as_deref_mut()
             && v.status == Status::Ok
         {
-            st.carry(f, self.file, ip, (sport, dport), &self.reassembled, v.sequence, v.packet_type);
+            st.carry(
+                f,
+                self.file,
+                ip,
+                (sport, dport),
+                &self.reassembled,
+                v.sequence,
+                v.packet_type,
+            );
             st.decrypted = false;
         }
         let whole = PacketEvent {

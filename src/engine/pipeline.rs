@@ -31,8 +31,8 @@ pub fn pipelinable(cfg: &Config) -> bool {
     !stacked
         && !cfg
             .program
-        .as_ref()
-        .is_some_and(|p| p.messages.is_some() || p.params.tracks())
+            .as_ref()
+            .is_some_and(|p| p.messages.is_some() || p.params.tracks())
 }
 
 /// Analyzes captures with `workers` validation threads. Errors as sequential: a file that
