@@ -460,6 +460,10 @@ pub struct GenArgs {
     /// Chance that a whole packet is sent cut short inside its end check (valid CRC).
     #[arg(long, default_value_t = 0.0, value_parser = probability)]
     pub malformed: f64,
+    /// Seal every packet as the definition's `encryption` says (netcode.io), with keys
+    /// drawn from the seed: in the truth, and as a key log in OUT.keylog.
+    #[arg(long)]
+    pub encrypt: bool,
     /// Analyze the written capture and compare every number with the ground truth.
     #[arg(long)]
     pub check: bool,
