@@ -324,11 +324,23 @@ fn gen_seals_netcode_traffic_that_opens_with_its_key_log() {
     let (dir, path) = common::gen_checked(
         DEF,
         "sealed",
-        &["--encrypt", "--clients", "3", "--duration", "3", "--loss", "0.03", "--seed", "7"],
+        &[
+            "--encrypt",
+            "--clients",
+            "3",
+            "--duration",
+            "3",
+            "--loss",
+            "0.03",
+            "--seed",
+            "7",
+        ],
     );
     let log = format!("{path}.keylog");
-    let r: Value =
-        serde_json::from_str(&gpcap_ok(&["analyze", "-d", DEF, &path, "--keylog", &log, "--json"])).unwrap();
+    let r: Value = serde_json::from_str(&gpcap_ok(&[
+        "analyze", "-d", DEF, &path, "--keylog", &log, "--json",
+    ]))
+    .unwrap();
     let examined = r["validation"]["examined"].as_u64().unwrap();
     assert!(examined > 500);
     assert_eq!(r["decryption"]["decrypted"].as_u64(), Some(examined));
@@ -342,8 +354,10 @@ fn gen_seals_netcode_traffic_that_opens_with_its_key_log() {
         .map(|l| format!("NETCODE {} {zero} {zero}\n", l.split(' ').next().unwrap()))
         .collect();
     std::fs::write(&log, wrong).unwrap();
-    let r: Value =
-        serde_json::from_str(&gpcap_ok(&["analyze", "-d", DEF, &path, "--keylog", &log, "--json"])).unwrap();
+    let r: Value = serde_json::from_str(&gpcap_ok(&[
+        "analyze", "-d", DEF, &path, "--keylog", &log, "--json",
+    ]))
+    .unwrap();
     assert!(r["decryption"]["mac_failures"].as_u64() > Some(100));
     std::fs::remove_dir_all(dir).unwrap();
 }

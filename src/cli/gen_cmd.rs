@@ -118,7 +118,8 @@ pub fn run(a: &GenArgs) -> Result<ExitCode> {
     truth_file.commit()?;
     let keylog = (!truth.keys.is_empty()).then(|| PathBuf::from(format!("{}.keylog", a.output.display())));
     if let Some(path) = &keylog {
-        let mut text = String::from("# NETCODE <client ip:port> <client_to_server_key> <server_to_client_key>\n");
+        let mut text =
+            String::from("# NETCODE <client ip:port> <client_to_server_key> <server_to_client_key>\n");
         for k in &truth.keys {
             text.push_str(&format!(
                 "NETCODE {} {} {}\n",
@@ -126,7 +127,10 @@ pub fn run(a: &GenArgs) -> Result<ExitCode> {
             ));
         }
         std::fs::write(path, text).map_err(|e| Error::io(path.display(), e))?;
-        eprintln!("gpcap: sealed every packet; the connections' keys are in {}", path.display());
+        eprintln!(
+            "gpcap: sealed every packet; the connections' keys are in {}",
+            path.display()
+        );
     }
     eprintln!(
         "gpcap: wrote {} ({}, {} lost, {} duplicated, {} corrupted) to {} and its truth to {}",
@@ -151,7 +155,11 @@ pub fn run(a: &GenArgs) -> Result<ExitCode> {
         }
         let report = super::analyze::analyze_files(std::slice::from_ref(&a.output), cfg, None)?;
         let mut diffs = gpcap::generate::check::compare(&truth, &report);
-        if let Some(d) = report.decryption.as_ref().filter(|d| d.total.mac_failures + d.total.no_key > 0) {
+        if let Some(d) = report
+            .decryption
+            .as_ref()
+            .filter(|d| d.total.mac_failures + d.total.no_key > 0)
+        {
             diffs.push(format!(
                 "decryption: {} MAC failures and {} packets without a key",
                 d.total.mac_failures, d.total.no_key

@@ -38,11 +38,12 @@ pub fn stack(a: &ProtocolArgs) -> Result<Option<Arc<Stack>>> {
         }
         let path = dir.join(format!("{name}.kdl"));
         if !path.exists() {
-            return Err(Error::Usage(format!(
-                "{}: a field is dissected as `{name}`, but no -d definition is named so and {} does not exist",
+            eprintln!(
+                "gpcap: {}: a field is dissected as `{name}`, but no -d definition is named so and {} does not exist: its bytes are not dissected",
                 first.display(),
                 path.display()
-            )));
+            );
+            continue;
         }
         let p = load_program(&path)?;
         wanted.extend(names(&p));
@@ -101,4 +102,13 @@ fn secrets(a: &ProtocolArgs, def: &Path, outer: &Program) -> Result<Option<Secre
         keys::keylog(&path, &mut s).map_err(Error::Usage)?;
     }
     Ok((!s.is_empty()).then_some(s))
+}
+
+/// Commands that read datagrams as captured say so when given keys or stacked definitions.
+pub fn not_here(a: &ProtocolArgs, command: &str) {
+    if a.key.is_some() || a.keylog.is_some() || a.dissector.len() > 1 {
+        eprintln!(
+            "gpcap: {command} reads datagrams as captured: --key, --keylog and further -d are for analyze and dissect (ignored)"
+        );
+    }
 }

@@ -4,7 +4,7 @@
 //! Both read and write, so `gen` writes what `analyze` reads.
 
 use super::keys::{ConnectionKeys, Key};
-use chacha20poly1305::aead::AeadInPlace;
+use chacha20poly1305::aead::AeadInOut;
 use chacha20poly1305::{ChaCha20Poly1305, KeyInit, Nonce, Tag, XChaCha20Poly1305, XNonce};
 
 /// `"NETCODE 1.02"` and its NUL: the version info in every additional data.
@@ -28,11 +28,12 @@ pub fn open_token(private_key: &Key, request: &[u8], plain: &mut Vec<u8>) -> Opt
         return None;
     }
     let aead = XChaCha20Poly1305::new(private_key.into());
-    let nonce = XNonce::from_slice(&request[NONCE_AT..TOKEN_AT]);
+    let nonce: &XNonce = request[NONCE_AT..TOKEN_AT].try_into().ok()?;
     let (body, mac) = request[TOKEN_AT..].split_at(TOKEN_PLAINTEXT);
+    let tag: &Tag = mac.try_into().ok()?;
     plain.clear();
     plain.extend_from_slice(body);
-    aead.decrypt_in_place_detached(nonce, &request[1..NONCE_AT], plain, Tag::from_slice(mac))
+    aead.decrypt_inout_detached(nonce, &request[1..NONCE_AT], plain.as_mut_slice().into(), tag)
         .ok()?;
     token_keys(plain)
 }
@@ -63,7 +64,7 @@ pub fn seal_token(private_key: &Key, ad: &[u8; 29], nonce: &[u8; 24], token: &[u
     let aead = XChaCha20Poly1305::new(private_key.into());
     let mut out = token.to_vec();
     let tag = aead
-        .encrypt_in_place_detached(XNonce::from_slice(nonce), ad, &mut out)
+        .encrypt_inout_detached(&XNonce::from(*nonce), ad, out.as_mut_slice().into())
         .unwrap_or_default();
     out.extend_from_slice(&tag);
     out
@@ -93,15 +94,18 @@ impl PacketCipher {
             return false;
         };
         let (ct, mac) = body.split_at(n);
+        let Ok(tag) = <&Tag>::try_from(mac) else {
+            return false;
+        };
         let start = out.len();
         out.extend_from_slice(ct);
         let ok = self
             .0
-            .decrypt_in_place_detached(
+            .decrypt_inout_detached(
                 &nonce(sequence),
                 &additional(protocol_id, prefix),
-                &mut out[start..],
-                Tag::from_slice(mac),
+                (&mut out[start..]).into(),
+                tag,
             )
             .is_ok();
         if !ok {
@@ -114,7 +118,11 @@ impl PacketCipher {
     pub fn seal(&self, protocol_id: u64, sequence: u64, prefix: u8, body: &mut Vec<u8>) {
         let tag = self
             .0
-            .encrypt_in_place_detached(&nonce(sequence), &additional(protocol_id, prefix), body)
+            .encrypt_inout_detached(
+                &nonce(sequence),
+                &additional(protocol_id, prefix),
+                body.as_mut_slice().into(),
+            )
             .unwrap_or_default();
         body.extend_from_slice(&tag);
     }
@@ -124,7 +132,7 @@ impl PacketCipher {
 fn nonce(sequence: u64) -> Nonce {
     let mut n = [0u8; 12];
     n[4..].copy_from_slice(&sequence.to_le_bytes());
-    *Nonce::from_slice(&n)
+    Nonce::from(n)
 }
 
 /// Version info, protocol id, prefix byte (netcode.c:1621-1627).

@@ -83,7 +83,8 @@ impl Sealer {
 
     /// The key log (`--keylog` format) of every connection.
     pub fn keylog(&self) -> String {
-        let mut s = String::from("# NETCODE <client ip:port> <client_to_server_key> <server_to_client_key>\n");
+        let mut s =
+            String::from("# NETCODE <client ip:port> <client_to_server_key> <server_to_client_key>\n");
         for k in &self.keys {
             s.push_str(&format!(
                 "NETCODE {} {} {}\n",

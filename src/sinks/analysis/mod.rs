@@ -647,7 +647,11 @@ impl Statistics {
         if let Some(m) = &mut self.report.messages {
             m.add(e.messages);
         }
-        if let Some(kind) = e.fault {
+        if e.fault == Some(FaultKind::Mac) {
+            // A key that does not open a body says nothing of the description's fit:
+            // counted by cause here, per flow in `decryption`.
+            count_fault(&mut self.report.malformed, FaultKind::Mac, e.frame, key);
+        } else if let Some(kind) = e.fault {
             s.malformed += 1;
             if kind == FaultKind::TrailingBytes {
                 s.trailing += 1;
