@@ -67,11 +67,14 @@ pub struct StackState {
     tree: Dissection,
     /// The last datagram was decrypted (its plaintext is what a recorded tree reads).
     pub decrypted: bool,
+    /// The engine records field trees: a decrypted datagram's is read even when no
+    /// inner layer needs it.
+    record: bool,
 }
 
 impl StackState {
     /// The state for `program` with `stack`; `None` when there is nothing to do.
-    pub fn new(program: Option<&Arc<Program>>, stack: &Stack, budget: usize) -> Option<Self> {
+    pub fn new(program: Option<&Arc<Program>>, stack: &Stack, budget: usize, record: bool) -> Option<Self> {
         let program = program?;
         let decryptor = match (&program.params.encryption, &stack.secrets) {
             (Some(_), Some(s)) => Some(Decryptor::new(
@@ -141,6 +144,7 @@ impl StackState {
             plain: Vec::new(),
             tree: Dissection::default(),
             decrypted: false,
+            record,
         })
     }
 
@@ -178,7 +182,8 @@ impl StackState {
             Outcome::Clear if self.decryptor.is_none() => bytes,
             _ => return outcome,
         };
-        let Some(reader) = &mut self.reader else {
+        let wanted = self.record || !self.targets.is_empty();
+        let Some(reader) = self.reader.as_mut().filter(|_| wanted) else {
             return outcome;
         };
         reader.dissect_into(data, &mut self.tree);

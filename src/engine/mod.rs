@@ -308,7 +308,7 @@ impl Engine {
     /// only validate bodies, which is much faster.
     pub fn new(cfg: Config, record: bool) -> Self {
         let stack = cfg.stack.as_deref().and_then(|s| {
-            layers::StackState::new(cfg.program.as_ref(), s, cfg.reassembly_budget).map(Box::new)
+            layers::StackState::new(cfg.program.as_ref(), s, cfg.reassembly_budget, record).map(Box::new)
         });
         Engine {
             stack,
