@@ -44,6 +44,7 @@ mod api;
 pub mod bits;
 pub mod capture;
 pub mod decode;
+pub mod decrypt;
 pub mod dissect;
 pub mod engine;
 pub mod error;

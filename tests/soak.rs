@@ -141,6 +141,7 @@ fn config(rng: &mut Rng, seed: u64) -> SimConfig {
         attacks: rng.chance(0.3),
         malformed: if rng.chance(0.3) { rng.unit() * 0.05 } else { 0.0 },
         packets: None,
+        encrypt: false,
     }
 }
 

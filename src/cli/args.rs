@@ -18,8 +18,23 @@ pub struct Cli {
 #[derive(Args, Clone)]
 pub struct ProtocolArgs {
     /// Dissector definition (dissectors/*.kdl): protocol id, ports, packet layouts.
+    /// Repeat for protocols inside protocols, outermost first (`-d netcode.kdl -d
+    /// reliable.kdl -d game.kdl`).
     #[arg(short = 'd', long = "dissector")]
-    pub dissector: Option<PathBuf>,
+    pub dissector: Vec<PathBuf>,
+    /// The server's private key for encrypted protocols (netcode.io): 64 hex digits, or
+    /// @FILE holding them (or 32 raw bytes). Also GPCAP_KEY, or `NAME.key` beside the
+    /// definition.
+    #[arg(long = "key", value_name = "HEX|@FILE")]
+    pub key: Option<String>,
+    /// A key log: per-connection keys, one line each (`NETCODE <client ip:port>
+    /// <client_to_server_key> <server_to_client_key>`). Also GPCAP_KEYLOG, or
+    /// `NAME.keylog` beside the definition.
+    #[arg(long = "keylog", value_name = "FILE")]
+    pub keylog: Option<PathBuf>,
+    /// Show decrypted keys in field trees (hidden otherwise).
+    #[arg(long = "show-keys")]
+    pub show_keys: bool,
     /// Protocol id (hex like 0x55667788), overriding the definition's.
     #[arg(long = "protocol-id", value_parser = parse_protocol_id)]
     pub protocol_id: Option<ProtocolId>,
@@ -478,6 +493,10 @@ pub struct GenArgs {
     /// Chance that a whole packet is sent cut short inside its end check (valid CRC).
     #[arg(long, default_value_t = 0.0, value_parser = probability)]
     pub malformed: f64,
+    /// Seal every packet as the definition's `encryption` says (netcode.io), with keys
+    /// drawn from the seed: in the truth, and as a key log in OUT.keylog.
+    #[arg(long)]
+    pub encrypt: bool,
     /// Analyze the written capture and compare every number with the ground truth.
     #[arg(long)]
     pub check: bool,

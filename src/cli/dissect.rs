@@ -22,8 +22,10 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
         );
     }
     let cfg = resolved.cfg;
+    // With keys, trees are read with the decrypted view (it names every field of both).
+    let shown = gpcap::engine::layers::shown_program(&cfg);
     let mut filter = match &a.filter {
-        Some(text) => Filter::parse(text, cfg.program.as_deref()).map_err(|error| Error::Filter {
+        Some(text) => Filter::parse(text, shown.as_deref()).map_err(|error| Error::Filter {
             option: "--filter",
             error,
         })?,
@@ -50,7 +52,7 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
         s.keep_rows = false;
         s
     });
-    let mut printer = Printer::new(out, cfg.program.clone(), filter, format);
+    let mut printer = Printer::new(out, shown, filter, format);
     printer.only = a.frame;
     printer.begin();
     let outcomes = run_files(

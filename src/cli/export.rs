@@ -21,6 +21,9 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
     use gpcap::sinks::export::Export;
 
     let mut choice = a.protocol.choice()?;
+    // Decryption and inner layers are analyze's and dissect's only (not exported or live yet).
+    choice.stack = None;
+    super::keys::not_here(&a.protocol, "export");
     choice.mtu_budget = a.mtu;
     choice.link_mtu = Some(a.link_mtu);
     // One protocol for the whole dataset: its tables must have one schema.

@@ -44,6 +44,7 @@ pub fn run(a: &GenArgs) -> Result<ExitCode> {
         big: a.big,
         attacks: a.attacks,
         malformed: a.malformed,
+        encrypt: a.encrypt,
     };
     // A definition gen cannot write traffic for is refused before any file is made.
     gpcap::generate::sim::preflight(&program)
@@ -115,6 +116,22 @@ pub fn run(a: &GenArgs) -> Result<ExitCode> {
     drop(tout);
     capture.commit()?;
     truth_file.commit()?;
+    let keylog = (!truth.keys.is_empty()).then(|| PathBuf::from(format!("{}.keylog", a.output.display())));
+    if let Some(path) = &keylog {
+        let mut text =
+            String::from("# NETCODE <client ip:port> <client_to_server_key> <server_to_client_key>\n");
+        for k in &truth.keys {
+            text.push_str(&format!(
+                "NETCODE {} {} {}\n",
+                k.client, k.client_to_server_key, k.server_to_client_key
+            ));
+        }
+        std::fs::write(path, text).map_err(|e| Error::io(path.display(), e))?;
+        eprintln!(
+            "gpcap: sealed every packet; the connections' keys are in {}",
+            path.display()
+        );
+    }
     eprintln!(
         "gpcap: wrote {} ({}, {} lost, {} duplicated, {} corrupted) to {} and its truth to {}",
         gpcap::present::count(truth.frames, "frame"),
@@ -126,12 +143,28 @@ pub fn run(a: &GenArgs) -> Result<ExitCode> {
         truth_path.display()
     );
     if a.check {
-        let report = super::analyze::analyze_files(
-            std::slice::from_ref(&a.output),
-            Config::from_program(program),
-            None,
-        )?;
+        let mut cfg = Config::from_program(program);
+        if let Some(path) = &keylog {
+            // Sealed traffic is checked decrypted: every packet must open.
+            let mut secrets = gpcap::decrypt::keys::Secrets::default();
+            gpcap::decrypt::keys::keylog(path, &mut secrets).map_err(Error::Usage)?;
+            cfg.stack = Some(std::sync::Arc::new(gpcap::engine::layers::Stack {
+                secrets: Some(std::sync::Arc::new(secrets)),
+                ..Default::default()
+            }));
+        }
+        let report = super::analyze::analyze_files(std::slice::from_ref(&a.output), cfg, None)?;
         let mut diffs = gpcap::generate::check::compare(&truth, &report);
+        if let Some(d) = report
+            .decryption
+            .as_ref()
+            .filter(|d| d.total.mac_failures + d.total.no_key > 0)
+        {
+            diffs.push(format!(
+                "decryption: {} MAC failures and {} packets without a key",
+                d.total.mac_failures, d.total.no_key
+            ));
+        }
         // A check over nothing cannot fail: it is a failure of its own.
         if truth.datagrams_sent == 0 || truth.flows.is_empty() {
             diffs.push(format!(

@@ -38,6 +38,9 @@ pub fn run(a: &LiveArgs) -> Result<ExitCode> {
         });
     };
     let mut choice = a.protocol.choice()?;
+    // Decryption and inner layers are analyze's and dissect's only (not exported or live yet).
+    choice.stack = None;
+    super::keys::not_here(&a.protocol, "live");
     choice.link_mtu = Some(a.link_mtu);
     choice.mtu_budget = a.mtu;
     let cap = open(a, &source, &choice)?;
@@ -277,7 +280,7 @@ fn drive(a: &LiveArgs, name: &str, mut cap: LiveCapture, choice: Choice) -> Resu
     let mut index = Index::new(Path::new(name));
     index.name = format!("live {name}");
     let mut app = App::new(index, rx, cfg);
-    app.definition = a.protocol.dissector.clone();
+    app.definition = a.protocol.dissector.first().cloned();
     app.live = true;
     app.quit_at = a.duration.map(|d| start + Duration::from_secs_f64(d));
     if let Some(f) = &a.display_filter {

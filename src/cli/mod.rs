@@ -9,6 +9,7 @@ pub mod export;
 pub mod gen_cmd;
 pub mod identify;
 pub mod input;
+pub mod keys;
 pub mod live;
 pub mod replay;
 pub mod send;
@@ -61,7 +62,8 @@ impl ProtocolArgs {
     /// What these flags say about the protocol.
     pub fn choice(&self) -> Result<Choice> {
         Ok(Choice {
-            program: self.dissector.as_deref().map(load_program).transpose()?,
+            program: self.dissector.first().map(|d| load_program(d)).transpose()?,
+            stack: keys::stack(self)?,
             protocol_id: self.protocol_id,
             ports: self.port.clone(),
             any_port: self.any_port,

@@ -39,13 +39,16 @@ pub fn run(a: &TuiArgs) -> Result<ExitCode> {
         ));
     }
     let captures = std::slice::from_ref(&a.capture);
-    let cfg = resolve(&a.protocol.choice()?, |i| sample_files(captures, i))?.cfg;
+    let mut cfg = resolve(&a.protocol.choice()?, |i| sample_files(captures, i))?.cfg;
+    // The TUI reads datagrams as captured (decryption and inner layers: analyze, dissect).
+    cfg.stack = None;
+    super::keys::not_here(&a.protocol, "tui");
     let (tx, rx) = std::sync::mpsc::channel();
     let path = a.capture.clone();
     let loader_cfg = cfg.clone();
     std::thread::spawn(move || load(&path, loader_cfg, tx));
     let mut app = App::new(Index::new(&a.capture), rx, cfg);
-    app.definition = a.protocol.dissector.clone();
+    app.definition = a.protocol.dissector.first().cloned();
     if let Some(f) = &a.filter {
         app.apply_filter(f);
     }

@@ -163,6 +163,16 @@ fn common_mistakes(text: &str) -> Vec<(usize, String, &'static str)> {
 }
 
 pub fn compile(file: &str, text: &str) -> Result<Program, Vec<DefinitionError>> {
+    let mut program = compile_view(file, text, false)?;
+    // A definition with `plaintext` blocks also compiles as the decrypted datagram reads.
+    if program.params.encryption.is_some() {
+        program.params.plaintext = Some(Arc::new(compile_view(file, text, true)?));
+    }
+    Ok(program)
+}
+
+/// Compiles `text`; `plaintext`: `plaintext N` blocks stand in for their `packet N`.
+fn compile_view(file: &str, text: &str, plaintext: bool) -> Result<Program, Vec<DefinitionError>> {
     let src = Arc::new(text.to_string());
     if let Some(at) = too_deep(text) {
         return Err(vec![DefinitionError::new(
@@ -241,6 +251,8 @@ pub fn compile(file: &str, text: &str) -> Result<Program, Vec<DefinitionError>> 
         stand_in: None,
         stand_in_when: None,
         checksum_field: None,
+        plaintext_view: plaintext,
+        dissect_as: Vec::new(),
     };
     let program = c.document(&doc);
     if c.errors.is_empty() {
@@ -351,6 +363,10 @@ struct Compiler<'d> {
     stand_in_when: Option<&'d KdlEntry>,
     /// `checksum … field=NAME`: must be the `role=crc` field.
     checksum_field: Option<(String, SourceSpan)>,
+    /// Compiling the decrypted view: `plaintext N` blocks replace `packet N`.
+    plaintext_view: bool,
+    /// Fields marked `dissect-as="NAME"`.
+    dissect_as: Vec<(NodeId, String)>,
 }
 
 fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
@@ -406,6 +422,7 @@ impl<'d> Compiler<'d> {
         let mut fragment_node = None;
         let mut messages_node = None;
         let mut packet_nodes = Vec::new();
+        let mut plaintext_nodes: Vec<&KdlNode> = Vec::new();
         for n in doc.nodes() {
             match n.name().value() {
                 "protocol" => protocol_node = Some(n),
@@ -438,10 +455,11 @@ impl<'d> Compiler<'d> {
                 "fragment" => fragment_node = Some(n),
                 "messages" => messages_node = Some(n),
                 "packet" | "message" => packet_nodes.push(n),
+                "plaintext" => plaintext_nodes.push(n),
                 other => {
                     let hint = closest(
                         other,
-                        ["protocol", "enum", "struct", "header", "fragment", "packet", "messages", "message"],
+                        ["protocol", "enum", "struct", "header", "fragment", "packet", "messages", "message", "plaintext"],
                     )
                     .map(|c| format!("did you mean `{c}`?"))
                     .unwrap_or_else(|| {
@@ -456,6 +474,9 @@ impl<'d> Compiler<'d> {
                 }
             }
         }
+        if self.plaintext_view {
+            packet_nodes.extend(plaintext_nodes.iter().copied());
+        }
         // Space 0 is each flow's own counter.
         let mut params_spaces = vec![SequenceSpace {
             name: "flow".into(),
@@ -463,6 +484,14 @@ impl<'d> Compiler<'d> {
         }];
         if let Some(p) = protocol_node {
             self.protocol(p, &mut params, &mut params_spaces);
+        }
+        if let (Some(n), None) = (plaintext_nodes.first(), &params.encryption) {
+            self.error(
+                Self::name_span(n),
+                "a `plaintext` block needs the protocol's `encryption`",
+                "no encryption declared",
+                Some("add `encryption \"netcode-1.02\"` to the protocol block".into()),
+            );
         }
         let Some(h) = header_node else {
             self.error(
@@ -657,7 +686,10 @@ impl<'d> Compiler<'d> {
                 continue;
             }
             let line = self.line_of(id_span);
-            if let Some((other, other_line)) = seen.get(&(id as u32)) {
+            // A `plaintext` block, compiled after every packet, takes its type over (the
+            // packets' fields keep their ids, so either view's trees print with this one).
+            let replaces = self.plaintext_view && p.name().value() == "plaintext";
+            if let Some((other, other_line)) = seen.get(&(id as u32)).filter(|_| !replaces) {
                 self.error(
                     id_span,
                     format!("packet type {id} is defined twice"),
@@ -666,7 +698,9 @@ impl<'d> Compiler<'d> {
                 );
                 continue;
             }
-            seen.insert(id as u32, (name.clone(), line));
+            if !replaces {
+                seen.insert(id as u32, (name.clone(), line));
+            }
             self.extra_arguments(p, 2, &usage("packet"));
             self.scope.clear();
             if let Some(m) = &messages {
@@ -805,6 +839,7 @@ impl<'d> Compiler<'d> {
             params.format.num_types - 1
         });
         let messages = messages.map(|m| m.node);
+        params.dissect_as = std::mem::take(&mut self.dissect_as);
         let mut program = Program {
             params,
             nodes: std::mem::take(&mut self.nodes),
@@ -1112,6 +1147,16 @@ impl<'d> Compiler<'d> {
                     ),
                 },
                 "checksum" => self.checksum(n, params),
+                "encryption" => match self.arg_str(n, 0, "the encryption scheme") {
+                    Some(s) if s == "netcode-1.02" => params.encryption = Some(s),
+                    Some(_) => self.error(
+                        positional(n)[0].span(),
+                        "unknown encryption scheme",
+                        "scheme",
+                        Some("the scheme known is \"netcode-1.02\"".into()),
+                    ),
+                    None => {}
+                },
                 "ports" => {
                     for e in positional(n) {
                         match e.value().as_integer() {
@@ -1235,6 +1280,7 @@ impl<'d> Compiler<'d> {
                         "types",
                         "end-check",
                         "checksum",
+                        "encryption",
                         "fragment-size",
                         "max-fragments",
                         "fragment-count",
@@ -1985,7 +2031,7 @@ impl<'d> Compiler<'d> {
                 }
             }
             "rest" => {
-                allowed.push("role");
+                allowed.extend(["role", "dissect-as"]);
                 let body = self.block(n.children(), depth + 1);
                 Kind::Rest { body }
             }
@@ -2257,8 +2303,12 @@ impl<'d> Compiler<'d> {
             remember,
             stream,
         });
+        let id = self.nodes.len() as u32 - 1;
         if let Some(k) = fragment_key {
-            self.fragment_keys.insert(self.nodes.len() as u32 - 1, k);
+            self.fragment_keys.insert(id, k);
+        }
+        if let Some(layer) = prop(n, "dissect-as").and_then(|e| e.value().as_string()) {
+            self.dissect_as.push((id, layer.to_string()));
         }
         if let (Some(Role::FragmentData), true) = (role, self.in_messages) {
             self.reassembled_as_of(n);

@@ -93,6 +93,9 @@ pub enum FaultKind {
     Limit,
     /// An expression of the definition could not be evaluated (division by zero).
     Expression,
+    /// An encrypted body's MAC failed under its connection's key (a wrong key,
+    /// tampering, a replay).
+    Mac,
 }
 
 impl FaultKind {
@@ -116,10 +119,11 @@ impl FaultKind {
             FaultKind::TrailingBytes => "trailing_bytes",
             FaultKind::Limit => "limit",
             FaultKind::Expression => "expression",
+            FaultKind::Mac => "mac_failure",
         }
     }
 
-    pub const ALL: [FaultKind; 8] = [
+    pub const ALL: [FaultKind; 9] = [
         FaultKind::PastEnd,
         FaultKind::OutOfRange,
         FaultKind::NonZeroPadding,
@@ -128,6 +132,7 @@ impl FaultKind {
         FaultKind::TrailingBytes,
         FaultKind::Limit,
         FaultKind::Expression,
+        FaultKind::Mac,
     ];
 }
 

@@ -442,6 +442,16 @@ pub struct Params {
     /// length in bytes, from header fields.
     #[serde(skip)]
     pub messages_end: Option<MessagesEnd>,
+    /// `encryption "netcode-1.02"`: bodies are encrypted so (see `crate::decrypt`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub encryption: Option<String>,
+    /// Fields whose bytes another definition dissects (`dissect-as="NAME"`).
+    #[serde(skip)]
+    pub dissect_as: Vec<(NodeId, String)>,
+    /// The same definition with each `plaintext` block in place of its `packet`: how a
+    /// decrypted datagram reads.
+    #[serde(skip)]
+    pub plaintext: Option<std::sync::Arc<Program>>,
 }
 
 /// `messages count="EXPR"` or `messages length="EXPR"`.
@@ -558,6 +568,9 @@ impl Default for Params {
             send_time: false,
             remaining: false,
             messages_end: None,
+            encryption: None,
+            dissect_as: Vec::new(),
+            plaintext: None,
         }
     }
 }

@@ -34,6 +34,8 @@ pub struct Config {
     pub protocol_source: String,
     /// The validation the protocol declares.
     pub checksum: Checksum,
+    /// Keys and inner layers (`--key`, `-d A -d B`, `dissect-as`): see `engine::layers`.
+    pub stack: Option<Arc<super::layers::Stack>>,
 }
 
 impl Default for Config {
@@ -50,6 +52,7 @@ impl Default for Config {
             max_flows: super::MAX_FLOWS,
             protocol_source: "none".into(),
             checksum: Checksum::Crc32,
+            stack: None,
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod config;
 mod conversation;
 pub mod event;
 mod join;
+pub mod layers;
 pub mod msgfrag;
 pub mod parallel;
 mod peak;
@@ -140,6 +141,10 @@ pub struct Summary {
     pub sender_spaces: Vec<SenderSpace>,
     /// Messages of streams past [`streams::MAX_STREAMS`] (no sequence analysis).
     pub streams_not_tracked: u64,
+    /// What decryption did (definitions that declare `encryption`, given keys).
+    pub decryption: Option<crate::decrypt::Report>,
+    /// The inner layers' statistics, outermost first.
+    pub layers: Vec<layers::LayerStats>,
 }
 
 /// Flows kept individually; traffic beyond is counted in aggregate. With per-flow state
@@ -189,6 +194,8 @@ pub struct Engine {
     streams_not_tracked: u64,
     /// Messages the datagram being read completed.
     completed: msgfrag::Completed,
+    /// Decryption and inner layers (a run with keys or a stack of definitions).
+    stack: Option<Box<layers::StackState>>,
 }
 
 /// What one frame did to reassembly memory: a shard's part of the sequential peak.
@@ -275,11 +282,36 @@ fn emit<S: Sink + ?Sized>(sink: &mut S, e: &PacketEvent<'_>, d: &Dissection, rec
     })
 }
 
+/// As [`emit`], with a decrypted datagram's plaintext and tree when there is one (the
+/// tree's byte values read the plaintext).
+#[inline]
+fn emit_shown<S: Sink + ?Sized>(
+    sink: &mut S,
+    e: &PacketEvent<'_>,
+    d: &Dissection,
+    record: bool,
+    fresh: bool,
+    stack: Option<&layers::StackState>,
+) {
+    match stack.and_then(|s| s.shown()) {
+        Some((plain, tree)) if record => sink.packet(&PacketEvent {
+            dissection: Some(tree),
+            payload: plain,
+            ..*e
+        }),
+        _ => emit(sink, e, d, record, fresh),
+    }
+}
+
 impl Engine {
     /// `record`: attach the field tree to events (dissect, TUI detail); statistics alone
     /// only validate bodies, which is much faster.
     pub fn new(cfg: Config, record: bool) -> Self {
+        let stack = cfg.stack.as_deref().and_then(|s| {
+            layers::StackState::new(cfg.program.as_ref(), s, cfg.reassembly_budget, record).map(Box::new)
+        });
         Engine {
+            stack,
             validator: Validator::new(&cfg, record),
             budget: Budget::new(cfg.reassembly_budget),
             ports: cfg.port_set(),
@@ -611,6 +643,27 @@ impl Engine {
         // Known without a sequence too (a protocol with messages may have none).
         e.packet_type = v.packet_type;
         let record = self.validator.records();
+        if let Some(st) = self.stack.as_deref_mut() {
+            st.decrypted = false;
+            if v.status == Status::Ok {
+                let o = st.carry(
+                    f,
+                    self.file,
+                    ip,
+                    (sport, dport),
+                    payload,
+                    v.sequence,
+                    v.packet_type,
+                );
+                if o == crate::decrypt::Outcome::MacFailure {
+                    e.status = Status::Malformed;
+                    e.fault = Some(crate::dissect::FaultKind::Mac);
+                    if record {
+                        self.validator.dissection.fault = Some(layers::mac_fault(payload.len()));
+                    }
+                }
+            }
+        }
         if fresh
             && matches!(v.status, Status::Ok | Status::Malformed)
             && let Some(index) = e.flow_index
@@ -628,7 +681,14 @@ impl Engine {
         let (Some(sequence), Some(ptype), Status::Ok | Status::Malformed) =
             (v.sequence, v.packet_type, v.status)
         else {
-            emit(sink, e, &self.validator.dissection, record, fresh);
+            emit_shown(
+                sink,
+                e,
+                &self.validator.dissection,
+                record,
+                fresh,
+                self.stack.as_deref(),
+            );
             self.emit_completed(sink, e, record);
             return;
         };
@@ -644,7 +704,14 @@ impl Engine {
         // A flow past the table's cap is validated and counted, without sequence
         // analysis or reassembly.
         let Some(index) = e.flow_index else {
-            emit(sink, e, &self.validator.dissection, record, fresh);
+            emit_shown(
+                sink,
+                e,
+                &self.validator.dissection,
+                record,
+                fresh,
+                self.stack.as_deref(),
+            );
             return;
         };
         let flow = &mut self.flows[index as usize];
@@ -686,7 +753,14 @@ impl Engine {
             }
         };
         let Some(frag) = v.fragment else {
-            emit(sink, e, &self.validator.dissection, record, fresh);
+            emit_shown(
+                sink,
+                e,
+                &self.validator.dissection,
+                record,
+                fresh,
+                self.stack.as_deref(),
+            );
             self.emit_completed(sink, e, record);
             return;
         };
@@ -719,11 +793,25 @@ impl Engine {
             self.evict_elsewhere();
         }
         let Outcome::Complete { count } = outcome else {
-            emit(sink, e, &self.validator.dissection, record, fresh);
+            emit_shown(
+                sink,
+                e,
+                &self.validator.dissection,
+                record,
+                fresh,
+                self.stack.as_deref(),
+            );
             return;
         };
         e.completes = Some(count);
-        emit(sink, e, &self.validator.dissection, record, fresh);
+        emit_shown(
+            sink,
+            e,
+            &self.validator.dissection,
+            record,
+            fresh,
+            self.stack.as_deref(),
+        );
         // The packet itself, validated and dissected like any other — by a worker, when
         // one joined these very bytes and no field tree is wanted.
         let joined = match preset.joined {
@@ -734,6 +822,20 @@ impl Engine {
             Some(v) => v,
             None => self.validator.reassembled(&self.reassembled),
         };
+        if let Some(st) = self.stack.as_deref_mut()
+            && v.status == Status::Ok
+        {
+            st.carry(
+                f,
+                self.file,
+                ip,
+                (sport, dport),
+                &self.reassembled,
+                v.sequence,
+                v.packet_type,
+            );
+            st.decrypted = false;
+        }
         let whole = PacketEvent {
             kind: Kind::Reassembled,
             ip: Some(ip),
@@ -862,7 +964,10 @@ impl Engine {
                 seq: t.stats,
             })
             .collect();
+        let (decryption, layers) = self.stack.take().map(|s| s.finish()).unwrap_or_default();
         sink.finish(&Summary {
+            decryption,
+            layers,
             ip_defrag: self.defrag.stats,
             reassembly_peak: self.budget.peak as u64,
             sender_spaces,

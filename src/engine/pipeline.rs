@@ -26,9 +26,13 @@ enum Msg {
 /// Whether the pipeline can carry what validation finds: not a datagram's messages, nor
 /// a checksum that needs what the conversation learnt (workers see no conversation).
 pub fn pipelinable(cfg: &Config) -> bool {
-    !cfg.program
-        .as_ref()
-        .is_some_and(|p| p.messages.is_some() || p.params.tracks())
+    // Decryption keys and inner layers are per conversation, as remembered values are.
+    let stacked = cfg.stack.as_ref().is_some_and(|s| s.active());
+    !stacked
+        && !cfg
+            .program
+            .as_ref()
+            .is_some_and(|p| p.messages.is_some() || p.params.tracks())
 }
 
 /// Analyzes captures with `workers` validation threads. Errors as sequential: a file that

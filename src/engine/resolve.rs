@@ -19,6 +19,8 @@ pub struct Choice {
     pub reassembly_budget: Option<usize>,
     pub mtu_budget: Option<u32>,
     pub link_mtu: Option<u32>,
+    /// Keys and inner layers.
+    pub stack: Option<Arc<super::layers::Stack>>,
 }
 
 /// The configuration, and how the protocol id was found when nothing gave it.
@@ -48,6 +50,17 @@ impl Resolved {
     }
 }
 
+/// `p` with protocol id `id`, its plaintext view too.
+fn with_protocol_id(p: &Arc<Program>, id: ProtocolId) -> Arc<Program> {
+    if p.params.protocol_id == Some(id) {
+        return p.clone();
+    }
+    let mut q = (**p).clone();
+    q.params.protocol_id = Some(id);
+    q.params.plaintext = q.params.plaintext.as_ref().map(|v| with_protocol_id(v, id));
+    Arc::new(q)
+}
+
 /// Resolves the protocol. `sample` feeds the identifier the first datagrams of the
 /// traffic; it is called only when neither the definition nor a flag gives an id (nor
 /// declares no checksum). When the traffic gives none either, the configuration has no
@@ -63,11 +76,17 @@ pub fn resolve(
     if let Some(id) = choice.protocol_id {
         cfg.protocol_id = Some(id);
         cfg.protocol_source = "flag".into();
+        // The definition reads the id too (a `role=protocol-id` field, the additional
+        // data of an encrypted body): the flag is the id everywhere.
+        if let Some(p) = cfg.program.as_mut() {
+            *p = with_protocol_id(p, id);
+        }
     }
     if !choice.ports.is_empty() {
         cfg.ports = choice.ports.clone();
     }
     cfg.any_port |= choice.any_port;
+    cfg.stack = choice.stack.clone();
     if let Some(b) = choice.reassembly_budget {
         cfg.reassembly_budget = b;
     }

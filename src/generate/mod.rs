@@ -2,6 +2,7 @@
 //! network simulator, and the ground truth of what happened.
 
 pub mod check;
+pub mod encrypt;
 pub mod net;
 pub mod packet;
 pub mod rng;

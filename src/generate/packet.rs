@@ -36,6 +36,10 @@ pub enum GenError {
     #[error("--attacks breaks the rules of fragment reassembly, and the definition has no fragment block")]
     AttacksWithoutFragments,
     #[error(
+        "--encrypt seals packets as the definition's `encryption` says, and the definition declares none"
+    )]
+    NotEncrypted,
+    #[error(
         "field `{0}` (role sequence) never carries the counter gen writes: it is derived, and gen inverts only `x`, `x + c`, `x - c`, `x ^ c`, `a << k | b` and `(x - d) & m` over fields it writes; no packet type can be generated"
     )]
     Underivable(String),

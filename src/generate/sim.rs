@@ -56,6 +56,9 @@ pub struct SimConfig {
     /// Chance that a whole (unfragmented) packet is sent cut short inside its end check,
     /// with a valid CRC: a malformed packet (past end). Needs an end check.
     pub malformed: f64,
+    /// Seal every packet as the definition's `encryption` says, with keys drawn from the
+    /// seed (in the truth's `keys`).
+    pub encrypt: bool,
 }
 
 impl Default for SimConfig {
@@ -81,6 +84,7 @@ impl Default for SimConfig {
             big: 0.05,
             attacks: false,
             malformed: 0.0,
+            encrypt: false,
         }
     }
 }
@@ -146,6 +150,9 @@ pub struct Truth {
     /// Intact copies of a fragment already received (network duplicates), which the
     /// analyzer counts with the duplicate-fragment attack.
     pub fragment_duplicates: u64,
+    /// Each connection's keys, when the traffic was sealed (`encrypt`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keys: Vec<super::encrypt::KeyTruth>,
 }
 
 /// One frame for the capture; the heap pops the earliest delivery first.
@@ -370,6 +377,17 @@ pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -
             });
         }
     }
+    let sealer = match (&p.params.encryption, cfg.encrypt) {
+        (Some(_), true) => {
+            let clients: Vec<SocketAddr> = flows.iter().filter(|f| f.src == server).map(|f| f.dst).collect();
+            let id = p.params.protocol_id.map_or(0, |i| i.value);
+            // A stream of its own: the traffic is the same as without sealing.
+            let mut keys_rng = Rng::new(cfg.seed ^ 0x6b65_7973);
+            Some(super::encrypt::Sealer::new(id, &clients, &mut keys_rng))
+        }
+        (None, true) => return Err(GenError::NotEncrypted),
+        _ => None,
+    };
     let router = addr(cfg.ipv6, 0xfe, 0).ip();
     let mut out: std::collections::BinaryHeap<Out> = std::collections::BinaryHeap::new();
     let mut order = 0u64;
@@ -383,6 +401,7 @@ pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -
         event: "summary".into(),
         seed: cfg.seed,
         protocol_id: id,
+        keys: sealer.as_ref().map(|s| s.keys.clone()).unwrap_or_default(),
         ..Truth::default()
     };
     let end_ns = EPOCH_NS + (cfg.duration_s * 1e9) as i64;
@@ -456,6 +475,10 @@ pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -
             sent_packets -= 1;
             flows[fi].next_ns -= flows[fi].interval_ns;
             continue;
+        }
+        let mut packet = packet;
+        if let Some(s) = &sealer {
+            s.seal(flows[fi].src, flows[fi].dst, seq, &mut packet);
         }
         if packet.len() > max_packet {
             continue;

@@ -5,6 +5,8 @@ pub mod bandwidth;
 pub mod fit;
 pub mod json;
 #[cfg(feature = "cli")]
+pub mod layers;
+#[cfg(feature = "cli")]
 pub mod tables;
 pub mod tree;
 

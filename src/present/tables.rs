@@ -4,7 +4,7 @@ use crate::analysis::Report;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets};
 use std::fmt::Write;
 
-fn table(header: &[&str]) -> Table {
+pub(crate) fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
     t.load_style(presets::UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Disabled)
@@ -12,7 +12,7 @@ fn table(header: &[&str]) -> Table {
     t
 }
 
-fn right(t: &mut Table, from: usize) {
+pub(crate) fn right(t: &mut Table, from: usize) {
     let n = t.column_count();
     for i in from..n {
         if let Some(c) = t.column_mut(i) {
@@ -356,6 +356,7 @@ pub fn render(r: &Report) -> String {
     out.push_str(&render_acks(r));
     out.push_str(&render_reassembly(r));
     out.push_str(&render_mtu(r));
+    out.push_str(&super::layers::render(r));
     out
 }
 

@@ -212,6 +212,8 @@ pub struct Statistics {
     /// A quarter of the sequence space: a jump this far is a sign of a wrong field.
     quarter_space: u128,
     state: StateBudget,
+    /// Inner layers' statistics (a stack of definitions), reported in `layers`.
+    layers: Vec<crate::engine::layers::LayerStats>,
     report: Report,
 }
 
@@ -271,6 +273,7 @@ impl Statistics {
                 ..StateBudget::default()
             },
             cfg,
+            layers: Vec::new(),
             report,
         }
     }
@@ -304,6 +307,10 @@ impl Statistics {
         self.bursts.all.merge(&o.bursts.all);
         for (t, n) in o.link_types {
             self.count_link_type(t, n);
+        }
+        // Every shard's engine stacks the same layers, in the same order.
+        for (mine, theirs) in self.layers.iter_mut().zip(o.layers) {
+            mine.1.merge(theirs.1);
         }
         self.report.merge(o.report);
     }
@@ -368,6 +375,12 @@ impl Statistics {
         });
         self.report.mtu.bursts = self.bursts.report();
         self.report.finalize(&self.cfg);
+        for crate::engine::layers::LayerStats(name, stats) in self.layers {
+            let mut r = stats.report();
+            let nested = std::mem::take(&mut r.layers);
+            self.report.layers.push(report::LayerReport { name, report: r });
+            self.report.layers.extend(nested);
+        }
         self.report
     }
 
@@ -641,7 +654,11 @@ impl Statistics {
         if let Some(m) = &mut self.report.messages {
             m.add(e.messages);
         }
-        if let Some(kind) = e.fault {
+        if e.fault == Some(FaultKind::Mac) {
+            // A key that does not open a body says nothing of the description's fit:
+            // counted by cause here, per flow in `decryption`.
+            count_fault(&mut self.report.malformed, FaultKind::Mac, e.frame, key);
+        } else if let Some(kind) = e.fault {
             s.malformed += 1;
             if kind == FaultKind::TrailingBytes {
                 s.trailing += 1;
@@ -803,6 +820,8 @@ impl Sink for Statistics {
         self.report.capture.ip_defrag = s.ip_defrag;
         self.report.reassembly.peak_bytes = s.reassembly_peak;
         self.report.sender_spaces = s.sender_spaces.clone();
+        self.report.decryption = s.decryption.clone();
+        self.layers = s.layers.clone();
         if let Some(m) = &mut self.report.messages {
             m.streams_not_tracked = s.streams_not_tracked;
         }

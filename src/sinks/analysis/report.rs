@@ -550,6 +550,20 @@ pub struct Report {
     /// Where the bits go, field by field (`analyze --bits` only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bandwidth: Option<crate::sinks::bandwidth::BandwidthReport>,
+    /// Decryption (a definition with `encryption`, run with keys).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decryption: Option<crate::decrypt::Report>,
+    /// Protocols inside this one, outermost first, each with the report's sections.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub layers: Vec<LayerReport>,
+}
+
+/// One inner layer's report (`layers[]` in JSON): its name, then the usual sections.
+#[derive(Debug, Clone, Serialize)]
+pub struct LayerReport {
+    pub name: String,
+    #[serde(flatten)]
+    pub report: Report,
 }
 
 /// The messages of valid datagrams (a malformed datagram's messages count up to the
@@ -671,6 +685,13 @@ impl Report {
     /// analyzer itself). Shards that left flows untracked are not merged: the run is
     /// done again on one core (`engine::parallel`), so `untracked` is not added here.
     pub(crate) fn merge(&mut self, o: Report) {
+        self.decryption = match (self.decryption.take(), o.decryption) {
+            (Some(mut a), Some(b)) => {
+                a.merge(b);
+                Some(a)
+            }
+            (a, b) => a.or(b),
+        };
         let (c, d) = (&mut self.capture, o.capture);
         for (i, f) in d.files.into_iter().enumerate() {
             match c.files.get_mut(i) {

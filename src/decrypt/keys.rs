@@ -1,0 +1,245 @@
+//! Keys for encrypted protocols, from the command line, a key log, the environment or the
+//! definition's directory. Keys are untrusted input: every mistake names the file, line
+//! and column; no key is ever put in an error message.
+
+use hashbrown::HashMap;
+use std::net::SocketAddr;
+use std::path::Path;
+
+/// A 32-byte key (netcode's private key and packet keys).
+pub type Key = [u8; 32];
+
+/// Connections a key log may name; past it the log is refused (bounded memory).
+pub const MAX_KEYLOG_ENTRIES: usize = 1 << 20;
+
+/// The two packet keys of one connection.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionKeys {
+    pub client_to_server: Key,
+    pub server_to_client: Key,
+}
+
+impl std::fmt::Debug for ConnectionKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ConnectionKeys(…)")
+    }
+}
+
+/// What an observer holds: the server's private key and connections' keys by client
+/// address.
+#[derive(Clone, Default)]
+pub struct Secrets {
+    pub private_key: Option<Key>,
+    pub connections: HashMap<SocketAddr, ConnectionKeys>,
+}
+
+impl std::fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Secrets {{ private_key: {}, connections: {} }}",
+            if self.private_key.is_some() { "set" } else { "none" },
+            self.connections.len()
+        )
+    }
+}
+
+impl Secrets {
+    pub fn is_empty(&self) -> bool {
+        self.private_key.is_none() && self.connections.is_empty()
+    }
+}
+
+/// Hex digits to bytes; `None` for an odd count or a non-hex digit.
+pub fn hex(s: &str) -> Option<Vec<u8>> {
+    let s = s.trim();
+    let s = s.strip_prefix("0x").unwrap_or(s);
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// Bytes as lowercase hex (for `--show-keys`).
+pub fn to_hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// A 32-byte key from hex, or why not (never quoting the text: it may be a key).
+pub fn key_from_hex(s: &str) -> Result<Key, String> {
+    let t = s.trim();
+    if let Some((i, c)) = t
+        .strip_prefix("0x")
+        .unwrap_or(t)
+        .char_indices()
+        .find(|(_, c)| !c.is_ascii_hexdigit())
+    {
+        return Err(format!("character {} is not a hex digit ({c:?})", i + 1));
+    }
+    let b = hex(t).ok_or_else(|| "an odd number of hex digits".to_string())?;
+    b.as_slice()
+        .try_into()
+        .map_err(|_| format!("the key is {} bytes; a key is 32 (64 hex digits)", b.len()))
+}
+
+/// `--key HEX|@FILE`: the key itself, or a file holding it (hex text, or 32 raw bytes).
+pub fn private_key(arg: &str, what: &str) -> Result<Key, String> {
+    match arg.strip_prefix('@') {
+        None => key_from_hex(arg).map_err(|e| format!("{what}: {e}")),
+        Some(path) => key_file(Path::new(path)),
+    }
+}
+
+/// A key file: 64 hex digits (whitespace and `#` comment lines ignored) or 32 raw bytes.
+pub fn key_file(path: &Path) -> Result<Key, String> {
+    let name = path.display();
+    let bytes = read_bounded(path, 64 << 10).map_err(|e| format!("{name}: cannot read key file: {e}"))?;
+    if bytes.len() == 32 && std::str::from_utf8(&bytes).is_err() {
+        return Ok(bytes.as_slice().try_into().unwrap_or([0; 32]));
+    }
+    let text = std::str::from_utf8(&bytes).map_err(|e| {
+        format!(
+            "{name}: not hex text nor 32 raw bytes (byte offset {}, {} bytes)",
+            e.valid_up_to(),
+            bytes.len()
+        )
+    })?;
+    let mut found = None;
+    for (i, line) in text.lines().enumerate() {
+        let l = line.trim();
+        if l.is_empty() || l.starts_with('#') {
+            continue;
+        }
+        if found.is_some() {
+            return Err(format!("{name}:{}: a key file holds one key", i + 1));
+        }
+        found = Some(key_from_hex(l).map_err(|e| format!("{name}:{}: {e}", i + 1))?);
+    }
+    found.ok_or_else(|| format!("{name}: no key in the file"))
+}
+
+fn read_bounded(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut b = Vec::new();
+    std::fs::File::open(path)?.take(limit + 1).read_to_end(&mut b)?;
+    if b.len() as u64 > limit {
+        return Err(std::io::Error::other(format!("larger than {} KiB", limit >> 10)));
+    }
+    Ok(b)
+}
+
+/// Reads a key log into `secrets`: one connection a line,
+/// `NETCODE <client ip:port> <client_to_server_key> <server_to_client_key>` (hex), and
+/// `NETCODE_PRIVATE_KEY <key>`; blank lines and `#` comments are skipped.
+pub fn keylog(path: &Path, secrets: &mut Secrets) -> Result<(), String> {
+    let name = path.display();
+    let bytes = read_bounded(path, 256 << 20).map_err(|e| format!("{name}: cannot read key log: {e}"))?;
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|e| format!("{name}: not UTF-8 text (byte offset {})", e.valid_up_to()))?;
+    parse_keylog(text, secrets).map_err(|(line, col, e)| format!("{name}:{line}:{col}: {e}"))
+}
+
+/// The key log's text; an error is (line, column, why).
+pub fn parse_keylog(text: &str, secrets: &mut Secrets) -> Result<(), (usize, usize, String)> {
+    for (i, line) in text.lines().enumerate() {
+        let l = line.trim_end();
+        if l.trim().is_empty() || l.trim_start().starts_with('#') {
+            continue;
+        }
+        let mut words = Vec::new();
+        let mut col = 0;
+        for w in l.split(' ') {
+            if !w.is_empty() {
+                words.push((col + 1, w));
+            }
+            col += w.len() + 1;
+        }
+        let at = |k: usize| words.get(k).map_or(l.len() + 1, |w| w.0);
+        let key = |k: usize| -> Result<Key, (usize, usize, String)> {
+            let w = words
+                .get(k)
+                .ok_or((i + 1, at(k), "a key is missing".to_string()))?;
+            key_from_hex(w.1).map_err(|e| (i + 1, w.0, e))
+        };
+        match words[0].1 {
+            "NETCODE" => {
+                let addr =
+                    words
+                        .get(1)
+                        .ok_or((i + 1, at(1), "the client's address is missing".to_string()))?;
+                let client: SocketAddr = addr.1.parse().map_err(|_| {
+                    (
+                        i + 1,
+                        addr.0,
+                        format!(
+                            "`{}` is not an address and port (127.0.0.1:41000, [::1]:41000)",
+                            addr.1
+                        ),
+                    )
+                })?;
+                let keys = ConnectionKeys {
+                    client_to_server: key(2)?,
+                    server_to_client: key(3)?,
+                };
+                if words.len() > 4 {
+                    return Err((i + 1, words[4].0, "more than an address and two keys".into()));
+                }
+                if secrets.connections.len() >= MAX_KEYLOG_ENTRIES {
+                    return Err((i + 1, 1, format!("more than {MAX_KEYLOG_ENTRIES} connections")));
+                }
+                secrets.connections.insert(client, keys);
+            }
+            "NETCODE_PRIVATE_KEY" => {
+                secrets.private_key = Some(key(1)?);
+                if words.len() > 2 {
+                    return Err((i + 1, words[2].0, "more than one key".into()));
+                }
+            }
+            other => {
+                return Err((
+                    i + 1,
+                    words[0].0,
+                    format!("unknown label `{other}`: lines start with NETCODE or NETCODE_PRIVATE_KEY"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_log_lines_and_their_mistakes() {
+        let k = "00".repeat(32);
+        let mut s = Secrets::default();
+        parse_keylog(
+            &format!("# c\n\nNETCODE 127.0.0.1:41000 {k} {}\n", "11".repeat(32)),
+            &mut s,
+        )
+        .unwrap();
+        let c = s.connections[&"127.0.0.1:41000".parse::<SocketAddr>().unwrap()];
+        assert_eq!(c.server_to_client, [0x11; 32]);
+        let e = parse_keylog("NETCODE 127.0.0.1 00 00", &mut s).unwrap_err();
+        assert_eq!((e.0, e.1), (1, 9));
+        let e = parse_keylog(&format!("NETCODE 1.2.3.4:5 {k} abc"), &mut s).unwrap_err();
+        assert_eq!((e.0, e.1), (1, 84));
+        assert!(e.2.contains("odd"), "{}", e.2);
+        let e = parse_keylog(&format!("NETCODE 1.2.3.4:5 {k}"), &mut s).unwrap_err();
+        assert!(e.2.contains("missing"));
+        let e = parse_keylog("  SSL 1 2", &mut s).unwrap_err();
+        assert_eq!((e.0, e.1), (1, 3));
+        assert!(key_from_hex(&"ab".repeat(31)).unwrap_err().contains("31 bytes"));
+        assert!(
+            key_from_hex(&format!("{}zz", "ab".repeat(31)))
+                .unwrap_err()
+                .contains("63")
+        );
+        assert!(private_key("0x", "--key").is_err());
+    }
+}

@@ -1,0 +1,202 @@
+//! netcode.io 1.02's encryption, implemented once: the private connect token of a
+//! connection request (XChaCha20-Poly1305 under the server's private key) and every
+//! later packet (ChaCha20-Poly1305 IETF under the connection's key for its direction).
+//! Both read and write, so `gen` writes what `analyze` reads.
+
+use super::keys::{ConnectionKeys, Key};
+use chacha20poly1305::aead::AeadInOut;
+use chacha20poly1305::{ChaCha20Poly1305, KeyInit, Nonce, Tag, XChaCha20Poly1305, XNonce};
+
+/// `"NETCODE 1.02"` and its NUL: the version info in every additional data.
+pub const VERSION: &[u8; 13] = b"NETCODE 1.02\0";
+/// A connection request's size, and where its parts start.
+pub const REQUEST_BYTES: usize = 1078;
+const NONCE_AT: usize = 30;
+const TOKEN_AT: usize = 54;
+/// The private connect token's plaintext (then its 16-byte MAC).
+pub const TOKEN_PLAINTEXT: usize = 1008;
+pub const MAC: usize = 16;
+/// Where the packet keys lie in the token's plaintext: client id u64, timeout u32,
+/// address count u32, then 7 bytes per IPv4 address (19 per IPv6).
+const MAX_ADDRESSES: usize = 32;
+
+/// The private connect token's packet keys, or `None` when the MAC fails (another key,
+/// another protocol id, tampering). `request` is the whole datagram; `plain` receives
+/// the token's plaintext.
+pub fn open_token(private_key: &Key, request: &[u8], plain: &mut Vec<u8>) -> Option<ConnectionKeys> {
+    if request.len() != REQUEST_BYTES {
+        return None;
+    }
+    let aead = XChaCha20Poly1305::new(private_key.into());
+    let nonce: &XNonce = request[NONCE_AT..TOKEN_AT].try_into().ok()?;
+    let (body, mac) = request[TOKEN_AT..].split_at(TOKEN_PLAINTEXT);
+    let tag: &Tag = mac.try_into().ok()?;
+    plain.clear();
+    plain.extend_from_slice(body);
+    aead.decrypt_inout_detached(nonce, &request[1..NONCE_AT], plain.as_mut_slice().into(), tag)
+        .ok()?;
+    token_keys(plain)
+}
+
+/// The packet keys in a token's plaintext, after its server addresses.
+fn token_keys(t: &[u8]) -> Option<ConnectionKeys> {
+    let count = u32::from_le_bytes(t.get(12..16)?.try_into().ok()?) as usize;
+    if count == 0 || count > MAX_ADDRESSES {
+        return None;
+    }
+    let mut at = 16;
+    for _ in 0..count {
+        at += match t.get(at)? {
+            1 => 7,
+            2 => 19,
+            _ => return None,
+        };
+    }
+    Some(ConnectionKeys {
+        client_to_server: t.get(at..at + 32)?.try_into().ok()?,
+        server_to_client: t.get(at + 32..at + 64)?.try_into().ok()?,
+    })
+}
+
+/// Seals a private connect token in place (`gen`): `token` is the 1008-byte plaintext;
+/// returns the 1024 bytes that go in the request.
+pub fn seal_token(private_key: &Key, ad: &[u8; 29], nonce: &[u8; 24], token: &[u8]) -> Vec<u8> {
+    let aead = XChaCha20Poly1305::new(private_key.into());
+    let mut out = token.to_vec();
+    let tag = aead
+        .encrypt_inout_detached(&XNonce::from(*nonce), ad, out.as_mut_slice().into())
+        .unwrap_or_default();
+    out.extend_from_slice(&tag);
+    out
+}
+
+/// A connection's cipher for one direction, made once.
+#[derive(Clone)]
+pub struct PacketCipher(ChaCha20Poly1305);
+
+impl PacketCipher {
+    pub fn new(key: &Key) -> Self {
+        PacketCipher(ChaCha20Poly1305::new(key.into()))
+    }
+
+    /// Opens a packet's body: `header` is the prefix byte and the sequence bytes, `body`
+    /// the ciphertext and its MAC; the plaintext is appended to `out`. False when the MAC
+    /// fails.
+    pub fn open(
+        &self,
+        protocol_id: u64,
+        sequence: u64,
+        header: &[u8],
+        body: &[u8],
+        out: &mut Vec<u8>,
+    ) -> bool {
+        let (Some(&prefix), Some(n)) = (header.first(), body.len().checked_sub(MAC)) else {
+            return false;
+        };
+        let (ct, mac) = body.split_at(n);
+        let Ok(tag) = <&Tag>::try_from(mac) else {
+            return false;
+        };
+        let start = out.len();
+        out.extend_from_slice(ct);
+        let ok = self
+            .0
+            .decrypt_inout_detached(
+                &nonce(sequence),
+                &additional(protocol_id, prefix),
+                (&mut out[start..]).into(),
+                tag,
+            )
+            .is_ok();
+        if !ok {
+            out.truncate(start);
+        }
+        ok
+    }
+
+    /// Seals `body` in place and appends its MAC (`gen`).
+    pub fn seal(&self, protocol_id: u64, sequence: u64, prefix: u8, body: &mut Vec<u8>) {
+        let tag = self
+            .0
+            .encrypt_inout_detached(
+                &nonce(sequence),
+                &additional(protocol_id, prefix),
+                body.as_mut_slice().into(),
+            )
+            .unwrap_or_default();
+        body.extend_from_slice(&tag);
+    }
+}
+
+/// Four zero bytes, then the sequence (netcode.c:1629-1634).
+fn nonce(sequence: u64) -> Nonce {
+    let mut n = [0u8; 12];
+    n[4..].copy_from_slice(&sequence.to_le_bytes());
+    Nonce::from(n)
+}
+
+/// Version info, protocol id, prefix byte (netcode.c:1621-1627).
+fn additional(protocol_id: u64, prefix: u8) -> [u8; 22] {
+    let mut ad = [0u8; 22];
+    ad[..13].copy_from_slice(VERSION);
+    ad[13..21].copy_from_slice(&protocol_id.to_le_bytes());
+    ad[21] = prefix;
+    ad
+}
+
+/// The connection's two ciphers.
+#[derive(Clone)]
+pub struct ConnectionCiphers {
+    pub client_to_server: PacketCipher,
+    pub server_to_client: PacketCipher,
+}
+
+impl ConnectionCiphers {
+    pub fn new(k: &ConnectionKeys) -> Self {
+        ConnectionCiphers {
+            client_to_server: PacketCipher::new(&k.client_to_server),
+            server_to_client: PacketCipher::new(&k.server_to_client),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_packet_opens_under_its_key_only() {
+        let c = PacketCipher::new(&[7; 32]);
+        let mut body = b"hello".to_vec();
+        c.seal(42, 300, 0x25, &mut body);
+        let mut out = Vec::new();
+        assert!(c.open(42, 300, &[0x25, 0x2c, 0x01], &body, &mut out));
+        assert_eq!(out, b"hello");
+        out.clear();
+        assert!(!c.open(42, 301, &[0x25], &body, &mut out));
+        assert!(!c.open(43, 300, &[0x25], &body, &mut out));
+        assert!(!PacketCipher::new(&[8; 32]).open(42, 300, &[0x25], &body, &mut out));
+        assert!(!c.open(42, 300, &[0x25], &body[..10], &mut out));
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn a_token_gives_its_keys() {
+        let mut token = vec![0u8; TOKEN_PLAINTEXT];
+        token[12] = 1; // one address
+        token[16] = 1; // IPv4
+        token[23..55].copy_from_slice(&[3; 32]);
+        token[55..87].copy_from_slice(&[4; 32]);
+        let mut req = vec![0u8; REQUEST_BYTES];
+        req[1..14].copy_from_slice(VERSION);
+        let ad: [u8; 29] = req[1..30].try_into().unwrap();
+        let sealed = seal_token(&[9; 32], &ad, &[5; 24], &token);
+        req[30..54].copy_from_slice(&[5; 24]);
+        req[54..].copy_from_slice(&sealed);
+        let mut plain = Vec::new();
+        let k = open_token(&[9; 32], &req, &mut plain).unwrap();
+        assert_eq!(k.client_to_server, [3; 32]);
+        assert_eq!(k.server_to_client, [4; 32]);
+        assert!(open_token(&[1; 32], &req, &mut plain).is_none());
+    }
+}

@@ -1,0 +1,286 @@
+//! Protocols inside protocols: a layer's field (`dissect-as="NAME"`, or with several
+//! `-d` a layer's `rest` fields) is a datagram of the next definition, analyzed by an
+//! engine of its own — its own flows, sequences, acks, reassembly and faults — and
+//! counted into that layer's statistics. An encrypted layer (`encryption …`) is
+//! decrypted first, with the keys the run was given, and read with its plaintext view.
+
+use super::{Engine, FlowId, Layer, PacketEvent, Preset, Status};
+use crate::analysis::Statistics;
+use crate::capture::Frame;
+use crate::decode::IpInfo;
+use crate::decrypt::keys::Secrets;
+use crate::decrypt::{Decryptor, Outcome};
+use crate::dissect::program::{Kind as FieldKind, NodeId};
+use crate::dissect::{Dissection, Dissector, Fault, FaultKind, Program, Value};
+use std::sync::Arc;
+
+/// What a run stacks on its outermost definition.
+#[derive(Debug, Clone, Default)]
+pub struct Stack {
+    /// Keys for an encrypted outermost layer.
+    pub secrets: Option<Arc<Secrets>>,
+    /// Show decrypted keys in field trees (hidden otherwise).
+    pub show_keys: bool,
+    /// Definitions inside the outermost, outermost first (`-d A -d B -d C`: B, C).
+    pub layers: Vec<Arc<Program>>,
+}
+
+impl Stack {
+    /// Anything to do: keys or inner layers.
+    pub fn active(&self) -> bool {
+        self.secrets.is_some() || !self.layers.is_empty()
+    }
+}
+
+/// The program whose names a recorded tree is read with: with keys, the decrypted view
+/// (a superset: the encrypted view's fields keep their ids in it).
+pub fn shown_program(cfg: &super::Config) -> Option<Arc<Program>> {
+    let p = cfg.program.as_ref()?;
+    let keyed = cfg.stack.as_ref().is_some_and(|s| s.secrets.is_some());
+    match &p.params.plaintext {
+        Some(v) if keyed => Some(v.clone()),
+        _ => Some(p.clone()),
+    }
+}
+
+/// An inner layer's engine and statistics.
+#[derive(Clone)]
+pub struct Inner {
+    pub name: String,
+    engine: Box<Engine>,
+    stats: Statistics,
+}
+
+/// The stack's state in one engine.
+#[derive(Clone)]
+pub struct StackState {
+    decryptor: Option<Decryptor>,
+    /// Reads decrypted datagrams (the plaintext view), or the layer's own datagrams to
+    /// find the fields inner layers read; records fields.
+    reader: Option<Dissector>,
+    /// Fields whose bytes go to an inner layer: (node, index in `inner`).
+    targets: Vec<(NodeId, usize)>,
+    inner: Vec<Inner>,
+    show_keys: bool,
+    /// The last datagram's plaintext (header, then body) and its field tree.
+    plain: Vec<u8>,
+    tree: Dissection,
+    /// The last datagram was decrypted (its plaintext is what a recorded tree reads).
+    pub decrypted: bool,
+    /// The engine records field trees: a decrypted datagram's is read even when no
+    /// inner layer needs it.
+    record: bool,
+}
+
+impl StackState {
+    /// The state for `program` with `stack`; `None` when there is nothing to do.
+    pub fn new(program: Option<&Arc<Program>>, stack: &Stack, budget: usize, record: bool) -> Option<Self> {
+        let program = program?;
+        let decryptor = match (&program.params.encryption, &stack.secrets) {
+            (Some(_), Some(s)) => Some(Decryptor::new(
+                s.clone(),
+                program.params.protocol_id.map_or(0, |p| p.value),
+            )),
+            _ => None,
+        };
+        let view = match (&decryptor, &program.params.plaintext) {
+            (Some(_), Some(p)) => p.clone(),
+            (Some(_), None) => program.clone(),
+            (None, _) if program.params.encryption.is_some() => {
+                // Encrypted bodies without keys: nothing inside can be read.
+                return None;
+            }
+            (None, _) => program.clone(),
+        };
+        let mut inner: Vec<Inner> = Vec::new();
+        let mut targets = Vec::new();
+        let layer_for = |at: usize, inner: &mut Vec<Inner>| -> usize {
+            let p = &stack.layers[at];
+            if let Some(i) = inner.iter().position(|x| x.name == p.params.name) {
+                return i;
+            }
+            let mut cfg = super::Config::from_program(p.clone());
+            cfg.any_port = true;
+            cfg.reassembly_budget = budget;
+            // Not datagrams on the wire: no MTU to exceed.
+            cfg.format.mtu_budget = u32::MAX;
+            cfg.stack = Some(Arc::new(Stack {
+                secrets: None,
+                show_keys: stack.show_keys,
+                // Every other layer stays reachable from inside this one, in order.
+                layers: (stack.layers.iter().enumerate())
+                    .filter(|(i, _)| *i != at)
+                    .map(|(_, l)| l.clone())
+                    .collect(),
+            }));
+            inner.push(Inner {
+                name: p.params.name.clone(),
+                engine: Box::new(Engine::new(cfg.clone(), false)),
+                stats: Statistics::new(cfg),
+            });
+            inner.len() - 1
+        };
+        for (node, name) in &view.params.dissect_as {
+            if let Some(at) = stack.layers.iter().position(|l| l.params.name == *name) {
+                targets.push((*node, layer_for(at, &mut inner)));
+            }
+        }
+        if view.params.dissect_as.is_empty() && !stack.layers.is_empty() {
+            for (i, n) in view.nodes.iter().enumerate() {
+                if matches!(n.kind, FieldKind::Rest { .. }) && n.role.is_none() {
+                    targets.push((i as NodeId, layer_for(0, &mut inner)));
+                }
+            }
+        }
+        if decryptor.is_none() && targets.is_empty() {
+            return None;
+        }
+        Some(StackState {
+            decryptor,
+            reader: Some(Dissector::new(view)),
+            targets,
+            inner,
+            show_keys: stack.show_keys,
+            plain: Vec::new(),
+            tree: Dissection::default(),
+            decrypted: false,
+            record,
+        })
+    }
+
+    /// A valid datagram (or reassembled packet) of this layer: decrypts it when the layer
+    /// is encrypted, then hands the fields inner layers read to their engines. Returns
+    /// what decryption made of it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn carry(
+        &mut self,
+        f: &Frame<'_>,
+        file: u32,
+        ip: IpInfo,
+        ports: (u16, u16),
+        bytes: &[u8],
+        sequence: Option<u64>,
+        ptype: Option<u32>,
+    ) -> Outcome {
+        self.decrypted = false;
+        let outcome = match (&mut self.decryptor, sequence, ptype) {
+            (Some(d), Some(seq), Some(t)) => {
+                let flow = FlowId {
+                    src: std::net::SocketAddr::new(ip.src, ports.0),
+                    dst: std::net::SocketAddr::new(ip.dst, ports.1),
+                };
+                d.datagram(flow, seq, t, bytes, &mut self.plain)
+            }
+            (Some(_), _, _) => Outcome::NoKey,
+            (None, _, _) => Outcome::Clear,
+        };
+        let data: &[u8] = match outcome {
+            Outcome::Decrypted => {
+                self.decrypted = true;
+                &self.plain
+            }
+            Outcome::Clear if self.decryptor.is_none() => bytes,
+            _ => return outcome,
+        };
+        let wanted = self.record || !self.targets.is_empty();
+        let Some(reader) = self.reader.as_mut().filter(|_| wanted) else {
+            return outcome;
+        };
+        reader.dissect_into(data, &mut self.tree);
+        if !self.show_keys && self.decrypted {
+            hide_keys(reader.program(), &mut self.tree, &mut self.plain);
+        }
+        let data: &[u8] = if self.decrypted { &self.plain } else { bytes };
+        for fi in 0..self.tree.fields.len() {
+            let fd = self.tree.fields[fi];
+            let Some(&(_, layer)) = self.targets.iter().find(|(n, _)| *n == fd.node) else {
+                continue;
+            };
+            let (a, b) = (
+                (fd.bit_offset / 8) as usize,
+                ((fd.bit_offset + fd.bit_len) / 8) as usize,
+            );
+            let Some(inner_bytes) = data.get(a..b) else {
+                continue;
+            };
+            let x = &mut self.inner[layer];
+            let mut e = PacketEvent::new(f, file);
+            e.layer = Layer::Udp;
+            x.engine.datagram(
+                &mut e,
+                f,
+                ip,
+                ports,
+                inner_bytes,
+                false,
+                1,
+                Preset::default(),
+                &mut x.stats,
+            );
+        }
+        outcome
+    }
+
+    /// The last datagram's plaintext and tree, when it was decrypted.
+    pub fn shown(&self) -> Option<(&[u8], &Dissection)> {
+        self.decrypted.then_some((&self.plain[..], &self.tree))
+    }
+
+    /// Ends the inner layers: their statistics, innermost after their outer layer.
+    pub fn finish(self) -> (Option<crate::decrypt::Report>, Vec<LayerStats>) {
+        let mut layers = Vec::new();
+        for x in self.inner {
+            let mut stats = x.stats;
+            x.engine.finish(&mut stats);
+            layers.push(LayerStats(x.name, stats));
+        }
+        (self.decryptor.map(|d| d.finish()), layers)
+    }
+}
+
+/// Decrypted keys are not shown unless asked (`--show-keys`): a field named `…_key` of
+/// a decrypted datagram loses its value, and its bytes are zeroed in the plaintext.
+fn hide_keys(p: &Program, tree: &mut Dissection, plain: &mut [u8]) {
+    for f in &mut tree.fields {
+        let Some(n) = p.nodes.get(f.node as usize) else {
+            continue;
+        };
+        if n.name.ends_with("_key")
+            && let Value::Bytes { offset, len } = f.value
+        {
+            if let Some(b) = plain.get_mut(offset..offset + len) {
+                b.fill(0);
+            }
+            f.value = Value::None;
+        }
+    }
+}
+
+/// The fault a MAC failure leaves in a recorded tree.
+pub fn mac_fault(len: usize) -> Fault {
+    Fault {
+        kind: FaultKind::Mac,
+        field: "mac".into(),
+        bit: (len.saturating_sub(crate::decrypt::netcode::MAC) * 8) as u64,
+        reason: "the MAC does not match under this connection's key (a wrong key, tampering or a replay)"
+            .into(),
+    }
+}
+
+/// An inner layer's statistics, by the layer's name.
+#[derive(Clone)]
+pub struct LayerStats(pub String, pub Statistics);
+
+impl std::fmt::Debug for LayerStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "LayerStats({})", self.0)
+    }
+}
+
+/// Status of an outer datagram after decryption: a MAC failure is malformed.
+pub fn status_after(o: Outcome, s: Status) -> (Status, Option<FaultKind>) {
+    match o {
+        Outcome::MacFailure => (Status::Malformed, Some(FaultKind::Mac)),
+        _ => (s, None),
+    }
+}
