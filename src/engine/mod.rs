@@ -362,11 +362,6 @@ impl Engine {
             + self.sender_index.capacity() * (size_of::<((SocketAddr, u8), usize)>() + 1)
     }
 
-    /// Reassembly gave a packet up to free memory: a global limit a shard must not meet.
-    pub(crate) fn evicted_for_memory(&self) -> bool {
-        self.budget.evictions > 0
-    }
-
     /// The most reassembly held at once so far.
     pub fn reassembly_peak(&self) -> usize {
         self.budget.peak

@@ -264,7 +264,6 @@ impl MessageReassembly {
         if !g.done {
             if for_memory {
                 c.attacks.evicted_for_memory += 1;
-                budget.evictions += 1;
             } else {
                 c.attacks.evicted_incomplete += 1;
             }

@@ -121,9 +121,6 @@ pub struct Budget {
     /// The most held since [`Budget::frame_start`]: what shards report per frame, so
     /// that their peaks add up to the sequential one exactly.
     pub frame_peak: usize,
-    /// Packets given up to free memory: a sharded run that sees one starts over on one
-    /// core, so it stops reading at once.
-    pub evictions: u64,
 }
 
 impl Budget {
@@ -133,7 +130,6 @@ impl Budget {
             used: 0,
             peak: 0,
             frame_peak: 0,
-            evictions: 0,
         }
     }
 
@@ -231,7 +227,6 @@ impl FlowReassembly {
             Some(e) => {
                 if !e.done {
                     self.attacks.evicted_for_memory += 1;
-                    budget.evictions += 1;
                 }
                 self.give_up(e, budget);
                 true

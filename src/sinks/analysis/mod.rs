@@ -218,13 +218,6 @@ pub struct Statistics {
 }
 
 impl Statistics {
-    /// A flow past the table, or per-flow state past its budget, so far.
-    pub(crate) fn hit_limit(&self) -> bool {
-        self.report.capture.flows_not_tracked > 0
-            || self.state.acks_not_tracked > 0
-            || self.state.burst_window_capped > 0
-    }
-
     pub fn new(cfg: Config) -> Self {
         let mut report = Report::default();
         report.protocol.protocol_id = cfg.protocol_id;
@@ -888,12 +881,6 @@ impl Analyzer {
     /// Analyzes one frame.
     pub fn frame(&mut self, f: &Frame) {
         self.engine.frame(f, &mut self.stats);
-    }
-
-    /// A global limit (flow table, reassembly or flow state budget) turned something
-    /// away: a shard's figures would then differ from one core's.
-    pub(crate) fn hit_limit(&self) -> bool {
-        self.engine.evicted_for_memory() || self.stats.hit_limit()
     }
 
     /// Keeps what each frame does to reassembly memory (shards: `engine::parallel`).
