@@ -2,6 +2,8 @@
 //! tab and interaction, driven by scripted key presses and mouse events over bundled
 //! captures.
 
+mod common;
+
 use gpcap::analysis::Config;
 use gpcap::dissect;
 use gpcap::tui::{App, Index, load};
@@ -94,7 +96,9 @@ fn keys(a: &mut App, script: &str) {
 fn settle(a: &mut App) {
     let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
     a.tick();
-    while (!a.scan_finished() || a.message.as_ref().is_some_and(|m| m.0.starts_with("writing")))
+    while (!a.scan_finished()
+        || !a.bits_finished()
+        || a.message.as_ref().is_some_and(|m| m.0.starts_with("writing")))
         && std::time::Instant::now() < until
     {
         std::thread::sleep(std::time::Duration::from_millis(2));
@@ -588,4 +592,98 @@ fn status_line_says_when_the_definition_does_not_fit() {
     let mut good = app("clean.pcap", "article.kdl");
     settle(&mut good);
     assert!(!screen(&mut good, 200, 50).contains("· fit "));
+}
+
+// The Bandwidth tab: types, a type's fields, sorted by share.
+snap2!(bandwidth, "lossy-bursts.pcap", "article.kdl", "6");
+snap2!(bandwidth_fields, "lossy-bursts.pcap", "article.kdl", "6 Enter s");
+
+/// The tab's per-type bits are the figures `analyze --bits --json` prints.
+#[test]
+fn bandwidth_types_are_analyze_bits() {
+    for (capture, def) in [
+        ("lossy-bursts.pcap", "article.kdl"),
+        ("article.pcap", "article.kdl"),
+    ] {
+        let mut a = app(capture, def);
+        keys(&mut a, "6");
+        let lines = a.bits.lines();
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let (c, d) = (
+            root.join("captures").join(capture),
+            root.join("dissectors").join(def),
+        );
+        let out = common::gpcap_ok(&[
+            "analyze",
+            c.to_str().unwrap(),
+            "-d",
+            d.to_str().unwrap(),
+            "--bits",
+            "--json",
+        ]);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let b = &v["bandwidth"];
+        let types = b["types"].as_array().unwrap();
+        assert!(!types.is_empty(), "{capture}: no packet types");
+        for t in types {
+            let line = lines
+                .iter()
+                .find(|l| {
+                    l.packet_type.as_deref() == t["packet_type"].as_str()
+                        && l.direction == t["direction"].as_str().unwrap()
+                })
+                .unwrap_or_else(|| panic!("{capture}: no line for {t}"));
+            assert_eq!(line.bits, t["bits"].as_u64().unwrap(), "{capture}: {t}");
+            assert_eq!(line.occurrences, t["packets"].as_u64().unwrap(), "{capture}: {t}");
+        }
+        // Types and the overhead line together are the wire, as analyze's rows are.
+        let sum: u64 = lines.iter().map(|l| l.bits).sum();
+        assert_eq!(sum, b["captured_bits"].as_u64().unwrap(), "{capture}");
+        assert_eq!(lines.len(), types.len() + 1, "{capture}");
+    }
+}
+
+/// Enter drills from a type into its fields, Esc comes back, and Enter on a field
+/// filters the packet list to the packets having it and selects it in the tree.
+#[test]
+fn bandwidth_drills_down_and_filters_on_a_field() {
+    let mut a = app("lossy-bursts.pcap", "article.kdl");
+    keys(&mut a, "6");
+    let types = a.bits.lines();
+    assert!(a.bits.drill.is_none());
+    keys(&mut a, "Enter");
+    let (dir, ty) = a.bits.drill.clone().expect("drilled into the first type");
+    assert_eq!(
+        (dir, ty.clone()),
+        (types[0].direction, types[0].packet_type.clone())
+    );
+    let fields = a.bits.lines();
+    assert!(fields.iter().all(|l| l.packet_type == ty && l.direction == dir));
+    keys(&mut a, "Esc");
+    assert!(a.bits.drill.is_none());
+    keys(&mut a, "Enter");
+    // The first body field, largest first.
+    let k = a
+        .bits
+        .lines()
+        .iter()
+        .position(|l| l.filter.as_deref().is_some_and(|f| f.contains('.')))
+        .unwrap();
+    for _ in 0..k {
+        keys(&mut a, "Down");
+    }
+    let want = a.bits.lines()[k].filter.clone().unwrap();
+    keys(&mut a, "Enter");
+    assert_eq!(a.tab, gpcap::tui::Tab::Packets);
+    assert_eq!(a.filter.text, want);
+    assert!(!a.view.is_empty(), "no packet has {want}");
+    let path = want.split_once('.').unwrap().1;
+    let d = a.detail.as_ref().unwrap();
+    let p = a.program.as_ref().unwrap();
+    let got = gpcap::dissect::exec::path_of(p, d.dissection.as_ref().unwrap(), a.field);
+    assert!(
+        got.replace(|c: char| c == '[' || c.is_ascii_digit() || c == ']', "")
+            .ends_with(path),
+        "{got} is not {path}"
+    );
 }

@@ -25,10 +25,18 @@ pub enum Tab {
     Reassembly,
     Loss,
     Mtu,
+    Bandwidth,
 }
 
 impl Tab {
-    pub const ALL: [Tab; 5] = [Tab::Packets, Tab::Flows, Tab::Reassembly, Tab::Loss, Tab::Mtu];
+    pub const ALL: [Tab; 6] = [
+        Tab::Packets,
+        Tab::Flows,
+        Tab::Reassembly,
+        Tab::Loss,
+        Tab::Mtu,
+        Tab::Bandwidth,
+    ];
 
     pub fn title(self) -> &'static str {
         match self {
@@ -37,6 +45,7 @@ impl Tab {
             Tab::Reassembly => "Reassembly",
             Tab::Loss => "Loss",
             Tab::Mtu => "MTU",
+            Tab::Bandwidth => "Bits",
         }
     }
 }
@@ -329,6 +338,10 @@ pub struct App {
     pub loss_scroll: usize,
     /// Sequences lost over time, and the rows it was computed over.
     pub loss_series: Option<(usize, Series)>,
+    /// The Bandwidth tab: the profile, counted when the tab first opens.
+    pub bits: super::bits::BitsTab,
+    /// A field path to select in the tree once a packet having it is shown.
+    pending_path: Option<String>,
 }
 
 impl App {
@@ -382,6 +395,8 @@ impl App {
             pending_write: None,
             loss_scroll: 0,
             loss_series: None,
+            bits: Default::default(),
+            pending_path: None,
         }
     }
 
@@ -403,7 +418,31 @@ impl App {
         match self.tab {
             Tab::Flows => self.update_flow_series(),
             Tab::Loss => self.update_loss_series(),
+            Tab::Bandwidth => self.update_bits(),
             _ => {}
+        }
+    }
+
+    /// Starts the profile once the capture is indexed (a live capture has no file to
+    /// read again), and takes it when counted.
+    fn update_bits(&mut self) {
+        if self.index.done && self.index.store.is_none() {
+            self.bits.start(self.index.path.clone(), self.cfg.clone());
+        }
+        self.bits.poll();
+    }
+
+    /// Whether the Bandwidth tab's profile is counted (or not being counted).
+    pub fn bits_finished(&self) -> bool {
+        !matches!(self.bits.profile, super::bits::Profile::Counting { .. })
+    }
+
+    /// `Enter` on the Bandwidth tab: drill into a type; on a field, filter the packet
+    /// list to the packets that have it and select it in the tree.
+    fn enter_bits(&mut self) {
+        if let Some(filter) = self.bits.enter() {
+            self.apply_filter(&filter);
+            self.pending_path = filter.split_once('.').map(|(_, p)| p.to_string());
         }
     }
 
@@ -585,6 +624,30 @@ impl App {
             None => None,
         };
         self.index = ix;
+        self.select_pending_path();
+    }
+
+    /// Selects in the tree the field the Bandwidth tab chose (`objects.position.x`: its
+    /// first occurrence), so that the dump highlights its bits; once found.
+    fn select_pending_path(&mut self) {
+        let (Some(want), Some(d), Some(p)) = (&self.pending_path, &self.detail, &self.program) else {
+            return;
+        };
+        let Some(dis) = d.dissection.as_ref() else { return };
+        let found = (0..dis.fields.len()).find(|&i| {
+            let path = crate::dissect::exec::path_of(p, dis, i);
+            let bare: String = path
+                .split('.')
+                .map(|s| s.split('[').next().unwrap_or(s))
+                .collect::<Vec<_>>()
+                .join(".");
+            bare == *want
+        });
+        if let Some(i) = found {
+            self.field = i;
+            self.focus = Focus::Tree;
+            self.pending_path = None;
+        }
     }
 
     /// Rows of the field tree: visible fields (collapsed groups hide their children),
@@ -617,6 +680,7 @@ impl App {
         match self.tab {
             Tab::Flows => return self.flows.step(delta),
             Tab::Reassembly => return self.frags.step(delta),
+            Tab::Bandwidth => return self.bits.step(delta),
             Tab::Packets => {}
             _ => return,
         }
@@ -686,6 +750,7 @@ impl App {
         let tree = self.tab == Tab::Packets && self.focus == Focus::Tree;
         match k.code {
             KeyCode::Char('q') => self.quit = true,
+            KeyCode::Esc if self.tab == Tab::Bandwidth => self.bits.back(),
             KeyCode::Esc => self.focus = Focus::List,
             KeyCode::Char('?') => {
                 self.help = true;
@@ -734,9 +799,13 @@ impl App {
             KeyCode::Char('r') => self.reload(),
             KeyCode::Char('s') if matches!(self.tab, Tab::Flows | Tab::Reassembly) => self.sort(false),
             KeyCode::Char('S') if matches!(self.tab, Tab::Flows | Tab::Reassembly) => self.sort(true),
-            KeyCode::Tab => self.tab = Tab::ALL[(self.tab_index() + 1) % 5],
-            KeyCode::BackTab => self.tab = Tab::ALL[(self.tab_index() + 4) % 5],
-            KeyCode::Char(c @ '1'..='5') => self.tab = Tab::ALL[c as usize - '1' as usize],
+            KeyCode::Char('s') if self.tab == Tab::Bandwidth => self.bits.sort(false),
+            KeyCode::Char('S') if self.tab == Tab::Bandwidth => self.bits.sort(true),
+            KeyCode::Enter if self.tab == Tab::Bandwidth => self.enter_bits(),
+            KeyCode::Left if self.tab == Tab::Bandwidth => self.bits.back(),
+            KeyCode::Tab => self.tab = Tab::ALL[(self.tab_index() + 1) % Tab::ALL.len()],
+            KeyCode::BackTab => self.tab = Tab::ALL[(self.tab_index() + Tab::ALL.len() - 1) % Tab::ALL.len()],
+            KeyCode::Char(c @ '1'..='6') => self.tab = Tab::ALL[c as usize - '1' as usize],
             KeyCode::Char('f') => self.follow(),
             KeyCode::Enter if self.tab == Tab::Flows => {
                 self.open_flow(k.modifiers.contains(KeyModifiers::SHIFT))
@@ -1163,6 +1232,7 @@ impl App {
         self.marks.clear();
         self.flow_series = None;
         self.loss_series = None;
+        self.bits.reset();
         let text = self.filter.text.clone();
         self.filter = Filter::parse(&text, self.program.as_deref()).unwrap_or_else(|_| Filter::all());
         self.view.clear();
@@ -1553,7 +1623,8 @@ impl App {
                     // "1 Packets│2 Flows│…": each title and its divider.
                     let mut x = self.areas.tabs.x;
                     for (i, t) in Tab::ALL.iter().enumerate() {
-                        let w = format!(" {} {} ", i + 1, t.title()).chars().count() as u16 + 1;
+                        let pad = super::ui::tabs::pad(self.areas.tabs.width);
+                        let w = format!("{pad}{} {}{pad}", i + 1, t.title()).chars().count() as u16 + 1;
                         if m.column < x + w {
                             self.tab = *t;
                             return;

@@ -17,9 +17,9 @@ const fn k(keys: &'static [&'static str], context: &'static str, what: &'static 
 /// Every key, in the order the help lists them.
 pub const KEYS: &[Key] = &[
     k(
-        &["Tab", "Shift-Tab", "1–5"],
+        &["Tab", "Shift-Tab", "1–6"],
         "",
-        "tabs: Packets Flows Reassembly Loss MTU (or a click)",
+        "tabs: Packets Flows Reassembly Loss MTU Bits (or a click)",
     ),
     k(
         &["↑", "↓", "j", "k", "PgUp", "PgDn", "Home", "End"],
@@ -93,6 +93,13 @@ pub const KEYS: &[Key] = &[
     ),
     k(&["↑", "↓"], "Loss", "scroll the fragment counts"),
     k(&["←", "→"], "MTU", "choose the flow"),
+    k(
+        &["Enter"],
+        "Bits",
+        "a packet type's fields; on a field, the packets that have it, its bits highlighted",
+    ),
+    k(&["Esc", "←"], "Bits", "back to the packet types"),
+    k(&["s", "S"], "Bits", "sort by bits, share or count / reverse"),
     k(&["?"], "", "this help: ↑ ↓ PgUp PgDn scroll, Esc or ? closes"),
     k(&["q", "Ctrl-C"], "", "quit"),
     k(

@@ -3,6 +3,7 @@
 //! ([`crate::sinks::index`]), built on another thread and sent here as updates.
 
 pub mod app;
+pub mod bits;
 pub mod keys;
 pub mod prompt;
 pub mod series;

@@ -16,6 +16,7 @@ use ratatui::widgets::{
     Wrap,
 };
 
+mod bandwidth;
 mod chart;
 mod flows;
 mod help;
@@ -25,9 +26,10 @@ mod mtu;
 mod packets;
 mod reassembly;
 mod statusline;
-mod tabs;
+pub mod tabs;
 mod tree;
 
+use bandwidth::draw_bandwidth;
 use chart::draw_time_chart;
 use flows::draw_flows;
 use help::draw_help;
@@ -116,7 +118,7 @@ pub fn draw(f: &mut Frame, app: &mut App) {
         .split(area);
     // The index is the app's own: lend it to the drawing functions for this frame.
     let ix = std::mem::take(&mut app.index);
-    app.areas.tabs = Rect::new(chunks[0].x, chunks[0].y, chunks[0].width.min(57), 1);
+    app.areas.tabs = Rect::new(chunks[0].x, chunks[0].y, chunks[0].width.min(tabs::WIDTH), 1);
     draw_tabs(f, app, &ix, chunks[0]);
     match app.tab {
         Tab::Packets => draw_packets(f, app, &ix, chunks[1]),
@@ -124,6 +126,7 @@ pub fn draw(f: &mut Frame, app: &mut App) {
         Tab::Reassembly => draw_reassembly(f, app, &ix, chunks[1]),
         Tab::Loss => draw_loss(f, app, &ix, chunks[1]),
         Tab::Mtu => draw_mtu(f, app, &ix, chunks[1]),
+        Tab::Bandwidth => draw_bandwidth(f, app, chunks[1]),
     }
     draw_status(f, app, &ix, chunks[2]);
     draw_keys(f, app, chunks[3]);

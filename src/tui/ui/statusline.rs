@@ -65,9 +65,12 @@ pub(super) fn draw_keys(f: &mut Frame, app: &App, area: Rect) {
             "q quit ? help / filter F find n next ] malformed } gap m mark w write d time c columns t fields"
         }
         (Tab::Flows, _, _) => "q quit ? help ↑↓ flow Enter its packets b both ways s sort S reverse / filter",
-        (Tab::Loss, _, _) => "q quit ? help ↑↓ fragment counts Tab/1-5 tabs / filter g go",
+        (Tab::Loss, _, _) => "q quit ? help ↑↓ fragment counts Tab/1-6 tabs / filter g go",
         (Tab::Reassembly, _, _) => "q quit ? help ↑↓ packet Enter its fragments s sort S reverse / filter",
-        (Tab::Mtu, _, _) => "q quit ? help Tab/1-5 tabs ←/→ flow / filter g go",
+        (Tab::Bandwidth, _, _) => {
+            "q quit ? help ↑↓ row Enter fields / its packets Esc types s sort S reverse"
+        }
+        (Tab::Mtu, _, _) => "q quit ? help Tab/1-6 tabs ←/→ flow / filter g go",
     };
     f.render_widget(Paragraph::new(keys).style(style(app, Color::DarkGray)), area);
 }

@@ -2,6 +2,14 @@
 
 use super::*;
 
+/// The tab bar's width: each title padded by a space either side, and the dividers.
+pub(super) const WIDTH: u16 = 62;
+
+/// The space either side of a title: none on a screen narrower than the bar.
+pub fn pad(width: u16) -> &'static str {
+    if width < WIDTH { "" } else { " " }
+}
+
 pub(super) fn draw_tabs(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
     let titles: Vec<Line> = Tab::ALL
         .iter()
@@ -11,10 +19,12 @@ pub(super) fn draw_tabs(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
     let sel = Tab::ALL.iter().position(|t| *t == app.tab).unwrap_or(0);
     let split = Layout::default()
         .direction(Direction::Horizontal)
-        .constraints([Constraint::Length(57), Constraint::Min(0)])
+        .constraints([Constraint::Length(WIDTH), Constraint::Min(0)])
         .split(area);
     f.render_widget(
+        // Narrower than the bar: the titles without their padding, all still shown.
         Tabs::new(titles)
+            .padding(pad(area.width), pad(area.width))
             .select(sel)
             .highlight_style(selected_style(app))
             .divider("│"),
