@@ -360,3 +360,14 @@ fn zero_configuration_rows_add_up_to_the_wire() {
         );
     }
 }
+
+/// The headers row is summed once at the end, yet it occurred once per game frame
+/// (it said 1 occurrence, 1 packet for the whole capture).
+#[test]
+fn the_headers_row_occurs_once_per_game_frame() {
+    let cfg = config(&root().join("dissectors/article.kdl"));
+    let paths = vec![root().join("captures/lossy-bursts.pcap")];
+    let b = profile(&paths, cfg, Options::default());
+    let headers = b.rows.iter().find(|r| r.category == "link_headers").unwrap();
+    assert_eq!((headers.occurrences, headers.packets, headers.bits), (2185, 2185, 2185 * 336));
+}

@@ -175,6 +175,8 @@ pub struct Bandwidth {
     /// Game frames and IP pieces, and game payloads: their difference is the headers.
     game_frames: u64,
     game_payload: u64,
+    /// Game datagrams and IP pieces: the headers row's occurrences.
+    header_count: u64,
     events: u64,
     // Scratch reused per packet.
     field_paths: Vec<u32>,
@@ -223,6 +225,7 @@ impl Bandwidth {
             reassembled: 0,
             game_frames: 0,
             game_payload: 0,
+            header_count: 0,
             events: 0,
             field_paths: Vec::new(),
             children: Vec::new(),
@@ -350,11 +353,23 @@ impl Bandwidth {
 
     /// A row outside the field tree.
     fn overhead(&mut self, dir: u8, type_id: u32, name: &'static str, cat: Category, bits: u64) {
+        self.overhead_row(dir, type_id, name, cat, bits);
+    }
+
+    /// [`Self::overhead`], saying which row took the bits.
+    fn overhead_row(
+        &mut self,
+        dir: u8,
+        type_id: u32,
+        name: &'static str,
+        cat: Category,
+        bits: u64,
+    ) -> Option<usize> {
         if bits == 0 {
-            return;
+            return None;
         }
         let path = self.named(name);
-        self.add(
+        Some(self.add(
             Key {
                 dir,
                 type_id,
@@ -363,7 +378,7 @@ impl Bandwidth {
                 cat,
             },
             bits,
-        );
+        ))
     }
 
     fn direction(&self, type_id: Option<u32>) -> u8 {
@@ -646,6 +661,7 @@ impl Bandwidth {
         self.reassembled += o.reassembled;
         self.game_frames += o.game_frames;
         self.game_payload += o.game_payload;
+        self.header_count += o.header_count;
     }
 
     /// The id of a path given as text (merging shards, whose ids differ).
@@ -662,7 +678,13 @@ impl Bandwidth {
     fn close(&mut self) {
         let frag = self.program.as_deref().map_or(NONE, |p| p.fragment_type);
         let headers = self.game_frames.saturating_sub(self.game_payload);
-        self.overhead(0, NONE, "(link/IP/UDP headers)", Category::LinkHeaders, headers);
+        let row = self.overhead_row(0, NONE, "(link/IP/UDP headers)", Category::LinkHeaders, headers);
+        if let Some(i) = row {
+            // Summed here, so added once: it occurred once per frame.
+            let more = self.header_count.saturating_sub(1);
+            self.rows[i].occurrences += more;
+            self.rows[i].packets += more;
+        }
         let left = self.frag_data.saturating_sub(self.reassembled);
         self.overhead(
             0,
@@ -673,6 +695,7 @@ impl Bandwidth {
         );
         self.game_frames = 0;
         self.game_payload = 0;
+        self.header_count = 0;
         self.frag_data = 0;
         self.reassembled = 0;
     }
@@ -787,9 +810,11 @@ impl Sink for Bandwidth {
             Kind::Game => {
                 self.game_frames += frame_bits;
                 self.game_payload += e.payload.len() as u64 * 8;
+                self.header_count += 1;
             }
             Kind::IpPiece => {
                 self.game_frames += frame_bits;
+                self.header_count += 1;
                 return;
             }
             _ => {
