@@ -96,6 +96,20 @@ pub fn analyze(captures: &[PathBuf], cfg: Config, threads: Option<u32>) -> Resul
     analyze_with_progress(captures, cfg, threads, &mut |_, _| {})
 }
 
+/// Threads a run over `captures` is worth (`threads` asked for, None for one per core and
+/// one more, up to 4): 1 when there is one core or the input is small (8 MiB or less),
+/// where starting threads costs more than it saves. `analyze`, `dissect` and `export`
+/// choose by it.
+pub fn run_threads(captures: &[PathBuf], threads: Option<u32>) -> usize {
+    let total: u64 = captures
+        .iter()
+        .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .sum();
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let shards = threads.map_or((cores + 1).min(4), |t| t as usize);
+    if shards > 1 && total > 8 << 20 { shards } else { 1 }
+}
+
 /// [`analyze`], reporting progress as (capture index, bytes read of it).
 ///
 /// The run is chosen here, by the traffic's shape: on several cores, a pipeline (decode
@@ -110,13 +124,8 @@ pub fn analyze_with_progress(
     threads: Option<u32>,
     progress: &mut dyn FnMut(usize, u64),
 ) -> Result<Report, Error> {
-    let total: u64 = captures
-        .iter()
-        .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
-        .sum();
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    let shards = threads.map_or((cores + 1).min(4), |t| t as usize);
-    let parallel = shards > 1 && total > 8 << 20;
+    let shards = run_threads(captures, threads);
+    let parallel = shards > 1;
     let spread = || {
         crate::engine::parallel::shardable(&cfg)
             && captures

@@ -58,7 +58,9 @@ pub mod sinks;
 pub mod tui;
 pub mod validate;
 
-pub use api::{analyze, analyze_with_progress, compile_definition, dissect_payload, load_definition, run};
+pub use api::{
+    analyze, analyze_with_progress, compile_definition, dissect_payload, load_definition, run, run_threads,
+};
 pub use capture::CaptureError;
 pub use dissect::{
     DefinitionError, Dissection, Dissector, Fault, FaultKind, Field, Label, Program, Value, label_name,

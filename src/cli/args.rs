@@ -224,6 +224,10 @@ pub struct DissectArgs {
     /// packet brings all its fragments).
     #[arg(long, short = 'w')]
     pub write: Option<PathBuf>,
+    /// Threads (1 to 64; default: one per core): the engine reads in order on one, the
+    /// packets are formatted on the others — the output is the same either way.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub threads: Option<u32>,
 }
 
 #[derive(Args)]

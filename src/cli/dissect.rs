@@ -6,7 +6,8 @@ use gpcap::Error;
 use gpcap::engine::resolve::resolve;
 use gpcap::engine::{Engine, run_files, sample_files};
 use gpcap::filter::Filter;
-use gpcap::sinks::printer::{Format, Printer};
+use gpcap::sinks::ordered::DissectPrinter;
+use gpcap::sinks::printer::Format;
 use gpcap::sinks::select::{Select, write_frames};
 use std::process::ExitCode;
 
@@ -37,7 +38,7 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
         filter.set_acks(std::sync::Arc::new(facts));
     }
     let needs_fields = filter.needs_engine();
-    let out = std::io::BufWriter::with_capacity(1 << 16, raw_stdout());
+    let out = Box::new(std::io::BufWriter::with_capacity(1 << 16, raw_stdout()));
     let format = if a.jsonl {
         Format::JsonLines
     } else if a.json {
@@ -52,9 +53,8 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
         s.keep_rows = false;
         s
     });
-    let mut printer = Printer::new(out, shown, filter, format);
-    printer.only = a.frame;
-    printer.begin();
+    let threads = gpcap::run_threads(captures, a.threads);
+    let mut printer = DissectPrinter::new(out, shown, filter, format, a.frame, threads);
     let outcomes = run_files(
         captures,
         // One-line summaries need no field tree, unless the filter reads fields.
@@ -80,10 +80,12 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
             to.display()
         );
     }
-    let printed = printer.printed;
+    let printed = printer.printed();
     match printer.end() {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(ExitCode::SUCCESS),
-        Err(e) => return Err(Error::io("stdout", e)),
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => {
+            return Ok(ExitCode::SUCCESS);
+        }
+        Err(e) => return Err(e),
         Ok(()) => {}
     }
     if let Some(n) = a.frame
@@ -105,7 +107,7 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
 
 /// Standard output without its line buffer, which scans every byte written for a newline:
 /// the printer's own buffer hands it large blocks.
-fn raw_stdout() -> Box<dyn std::io::Write> {
+fn raw_stdout() -> Box<dyn std::io::Write + Send> {
     #[cfg(unix)]
     {
         use std::os::fd::AsFd;

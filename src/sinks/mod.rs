@@ -6,6 +6,7 @@ pub mod bandwidth;
 #[cfg(feature = "export")]
 pub mod export;
 pub mod index;
+pub mod ordered;
 pub mod printer;
 pub mod replay;
 pub mod select;

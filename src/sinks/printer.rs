@@ -247,18 +247,43 @@ pub fn seq_note(e: Option<SeqEvent>) -> String {
     }
 }
 
-impl<W: Write> Sink for Printer<W> {
-    fn packet(&mut self, e: &PacketEvent<'_>) {
-        // `time` counts from the first frame, whatever it carries.
+impl<W: Write> Printer<W> {
+    /// Whether `e` is printed (counting it): a game packet, the frame asked for, through
+    /// the filter. Called on every event in order: the filter's `time` counts from the
+    /// first frame.
+    pub fn selects(&mut self, e: &PacketEvent<'_>) -> bool {
         self.filter.start(e.ts_ns);
         if self.error.is_some() || !e.is_game() {
-            return;
+            return false;
         }
         if self.only.is_some_and(|n| n != e.frame) || !self.filter.matches(e) {
-            return;
+            return false;
         }
         self.printed += 1;
+        true
+    }
+
+    /// Prints `e`, selected or not (an ordered stage selected it), keeping a write error.
+    pub fn print(&mut self, e: &PacketEvent<'_>) {
         let r = self.write(e);
         self.record(r);
+    }
+
+    /// Whether a JSON array's next object is its first (no separator before it).
+    pub fn set_first(&mut self, first: bool) {
+        self.first = first;
+    }
+
+    /// The output, for bytes formatted elsewhere in the same format.
+    pub fn out(&mut self) -> &mut W {
+        &mut self.out
+    }
+}
+
+impl<W: Write> Sink for Printer<W> {
+    fn packet(&mut self, e: &PacketEvent<'_>) {
+        if self.selects(e) {
+            self.print(e);
+        }
     }
 }

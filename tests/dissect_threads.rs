@@ -1,0 +1,137 @@
+//! `dissect` on several cores prints what one core prints, byte for byte, in every
+//! format; a formatting thread that fails ends the run with an error naming the file
+//! and frame, without hanging.
+
+mod common;
+
+use gpcap::engine::{Engine, run_files};
+use gpcap::filter::Filter;
+use gpcap::sinks::ordered::{DissectPrinter, OrderedPrinter};
+use gpcap::sinks::printer::Format;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// An output the test reads back after the printer's threads are done with it.
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Shared {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn cases() -> Vec<(PathBuf, PathBuf)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut cases: Vec<_> = common::BUNDLED
+        .iter()
+        .map(|(c, d)| (root.join("captures").join(c), root.join("dissectors").join(d)))
+        .collect();
+    cases.push((
+        root.join("tests/fixtures/enet/capture.pcap"),
+        root.join("dissectors/enet.kdl"),
+    ));
+    cases
+}
+
+fn printed(capture: &Path, def: &Path, format: Format, filter: Option<&str>, threads: usize) -> Vec<u8> {
+    let program = gpcap::load_definition(def).unwrap();
+    let cfg = gpcap::Config::from_program(program.clone());
+    let filter = filter.map_or_else(Filter::all, |f| Filter::parse(f, Some(&program)).unwrap());
+    let out = Shared::default();
+    let mut p = DissectPrinter::new(
+        Box::new(out.clone()),
+        Some(program),
+        filter,
+        format,
+        None,
+        threads,
+    );
+    let paths = [capture.to_path_buf()];
+    run_files(&paths, Engine::new(cfg, true), &mut p, &mut |_, _| {}, &|p| {
+        p.is_done()
+    })
+    .unwrap();
+    p.end().unwrap();
+    let bytes = out.0.lock().unwrap().clone();
+    bytes
+}
+
+#[test]
+fn every_format_prints_the_same_bytes_on_one_core_or_several() {
+    for (capture, def) in cases() {
+        for format in [Format::JsonLines, Format::Json, Format::Brief, Format::Tree] {
+            let one = printed(&capture, &def, format, None, 1);
+            assert!(!one.is_empty(), "{} printed nothing", capture.display());
+            for threads in [2, 3] {
+                let many = printed(&capture, &def, format, None, threads);
+                assert!(
+                    one == many,
+                    "{} {format:?}: {threads} threads print {} bytes, one core {}",
+                    capture.display(),
+                    many.len(),
+                    one.len()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_filter_selects_the_same_packets_on_several_cores() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (capture, def) = (
+        root.join("captures/lossy-bursts.pcap"),
+        root.join("dissectors/article.kdl"),
+    );
+    for filter in ["size > 100", "time > 0.5", "frame > 100000"] {
+        let one = printed(&capture, &def, Format::Json, Some(filter), 1);
+        assert_eq!(
+            one,
+            printed(&capture, &def, Format::Json, Some(filter), 2),
+            "{filter}"
+        );
+    }
+}
+
+#[test]
+fn a_failing_formatter_ends_the_run_naming_file_and_frame() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (capture, def) = (
+        root.join("captures/clean.pcap"),
+        root.join("dissectors/article.kdl"),
+    );
+    let program = gpcap::load_definition(&def).unwrap();
+    let cfg = gpcap::Config::from_program(program.clone());
+    let out = Shared::default();
+    let mut p = OrderedPrinter::new(
+        Box::new(out.clone()),
+        Some(program),
+        Filter::all(),
+        Format::JsonLines,
+        None,
+        2,
+    );
+    let fail = 1500;
+    *p.fail_on.lock().unwrap() = Some(fail);
+    run_files(&[capture], Engine::new(cfg, true), &mut p, &mut |_, _| {}, &|p| {
+        p.is_done()
+    })
+    .unwrap();
+    let e = p.end().unwrap_err().to_string();
+    assert!(
+        e.contains("clean.pcap") && e.contains(&format!("frame {fail}")),
+        "{e}"
+    );
+    // Output stops before the packet that failed: nothing past it is written.
+    let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        !text.contains(&format!("\"frame\":{fail},")),
+        "the failed frame was printed"
+    );
+}
