@@ -58,8 +58,7 @@ fn printed(capture: &Path, def: &Path, format: Format, filter: Option<&str>, thr
     })
     .unwrap();
     p.end().unwrap();
-    let bytes = out.0.lock().unwrap().clone();
-    bytes
+    out.0.lock().unwrap().clone()
 }
 
 #[test]

@@ -278,7 +278,7 @@ impl Sink for OrderedPrinter {
 /// The `dissect` printer on one core or several: the same bytes either way.
 pub enum DissectPrinter {
     One(Printer<Box<dyn Write + Send>>),
-    Many(OrderedPrinter),
+    Many(Box<OrderedPrinter>),
 }
 
 impl DissectPrinter {
@@ -292,7 +292,9 @@ impl DissectPrinter {
         threads: usize,
     ) -> Self {
         if threads > 1 {
-            return DissectPrinter::Many(OrderedPrinter::new(out, program, filter, format, only, threads));
+            return DissectPrinter::Many(Box::new(OrderedPrinter::new(
+                out, program, filter, format, only, threads,
+            )));
         }
         let mut p = Printer::new(out, program, filter, format);
         p.only = only;
@@ -320,7 +322,7 @@ impl DissectPrinter {
     pub fn end(self) -> Result<(), Error> {
         match self {
             DissectPrinter::One(mut p) => p.end().map_err(|e| Error::io("stdout", e)),
-            DissectPrinter::Many(p) => p.end(),
+            DissectPrinter::Many(p) => (*p).end(),
         }
     }
 }
