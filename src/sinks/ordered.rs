@@ -20,8 +20,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 /// Packets a batch holds at most, and payload bytes past which it is sent.
-const BATCH_PACKETS: usize = 512;
-const BATCH_BYTES: usize = 1 << 20;
+const BATCH_PACKETS: usize = 128;
+const BATCH_BYTES: usize = 256 << 10;
 
 /// A selected packet copied out of the engine: its event with the borrowed parts kept
 /// as ranges of the batch's buffers.
