@@ -369,5 +369,8 @@ fn the_headers_row_occurs_once_per_game_frame() {
     let paths = vec![root().join("captures/lossy-bursts.pcap")];
     let b = profile(&paths, cfg, Options::default());
     let headers = b.rows.iter().find(|r| r.category == "link_headers").unwrap();
-    assert_eq!((headers.occurrences, headers.packets, headers.bits), (2185, 2185, 2185 * 336));
+    assert_eq!(
+        (headers.occurrences, headers.packets, headers.bits),
+        (2185, 2185, 2185 * 336)
+    );
 }
