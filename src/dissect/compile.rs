@@ -2577,28 +2577,7 @@ impl Compiler<'_> {
             return None;
         }
         let name = e.value().as_string().unwrap_or("").to_string();
-        let mut key = Vec::new();
-        if let Some(k) = prop(n, "key") {
-            for field in k.value().as_string().unwrap_or("").split_whitespace() {
-                match self.scope.find(field).flatten() {
-                    Some(slot) if key.len() < 2 => key.push((field.to_string(), slot)),
-                    Some(_) => {
-                        self.error(k.span(), "a stream's key is at most two fields", "key", None);
-                        return None;
-                    }
-                    None => {
-                        let hint = closest(field, self.scope.names()).map(|c| format!("did you mean `{c}`?"));
-                        self.error(
-                            k.span(),
-                            format!("the key field `{field}` is not an integer field read before this one"),
-                            "key",
-                            hint,
-                        );
-                        return None;
-                    }
-                }
-            }
-        }
+        let key = self.key_fields(n, 2, "a stream's key is at most two fields")?;
         let bits = match kind.plain() {
             Kind::Bits(b) => b,
             Kind::Int { min, max } => int_width(min, max).unwrap_or(32),

@@ -11,15 +11,25 @@ const MAX_KEY_FIELDS: usize = 3;
 impl Compiler<'_> {
     /// `key="FIELD …"` on a message's `role=fragment-id`: integer fields read before it.
     pub(super) fn fragment_key(&mut self, n: &KdlNode) -> Option<Vec<(String, u16)>> {
+        self.key_fields(n, MAX_KEY_FIELDS, "a fragment's key is at most three fields")
+    }
+
+    /// `key="FIELD …"`: at most `most` integer fields read before this node, by name.
+    pub(super) fn key_fields(
+        &mut self,
+        n: &KdlNode,
+        most: usize,
+        too_many: &str,
+    ) -> Option<Vec<(String, u16)>> {
         let mut key = Vec::new();
         let Some(k) = prop(n, "key") else {
             return Some(key);
         };
         for field in k.value().as_string().unwrap_or("").split_whitespace() {
             match self.scope.find(field).flatten() {
-                Some(slot) if key.len() < MAX_KEY_FIELDS => key.push((field.to_string(), slot)),
+                Some(slot) if key.len() < most => key.push((field.to_string(), slot)),
                 Some(_) => {
-                    self.error(k.span(), "a fragment's key is at most three fields", "key", None);
+                    self.error(k.span(), too_many, "key", None);
                     return None;
                 }
                 None => {
