@@ -205,8 +205,12 @@ impl TypeColumns {
     /// given its subtree ends ([`Dissection::subtree_ends`], computed once for every
     /// table the packet fills).
     pub fn append_tree(&mut self, d: &Dissection, end: &[u32], payload: &[u8]) {
-        let n = d.fields.len();
-        let roots = Children::new(end, 0, n as u32);
+        self.append_range(d, end, payload, 0, d.fields.len() as u32);
+    }
+
+    /// One row from the fields `from..to` of the tree: a message's subtree.
+    pub fn append_range(&mut self, d: &Dissection, end: &[u32], payload: &[u8], from: u32, to: u32) {
+        let roots = Children::new(end, from, to);
         let t = Tree { d, end, payload };
         self.at.iter_mut().for_each(|a| *a = None);
         for i in roots {

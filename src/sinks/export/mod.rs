@@ -10,7 +10,7 @@ mod columns;
 mod report;
 
 use crate::analysis::Statistics;
-use crate::dissect::{Dissection, Program, program::Block};
+use crate::dissect::{Dissection, Label, Program, program::Block};
 use crate::engine::{FileEnd, FlowEnd, Kind, PacketEvent, Sink, Summary};
 use arrow_array::builder::*;
 use arrow_array::{ArrayRef, RecordBatch};
@@ -861,6 +861,41 @@ fn replace_partitions(
     Ok(())
 }
 
+impl Export {
+    /// One row per message of a datagram, in its message type's table (in datagram
+    /// order: `frame` and the row's place tell the messages of a frame apart).
+    fn message_rows(&mut self, e: &PacketEvent<'_>, d: &Dissection) {
+        let Some(node) = self.program.as_deref().and_then(|p| p.messages) else {
+            return;
+        };
+        let n = d.fields.len() as u32;
+        let Some(list) = (0..n).find(|&i| matches!(d.fields[i as usize].label, Label::Node(x) if x == node))
+        else {
+            return;
+        };
+        let stop = self.end.get(list as usize).copied().unwrap_or(n);
+        let mut at = list + 1;
+        let mut k = 0;
+        while at < stop {
+            let next = self.end.get(at as usize).copied().unwrap_or(stop).max(at + 1);
+            let ty = e.messages.get(k).and_then(|m| m.type_id);
+            k += 1;
+            if let Some(t) = ty
+                && let Some(Some(tt)) = self.types.get_mut(t as usize)
+            {
+                tt.frame.append_value(e.frame);
+                tt.reassembled.append_value(false);
+                tt.columns.append_range(d, &self.end, e.payload, at + 1, next);
+                tt.fields += (next - at) as usize;
+                if tt.columns.rows >= BATCH_ROWS || tt.fields >= BATCH_FIELDS {
+                    self.flush_type(t as usize);
+                }
+            }
+            at = next;
+        }
+    }
+}
+
 impl Sink for Export {
     fn begin_file(&mut self, file: u32, name: &str) {
         self.stats.begin_file(file, name);
@@ -888,6 +923,9 @@ impl Sink for Export {
         };
         if e.fragment.is_some() {
             return;
+        }
+        if !e.messages.is_empty() {
+            self.message_rows(e, d);
         }
         let Some(Some(tt)) = self.types.get_mut(t as usize) else {
             return;
