@@ -22,6 +22,10 @@ use crate::dissect::{Dissection, Label, Program, ROOT, Value};
 use crate::engine::seq::SeqEvent;
 use crate::engine::{Kind, PacketEvent};
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+mod layers;
+pub use layers::Stacked;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Field {
@@ -93,6 +97,8 @@ enum Node {
     Flag(Flag),
     Addr(End, IpAddr, Option<u16>),
     Dissected(Box<FieldTest>),
+    /// A test of a datagram of an inner layer (its index in the stack) the packet carries.
+    Layer(usize, Box<Node>),
     Not(Box<Node>),
     And(Box<Node>, Box<Node>),
     Or(Box<Node>, Box<Node>),
@@ -146,6 +152,8 @@ pub struct Filter {
     /// It reads `rtt` or `never_acked`: known only after the run ([`Filter::set_acks`]).
     needs_acks: bool,
     acks: Option<std::sync::Arc<AckFacts>>,
+    /// The layers the filter names, to read them in each packet.
+    stacked: Option<Stacked>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -161,6 +169,8 @@ struct Parser<'a> {
     pos: usize,
     program: Option<&'a Program>,
     paths: Vec<PathInfo>,
+    /// Definitions inside `program`, outermost first (their names prefix paths).
+    layers: &'a [Arc<Program>],
     needs_engine: bool,
     needs_acks: bool,
     len: usize,
@@ -235,7 +245,7 @@ fn tokenize(s: &str) -> Result<Vec<(String, usize)>, FilterError> {
     Ok(out)
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
     fn err(&self, message: impl Into<String>) -> FilterError {
         let column = self.toks.get(self.pos).map(|t| t.1).unwrap_or(self.len) + 1;
         FilterError {
@@ -483,6 +493,9 @@ impl Parser<'_> {
         let Some(word) = self.peek().map(str::to_string) else {
             return Err(self.err("expected a field after any/all"));
         };
+        if let Some(n) = self.layered(&word, all)? {
+            return Ok(n);
+        }
         let Some(program) = self.program else {
             let hint = self
                 .builtin_hint(&word)
@@ -553,6 +566,49 @@ impl Parser<'_> {
             all,
             test,
         })))
+    }
+
+    /// `LAYER.PATH`: the path read in datagrams of an inner layer, by the layer's name
+    /// (`None`: the word does not name one, or the outer definition has that path).
+    fn layered(&mut self, word: &str, all: bool) -> Result<Option<Node>, FilterError> {
+        let (head, rest) = word.split_once('.').unwrap_or((word, ""));
+        let Some(at) = self.layers.iter().position(|l| l.params.name == head) else {
+            return Ok(None);
+        };
+        if self.paths.iter().any(|e| e.path == strip_indices(word)) {
+            return Ok(None);
+        }
+        if rest.is_empty() {
+            return Err(self.err(format!(
+                "`{head}` is a layer: name one of its fields, like `{head}.FIELD`"
+            )));
+        }
+        let layer: &'a Program = &self.layers[at];
+        let saved = (self.program, std::mem::replace(&mut self.paths, catalog(layer)));
+        self.program = Some(layer);
+        let plain = strip_indices(rest);
+        let first = plain.split('.').next().unwrap_or_default();
+        if !self.paths.iter().any(|e| e.path == plain) && self.type_id(first).is_none() {
+            // Only the layer's own fields: no built-in name is a hint here.
+            let hint = nearest(&self.paths, &plain)
+                .map(|n| format!("; did you mean `{head}.{n}`?"))
+                .unwrap_or_default();
+            let e = self.err(format!("layer {head} has no field `{rest}`{hint}"));
+            self.program = saved.0;
+            self.paths = saved.1;
+            return Err(e);
+        }
+        self.toks[self.pos].0 = rest.to_string();
+        // `all` is read again by the layer's parse.
+        self.pos -= usize::from(all);
+        let n = self.dissected();
+        self.program = saved.0;
+        self.paths = saved.1;
+        let n = n.map_err(|mut e| {
+            e.message = format!("layer {head}: {}", e.message);
+            e
+        })?;
+        Ok(Some(Node::Layer(at, Box::new(n))))
     }
 
     /// The packet type a path starts with (if it does) and the path's entry; an unknown
@@ -707,6 +763,7 @@ impl FieldPath {
             pos: 0,
             program: Some(program),
             paths: paths.to_vec(),
+            layers: &[],
             needs_engine: false,
             needs_acks: false,
             len: 0,
@@ -936,6 +993,31 @@ impl Filter {
     /// Compiles `text` against the definition (type names, enums and field paths);
     /// without one, only the fields every packet has can be named.
     pub fn parse(text: &str, program: Option<&Program>) -> Result<Filter, FilterError> {
+        Self::parse_in(text, program, &[])
+    }
+
+    /// As [`Filter::parse`], with the definitions stacked inside `program` (outermost
+    /// first): `NAME.PATH` reads PATH in the datagrams of the layer named NAME.
+    pub fn parse_stacked(
+        text: &str,
+        program: Option<&Arc<Program>>,
+        layers: &[Arc<Program>],
+    ) -> Result<Filter, FilterError> {
+        let mut f = Self::parse_in(text, program.map(|p| &**p), layers)?;
+        if let Some(outer) = program.filter(|_| f.root.names_layer()) {
+            f.stacked = Some(Stacked {
+                outer: outer.clone(),
+                layers: layers.to_vec(),
+            });
+        }
+        Ok(f)
+    }
+
+    fn parse_in(
+        text: &str,
+        program: Option<&Program>,
+        layers: &[Arc<Program>],
+    ) -> Result<Filter, FilterError> {
         if text.trim().is_empty() {
             return Ok(Filter::all());
         }
@@ -944,6 +1026,7 @@ impl Filter {
             pos: 0,
             program,
             paths: program.map(catalog).unwrap_or_default(),
+            layers: if program.is_some() { layers } else { &[] },
             needs_engine: false,
             needs_acks: false,
             len: text.chars().count(),
@@ -960,6 +1043,7 @@ impl Filter {
             origin: None,
             needs_acks: p.needs_acks,
             acks: None,
+            stacked: None,
         })
     }
 
@@ -994,6 +1078,7 @@ impl Filter {
             origin: None,
             needs_acks: false,
             acks: None,
+            stacked: None,
         }
     }
 
@@ -1005,6 +1090,7 @@ impl Filter {
         let cx = Context {
             origin: self.origin.unwrap_or(e.ts_ns),
             acks: self.acks.as_deref(),
+            stacked: self.stacked.as_ref(),
         };
         eval(&self.root, e, &cx)
     }
@@ -1014,6 +1100,7 @@ impl Filter {
 struct Context<'a> {
     origin: i64,
     acks: Option<&'a AckFacts>,
+    stacked: Option<&'a Stacked>,
 }
 
 impl Context<'_> {
@@ -1091,6 +1178,21 @@ fn eval(n: &Node, f: &PacketEvent, cx: &Context) -> bool {
             ordered(*cmp, x.cmp(v))
         }
         Node::Dissected(t) => field_test(t, f),
+        Node::Layer(at, n) => cx
+            .stacked
+            .is_some_and(|s| layers::any_carried(s, *at, f, &|inner| eval(n, inner, cx))),
+    }
+}
+
+impl Node {
+    /// The filter reads an inner layer somewhere.
+    fn names_layer(&self) -> bool {
+        match self {
+            Node::Layer(..) => true,
+            Node::Not(a) => a.names_layer(),
+            Node::And(a, b) | Node::Or(a, b) => a.names_layer() || b.names_layer(),
+            _ => false,
+        }
     }
 }
 

@@ -244,3 +244,94 @@ fn sharded_layers_equal_sequential() {
     assert!(seq["layers"][0]["validation"]["examined"].as_u64() > Some(1000));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Frames `dissect --filter FILTER` prints with the whole stack and the key, or the
+/// exit code and error.
+fn dissect_filtered(filter: &str) -> (i32, usize, String) {
+    let key = meta()["private_key"].as_str().unwrap().to_string();
+    let (code, out, err) = common::gpcap_run(&[
+        "dissect",
+        "-d",
+        "dissectors/netcode.kdl",
+        "-d",
+        "dissectors/reliable.kdl",
+        "-d",
+        "dissectors/yojimbo-messages.kdl",
+        &format!("{DIR}/capture.pcap"),
+        "--protocol-id",
+        "0x3141592653589793",
+        "--key",
+        &key,
+        "--brief",
+        "--filter",
+        filter,
+    ]);
+    (code, out.lines().count(), err)
+}
+
+fn matching(filter: &str) -> u64 {
+    let (code, n, err) = dissect_filtered(filter);
+    assert_eq!(code, 0, "{filter}: {err}");
+    n as u64
+}
+
+#[test]
+fn filters_read_inner_layers_by_name() {
+    let r = analyze();
+    let reliable = &r["layers"][0];
+    let game = &r["layers"][1];
+    // One reliable.io datagram in each netcode payload: every one has a sequence.
+    assert_eq!(
+        matching("reliable.sequence >= 0"),
+        reliable["fit"]["datagrams"].as_u64().unwrap()
+    );
+    assert_eq!(matching("reliable.sequence >= 0"), 3483);
+    assert_eq!(
+        matching("reliable.fragment_id >= 0"),
+        reliable["validation"]["fragments"].as_u64().unwrap()
+    );
+    assert_eq!(
+        matching("reliable.message.sequence >= 0"),
+        reliable["validation"]["packets"].as_u64().unwrap()
+    );
+    // Game messages are read in whole reliable.io packets (not in reassembled ones):
+    // the game layer's datagrams less those reassembled from fragments.
+    let whole =
+        game["fit"]["datagrams"].as_u64().unwrap() - reliable["reassembly"]["completed"].as_u64().unwrap();
+    assert_eq!(matching("game.messages.type >= 0"), whole);
+    assert_eq!(whole, 2195);
+    // Every blob (over 2 KB) went in fragments, in the library's truth: none is seen.
+    let truth = json(&format!("{DIR}/truth_summary.json"));
+    for d in ["c2s", "s2c"] {
+        let blob = &truth["messages"]["per_direction"][d]["per_type"]["blob"];
+        assert_eq!(blob["in_fragmented_packets"], blob["sent"], "{d}");
+    }
+    assert_eq!(matching("game.messages.type == blob"), 0);
+    assert_eq!(matching("reliable.sequence > 10"), 3383);
+    assert_eq!(matching("game.messages.type == chat"), 318);
+    assert_eq!(matching("all game.messages.type == input"), 581);
+    assert_eq!(
+        matching("game.messages.type == chat || !game.messages.type == chat"),
+        3538
+    );
+}
+
+#[test]
+fn an_unknown_layer_field_is_refused_with_the_nearest() {
+    let (code, _, err) = dissect_filtered("reliable.sequnce > 10");
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("layer reliable has no field `sequnce`; did you mean `reliable.sequence`?"),
+        "{err}"
+    );
+    let (code, _, err) = dissect_filtered("game.type == chat");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("did you mean `game.messages.type`?"), "{err}");
+    let (code, _, err) = dissect_filtered("game.messages.type == chatt");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("`chatt` is not a value of messages.type"), "{err}");
+    // An unknown layer is an unknown field of the outer definition, as before.
+    let (code, _, err) = dissect_filtered("reliabel.sequence > 10");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("unknown field `reliabel.sequence`"), "{err}");
+}

@@ -25,11 +25,15 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
     let cfg = resolved.cfg;
     // With keys, trees are read with the decrypted view (it names every field of both).
     let shown = gpcap::engine::layers::shown_program(&cfg);
+    let layers = cfg.stack.as_ref().map(|s| s.layers.clone()).unwrap_or_default();
     let mut filter = match &a.filter {
-        Some(text) => Filter::parse(text, shown.as_deref()).map_err(|error| Error::Filter {
-            option: "--filter",
-            error,
-        })?,
+        // `reliable.sequence > 10`: the inner layers' names prefix their fields.
+        Some(text) => {
+            Filter::parse_stacked(text, shown.as_ref(), &layers).map_err(|error| Error::Filter {
+                option: "--filter",
+                error,
+            })?
+        }
         None => Filter::all(),
     };
     if filter.needs_acks() {
