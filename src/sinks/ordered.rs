@@ -277,7 +277,7 @@ impl Sink for OrderedPrinter {
 
 /// The `dissect` printer on one core or several: the same bytes either way.
 pub enum DissectPrinter {
-    One(Printer<Box<dyn Write + Send>>),
+    One(Box<Printer<Box<dyn Write + Send>>>),
     Many(Box<OrderedPrinter>),
 }
 
@@ -299,7 +299,7 @@ impl DissectPrinter {
         let mut p = Printer::new(out, program, filter, format);
         p.only = only;
         p.begin();
-        DissectPrinter::One(p)
+        DissectPrinter::One(Box::new(p))
     }
 
     /// Packets selected for printing.
