@@ -377,13 +377,15 @@ def main():
     ap.add_argument("datasets", nargs="+", metavar="DATASET")
     ap.add_argument("--out", help="write the figures as Parquet under this directory")
     ap.add_argument("--expect", action="append", default=[], metavar="REPORT.json")
-    ap.add_argument("--master", help="Spark master (default: spark-submit's, else local[2])")
+    ap.add_argument("--master", help="Spark master (default: spark-submit's, or local[2] when run by python3)")
     a = ap.parse_args()
     started = time.monotonic()
     b = SparkSession.builder.appName("gpcap-figures").config("spark.sql.session.timeZone", "UTC")
     if a.master:
         b = b.master(a.master)
-    elif "SPARK_HOME" not in os.environ and "--master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
+    elif "PYSPARK_GATEWAY_PORT" not in os.environ:
+        # Run by python3, not by spark-submit (which starts the JVM first and says where):
+        # two local cores, tuned for a small dataset.
         b = (
             b.master("local[2]")
             .config("spark.ui.enabled", "false")
