@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A fleet's dataset on a distributed engine: exports the bundled captures and two
+# A fleet's dataset on a distributed engine: exports the bundled captures and three
 # generated ones with --partition (two days, one dataset per definition), and checks that
 # the Spark job (scripts/spark-job.py, PySpark in local mode) reproduces
 # `analyze --per-file --json` for every capture. Exit 1 on any difference.
@@ -19,6 +19,9 @@ $g gen -d dissectors/article.kdl -o "$out/gen lossy.pcap" --seed 7 --duration 3 
     --loss 0.03 --dup 0.01 --reorder 0.02 > /dev/null 2>&1
 $g gen -d dissectors/example-shooter.kdl -o "$out/gen-shooter.pcapng" --seed 3 --duration 3 --clients 2 \
     --burst 0.02,0.3,0.7 --ipv6 > /dev/null 2>&1
+# netcode.io: no checksum (crc_ok counts validated datagrams), 64-bit sequences per sender.
+$g gen -d dissectors/netcode.kdl -o "$out/gen-netcode.pcap" --seed 5 --duration 3 --clients 2 \
+    --loss 0.02 > /dev/null 2>&1
 article+=("$out/gen lossy.pcap")
 shooter+=("$out/gen-shooter.pcapng")
 export_day() { # DEFINITION DATASET DAY CAPTURE...
@@ -29,11 +32,13 @@ export_day() { # DEFINITION DATASET DAY CAPTURE...
 export_day dissectors/article.kdl "$out/article" 2026-11-23 "${article[@]:0:4}"
 export_day dissectors/article.kdl "$out/article" 2026-11-24 "${article[@]:4}"
 export_day dissectors/example-shooter.kdl "$out/shooter" 2026-11-24 "${shooter[@]}"
+export_day dissectors/netcode.kdl "$out/netcode" 2026-11-24 "$out/gen-netcode.pcap"
+$g analyze --per-file --json -d dissectors/netcode.kdl "$out/gen-netcode.pcap" > "$out/netcode.json"
 $g analyze --per-file --json -d dissectors/article.kdl "${article[@]}" > "$out/article.json"
 $g analyze --per-file --json -d dissectors/example-shooter.kdl "${shooter[@]}" > "$out/shooter.json"
 # Spark's own log (JVM warnings) is shown only when the job fails.
-if ! python3 scripts/spark-job.py "$out/article" "$out/shooter" \
-    --expect "$out/article.json" --expect "$out/shooter.json" 2> "$out/spark.log"; then
+if ! python3 scripts/spark-job.py "$out/article" "$out/shooter" "$out/netcode" \
+    --expect "$out/article.json" --expect "$out/shooter.json" --expect "$out/netcode.json" 2> "$out/spark.log"; then
     tail -n 40 "$out/spark.log" >&2
     exit 1
 fi

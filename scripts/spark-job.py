@@ -61,6 +61,27 @@ def table(spark: SparkSession, dataset: str, name: str):
         raise
 
 
+def crc_rule(p: DataFrame):
+    """analyze's `crc_ok` as a per-group count: datagrams whose checksum held or, for a
+    protocol that declares none (`crc_ok` null on validated rows), datagrams validated.
+    Null when the dataset cannot tell which: no checksum seen and no datagram validated,
+    but unreadable headers (analyze counts those only without a checksum)."""
+    seen = p.agg(
+        F.max(F.col("crc_ok").isNotNull()).alias("checked"),
+        F.max(F.col("status").isin("ok", "malformed") & F.col("crc_ok").isNull()).alias("unchecked"),
+    ).first()
+
+    def count(where):
+        if seen["checked"]:
+            return count_if(where & F.col("crc_ok"))
+        validated = count_if(where & F.col("status").isin("ok", "malformed", "bad_header"))
+        if seen["unchecked"]:
+            return validated
+        return F.when(count_if(where & (F.col("status") == "bad_header")) == 0, validated)
+
+    return count
+
+
 def bucket_top(size):
     """The top of analyze's size bucket holding `size`: 16-byte buckets below 4 KiB, then 256."""
     fine = (F.floor(size / 16) + 1) * 16 - 1
@@ -101,6 +122,7 @@ def figures(spark: SparkSession, dataset: str) -> tuple[list[str], dict[str, Dat
     p = spark.read.parquet(dataset.rstrip("/") + "/packets")
     keys = [c for c in p.columns if c not in PACKET_COLUMNS]
     d = p.where(F.col("row") == "datagram")
+    crc_ok = crc_rule(p)
     status = {s: count_if(F.col("status") == s) for s in ("crc_mismatch", "too_short", "truncated")}
     flows = d.groupBy(*keys, *FLOW).agg(
         F.count("*").alias("datagrams"),
@@ -108,11 +130,15 @@ def figures(spark: SparkSession, dataset: str) -> tuple[list[str], dict[str, Dat
         F.min_by("ts_ns", "frame").alias("first_ns"),
         F.max_by("ts_ns", "frame").alias("last_ns"),
         F.max("size").alias("largest_payload"),
-        count_if(F.col("crc_ok")).alias("crc_ok"),
+        crc_ok(F.lit(True)).alias("crc_ok"),
         status["crc_mismatch"].alias("crc_fail"),
         status["too_short"].alias("too_short"),
         status["truncated"].alias("truncated"),
-        count_if(F.col("status").isin("bad_header", "malformed")).alias("malformed"),
+        # A body a key did not open is counted by cause only, not against the flow's fit.
+        count_if(
+            (F.col("status") == "bad_header")
+            | ((F.col("status") == "malformed") & (F.coalesce("fault_kind", F.lit("")) != "mac_failure"))
+        ).alias("malformed"),
         count_if(valid() & F.col("fragment_id").isNotNull()).alias("fragments"),
         count_if(F.col("ip_fragments") > 1).alias("ip_fragmented"),
         count_if(F.col("over_budget")).alias("over_budget"),
@@ -133,7 +159,7 @@ def figures(spark: SparkSession, dataset: str) -> tuple[list[str], dict[str, Dat
     r = F.col("row") == "reassembled"
     captures = p.groupBy(*keys).agg(
         count_if(~r).alias("examined"),
-        count_if(~r & F.col("crc_ok")).alias("crc_ok"),
+        crc_ok(~r).alias("crc_ok"),
         *(count_if(~r & c).alias(s) for s, c in (
             ("crc_mismatch", F.col("status") == "crc_mismatch"),
             ("too_short", F.col("status") == "too_short"),
