@@ -50,17 +50,6 @@ def count_if(cond):
     return F.sum(F.when(cond, 1).otherwise(0)).cast("long")
 
 
-def table(spark: SparkSession, dataset: str, name: str):
-    """A table of the dataset, or None when the dataset has none (no rows ever)."""
-    path = dataset.rstrip("/") + "/" + name
-    try:
-        return spark.read.parquet(path)
-    except Exception as e:  # noqa: BLE001 - Spark raises AnalysisException for a missing path
-        if "PATH_NOT_FOUND" in str(e) or "Path does not exist" in str(e):
-            return None
-        raise
-
-
 def crc_rule(p: DataFrame):
     """analyze's `crc_ok` as a per-group count: datagrams whose checksum held or, for a
     protocol that declares none (`crc_ok` null on validated rows), datagrams validated.
@@ -192,19 +181,19 @@ def figures(spark: SparkSession, dataset: str) -> tuple[list[str], dict[str, Dat
     }
     # Rows of every type table (a message protocol's: one per message), per capture.
     rows = None
-    for name in tables(spark, dataset):
+    names = tables(spark, dataset)
+    for name in names:
         if not name.startswith("type_"):
             continue
-        t = table(spark, dataset, name)
+        t = spark.read.parquet(f"{dataset.rstrip('/')}/{name}")
         n = t.groupBy(*keys).count().withColumn("table", F.lit(name))
         rows = n if rows is None else rows.unionByName(n)
     if rows is not None:
         out["type_rows"] = rows
     # The analyzer's state, exported as report tables.
     for name in ("flows", "reassembly", "mtu"):
-        t = table(spark, dataset, name)
-        if t is not None:
-            out["report_" + name] = t
+        if name in names:
+            out["report_" + name] = spark.read.parquet(f"{dataset.rstrip('/')}/{name}")
     return keys, out
 
 
@@ -367,12 +356,14 @@ def diff(path, got, want, out) -> int:
 
 def check(caps: dict[str, dict], expect: list[str]) -> int:
     failures = 0
+    unchecked = set(caps)
     for path in expect:
         with open(path) as fh:
             reports = json.load(fh)
         for report in reports if isinstance(reports, list) else [reports]:
             name = os.path.basename(report["capture"]["files"][0]["name"])
             got = caps.get(name)
+            unchecked.discard(name)
             if got is None:
                 print(f"{name}: not in the dataset")
                 failures += 1
@@ -395,6 +386,9 @@ def check(caps: dict[str, dict], expect: list[str]) -> int:
             for line in out[:40]:
                 print(line)
             failures += bool(out)
+    for name in sorted(unchecked):
+        print(f"{name}: in the dataset, in no report given with --expect")
+        failures += 1
     return failures
 
 
