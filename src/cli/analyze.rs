@@ -58,7 +58,7 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
     let mut reports = Vec::new();
     for files in groups {
         let mut report = match &bits {
-            Some(o) => bits_files(files, resolved.cfg.clone(), o.clone())?,
+            Some(o) => bits_files(files, resolved.cfg.clone(), o.clone(), a.threads)?,
             None => analyze_files(files, resolved.cfg.clone(), a.threads)?,
         };
         refuse_overlap(&report)?;
@@ -242,8 +242,14 @@ fn bits_table(r: &Report, top: u32) -> String {
         .unwrap_or_default()
 }
 
-/// The report with its bandwidth profile (`--bits`): one core, every datagram dissected.
-fn bits_files(captures: &[PathBuf], cfg: Config, opts: gpcap::sinks::bandwidth::Options) -> Result<Report> {
+/// The report with its bandwidth profile (`--bits`): every datagram dissected, sharded
+/// over the cores as `analyze` is when the traffic spreads.
+fn bits_files(
+    captures: &[PathBuf],
+    cfg: Config,
+    opts: gpcap::sinks::bandwidth::Options,
+    threads: Option<u32>,
+) -> Result<Report> {
     let sizes: Vec<u64> = captures
         .iter()
         .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
@@ -256,7 +262,8 @@ fn bits_files(captures: &[PathBuf], cfg: Config, opts: gpcap::sinks::bandwidth::
             b.set_position((before + offset).min(total));
         }
     };
-    let report = gpcap::sinks::bandwidth::run::analyze_files(captures, cfg, opts, &mut progress)?;
+    let shards = gpcap::run_threads(captures, threads);
+    let report = gpcap::sinks::bandwidth::run::analyze_sharded(captures, cfg, opts, shards, &mut progress)?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }

@@ -150,8 +150,8 @@ impl<T> Recycler<T> {
 /// Runs a batch's frames through `a`'s stateful stage with what was found in them (the
 /// pipeline's ordered stage), or whole when nothing was (shards), then sends its emptied
 /// memory back to the reader.
-pub fn analyze_batch(
-    a: &mut Analyzer,
+pub fn analyze_batch<X: super::Sink>(
+    a: &mut Analyzer<X>,
     (mut batch, mut found): (Batch, Found),
     back: &SyncSender<(Batch, Found)>,
 ) {

@@ -10,7 +10,7 @@ use super::batch::{Batch, Found, Recycler, analyze_batch, thread_failed};
 use super::event::ip_bits;
 use super::peak::PeakMerger;
 use super::run::read_frames;
-use super::{Config, FileEnd, MemoryMark};
+use super::{Config, FileEnd, MemoryMark, Sink};
 use crate::analysis::{Analyzer, Report, Statistics};
 use crate::capture::{CaptureError, CaptureReader};
 use crate::decode::{Decoded, decode_fast, decode_general};
@@ -116,7 +116,40 @@ pub fn analyze_files(
     shards: usize,
     progress: &mut dyn FnMut(usize, u64),
 ) -> Result<Report, CaptureError> {
-    let shards = if shardable(&cfg) { shards.max(1) } else { 1 };
+    match shard_files(paths, &cfg, shards, progress, |c| Analyzer::new(c.clone()))? {
+        Sharded::Done(report, _) => Ok(report),
+        Sharded::Limited => {
+            let mut stats = Statistics::new(cfg.clone());
+            super::run_files(
+                paths,
+                super::Engine::new(cfg, false),
+                &mut stats,
+                progress,
+                &|_| false,
+            )?;
+            Ok(stats.report())
+        }
+    }
+}
+
+/// What the shards gave: the report and each shard's other sink, or nothing when a
+/// shard reached a global limit (the caller then reads the capture again on one core).
+pub enum Sharded<X> {
+    Done(Report, Vec<X>),
+    Limited,
+}
+
+/// [`analyze_files`]' shards, each made by `make` from the shard's config (its share of
+/// the global limits): the statistics merged into the report, the other sinks as they
+/// are, in shard order.
+pub fn shard_files<X: Sink + Send + 'static>(
+    paths: &[PathBuf],
+    cfg: &Config,
+    shards: usize,
+    progress: &mut dyn FnMut(usize, u64),
+    make: impl Fn(&Config) -> Analyzer<X>,
+) -> Result<Sharded<X>, CaptureError> {
+    let shards = if shardable(cfg) { shards.max(1) } else { 1 };
     let mut shard_cfg = cfg.clone();
     shard_cfg.reassembly_budget = (shard_cfg.reassembly_budget / shards).max(1 << 20);
     shard_cfg.flow_state_budget = (shard_cfg.flow_state_budget / shards).max(1 << 20);
@@ -137,7 +170,7 @@ pub fn analyze_files(
     });
     for s in 0..shards {
         let (tx, rx) = sync_channel::<Msg>(16);
-        let mut a = Analyzer::new(shard_cfg.clone());
+        let mut a = make(&shard_cfg);
         a.log_memory();
         let back = pool.returner();
         let marks = marks_tx.clone();
@@ -159,7 +192,7 @@ pub fn analyze_files(
                     }
                 }
             }
-            a.finish_stats()
+            a.finish_parts()
         }));
         txs.push(tx);
     }
@@ -209,8 +242,10 @@ pub fn analyze_files(
     }
     drop(txs);
     let mut merged: Option<Statistics> = None;
+    let mut extras = Vec::new();
     for w in workers {
-        let a = w.join().map_err(|_| thread_failed())?;
+        let (a, x) = w.join().map_err(|_| thread_failed())?;
+        extras.push(x);
         match merged.as_mut() {
             None => merged = Some(a),
             Some(m) => m.merge(a),
@@ -221,7 +256,7 @@ pub fn analyze_files(
         return Err(e);
     }
     let Some(mut a) = merged else {
-        return Ok(Analyzer::new(shard_cfg).finish());
+        return Ok(Sharded::Done(Analyzer::new(shard_cfg).finish(), extras));
     };
     for (i, (error, truncated_tail)) in results.into_iter().enumerate() {
         a.file_result(
@@ -240,27 +275,19 @@ pub fn analyze_files(
         || report.capture.acks_not_tracked > 0
         || report.capture.burst_window_capped > 0;
     if !limited {
-        return Ok(report);
+        return Ok(Sharded::Done(report, extras));
     }
     // The shards' report goes before the capture is read again, and what their threads
     // freed goes back to the system: glibc keeps a freed arena's pages otherwise, and
     // the run on one core added its own (a flood of 16,384 busy flows: 230 MB against
     // 150 on one core).
-    drop((report, pool));
+    drop((report, pool, extras));
     release_freed_memory();
-    let mut stats = Statistics::new(cfg.clone());
-    super::run_files(
-        paths,
-        super::Engine::new(cfg, false),
-        &mut stats,
-        progress,
-        &|_| false,
-    )?;
-    Ok(stats.report())
+    Ok(Sharded::Limited)
 }
 
 /// Returns the pages of freed memory to the system.
-fn release_freed_memory() {
+pub fn release_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only walks the allocator's own free lists; nothing of ours
     // is touched.

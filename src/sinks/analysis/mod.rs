@@ -836,20 +836,47 @@ pub fn ack_facts(captures: &[std::path::PathBuf], cfg: Config) -> Result<acks::A
     Ok(stats.ack_facts())
 }
 
-/// The engine with the statistics sink: frames in, a [`Report`] out.
+/// A sink beside the statistics that takes nothing: the plain analyzer's.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoSink;
+
+impl Sink for NoSink {
+    #[inline(always)]
+    fn packet(&mut self, _: &PacketEvent<'_>) {}
+}
+
+/// The engine with the statistics sink (and `extra`, another sink fed the same events:
+/// the bandwidth profile of `analyze --bits` in shards): frames in, a [`Report`] out.
 #[derive(Clone)]
-pub struct Analyzer {
+pub struct Analyzer<X = NoSink> {
     engine: Engine,
     stats: Statistics,
     files: u32,
+    extra: X,
 }
 
 impl Analyzer {
     pub fn new(cfg: Config) -> Self {
+        Analyzer::with_sink(cfg, false, NoSink)
+    }
+}
+
+impl<X: Clone + Sink> Analyzer<X> {
+    /// The report so far, leaving the analysis running (packets still being reassembled
+    /// count as incomplete in it).
+    pub fn snapshot(&self) -> Report {
+        self.clone().finish()
+    }
+}
+
+impl<X: Sink> Analyzer<X> {
+    /// `record`: the engine attaches field trees to the events (what `extra` may read).
+    pub fn with_sink(cfg: Config, record: bool, extra: X) -> Self {
         Analyzer {
-            engine: Engine::new(cfg.clone(), false),
+            engine: Engine::new(cfg.clone(), record),
             stats: Statistics::new(cfg),
             files: 0,
+            extra,
         }
     }
 
@@ -861,6 +888,7 @@ impl Analyzer {
     pub fn begin_file(&mut self, name: &str) {
         self.engine.set_file(self.files);
         self.stats.begin_file(self.files, name);
+        self.extra.begin_file(self.files, name);
         self.files += 1;
     }
 
@@ -871,6 +899,7 @@ impl Analyzer {
             truncated_tail,
         };
         self.stats.end_file(self.files.saturating_sub(1), &end);
+        self.extra.end_file(self.files.saturating_sub(1), &end);
     }
 
     /// Starts the per-second timeline at `ts_ns`, so that shards of one capture share it.
@@ -880,7 +909,7 @@ impl Analyzer {
 
     /// Analyzes one frame.
     pub fn frame(&mut self, f: &Frame) {
-        self.engine.frame(f, &mut self.stats);
+        self.engine.frame(f, &mut (&mut self.stats, &mut self.extra));
     }
 
     /// Keeps what each frame does to reassembly memory (shards: `engine::parallel`).
@@ -900,20 +929,20 @@ impl Analyzer {
         pre: &crate::engine::Prepared,
         joined: &crate::engine::Joined,
     ) {
-        self.engine.frame_with(f, pre, joined, &mut self.stats);
-    }
-
-    /// The report so far, leaving the analysis running (packets still being reassembled
-    /// count as incomplete in it).
-    pub fn snapshot(&self) -> Report {
-        self.clone().finish()
+        self.engine
+            .frame_with(f, pre, joined, &mut (&mut self.stats, &mut self.extra));
     }
 
     /// Ends the analysis and returns the finished statistics (for merging shards).
     pub fn finish_stats(self) -> Statistics {
-        let mut stats = self.stats;
-        self.engine.finish(&mut stats);
-        stats
+        self.finish_parts().0
+    }
+
+    /// Ends the analysis: the finished statistics and the other sink.
+    pub fn finish_parts(self) -> (Statistics, X) {
+        let mut sinks = (self.stats, self.extra);
+        self.engine.finish(&mut sinks);
+        sinks
     }
 
     /// Bytes the analysis holds now, by its own accounting: the engine's flow state, the

@@ -27,6 +27,9 @@ pub const MAX_PREVIOUS: usize = 1 << 21;
 /// count as `not_tracked`.
 pub const MAX_STATES: usize = 1 << 16;
 
+/// Entries of the part-path cache.
+const PART_CACHE: usize = 256;
+
 /// No packet type, message type or parent path.
 pub const NONE: u32 = u32::MAX;
 
@@ -152,14 +155,20 @@ pub struct Bandwidth {
     field_cache: Vec<(u32, Label, u32)>,
     path_rows: Vec<(Key, u32)>,
     parts: Vec<&'static str>,
+    /// Recent (parent path, part name's address and length) → path: parts (a vector's
+    /// axes, an index's rungs) move about in the tree from one packet to the next.
+    part_cache: Vec<(u32, usize, usize, u32)>,
     pub paths: Vec<String>,
+    /// Each path's id by its text.
+    text_ids: HashMap<String, u32>,
     index: HashMap<Key, u32>,
     pub rows: Vec<Acc>,
     /// The previous packet's values, by (the engine's flow index, packet type). Shards
     /// keep their own: their flows are disjoint.
     previous: HashMap<(u32, u32), Previous>,
-    /// Values `previous` holds, all flows together.
+    /// Values `previous` holds, all flows together, and the most it held.
     stored: usize,
+    peak_stored: usize,
     /// Rows per packet type so far.
     type_rows: HashMap<u32, u32>,
     pub captured_bits: u64,
@@ -210,11 +219,14 @@ impl Bandwidth {
             path_rows: Vec::new(),
             field_cache: Vec::new(),
             parts: Vec::new(),
+            part_cache: vec![(NONE, 0, 0, 0); PART_CACHE],
             paths: Vec::new(),
+            text_ids: HashMap::new(),
             index: HashMap::new(),
             rows: Vec::new(),
             previous: HashMap::new(),
             stored: 0,
+            peak_stored: 0,
             type_rows: HashMap::new(),
             captured_bits: 0,
             first_ns: None,
@@ -232,7 +244,7 @@ impl Bandwidth {
             ordinals: Vec::new(),
             touched: Vec::new(),
         };
-        b.paths.push(String::new());
+        b.path_by_text("");
         b
     }
 
@@ -255,14 +267,32 @@ impl Bandwidth {
         if let Some(&id) = self.path_ids.get(&(parent, code)) {
             return id;
         }
-        let id = self.paths.len() as u32;
         let text = match self.paths.get(parent as usize).filter(|p| !p.is_empty()) {
             Some(p) => format!("{p}.{name}"),
             None => name.to_string(),
         };
-        self.paths.push(text);
+        // One id per text: two nodes of one name (`ack` of two packet types, the two
+        // branches of an `if`) are one path, in every shard alike.
+        let id = self.path_by_text(&text);
         self.path_ids.insert((parent, code), id);
         id
+    }
+
+    /// [`Self::path_id`] of a part, through [`Self::part_cache`].
+    fn part_path(&mut self, parent: u32, name: &'static str) -> u32 {
+        let (at, len) = (name.as_ptr() as usize, name.len());
+        let h = (u64::from(parent) << 32 ^ at as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let i = (h >> 56) as usize % PART_CACHE;
+        if let Some(&(p, a, l, pid)) = self.part_cache.get(i)
+            && (p, a, l) == (parent, at, len)
+        {
+            return pid;
+        }
+        let pid = self.path_id(parent, name, NONE);
+        if let Some(c) = self.part_cache.get_mut(i) {
+            *c = (parent, at, len, pid);
+        }
+        pid
     }
 
     /// A named path outside the field tree (`(link/IP/UDP headers)`).
@@ -441,7 +471,7 @@ impl Bandwidth {
                                 pid
                             }
                         },
-                        Label::Part(s) => self.path_id(parent, s, NONE),
+                        Label::Part(s) => self.part_path(parent, s),
                     };
                     if self.field_cache.len() <= i {
                         self.field_cache.resize(i + 1, (NONE, Label::Index(0), 0));
@@ -611,6 +641,7 @@ impl Bandwidth {
         } else if tracked_flow && self.stored < MAX_PREVIOUS {
             slot.push(value);
             self.stored += 1;
+            self.peak_stored = self.peak_stored.max(self.stored);
         } else {
             s.delta.not_tracked += 1;
         }
@@ -642,6 +673,11 @@ impl Bandwidth {
             let key = Key { path: pid, ..r.key };
             let i = self.row(key);
             let m = &mut self.rows[i];
+            if m.kind.is_empty() {
+                // A row the other shard met first: what its values are.
+                m.kind = r.kind;
+                m.step = r.step;
+            }
             m.bits += r.bits;
             m.occurrences += r.occurrences;
             m.packets += r.packets;
@@ -664,13 +700,26 @@ impl Bandwidth {
         self.header_count += o.header_count;
     }
 
+    /// Whether shards that held these states between them may have decided otherwise
+    /// than one profile of the whole capture: together they could have reached a cap
+    /// of kept states or previous values (each shard counts only its own), so the
+    /// capture must be profiled on one core. Flows are disjoint among shards, so at any
+    /// moment the whole's count is the shards' sum, never over the sum of their peaks.
+    pub fn shards_may_reach_caps(shards: &[Bandwidth]) -> bool {
+        let states: usize = shards.iter().map(|b| b.previous.len()).sum();
+        let stored: usize = shards.iter().map(|b| b.peak_stored).sum();
+        states >= MAX_STATES || stored >= MAX_PREVIOUS
+    }
+
     /// The id of a path given as text (merging shards, whose ids differ).
     fn path_by_text(&mut self, text: &str) -> u32 {
-        if let Some(i) = self.paths.iter().position(|p| p == text) {
-            return i as u32;
+        if let Some(&i) = self.text_ids.get(text) {
+            return i;
         }
+        let id = self.paths.len() as u32;
         self.paths.push(text.to_string());
-        (self.paths.len() - 1) as u32
+        self.text_ids.insert(text.to_string(), id);
+        id
     }
 
     /// Closes the rows that are only known at the end: headers, and fragment data that

@@ -1,12 +1,72 @@
 //! `analyze --bits`: the statistics and the profile from one run of the engine, every
-//! datagram dissected into its field tree.
+//! datagram dissected into its field tree — sharded over the cores by address pair when
+//! the traffic spreads, as `analyze` is, and the same report.
 
 use super::{Bandwidth, Options};
-use crate::analysis::{Report, Statistics};
+use crate::analysis::{Analyzer, Report, Statistics};
 use crate::capture::CaptureError;
 use crate::dissect::paths;
+use crate::engine::parallel::{self, Sharded};
 use crate::engine::{Config, Engine, run_files};
 use std::path::PathBuf;
+
+/// [`analyze_files`] on `shards` cores when the capture can be sharded (its traffic
+/// spread over address pairs, no sequence space shared across them): each shard
+/// profiles its own flows and the profiles are merged. When the shards together may
+/// have reached a cap (of the engine's or of the profile's kept values) the capture is
+/// profiled again on one core, so the report is always the sequential one.
+pub fn analyze_sharded(
+    captures: &[PathBuf],
+    cfg: Config,
+    opts: Options,
+    shards: usize,
+    progress: &mut dyn FnMut(usize, u64),
+) -> Result<Report, CaptureError> {
+    let spread = || {
+        captures
+            .first()
+            .is_some_and(|p| parallel::busiest_shard_share(p, shards) < 0.75)
+    };
+    if shards <= 1 || !parallel::shardable(&cfg) || !spread() {
+        return analyze_files(captures, cfg, opts, progress);
+    }
+    match shard_profile(captures, &cfg, &opts, shards, progress)? {
+        Some(report) => Ok(report),
+        None => {
+            parallel::release_freed_memory();
+            analyze_files(captures, cfg, opts, progress)
+        }
+    }
+}
+
+/// The report and profile of `captures` from `shards` shards by address pair, merged
+/// (`None`: the shards may have reached a cap, and only a run on one core is exact).
+pub fn shard_profile(
+    captures: &[PathBuf],
+    cfg: &Config,
+    opts: &Options,
+    shards: usize,
+    progress: &mut dyn FnMut(usize, u64),
+) -> Result<Option<Report>, CaptureError> {
+    let make =
+        |c: &Config| Analyzer::with_sink(c.clone(), true, Bandwidth::new(c.program.clone(), opts.clone()));
+    let Sharded::Done(mut report, parts) = parallel::shard_files(captures, cfg, shards, progress, make)?
+    else {
+        return Ok(None);
+    };
+    if Bandwidth::shards_may_reach_caps(&parts) {
+        return Ok(None);
+    }
+    let mut parts = parts.into_iter();
+    let Some(mut whole) = parts.next() else {
+        return Ok(None);
+    };
+    for p in parts {
+        whole.merge(p);
+    }
+    report.bandwidth = Some(whole.report());
+    Ok(Some(report))
+}
 
 /// The report of `captures` with its `bandwidth` profile. On one core: the field tree
 /// is recorded for every datagram, which the sharded and pipelined runs do not carry.
