@@ -201,6 +201,25 @@ struct Previous {
     rows: Vec<Vec<i128>>,
 }
 
+impl Previous {
+    /// Asks for every value at once, before the packet's fields read them one by one:
+    /// a flow's values were last touched a few hundred packets ago, and waiting for
+    /// them field after field was a sixth of `--bits` (1 GB, 128 clients).
+    #[inline]
+    fn prefetch(&self) {
+        #[cfg(target_arch = "x86_64")]
+        for row in &self.rows {
+            for line in row.chunks(4) {
+                // SAFETY: a prefetch is a hint; it reads nothing and faults on nothing.
+                unsafe {
+                    use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+                    _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast());
+                }
+            }
+        }
+    }
+}
+
 impl Bandwidth {
     pub fn new(program: Option<Arc<Program>>, opts: Options) -> Self {
         let places = program.as_deref().map(places).unwrap_or_default();
@@ -440,6 +459,7 @@ impl Bandwidth {
             .and_then(|k| self.previous.get_mut(&k))
             .map(std::mem::take)
             .unwrap_or_default();
+        prev.prefetch();
         let mut paths = std::mem::take(&mut self.field_paths);
         paths.clear();
         let mut children = std::mem::take(&mut self.children);
