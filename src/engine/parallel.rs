@@ -117,8 +117,8 @@ pub fn analyze_files(
     progress: &mut dyn FnMut(usize, u64),
 ) -> Result<Report, CaptureError> {
     match shard_files(paths, &cfg, shards, progress, |c| Analyzer::new(c.clone()))? {
-        Sharded::Done(report, _) => Ok(report),
-        Sharded::Limited => {
+        Some((report, _)) => Ok(report),
+        None => {
             let mut stats = Statistics::new(cfg.clone());
             super::run_files(
                 paths,
@@ -134,10 +134,7 @@ pub fn analyze_files(
 
 /// What the shards gave: the report and each shard's other sink, or nothing when a
 /// shard reached a global limit (the caller then reads the capture again on one core).
-pub enum Sharded<X> {
-    Done(Report, Vec<X>),
-    Limited,
-}
+pub type Sharded<X> = Option<(Report, Vec<X>)>;
 
 /// [`analyze_files`]' shards, each made by `make` from the shard's config (its share of
 /// the global limits): the statistics merged into the report, the other sinks as they
@@ -256,7 +253,7 @@ pub fn shard_files<X: Sink + Send + 'static>(
         return Err(e);
     }
     let Some(mut a) = merged else {
-        return Ok(Sharded::Done(Analyzer::new(shard_cfg).finish(), extras));
+        return Ok(Some((Analyzer::new(shard_cfg).finish(), extras)));
     };
     for (i, (error, truncated_tail)) in results.into_iter().enumerate() {
         a.file_result(
@@ -275,7 +272,7 @@ pub fn shard_files<X: Sink + Send + 'static>(
         || report.capture.acks_not_tracked > 0
         || report.capture.burst_window_capped > 0;
     if !limited {
-        return Ok(Sharded::Done(report, extras));
+        return Ok(Some((report, extras)));
     }
     // The shards' report goes before the capture is read again, and what their threads
     // freed goes back to the system: glibc keeps a freed arena's pages otherwise, and
@@ -283,7 +280,7 @@ pub fn shard_files<X: Sink + Send + 'static>(
     // 150 on one core).
     drop((report, pool, extras));
     release_freed_memory();
-    Ok(Sharded::Limited)
+    Ok(None)
 }
 
 /// Returns the pages of freed memory to the system.

@@ -6,7 +6,7 @@ use super::{Bandwidth, Options};
 use crate::analysis::{Analyzer, Report, Statistics};
 use crate::capture::CaptureError;
 use crate::dissect::paths;
-use crate::engine::parallel::{self, Sharded};
+use crate::engine::parallel;
 use crate::engine::{Config, Engine, run_files};
 use std::path::PathBuf;
 
@@ -50,8 +50,7 @@ pub fn shard_profile(
 ) -> Result<Option<Report>, CaptureError> {
     let make =
         |c: &Config| Analyzer::with_sink(c.clone(), true, Bandwidth::new(c.program.clone(), opts.clone()));
-    let Sharded::Done(mut report, parts) = parallel::shard_files(captures, cfg, shards, progress, make)?
-    else {
+    let Some((mut report, parts)) = parallel::shard_files(captures, cfg, shards, progress, make)? else {
         return Ok(None);
     };
     if Bandwidth::shards_may_reach_caps(&parts) {
