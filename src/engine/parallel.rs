@@ -26,6 +26,9 @@ enum Msg {
     End(u32),
 }
 
+/// Batches waiting for a shard.
+const QUEUE: usize = 4;
+
 /// Frames between `Msg::Through` markers: what a shard's memory marks wait for at most.
 const MARK_EVERY: u64 = 1 << 14;
 
@@ -126,7 +129,10 @@ pub fn analyze_files(
     shard_cfg.max_flows = cfg.max_flows.div_ceil(shards);
     let mut txs = Vec::new();
     let mut workers = Vec::new();
-    let pool = Recycler::<Frames>::new(shards * 18);
+    // A shard's queue holds 4 batches (1 MB each), the pool what all queues and the
+    // batches being filled and analyzed hold: 16 a shard was 36 MB of frames waiting on
+    // two cores, for no speed.
+    let pool = Recycler::<Frames>::new(shards * (QUEUE + 2));
     let (marks_tx, marks_rx) = sync_channel::<(usize, Vec<MemoryMark>, (u32, u64))>(shards * 4);
     let merger = std::thread::spawn(move || {
         let mut m = PeakMerger::new(shards);
@@ -136,7 +142,7 @@ pub fn analyze_files(
         m.finish()
     });
     for s in 0..shards {
-        let (tx, rx) = sync_channel::<Msg>(16);
+        let (tx, rx) = sync_channel::<Msg>(QUEUE);
         let mut a = Analyzer::new(shard_cfg.clone());
         a.log_memory();
         let back = pool.returner();
