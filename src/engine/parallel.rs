@@ -240,12 +240,7 @@ pub fn analyze_files(
     }
     let mut report = a.report();
     report.reassembly.peak_bytes = peak as u64;
-    let limited = report.capture.flows_not_tracked > 0
-        || report.flows.len() > cfg.max_flows
-        || report.reassembly.attacks.evicted_for_memory > 0
-        || report.capture.acks_not_tracked > 0
-        || report.capture.burst_window_capped > 0;
-    if !limited {
+    if !limited(&report, cfg.max_flows) {
         return Ok(report);
     }
     // The shards' report goes before the capture is read again, and what their threads
@@ -263,6 +258,17 @@ pub fn analyze_files(
         &|_| false,
     )?;
     Ok(stats.report())
+}
+
+/// Whether the shards met a limit the sequential run would meet elsewhere (the flow
+/// table, a budget), in this report or an inner layer's.
+fn limited(report: &Report, max_flows: usize) -> bool {
+    report.capture.flows_not_tracked > 0
+        || report.flows.len() > max_flows
+        || report.reassembly.attacks.evicted_for_memory > 0
+        || report.capture.acks_not_tracked > 0
+        || report.capture.burst_window_capped > 0
+        || report.layers.iter().any(|l| limited(&l.report, max_flows))
 }
 
 /// Returns the pages of freed memory to the system.
