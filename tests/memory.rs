@@ -263,6 +263,7 @@ fn flood_capture(path: &std::path::Path, pairs: usize, fragments: usize, flood: 
 /// Peak resident size of `gpcap ARGS` (the binary cargo built for these tests), in
 /// bytes, from the kernel's accounting of the child (`wait4`'s maximum RSS).
 #[cfg(target_os = "linux")]
+#[allow(clippy::zombie_processes, reason = "wait4 reaps the child, with its usage")]
 fn peak_rss(args: &[&str]) -> u64 {
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_gpcap"))
         .args(args)
