@@ -130,8 +130,9 @@ pub fn analyze_files(
     let mut txs = Vec::new();
     let mut workers = Vec::new();
     // A shard's queue holds 4 batches (1 MB each), the pool what all queues and the
-    // batches being filled and analyzed hold: 16 a shard was 36 MB of frames waiting on
-    // two cores, for no speed.
+    // batches being filled and analyzed hold: 16 a shard held 36 MB of frames waiting on
+    // two cores, with no time gained that a busy 2-core host could measure (67 MB, 32
+    // clients: 0.49-0.60 s against 0.28-0.63 s).
     let pool = Recycler::<Frames>::new(shards * (QUEUE + 2));
     let (marks_tx, marks_rx) = sync_channel::<(usize, Vec<MemoryMark>, (u32, u64))>(shards * 4);
     let merger = std::thread::spawn(move || {
