@@ -8,6 +8,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    cli::one_malloc_arena();
     let mut cli = Cli::parse();
     // `-` and FIFOs are read once, here, for the commands that read captures whole.
     let spooled = cli::input::spool(&mut cli.command);

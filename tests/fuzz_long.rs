@@ -1,7 +1,9 @@
-//! The `constructs` and `export` fuzz targets' properties as a proptest-driven run, for
-//! machines without a nightly toolchain: definitions built from the language's
-//! constructs compile fast or are refused, dissect without a panic, and export to
-//! Parquet that reads back with distinct column names. `GPCAP_FUZZ_SECONDS` sets how
+//! The `constructs`, `export` and `messages` fuzz targets' properties as a
+//! proptest-driven run, for machines without a nightly toolchain: definitions built from
+//! the language's constructs compile fast or are refused, dissect without a panic, and
+//! export to Parquet that reads back with distinct column names; messages, declared
+//! checksums and netcode decryption with hostile tokens and ciphertexts are analyzed
+//! and their trees rendered without a panic. `GPCAP_FUZZ_SECONDS` sets how
 //! long each runs (default 3); `GPCAP_FUZZ_SECONDS=900 cargo test --release --test
 //! fuzz_long -- --nocapture` is the long run, printing how many inputs it tried.
 
@@ -9,6 +11,9 @@ mod common;
 #[path = "../fuzz/fuzz_targets/gen_def.rs"]
 #[allow(dead_code)]
 mod gen_def;
+
+#[path = "../fuzz/fuzz_targets/gen_msgs.rs"]
+mod gen_msgs;
 
 use gen_def::{Choices, definition};
 use std::time::{Duration, Instant};
@@ -62,6 +67,11 @@ fn definitions_from_constructs_compile_fast_or_are_refused() {
         assert!(t.elapsed() < Duration::from_secs(10), "slow:\n{text}");
     });
     assert!(n > 0);
+}
+
+#[test]
+fn messages_checksums_and_decryption_never_panic() {
+    assert!(run("messages", gen_msgs::run) > 0);
 }
 
 #[cfg(feature = "export")]

@@ -245,6 +245,56 @@ fn sharded_layers_equal_sequential() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Regression (a sibling of row 11): an inner layer's engine had a flow table and a flow
+/// state budget of its own at their defaults, whatever the run's (a shard's share on
+/// several cores: each shard's inner engine held a whole table). They are the run's.
+#[test]
+fn inner_layers_keep_to_the_runs_flow_table() {
+    use gpcap::analysis::Analyzer;
+    use gpcap::engine::layers::Stack;
+    use gpcap::engine::{Config, parallel};
+    use std::sync::Arc;
+    let dir = std::env::temp_dir().join(format!("gpcap-layers-table-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("six.pcap");
+    let p = path.to_str().unwrap();
+    gpcap_ok(&[
+        "gen",
+        "-d",
+        "dissectors/reliable.kdl",
+        "-o",
+        p,
+        "--duration",
+        "2",
+        "--clients",
+        "6",
+    ]);
+    let load = |p: &str| Arc::new(gpcap::dissect::load(std::path::Path::new(p)).unwrap());
+    let mut cfg = Config::from_program(load("dissectors/reliable.kdl"));
+    cfg.max_flows = 4;
+    cfg.stack = Some(Arc::new(Stack {
+        layers: vec![load("dissectors/yojimbo-messages.kdl")],
+        ..Stack::default()
+    }));
+    let mut a = Analyzer::new(cfg.clone());
+    let mut reader = gpcap::capture::CaptureReader::open(&path).unwrap();
+    a.begin_file(p);
+    while let Some(f) = reader.next_frame().unwrap() {
+        a.frame(&f);
+    }
+    a.end_file(None, None);
+    let seq = a.finish();
+    let inner = &seq.layers[0].report;
+    assert!(inner.flows.len() <= 4, "{} inner flows", inner.flows.len());
+    assert!(inner.capture.flows_not_tracked > 0);
+    let par = parallel::analyze_files(std::slice::from_ref(&path), cfg, 2, &mut |_, _| {}).unwrap();
+    assert_eq!(
+        serde_json::to_value(&seq.layers).unwrap(),
+        serde_json::to_value(&par.layers).unwrap()
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Frames `dissect --filter FILTER` prints with the whole stack and the key, or the
 /// exit code and error.
 fn dissect_filtered(filter: &str) -> (i32, usize, String) {

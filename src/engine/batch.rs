@@ -11,6 +11,10 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 /// Frames a batch holds at most (tests place frames on either side of a boundary).
 pub const BATCH_FRAMES: usize = 2048;
 const BATCH_BYTES: usize = 1 << 20;
+/// Room past `BATCH_BYTES` for the frame that fills a batch (an IP packet and its link
+/// header), so that it fits without the buffer doubling: batches of 1.1 KB fragments
+/// were 2 MB each.
+const LAST_FRAME: usize = (1 << 16) + 256;
 
 struct Meta {
     number: u64,
@@ -31,7 +35,7 @@ pub struct Batch {
 
 impl Batch {
     pub fn new() -> Self {
-        Batch::with_capacity(BATCH_FRAMES, BATCH_BYTES)
+        Batch::with_capacity(BATCH_FRAMES, BATCH_BYTES + LAST_FRAME)
     }
 
     /// Room for `frames` frames of `bytes` in all before growing (live capture's batches

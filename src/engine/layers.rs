@@ -74,7 +74,15 @@ pub struct StackState {
 
 impl StackState {
     /// The state for `program` with `stack`; `None` when there is nothing to do.
-    pub fn new(program: Option<&Arc<Program>>, stack: &Stack, budget: usize, record: bool) -> Option<Self> {
+    /// Inner layers work within `limits`' budgets and flow table, the outermost layer's
+    /// (a shard's share of them when sharded: each inner engine held a whole flow table
+    /// and flow state budget per shard).
+    pub fn new(
+        program: Option<&Arc<Program>>,
+        stack: &Stack,
+        limits: &super::Config,
+        record: bool,
+    ) -> Option<Self> {
         let program = program?;
         let decryptor = match (&program.params.encryption, &stack.secrets) {
             (Some(_), Some(s)) => Some(Decryptor::new(
@@ -101,7 +109,9 @@ impl StackState {
             }
             let mut cfg = super::Config::from_program(p.clone());
             cfg.any_port = true;
-            cfg.reassembly_budget = budget;
+            cfg.reassembly_budget = limits.reassembly_budget;
+            cfg.flow_state_budget = limits.flow_state_budget;
+            cfg.max_flows = limits.max_flows;
             // Not datagrams on the wire: no MTU to exceed.
             cfg.format.mtu_budget = u32::MAX;
             cfg.stack = Some(Arc::new(Stack {

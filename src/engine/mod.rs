@@ -307,9 +307,10 @@ impl Engine {
     /// `record`: attach the field tree to events (dissect, TUI detail); statistics alone
     /// only validate bodies, which is much faster.
     pub fn new(cfg: Config, record: bool) -> Self {
-        let stack = cfg.stack.as_deref().and_then(|s| {
-            layers::StackState::new(cfg.program.as_ref(), s, cfg.reassembly_budget, record).map(Box::new)
-        });
+        let stack = cfg
+            .stack
+            .as_deref()
+            .and_then(|s| layers::StackState::new(cfg.program.as_ref(), s, &cfg, record).map(Box::new));
         Engine {
             stack,
             validator: Validator::new(&cfg, record),

@@ -138,7 +138,9 @@ fn is_zero(n: &u64) -> bool {
 }
 
 /// Payload sizes: 16-byte buckets up to 4 KiB, 256-byte buckets above — percentiles
-/// within a bucket in 2 KiB per flow.
+/// within a bucket in at most 2 KiB per flow. Buckets exist up to the largest size seen:
+/// a flow of small datagrams holds a few bytes (a flood of 16,384 one-datagram flows held
+/// 32 MB of empty buckets).
 #[derive(Debug, Clone, Default)]
 pub struct SizeHist {
     buckets: Vec<u32>,
@@ -175,10 +177,12 @@ impl SizeHist {
     }
 
     pub fn add(&mut self, size: u32) {
-        if self.buckets.is_empty() {
-            self.buckets = vec![0; BUCKETS];
-        }
         let b = bucket_of(size);
+        if b >= self.buckets.len() {
+            let len = (b + 1).max(self.buckets.len() * 2).min(BUCKETS);
+            self.buckets.reserve_exact(len - self.buckets.len());
+            self.buckets.resize(len, 0);
+        }
         self.buckets[b] = self.buckets[b].saturating_add(1);
         self.count += 1;
         self.max = self.max.max(size);
