@@ -58,7 +58,8 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
         let name = capture_name(path);
         let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
         let bar = progress_bar(size, &format!("export {name}"));
-        let mut sink = Export::new(&a.out, &a.partition, &name, resolved.cfg.clone())?;
+        let threads = gpcap::run_threads(std::slice::from_ref(path), a.threads);
+        let mut sink = Export::new(&a.out, &a.partition, &name, resolved.cfg.clone())?.threads(threads);
         if a.bits {
             sink.bandwidth = Some(gpcap::sinks::bandwidth::Bandwidth::new(
                 resolved.cfg.program.clone(),
@@ -67,14 +68,14 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
         }
         let outcomes = run_files(
             std::slice::from_ref(path),
-            Engine::new(resolved.cfg.clone(), true),
+            Engine::new(resolved.cfg.clone(), sink.records()),
             &mut sink,
             &mut |_, offset| {
                 if let Some(b) = &bar {
                     b.set_position(offset);
                 }
             },
-            &|s| s.error.is_some() || stopped(),
+            &|s| s.failed() || stopped(),
         )?;
         if let Some(b) = bar {
             b.finish_and_clear();
