@@ -141,3 +141,46 @@ fn generated_captures_export_the_same_rows_on_several_cores() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An export on several cores dropped midway (an interrupt, an error elsewhere) leaves
+/// nothing behind: no table, no temporary file, though its workers had rows queued.
+#[test]
+fn an_export_dropped_midway_on_several_cores_leaves_nothing() {
+    let dir = std::env::temp_dir().join(format!("gpcap-export-threads-drop-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let program = gpcap::load_definition("dissectors/article.kdl").unwrap();
+    let cfg = Config::from_program(program);
+    let mut sink = Export::new(&dir, &[], "c.pcap", cfg.clone()).unwrap().threads(3);
+    let seen = std::cell::Cell::new(0u64);
+    struct Counting<'a>(&'a mut Export, &'a std::cell::Cell<u64>);
+    impl gpcap::engine::Sink for Counting<'_> {
+        fn packet(&mut self, e: &gpcap::engine::PacketEvent<'_>) {
+            self.1.set(self.1.get() + 1);
+            self.0.packet(e);
+        }
+    }
+    run_files(
+        &[PathBuf::from("captures/lossy-bursts.pcap")],
+        Engine::new(cfg, sink.records()),
+        &mut Counting(&mut sink, &seen),
+        &mut |_, _| {},
+        &|_| seen.get() >= 2200,
+    )
+    .unwrap();
+    assert!(seen.get() >= 2200, "{} packets", seen.get());
+    drop(sink);
+    let mut left = Vec::new();
+    let mut stack = vec![dir.clone()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                left.push(path);
+            }
+        }
+    }
+    assert!(left.is_empty(), "left behind: {left:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
