@@ -53,6 +53,7 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
         let _ = signal_hook::flag::register(sig, stop.clone());
     }
     let stopped = || stop.load(std::sync::atomic::Ordering::Relaxed);
+    limit_arenas();
     let mut committed = Vec::new();
     for path in &a.captures {
         let name = capture_name(path);
@@ -114,6 +115,18 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
         committed.push(name);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Two malloc arenas for the export's dozen threads (engine, row workers, ordered stage,
+/// a writer per table): one arena each kept what each had freed (a 268 MB capture on
+/// 2 cores: peak RSS 125-135 MiB, 112 with two arenas).
+#[cfg(feature = "export")]
+fn limit_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets a parameter of the allocator, which is thread-safe.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
 }
 
 /// The partition a capture is written to: its file name.

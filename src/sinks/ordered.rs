@@ -114,11 +114,13 @@ impl Batch {
     }
 
     /// Packets held, and their payload bytes.
+    #[cfg_attr(not(feature = "export"), allow(dead_code))]
     pub(crate) fn size(&self) -> (usize, usize) {
         (self.packets.len(), self.bytes.len())
     }
 
     /// Empties the batch, keeping its memory.
+    #[cfg_attr(not(feature = "export"), allow(dead_code))]
     pub(crate) fn clear(&mut self) {
         self.packets.clear();
         self.bytes.clear();

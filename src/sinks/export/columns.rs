@@ -157,8 +157,9 @@ pub struct TypeColumns {
     fields: Vec<Column>,
     pub rows: usize,
     /// The column each definition node fills, to place a row's fields in one pass (each
-    /// column searching the fields made a 5,000-field type quadratic: 25 s for 900 rows).
-    column_of: std::collections::HashMap<NodeId, usize>,
+    /// column searching the fields made a 5,000-field type quadratic: 25 s for 900 rows),
+    /// indexed by node id (`u32::MAX`: none; hashing each field was 1% of an export).
+    column_of: Vec<u32>,
     /// Per column: the row's field that fills it (reused).
     at: Vec<Option<u32>>,
     /// Per column: the earlier column read from the same field (an enum's name column
@@ -171,13 +172,16 @@ impl TypeColumns {
     pub fn new(p: &Program, body: Block) -> TypeColumns {
         let mut fields = Vec::new();
         lay_out(p, body, &mut fields, 0);
-        let mut column_of = std::collections::HashMap::new();
+        let nodes = fields.iter().flat_map(|c| c.nodes.iter().copied()).max();
+        let mut column_of = vec![u32::MAX; nodes.map_or(0, |n| n as usize + 1)];
         let mut same_as = vec![None; fields.len()];
         for (i, c) in fields.iter().enumerate() {
             for &n in &c.nodes {
-                let first = *column_of.entry(n).or_insert(i);
-                if first != i {
-                    same_as[i] = Some(first);
+                let slot = &mut column_of[n as usize];
+                if *slot == u32::MAX {
+                    *slot = i as u32;
+                } else if *slot as usize != i {
+                    same_as[i] = Some(*slot as usize);
                 }
             }
         }
@@ -217,9 +221,10 @@ impl TypeColumns {
         self.at.iter_mut().for_each(|a| *a = None);
         for i in roots {
             if let Label::Node(n) = d.fields[i as usize].label
-                && let Some(&c) = self.column_of.get(&n)
+                && let Some(&c) = self.column_of.get(n as usize)
+                && let Some(at) = self.at.get_mut(c as usize)
             {
-                self.at[c].get_or_insert(i);
+                at.get_or_insert(i);
             }
         }
         for c in 0..self.at.len() {

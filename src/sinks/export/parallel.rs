@@ -16,9 +16,10 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-/// Packets a batch holds at most, and payload bytes past which it is sent.
-const BATCH_PACKETS: usize = 2048;
-const BATCH_BYTES: usize = 1 << 20;
+/// Packets a batch holds at most, and payload bytes past which it is sent (a batch's
+/// rows are a few MiB of arrays; a few batches are in flight per worker).
+const BATCH_PACKETS: usize = 1024;
+const BATCH_BYTES: usize = 512 << 10;
 
 /// Whether workers can dissect a packet from its bytes alone, as the engine would: a
 /// definition, and no decryption, remembered values or messages (the engine's tree then
@@ -66,7 +67,7 @@ impl Pool {
         // Bounded queues: a few batches in flight whatever the capture's size.
         let (work_tx, work_rx) = sync_channel::<(u64, Batch)>(workers);
         let (done_tx, done_rx) = sync_channel::<(u64, Built)>(workers);
-        let (back, spent) = sync_channel::<Batch>(workers * 2 + 2);
+        let (back, spent) = sync_channel::<Batch>(workers);
         let work_rx = Arc::new(Mutex::new(work_rx));
         let failed = Arc::new(AtomicBool::new(false));
         let abandon = Arc::new(AtomicBool::new(false));
