@@ -193,9 +193,13 @@ pub struct ExportArgs {
     #[arg(long = "link-mtu", default_value_t = 1500, value_parser = clap::value_parser!(u32).range(68..=65535))]
     pub link_mtu: u32,
     /// Also write the table `field_bits`: where the bits go, field by field (as
-    /// `analyze --bits`).
+    /// `analyze --bits`; on one core).
     #[arg(long)]
     pub bits: bool,
+    /// Threads (1 to 64; default: one per core): the engine reads in order on one, the
+    /// rows are built on the others — the dataset holds the same rows either way.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub threads: Option<u32>,
 }
 
 #[derive(Args)]

@@ -53,12 +53,14 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
         let _ = signal_hook::flag::register(sig, stop.clone());
     }
     let stopped = || stop.load(std::sync::atomic::Ordering::Relaxed);
+    limit_arenas();
     let mut committed = Vec::new();
     for path in &a.captures {
         let name = capture_name(path);
         let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
         let bar = progress_bar(size, &format!("export {name}"));
-        let mut sink = Export::new(&a.out, &a.partition, &name, resolved.cfg.clone())?;
+        let threads = gpcap::run_threads(std::slice::from_ref(path), a.threads);
+        let mut sink = Export::new(&a.out, &a.partition, &name, resolved.cfg.clone())?.threads(threads);
         if a.bits {
             sink.bandwidth = Some(gpcap::sinks::bandwidth::Bandwidth::new(
                 resolved.cfg.program.clone(),
@@ -67,14 +69,14 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
         }
         let outcomes = run_files(
             std::slice::from_ref(path),
-            Engine::new(resolved.cfg.clone(), true),
+            Engine::new(resolved.cfg.clone(), sink.records()),
             &mut sink,
             &mut |_, offset| {
                 if let Some(b) = &bar {
                     b.set_position(offset);
                 }
             },
-            &|s| s.error.is_some() || stopped(),
+            &|s| s.failed() || stopped(),
         )?;
         if let Some(b) = bar {
             b.finish_and_clear();
@@ -113,6 +115,18 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
         committed.push(name);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Two malloc arenas for the export's dozen threads (engine, row workers, ordered stage,
+/// a writer per table): one arena each kept what each had freed (a 268 MB capture on
+/// 2 cores: peak RSS 125-135 MiB, 112 with two arenas).
+#[cfg(feature = "export")]
+fn limit_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets a parameter of the allocator, which is thread-safe.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
 }
 
 /// The partition a capture is written to: its file name.

@@ -32,9 +32,10 @@ struct Copied {
     dissection: Option<usize>,
 }
 
-/// Selected packets in reading order; `first`: none was selected before them.
+/// Selected packets in reading order; `first`: none was selected before them. Export's
+/// workers take their packets in these batches too.
 #[derive(Default)]
-struct Batch {
+pub(crate) struct Batch {
     first: bool,
     packets: Vec<Copied>,
     bytes: Vec<u8>,
@@ -43,7 +44,7 @@ struct Batch {
 }
 
 /// `e` without what it borrows: the copy of its scalars a batch keeps.
-fn detached(e: &PacketEvent<'_>) -> PacketEvent<'static> {
+pub(crate) fn detached(e: &PacketEvent<'_>) -> PacketEvent<'static> {
     // Game packets are read from UDP: no layer of theirs borrows the frame.
     let layer = match e.layer {
         Layer::Malformed { layer, .. } => Layer::Other(layer),
@@ -91,7 +92,7 @@ fn detached(e: &PacketEvent<'_>) -> PacketEvent<'static> {
 }
 
 impl Batch {
-    fn push(&mut self, e: &PacketEvent<'_>) {
+    pub(crate) fn push(&mut self, e: &PacketEvent<'_>) {
         let at = self.bytes.len();
         self.bytes.extend_from_slice(e.payload);
         let f = self.frames.len();
@@ -112,8 +113,23 @@ impl Batch {
         self.packets.len() >= BATCH_PACKETS || self.bytes.len() >= BATCH_BYTES
     }
 
+    /// Packets held, and their payload bytes.
+    #[cfg_attr(not(feature = "export"), allow(dead_code))]
+    pub(crate) fn size(&self) -> (usize, usize) {
+        (self.packets.len(), self.bytes.len())
+    }
+
+    /// Empties the batch, keeping its memory.
+    #[cfg_attr(not(feature = "export"), allow(dead_code))]
+    pub(crate) fn clear(&mut self) {
+        self.packets.clear();
+        self.bytes.clear();
+        self.frames.clear();
+        self.trees.clear();
+    }
+
     /// Each packet's event as the engine handed it on.
-    fn events(&self) -> impl Iterator<Item = PacketEvent<'_>> {
+    pub(crate) fn events(&self) -> impl Iterator<Item = PacketEvent<'_>> {
         self.packets.iter().map(|c| PacketEvent {
             payload: self.bytes.get(c.payload.clone()).unwrap_or(&[]),
             fragment_frames: self.frames.get(c.fragment_frames.clone()).unwrap_or(&[]),

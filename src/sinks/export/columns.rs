@@ -148,6 +148,8 @@ pub struct Column {
     name: String,
     nodes: Vec<NodeId>,
     col: Col,
+    /// Distinct values the definition allows (None: not known from it).
+    values: Option<u64>,
 }
 
 /// A packet type's table: its columns and how many rows are buffered.
@@ -155,8 +157,9 @@ pub struct TypeColumns {
     fields: Vec<Column>,
     pub rows: usize,
     /// The column each definition node fills, to place a row's fields in one pass (each
-    /// column searching the fields made a 5,000-field type quadratic: 25 s for 900 rows).
-    column_of: std::collections::HashMap<NodeId, usize>,
+    /// column searching the fields made a 5,000-field type quadratic: 25 s for 900 rows),
+    /// indexed by node id (`u32::MAX`: none; hashing each field was 1% of an export).
+    column_of: Vec<u32>,
     /// Per column: the row's field that fills it (reused).
     at: Vec<Option<u32>>,
     /// Per column: the earlier column read from the same field (an enum's name column
@@ -169,13 +172,16 @@ impl TypeColumns {
     pub fn new(p: &Program, body: Block) -> TypeColumns {
         let mut fields = Vec::new();
         lay_out(p, body, &mut fields, 0);
-        let mut column_of = std::collections::HashMap::new();
+        let nodes = fields.iter().flat_map(|c| c.nodes.iter().copied()).max();
+        let mut column_of = vec![u32::MAX; nodes.map_or(0, |n| n as usize + 1)];
         let mut same_as = vec![None; fields.len()];
         for (i, c) in fields.iter().enumerate() {
             for &n in &c.nodes {
-                let first = *column_of.entry(n).or_insert(i);
-                if first != i {
-                    same_as[i] = Some(first);
+                let slot = &mut column_of[n as usize];
+                if *slot == u32::MAX {
+                    *slot = i as u32;
+                } else if *slot as usize != i {
+                    same_as[i] = Some(*slot as usize);
                 }
             }
         }
@@ -215,9 +221,10 @@ impl TypeColumns {
         self.at.iter_mut().for_each(|a| *a = None);
         for i in roots {
             if let Label::Node(n) = d.fields[i as usize].label
-                && let Some(&c) = self.column_of.get(&n)
+                && let Some(&c) = self.column_of.get(n as usize)
+                && let Some(at) = self.at.get_mut(c as usize)
             {
-                self.at[c].get_or_insert(i);
+                at.get_or_insert(i);
             }
         }
         for c in 0..self.at.len() {
@@ -229,6 +236,14 @@ impl TypeColumns {
             c.col.append(&t, *at);
         }
         self.rows += 1;
+    }
+
+    /// Per Parquet leaf column, in the schema's order: Some(false) when a dictionary is
+    /// not worth building ([`DICTIONARY_VALUES`]), None when the definition does not say.
+    pub fn dictionary_leaves(&self, out: &mut Vec<Option<bool>>) {
+        for c in &self.fields {
+            c.col.leaves(c.values, out);
+        }
     }
 
     /// The buffered rows as arrays (the builders start again empty).
@@ -293,6 +308,22 @@ impl Iterator for Children<'_> {
 }
 
 impl Col {
+    /// See [`TypeColumns::dictionary_leaves`]; `values`: the column's distinct values.
+    fn leaves(&self, values: Option<u64>, out: &mut Vec<Option<bool>>) {
+        let worth = values.map(|v| v <= DICTIONARY_VALUES);
+        match self {
+            Col::Floats { parts, .. } => out.extend(parts.iter().map(|_| worth)),
+            Col::Group { fields, .. } => {
+                for c in fields {
+                    c.col.leaves(c.values, out);
+                }
+            }
+            Col::List { elem, .. } => elem.leaves(values, out),
+            Col::Int(_) | Col::F32(_) | Col::F64(_) => out.push(worth),
+            Col::Bool(_) | Col::Str(_) | Col::Bin(_) | Col::EnumName { .. } => out.push(None),
+        }
+    }
+
     fn leaf(kind: &Kind) -> Option<Col> {
         let floats = |names: &[&'static str]| Col::Floats {
             parts: names.iter().map(|n| (*n, Float32Builder::new())).collect(),
@@ -574,6 +605,7 @@ fn lay_out(p: &Program, b: Block, out: &mut Vec<Column>, nest: u32) {
                         name: "index".into(),
                         nodes: Vec::new(),
                         col: Col::Int(Int::for_range(0, max as i128)),
+                        values: None,
                     });
                 }
                 lay_out(p, *body, &mut fields, nest + 1);
@@ -592,7 +624,7 @@ fn lay_out(p: &Program, b: Block, out: &mut Vec<Column>, nest: u32) {
             },
         };
         let named = matches!(col, Col::Int(_)).then_some(node.enum_id).flatten();
-        add(out, &node.name, id, col);
+        add(out, &node.name, id, col, distinct(&node.kind));
         if let Some(e) = named.and_then(|e| p.enums.get(e as usize)) {
             // Readable by name in the dataset itself: `state` and `state_name`.
             let mut names = e.values.clone();
@@ -603,15 +635,17 @@ fn lay_out(p: &Program, b: Block, out: &mut Vec<Column>, nest: u32) {
                 names: names.into(),
                 keys: UInt16Builder::new(),
             };
-            add(out, &format!("{}_name", node.name), id, col);
+            add(out, &format!("{}_name", node.name), id, col, None);
         }
     }
 }
 
 /// Adds a column; a name seen before (an `if` and its `else`) shares the column when the
 /// types agree, widens integers to one that holds both, and is suffixed otherwise.
-fn add(out: &mut Vec<Column>, name: &str, id: NodeId, col: Col) {
+fn add(out: &mut Vec<Column>, name: &str, id: NodeId, col: Col, values: Option<u64>) {
     if let Some(c) = out.iter_mut().find(|c| c.name == name) {
+        // Shared: the values of both.
+        c.values = c.values.zip(values).map(|(a, b)| a.saturating_add(b));
         let same_names = match (&c.col, &col) {
             (Col::EnumName { names: a, .. }, Col::EnumName { names: b, .. }) => a == b,
             _ => true,
@@ -634,6 +668,7 @@ fn add(out: &mut Vec<Column>, name: &str, id: NodeId, col: Col) {
             name: format!("{name}_{k}"),
             nodes: vec![id],
             col,
+            values,
         });
         return;
     }
@@ -641,5 +676,26 @@ fn add(out: &mut Vec<Column>, name: &str, id: NodeId, col: Col) {
         name: name.to_string(),
         nodes: vec![id],
         col,
+        values,
     });
 }
+
+/// Distinct values a leaf of `kind` can take, from the definition alone (None: not a
+/// number, or not bounded by it).
+fn distinct(kind: &Kind) -> Option<u64> {
+    let pow2 = |bits: u32| 1u64.checked_shl(bits).unwrap_or(u64::MAX);
+    match kind {
+        Kind::Bits(n) => Some(pow2(*n)),
+        Kind::Int { min, max } => Some((*max as i128 - *min as i128 + 1).clamp(0, u64::MAX as i128) as u64),
+        Kind::Uint64 | Kind::Float | Kind::Double => Some(u64::MAX),
+        Kind::CompressedFloat(c) | Kind::CompressedVector(c) => Some(c.max_int as u64 + 1),
+        Kind::SmallestThree(bits) => Some(pow2(*bits)),
+        Kind::Msb(_) => distinct(&kind.plain()),
+        _ => None,
+    }
+}
+
+/// Leaves holding more distinct values than this are written without a dictionary: it
+/// would overflow its page and fall back to plain anyway, after hashing every value
+/// (random positions: a fifth of the export's time).
+const DICTIONARY_VALUES: u64 = 1 << 16;

@@ -7,18 +7,19 @@
 //! ([`SCHEMA_VERSION`]).
 
 mod columns;
+mod parallel;
 mod report;
+mod rows;
 
 use crate::analysis::Statistics;
-use crate::dissect::{Dissection, Label, Program, program::Block};
-use crate::engine::{FileEnd, FlowEnd, Kind, PacketEvent, Sink, Summary};
-use arrow_array::builder::*;
+use crate::dissect::Program;
+use crate::engine::{FileEnd, FlowEnd, PacketEvent, Sink, Summary};
 use arrow_array::{ArrayRef, RecordBatch};
-use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use columns::TypeColumns;
+use arrow_schema::SchemaRef;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
+use rows::{Chunk, Packets, Rows};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -43,14 +44,21 @@ const GROUPS_BYTES: usize = 24 << 20;
 /// values (a 10-bit quaternion part has 1024), else split by byte (BYTE_STREAM_SPLIT:
 /// their exponent and high bytes compress); frame numbers and timestamps as deltas
 /// (they ascend).
+///
+/// `dictionary`: per leaf column, in order, Some(false) where the definition says a
+/// dictionary would overflow ([`columns::TypeColumns::dictionary_leaves`]).
 fn encodings(
     schema: &arrow_schema::Schema,
+    dictionary: &[Option<bool>],
     mut b: parquet::file::properties::WriterPropertiesBuilder,
 ) -> parquet::errors::Result<parquet::file::properties::WriterPropertiesBuilder> {
     use parquet::basic::{Encoding, Type};
     let descr = parquet::arrow::ArrowSchemaConverter::new().convert(schema)?;
-    for c in descr.columns() {
+    for (i, c) in descr.columns().iter().enumerate() {
         let path = c.path().clone();
+        if dictionary.get(i).copied().flatten() == Some(false) {
+            b = b.set_column_dictionary_enabled(path.clone(), false);
+        }
         let ascending = matches!(
             path.parts().first().map(String::as_str),
             Some("ts" | "frame" | "fragment_frames")
@@ -120,6 +128,7 @@ impl Table {
         keys: &[(String, String)],
         capture: &str,
         schema: SchemaRef,
+        dictionary: &[Option<bool>],
         group_bytes: usize,
     ) -> Result<Table, ExportError> {
         let mut part = dir.join(table);
@@ -135,7 +144,7 @@ impl Table {
         std::fs::create_dir_all(&part).map_err(|e| fail(&e))?;
         let tmp = part.join(".part-0.parquet.tmp");
         let file = File::create(&tmp).map_err(|e| fail(&e))?;
-        let props = encodings(&schema, WriterProperties::builder())
+        let props = encodings(&schema, dictionary, WriterProperties::builder())
             .map_err(|e| fail(&e))?
             .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).map_err(|e| fail(&e))?))
             .set_max_row_group_size(GROUP_ROWS)
@@ -162,7 +171,9 @@ impl Table {
                 let closed = (|| {
                     for batch in rx {
                         writer.write(&batch).map_err(|e| fail(&e))?;
-                        if writer.in_progress_size() > group_bytes {
+                        // Its memory, not only its encoded size: buffered pages and
+                        // dictionaries held twice the estimate (158 MiB peak, 2 cores).
+                        if writer.memory_size().max(writer.in_progress_size()) > group_bytes {
                             writer.flush().map_err(|e| fail(&e))?;
                         }
                     }
@@ -183,18 +194,6 @@ impl Table {
             path,
             schema,
         })
-    }
-
-    /// A table that writes nothing (what `close` leaves in place of the one it took).
-    fn placeholder() -> Table {
-        Table {
-            batches: None,
-            complete: Arc::new(std::sync::atomic::AtomicBool::new(false)),
-            writer: None,
-            tmp: PathBuf::new(),
-            path: PathBuf::new(),
-            schema: Arc::new(Schema::empty()),
-        }
     }
 
     fn write(&mut self, columns: Vec<ArrayRef>) -> Result<(), ExportError> {
@@ -334,311 +333,6 @@ pub fn partition_value(name: &str) -> String {
     out
 }
 
-/// A datagram's header or fragment header, every field of it, as one struct column.
-struct HeaderColumns {
-    columns: TypeColumns,
-    valid: Vec<bool>,
-}
-
-impl HeaderColumns {
-    /// The columns of block `b`, or None when it has no field to export.
-    fn new(p: &Program, b: Block) -> Option<HeaderColumns> {
-        let mut columns = TypeColumns::new(p, b);
-        columns.rename(&[]);
-        (!columns.schema_fields().is_empty()).then(|| HeaderColumns {
-            columns,
-            valid: Vec::new(),
-        })
-    }
-
-    fn data_type(&self) -> DataType {
-        DataType::Struct(self.columns.schema_fields().into())
-    }
-
-    /// The fields of `d` (null when the row has none of this block); `end` its subtree
-    /// ends.
-    fn append(&mut self, d: Option<&Dissection>, end: &[u32], payload: &[u8], empty: &Dissection) {
-        match d {
-            Some(d) => self.columns.append_tree(d, end, payload),
-            None => self.columns.append_tree(empty, &[], payload),
-        }
-        self.valid.push(d.is_some());
-    }
-
-    fn finish(&mut self) -> ArrayRef {
-        let fields: arrow_schema::Fields = self.columns.schema_fields().into();
-        let nulls = arrow_buffer::NullBuffer::from(std::mem::take(&mut self.valid));
-        let len = nulls.len();
-        match arrow_array::StructArray::try_new(fields.clone(), self.columns.finish(), Some(nulls)) {
-            Ok(a) => Arc::new(a),
-            // Every column gets one value per row: unreachable.
-            Err(_) => arrow_array::new_null_array(&DataType::Struct(fields), len),
-        }
-    }
-}
-
-/// The `packets` table: one row per game datagram and per reassembled packet.
-struct Packets {
-    frame: UInt64Builder,
-    row: StringBuilder,
-    ts: TimestampMicrosecondBuilder,
-    ts_ns: Int64Builder,
-    src_ip: StringBuilder,
-    src_port: UInt16Builder,
-    dst_ip: StringBuilder,
-    dst_port: UInt16Builder,
-    size: UInt32Builder,
-    wire_len: UInt32Builder,
-    ip_fragments: UInt32Builder,
-    over_budget: BooleanBuilder,
-    status: StringBuilder,
-    crc_ok: BooleanBuilder,
-    fault_kind: StringBuilder,
-    fault_field: StringBuilder,
-    fault_bit: UInt64Builder,
-    sequence: UInt64Builder,
-    type_id: UInt32Builder,
-    type_name: StringBuilder,
-    fragment_id: UInt32Builder,
-    fragment_count: UInt32Builder,
-    opens: BooleanBuilder,
-    completes: UInt32Builder,
-    fragment_frames: ListBuilder<UInt64Builder>,
-    ack: UInt16Builder,
-    ack_bits: UInt32Builder,
-    /// Every field of the datagram's header, and of a fragment's fragment header.
-    header: Option<HeaderColumns>,
-    fragment_header: Option<HeaderColumns>,
-    /// A dissection with no fields: what a row without one appends.
-    empty: Dissection,
-    rows: usize,
-    acks: bool,
-}
-
-impl Packets {
-    fn new(acks: bool, program: Option<&Program>) -> Self {
-        Packets {
-            frame: Default::default(),
-            row: Default::default(),
-            ts: TimestampMicrosecondBuilder::new().with_timezone("UTC"),
-            ts_ns: Default::default(),
-            src_ip: Default::default(),
-            src_port: Default::default(),
-            dst_ip: Default::default(),
-            dst_port: Default::default(),
-            size: Default::default(),
-            wire_len: Default::default(),
-            ip_fragments: Default::default(),
-            over_budget: Default::default(),
-            status: Default::default(),
-            crc_ok: Default::default(),
-            fault_kind: Default::default(),
-            fault_field: Default::default(),
-            fault_bit: Default::default(),
-            sequence: Default::default(),
-            type_id: Default::default(),
-            type_name: Default::default(),
-            fragment_id: Default::default(),
-            fragment_count: Default::default(),
-            opens: Default::default(),
-            completes: Default::default(),
-            fragment_frames: ListBuilder::new(UInt64Builder::new()),
-            ack: Default::default(),
-            ack_bits: Default::default(),
-            header: program.and_then(|p| HeaderColumns::new(p, p.header)),
-            fragment_header: program.and_then(|p| HeaderColumns::new(p, p.fragment?)),
-            empty: Dissection::default(),
-            rows: 0,
-            acks,
-        }
-    }
-
-    /// The table's schema: [`Packets::schema`] and the header columns.
-    fn full_schema(&self) -> Schema {
-        let mut f: Vec<Field> = Packets::schema(self.acks)
-            .fields()
-            .iter()
-            .map(|f| (**f).clone())
-            .collect();
-        if let Some(h) = &self.header {
-            f.push(Field::new("header", h.data_type(), true));
-        }
-        if let Some(h) = &self.fragment_header {
-            f.push(Field::new("fragment_header", h.data_type(), true));
-        }
-        Schema::new(f)
-    }
-
-    fn schema(acks: bool) -> Schema {
-        let mut f = vec![
-            Field::new("frame", DataType::UInt64, false),
-            Field::new("row", DataType::Utf8, false),
-            // Microseconds, UTC: a timestamp DuckDB (TIMESTAMPTZ), Spark (TimestampType) and
-            // ClickHouse (DateTime64(6)) truncate and bucket as it is; `ts_ns` keeps the
-            // capture's nanoseconds exactly.
-            Field::new(
-                "ts",
-                DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
-                false,
-            ),
-            Field::new("ts_ns", DataType::Int64, false),
-            Field::new("src_ip", DataType::Utf8, true),
-            Field::new("src_port", DataType::UInt16, true),
-            Field::new("dst_ip", DataType::Utf8, true),
-            Field::new("dst_port", DataType::UInt16, true),
-            Field::new("size", DataType::UInt32, false),
-            Field::new("wire_len", DataType::UInt32, false),
-            Field::new("ip_fragments", DataType::UInt32, false),
-            Field::new("over_budget", DataType::Boolean, false),
-            Field::new("status", DataType::Utf8, false),
-            Field::new("crc_ok", DataType::Boolean, true),
-            Field::new("fault_kind", DataType::Utf8, true),
-            Field::new("fault_field", DataType::Utf8, true),
-            Field::new("fault_bit", DataType::UInt64, true),
-            Field::new("sequence", DataType::UInt64, true),
-            Field::new("type_id", DataType::UInt32, true),
-            Field::new("type_name", DataType::Utf8, true),
-            Field::new("fragment_id", DataType::UInt32, true),
-            Field::new("fragment_count", DataType::UInt32, true),
-            Field::new("opens", DataType::Boolean, false),
-            Field::new("completes", DataType::UInt32, true),
-            Field::new(
-                "fragment_frames",
-                DataType::List(Arc::new(Field::new("item", DataType::UInt64, true))),
-                true,
-            ),
-        ];
-        if acks {
-            f.push(Field::new("ack", DataType::UInt16, true));
-            f.push(Field::new("ack_bits", DataType::UInt32, true));
-        }
-        Schema::new(f)
-    }
-
-    /// Appends event `e`'s row; `end`: its dissection's subtree ends.
-    fn append(&mut self, e: &PacketEvent, program: Option<&Program>, end: &[u32]) {
-        self.frame.append_value(e.frame);
-        self.row.append_value(if e.kind == Kind::Reassembled {
-            "reassembled"
-        } else {
-            "datagram"
-        });
-        self.ts.append_value(e.ts_ns.div_euclid(1000));
-        self.ts_ns.append_value(e.ts_ns);
-        match e.flow {
-            Some(f) => {
-                // Written into the column's buffer: no string per packet.
-                use std::fmt::Write;
-                let _ = write!(self.src_ip, "{}", f.src.ip());
-                self.src_ip.append_value("");
-                let _ = write!(self.dst_ip, "{}", f.dst.ip());
-                self.dst_ip.append_value("");
-            }
-            None => {
-                self.src_ip.append_null();
-                self.dst_ip.append_null();
-            }
-        }
-        self.src_port.append_option(e.flow.map(|f| f.src.port()));
-        self.dst_port.append_option(e.flow.map(|f| f.dst.port()));
-        self.size.append_value(e.size);
-        self.wire_len.append_value(e.wire_len);
-        self.ip_fragments.append_value(e.ip_fragments.max(1));
-        self.over_budget.append_value(e.over_budget);
-        self.status.append_value(e.status.code());
-        self.crc_ok
-            .append_option(e.crc.map(|c| c == crate::validate::CrcStatus::Ok));
-        let fault = e.dissection.and_then(|d| d.fault.as_ref());
-        self.fault_kind.append_option(e.fault.map(|f| f.code()));
-        self.fault_field.append_option(fault.map(|f| f.field.as_str()));
-        self.fault_bit.append_option(fault.map(|f| f.bit));
-        self.sequence.append_option(e.sequence);
-        self.type_id.append_option(e.packet_type);
-        self.type_name
-            .append_option(e.packet_type.and_then(|t| program.and_then(|p| p.type_name(t))));
-        self.fragment_id.append_option(e.fragment.map(|f| f.id));
-        self.fragment_count.append_option(e.fragment.map(|f| f.count));
-        self.opens.append_value(e.opens);
-        self.completes.append_option(e.completes);
-        if e.kind == Kind::Reassembled {
-            self.fragment_frames.values().append_slice(e.fragment_frames);
-            self.fragment_frames.append(true);
-        } else {
-            self.fragment_frames.append(false);
-        }
-        if self.acks {
-            self.ack.append_option(e.ack);
-            self.ack_bits.append_option(e.ack_bits);
-        }
-        // A datagram's own fields (a reassembled packet has only its body's); none for
-        // one that failed its checksum (not validated: analyze counts no values of it).
-        let datagram = e
-            .dissection
-            .filter(|_| e.kind == Kind::Game && !e.status.crc_failed());
-        if let Some(h) = &mut self.header {
-            h.append(datagram, end, e.payload, &self.empty);
-        }
-        if let Some(h) = &mut self.fragment_header {
-            let fragment = datagram.filter(|_| e.fragment.is_some());
-            h.append(fragment, end, e.payload, &self.empty);
-        }
-        self.rows += 1;
-    }
-
-    fn finish(&mut self) -> Vec<ArrayRef> {
-        self.rows = 0;
-        let mut c: Vec<ArrayRef> = vec![
-            Arc::new(self.frame.finish()),
-            Arc::new(self.row.finish()),
-            Arc::new(self.ts.finish()),
-            Arc::new(self.ts_ns.finish()),
-            Arc::new(self.src_ip.finish()),
-            Arc::new(self.src_port.finish()),
-            Arc::new(self.dst_ip.finish()),
-            Arc::new(self.dst_port.finish()),
-            Arc::new(self.size.finish()),
-            Arc::new(self.wire_len.finish()),
-            Arc::new(self.ip_fragments.finish()),
-            Arc::new(self.over_budget.finish()),
-            Arc::new(self.status.finish()),
-            Arc::new(self.crc_ok.finish()),
-            Arc::new(self.fault_kind.finish()),
-            Arc::new(self.fault_field.finish()),
-            Arc::new(self.fault_bit.finish()),
-            Arc::new(self.sequence.finish()),
-            Arc::new(self.type_id.finish()),
-            Arc::new(self.type_name.finish()),
-            Arc::new(self.fragment_id.finish()),
-            Arc::new(self.fragment_count.finish()),
-            Arc::new(self.opens.finish()),
-            Arc::new(self.completes.finish()),
-            Arc::new(self.fragment_frames.finish()),
-        ];
-        if self.acks {
-            c.push(Arc::new(self.ack.finish()));
-            c.push(Arc::new(self.ack_bits.finish()));
-        }
-        if let Some(h) = &mut self.header {
-            c.push(h.finish());
-        }
-        if let Some(h) = &mut self.fragment_header {
-            c.push(h.finish());
-        }
-        c
-    }
-}
-
-/// One packet type's table: its columns and file.
-struct TypeTable {
-    columns: TypeColumns,
-    /// Key columns: frame and whether the row is a reassembled packet.
-    frame: UInt64Builder,
-    reassembled: BooleanBuilder,
-    /// Fields of the buffered rows.
-    fields: usize,
-    table: Table,
-}
-
 /// What an export wrote: the capture's report and the rows of each streamed table.
 pub struct Exported {
     pub report: crate::analysis::Report,
@@ -651,22 +345,28 @@ pub struct Export {
     keys: Vec<(String, String)>,
     capture: String,
     program: Option<Arc<Program>>,
-    packets: Packets,
-    packets_table: Table,
-    types: Vec<Option<TypeTable>>,
+    /// The streamed tables' builders (on one core).
+    rows: Rows,
+    /// The streamed tables' files, indexed as [`rows::Chunk::table`], and their names.
+    tables: Vec<Option<Table>>,
+    names: Vec<String>,
+    /// Rows written per streamed table.
+    written: Vec<u64>,
     stats: Statistics,
     /// The first write that failed: the export stops there and says so.
     pub error: Option<ExportError>,
-    rows: std::collections::BTreeMap<String, u64>,
-    /// The current packet's subtree ends (reused).
-    end: Vec<u32>,
     /// `export --bits`: the bandwidth profile, written as the table `field_bits`.
     pub bandwidth: Option<crate::sinks::bandwidth::Bandwidth>,
+    /// Threads building rows, when the protocol allows ([`parallel::eligible`]).
+    threads: usize,
+    eligible: bool,
+    pool: Option<parallel::Pool>,
 }
 
 impl Export {
     /// An export of capture `capture` (its file name) into dataset `dir`, under the
-    /// Hive partitions `keys` (`day=2026-11-22/map=dust/`) before `capture=`.
+    /// Hive partitions `keys` (`day=2026-11-22/map=dust/`) before `capture=`, on one core
+    /// ([`Export::threads`] for more).
     pub fn new(
         dir: &Path,
         keys: &[(String, String)],
@@ -675,117 +375,91 @@ impl Export {
     ) -> Result<Export, ExportError> {
         let program = cfg.program.clone();
         check_names(dir, keys, capture, program.as_deref())?;
-        let acks = program.as_ref().is_some_and(|p| {
-            p.has_role(crate::dissect::Role::Ack) || p.has_role(crate::dissect::Role::AckBits)
-        });
-        let packets = Packets::new(acks, program.as_deref());
+        let rows = Rows::new(program.clone(), keys);
+        let streamed = rows.tables();
         // Every streamed table (packets and one per type) shares the row groups' budget.
-        let streamed = 1 + program.as_ref().map_or(0, |p| p.packets.len());
-        let group_bytes = (GROUPS_BYTES / streamed).clamp(1 << 20, GROUP_BYTES);
-        let packets_table = Table::create(
-            dir,
-            "packets",
-            keys,
-            capture,
-            Arc::new(packets.full_schema()),
-            group_bytes,
-        )?;
-        let mut types = Vec::new();
-        if let Some(p) = &program {
-            for def in &p.packets {
-                let mut columns = TypeColumns::new(p, def.body);
-                let mut reserved = vec!["frame", "reassembled", "capture"];
-                reserved.extend(keys.iter().map(|(k, _)| k.as_str()));
-                columns.rename(&reserved);
-                let mut fields = vec![
-                    Field::new("frame", DataType::UInt64, false),
-                    Field::new("reassembled", DataType::Boolean, false),
-                ];
-                fields.extend(columns.schema_fields());
-                let name = format!("type_{}", partition_value(&def.name));
-                let table = Table::create(
-                    dir,
-                    &name,
-                    keys,
-                    capture,
-                    Arc::new(Schema::new(fields)),
-                    group_bytes,
-                )?;
-                let at = def.type_id as usize;
-                if types.len() <= at {
-                    types.resize_with(at + 1, || None);
-                }
-                types[at] = Some(TypeTable {
-                    columns,
-                    frame: UInt64Builder::new(),
-                    reassembled: BooleanBuilder::new(),
-                    fields: 0,
-                    table,
-                });
+        let group_bytes = (GROUPS_BYTES / streamed.len()).clamp(1 << 20, GROUP_BYTES);
+        let mut tables = Vec::new();
+        let mut names = Vec::new();
+        for (i, name, schema, dictionary) in streamed {
+            if tables.len() <= i {
+                tables.resize_with(i + 1, || None);
+                names.resize(i + 1, String::new());
             }
+            let schema = Arc::new(schema);
+            tables[i] = Some(Table::create(
+                dir,
+                &name,
+                keys,
+                capture,
+                schema,
+                &dictionary,
+                group_bytes,
+            )?);
+            names[i] = name;
         }
         Ok(Export {
             dir: dir.to_path_buf(),
             keys: keys.to_vec(),
             capture: capture.to_string(),
-            packets,
-            packets_table,
-            types,
+            rows,
+            written: vec![0; tables.len()],
+            tables,
+            names,
+            eligible: parallel::eligible(&cfg),
             stats: Statistics::new(cfg),
             program,
             error: None,
-            rows: Default::default(),
-            end: Vec::new(),
             bandwidth: None,
+            threads: 1,
+            pool: None,
         })
     }
 
-    fn count(&mut self, table: &str, n: usize) {
-        *self.rows.entry(table.to_string()).or_default() += n as u64;
+    /// Builds rows on `threads` threads (the same rows as on one core): the engine then
+    /// need not record field trees ([`Export::records`]). One core for a protocol whose
+    /// dissection depends on the conversation, and with `--bits`.
+    pub fn threads(mut self, threads: usize) -> Export {
+        self.threads = threads.max(1);
+        self
     }
 
-    fn flush_packets(&mut self) {
-        let n = self.packets.rows;
-        if n == 0 || self.error.is_some() {
-            return;
-        }
-        let cols = self.packets.finish();
-        if let Err(e) = self.packets_table.write(cols) {
-            self.error = Some(e);
-        }
-        self.count("packets", n);
+    /// Whether rows are built on worker threads.
+    fn parallel(&self) -> bool {
+        self.threads > 1 && self.eligible && self.bandwidth.is_none()
     }
 
-    fn flush_type(&mut self, t: usize) {
-        let Some(Some(tt)) = self.types.get_mut(t) else {
-            return;
-        };
-        let n = tt.columns.rows;
-        if n == 0 {
-            return;
-        }
-        tt.fields = 0;
-        let mut cols: Vec<ArrayRef> = vec![Arc::new(tt.frame.finish()), Arc::new(tt.reassembled.finish())];
-        cols.extend(tt.columns.finish());
-        if let Err(e) = tt.table.write(cols) {
-            self.error.get_or_insert(e);
-        }
-        let table = self
-            .program
-            .as_ref()
-            .and_then(|p| p.type_name(t as u32))
-            .map(|n| format!("type_{}", partition_value(n)))
-            .unwrap_or_default();
-        self.count(&table, n);
+    /// Whether the engine feeding this export must attach field trees to its events
+    /// (`Engine::new(cfg, export.records())`): not when workers dissect again.
+    pub fn records(&self) -> bool {
+        !self.parallel()
+    }
+
+    /// The export cannot go on (a write or a worker failed): reading may stop.
+    pub fn failed(&self) -> bool {
+        self.error.is_some()
+            || self
+                .pool
+                .as_ref()
+                .is_some_and(|p| p.failed.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     /// Writes what is buffered, the report's tables, and closes every file. The
     /// capture's report is returned for the caller's summary.
     pub fn close(mut self) -> Result<Exported, ExportError> {
-        self.flush_packets();
-        for t in 0..self.types.len() {
-            self.flush_type(t);
+        if let Some(pool) = self.pool.take() {
+            let o = pool.finish();
+            self.tables = o.tables;
+            for (w, n) in self.written.iter_mut().zip(o.rows) {
+                *w += n;
+            }
+            if let Some(e) = o.error {
+                self.error.get_or_insert(e);
+            }
         }
+        let (tables, written, error) = (&mut self.tables, &mut self.written, &mut self.error);
+        self.rows
+            .flush_all(&mut |c| write_chunk(tables, written, error, c));
         if let Some(e) = self.error.take() {
             return Err(e);
         }
@@ -793,17 +467,23 @@ impl Export {
         report.bandwidth = self.bandwidth.take().map(|b| b.report());
         let mut staged = Vec::new();
         let outcome = (|| {
-            let packets = std::mem::replace(&mut self.packets_table, Table::placeholder());
-            staged.push(packets.close()?);
-            for tt in std::mem::take(&mut self.types).into_iter().flatten() {
-                staged.push(tt.table.close()?);
+            for t in std::mem::take(&mut self.tables).into_iter().flatten() {
+                staged.push(t.close()?);
             }
             let field_bits = report
                 .bandwidth
                 .as_ref()
                 .map(crate::sinks::bandwidth::parquet::table);
             for (name, schema, columns) in report::tables(&report).into_iter().chain(field_bits) {
-                let mut t = Table::create(&self.dir, name, &self.keys, &self.capture, schema, GROUP_BYTES)?;
+                let mut t = Table::create(
+                    &self.dir,
+                    name,
+                    &self.keys,
+                    &self.capture,
+                    schema,
+                    &[],
+                    GROUP_BYTES,
+                )?;
                 t.write(columns)?;
                 staged.push(t.close()?);
             }
@@ -816,10 +496,28 @@ impl Export {
             return Err(e);
         }
         replace_partitions(&self.dir, &self.keys, &self.capture, &staged)?;
-        Ok(Exported {
-            report,
-            rows: std::mem::take(&mut self.rows),
-        })
+        let rows = self
+            .names
+            .iter()
+            .zip(&self.written)
+            .filter(|(name, n)| !name.is_empty() && **n > 0)
+            .map(|(name, n)| (name.clone(), *n))
+            .collect();
+        Ok(Exported { report, rows })
+    }
+}
+
+/// Writes a table's rows into its file; the first failure is kept in `error`.
+fn write_chunk(tables: &mut [Option<Table>], written: &mut [u64], error: &mut Option<ExportError>, c: Chunk) {
+    if error.is_some() {
+        return;
+    }
+    let Some(Some(t)) = tables.get_mut(c.table) else {
+        return;
+    };
+    match t.write(c.columns) {
+        Ok(()) => written[c.table] += c.rows as u64,
+        Err(e) => *error = Some(e),
     }
 }
 
@@ -861,41 +559,6 @@ fn replace_partitions(
     Ok(())
 }
 
-impl Export {
-    /// One row per message of a datagram, in its message type's table (in datagram
-    /// order: `frame` and the row's place tell the messages of a frame apart).
-    fn message_rows(&mut self, e: &PacketEvent<'_>, d: &Dissection) {
-        let Some(node) = self.program.as_deref().and_then(|p| p.messages) else {
-            return;
-        };
-        let n = d.fields.len() as u32;
-        let Some(list) = (0..n).find(|&i| matches!(d.fields[i as usize].label, Label::Node(x) if x == node))
-        else {
-            return;
-        };
-        let stop = self.end.get(list as usize).copied().unwrap_or(n);
-        let mut at = list + 1;
-        let mut k = 0;
-        while at < stop {
-            let next = self.end.get(at as usize).copied().unwrap_or(stop).max(at + 1);
-            let ty = e.messages.get(k).and_then(|m| m.type_id);
-            k += 1;
-            if let Some(t) = ty
-                && let Some(Some(tt)) = self.types.get_mut(t as usize)
-            {
-                tt.frame.append_value(e.frame);
-                tt.reassembled.append_value(false);
-                tt.columns.append_range(d, &self.end, e.payload, at + 1, next);
-                tt.fields += (next - at) as usize;
-                if tt.columns.rows >= BATCH_ROWS || tt.fields >= BATCH_FIELDS {
-                    self.flush_type(t as usize);
-                }
-            }
-            at = next;
-        }
-    }
-}
-
 impl Sink for Export {
     fn begin_file(&mut self, file: u32, name: &str) {
         self.stats.begin_file(file, name);
@@ -909,34 +572,25 @@ impl Sink for Export {
         if !e.is_game() || self.error.is_some() {
             return;
         }
-        // The tree's shape, once for every table the packet fills.
-        match e.dissection {
-            Some(d) => d.subtree_ends(&mut self.end),
-            None => self.end.clear(),
+        if self.parallel() {
+            if self.pool.is_none()
+                && let Some(p) = self.program.clone()
+            {
+                let tables = std::mem::take(&mut self.tables);
+                self.pool = Some(parallel::Pool::new(
+                    p,
+                    &self.keys,
+                    tables,
+                    &self.capture,
+                    self.threads,
+                ));
+            }
+            if let Some(pool) = &mut self.pool {
+                return pool.push(e);
+            }
         }
-        self.packets.append(e, self.program.as_deref(), &self.end);
-        if self.packets.rows >= BATCH_ROWS {
-            self.flush_packets();
-        }
-        let (Some(t), Some(d)) = (e.packet_type, e.dissection) else {
-            return;
-        };
-        if e.fragment.is_some() {
-            return;
-        }
-        if !e.messages.is_empty() {
-            self.message_rows(e, d);
-        }
-        let Some(Some(tt)) = self.types.get_mut(t as usize) else {
-            return;
-        };
-        tt.frame.append_value(e.frame);
-        tt.reassembled.append_value(e.kind == Kind::Reassembled);
-        tt.columns.append_tree(d, &self.end, e.payload);
-        tt.fields += d.fields.len();
-        if tt.columns.rows >= BATCH_ROWS || tt.fields >= BATCH_FIELDS {
-            self.flush_type(t as usize);
-        }
+        let (tables, written, error) = (&mut self.tables, &mut self.written, &mut self.error);
+        self.rows.add(e, &mut |c| write_chunk(tables, written, error, c));
     }
 
     fn end_file(&mut self, file: u32, end: &FileEnd) {

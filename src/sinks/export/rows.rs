@@ -1,0 +1,519 @@
+//! The rows of a capture's streamed tables, built straight from each packet's field tree
+//! into Arrow builders: `packets` (one row per game datagram and reassembled packet) and
+//! one table per packet type (one row per packet, or per message, of that type). The same
+//! builder runs on the reading thread (one core) and on each export worker (several), so
+//! the rows are the same either way.
+
+use super::columns::TypeColumns;
+use super::{BATCH_FIELDS, BATCH_ROWS, partition_value};
+use crate::dissect::{Dissection, Label, Program, program::Block};
+use crate::engine::{Kind, PacketEvent};
+use arrow_array::ArrayRef;
+use arrow_array::builder::*;
+use arrow_schema::{DataType, Field, Schema, TimeUnit};
+use std::sync::Arc;
+
+/// A datagram's header or fragment header, every field of it, as one struct column.
+pub(super) struct HeaderColumns {
+    columns: TypeColumns,
+    valid: Vec<bool>,
+}
+
+impl HeaderColumns {
+    /// The columns of block `b`, or None when it has no field to export.
+    fn new(p: &Program, b: Block) -> Option<HeaderColumns> {
+        let mut columns = TypeColumns::new(p, b);
+        columns.rename(&[]);
+        (!columns.schema_fields().is_empty()).then(|| HeaderColumns {
+            columns,
+            valid: Vec::new(),
+        })
+    }
+
+    fn data_type(&self) -> DataType {
+        DataType::Struct(self.columns.schema_fields().into())
+    }
+
+    /// The fields of `d` (null when the row has none of this block); `end` its subtree
+    /// ends.
+    fn append(&mut self, d: Option<&Dissection>, end: &[u32], payload: &[u8], empty: &Dissection) {
+        match d {
+            Some(d) => self.columns.append_tree(d, end, payload),
+            None => self.columns.append_tree(empty, &[], payload),
+        }
+        self.valid.push(d.is_some());
+    }
+
+    fn finish(&mut self) -> ArrayRef {
+        let fields: arrow_schema::Fields = self.columns.schema_fields().into();
+        let nulls = arrow_buffer::NullBuffer::from(std::mem::take(&mut self.valid));
+        let len = nulls.len();
+        match arrow_array::StructArray::try_new(fields.clone(), self.columns.finish(), Some(nulls)) {
+            Ok(a) => Arc::new(a),
+            // Every column gets one value per row: unreachable.
+            Err(_) => arrow_array::new_null_array(&DataType::Struct(fields), len),
+        }
+    }
+}
+
+/// The `packets` table: one row per game datagram and per reassembled packet.
+pub(super) struct Packets {
+    frame: UInt64Builder,
+    row: StringBuilder,
+    ts: TimestampMicrosecondBuilder,
+    ts_ns: Int64Builder,
+    src_ip: StringBuilder,
+    src_port: UInt16Builder,
+    dst_ip: StringBuilder,
+    dst_port: UInt16Builder,
+    size: UInt32Builder,
+    wire_len: UInt32Builder,
+    ip_fragments: UInt32Builder,
+    over_budget: BooleanBuilder,
+    status: StringBuilder,
+    crc_ok: BooleanBuilder,
+    fault_kind: StringBuilder,
+    fault_field: StringBuilder,
+    fault_bit: UInt64Builder,
+    sequence: UInt64Builder,
+    type_id: UInt32Builder,
+    type_name: StringBuilder,
+    fragment_id: UInt32Builder,
+    fragment_count: UInt32Builder,
+    opens: BooleanBuilder,
+    completes: UInt32Builder,
+    fragment_frames: ListBuilder<UInt64Builder>,
+    ack: UInt16Builder,
+    ack_bits: UInt32Builder,
+    /// Every field of the datagram's header, and of a fragment's fragment header.
+    header: Option<HeaderColumns>,
+    fragment_header: Option<HeaderColumns>,
+    /// A dissection with no fields: what a row without one appends.
+    empty: Dissection,
+    rows: usize,
+    acks: bool,
+}
+
+impl Packets {
+    fn new(acks: bool, program: Option<&Program>) -> Self {
+        Packets {
+            frame: Default::default(),
+            row: Default::default(),
+            ts: TimestampMicrosecondBuilder::new().with_timezone("UTC"),
+            ts_ns: Default::default(),
+            src_ip: Default::default(),
+            src_port: Default::default(),
+            dst_ip: Default::default(),
+            dst_port: Default::default(),
+            size: Default::default(),
+            wire_len: Default::default(),
+            ip_fragments: Default::default(),
+            over_budget: Default::default(),
+            status: Default::default(),
+            crc_ok: Default::default(),
+            fault_kind: Default::default(),
+            fault_field: Default::default(),
+            fault_bit: Default::default(),
+            sequence: Default::default(),
+            type_id: Default::default(),
+            type_name: Default::default(),
+            fragment_id: Default::default(),
+            fragment_count: Default::default(),
+            opens: Default::default(),
+            completes: Default::default(),
+            fragment_frames: ListBuilder::new(UInt64Builder::new()),
+            ack: Default::default(),
+            ack_bits: Default::default(),
+            header: program.and_then(|p| HeaderColumns::new(p, p.header)),
+            fragment_header: program.and_then(|p| HeaderColumns::new(p, p.fragment?)),
+            empty: Dissection::default(),
+            rows: 0,
+            acks,
+        }
+    }
+
+    /// The table's schema: [`Packets::schema`] and the header columns.
+    fn full_schema(&self) -> Schema {
+        let mut f: Vec<Field> = Packets::schema(self.acks)
+            .fields()
+            .iter()
+            .map(|f| (**f).clone())
+            .collect();
+        if let Some(h) = &self.header {
+            f.push(Field::new("header", h.data_type(), true));
+        }
+        if let Some(h) = &self.fragment_header {
+            f.push(Field::new("fragment_header", h.data_type(), true));
+        }
+        Schema::new(f)
+    }
+
+    pub(super) fn schema(acks: bool) -> Schema {
+        let mut f = vec![
+            Field::new("frame", DataType::UInt64, false),
+            Field::new("row", DataType::Utf8, false),
+            // Microseconds, UTC: a timestamp DuckDB (TIMESTAMPTZ), Spark (TimestampType) and
+            // ClickHouse (DateTime64(6)) truncate and bucket as it is; `ts_ns` keeps the
+            // capture's nanoseconds exactly.
+            Field::new(
+                "ts",
+                DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+                false,
+            ),
+            Field::new("ts_ns", DataType::Int64, false),
+            Field::new("src_ip", DataType::Utf8, true),
+            Field::new("src_port", DataType::UInt16, true),
+            Field::new("dst_ip", DataType::Utf8, true),
+            Field::new("dst_port", DataType::UInt16, true),
+            Field::new("size", DataType::UInt32, false),
+            Field::new("wire_len", DataType::UInt32, false),
+            Field::new("ip_fragments", DataType::UInt32, false),
+            Field::new("over_budget", DataType::Boolean, false),
+            Field::new("status", DataType::Utf8, false),
+            Field::new("crc_ok", DataType::Boolean, true),
+            Field::new("fault_kind", DataType::Utf8, true),
+            Field::new("fault_field", DataType::Utf8, true),
+            Field::new("fault_bit", DataType::UInt64, true),
+            Field::new("sequence", DataType::UInt64, true),
+            Field::new("type_id", DataType::UInt32, true),
+            Field::new("type_name", DataType::Utf8, true),
+            Field::new("fragment_id", DataType::UInt32, true),
+            Field::new("fragment_count", DataType::UInt32, true),
+            Field::new("opens", DataType::Boolean, false),
+            Field::new("completes", DataType::UInt32, true),
+            Field::new(
+                "fragment_frames",
+                DataType::List(Arc::new(Field::new("item", DataType::UInt64, true))),
+                true,
+            ),
+        ];
+        if acks {
+            f.push(Field::new("ack", DataType::UInt16, true));
+            f.push(Field::new("ack_bits", DataType::UInt32, true));
+        }
+        Schema::new(f)
+    }
+
+    /// Appends event `e`'s row; `end`: its dissection's subtree ends.
+    fn append(&mut self, e: &PacketEvent, program: Option<&Program>, end: &[u32]) {
+        self.frame.append_value(e.frame);
+        self.row.append_value(if e.kind == Kind::Reassembled {
+            "reassembled"
+        } else {
+            "datagram"
+        });
+        self.ts.append_value(e.ts_ns.div_euclid(1000));
+        self.ts_ns.append_value(e.ts_ns);
+        match e.flow {
+            Some(f) => {
+                // Written into the column's buffer: no string per packet.
+                use std::fmt::Write;
+                let _ = write!(self.src_ip, "{}", f.src.ip());
+                self.src_ip.append_value("");
+                let _ = write!(self.dst_ip, "{}", f.dst.ip());
+                self.dst_ip.append_value("");
+            }
+            None => {
+                self.src_ip.append_null();
+                self.dst_ip.append_null();
+            }
+        }
+        self.src_port.append_option(e.flow.map(|f| f.src.port()));
+        self.dst_port.append_option(e.flow.map(|f| f.dst.port()));
+        self.size.append_value(e.size);
+        self.wire_len.append_value(e.wire_len);
+        self.ip_fragments.append_value(e.ip_fragments.max(1));
+        self.over_budget.append_value(e.over_budget);
+        self.status.append_value(e.status.code());
+        self.crc_ok
+            .append_option(e.crc.map(|c| c == crate::validate::CrcStatus::Ok));
+        let fault = e.dissection.and_then(|d| d.fault.as_ref());
+        self.fault_kind.append_option(e.fault.map(|f| f.code()));
+        self.fault_field.append_option(fault.map(|f| f.field.as_str()));
+        self.fault_bit.append_option(fault.map(|f| f.bit));
+        self.sequence.append_option(e.sequence);
+        self.type_id.append_option(e.packet_type);
+        self.type_name
+            .append_option(e.packet_type.and_then(|t| program.and_then(|p| p.type_name(t))));
+        self.fragment_id.append_option(e.fragment.map(|f| f.id));
+        self.fragment_count.append_option(e.fragment.map(|f| f.count));
+        self.opens.append_value(e.opens);
+        self.completes.append_option(e.completes);
+        if e.kind == Kind::Reassembled {
+            self.fragment_frames.values().append_slice(e.fragment_frames);
+            self.fragment_frames.append(true);
+        } else {
+            self.fragment_frames.append(false);
+        }
+        if self.acks {
+            self.ack.append_option(e.ack);
+            self.ack_bits.append_option(e.ack_bits);
+        }
+        // A datagram's own fields (a reassembled packet has only its body's); none for
+        // one that failed its checksum (not validated: analyze counts no values of it).
+        let datagram = e
+            .dissection
+            .filter(|_| e.kind == Kind::Game && !e.status.crc_failed());
+        if let Some(h) = &mut self.header {
+            h.append(datagram, end, e.payload, &self.empty);
+        }
+        if let Some(h) = &mut self.fragment_header {
+            let fragment = datagram.filter(|_| e.fragment.is_some());
+            h.append(fragment, end, e.payload, &self.empty);
+        }
+        self.rows += 1;
+    }
+
+    fn finish(&mut self) -> Vec<ArrayRef> {
+        self.rows = 0;
+        let mut c: Vec<ArrayRef> = vec![
+            Arc::new(self.frame.finish()),
+            Arc::new(self.row.finish()),
+            Arc::new(self.ts.finish()),
+            Arc::new(self.ts_ns.finish()),
+            Arc::new(self.src_ip.finish()),
+            Arc::new(self.src_port.finish()),
+            Arc::new(self.dst_ip.finish()),
+            Arc::new(self.dst_port.finish()),
+            Arc::new(self.size.finish()),
+            Arc::new(self.wire_len.finish()),
+            Arc::new(self.ip_fragments.finish()),
+            Arc::new(self.over_budget.finish()),
+            Arc::new(self.status.finish()),
+            Arc::new(self.crc_ok.finish()),
+            Arc::new(self.fault_kind.finish()),
+            Arc::new(self.fault_field.finish()),
+            Arc::new(self.fault_bit.finish()),
+            Arc::new(self.sequence.finish()),
+            Arc::new(self.type_id.finish()),
+            Arc::new(self.type_name.finish()),
+            Arc::new(self.fragment_id.finish()),
+            Arc::new(self.fragment_count.finish()),
+            Arc::new(self.opens.finish()),
+            Arc::new(self.completes.finish()),
+            Arc::new(self.fragment_frames.finish()),
+        ];
+        if self.acks {
+            c.push(Arc::new(self.ack.finish()));
+            c.push(Arc::new(self.ack_bits.finish()));
+        }
+        if let Some(h) = &mut self.header {
+            c.push(h.finish());
+        }
+        if let Some(h) = &mut self.fragment_header {
+            c.push(h.finish());
+        }
+        c
+    }
+}
+
+/// One packet type's rows: its columns and the key columns.
+pub(super) struct TypeRows {
+    pub columns: TypeColumns,
+    /// Key columns: frame and whether the row is a reassembled packet.
+    frame: UInt64Builder,
+    reassembled: BooleanBuilder,
+    /// Fields of the buffered rows.
+    fields: usize,
+}
+
+impl TypeRows {
+    /// The table's schema: the key columns, then the type's fields.
+    pub fn schema(&self) -> Schema {
+        let mut fields = vec![
+            Field::new("frame", DataType::UInt64, false),
+            Field::new("reassembled", DataType::Boolean, false),
+        ];
+        fields.extend(self.columns.schema_fields());
+        Schema::new(fields)
+    }
+
+    fn full(&self) -> bool {
+        self.columns.rows >= BATCH_ROWS || self.fields >= BATCH_FIELDS
+    }
+
+    fn finish(&mut self) -> Vec<ArrayRef> {
+        self.fields = 0;
+        let mut cols: Vec<ArrayRef> =
+            vec![Arc::new(self.frame.finish()), Arc::new(self.reassembled.finish())];
+        cols.extend(self.columns.finish());
+        cols
+    }
+}
+
+/// A streamed table's buffered rows as columns: `table` 0 is `packets`, `1 + t` packet
+/// type `t`'s table.
+pub(super) struct Chunk {
+    pub table: usize,
+    pub rows: usize,
+    pub columns: Vec<ArrayRef>,
+}
+
+/// The streamed tables' builders.
+pub(super) struct Rows {
+    program: Option<Arc<Program>>,
+    pub packets: Packets,
+    /// By packet type id.
+    pub types: Vec<Option<TypeRows>>,
+    /// The current packet's subtree ends (reused).
+    end: Vec<u32>,
+}
+
+impl Rows {
+    /// The builders of `program`'s tables; `keys`: the partition keys (a field named
+    /// like one is renamed).
+    pub fn new(program: Option<Arc<Program>>, keys: &[(String, String)]) -> Rows {
+        let acks = program.as_ref().is_some_and(|p| {
+            p.has_role(crate::dissect::Role::Ack) || p.has_role(crate::dissect::Role::AckBits)
+        });
+        let packets = Packets::new(acks, program.as_deref());
+        let mut types = Vec::new();
+        for def in program.iter().flat_map(|p| &p.packets) {
+            let Some(p) = program.as_deref() else { break };
+            let mut columns = TypeColumns::new(p, def.body);
+            let mut reserved = vec!["frame", "reassembled", "capture"];
+            reserved.extend(keys.iter().map(|(k, _)| k.as_str()));
+            columns.rename(&reserved);
+            let at = def.type_id as usize;
+            if types.len() <= at {
+                types.resize_with(at + 1, || None);
+            }
+            types[at] = Some(TypeRows {
+                columns,
+                frame: UInt64Builder::new(),
+                reassembled: BooleanBuilder::new(),
+                fields: 0,
+            });
+        }
+        Rows {
+            program,
+            packets,
+            types,
+            end: Vec::new(),
+        }
+    }
+
+    /// The streamed tables: (index, directory name, schema, per leaf column whether a
+    /// dictionary is worth building), `packets` first.
+    pub fn tables(&self) -> Vec<(usize, String, Schema, Vec<Option<bool>>)> {
+        let schema = self.packets.full_schema();
+        let mut dictionary = vec![None; Packets::schema(self.packets.acks).fields().len()];
+        for h in [&self.packets.header, &self.packets.fragment_header]
+            .into_iter()
+            .flatten()
+        {
+            h.columns.dictionary_leaves(&mut dictionary);
+        }
+        let mut out = vec![(0, "packets".to_string(), schema, dictionary)];
+        for (t, tt) in self.types.iter().enumerate() {
+            let Some(tt) = tt else { continue };
+            let name = self
+                .program
+                .as_ref()
+                .and_then(|p| p.type_name(t as u32))
+                .unwrap_or_default();
+            let mut dictionary = vec![None, None];
+            tt.columns.dictionary_leaves(&mut dictionary);
+            out.push((
+                1 + t,
+                format!("type_{}", partition_value(name)),
+                tt.schema(),
+                dictionary,
+            ));
+        }
+        out
+    }
+
+    /// Appends game packet `e`'s rows (its tree in `e.dissection`); a table's rows are
+    /// handed to `out` as soon as they reach a batch.
+    pub fn add(&mut self, e: &PacketEvent<'_>, out: &mut dyn FnMut(Chunk)) {
+        // The tree's shape, once for every table the packet fills.
+        match e.dissection {
+            Some(d) => d.subtree_ends(&mut self.end),
+            None => self.end.clear(),
+        }
+        self.packets.append(e, self.program.as_deref(), &self.end);
+        if self.packets.rows >= BATCH_ROWS {
+            self.flush(0, out);
+        }
+        let (Some(t), Some(d)) = (e.packet_type, e.dissection) else {
+            return;
+        };
+        if e.fragment.is_some() {
+            return;
+        }
+        if !e.messages.is_empty() {
+            self.message_rows(e, d, out);
+        }
+        let Some(Some(tt)) = self.types.get_mut(t as usize) else {
+            return;
+        };
+        tt.frame.append_value(e.frame);
+        tt.reassembled.append_value(e.kind == Kind::Reassembled);
+        tt.columns.append_tree(d, &self.end, e.payload);
+        tt.fields += d.fields.len();
+        if tt.full() {
+            self.flush(1 + t as usize, out);
+        }
+    }
+
+    /// Hands table `table`'s buffered rows to `out` (nothing when there are none).
+    pub fn flush(&mut self, table: usize, out: &mut dyn FnMut(Chunk)) {
+        if table == 0 {
+            let rows = self.packets.rows;
+            if rows > 0 {
+                let columns = self.packets.finish();
+                out(Chunk { table, rows, columns });
+            }
+            return;
+        }
+        let Some(Some(tt)) = self.types.get_mut(table - 1) else {
+            return;
+        };
+        let rows = tt.columns.rows;
+        if rows > 0 {
+            let columns = tt.finish();
+            out(Chunk { table, rows, columns });
+        }
+    }
+
+    /// Hands every table's buffered rows to `out`.
+    pub fn flush_all(&mut self, out: &mut dyn FnMut(Chunk)) {
+        for table in 0..=self.types.len() {
+            self.flush(table, out);
+        }
+    }
+
+    /// One row per message of a datagram, in its message type's table (in datagram
+    /// order: `frame` and the row's place tell the messages of a frame apart).
+    fn message_rows(&mut self, e: &PacketEvent<'_>, d: &Dissection, out: &mut dyn FnMut(Chunk)) {
+        let Some(node) = self.program.as_deref().and_then(|p| p.messages) else {
+            return;
+        };
+        let n = d.fields.len() as u32;
+        let Some(list) = (0..n).find(|&i| matches!(d.fields[i as usize].label, Label::Node(x) if x == node))
+        else {
+            return;
+        };
+        let stop = self.end.get(list as usize).copied().unwrap_or(n);
+        let mut at = list + 1;
+        let mut k = 0;
+        while at < stop {
+            let next = self.end.get(at as usize).copied().unwrap_or(stop).max(at + 1);
+            let ty = e.messages.get(k).and_then(|m| m.type_id);
+            k += 1;
+            if let Some(t) = ty
+                && let Some(Some(tt)) = self.types.get_mut(t as usize)
+            {
+                tt.frame.append_value(e.frame);
+                tt.reassembled.append_value(false);
+                tt.columns.append_range(d, &self.end, e.payload, at + 1, next);
+                tt.fields += (next - at) as usize;
+                if tt.full() {
+                    self.flush(1 + t as usize, out);
+                }
+            }
+            at = next;
+        }
+    }
+}
