@@ -7,7 +7,7 @@ mod common;
 
 use common::gpcap_ok;
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 const DIR: &str = "tests/fixtures/netcode-reliable";
 
@@ -325,6 +325,37 @@ fn matching(filter: &str) -> u64 {
     n as u64
 }
 
+/// The frames `dissect --filter FILTER` prints.
+fn matching_frames(filter: &str) -> BTreeSet<u64> {
+    let a = stack_args(&["--brief", "--filter", filter]);
+    let (code, out, err) = common::gpcap_run(&a.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+    assert_eq!(code, 0, "{filter}: {err}");
+    out.lines()
+        .map(|l| l.split(' ').next().unwrap().parse().unwrap())
+        .collect()
+}
+
+/// The frames that complete a reliable.io packet (whole, or its last fragment) whose
+/// messages satisfy `test`, by the libraries' truth: each netcode payload carries one
+/// reliable.io datagram, so a packet completes in the frame of its last fragment.
+fn truth_frames(test: &dyn Fn(&[String]) -> bool) -> BTreeSet<u64> {
+    let text = std::fs::read_to_string(format!("{DIR}/truth_packets.jsonl")).unwrap();
+    let mut frames = BTreeSet::new();
+    for line in text.lines() {
+        let p: Value = serde_json::from_str(line).unwrap();
+        let got: Option<Vec<u64>> = p["frames"].as_array().unwrap().iter().map(|f| f.as_u64()).collect();
+        let types: Vec<String> = (p["types"].as_array().unwrap().iter())
+            .map(|t| t.as_str().unwrap().to_string())
+            .collect();
+        if let Some(got) = got
+            && test(&types)
+        {
+            frames.insert(*got.iter().max().unwrap());
+        }
+    }
+    frames
+}
+
 #[test]
 fn filters_read_inner_layers_by_name() {
     let r = analyze();
@@ -340,30 +371,186 @@ fn filters_read_inner_layers_by_name() {
         matching("reliable.fragment_id >= 0"),
         reliable["validation"]["fragments"].as_u64().unwrap()
     );
-    assert_eq!(
-        matching("reliable.message.sequence >= 0"),
-        reliable["validation"]["packets"].as_u64().unwrap()
-    );
-    // Game messages are read in whole reliable.io packets (not in reassembled ones):
-    // the game layer's datagrams less those reassembled from fragments.
-    let whole =
-        game["fit"]["datagrams"].as_u64().unwrap() - reliable["reassembly"]["completed"].as_u64().unwrap();
-    assert_eq!(matching("game.messages.type >= 0"), whole);
-    assert_eq!(whole, 2195);
-    // Every blob (over 2 KB) went in fragments, in the library's truth: none is seen.
-    let truth = json(&format!("{DIR}/truth_summary.json"));
-    for d in ["c2s", "s2c"] {
-        let blob = &truth["messages"]["per_direction"][d]["per_type"]["blob"];
-        assert_eq!(blob["in_fragmented_packets"], blob["sent"], "{d}");
-    }
-    assert_eq!(matching("game.messages.type == blob"), 0);
+    // Whole packets, and packets reassembled from fragments in the frame that completed
+    // them: every game datagram.
+    let packets = reliable["validation"]["packets"].as_u64().unwrap()
+        + reliable["reassembly"]["completed"].as_u64().unwrap();
+    assert_eq!(matching("reliable.message.sequence >= 0"), packets);
+    assert_eq!(matching("game.messages.type >= 0"), packets);
+    assert_eq!(game["fit"]["datagrams"].as_u64().unwrap(), packets);
+    assert_eq!(packets, 2444);
     assert_eq!(matching("reliable.sequence > 10"), 3383);
-    assert_eq!(matching("game.messages.type == chat"), 318);
-    assert_eq!(matching("all game.messages.type == input"), 581);
     assert_eq!(
         matching("game.messages.type == chat || !game.messages.type == chat"),
         3538
     );
+}
+
+#[test]
+fn filters_see_packets_an_inner_layer_reassembled() {
+    // Every blob (over 2 KB) went in fragments: only reassembled packets carry one.
+    let truth = json(&format!("{DIR}/truth_summary.json"));
+    let mut whole = 0;
+    for d in ["c2s", "s2c"] {
+        let blob = &truth["messages"]["per_direction"][d]["per_type"]["blob"];
+        assert_eq!(blob["in_fragmented_packets"], blob["sent"], "{d}");
+        whole += blob["whole_in_capture"].as_u64().unwrap();
+    }
+    let blobs = matching_frames("game.messages.type == blob");
+    assert_eq!(blobs.len() as u64, whole);
+    assert_eq!(whole, 179);
+    let r = analyze();
+    assert_eq!(r["layers"][1]["messages"]["by_type"]["blob"], whole);
+    // Frame by frame, as the libraries sent them.
+    let has = |t: &'static str| move |types: &[String]| types.iter().any(|x| x == t);
+    assert_eq!(blobs, truth_frames(&has("blob")));
+    let chat = matching_frames("game.messages.type == chat");
+    assert_eq!(chat, truth_frames(&has("chat")));
+    assert_eq!(chat.len(), 344);
+    let inputs = matching_frames("all game.messages.type == input");
+    assert_eq!(inputs, truth_frames(&|t| t.iter().all(|x| x == "input")));
+    assert_eq!(inputs.len(), 592);
+    assert_eq!(matching_frames("game.messages.type >= 0"), truth_frames(&|_| true));
+}
+
+/// `dissect` of the fixture with the whole stack and the key, and `more` arguments.
+fn stack_args(more: &[&str]) -> Vec<String> {
+    let key = meta()["private_key"].as_str().unwrap().to_string();
+    let mut a: Vec<String> = [
+        "dissect",
+        "-d",
+        "dissectors/netcode.kdl",
+        "-d",
+        "dissectors/reliable.kdl",
+        "-d",
+        "dissectors/yojimbo-messages.kdl",
+        &format!("{DIR}/capture.pcap"),
+        "--protocol-id",
+        "0x3141592653589793",
+        "--key",
+        &key,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    a.extend(more.iter().map(|s| s.to_string()));
+    a
+}
+
+fn stack_dissect(more: &[&str]) -> String {
+    let a = stack_args(more);
+    gpcap_ok(&a.iter().map(|s| s.as_str()).collect::<Vec<_>>())
+}
+
+#[test]
+fn dissect_nests_inner_layers_in_the_tree() {
+    let text = stack_dissect(&["--frame", "29"]);
+    // The fragment reliable.io read in netcode's payload, at the payload's bits, then the
+    // packet its last fragment completed, and the game's messages inside it.
+    let expect = [
+        "    payload: 0101000808155bce639f67dd27b7514f8e4d02d53679cb07a1af689df63d9d5b… (62 bytes)  [bit 16, 496 bits]",
+        "        reliable type 1 (fragment), sequence 1, ok, fragment 8 of 9  [bit 16, 496 bits]",
+        "            0000 1000 = fragment_id: 8  [bit 40, 8 bits]",
+        "        reliable type 0 (message), sequence 1, ok  [reassembled from 9 fragments in frames 21, 22, 23, 24, 25, 26, 27, 28, 29; bits counted from its start]",
+        "            0000 0001 0000 0000 = sequence: 1  [bit 8, 16 bits]",
+        "                game type 256 (datagram), ok  [bit 64 of the reassembled packet, 65992 bits]",
+        "                            0000 0101 = type: blob (5)  [bit 64, 8 bits]",
+    ];
+    let mut at = 0;
+    for line in expect {
+        let found = text[at..].find(line).unwrap_or_else(|| panic!("{line}\nnot in order in\n{text}"));
+        at += found + line.len();
+    }
+    let text = stack_dissect(&["--frame", "20"]);
+    assert!(text.contains("        reliable type 0 (message), sequence 3, ok  [bit 16, 1376 bits]\n"));
+    assert!(text.contains("                game type 256 (datagram), ok  [bit 80, 1312 bits]\n"));
+    assert!(text.contains("                            0000 0100 = type: chat (4)  [bit 80, 8 bits]\n"));
+}
+
+/// Checks that each byte-aligned integer field of `packet`'s tree (and of what it
+/// carries) reads its raw value from the captured datagram's plaintext at its bit offset
+/// (`plain`: the outermost carrier's bytes, starting at bit `start`); counts packets by
+/// layer and whether they lie in the datagram.
+fn check_carried(fields: &Value, plain: &[u8], start: u64, counts: &mut BTreeMap<(String, bool), u64>) -> u64 {
+    let mut checked = 0;
+    for f in fields.as_array().unwrap() {
+        for (layer, packets) in f["carried"].as_object().into_iter().flatten() {
+            for p in packets.as_array().unwrap() {
+                let in_datagram = !p["at_bit"].is_null();
+                *counts.entry((layer.clone(), in_datagram)).or_default() += 1;
+                if in_datagram {
+                    checked += read_back(&p["fields"], plain, start);
+                }
+                checked += check_carried(&p["fields"], plain, start, counts);
+            }
+        }
+        if f["fields"].is_array() {
+            checked += check_carried(&f["fields"], plain, start, counts);
+        }
+    }
+    checked
+}
+
+/// Reads every whole-byte integer field of `fields` (and their children) back from `plain`.
+fn read_back(fields: &Value, plain: &[u8], start: u64) -> u64 {
+    let mut n = 0;
+    for f in fields.as_array().unwrap() {
+        let (at, len) = (f["bit_offset"].as_u64().unwrap(), f["bit_len"].as_u64().unwrap());
+        if let Some(raw) = f["raw"].as_u64()
+            && f["value"].is_number()
+            && f["kind"] != "derived"
+            && at % 8 == 0
+            && len % 8 == 0
+            && (8..=64).contains(&len)
+        {
+            let from = ((at - start) / 8) as usize;
+            let bytes = &plain[from..from + (len / 8) as usize];
+            let v = bytes.iter().rev().fold(0u64, |v, b| v << 8 | *b as u64);
+            assert_eq!(v, raw, "{} at bit {at}", f["path"]);
+            n += 1;
+        }
+        if f["fields"].is_array() {
+            n += read_back(&f["fields"], plain, start);
+        }
+    }
+    n
+}
+
+fn hex(s: &str) -> Vec<u8> {
+    (0..s.len() / 2)
+        .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap())
+        .collect()
+}
+
+#[test]
+fn dissect_json_places_inner_fields_in_the_captured_datagram() {
+    let r = analyze();
+    let out = stack_dissect(&["--jsonl", "--show-keys"]);
+    let mut counts = BTreeMap::new();
+    let mut checked = 0;
+    for line in out.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        for f in v["fields"].as_array().unwrap() {
+            if f["carried"].is_null() {
+                continue;
+            }
+            // netcode's payload: its value is the decrypted bytes at its own offset.
+            let plain = hex(f["value"].as_str().unwrap());
+            let start = f["bit_offset"].as_u64().unwrap();
+            checked += check_carried(&Value::Array(vec![f.clone()]), &plain, start, &mut counts);
+        }
+    }
+    let n = |layer: &str, inside: bool| counts.get(&(layer.to_string(), inside)).copied().unwrap_or(0);
+    let reliable = &r["layers"][0];
+    // Every reliable.io datagram, in the datagram; every packet it reassembled, apart.
+    assert_eq!(n("reliable", true), reliable["fit"]["datagrams"].as_u64().unwrap());
+    assert_eq!(n("reliable", false), reliable["reassembly"]["completed"].as_u64().unwrap());
+    // Every game datagram: inside whole reliable.io packets, or inside reassembled ones.
+    assert_eq!(n("game", true), reliable["validation"]["packets"].as_u64().unwrap());
+    assert_eq!(n("game", true) + n("game", false), r["layers"][1]["fit"]["datagrams"].as_u64().unwrap());
+    assert!(checked > 20_000, "{checked} fields read back");
+    // On several cores, the same bytes.
+    assert_eq!(stack_dissect(&["--jsonl", "--show-keys", "--threads", "3"]), out);
 }
 
 #[test]

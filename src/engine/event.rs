@@ -3,6 +3,7 @@
 
 use crate::decode::{IcmpTooBig, IpInfo};
 use crate::dissect::{Dissection, FaultKind, FragmentInfo, MessageInfo};
+use crate::engine::carried::Carried;
 use crate::engine::seq::SeqEvent;
 use crate::validate::CrcStatus;
 use serde::Serialize;
@@ -196,6 +197,8 @@ pub struct PacketEvent<'a> {
     pub dissection: Option<&'a Dissection>,
     /// The datagram's messages, for protocols that carry several (empty otherwise).
     pub messages: &'a [MessageInfo],
+    /// What inner layers read in it, when the engine records fields (empty otherwise).
+    pub carried: &'a [Carried],
 }
 
 impl<'a> PacketEvent<'a> {
@@ -247,6 +250,57 @@ impl<'a> PacketEvent<'a> {
             fragment_frames: &[],
             dissection: None,
             messages: &[],
+            carried: &[],
+        }
+    }
+
+    /// The event without what it borrows (frame, payload, tree, fragments' frames).
+    pub fn detached(&self) -> PacketEvent<'static> {
+        // Game packets are read from UDP: no layer of theirs borrows the frame.
+        let layer = match self.layer {
+            Layer::Malformed { layer, .. } => Layer::Other(layer),
+            Layer::Udp => Layer::Udp,
+            Layer::IpPiece { protocol } => Layer::IpPiece { protocol },
+            Layer::Icmp(i) => Layer::Icmp(i),
+            Layer::Other(o) => Layer::Other(o),
+            Layer::UnsupportedLink(l) => Layer::UnsupportedLink(l),
+            Layer::RebuiltNotUdp => Layer::RebuiltNotUdp,
+            Layer::RebuiltBadUdp => Layer::RebuiltBadUdp,
+        };
+        let e = self;
+        PacketEvent {
+            kind: e.kind,
+            file: e.file,
+            frame: e.frame,
+            ts_ns: e.ts_ns,
+            offset: e.offset,
+            linktype: e.linktype,
+            wire_len: e.wire_len,
+            ip: e.ip,
+            flow: e.flow,
+            flow_index: e.flow_index,
+            ip_fragments: e.ip_fragments,
+            size: e.size,
+            truncated: e.truncated,
+            over_budget: e.over_budget,
+            status: e.status,
+            crc: e.crc,
+            sequence: e.sequence,
+            packet_type: e.packet_type,
+            ack: e.ack,
+            ack_bits: e.ack_bits,
+            fragment: e.fragment,
+            fault: e.fault,
+            seq_event: e.seq_event,
+            completes: e.completes,
+            opens: e.opens,
+            frame_data: &[],
+            layer,
+            payload: &[],
+            fragment_frames: &[],
+            dissection: None,
+            messages: &[],
+            carried: &[],
         }
     }
 

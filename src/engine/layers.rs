@@ -4,6 +4,7 @@
 //! counted into that layer's statistics. An encrypted layer (`encryption …`) is
 //! decrypted first, with the keys the run was given, and read with its plaintext view.
 
+use super::carried::{Carried, Recorder};
 use super::{Engine, FlowId, Layer, PacketEvent, Preset, Status};
 use crate::analysis::Statistics;
 use crate::capture::Frame;
@@ -47,6 +48,7 @@ pub fn shown_program(cfg: &super::Config) -> Option<Arc<Program>> {
 #[derive(Clone)]
 pub struct Inner {
     pub name: String,
+    program: Arc<Program>,
     engine: Box<Engine>,
     stats: Statistics,
 }
@@ -68,8 +70,10 @@ pub struct StackState {
     /// The last datagram was decrypted (its plaintext is what a recorded tree reads).
     pub decrypted: bool,
     /// The engine records field trees: a decrypted datagram's is read even when no
-    /// inner layer needs it.
+    /// inner layer needs it, and what inner layers read is kept in `carried`.
     record: bool,
+    /// What inner layers read in the last packet carried (recording only).
+    carried: Vec<Carried>,
 }
 
 impl StackState {
@@ -125,7 +129,9 @@ impl StackState {
             }));
             inner.push(Inner {
                 name: p.params.name.clone(),
-                engine: Box::new(Engine::new(cfg.clone(), false)),
+                program: p.clone(),
+                // Recording: what each layer reads is shown and filtered on.
+                engine: Box::new(Engine::new(cfg.clone(), record)),
                 stats: Statistics::new(cfg),
             });
             inner.len() - 1
@@ -155,6 +161,7 @@ impl StackState {
             tree: Dissection::default(),
             decrypted: false,
             record,
+            carried: Vec::new(),
         })
     }
 
@@ -172,7 +179,7 @@ impl StackState {
         sequence: Option<u64>,
         ptype: Option<u32>,
     ) -> Outcome {
-        self.decrypted = false;
+        self.begin();
         let outcome = match (&mut self.decryptor, sequence, ptype) {
             (Some(d), Some(seq), Some(t)) => {
                 let flow = FlowId {
@@ -216,19 +223,32 @@ impl StackState {
             let x = &mut self.inner[layer];
             let mut e = PacketEvent::new(f, file);
             e.layer = Layer::Udp;
-            x.engine.datagram(
-                &mut e,
-                f,
-                ip,
-                ports,
-                inner_bytes,
-                false,
-                1,
-                Preset::default(),
-                &mut x.stats,
-            );
+            let (b, p) = (inner_bytes, Preset::default());
+            if !self.record {
+                x.engine.datagram(&mut e, f, ip, ports, b, false, 1, p, &mut x.stats);
+                continue;
+            }
+            let mut rec = Recorder {
+                out: &mut self.carried,
+                layer: &x.program,
+                carrier: (fd.node, fd.bit_offset),
+                at: a as u64 * 8,
+            };
+            x.engine
+                .datagram(&mut e, f, ip, ports, b, false, 1, p, &mut (&mut x.stats, &mut rec));
         }
         outcome
+    }
+
+    /// A new outer packet: nothing decrypted or carried yet.
+    pub fn begin(&mut self) {
+        self.decrypted = false;
+        self.carried.clear();
+    }
+
+    /// What inner layers read in the last packet carried (empty unless recording).
+    pub fn carried(&self) -> &[Carried] {
+        &self.carried
     }
 
     /// The last datagram's plaintext and tree, when it was decrypted.

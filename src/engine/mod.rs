@@ -8,6 +8,7 @@
 //! capture writer are all sinks, as Wireshark's taps are listeners of its one dissection.
 
 mod batch;
+pub mod carried;
 pub mod config;
 mod conversation;
 pub mod event;
@@ -293,12 +294,18 @@ fn emit_shown<S: Sink + ?Sized>(
     fresh: bool,
     stack: Option<&layers::StackState>,
 ) {
-    match stack.and_then(|s| s.shown()) {
+    let Some(stack) = stack else {
+        return emit(sink, e, d, record, fresh);
+    };
+    let carried = stack.carried();
+    match stack.shown() {
         Some((plain, tree)) if record => sink.packet(&PacketEvent {
             dissection: Some(tree),
             payload: plain,
+            carried,
             ..*e
         }),
+        _ if !carried.is_empty() => emit(sink, &PacketEvent { carried, ..*e }, d, record, fresh),
         _ => emit(sink, e, d, record, fresh),
     }
 }
@@ -640,7 +647,7 @@ impl Engine {
         e.packet_type = v.packet_type;
         let record = self.validator.records();
         if let Some(st) = self.stack.as_deref_mut() {
-            st.decrypted = false;
+            st.begin();
             if v.status == Status::Ok {
                 let o = st.carry(
                     f,
@@ -818,6 +825,9 @@ impl Engine {
             Some(v) => v,
             None => self.validator.reassembled(&self.reassembled),
         };
+        if let Some(st) = self.stack.as_deref_mut() {
+            st.begin();
+        }
         if let Some(st) = self.stack.as_deref_mut()
             && v.status == Status::Ok
         {
@@ -851,6 +861,7 @@ impl Engine {
             opens: false,
             fragment_frames: &self.fragment_frames,
             dissection: record.then_some(&self.validator.dissection),
+            carried: self.stack.as_deref().map_or(&[], |s| s.carried()),
             // What the frame's event says of its own datagram, not of the packet.
             ip_fragments: 0,
             truncated: false,

@@ -4,6 +4,7 @@
 
 use super::tree::{float_decimals, float_text};
 use crate::dissect::{Dissection, Field, FragmentInfo, Label, Program, Value, label_name};
+use crate::engine::carried::{Anchor, Carried};
 use crate::engine::{Kind, PacketEvent};
 use crate::validate::CrcStatus;
 use std::io::{self, Write};
@@ -68,7 +69,8 @@ fn fragment<W: Write>(w: &mut W, f: Option<FragmentInfo>) -> io::Result<()> {
     }
 }
 
-/// One game datagram or reassembled packet as one compact JSON object (no newline).
+/// One game datagram or reassembled packet as one compact JSON object (no newline);
+/// what inner layers read in it nested under the fields that carried it.
 pub fn write_packet<W: Write>(
     w: &mut W,
     program: Option<&Program>,
@@ -76,6 +78,21 @@ pub fn write_packet<W: Write>(
     d: &Dissection,
     note: Option<&str>,
     scratch: &mut JsonScratch,
+) -> io::Result<()> {
+    packet(w, program, e, d, note, scratch, None)
+}
+
+/// Where an inner layer's packet lies; `None` for the outermost packet.
+type Placed = Option<Anchor>;
+
+fn packet<W: Write>(
+    w: &mut W,
+    program: Option<&Program>,
+    e: &PacketEvent,
+    d: &Dissection,
+    note: Option<&str>,
+    scratch: &mut JsonScratch,
+    placed: Placed,
 ) -> io::Result<()> {
     let mut first = true;
     w.write_all(b"{")?;
@@ -88,6 +105,10 @@ pub fn write_packet<W: Write>(
             key(w, &mut first, "ack_bits")?;
             write!(w, "{bits}")?;
         }
+        if let Some(at) = placed {
+            key(w, &mut first, "at_bit")?;
+            opt(w, at.in_datagram())?;
+        }
         key(w, &mut first, "crc_ok")?;
         opt(w, e.crc.map(|c| c == CrcStatus::Ok))?;
         key(w, &mut first, "dst")?;
@@ -95,7 +116,8 @@ pub fn write_packet<W: Write>(
         key(w, &mut first, "fault")?;
         match &d.fault {
             Some(f) => {
-                write!(w, "{{\"bit\":{},\"field\":", f.bit)?;
+                let shift = placed.map_or(0, |a| a.bit);
+                write!(w, "{{\"bit\":{},\"field\":", f.bit + shift)?;
                 string(w, &f.field)?;
                 write!(w, ",\"kind\":\"{}\",\"reason\":", f.kind.code())?;
                 string(w, &f.reason)?;
@@ -104,7 +126,11 @@ pub fn write_packet<W: Write>(
             None => w.write_all(b"null")?,
         }
         key(w, &mut first, "fields")?;
-        fields(w, p, d, e.payload, scratch)?;
+        let inside = Inside {
+            carried: e.carried,
+            at: placed.unwrap_or(Anchor::DATAGRAM),
+        };
+        fields(w, p, d, e.payload, scratch, &inside)?;
         key(w, &mut first, "fragment")?;
         fragment(w, d.fragment)?;
     } else {
@@ -172,6 +198,15 @@ fn socket<W: Write>(w: &mut W, a: Option<std::net::SocketAddr>) -> io::Result<()
     }
 }
 
+/// What a tree's fields carry, and where the tree's first bit is (in the captured
+/// datagram, or inside a packet an inner layer reassembled): its fields' bit offsets
+/// are written from there.
+#[derive(Clone, Copy)]
+pub struct Inside<'a> {
+    pub carried: &'a [Carried],
+    pub at: Anchor,
+}
+
 /// The field tree as a JSON array: roots, then each field's children, in pre-order.
 pub fn fields<W: Write>(
     w: &mut W,
@@ -179,6 +214,7 @@ pub fn fields<W: Write>(
     d: &Dissection,
     data: &[u8],
     s: &mut JsonScratch,
+    inside: &Inside,
 ) -> io::Result<()> {
     let n = d.fields.len();
     d.subtree_ends(&mut s.end);
@@ -190,7 +226,7 @@ pub fn fields<W: Write>(
         if !std::mem::take(&mut first) {
             w.write_all(b",")?;
         }
-        field(w, p, d, data, s, i)?;
+        field(w, p, d, data, s, i, inside)?;
         i = s.end[i] as usize;
     }
     w.write_all(b"]")
@@ -203,6 +239,7 @@ fn field<W: Write>(
     data: &[u8],
     s: &mut JsonScratch,
     i: usize,
+    inside: &Inside,
 ) -> io::Result<()> {
     let f = &d.fields[i];
     let mark = s.path.len();
@@ -221,7 +258,10 @@ fn field<W: Write>(
     w.write_all(b"{\"bit_len\":")?;
     int(w, f.bit_len)?;
     w.write_all(b",\"bit_offset\":")?;
-    int(w, f.bit_offset)?;
+    int(w, f.bit_offset + inside.at.bit)?;
+    if inside.carried.iter().any(|c| c.carrier == (f.node, f.bit_offset)) {
+        carried(w, f, inside)?;
+    }
     if let (Label::Node(n), Some(node)) = (f.label, p.nodes.get(f.node as usize))
         && n == f.node
         && let Some(doc) = &node.doc
@@ -241,7 +281,7 @@ fn field<W: Write>(
             if k > i + 1 {
                 w.write_all(b",")?;
             }
-            field(w, p, d, data, s, k)?;
+            field(w, p, d, data, s, k, inside)?;
             k = s.end[k] as usize;
         }
         w.write_all(b"]")?;
@@ -343,4 +383,40 @@ fn value<W: Write>(w: &mut W, p: &Program, f: &Field, data: &[u8]) -> io::Result
             }
         }
     }
+}
+
+/// `"carried":{"reliable":[…]}`: the packets of each layer this field carried, in the
+/// order the layer read them, each as a packet object of its own.
+fn carried<W: Write>(w: &mut W, f: &Field, inside: &Inside) -> io::Result<()> {
+    let here: Vec<&Carried> = (inside.carried.iter())
+        .filter(|c| c.carrier == (f.node, f.bit_offset))
+        .collect();
+    w.write_all(b",\"carried\":{")?;
+    let mut names: Vec<&str> = Vec::new();
+    for c in &here {
+        if !names.contains(&c.name()) {
+            names.push(c.name());
+        }
+    }
+    let mut scratch = JsonScratch::default();
+    for (k, name) in names.iter().enumerate() {
+        if k > 0 {
+            w.write_all(b",")?;
+        }
+        string(w, name)?;
+        w.write_all(b":[")?;
+        for (j, c) in here.iter().filter(|c| c.name() == *name).enumerate() {
+            if j > 0 {
+                w.write_all(b",")?;
+            }
+            let e = c.event();
+            let empty = Dissection::default();
+            let note = crate::sinks::printer::note(&e);
+            let d = e.dissection.unwrap_or(&empty);
+            let at = c.place(inside.at);
+            packet(w, Some(&c.layer), &e, d, note.as_deref(), &mut scratch, Some(at))?;
+        }
+        w.write_all(b"]")?;
+    }
+    w.write_all(b"}")
 }

@@ -2,6 +2,7 @@
 //! patterns); the values' text, which the JSON writer (`present::json`) shares.
 
 use crate::dissect::{Dissection, Field, Program, Value, label_name};
+use crate::engine::carried::{Anchor, Carried};
 use std::fmt::Write;
 
 /// The field's bits over the bytes it touches, each byte MSB first: `.... ..10 1100 ....`.
@@ -151,54 +152,116 @@ pub fn messages_summary(p: &Program, d: &Dissection, max: usize) -> String {
 /// The dissection as indented lines, one per field.
 pub fn text_tree(p: &Program, d: &Dissection, data: &[u8]) -> String {
     let mut out = String::new();
+    write_tree(&mut out, p, d, data, 1, &[], Anchor::DATAGRAM);
+    out
+}
+
+/// [`text_tree`], with what inner layers read nested under the fields that carried it,
+/// their bit offsets counted in the captured datagram.
+pub fn text_tree_carried(p: &Program, d: &Dissection, data: &[u8], carried: &[Carried]) -> String {
+    let mut out = String::new();
+    write_tree(&mut out, p, d, data, 1, carried, Anchor::DATAGRAM);
+    out
+}
+
+/// The tree's lines at `level` (four spaces each); `base`: where `data`'s first bit is
+/// (in the captured datagram, or in a packet an inner layer reassembled).
+fn write_tree(
+    out: &mut String,
+    p: &Program,
+    d: &Dissection,
+    data: &[u8],
+    level: usize,
+    carried: &[Carried],
+    base: Anchor,
+) {
+    let shift = base.bit;
     for f in &d.fields {
-        let indent = "    ".repeat(f.depth as usize + 1);
+        let indent = "    ".repeat(f.depth as usize + level);
         let name = match f.label {
             crate::dissect::Label::Index(i) => format!("[{i}]"),
             other => label_name(p, other).to_string(),
         };
         let value = value_text(p, f, data);
+        let at = f.bit_offset + shift;
         if f.kind == "derived" {
             // Computed, not read: in brackets, as Wireshark shows generated fields.
-            let _ = writeln!(
-                out,
-                "{indent}[{name}: {value}]  [derived at bit {}]",
-                f.bit_offset
-            );
+            let _ = writeln!(out, "{indent}[{name}: {value}]  [derived at bit {at}]");
         } else if f.is_group() {
             let _ = writeln!(
                 out,
-                "{indent}{name}{}{}  [bit {}, {} bits]",
+                "{indent}{name}{}{}  [bit {at}, {} bits]",
                 if value.is_empty() { "" } else { ": " },
                 value,
-                f.bit_offset,
                 f.bit_len
             );
         } else if f.bit_len <= 32 {
             let _ = writeln!(
                 out,
-                "{indent}{} = {name}: {value}  [bit {}, {} bits]",
+                "{indent}{} = {name}: {value}  [bit {at}, {} bits]",
                 field_bit_pattern(p, f, data),
-                f.bit_offset,
                 f.bit_len
             );
         } else {
-            let _ = writeln!(
-                out,
-                "{indent}{name}: {value}  [bit {}, {} bits]",
-                f.bit_offset, f.bit_len
-            );
+            let _ = writeln!(out, "{indent}{name}: {value}  [bit {at}, {} bits]", f.bit_len);
+        }
+        for c in carried.iter().filter(|c| c.carrier == (f.node, f.bit_offset)) {
+            write_carried(out, c, base, f.depth as usize + level + 1);
         }
     }
     if let Some(fault) = &d.fault {
+        let indent = "    ".repeat(level);
         let _ = writeln!(
             out,
-            "    [Malformed: {} at bit {} in {}: {}]",
+            "{indent}[Malformed: {} at bit {} in {}: {}]",
             fault.kind.code(),
-            fault.bit,
+            fault.bit + shift,
             fault.field,
             fault.reason
         );
     }
-    out
+}
+
+/// An inner layer's packet: a line naming the layer, its type, sequence and status,
+/// then its tree one level in.
+fn write_carried(out: &mut String, c: &Carried, base: Anchor, level: usize) {
+    let e = c.event();
+    let p = &c.layer;
+    let indent = "    ".repeat(level);
+    let ty = match e.packet_type {
+        Some(t) => format!("type {t} ({})", p.type_name(t).unwrap_or("undefined")),
+        None => "no header".into(),
+    };
+    let seq = e.sequence.map_or_else(String::new, |s| format!(", sequence {s}"));
+    let frag = e.fragment.map_or_else(String::new, |f| format!(", fragment {} of {}", f.id, f.count));
+    let analysis = crate::sinks::printer::seq_note(e.seq_event);
+    let at = c.place(base);
+    let place = match (c.kind(), at.captured) {
+        (crate::engine::Kind::Reassembled, _) => {
+            let frames: Vec<String> = e.fragment_frames.iter().map(|f| f.to_string()).collect();
+            format!(
+                "[reassembled from {} fragments in frames {}; bits counted from its start]",
+                frames.len(),
+                frames.join(", ")
+            )
+        }
+        (_, true) => format!("[bit {}, {} bits]", at.bit, e.payload.len() * 8),
+        (_, false) => format!("[bit {} of the reassembled packet, {} bits]", at.bit, e.payload.len() * 8),
+    };
+    let _ = writeln!(
+        out,
+        "{indent}{} {ty}{seq}, {}{analysis}{frag}  {place}",
+        c.name(),
+        e.status.code()
+    );
+    match e.dissection {
+        Some(d) if !d.fields.is_empty() || d.fault.is_some() => {
+            write_tree(out, p, d, e.payload, level + 1, &c.inner, at)
+        }
+        _ => {
+            let hex: String = e.payload.iter().take(32).map(|b| format!("{b:02x}")).collect();
+            let more = if e.payload.len() > 32 { "…" } else { "" };
+            let _ = writeln!(out, "{indent}    bytes: {hex}{more} ({} bytes)", e.payload.len());
+        }
+    }
 }

@@ -9,7 +9,8 @@ use super::printer::{Format, Printer};
 use crate::Error;
 use crate::capture::CaptureError;
 use crate::dissect::{Dissection, Program};
-use crate::engine::{Layer, PacketEvent, Sink};
+use crate::engine::carried::Carried;
+use crate::engine::{PacketEvent, Sink};
 use crate::filter::Filter;
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -30,6 +31,8 @@ struct Copied {
     payload: Range<usize>,
     fragment_frames: Range<usize>,
     dissection: Option<usize>,
+    /// What inner layers read in it (an index of the batch's `carried`).
+    carried: Option<usize>,
 }
 
 /// Selected packets in reading order; `first`: none was selected before them. Export's
@@ -41,54 +44,7 @@ pub(crate) struct Batch {
     bytes: Vec<u8>,
     frames: Vec<u64>,
     trees: Vec<Dissection>,
-}
-
-/// `e` without what it borrows: the copy of its scalars a batch keeps.
-pub(crate) fn detached(e: &PacketEvent<'_>) -> PacketEvent<'static> {
-    // Game packets are read from UDP: no layer of theirs borrows the frame.
-    let layer = match e.layer {
-        Layer::Malformed { layer, .. } => Layer::Other(layer),
-        Layer::Udp => Layer::Udp,
-        Layer::IpPiece { protocol } => Layer::IpPiece { protocol },
-        Layer::Icmp(i) => Layer::Icmp(i),
-        Layer::Other(o) => Layer::Other(o),
-        Layer::UnsupportedLink(l) => Layer::UnsupportedLink(l),
-        Layer::RebuiltNotUdp => Layer::RebuiltNotUdp,
-        Layer::RebuiltBadUdp => Layer::RebuiltBadUdp,
-    };
-    PacketEvent {
-        kind: e.kind,
-        file: e.file,
-        frame: e.frame,
-        ts_ns: e.ts_ns,
-        offset: e.offset,
-        linktype: e.linktype,
-        frame_data: &[],
-        wire_len: e.wire_len,
-        layer,
-        ip: e.ip,
-        flow: e.flow,
-        flow_index: e.flow_index,
-        ip_fragments: e.ip_fragments,
-        payload: &[],
-        size: e.size,
-        truncated: e.truncated,
-        over_budget: e.over_budget,
-        status: e.status,
-        crc: e.crc,
-        sequence: e.sequence,
-        packet_type: e.packet_type,
-        ack: e.ack,
-        ack_bits: e.ack_bits,
-        fragment: e.fragment,
-        fault: e.fault,
-        seq_event: e.seq_event,
-        completes: e.completes,
-        opens: e.opens,
-        fragment_frames: &[],
-        dissection: None,
-        messages: &[],
-    }
+    carried: Vec<Vec<Carried>>,
 }
 
 impl Batch {
@@ -101,11 +57,16 @@ impl Batch {
             self.trees.push(d.clone());
             self.trees.len() - 1
         });
+        let carried = (!e.carried.is_empty()).then(|| {
+            self.carried.push(e.carried.to_vec());
+            self.carried.len() - 1
+        });
         self.packets.push(Copied {
-            event: detached(e),
+            event: e.detached(),
             payload: at..self.bytes.len(),
             fragment_frames: f..self.frames.len(),
             dissection,
+            carried,
         });
     }
 
@@ -134,6 +95,7 @@ impl Batch {
             payload: self.bytes.get(c.payload.clone()).unwrap_or(&[]),
             fragment_frames: self.frames.get(c.fragment_frames.clone()).unwrap_or(&[]),
             dissection: c.dissection.and_then(|i| self.trees.get(i)),
+            carried: c.carried.and_then(|i| self.carried.get(i)).map_or(&[], |v| &v[..]),
             ..c.event
         })
     }

@@ -83,17 +83,6 @@ impl<W: Write> Printer<W> {
         }
     }
 
-    fn note(e: &PacketEvent) -> Option<String> {
-        match e.kind {
-            Kind::Reassembled => Some(format!(
-                "packet reassembled from {} fragments, completed by this frame",
-                e.fragment_frames.len()
-            )),
-            _ if e.ip_fragments > 1 => Some(format!("reassembled from {} IP fragments", e.ip_fragments)),
-            _ => None,
-        }
-    }
-
     fn type_name(&self, t: u32) -> &str {
         match &self.program {
             Some(p) => p.type_name(t).unwrap_or("undefined"),
@@ -134,7 +123,7 @@ impl<W: Write> Printer<W> {
         if self.format == Format::Brief {
             return self.brief(e);
         }
-        let note = Self::note(e);
+        let note = note(e);
         let empty = crate::dissect::Dissection::default();
         let d = e.dissection.unwrap_or(&empty);
         if matches!(self.format, Format::Json | Format::JsonLines) {
@@ -222,7 +211,11 @@ impl<W: Write> Printer<W> {
                 let more = if e.payload.len() > 32 { "…" } else { "" };
                 writeln!(self.out, "    message: {hex}{more} ({} bytes)", e.payload.len())?
             }
-            Some(p) => write!(self.out, "{}", present::tree::text_tree(p, d, e.payload))?,
+            Some(p) => write!(
+                self.out,
+                "{}",
+                present::tree::text_tree_carried(p, d, e.payload, e.carried)
+            )?,
             None => {
                 if let Some(f) = e.fragment {
                     writeln!(self.out, "    fragment {} of {}", f.id, f.count)?;
@@ -285,5 +278,17 @@ impl<W: Write> Sink for Printer<W> {
         if self.selects(e) {
             self.print(e);
         }
+    }
+}
+
+/// What a packet's first line notes: reassembled from fragments or from IP fragments.
+pub fn note(e: &PacketEvent) -> Option<String> {
+    match e.kind {
+        Kind::Reassembled => Some(format!(
+            "packet reassembled from {} fragments, completed by this frame",
+            e.fragment_frames.len()
+        )),
+        _ if e.ip_fragments > 1 => Some(format!("reassembled from {} IP fragments", e.ip_fragments)),
+        _ => None,
     }
 }
