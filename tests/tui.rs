@@ -14,6 +14,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 fn app(capture: &str, definition: &str) -> App {
+    if capture == "layered" {
+        return layered_app();
+    }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let p = Arc::new(dissect::load(&root.join("dissectors").join(definition)).unwrap());
     // A bare name is a bundled capture; a path is relative to the repository.
@@ -687,3 +690,96 @@ fn bandwidth_drills_down_and_filters_on_a_field() {
         "{got} is not {path}"
     );
 }
+
+/// The netcode.io + reliable.io fixture with the server's key and the whole stack, as
+/// `gpcap tui -d netcode.kdl -d reliable.kdl -d yojimbo-messages.kdl --key KEY` opens it.
+fn layered_app() -> App {
+    use gpcap::decrypt::keys::{Secrets, key_from_hex};
+    use gpcap::engine::layers::Stack;
+    use gpcap::engine::resolve::{Choice, resolve};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let def = |n: &str| Arc::new(dissect::load(&root.join("dissectors").join(n)).unwrap());
+    let dir = root.join("tests/fixtures/netcode-reliable");
+    let meta = std::fs::read_to_string(dir.join("truth_keys.jsonl")).unwrap();
+    let meta: serde_json::Value = serde_json::from_str(meta.lines().next().unwrap()).unwrap();
+    let key = key_from_hex(meta["private_key"].as_str().unwrap()).unwrap();
+    let choice = Choice {
+        program: Some(def("netcode.kdl")),
+        protocol_id: Some(gpcap::validate::crc::ProtocolId {
+            value: 0x3141592653589793,
+            width: 8,
+        }),
+        stack: Some(Arc::new(Stack {
+            secrets: Some(Arc::new(Secrets {
+                private_key: Some(key),
+                ..Secrets::default()
+            })),
+            show_keys: false,
+            layers: vec![def("reliable.kdl"), def("yojimbo-messages.kdl")],
+        })),
+        ..Choice::default()
+    };
+    let cfg = resolve(&choice, |_| Ok(())).unwrap().cfg;
+    let path = dir.join("capture.pcap");
+    let (tx, rx) = std::sync::mpsc::channel();
+    load(&path, cfg.clone(), tx);
+    let mut index = Index::new(&path);
+    index.name = "netcode-reliable.pcap".into();
+    let mut a = App::new(index, rx, cfg);
+    a.color = false;
+    a.tick();
+    a
+}
+
+/// The filter reads inner layers by name as `dissect --filter` does (tests/layers.rs:
+/// 179 frames complete a packet carrying a blob, 344 carry a chat); the tree nests what
+/// each layer read under the field that carried it, and the dump highlights an inner
+/// field's bits in the outer datagram.
+#[test]
+fn layers_in_the_filter_the_tree_and_the_dump() {
+    let mut a = layered_app();
+    keys(&mut a, "/ text:game.messages.type~==~blob Enter");
+    assert_eq!(a.view.len(), 179);
+    assert_eq!(a.selected_row().unwrap().frame, 29);
+    keys(&mut a, "/ C-u text:game.messages.type~==~chat Enter");
+    assert_eq!(a.view.len(), 344);
+    keys(&mut a, "/ C-u text:reliable.sequence~>~10 Enter");
+    assert_eq!(a.view.len(), 3383);
+    // A misspelt layer field is refused with the layer's nearest, as in dissect.
+    keys(&mut a, "/ C-u text:reliable.sequnce~>~10 Enter");
+    let (msg, err) = a.message.clone().unwrap();
+    assert!(err && msg.contains("did you mean `reliable.sequence`?"), "{msg}");
+    keys(&mut a, "Esc / C-u text:frame~==~20 Enter t");
+    let d = a.detail.as_ref().unwrap();
+    let texts: Vec<&str> = d.layer_rows.iter().map(|r| r.text.as_str()).collect();
+    assert_eq!(texts[0], "reliable message seq 3 ok");
+    // reliable's sequence: bits 24..40 of the datagram, 3 little-endian.
+    let seq = d.layer_rows.iter().find(|r| r.text == "sequence: 3").unwrap();
+    assert_eq!(seq.bits, Some((24, 16)));
+    assert_eq!(&d.payload()[3..5], &[3, 0]);
+    let chat = d.layer_rows.iter().position(|r| r.text == "type: chat (4)").unwrap();
+    assert_eq!(d.layer_rows[chat].bits, Some((80, 8)));
+    // Selecting it: the dump says where, and `a` filters on it by the layer's name.
+    let n = d.dissection.as_ref().unwrap().fields.len();
+    let row = n + 1 + chat;
+    let pos = a.visible_fields().iter().position(|&i| i == row).unwrap();
+    let at = a.visible_fields().iter().position(|&i| i == a.field).unwrap();
+    for _ in at..pos {
+        keys(&mut a, "Down");
+    }
+    assert_eq!(a.field, row);
+    let s = screen(&mut a, 200, 50);
+    assert!(s.contains("type: chat (4) · bits 80+8 of this datagram"), "{s}");
+    keys(&mut a, "a");
+    assert_eq!(a.filter.text, "game.messages.type == chat");
+    assert_eq!(a.view.len(), 344);
+}
+
+// The tree of a frame whose reliable.io fragment completed a packet carrying a blob:
+// the fragment, the packet reassembled from 9 frames, the game's messages inside it.
+snap2!(
+    layers_nested_in_the_tree,
+    "layered",
+    "",
+    "/ text:game.messages.type~==~blob Enter t Down Down Down Down"
+);

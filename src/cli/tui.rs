@@ -39,10 +39,8 @@ pub fn run(a: &TuiArgs) -> Result<ExitCode> {
         ));
     }
     let captures = std::slice::from_ref(&a.capture);
-    let mut cfg = resolve(&a.protocol.choice()?, |i| sample_files(captures, i))?.cfg;
-    // The TUI reads datagrams as captured (decryption and inner layers: analyze, dissect).
-    cfg.stack = None;
-    super::keys::not_here(&a.protocol, "tui");
+    // With keys and inner layers, the list and the tree are the run's (as dissect's).
+    let cfg = resolve(&a.protocol.choice()?, |i| sample_files(captures, i))?.cfg;
     let (tx, rx) = std::sync::mpsc::channel();
     let path = a.capture.clone();
     let loader_cfg = cfg.clone();

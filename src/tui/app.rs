@@ -216,9 +216,18 @@ pub struct Detail {
     pub payload: Option<(usize, usize)>,
     pub dissection: Option<Dissection>,
     pub note: Option<String>,
+    /// What inner layers read in it, as rows of the tree after the fields that carried
+    /// it (field indices past the fault: see [`Detail::layer_row`]).
+    pub layer_rows: Vec<super::layered::LayerRow>,
 }
 
 impl Detail {
+    /// The inner layers' row at tree index `i` (indices past the outer fields' fault).
+    pub fn layer_row(&self, i: usize) -> Option<&super::layered::LayerRow> {
+        let n = self.dissection.as_ref()?.fields.len();
+        self.layer_rows.get(i.checked_sub(n + 1)?)
+    }
+
     /// A detail that only says why the packet cannot be shown.
     fn unavailable(row: Row, note: String) -> Self {
         Detail {
@@ -227,6 +236,7 @@ impl Detail {
             payload: None,
             dissection: None,
             note: Some(note),
+            layer_rows: Vec::new(),
         }
     }
 
@@ -342,6 +352,8 @@ pub struct App {
     pub bits: super::bits::BitsTab,
     /// A field path to select in the tree once a packet having it is shown.
     pending_path: Option<String>,
+    /// With keys or inner layers: the selected packet read as the run read it.
+    replay: Option<super::layered::Replay>,
 }
 
 impl App {
@@ -350,7 +362,8 @@ impl App {
             templates: cfg.program.as_deref().map(compile_templates).unwrap_or_default(),
             reader: None,
             validator: Validator::new(&cfg, true),
-            program: cfg.program.clone(),
+            // With keys, the decrypted view: it names every field of both.
+            program: crate::engine::layers::shown_program(&cfg),
             cfg,
             definition: None,
             index,
@@ -397,6 +410,7 @@ impl App {
             loss_series: None,
             bits: Default::default(),
             pending_path: None,
+            replay: None,
         }
     }
 
@@ -620,11 +634,42 @@ impl App {
         self.collapsed.clear();
         let ix = std::mem::take(&mut self.index);
         self.detail = match self.view.get(self.selected) {
-            Some(&row) => self.detail_of(&ix, row),
+            Some(&row) => self.detail_of(&ix, row).map(|d| self.layered(&ix, row, d)),
             None => None,
         };
         self.index = ix;
         self.select_pending_path();
+    }
+
+    /// With keys or inner layers, the detail as the run read it: the plaintext in place
+    /// of the ciphertext, its tree, and what inner layers read in it.
+    fn layered(&mut self, ix: &Index, row: u32, mut d: Detail) -> Detail {
+        if self.cfg.stack.is_none() || ix.store.is_some() || !d.row.has(status::GAME) {
+            return d;
+        }
+        let replay = self
+            .replay
+            .get_or_insert_with(|| super::layered::Replay::new(ix.path.clone(), self.cfg.clone()));
+        let got = match replay.row(row) {
+            Ok(Some(got)) => got,
+            Ok(None) => return d,
+            Err(e) => {
+                d.note = Some(format!("cannot read it as the run did: {e}"));
+                return d;
+            }
+        };
+        let (a, b) = d.payload.unwrap_or((0, 0));
+        if let Some(at) = d.frame.get_mut(a..b).and_then(|s| s.get_mut(..got.payload.len()))
+            && at != &got.payload[..]
+        {
+            at.copy_from_slice(&got.payload);
+            d.note = Some("decrypted: the bytes are the plaintext (the MAC as captured)".into());
+        }
+        if let Some(tree) = got.tree {
+            d.layer_rows = super::layered::rows(&tree, &got.carried);
+            d.dissection = Some(tree);
+        }
+        d
     }
 
     /// Selects in the tree the field the Bandwidth tab chose (`objects.position.x`: its
@@ -656,6 +701,7 @@ impl App {
         let Some(d) = self.detail.as_ref().and_then(|d| d.dissection.as_ref()) else {
             return Vec::new();
         };
+        let rows = self.detail.as_ref().map_or(&[][..], |d| &d.layer_rows[..]);
         let mut out = Vec::new();
         let mut hidden_below: Option<u16> = None;
         for (i, f) in d.fields.iter().enumerate() {
@@ -668,7 +714,12 @@ impl App {
             out.push(i);
             if self.collapsed.contains(&(i as u32)) {
                 hidden_below = Some(f.depth);
+                continue;
             }
+            // What inner layers read in this field, right under it.
+            let first = rows.partition_point(|r| r.after < i);
+            let n = rows[first..].iter().take_while(|r| r.after == i).count();
+            out.extend((first..first + n).map(|k| d.fields.len() + 1 + k));
         }
         if d.fault.is_some() {
             out.push(d.fields.len());
@@ -901,8 +952,15 @@ impl App {
         }
     }
 
+    /// A display filter over this capture's definition and the layers inside it
+    /// (`reliable.sequence > 10`), as `dissect --filter` reads it.
+    fn parse_filter(&self, text: &str) -> Result<Filter, crate::filter::FilterError> {
+        let layers = self.cfg.stack.as_ref().map_or(&[][..], |s| &s.layers[..]);
+        Filter::parse_stacked(text, self.program.as_ref(), layers)
+    }
+
     pub fn apply_filter(&mut self, text: &str) {
-        match Filter::parse(text, self.program.as_deref()) {
+        match self.parse_filter(text) {
             Ok(f) if f.needs_engine() && self.index.store.is_some() => {
                 self.message = Some((
                     "filters on dissected fields and acks need a capture file: write the live capture with --write and open it with gpcap tui".into(),
@@ -1128,16 +1186,23 @@ impl App {
 
     /// Filters on the selected field's value (`and`: added to the filter).
     fn apply_field(&mut self, and: bool) {
-        let Some((path, _, f)) = self.tree_field() else {
-            return;
-        };
-        let Some(p) = self.program.clone() else { return };
-        let Some(d) = self.detail.as_ref() else { return };
-        let path = crate::filter::strip_indices(&path);
-        let value = filter_value(&p, &f, d.payload());
-        let term = match value {
-            Some(v) => format!("{path} == {v}"),
-            None => path,
+        let layer = (self.detail.as_ref())
+            .and_then(|d| d.layer_row(self.field))
+            .and_then(|r| r.term.clone());
+        let term = match layer {
+            Some(term) => term,
+            None => {
+                let Some((path, _, f)) = self.tree_field() else {
+                    return;
+                };
+                let Some(p) = self.program.clone() else { return };
+                let Some(d) = self.detail.as_ref() else { return };
+                let path = crate::filter::strip_indices(&path);
+                match filter_value(&p, &f, d.payload()) {
+                    Some(v) => format!("{path} == {v}"),
+                    None => path,
+                }
+            }
         };
         let text = if and && !self.filter.is_all() {
             format!("({}) && {term}", self.filter.text)
@@ -1204,6 +1269,7 @@ impl App {
         cfg.reassembly_budget = old.reassembly_budget;
         cfg.any_port = old.any_port;
         cfg.max_flows = old.max_flows;
+        cfg.stack = old.stack.clone();
         if old.protocol_source != "definition" {
             cfg.protocol_id = old.protocol_id;
             cfg.protocol_source = old.protocol_source.clone();
@@ -1226,7 +1292,8 @@ impl App {
         self.updates = rx;
         self.validator = Validator::new(&cfg, true);
         self.templates = compile_templates(&program);
-        self.program = Some(program);
+        self.program = crate::engine::layers::shown_program(&cfg);
+        self.replay = None;
         self.cfg = cfg;
         self.info.clear();
         self.marks.clear();
@@ -1234,7 +1301,7 @@ impl App {
         self.loss_series = None;
         self.bits.reset();
         let text = self.filter.text.clone();
-        self.filter = Filter::parse(&text, self.program.as_deref()).unwrap_or_else(|_| Filter::all());
+        self.filter = self.parse_filter(&text).unwrap_or_else(|_| Filter::all());
         self.view.clear();
         self.scanned = 0;
         self.detail = None;
@@ -1289,6 +1356,7 @@ impl App {
                 payload: Some((0, len)),
                 dissection,
                 note: Some(note),
+                layer_rows: Vec::new(),
             });
         }
         if row.has(status::REASSEMBLED) {
@@ -1357,6 +1425,7 @@ impl App {
             payload,
             dissection,
             note,
+            layer_rows: Vec::new(),
         })
     }
 
@@ -1692,7 +1761,7 @@ fn reassembled_as(p: &Program, ptype: u16) -> Option<u32> {
         .then_some(t)
 }
 
-fn filter_value(p: &Program, f: &crate::dissect::Field, payload: &[u8]) -> Option<String> {
+pub(crate) fn filter_value(p: &Program, f: &crate::dissect::Field, payload: &[u8]) -> Option<String> {
     use crate::dissect::Value;
     let enum_name = match (f.label, p.nodes.get(f.node as usize).and_then(|n| n.enum_id)) {
         (crate::dissect::Label::Node(_), Some(e)) => match f.value {

@@ -5,6 +5,7 @@
 pub mod app;
 pub mod bits;
 pub mod keys;
+pub mod layered;
 pub mod prompt;
 pub mod series;
 pub mod ui;

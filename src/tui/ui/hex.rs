@@ -26,12 +26,27 @@ pub(super) fn draw_hex(f: &mut Frame, app: &App, area: Rect) {
         .as_ref()
         .filter(|d| app.focus == Focus::Tree && app.field == d.fields.len())
         .and_then(|d| d.fault.as_ref());
-    let (b0, b1) = match (field, fault) {
-        (Some(fl), _) => (fl.bit_offset, fl.bit_offset + fl.bit_len),
-        (None, Some(fault)) => (fault.bit, (data.len() as u64 * 8).max(fault.bit + 1)),
+    // A row an inner layer read: its bits in this datagram.
+    let layer = detail.layer_row(app.field).filter(|_| app.focus == Focus::Tree);
+    let (b0, b1) = match (field, fault, layer.and_then(|r| r.bits)) {
+        (Some(fl), _, _) => (fl.bit_offset, fl.bit_offset + fl.bit_len),
+        (None, Some(fault), _) => (fault.bit, (data.len() as u64 * 8).max(fault.bit + 1)),
+        (None, None, Some((at, len))) => (at, at + len),
         _ => (u64::MAX, u64::MAX),
     };
     let mut lines: Vec<Line> = Vec::new();
+    if let Some(r) = layer {
+        lines.push(Line::from(match r.bits {
+            Some((at, len)) => format!("{} · bits {at}+{len} of this datagram", r.text),
+            None => format!("{} · in a reassembled packet: no bits here", r.text),
+        }));
+        if let Some(doc) = &r.doc {
+            lines.push(Line::from(Span::styled(doc.clone(), style(app, Color::Gray))));
+        }
+        if let Some(bits) = &r.pattern {
+            lines.push(Line::from(format!("bits: {bits}")));
+        }
+    }
     if let Some(fault) = fault {
         lines.push(Line::from(Span::styled(
             format!(
@@ -69,7 +84,7 @@ pub(super) fn draw_hex(f: &mut Frame, app: &App, area: Rect) {
             };
             lines.push(Line::from(format!("bits: {bits}")));
         }
-    } else if fault.is_none() {
+    } else if fault.is_none() && layer.is_none() {
         lines.push(Line::from(if payload.is_empty() {
             "frame bytes"
         } else {

@@ -65,6 +65,17 @@ pub(super) fn draw_tree(f: &mut Frame, app: &mut App, area: Rect) {
         } else {
             Style::default()
         };
+        if let Some(r) = detail.layer_row(i) {
+            // What an inner layer read: its packet's line, or one of its fields.
+            let text = format!("{pointer}{}{}", "  ".repeat(r.depth as usize), r.text);
+            let st = if chosen || r.term.is_some() {
+                st
+            } else {
+                style(app, Color::Cyan).add_modifier(Modifier::BOLD)
+            };
+            lines.push(placed(app, text, r.place.clone(), st, chosen, width));
+            continue;
+        }
         let Some(fl) = d.fields.get(i) else {
             // The fault, after the fields it stopped.
             if let Some(fault) = &d.fault {
@@ -116,19 +127,24 @@ pub(super) fn draw_tree(f: &mut Frame, app: &mut App, area: Rect) {
         } else {
             format!("@{}+{}", fl.bit_offset, fl.bit_len)
         };
-        let used = text.chars().count();
-        let mut spans = vec![Span::styled(text, st)];
-        if used + place.chars().count() + 2 <= width {
-            let pad = width - used - place.chars().count();
-            spans.push(Span::styled(" ".repeat(pad), st));
-            spans.push(Span::styled(
-                place,
-                if chosen { st } else { style(app, Color::DarkGray) },
-            ));
-        }
-        lines.push(Line::from(spans));
+        lines.push(placed(app, text, place, st, chosen, width));
     }
     f.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+/// A tree row, with where it is right-aligned when there is room.
+fn placed(app: &App, text: String, place: String, st: Style, chosen: bool, width: usize) -> Line<'static> {
+    let used = text.chars().count();
+    let mut spans = vec![Span::styled(text, st)];
+    if used + place.chars().count() + 2 <= width {
+        let pad = width - used - place.chars().count();
+        spans.push(Span::styled(" ".repeat(pad), st));
+        spans.push(Span::styled(
+            place,
+            if chosen { st } else { style(app, Color::DarkGray) },
+        ));
+    }
+    Line::from(spans)
 }
 
 /// Without a definition the header was still read with the reference layout (CRC32,

@@ -1,0 +1,212 @@
+//! The selected packet as a run with keys and inner layers saw it: decryption learns keys
+//! from earlier connection requests and inner layers reassemble across frames, so the
+//! packet is read by replaying the capture through the same engine as `dissect` up to its
+//! row (forward from the last packet shown; from the start when going back). Its inner
+//! layers' packets become rows of the field tree, after the field that carried them.
+
+use crate::capture::CaptureReader;
+use crate::dissect::{Dissection, Label, label_name};
+use crate::engine::carried::{Anchor, Carried};
+use crate::engine::{Config, Engine, PacketEvent, Sink};
+use std::path::PathBuf;
+
+/// What the replay read for one row.
+pub struct Replayed {
+    /// The payload as the tree reads it (the plaintext of a decrypted datagram).
+    pub payload: Vec<u8>,
+    pub tree: Option<Dissection>,
+    pub carried: Vec<Carried>,
+}
+
+/// An engine over the capture, positioned after the last row it read.
+pub struct Replay {
+    path: PathBuf,
+    cfg: Config,
+    at: Option<(CaptureReader, Engine)>,
+    /// Events the engine has emitted (rows, in the index's numbering).
+    position: u32,
+}
+
+impl Replay {
+    pub fn new(path: PathBuf, cfg: Config) -> Self {
+        Replay {
+            path,
+            cfg,
+            at: None,
+            position: 0,
+        }
+    }
+
+    /// The event of `row` as the engine emits it, or why it cannot be read.
+    pub fn row(&mut self, row: u32) -> Result<Option<Replayed>, String> {
+        if row < self.position || self.at.is_none() {
+            let r = CaptureReader::open(&self.path).map_err(|e| e.to_string())?;
+            self.at = Some((r, Engine::new(self.cfg.clone(), true)));
+            self.position = 0;
+        }
+        let Some((reader, engine)) = self.at.as_mut() else {
+            return Ok(None);
+        };
+        let mut catch = Catch {
+            want: row,
+            position: &mut self.position,
+            got: None,
+        };
+        while catch.got.is_none() {
+            match reader.next_frame() {
+                Ok(Some(f)) => engine.frame(&f, &mut catch),
+                Ok(None) => break,
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        Ok(catch.got)
+    }
+}
+
+/// Counts events and keeps the one wanted.
+struct Catch<'a> {
+    want: u32,
+    position: &'a mut u32,
+    got: Option<Replayed>,
+}
+
+impl Sink for Catch<'_> {
+    fn packet(&mut self, e: &PacketEvent<'_>) {
+        if *self.position == self.want {
+            self.got = Some(Replayed {
+                payload: e.payload.to_vec(),
+                tree: e.dissection.cloned(),
+                carried: e.carried.to_vec(),
+            });
+        }
+        *self.position = self.position.saturating_add(1);
+    }
+}
+
+/// A row of the field tree that an inner layer read: a packet's line, one of its fields,
+/// or its fault.
+#[derive(Debug, Clone)]
+pub struct LayerRow {
+    /// The outer field it is shown after (an index of the outer tree's fields).
+    pub after: usize,
+    /// Indentation, in tree levels.
+    pub depth: u16,
+    pub text: String,
+    /// Where it is: `@bit+len`, and the definition line.
+    pub place: String,
+    /// Its bits in the outer datagram's payload (none inside a reassembled packet).
+    pub bits: Option<(u64, u64)>,
+    /// Its bits as read (`.... 0101`), for the dump's caption.
+    pub pattern: Option<String>,
+    pub doc: Option<String>,
+    /// The filter term that selects its value (`reliable.sequence == 3`).
+    pub term: Option<String>,
+}
+
+/// The rows of everything `carried` holds, nested under the outer fields that carried it.
+pub fn rows(outer: &Dissection, carried: &[Carried]) -> Vec<LayerRow> {
+    let mut out = Vec::new();
+    for (i, f) in outer.fields.iter().enumerate() {
+        for c in carried.iter().filter(|c| c.carrier == (f.node, f.bit_offset)) {
+            packet_rows(&mut out, c, Anchor::DATAGRAM, i, f.depth + 1);
+        }
+    }
+    out
+}
+
+fn packet_rows(out: &mut Vec<LayerRow>, c: &Carried, base: Anchor, after: usize, depth: u16) {
+    let e = c.event();
+    let p = &c.layer;
+    let at = c.place(base);
+    let ty = e
+        .packet_type
+        .map_or_else(|| "no header".into(), |t| p.type_name(t).unwrap_or("undefined").to_string());
+    let seq = e.sequence.map_or_else(String::new, |s| format!(" seq {s}"));
+    let frag = e.fragment.map_or_else(String::new, |f| format!(" fragment {} of {}", f.id, f.count));
+    let (place, bits) = match (c.kind(), at.captured) {
+        (crate::engine::Kind::Reassembled, _) => (
+            format!("reassembled from {}", e.fragment_frames.len()),
+            None,
+        ),
+        (_, true) => (
+            format!("@{}+{}", at.bit, e.payload.len() * 8),
+            Some((at.bit, e.payload.len() as u64 * 8)),
+        ),
+        (_, false) => (format!("@{}+{} in it", at.bit, e.payload.len() * 8), None),
+    };
+    out.push(LayerRow {
+        after,
+        depth,
+        text: format!("{} {ty}{seq}{frag} {}", c.name(), e.status.code()),
+        place,
+        bits,
+        pattern: None,
+        doc: None,
+        term: None,
+    });
+    let Some(d) = e.dissection else { return };
+    let name = c.name();
+    for (i, f) in d.fields.iter().enumerate() {
+        let label = match f.label {
+            Label::Index(k) => format!("[{k}]"),
+            other => label_name(p, other).to_string(),
+        };
+        let value = crate::present::tree::value_text(p, f, e.payload);
+        let text = if f.kind == "derived" {
+            format!("[{label}: {value}]")
+        } else if value.is_empty() {
+            label
+        } else {
+            format!("{label}: {value}")
+        };
+        let line = p.nodes.get(f.node as usize).map_or(0, |n| n.line);
+        let bit = f.bit_offset + at.bit;
+        let place = match (line, at.captured) {
+            (0, true) => format!("@{bit}+{}", f.bit_len),
+            (l, true) => format!("@{bit}+{} L{l}", f.bit_len),
+            (0, false) => format!("@{bit}+{} in it", f.bit_len),
+            (l, false) => format!("@{bit}+{} in it L{l}", f.bit_len),
+        };
+        let path = crate::dissect::exec::path_of(p, d, i);
+        let term = crate::filter::strip_indices(&path);
+        let term = match super::app::filter_value(p, f, e.payload) {
+            Some(v) => format!("{name}.{term} == {v}"),
+            None => format!("{name}.{term}"),
+        };
+        out.push(LayerRow {
+            after,
+            depth: depth + 1 + f.depth,
+            text,
+            place,
+            bits: at.captured.then_some((bit, f.bit_len)),
+            pattern: (f.bit_len <= 64 && f.bit_len > 0)
+                .then(|| crate::present::tree::field_bit_pattern(p, f, e.payload)),
+            doc: match f.label {
+                Label::Node(n) => p.nodes.get(n as usize).and_then(|node| node.doc.clone()),
+                _ => None,
+            },
+            term: Some(term),
+        });
+        for inner in c.inner.iter().filter(|x| x.carrier == (f.node, f.bit_offset)) {
+            packet_rows(out, inner, at, after, depth + 2 + f.depth);
+        }
+    }
+    if let Some(fault) = &d.fault {
+        out.push(LayerRow {
+            after,
+            depth: depth + 1,
+            text: format!(
+                "✗ [Malformed: {} at bit {} in {}: {}]",
+                fault.kind.code(),
+                fault.bit + at.bit,
+                fault.field,
+                fault.reason
+            ),
+            place: String::new(),
+            bits: at.captured.then(|| (fault.bit + at.bit, (e.payload.len() as u64 * 8).saturating_sub(fault.bit).max(1))),
+            pattern: None,
+            doc: None,
+            term: None,
+        });
+    }
+}
