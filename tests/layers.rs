@@ -343,7 +343,12 @@ fn truth_frames(test: &dyn Fn(&[String]) -> bool) -> BTreeSet<u64> {
     let mut frames = BTreeSet::new();
     for line in text.lines() {
         let p: Value = serde_json::from_str(line).unwrap();
-        let got: Option<Vec<u64>> = p["frames"].as_array().unwrap().iter().map(|f| f.as_u64()).collect();
+        let got: Option<Vec<u64>> = p["frames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_u64())
+            .collect();
         let types: Vec<String> = (p["types"].as_array().unwrap().iter())
             .map(|t| t.as_str().unwrap().to_string())
             .collect();
@@ -410,7 +415,10 @@ fn filters_see_packets_an_inner_layer_reassembled() {
     let inputs = matching_frames("all game.messages.type == input");
     assert_eq!(inputs, truth_frames(&|t| t.iter().all(|x| x == "input")));
     assert_eq!(inputs.len(), 592);
-    assert_eq!(matching_frames("game.messages.type >= 0"), truth_frames(&|_| true));
+    assert_eq!(
+        matching_frames("game.messages.type >= 0"),
+        truth_frames(&|_| true)
+    );
 }
 
 /// `dissect` of the fixture with the whole stack and the key, and `more` arguments.
@@ -458,7 +466,9 @@ fn dissect_nests_inner_layers_in_the_tree() {
     ];
     let mut at = 0;
     for line in expect {
-        let found = text[at..].find(line).unwrap_or_else(|| panic!("{line}\nnot in order in\n{text}"));
+        let found = text[at..]
+            .find(line)
+            .unwrap_or_else(|| panic!("{line}\nnot in order in\n{text}"));
         at += found + line.len();
     }
     let text = stack_dissect(&["--frame", "20"]);
@@ -471,7 +481,12 @@ fn dissect_nests_inner_layers_in_the_tree() {
 /// carries) reads its raw value from the captured datagram's plaintext at its bit offset
 /// (`plain`: the outermost carrier's bytes, starting at bit `start`); counts packets by
 /// layer and whether they lie in the datagram.
-fn check_carried(fields: &Value, plain: &[u8], start: u64, counts: &mut BTreeMap<(String, bool), u64>) -> u64 {
+fn check_carried(
+    fields: &Value,
+    plain: &[u8],
+    start: u64,
+    counts: &mut BTreeMap<(String, bool), u64>,
+) -> u64 {
     let mut checked = 0;
     for f in fields.as_array().unwrap() {
         for (layer, packets) in f["carried"].as_object().into_iter().flatten() {
@@ -543,11 +558,23 @@ fn dissect_json_places_inner_fields_in_the_captured_datagram() {
     let n = |layer: &str, inside: bool| counts.get(&(layer.to_string(), inside)).copied().unwrap_or(0);
     let reliable = &r["layers"][0];
     // Every reliable.io datagram, in the datagram; every packet it reassembled, apart.
-    assert_eq!(n("reliable", true), reliable["fit"]["datagrams"].as_u64().unwrap());
-    assert_eq!(n("reliable", false), reliable["reassembly"]["completed"].as_u64().unwrap());
+    assert_eq!(
+        n("reliable", true),
+        reliable["fit"]["datagrams"].as_u64().unwrap()
+    );
+    assert_eq!(
+        n("reliable", false),
+        reliable["reassembly"]["completed"].as_u64().unwrap()
+    );
     // Every game datagram: inside whole reliable.io packets, or inside reassembled ones.
-    assert_eq!(n("game", true), reliable["validation"]["packets"].as_u64().unwrap());
-    assert_eq!(n("game", true) + n("game", false), r["layers"][1]["fit"]["datagrams"].as_u64().unwrap());
+    assert_eq!(
+        n("game", true),
+        reliable["validation"]["packets"].as_u64().unwrap()
+    );
+    assert_eq!(
+        n("game", true) + n("game", false),
+        r["layers"][1]["fit"]["datagrams"].as_u64().unwrap()
+    );
     assert!(checked > 20_000, "{checked} fields read back");
     // On several cores, the same bytes.
     assert_eq!(stack_dissect(&["--jsonl", "--show-keys", "--threads", "3"]), out);

@@ -757,7 +757,11 @@ fn layers_in_the_filter_the_tree_and_the_dump() {
     let seq = d.layer_rows.iter().find(|r| r.text == "sequence: 3").unwrap();
     assert_eq!(seq.bits, Some((24, 16)));
     assert_eq!(&d.payload()[3..5], &[3, 0]);
-    let chat = d.layer_rows.iter().position(|r| r.text == "type: chat (4)").unwrap();
+    let chat = d
+        .layer_rows
+        .iter()
+        .position(|r| r.text == "type: chat (4)")
+        .unwrap();
     assert_eq!(d.layer_rows[chat].bits, Some((80, 8)));
     // Selecting it: the dump says where, and `a` filters on it by the layer's name.
     let n = d.dissection.as_ref().unwrap().fields.len();

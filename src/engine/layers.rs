@@ -225,7 +225,8 @@ impl StackState {
             e.layer = Layer::Udp;
             let (b, p) = (inner_bytes, Preset::default());
             if !self.record {
-                x.engine.datagram(&mut e, f, ip, ports, b, false, 1, p, &mut x.stats);
+                x.engine
+                    .datagram(&mut e, f, ip, ports, b, false, 1, p, &mut x.stats);
                 continue;
             }
             let mut rec = Recorder {
@@ -234,8 +235,17 @@ impl StackState {
                 carrier: (fd.node, fd.bit_offset),
                 at: a as u64 * 8,
             };
-            x.engine
-                .datagram(&mut e, f, ip, ports, b, false, 1, p, &mut (&mut x.stats, &mut rec));
+            x.engine.datagram(
+                &mut e,
+                f,
+                ip,
+                ports,
+                b,
+                false,
+                1,
+                p,
+                &mut (&mut x.stats, &mut rec),
+            );
         }
         outcome
     }

@@ -233,7 +233,9 @@ fn write_carried(out: &mut String, c: &Carried, base: Anchor, level: usize) {
         None => "no header".into(),
     };
     let seq = e.sequence.map_or_else(String::new, |s| format!(", sequence {s}"));
-    let frag = e.fragment.map_or_else(String::new, |f| format!(", fragment {} of {}", f.id, f.count));
+    let frag = e
+        .fragment
+        .map_or_else(String::new, |f| format!(", fragment {} of {}", f.id, f.count));
     let analysis = crate::sinks::printer::seq_note(e.seq_event);
     let at = c.place(base);
     let place = match (c.kind(), at.captured) {
@@ -246,7 +248,11 @@ fn write_carried(out: &mut String, c: &Carried, base: Anchor, level: usize) {
             )
         }
         (_, true) => format!("[bit {}, {} bits]", at.bit, e.payload.len() * 8),
-        (_, false) => format!("[bit {} of the reassembled packet, {} bits]", at.bit, e.payload.len() * 8),
+        (_, false) => format!(
+            "[bit {} of the reassembled packet, {} bits]",
+            at.bit,
+            e.payload.len() * 8
+        ),
     };
     let _ = writeln!(
         out,

@@ -95,7 +95,10 @@ impl Batch {
             payload: self.bytes.get(c.payload.clone()).unwrap_or(&[]),
             fragment_frames: self.frames.get(c.fragment_frames.clone()).unwrap_or(&[]),
             dissection: c.dissection.and_then(|i| self.trees.get(i)),
-            carried: c.carried.and_then(|i| self.carried.get(i)).map_or(&[], |v| &v[..]),
+            carried: c
+                .carried
+                .and_then(|i| self.carried.get(i))
+                .map_or(&[], |v| &v[..]),
             ..c.event
         })
     }

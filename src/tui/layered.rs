@@ -118,16 +118,18 @@ fn packet_rows(out: &mut Vec<LayerRow>, c: &Carried, base: Anchor, after: usize,
     let e = c.event();
     let p = &c.layer;
     let at = c.place(base);
-    let ty = e
-        .packet_type
-        .map_or_else(|| "no header".into(), |t| p.type_name(t).unwrap_or("undefined").to_string());
+    let ty = e.packet_type.map_or_else(
+        || "no header".into(),
+        |t| p.type_name(t).unwrap_or("undefined").to_string(),
+    );
     let seq = e.sequence.map_or_else(String::new, |s| format!(" seq {s}"));
-    let frag = e.fragment.map_or_else(String::new, |f| format!(" fragment {} of {}", f.id, f.count));
+    let frag = e
+        .fragment
+        .map_or_else(String::new, |f| format!(" fragment {} of {}", f.id, f.count));
     let (place, bits) = match (c.kind(), at.captured) {
-        (crate::engine::Kind::Reassembled, _) => (
-            format!("reassembled from {}", e.fragment_frames.len()),
-            None,
-        ),
+        (crate::engine::Kind::Reassembled, _) => {
+            (format!("reassembled from {}", e.fragment_frames.len()), None)
+        }
         (_, true) => (
             format!("@{}+{}", at.bit, e.payload.len() * 8),
             Some((at.bit, e.payload.len() as u64 * 8)),
@@ -203,7 +205,12 @@ fn packet_rows(out: &mut Vec<LayerRow>, c: &Carried, base: Anchor, after: usize,
                 fault.reason
             ),
             place: String::new(),
-            bits: at.captured.then(|| (fault.bit + at.bit, (e.payload.len() as u64 * 8).saturating_sub(fault.bit).max(1))),
+            bits: at.captured.then(|| {
+                (
+                    fault.bit + at.bit,
+                    (e.payload.len() as u64 * 8).saturating_sub(fault.bit).max(1),
+                )
+            }),
             pattern: None,
             doc: None,
             term: None,
