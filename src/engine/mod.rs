@@ -370,6 +370,11 @@ impl Engine {
             + self.sender_index.capacity() * (size_of::<((SocketAddr, u8), usize)>() + 1)
     }
 
+    /// Reassembly data held now (within the budget).
+    pub fn reassembly_held(&self) -> usize {
+        self.budget.used
+    }
+
     /// The most reassembly held at once so far.
     pub fn reassembly_peak(&self) -> usize {
         self.budget.peak
