@@ -130,7 +130,7 @@ fn packet<W: Write>(
             carried: e.carried,
             at: placed.unwrap_or(Anchor::DATAGRAM),
         };
-        fields(w, p, d, e.payload, scratch, &inside)?;
+        fields_in(w, p, d, e.payload, scratch, &inside)?;
         key(w, &mut first, "fragment")?;
         fragment(w, d.fragment)?;
     } else {
@@ -209,6 +209,21 @@ pub struct Inside<'a> {
 
 /// The field tree as a JSON array: roots, then each field's children, in pre-order.
 pub fn fields<W: Write>(
+    w: &mut W,
+    p: &Program,
+    d: &Dissection,
+    data: &[u8],
+    s: &mut JsonScratch,
+) -> io::Result<()> {
+    let outer = Inside {
+        carried: &[],
+        at: Anchor::DATAGRAM,
+    };
+    fields_in(w, p, d, data, s, &outer)
+}
+
+/// [`fields`], with what inner layers read nested under the fields that carried it.
+pub fn fields_in<W: Write>(
     w: &mut W,
     p: &Program,
     d: &Dissection,
