@@ -311,6 +311,19 @@ fn emit_shown<S: Sink + ?Sized>(
 }
 
 impl Engine {
+    /// Hands `e` to the sink as the validator and the layers read it.
+    #[inline]
+    fn show<S: Sink + ?Sized>(&self, sink: &mut S, e: &PacketEvent<'_>, record: bool, fresh: bool) {
+        emit_shown(
+            sink,
+            e,
+            &self.validator.dissection,
+            record,
+            fresh,
+            self.stack.as_deref(),
+        );
+    }
+
     /// `record`: attach the field tree to events (dissect, TUI detail); statistics alone
     /// only validate bodies, which is much faster.
     pub fn new(cfg: Config, record: bool) -> Self {
@@ -689,14 +702,7 @@ impl Engine {
         let (Some(sequence), Some(ptype), Status::Ok | Status::Malformed) =
             (v.sequence, v.packet_type, v.status)
         else {
-            emit_shown(
-                sink,
-                e,
-                &self.validator.dissection,
-                record,
-                fresh,
-                self.stack.as_deref(),
-            );
+            self.show(sink, e, record, fresh);
             self.emit_completed(sink, e, record);
             return;
         };
@@ -712,14 +718,7 @@ impl Engine {
         // A flow past the table's cap is validated and counted, without sequence
         // analysis or reassembly.
         let Some(index) = e.flow_index else {
-            emit_shown(
-                sink,
-                e,
-                &self.validator.dissection,
-                record,
-                fresh,
-                self.stack.as_deref(),
-            );
+            self.show(sink, e, record, fresh);
             return;
         };
         let flow = &mut self.flows[index as usize];
@@ -761,14 +760,7 @@ impl Engine {
             }
         };
         let Some(frag) = v.fragment else {
-            emit_shown(
-                sink,
-                e,
-                &self.validator.dissection,
-                record,
-                fresh,
-                self.stack.as_deref(),
-            );
+            self.show(sink, e, record, fresh);
             self.emit_completed(sink, e, record);
             return;
         };
@@ -801,25 +793,11 @@ impl Engine {
             self.evict_elsewhere();
         }
         let Outcome::Complete { count } = outcome else {
-            emit_shown(
-                sink,
-                e,
-                &self.validator.dissection,
-                record,
-                fresh,
-                self.stack.as_deref(),
-            );
+            self.show(sink, e, record, fresh);
             return;
         };
         e.completes = Some(count);
-        emit_shown(
-            sink,
-            e,
-            &self.validator.dissection,
-            record,
-            fresh,
-            self.stack.as_deref(),
-        );
+        self.show(sink, e, record, fresh);
         // The packet itself, validated and dissected like any other — by a worker, when
         // one joined these very bytes and no field tree is wanted.
         let joined = match preset.joined {
