@@ -14,6 +14,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 
+mod rows;
+pub use rows::{CHUNK, Chunk, Rows};
+
 pub mod status {
     pub const CRC_OK: u16 = 1;
     pub const CRC_FAIL: u16 = 2;
@@ -37,7 +40,7 @@ pub mod status {
     pub const SEQ_NEW: u16 = 32768;
 }
 
-/// One row of the packet list: 56 bytes (the gap fits in what was padding).
+/// One row of the packet list, as read from the index (kept packed: see [`Rows`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Row {
     pub frame: u64,
@@ -287,7 +290,7 @@ impl FrameStore {
 pub struct Index {
     pub name: String,
     pub path: PathBuf,
-    pub rows: Vec<Row>,
+    pub rows: Rows,
     /// Rows that are reassembled packets rather than frames.
     pub reassembled: u64,
     pub flows: Vec<FlowId>,
@@ -311,6 +314,11 @@ impl Index {
         let first = self.rows.first().map_or(0, |r| r.ts_ns);
         let last = self.rows.iter().map(|r| r.ts_ns).max().unwrap_or(first);
         (first, last)
+    }
+
+    /// Bytes the rows take in memory.
+    pub fn rows_bytes(&self) -> usize {
+        self.rows.bytes()
     }
 
     /// Frames indexed (rows less reassembled packets).
@@ -340,7 +348,7 @@ impl Index {
             } => {
                 self.icmp.extend(icmp);
                 self.reassembled += rows.iter().filter(|r| r.has(status::REASSEMBLED)).count() as u64;
-                self.rows.extend_from_slice(&rows);
+                self.rows.extend(rows);
                 self.flows.extend(flows);
                 self.kept.extend(kept);
                 if !frames.is_empty() {

@@ -543,7 +543,12 @@ impl App {
             self.filter.start(first.ts_ns);
         }
         for i in self.scanned..end {
-            if self.filter.is_all() || self.filter.matches(&ix.rows[i].event(&ix.flows)) {
+            if self.filter.is_all()
+                || ix
+                    .rows
+                    .get(i)
+                    .is_some_and(|r| self.filter.matches(&r.event(&ix.flows)))
+            {
                 self.view.push(i as u32);
             }
         }
@@ -590,7 +595,7 @@ impl App {
 
     pub fn selected_row(&self) -> Option<Row> {
         let i = *self.view.get(self.selected)? as usize;
-        self.index.rows.get(i).copied()
+        self.index.rows.get(i)
     }
 
     /// Selects the first shown packet at or after `frame`.
@@ -1247,7 +1252,7 @@ impl App {
     /// A row read back from the file (or the live store, or the kept bytes) and dissected
     /// with fields recorded.
     fn detail_of(&mut self, ix: &Index, row_index: u32) -> Option<Detail> {
-        let row = ix.rows.get(row_index as usize).copied()?;
+        let row = ix.rows.get(row_index as usize)?;
         if let Some(kept) = ix.kept.get(&row_index) {
             // Bytes no single frame holds: a datagram rebuilt from IP fragments, or a
             // packet reassembled from game fragments.
@@ -1568,7 +1573,7 @@ impl App {
     }
 
     fn make_info(&mut self, ix: &Index, row_index: u32) -> String {
-        let Some(r) = ix.rows.get(row_index as usize).copied() else {
+        let Some(r) = ix.rows.get(row_index as usize) else {
             return String::new();
         };
         if r.has(status::REASSEMBLED) {
