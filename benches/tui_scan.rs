@@ -35,7 +35,7 @@ fn main() {
         let (path, cfg) = (path.clone(), cfg.clone());
         std::thread::spawn(move || load(&path, cfg, tx))
     };
-    let mut app = App::new(Index::new(&path), rx, cfg);
+    let mut app = App::new(Index::new(&path), rx, cfg.clone());
     while !app.index.done {
         app.tick();
         std::thread::sleep(std::time::Duration::from_millis(5));
@@ -55,16 +55,49 @@ fn main() {
         app.index.rows_bytes() as f64 / rows,
         (after.saturating_sub(before) * 1024) as f64 / rows
     );
-    let started = Instant::now();
-    app.apply_filter(&filter);
-    while !app.scan_finished() {
-        std::thread::sleep(std::time::Duration::from_millis(5));
-        app.tick();
+    let filter = gpcap::filter::Filter::parse(&filter, cfg.program.as_deref()).expect("filter");
+    let engine = timed("one engine pass (before)", || {
+        let (tx, rx) = std::sync::mpsc::channel();
+        gpcap::sinks::select::scan(&path, cfg.clone(), filter.clone(), tx, Default::default());
+        rx
+    });
+    let snap = app.index.snapshot(&cfg, &filter).expect("the index can be scanned");
+    for workers in [1, 2] {
+        let rows = timed(&format!("the index on {workers} thread(s)"), || {
+            let (tx, rx) = std::sync::mpsc::channel();
+            gpcap::sinks::index::scan(snap.clone(), cfg.clone(), filter.clone(), workers, tx, Default::default());
+            rx
+        });
+        assert_eq!(rows, engine, "{workers} thread(s) against the engine");
+    }
+}
+
+/// Seconds of CPU the process has used (user and system).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit(')').next().unwrap_or("");
+    let f: Vec<i64> = after.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    (f.get(10).unwrap_or(&0) + f.get(11).unwrap_or(&0)) as f64 / 100.0
+}
+
+/// Runs a scan, prints its wall and CPU seconds, and returns the rows it selected.
+fn timed(what: &str, run: impl FnOnce() -> std::sync::mpsc::Receiver<gpcap::sinks::select::ScanUpdate>) -> Vec<u32> {
+    use gpcap::sinks::select::ScanUpdate;
+    let (wall, cpu) = (Instant::now(), cpu_seconds());
+    let rx = run();
+    let mut rows = Vec::new();
+    for u in rx {
+        match u {
+            ScanUpdate::Rows { rows: r, .. } => rows.extend(r),
+            ScanUpdate::Done { error } => assert!(error.is_none(), "{what}: {error:?}"),
+        }
     }
     println!(
-        "field scan `{filter}`: {:.2} s, {} rows selected{}",
-        started.elapsed().as_secs_f64(),
-        app.view.len(),
-        app.scan_status().map(|s| format!(" ({s})")).unwrap_or_default()
+        "field scan, {what}: {:.2} s wall, {:.2} s CPU, {} rows selected",
+        wall.elapsed().as_secs_f64(),
+        cpu_seconds() - cpu,
+        rows.len()
     );
+    rows
 }

@@ -1082,6 +1082,11 @@ impl Filter {
         }
     }
 
+    /// The filter reads an inner layer (`-d A -d B`, keys) somewhere.
+    pub fn reads_layers(&self) -> bool {
+        self.root.names_layer()
+    }
+
     pub fn is_all(&self) -> bool {
         self.root == Node::True
     }

@@ -15,7 +15,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 
 mod rows;
+mod scan;
 pub use rows::{CHUNK, Chunk, Rows};
+pub use scan::{Snapshot, needs_kept, scan};
 
 pub mod status {
     pub const CRC_OK: u16 = 1;
@@ -213,6 +215,49 @@ pub struct Kept {
     pub fragment_frames: Vec<u64>,
 }
 
+/// The fragments' frames of reassembled packets whose bytes were not kept (a field scan
+/// puts them back together from the file): a few bytes a packet where its bytes were
+/// hundreds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Fragments {
+    /// Rows, ascending, and where their frames end in `frames`.
+    rows: Vec<(u32, u32)>,
+    frames: Vec<u64>,
+}
+
+impl Fragments {
+    pub fn push(&mut self, row: u32, frames: &[u64]) {
+        self.frames.extend_from_slice(frames);
+        self.rows.push((row, self.frames.len() as u32));
+    }
+
+    /// The fragments' frames of the packet at `row`, by fragment id.
+    pub fn of(&self, row: u32) -> Option<&[u64]> {
+        let i = self.rows.binary_search_by_key(&row, |r| r.0).ok()?;
+        let start = i.checked_sub(1).map_or(0, |p| self.rows[p].1) as usize;
+        self.frames.get(start..self.rows[i].1 as usize)
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    fn append(&mut self, more: Fragments) {
+        let base = self.frames.len() as u32;
+        self.frames.extend(more.frames);
+        self.rows.extend(more.rows.into_iter().map(|(r, end)| (r, end + base)));
+    }
+
+    /// Bytes it takes in memory.
+    pub fn bytes(&self) -> usize {
+        self.rows.capacity() * 8 + self.frames.capacity() * 8
+    }
+}
+
 /// An ICMP "too big" row: its addresses and what it says, for the list's columns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IcmpRow {
@@ -232,6 +277,8 @@ pub enum Update {
         rows: Vec<Row>,
         flows: Vec<FlowId>,
         kept: Vec<(u32, Kept)>,
+        /// Fragments' frames of reassembled packets not kept.
+        fragments: Fragments,
         /// ICMP rows' addresses and summaries, by row.
         icmp: Vec<(u32, IcmpRow)>,
         /// Frames held in memory (live capture, where there is no file to read back).
@@ -295,7 +342,13 @@ pub struct Index {
     pub reassembled: u64,
     pub flows: Vec<FlowId>,
     pub frags: Vec<FragPacket>,
-    pub kept: HashMap<u32, Kept>,
+    /// Shared with a field scan (settled once the capture is indexed).
+    pub kept: Arc<HashMap<u32, Kept>>,
+    /// Rows whose bytes no single frame holds ([`needs_kept`]): all kept when `kept`
+    /// has as many.
+    pub needs_kept: u64,
+    /// Reassembled packets not kept: their fragments' frames (shared with a field scan).
+    pub fragments: Arc<Fragments>,
     pub icmp: HashMap<u32, IcmpRow>,
     pub bytes_read: u64,
     pub total_bytes: u64,
@@ -342,15 +395,22 @@ impl Index {
                 rows,
                 flows,
                 kept,
+                fragments,
                 icmp,
                 frames,
                 bytes_read,
             } => {
+                if !fragments.is_empty() {
+                    Arc::make_mut(&mut self.fragments).append(fragments);
+                }
                 self.icmp.extend(icmp);
                 self.reassembled += rows.iter().filter(|r| r.has(status::REASSEMBLED)).count() as u64;
+                self.needs_kept += rows.iter().filter(|r| needs_kept(r)).count() as u64;
                 self.rows.extend(rows);
                 self.flows.extend(flows);
-                self.kept.extend(kept);
+                if !kept.is_empty() {
+                    Arc::make_mut(&mut self.kept).extend(kept);
+                }
                 if !frames.is_empty() {
                     let store = self.store.get_or_insert_with(|| FrameStore::new(256 << 20));
                     for (n, d) in frames {
@@ -384,6 +444,7 @@ pub struct IndexSink {
     frags_sent_at: std::time::Instant,
     kept: Vec<(u32, Kept)>,
     kept_bytes: usize,
+    fragments: Fragments,
     icmp: Vec<(u32, IcmpRow)>,
     icmp_rows: usize,
     /// Keep frames in memory (live capture).
@@ -409,6 +470,7 @@ impl IndexSink {
             frags_sent_at: std::time::Instant::now(),
             kept: Vec::new(),
             kept_bytes: 0,
+            fragments: Fragments::default(),
             icmp: Vec::new(),
             icmp_rows: 0,
             keep_frames: false,
@@ -440,6 +502,7 @@ impl IndexSink {
         if !self.rows.is_empty()
             || !self.new_flows.is_empty()
             || !self.kept.is_empty()
+            || !self.fragments.is_empty()
             || !self.icmp.is_empty()
             || all
         {
@@ -448,6 +511,7 @@ impl IndexSink {
                 rows: std::mem::take(&mut self.rows),
                 flows: std::mem::take(&mut self.new_flows),
                 kept: std::mem::take(&mut self.kept),
+                fragments: std::mem::take(&mut self.fragments),
                 icmp: std::mem::take(&mut self.icmp),
                 frames: std::mem::take(&mut self.frames),
                 bytes_read: self.bytes_read.load(Ordering::Relaxed),
@@ -480,9 +544,15 @@ impl IndexSink {
         self.send(Update::Report(Box::new(r)));
     }
 
+    /// Keeps the bytes of `row` while they fit; a reassembled packet's fragments' frames
+    /// otherwise.
     fn keep(&mut self, row: u32, payload: &[u8], fragment_frames: &[u64]) {
         let cost = payload.len() + fragment_frames.len() * 8;
-        if self.kept_bytes + cost <= KEPT_BYTES {
+        if self.kept_bytes + cost > KEPT_BYTES {
+            if !fragment_frames.is_empty() {
+                self.fragments.push(row, fragment_frames);
+            }
+        } else {
             self.kept_bytes += cost;
             self.kept.push((
                 row,

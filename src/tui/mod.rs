@@ -6,6 +6,7 @@ pub mod app;
 pub mod bits;
 pub mod keys;
 pub mod prompt;
+mod scan;
 pub mod series;
 pub mod ui;
 
