@@ -50,9 +50,13 @@ fn main() {
         rows,
         started.elapsed().as_secs_f64()
     );
+    let ix = &app.index;
     println!(
-        "index: {:.1} bytes/row held by the rows, {:.1} bytes/row of resident memory",
-        app.index.rows_bytes() as f64 / rows,
+        "index: {:.1} bytes/row ({:.1} the rows, {:.1} the fragments' frames, {:.1} kept bytes), {:.1} bytes/row of resident memory",
+        ix.bytes() as f64 / rows,
+        ix.rows.bytes() as f64 / rows,
+        ix.fragments.bytes() as f64 / rows,
+        ix.kept.values().map(|k| k.payload.len() + 8 * k.fragment_frames.len()).sum::<usize>() as f64 / rows,
         (after.saturating_sub(before) * 1024) as f64 / rows
     );
     let filter = gpcap::filter::Filter::parse(&filter, cfg.program.as_deref()).expect("filter");

@@ -205,7 +205,7 @@ impl FragPacket {
 const MAX_FRAG_PACKETS: usize = 200_000;
 /// Payloads kept for rows whose bytes are in no single frame (IP-rebuilt datagrams and
 /// reassembled packets), with the frames of reassembled packets' fragments.
-const KEPT_BYTES: usize = 64 << 20;
+pub const KEPT_BYTES: usize = 64 << 20;
 
 /// Bytes of a row that no single frame holds.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -369,9 +369,16 @@ impl Index {
         (first, last)
     }
 
-    /// Bytes the rows take in memory.
-    pub fn rows_bytes(&self) -> usize {
+    /// Bytes the index takes in memory, about: rows, fragments' frames, kept bytes,
+    /// flows, ICMP rows and the fragment grid.
+    pub fn bytes(&self) -> usize {
+        let entry = |k: &Kept| 40 + k.payload.capacity() + k.fragment_frames.capacity() * 8;
         self.rows.bytes()
+            + self.fragments.bytes()
+            + self.kept.values().map(entry).sum::<usize>()
+            + self.flows.capacity() * std::mem::size_of::<FlowId>()
+            + self.icmp.values().map(|i| 80 + i.info.capacity()).sum::<usize>()
+            + self.frags.capacity() * std::mem::size_of::<FragPacket>()
     }
 
     /// Frames indexed (rows less reassembled packets).
@@ -444,6 +451,8 @@ pub struct IndexSink {
     frags_sent_at: std::time::Instant,
     kept: Vec<(u32, Kept)>,
     kept_bytes: usize,
+    /// Bytes of rows kept at most ([`KEPT_BYTES`]; tests lower it).
+    pub kept_limit: usize,
     fragments: Fragments,
     icmp: Vec<(u32, IcmpRow)>,
     icmp_rows: usize,
@@ -470,6 +479,7 @@ impl IndexSink {
             frags_sent_at: std::time::Instant::now(),
             kept: Vec::new(),
             kept_bytes: 0,
+            kept_limit: KEPT_BYTES,
             fragments: Fragments::default(),
             icmp: Vec::new(),
             icmp_rows: 0,
@@ -548,7 +558,7 @@ impl IndexSink {
     /// otherwise.
     fn keep(&mut self, row: u32, payload: &[u8], fragment_frames: &[u64]) {
         let cost = payload.len() + fragment_frames.len() * 8;
-        if self.kept_bytes + cost > KEPT_BYTES {
+        if self.kept_bytes + cost > self.kept_limit {
             if !fragment_frames.is_empty() {
                 self.fragments.push(row, fragment_frames);
             }

@@ -34,6 +34,16 @@ pub struct Snapshot {
     kept: Arc<HashMap<u32, Kept>>,
     fragments: Arc<super::Fragments>,
     total_bytes: u64,
+    /// Rows a worker takes at a time.
+    piece: usize,
+}
+
+impl Snapshot {
+    /// Workers take `rows` rows at a time (tests cut small pieces).
+    pub fn with_piece(mut self, rows: usize) -> Self {
+        self.piece = rows.max(1);
+        self
+    }
 }
 
 impl Index {
@@ -61,6 +71,7 @@ impl Index {
             kept: self.kept.clone(),
             fragments: self.fragments.clone(),
             total_bytes: self.total_bytes,
+            piece: PIECE,
         })
     }
 }
@@ -96,7 +107,7 @@ pub fn scan(
     if let Some(first) = snap.rows.first() {
         filter.start(first.ts_ns);
     }
-    let pieces = snap.rows.len().div_ceil(PIECE);
+    let pieces = snap.rows.len().div_ceil(snap.piece);
     let next = Arc::new(AtomicUsize::new(0));
     let (done_tx, done_rx) = channel::<(usize, Result<Vec<u32>, String>)>();
     let threads: Vec<_> = (0..workers.max(1))
@@ -133,7 +144,7 @@ fn in_order(
     tx: &Sender<ScanUpdate>,
     stop: &AtomicBool,
 ) -> Option<String> {
-    let pieces = snap.rows.len().div_ceil(PIECE);
+    let pieces = snap.rows.len().div_ceil(snap.piece);
     let mut waiting = BTreeMap::new();
     let mut next = 0;
     for (piece, rows) in done {
@@ -144,7 +155,7 @@ fn in_order(
                 Ok(rows) => rows,
                 Err(e) => return Some(e),
             };
-            let end = (next * PIECE).min(snap.rows.len());
+            let end = (next * snap.piece).min(snap.rows.len());
             let bytes_read = if next == pieces {
                 snap.total_bytes
             } else {
@@ -196,7 +207,8 @@ impl<'a> Worker<'a> {
 
     fn rows(&mut self, piece: usize, at: &std::cell::Cell<u64>) -> Result<Vec<u32>, String> {
         let snap = self.snap;
-        let (start, end) = (piece * PIECE, ((piece + 1) * PIECE).min(snap.rows.len()));
+        let size = snap.piece;
+        let (start, end) = (piece * size, ((piece + 1) * size).min(snap.rows.len()));
         self.carried.clear();
         self.bytes.clear();
         let mut out = Vec::new();
@@ -345,6 +357,129 @@ impl Records {
                 frame: r.frame,
                 message: "the record of this frame is not there (the file changed?)".into(),
             });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Engine, run_files};
+    use crate::sinks::index::IndexSink;
+    use proptest::prelude::*;
+    use std::path::Path;
+    use std::sync::OnceLock;
+
+    const FILTERS: [&str; 7] = [
+        "objects.at_rest == true",
+        "all scene.objects.at_rest == true",
+        "reassembled && objects.at_rest == true",
+        "objects.position.x < -500 || objects[1].linear_velocity.y > 5",
+        "items.item >= 90 && !reassembled",
+        "!(objects.index > 10) && seq > 20",
+        "misc.name contains \"a\" && misc.n != 3",
+    ];
+
+    fn capture() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("captures/lossy-bursts.pcap")
+    }
+
+    fn config() -> Config {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let p = crate::dissect::load(&root.join("dissectors/article.kdl")).unwrap();
+        Config::from_program(Arc::new(p))
+    }
+
+    /// The index of the capture, keeping at most `kept` bytes of rows.
+    fn index(kept: usize) -> Index {
+        let (tx, rx) = channel();
+        let mut sink = IndexSink::new(tx);
+        sink.kept_limit = kept;
+        let path = capture();
+        run_files(
+            std::slice::from_ref(&path),
+            Engine::new(config(), false),
+            &mut sink,
+            &mut |_, _| {},
+            &|_| false,
+        )
+        .unwrap();
+        sink.done(None, None);
+        drop(sink);
+        let mut ix = Index::new(&path);
+        for u in rx {
+            ix.apply(u);
+        }
+        ix
+    }
+
+    fn rows_of(rx: std::sync::mpsc::Receiver<ScanUpdate>) -> Vec<u32> {
+        let mut rows = Vec::new();
+        for u in rx {
+            match u {
+                ScanUpdate::Rows { rows: r, .. } => rows.extend(r),
+                ScanUpdate::Done { error } => assert_eq!(error, None),
+            }
+        }
+        rows
+    }
+
+    /// What one pass of the engine selects, per filter.
+    fn engine() -> &'static Vec<Vec<u32>> {
+        static ROWS: OnceLock<Vec<Vec<u32>>> = OnceLock::new();
+        ROWS.get_or_init(|| {
+            let cfg = config();
+            FILTERS
+                .iter()
+                .map(|f| {
+                    let filter = Filter::parse(f, cfg.program.as_deref()).unwrap();
+                    let (tx, rx) = channel();
+                    crate::sinks::select::scan(&capture(), cfg.clone(), filter, tx, Default::default());
+                    rows_of(rx)
+                })
+                .collect()
+        })
+    }
+
+    fn indexes() -> &'static [Index; 2] {
+        static INDEXES: OnceLock<[Index; 2]> = OnceLock::new();
+        INDEXES.get_or_init(|| [index(super::super::KEPT_BYTES), index(0)])
+    }
+
+    fn scan_with(ix: &Index, text: &str, piece: usize, workers: usize) -> Vec<u32> {
+        let cfg = config();
+        let filter = Filter::parse(text, cfg.program.as_deref()).unwrap();
+        let snap = ix.snapshot(&cfg, &filter).expect("the index can be scanned").with_piece(piece);
+        let (tx, rx) = channel();
+        scan(snap, cfg, filter, workers, tx, Default::default());
+        rows_of(rx)
+    }
+
+    #[test]
+    fn reassembled_packets_not_kept_are_put_back_together() {
+        let [all, none] = indexes();
+        assert!(all.fragments.is_empty() && !all.kept.is_empty());
+        assert!(none.kept.is_empty() && none.fragments.len() as u64 == none.reassembled);
+        let reassembled = engine()[2].len();
+        assert!(reassembled > 5, "only {reassembled} reassembled packets selected");
+        for (text, want) in FILTERS.iter().zip(engine()) {
+            assert_eq!(&scan_with(none, text, 300, 2), want, "`{text}`");
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(12))]
+
+        /// The rows one engine pass selects, whatever the pieces and threads.
+        #[test]
+        fn any_pieces_on_any_threads_select_what_the_engine_does(
+            piece in 1..3000usize,
+            workers in 1..4usize,
+            kept in any::<bool>(),
+            f in 0..FILTERS.len(),
+        ) {
+            let ix = &indexes()[kept as usize];
+            prop_assert_eq!(&scan_with(ix, FILTERS[f], piece, workers), &engine()[f]);
         }
     }
 }
