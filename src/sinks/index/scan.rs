@@ -174,6 +174,8 @@ fn in_order(
 struct Worker<'a> {
     snap: &'a Snapshot,
     validator: Validator,
+    /// Validates without recording fields: a fragment's bytes, when no tree is needed.
+    quick: Validator,
     filter: Filter,
     file: Option<FrameAt>,
     /// The fragments' bytes read in this piece, by frame: what a reassembled packet
@@ -189,6 +191,7 @@ impl<'a> Worker<'a> {
         Worker {
             snap,
             validator: Validator::new(cfg, true),
+            quick: Validator::new(cfg, false),
             filter,
             file: None,
             carried: HashMap::new(),
@@ -217,21 +220,38 @@ impl<'a> Worker<'a> {
             let Some(r) = snap.rows.get(i) else { break };
             at.set(r.frame);
             let e = r.event(&snap.flows);
+            // The row's own facts may settle the filter: no tree is needed then.
+            let decided = if r.has(status::GAME) { self.filter.decided(&e) } else { None };
             let hit = if let Some(k) = snap.kept.get(&(i as u32)) {
-                self.bytes_of(&r, &e, &k.payload, &k.fragment_frames)
-            } else if r.has(status::REASSEMBLED) {
-                let frames = snap.fragments.of(i as u32).ok_or("a reassembled packet's fragments were not kept")?;
-                self.put_back(frames)?;
-                let packet = std::mem::take(&mut self.packet);
-                let hit = self.bytes_of(&r, &e, &packet, frames);
-                self.packet = packet;
-                hit
-            } else if r.has(status::GAME) && !needs_kept(&r) {
-                if reader.is_none() {
-                    reader = Some(self.records(r.offset)?);
+                match decided {
+                    Some(hit) => hit,
+                    None => self.bytes_of(&r, &e, &k.payload, &k.fragment_frames),
                 }
-                let Some(rd) = reader.as_mut() else { break };
-                rd.with(&r, |f| self.frame(&r, &e, f)).map_err(|e| e.to_string())?
+            } else if r.has(status::REASSEMBLED) {
+                match decided {
+                    Some(hit) => hit,
+                    None => {
+                        let frames = snap.fragments.of(i as u32).ok_or("a reassembled packet's fragments were not kept")?;
+                        self.put_back(frames)?;
+                        let packet = std::mem::take(&mut self.packet);
+                        let hit = self.bytes_of(&r, &e, &packet, frames);
+                        self.packet = packet;
+                        hit
+                    }
+                }
+            } else if r.has(status::GAME) && !needs_kept(&r) {
+                // A fragment's bytes are carried for the packet it completes.
+                let carry = r.frag_count > 0 && !snap.fragments.is_empty();
+                match decided {
+                    Some(hit) if !carry => hit,
+                    _ => {
+                        if reader.is_none() {
+                            reader = Some(self.records(r.offset)?);
+                        }
+                        let Some(rd) = reader.as_mut() else { break };
+                        rd.with(&r, |f| self.frame(&r, &e, f, decided)).map_err(|e| e.to_string())?
+                    }
+                }
             } else {
                 self.filter.matches(&e)
             };
@@ -242,8 +262,16 @@ impl<'a> Worker<'a> {
         Ok(out)
     }
 
-    /// The filter on a frame's row, its datagram dissected as the engine does.
-    fn frame(&mut self, r: &Row, e: &PacketEvent<'_>, f: &crate::capture::Frame<'_>) -> bool {
+    /// The filter on a frame's row, its datagram dissected as the engine does (only
+    /// validated for the fragment it carries when `decided`).
+    fn frame(&mut self, r: &Row, e: &PacketEvent<'_>, f: &crate::capture::Frame<'_>, decided: Option<bool>) -> bool {
+        if let Some(hit) = decided {
+            if let Decoded::Udp { payload, .. } = decode(r.linktype as i32, f.data) {
+                let v = self.quick.datagram(payload);
+                self.carry(r, payload, &v);
+            }
+            return hit;
+        }
         match decode(r.linktype as i32, f.data) {
             // A datagram cut short is not dissected (its status says so).
             Decoded::Udp { payload, truncated, .. } if !truncated => self.bytes_of(r, e, payload, &[]),
@@ -258,10 +286,7 @@ impl<'a> Worker<'a> {
             self.validator.reassembled(payload)
         } else {
             let v = self.validator.datagram(payload);
-            if let Some(data) = v.fragment.and_then(|f| payload.get(f.data_offset..f.data_offset + f.data_len)) {
-                self.carried.insert(r.frame, (self.bytes.len(), data.len()));
-                self.bytes.extend_from_slice(data);
-            }
+            self.carry(r, payload, &v);
             v
         };
         // A datagram cut short is not dissected (its status says so).
@@ -274,6 +299,14 @@ impl<'a> Worker<'a> {
             fragment_frames,
             ..*e
         })
+    }
+
+    /// Keeps the bytes of the fragment `payload` carries (by the verdict `v` on it).
+    fn carry(&mut self, r: &Row, payload: &[u8], v: &crate::engine::Verdict) {
+        if let Some(data) = v.fragment.and_then(|f| payload.get(f.data_offset..f.data_offset + f.data_len)) {
+            self.carried.insert(r.frame, (self.bytes.len(), data.len()));
+            self.bytes.extend_from_slice(data);
+        }
     }
 
     /// Puts a reassembled packet back together in `packet` from its fragments' frames,
@@ -370,7 +403,7 @@ mod tests {
     use std::path::Path;
     use std::sync::OnceLock;
 
-    const FILTERS: [&str; 7] = [
+    const FILTERS: [&str; 9] = [
         "objects.at_rest == true",
         "all scene.objects.at_rest == true",
         "reassembled && objects.at_rest == true",
@@ -378,6 +411,8 @@ mod tests {
         "items.item >= 90 && !reassembled",
         "!(objects.index > 10) && seq > 20",
         "misc.name contains \"a\" && misc.n != 3",
+        "gap || !(scene.objects.index != 3) || frag.id == 1",
+        "ack > 3 && !(items.item >= 90)",
     ];
 
     fn capture() -> PathBuf {
