@@ -56,7 +56,11 @@ fn main() {
         ix.bytes() as f64 / rows,
         ix.rows.bytes() as f64 / rows,
         ix.fragments.bytes() as f64 / rows,
-        ix.kept.values().map(|k| k.payload.len() + 8 * k.fragment_frames.len()).sum::<usize>() as f64 / rows,
+        ix.kept
+            .values()
+            .map(|k| k.payload.len() + 8 * k.fragment_frames.len())
+            .sum::<usize>() as f64
+            / rows,
         (after.saturating_sub(before) * 1024) as f64 / rows
     );
     let filter = gpcap::filter::Filter::parse(&filter, cfg.program.as_deref()).expect("filter");
@@ -65,11 +69,21 @@ fn main() {
         gpcap::sinks::select::scan(&path, cfg.clone(), filter.clone(), tx, Default::default());
         rx
     });
-    let snap = app.index.snapshot(&cfg, &filter).expect("the index can be scanned");
+    let snap = app
+        .index
+        .snapshot(&cfg, &filter)
+        .expect("the index can be scanned");
     for workers in [1, 2] {
         let rows = timed(&format!("the index on {workers} thread(s)"), || {
             let (tx, rx) = std::sync::mpsc::channel();
-            gpcap::sinks::index::scan(snap.clone(), cfg.clone(), filter.clone(), workers, tx, Default::default());
+            gpcap::sinks::index::scan(
+                snap.clone(),
+                cfg.clone(),
+                filter.clone(),
+                workers,
+                tx,
+                Default::default(),
+            );
             rx
         });
         assert_eq!(rows, engine, "{workers} thread(s) against the engine");
@@ -86,7 +100,10 @@ fn cpu_seconds() -> f64 {
 }
 
 /// Runs a scan, prints its wall and CPU seconds, and returns the rows it selected.
-fn timed(what: &str, run: impl FnOnce() -> std::sync::mpsc::Receiver<gpcap::sinks::select::ScanUpdate>) -> Vec<u32> {
+fn timed(
+    what: &str,
+    run: impl FnOnce() -> std::sync::mpsc::Receiver<gpcap::sinks::select::ScanUpdate>,
+) -> Vec<u32> {
     use gpcap::sinks::select::ScanUpdate;
     let (wall, cpu) = (Instant::now(), cpu_seconds());
     let rx = run();

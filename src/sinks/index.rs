@@ -17,7 +17,7 @@ use std::sync::mpsc::Sender;
 mod rows;
 mod scan;
 pub use rows::{CHUNK, Chunk, Rows};
-pub use scan::{Snapshot, needs_kept, scan};
+pub use scan::{Snapshot, needs_kept, put_back, scan};
 
 pub mod status {
     pub const CRC_OK: u16 = 1;
@@ -204,8 +204,10 @@ impl FragPacket {
 /// Fragmented packets tracked for the reassembly view.
 const MAX_FRAG_PACKETS: usize = 200_000;
 /// Payloads kept for rows whose bytes are in no single frame (IP-rebuilt datagrams and
-/// reassembled packets), with the frames of reassembled packets' fragments.
-pub const KEPT_BYTES: usize = 64 << 20;
+/// reassembled packets), with the frames of reassembled packets' fragments: 1.7 bytes a
+/// packet of a 10M-frame capture. Past it a reassembled packet keeps only its fragments'
+/// frames and is put back together from them when shown or filtered.
+pub const KEPT_BYTES: usize = 16 << 20;
 
 /// Bytes of a row that no single frame holds.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -249,7 +251,8 @@ impl Fragments {
     fn append(&mut self, more: Fragments) {
         let base = self.frames.len() as u32;
         self.frames.extend(more.frames);
-        self.rows.extend(more.rows.into_iter().map(|(r, end)| (r, end + base)));
+        self.rows
+            .extend(more.rows.into_iter().map(|(r, end)| (r, end + base)));
     }
 
     /// Bytes it takes in memory.

@@ -2,6 +2,7 @@
 //! the loader over a channel, so drawing never waits on a lock; nothing here draws.
 
 use super::prompt::{Ask, Edit, Prompt};
+use super::scan::FieldScan;
 use super::series::Series;
 use crate::capture::reader::FrameAt;
 use crate::decode::{Decoded, decode};
@@ -10,7 +11,6 @@ use crate::engine::{Config, Validator};
 use crate::filter::Filter;
 use crate::sinks::index::{Index, NO_FLOW, Row, Update, status};
 use crate::sinks::select::{frames_of_rows, write_frames};
-use super::scan::FieldScan;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use ratatui::layout::{Position, Rect};
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -1083,7 +1083,28 @@ impl App {
     /// with fields recorded.
     fn detail_of(&mut self, ix: &Index, row_index: u32) -> Option<Detail> {
         let row = ix.rows.get(row_index as usize)?;
-        if let Some(kept) = ix.kept.get(&row_index) {
+        let rebuilt;
+        let kept = match ix.kept.get(&row_index) {
+            Some(k) => Some(k),
+            // Not kept: put back together from its fragments' frames.
+            None if row.has(status::REASSEMBLED)
+                && ix.fragments.of(row_index).is_some()
+                && self.fragments_whole() =>
+            {
+                match crate::sinks::index::put_back(ix, &mut self.validator, row_index) {
+                    Ok(k) => {
+                        rebuilt = k;
+                        Some(&rebuilt)
+                    }
+                    Err(e) => {
+                        let note = format!("a reassembled packet whose bytes cannot be read back: {e}");
+                        return Some(Detail::unavailable(row, note));
+                    }
+                }
+            }
+            None => None,
+        };
+        if let Some(kept) = kept {
             // Bytes no single frame holds: a datagram rebuilt from IP fragments, or a
             // packet reassembled from game fragments.
             let p = kept.payload.clone();
@@ -1127,7 +1148,7 @@ impl App {
             });
         }
         if row.has(status::REASSEMBLED) {
-            let note = "a reassembled packet whose bytes were not kept (64 MiB of them are)".into();
+            let note = "a reassembled packet whose bytes were not kept (16 MiB of them are)".into();
             return Some(Detail::unavailable(row, note));
         }
         let read = match &ix.store {
@@ -1193,6 +1214,13 @@ impl App {
             dissection,
             note,
         })
+    }
+
+    /// A reassembled packet is its fragments' datagram bodies end to end (no messages).
+    fn fragments_whole(&self) -> bool {
+        self.program
+            .as_deref()
+            .is_some_and(|p| p.messages.is_none() && p.params.message_fragments.is_empty())
     }
 
     fn sort(&mut self, reverse: bool) {

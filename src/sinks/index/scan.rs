@@ -76,6 +76,59 @@ impl Index {
     }
 }
 
+/// The reassembled packet at `row`, whose bytes were not kept, put back together from its
+/// fragments' frames as the engine put it (for the detail view); `validator` reads the
+/// fragments. Only for definitions whose fragments are whole datagrams (no messages).
+pub fn put_back(ix: &Index, validator: &mut Validator, row: u32) -> Result<Kept, String> {
+    let frames = ix
+        .fragments
+        .of(row)
+        .ok_or("its fragments' frames were not kept")?;
+    let file = FrameAt::open(&ix.path).map_err(|e| e.to_string())?;
+    let mut payload = Vec::new();
+    for &frame in frames {
+        let missing = || format!("frame {frame}, a fragment, cannot be read back");
+        let at = row_of_frame(&ix.rows, frame).ok_or_else(missing)?;
+        let r = ix.rows.get(at).ok_or_else(missing)?;
+        let read;
+        let bytes = match ix.kept.get(&(at as u32)) {
+            Some(k) => &k.payload[..],
+            None => {
+                read = file.frame(r.offset).map_err(|e| e.to_string())?;
+                match decode(r.linktype as i32, &read.data) {
+                    Decoded::Udp { payload, .. } => payload,
+                    _ => return Err(missing()),
+                }
+            }
+        };
+        let v = validator.datagram(bytes);
+        let f = v.fragment.ok_or_else(missing)?;
+        payload.extend_from_slice(
+            bytes
+                .get(f.data_offset..f.data_offset + f.data_len)
+                .ok_or_else(missing)?,
+        );
+    }
+    Ok(Kept {
+        payload,
+        fragment_frames: frames.to_vec(),
+    })
+}
+
+/// The first row of `frame` (rows are in frame order).
+fn row_of_frame(rows: &Rows, frame: u64) -> Option<usize> {
+    let (mut lo, mut hi) = (0, rows.len());
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if rows.get(mid).is_some_and(|r| r.frame < frame) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    rows.get(lo).filter(|r| r.frame == frame).map(|_| lo)
+}
+
 /// Whether the engine kept the bytes of this row (no single frame holds them).
 pub fn needs_kept(r: &Row) -> bool {
     r.has(status::REASSEMBLED) || (r.has(status::GAME) && r.has(status::IP_FRAG))
@@ -204,8 +257,14 @@ impl<'a> Worker<'a> {
     fn piece(&mut self, piece: usize) -> Result<Vec<u32>, String> {
         let at = std::cell::Cell::new(0u64);
         let name = crate::capture::shown(&self.snap.path);
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.rows(piece, &at)))
-            .unwrap_or_else(|_| Err(format!("{name}: frame {}: filtering this packet failed", at.get())))
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.rows(piece, &at))).unwrap_or_else(
+            |_| {
+                Err(format!(
+                    "{name}: frame {}: filtering this packet failed",
+                    at.get()
+                ))
+            },
+        )
     }
 
     fn rows(&mut self, piece: usize, at: &std::cell::Cell<u64>) -> Result<Vec<u32>, String> {
@@ -221,7 +280,11 @@ impl<'a> Worker<'a> {
             at.set(r.frame);
             let e = r.event(&snap.flows);
             // The row's own facts may settle the filter: no tree is needed then.
-            let decided = if r.has(status::GAME) { self.filter.decided(&e) } else { None };
+            let decided = if r.has(status::GAME) {
+                self.filter.decided(&e)
+            } else {
+                None
+            };
             let hit = if let Some(k) = snap.kept.get(&(i as u32)) {
                 match decided {
                     Some(hit) => hit,
@@ -231,7 +294,10 @@ impl<'a> Worker<'a> {
                 match decided {
                     Some(hit) => hit,
                     None => {
-                        let frames = snap.fragments.of(i as u32).ok_or("a reassembled packet's fragments were not kept")?;
+                        let frames = snap
+                            .fragments
+                            .of(i as u32)
+                            .ok_or("a reassembled packet's fragments were not kept")?;
                         self.put_back(frames)?;
                         let packet = std::mem::take(&mut self.packet);
                         let hit = self.bytes_of(&r, &e, &packet, frames);
@@ -249,7 +315,8 @@ impl<'a> Worker<'a> {
                             reader = Some(self.records(r.offset)?);
                         }
                         let Some(rd) = reader.as_mut() else { break };
-                        rd.with(&r, |f| self.frame(&r, &e, f, decided)).map_err(|e| e.to_string())?
+                        rd.with(&r, |f| self.frame(&r, &e, f, decided))
+                            .map_err(|e| e.to_string())?
                     }
                 }
             } else {
@@ -264,7 +331,13 @@ impl<'a> Worker<'a> {
 
     /// The filter on a frame's row, its datagram dissected as the engine does (only
     /// validated for the fragment it carries when `decided`).
-    fn frame(&mut self, r: &Row, e: &PacketEvent<'_>, f: &crate::capture::Frame<'_>, decided: Option<bool>) -> bool {
+    fn frame(
+        &mut self,
+        r: &Row,
+        e: &PacketEvent<'_>,
+        f: &crate::capture::Frame<'_>,
+        decided: Option<bool>,
+    ) -> bool {
         if let Some(hit) = decided {
             if let Decoded::Udp { payload, .. } = decode(r.linktype as i32, f.data) {
                 let v = self.quick.datagram(payload);
@@ -274,7 +347,9 @@ impl<'a> Worker<'a> {
         }
         match decode(r.linktype as i32, f.data) {
             // A datagram cut short is not dissected (its status says so).
-            Decoded::Udp { payload, truncated, .. } if !truncated => self.bytes_of(r, e, payload, &[]),
+            Decoded::Udp {
+                payload, truncated, ..
+            } if !truncated => self.bytes_of(r, e, payload, &[]),
             _ => self.filter.matches(e),
         }
     }
@@ -303,7 +378,10 @@ impl<'a> Worker<'a> {
 
     /// Keeps the bytes of the fragment `payload` carries (by the verdict `v` on it).
     fn carry(&mut self, r: &Row, payload: &[u8], v: &crate::engine::Verdict) {
-        if let Some(data) = v.fragment.and_then(|f| payload.get(f.data_offset..f.data_offset + f.data_len)) {
+        if let Some(data) = v
+            .fragment
+            .and_then(|f| payload.get(f.data_offset..f.data_offset + f.data_len))
+        {
             self.carried.insert(r.frame, (self.bytes.len(), data.len()));
             self.bytes.extend_from_slice(data);
         }
@@ -328,18 +406,9 @@ impl<'a> Worker<'a> {
     /// Reads the fragment of `frame`, from before this piece, into `carried`.
     fn read_fragment(&mut self, frame: u64) -> Result<(), String> {
         let snap = self.snap;
-        let rows = &snap.rows;
-        let (mut lo, mut hi) = (0, rows.len());
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if rows.get(mid).is_some_and(|r| r.frame < frame) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
         let missing = || format!("frame {frame}: a fragment's bytes cannot be read back");
-        let r = rows.get(lo).filter(|r| r.frame == frame).ok_or_else(missing)?;
+        let lo = row_of_frame(&snap.rows, frame).ok_or_else(missing)?;
+        let r = snap.rows.get(lo).ok_or_else(missing)?;
         let e = r.event(&snap.flows);
         if let Some(k) = snap.kept.get(&(lo as u32)) {
             self.bytes_of(&r, &e, &k.payload, &[]);
@@ -347,12 +416,20 @@ impl<'a> Worker<'a> {
             if self.file.is_none() {
                 self.file = Some(FrameAt::open(&self.snap.path).map_err(|e| e.to_string())?);
             }
-            let f = self.file.as_ref().ok_or_else(missing)?.frame(r.offset).map_err(|e| e.to_string())?;
+            let f = self
+                .file
+                .as_ref()
+                .ok_or_else(missing)?
+                .frame(r.offset)
+                .map_err(|e| e.to_string())?;
             if let Decoded::Udp { payload, .. } = decode(r.linktype as i32, &f.data) {
                 self.bytes_of(&r, &e, payload, &[]);
             }
         }
-        self.carried.contains_key(&frame).then_some(()).ok_or_else(missing)
+        self.carried
+            .contains_key(&frame)
+            .then_some(())
+            .ok_or_else(missing)
     }
 
     fn records(&mut self, offset: u64) -> Result<Records, String> {
@@ -375,7 +452,11 @@ struct Records {
 impl Records {
     /// `test` on the frame of row `r`, reading on to its record (rows are in file order);
     /// an error when no record of that time starts there.
-    fn with<T>(&mut self, r: &Row, test: impl FnOnce(&crate::capture::Frame<'_>) -> T) -> Result<T, CaptureError> {
+    fn with<T>(
+        &mut self,
+        r: &Row,
+        test: impl FnOnce(&crate::capture::Frame<'_>) -> T,
+    ) -> Result<T, CaptureError> {
         let shift = self.shift;
         let wanted = r.offset as i64;
         loop {
@@ -484,7 +565,10 @@ mod tests {
     fn scan_with(ix: &Index, text: &str, piece: usize, workers: usize) -> Vec<u32> {
         let cfg = config();
         let filter = Filter::parse(text, cfg.program.as_deref()).unwrap();
-        let snap = ix.snapshot(&cfg, &filter).expect("the index can be scanned").with_piece(piece);
+        let snap = ix
+            .snapshot(&cfg, &filter)
+            .expect("the index can be scanned")
+            .with_piece(piece);
         let (tx, rx) = channel();
         scan(snap, cfg, filter, workers, tx, Default::default());
         rows_of(rx)
@@ -500,6 +584,22 @@ mod tests {
         for (text, want) in FILTERS.iter().zip(engine()) {
             assert_eq!(&scan_with(none, text, 300, 2), want, "`{text}`");
         }
+    }
+
+    #[test]
+    fn a_reassembled_packet_not_kept_is_put_back_as_kept() {
+        let [all, none] = indexes();
+        let mut validator = Validator::new(&config(), false);
+        let mut n = 0;
+        for (row, kept) in all.kept.iter().filter(|(_, k)| !k.fragment_frames.is_empty()) {
+            assert_eq!(
+                put_back(none, &mut validator, *row).as_ref(),
+                Ok(kept),
+                "row {row}"
+            );
+            n += 1;
+        }
+        assert!(n > 5, "only {n} reassembled packets");
     }
 
     proptest! {
