@@ -1082,6 +1082,24 @@ impl Filter {
         }
     }
 
+    /// The verdict on `e` when no field tree or ack could change it (a field test of
+    /// another packet type, a flag that settles an `&&`), `None` when it needs them: what
+    /// spares a scan dissecting packets the filter cannot select. `e` is a game packet
+    /// without its tree, whose packet type is known.
+    pub fn decided(&self, e: &PacketEvent) -> Option<bool> {
+        let cx = Context {
+            origin: self.origin.unwrap_or(e.ts_ns),
+            acks: self.acks.as_deref(),
+            stacked: self.stacked.as_ref(),
+        };
+        decide(&self.root, e, &cx)
+    }
+
+    /// The filter reads an inner layer (`-d A -d B`, keys) somewhere.
+    pub fn reads_layers(&self) -> bool {
+        self.root.names_layer()
+    }
+
     pub fn is_all(&self) -> bool {
         self.root == Node::True
     }
@@ -1181,6 +1199,35 @@ fn eval(n: &Node, f: &PacketEvent, cx: &Context) -> bool {
         Node::Layer(at, n) => cx
             .stacked
             .is_some_and(|s| layers::any_carried(s, *at, f, &|inner| eval(n, inner, cx))),
+    }
+}
+
+/// [`eval`] in three values: `None` where the field tree or the ack roles decide.
+fn decide(n: &Node, f: &PacketEvent, cx: &Context) -> Option<bool> {
+    match n {
+        Node::Not(a) => decide(a, f, cx).map(|b| !b),
+        Node::And(a, b) => match decide(a, f, cx) {
+            Some(false) => Some(false),
+            x => match (x, decide(b, f, cx)) {
+                (_, Some(false)) => Some(false),
+                (Some(true), y) => y,
+                _ => None,
+            },
+        },
+        Node::Or(a, b) => match decide(a, f, cx) {
+            Some(true) => Some(true),
+            x => match (x, decide(b, f, cx)) {
+                (_, Some(true)) => Some(true),
+                (Some(false), y) => y,
+                _ => None,
+            },
+        },
+        // Of another packet type: as when the packet has no tree (see `field_test`).
+        Node::Dissected(t) if t.packet_type.is_some_and(|ty| f.packet_type != Some(ty)) => {
+            Some(matches!(t.test, Test::Compare(Cmp::Ne, _)) && !t.all)
+        }
+        Node::Dissected(_) | Node::Layer(..) | Node::Compare(Field::Ack | Field::AckBits, ..) => None,
+        n => Some(eval(n, f, cx)),
     }
 }
 

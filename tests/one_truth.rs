@@ -154,7 +154,7 @@ fn tui_selection(app: &mut App, filter: &str) -> BTreeSet<Key> {
     );
     app.view
         .iter()
-        .map(|&i| app.index.rows[i as usize])
+        .filter_map(|&i| app.index.rows.get(i as usize))
         .filter(|r| r.has(status::GAME))
         .map(|r| (r.frame, r.has(status::REASSEMBLED)))
         .collect()

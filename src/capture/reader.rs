@@ -698,6 +698,30 @@ impl FrameAt {
         })
     }
 
+    /// Whether a record is reached without reading all that comes before it (not gzip).
+    pub fn seekable(&self) -> bool {
+        !self.gzip
+    }
+
+    /// A reader of the records from `offset` of an uncompressed file on (the head
+    /// replayed first), and what to add to the offsets it reports to get the file's.
+    pub fn records_from(&self, offset: u64) -> Result<(CaptureReader, i64), CaptureError> {
+        use std::io::Seek;
+        let name = shown(&self.path);
+        let err = |message: String| CaptureError {
+            file: name.clone(),
+            offset,
+            frame: 0,
+            message,
+        };
+        let mut f = File::open(&self.path).map_err(|e| err(format!("cannot open: {e}")))?;
+        f.seek(std::io::SeekFrom::Start(offset))
+            .map_err(|e| err(format!("cannot seek: {e}")))?;
+        let stream = std::io::Cursor::new(self.head.clone()).chain(f);
+        let r = CaptureReader::from_read(&name, stream)?;
+        Ok((r, offset as i64 - self.head.len() as i64))
+    }
+
     /// The frame whose record starts at `offset` of the (decompressed) file.
     pub fn frame(&self, offset: u64) -> Result<OwnedFrame, CaptureError> {
         let name = shown(&self.path);

@@ -14,6 +14,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 
+mod rows;
+mod scan;
+pub use rows::{CHUNK, Chunk, Rows};
+pub use scan::{Snapshot, needs_kept, put_back, scan};
+
 pub mod status {
     pub const CRC_OK: u16 = 1;
     pub const CRC_FAIL: u16 = 2;
@@ -37,7 +42,7 @@ pub mod status {
     pub const SEQ_NEW: u16 = 32768;
 }
 
-/// One row of the packet list: 56 bytes (the gap fits in what was padding).
+/// One row of the packet list, as read from the index (kept packed: see [`Rows`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Row {
     pub frame: u64,
@@ -199,8 +204,10 @@ impl FragPacket {
 /// Fragmented packets tracked for the reassembly view.
 const MAX_FRAG_PACKETS: usize = 200_000;
 /// Payloads kept for rows whose bytes are in no single frame (IP-rebuilt datagrams and
-/// reassembled packets), with the frames of reassembled packets' fragments.
-const KEPT_BYTES: usize = 64 << 20;
+/// reassembled packets), with the frames of reassembled packets' fragments: 1.7 bytes a
+/// packet of a 10M-frame capture. Past it a reassembled packet keeps only its fragments'
+/// frames and is put back together from them when shown or filtered.
+pub const KEPT_BYTES: usize = 16 << 20;
 
 /// Bytes of a row that no single frame holds.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -208,6 +215,50 @@ pub struct Kept {
     pub payload: Vec<u8>,
     /// The frames of a reassembled packet's fragments, by fragment id.
     pub fragment_frames: Vec<u64>,
+}
+
+/// The fragments' frames of reassembled packets whose bytes were not kept (a field scan
+/// puts them back together from the file): a few bytes a packet where its bytes were
+/// hundreds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Fragments {
+    /// Rows, ascending, and where their frames end in `frames`.
+    rows: Vec<(u32, u32)>,
+    frames: Vec<u64>,
+}
+
+impl Fragments {
+    pub fn push(&mut self, row: u32, frames: &[u64]) {
+        self.frames.extend_from_slice(frames);
+        self.rows.push((row, self.frames.len() as u32));
+    }
+
+    /// The fragments' frames of the packet at `row`, by fragment id.
+    pub fn of(&self, row: u32) -> Option<&[u64]> {
+        let i = self.rows.binary_search_by_key(&row, |r| r.0).ok()?;
+        let start = i.checked_sub(1).map_or(0, |p| self.rows[p].1) as usize;
+        self.frames.get(start..self.rows[i].1 as usize)
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    fn append(&mut self, more: Fragments) {
+        let base = self.frames.len() as u32;
+        self.frames.extend(more.frames);
+        self.rows
+            .extend(more.rows.into_iter().map(|(r, end)| (r, end + base)));
+    }
+
+    /// Bytes it takes in memory.
+    pub fn bytes(&self) -> usize {
+        self.rows.capacity() * 8 + self.frames.capacity() * 8
+    }
 }
 
 /// An ICMP "too big" row: its addresses and what it says, for the list's columns.
@@ -229,6 +280,8 @@ pub enum Update {
         rows: Vec<Row>,
         flows: Vec<FlowId>,
         kept: Vec<(u32, Kept)>,
+        /// Fragments' frames of reassembled packets not kept.
+        fragments: Fragments,
         /// ICMP rows' addresses and summaries, by row.
         icmp: Vec<(u32, IcmpRow)>,
         /// Frames held in memory (live capture, where there is no file to read back).
@@ -287,12 +340,18 @@ impl FrameStore {
 pub struct Index {
     pub name: String,
     pub path: PathBuf,
-    pub rows: Vec<Row>,
+    pub rows: Rows,
     /// Rows that are reassembled packets rather than frames.
     pub reassembled: u64,
     pub flows: Vec<FlowId>,
     pub frags: Vec<FragPacket>,
-    pub kept: HashMap<u32, Kept>,
+    /// Shared with a field scan (settled once the capture is indexed).
+    pub kept: Arc<HashMap<u32, Kept>>,
+    /// Rows whose bytes no single frame holds ([`needs_kept`]): all kept when `kept`
+    /// has as many.
+    pub needs_kept: u64,
+    /// Reassembled packets not kept: their fragments' frames (shared with a field scan).
+    pub fragments: Arc<Fragments>,
     pub icmp: HashMap<u32, IcmpRow>,
     pub bytes_read: u64,
     pub total_bytes: u64,
@@ -311,6 +370,18 @@ impl Index {
         let first = self.rows.first().map_or(0, |r| r.ts_ns);
         let last = self.rows.iter().map(|r| r.ts_ns).max().unwrap_or(first);
         (first, last)
+    }
+
+    /// Bytes the index takes in memory, about: rows, fragments' frames, kept bytes,
+    /// flows, ICMP rows and the fragment grid.
+    pub fn bytes(&self) -> usize {
+        let entry = |k: &Kept| 40 + k.payload.capacity() + k.fragment_frames.capacity() * 8;
+        self.rows.bytes()
+            + self.fragments.bytes()
+            + self.kept.values().map(entry).sum::<usize>()
+            + self.flows.capacity() * std::mem::size_of::<FlowId>()
+            + self.icmp.values().map(|i| 80 + i.info.capacity()).sum::<usize>()
+            + self.frags.capacity() * std::mem::size_of::<FragPacket>()
     }
 
     /// Frames indexed (rows less reassembled packets).
@@ -334,15 +405,22 @@ impl Index {
                 rows,
                 flows,
                 kept,
+                fragments,
                 icmp,
                 frames,
                 bytes_read,
             } => {
+                if !fragments.is_empty() {
+                    Arc::make_mut(&mut self.fragments).append(fragments);
+                }
                 self.icmp.extend(icmp);
                 self.reassembled += rows.iter().filter(|r| r.has(status::REASSEMBLED)).count() as u64;
-                self.rows.extend_from_slice(&rows);
+                self.needs_kept += rows.iter().filter(|r| needs_kept(r)).count() as u64;
+                self.rows.extend(rows);
                 self.flows.extend(flows);
-                self.kept.extend(kept);
+                if !kept.is_empty() {
+                    Arc::make_mut(&mut self.kept).extend(kept);
+                }
                 if !frames.is_empty() {
                     let store = self.store.get_or_insert_with(|| FrameStore::new(256 << 20));
                     for (n, d) in frames {
@@ -376,6 +454,9 @@ pub struct IndexSink {
     frags_sent_at: std::time::Instant,
     kept: Vec<(u32, Kept)>,
     kept_bytes: usize,
+    /// Bytes of rows kept at most ([`KEPT_BYTES`]; tests lower it).
+    pub kept_limit: usize,
+    fragments: Fragments,
     icmp: Vec<(u32, IcmpRow)>,
     icmp_rows: usize,
     /// Keep frames in memory (live capture).
@@ -401,6 +482,8 @@ impl IndexSink {
             frags_sent_at: std::time::Instant::now(),
             kept: Vec::new(),
             kept_bytes: 0,
+            kept_limit: KEPT_BYTES,
+            fragments: Fragments::default(),
             icmp: Vec::new(),
             icmp_rows: 0,
             keep_frames: false,
@@ -432,6 +515,7 @@ impl IndexSink {
         if !self.rows.is_empty()
             || !self.new_flows.is_empty()
             || !self.kept.is_empty()
+            || !self.fragments.is_empty()
             || !self.icmp.is_empty()
             || all
         {
@@ -440,6 +524,7 @@ impl IndexSink {
                 rows: std::mem::take(&mut self.rows),
                 flows: std::mem::take(&mut self.new_flows),
                 kept: std::mem::take(&mut self.kept),
+                fragments: std::mem::take(&mut self.fragments),
                 icmp: std::mem::take(&mut self.icmp),
                 frames: std::mem::take(&mut self.frames),
                 bytes_read: self.bytes_read.load(Ordering::Relaxed),
@@ -472,9 +557,15 @@ impl IndexSink {
         self.send(Update::Report(Box::new(r)));
     }
 
+    /// Keeps the bytes of `row` while they fit; a reassembled packet's fragments' frames
+    /// otherwise.
     fn keep(&mut self, row: u32, payload: &[u8], fragment_frames: &[u64]) {
         let cost = payload.len() + fragment_frames.len() * 8;
-        if self.kept_bytes + cost <= KEPT_BYTES {
+        if self.kept_bytes + cost > self.kept_limit {
+            if !fragment_frames.is_empty() {
+                self.fragments.push(row, fragment_frames);
+            }
+        } else {
             self.kept_bytes += cost;
             self.kept.push((
                 row,

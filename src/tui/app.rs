@@ -2,6 +2,7 @@
 //! the loader over a channel, so drawing never waits on a lock; nothing here draws.
 
 use super::prompt::{Ask, Edit, Prompt};
+use super::scan::FieldScan;
 use super::series::Series;
 use crate::capture::reader::FrameAt;
 use crate::decode::{Decoded, decode};
@@ -9,13 +10,13 @@ use crate::dissect::{Dissection, Program};
 use crate::engine::{Config, Validator};
 use crate::filter::Filter;
 use crate::sinks::index::{Index, NO_FLOW, Row, Update, status};
-use crate::sinks::select::{ScanUpdate, frames_of_rows, scan, write_frames};
+use crate::sinks::select::{frames_of_rows, write_frames};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use ratatui::layout::{Position, Rect};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+
 use std::sync::mpsc::Receiver;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -248,30 +249,6 @@ impl Detail {
     }
 }
 
-/// A filter on dissected fields: the engine runs over the capture on a thread of its
-/// own (the index holds no fields) and sends the rows it selects, in order.
-pub struct FieldScan {
-    updates: Receiver<ScanUpdate>,
-    stop: Arc<AtomicBool>,
-    /// Selected rows the index has not reached yet (the scan may run ahead of it).
-    pending: std::collections::VecDeque<u32>,
-    pub bytes_read: u64,
-    /// The capture's size, for the percentage.
-    pub total_bytes: u64,
-    pub done: bool,
-    pub error: Option<String>,
-    pub started: std::time::Instant,
-    pub seconds: f64,
-    /// The result was said on the status line.
-    reported: bool,
-}
-
-impl Drop for FieldScan {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
-}
-
 /// Info column texts kept for rows already summarised (a screenful is dissected per
 /// frame at most once).
 const INFO_CACHE: usize = 4096;
@@ -280,7 +257,7 @@ pub struct App {
     pub index: Index,
     updates: Receiver<Update>,
     pub program: Option<Arc<Program>>,
-    cfg: Config,
+    pub(super) cfg: Config,
     /// The definition file, for `r` (reload).
     pub definition: Option<PathBuf>,
     /// The engine's stateless stage, recording fields, for the selected packet.
@@ -294,10 +271,10 @@ pub struct App {
     /// The scan behind a filter on dissected fields.
     pub field_scan: Option<FieldScan>,
     /// The frame to select again once a field scan reaches it.
-    keep_frame: Option<u64>,
+    pub(super) keep_frame: Option<u64>,
     /// Rows (by position in the index) that pass the filter.
     pub view: Vec<u32>,
-    scanned: usize,
+    pub(super) scanned: usize,
     /// Position in `view`.
     pub selected: usize,
     pub scroll: usize,
@@ -460,155 +437,13 @@ impl App {
         }
     }
 
-    fn scan(&mut self) {
-        let before = self.view.len();
-        if self.field_scan.is_some() {
-            self.take_field_scan();
-        } else {
-            self.scan_rows();
-        }
-        // The packet selected before the filter changed (or the definition was
-        // reloaded), once the view reaches it.
-        if let Some(frame) = self.keep_frame
-            && self.view.len() > before
-            && self.view[before..]
-                .iter()
-                .any(|&i| self.index.rows.get(i as usize).is_some_and(|r| r.frame >= frame))
-        {
-            self.keep_frame = None;
-            self.goto_frame(frame, false);
-            self.load_detail();
-        }
-        if self.detail.is_none() && !self.view.is_empty() {
-            self.load_detail();
-        }
-    }
-
-    /// Moves what the field scan selected into the view, as far as the index goes.
-    fn take_field_scan(&mut self) {
-        let Some(fs) = self.field_scan.as_mut() else {
-            return;
-        };
-        while let Ok(u) = fs.updates.try_recv() {
-            match u {
-                ScanUpdate::Rows { rows, bytes_read } => {
-                    fs.pending.extend(rows);
-                    fs.bytes_read = bytes_read;
-                }
-                ScanUpdate::Done { error } => {
-                    fs.done = true;
-                    fs.error = error;
-                    fs.seconds = fs.started.elapsed().as_secs_f64();
-                }
-            }
-        }
-        let loaded = self.index.rows.len() as u32;
-        while let Some(&r) = fs.pending.front() {
-            if r >= loaded {
-                break;
-            }
-            self.view.push(r);
-            fs.pending.pop_front();
-        }
-        let finished = fs.done && fs.pending.is_empty() && fs.error.is_none();
-        if finished && !fs.reported {
-            fs.reported = true;
-            self.message = Some((
-                format!(
-                    "{} match ({:.2} s)",
-                    crate::present::count(self.view.len() as u64, "packet"),
-                    fs.seconds
-                ),
-                false,
-            ));
-        }
-    }
-
-    /// No field scan is running, or it has ended and its rows are all in the view (as far
-    /// as the index goes).
-    pub fn scan_finished(&self) -> bool {
-        self.field_scan
-            .as_ref()
-            .is_none_or(|fs| fs.done && fs.pending.is_empty())
-    }
-
-    /// How the field scan is going, for the status line.
-    pub fn scan_status(&self) -> Option<String> {
-        let fs = self.field_scan.as_ref()?;
-        let n = crate::present::count(self.view.len() as u64, "packet");
-        Some(match (&fs.error, fs.done) {
-            (Some(e), _) => format!("filter stopped: {e} ({n} match so far)"),
-            (None, true) => format!("{n} match `{}` ({:.2} s)", self.filter.text, fs.seconds),
-            (None, false) => {
-                // Not the index's: drawing lends the index out.
-                let total = fs.total_bytes.max(1);
-                format!(
-                    "filtering on fields {:.0}% · {n} match",
-                    (fs.bytes_read as f64 / total as f64 * 100.0).min(100.0)
-                )
-            }
-        })
-    }
-
-    fn scan_rows(&mut self) {
-        let ix = &self.index;
-        let end = ix.rows.len();
-        if let Some(first) = ix.rows.first() {
-            self.filter.start(first.ts_ns);
-        }
-        for i in self.scanned..end {
-            if self.filter.is_all() || self.filter.matches(&ix.rows[i].event(&ix.flows)) {
-                self.view.push(i as u32);
-            }
-        }
-        self.scanned = end;
-    }
-
-    fn refilter(&mut self) {
-        let keep = self.selected_row().map(|r| r.frame);
-        self.view.clear();
-        self.scanned = 0;
-        self.field_scan = None;
-        self.detail = None;
-        if self.filter.needs_engine() {
-            let (tx, rx) = std::sync::mpsc::channel();
-            let stop = Arc::new(AtomicBool::new(false));
-            let (path, cfg, filter, flag) = (
-                self.index.path.clone(),
-                self.cfg.clone(),
-                self.filter.clone(),
-                stop.clone(),
-            );
-            std::thread::spawn(move || scan(&path, cfg, filter, tx, flag));
-            self.field_scan = Some(FieldScan {
-                updates: rx,
-                stop,
-                pending: Default::default(),
-                bytes_read: 0,
-                total_bytes: self.index.total_bytes,
-                done: false,
-                error: None,
-                started: std::time::Instant::now(),
-                seconds: 0.0,
-                reported: false,
-            });
-            self.keep_frame = keep;
-        }
-        self.scan();
-        self.selected = 0;
-        if let Some(frame) = keep {
-            self.goto_frame(frame, false);
-        }
-        self.load_detail();
-    }
-
     pub fn selected_row(&self) -> Option<Row> {
         let i = *self.view.get(self.selected)? as usize;
-        self.index.rows.get(i).copied()
+        self.index.rows.get(i)
     }
 
     /// Selects the first shown packet at or after `frame`.
-    fn goto_frame(&mut self, frame: u64, say: bool) {
+    pub(super) fn goto_frame(&mut self, frame: u64, say: bool) {
         let ix = &self.index;
         let pos = self
             .view
@@ -628,7 +463,7 @@ impl App {
         }
     }
 
-    fn load_detail(&mut self) {
+    pub(super) fn load_detail(&mut self) {
         self.field = 0;
         self.tree_scroll = 0;
         self.collapsed.clear();
@@ -1314,8 +1149,29 @@ impl App {
     /// A row read back from the file (or the live store, or the kept bytes) and dissected
     /// with fields recorded.
     fn detail_of(&mut self, ix: &Index, row_index: u32) -> Option<Detail> {
-        let row = ix.rows.get(row_index as usize).copied()?;
-        if let Some(kept) = ix.kept.get(&row_index) {
+        let row = ix.rows.get(row_index as usize)?;
+        let rebuilt;
+        let kept = match ix.kept.get(&row_index) {
+            Some(k) => Some(k),
+            // Not kept: put back together from its fragments' frames.
+            None if row.has(status::REASSEMBLED)
+                && ix.fragments.of(row_index).is_some()
+                && self.fragments_whole() =>
+            {
+                match crate::sinks::index::put_back(ix, &mut self.validator, row_index) {
+                    Ok(k) => {
+                        rebuilt = k;
+                        Some(&rebuilt)
+                    }
+                    Err(e) => {
+                        let note = format!("a reassembled packet whose bytes cannot be read back: {e}");
+                        return Some(Detail::unavailable(row, note));
+                    }
+                }
+            }
+            None => None,
+        };
+        if let Some(kept) = kept {
             // Bytes no single frame holds: a datagram rebuilt from IP fragments, or a
             // packet reassembled from game fragments.
             let p = kept.payload.clone();
@@ -1360,7 +1216,7 @@ impl App {
             });
         }
         if row.has(status::REASSEMBLED) {
-            let note = "a reassembled packet whose bytes were not kept (64 MiB of them are)".into();
+            let note = "a reassembled packet whose bytes were not kept (16 MiB of them are)".into();
             return Some(Detail::unavailable(row, note));
         }
         let read = match &ix.store {
@@ -1427,6 +1283,13 @@ impl App {
             note,
             layer_rows: Vec::new(),
         })
+    }
+
+    /// A reassembled packet is its fragments' datagram bodies end to end (no messages).
+    fn fragments_whole(&self) -> bool {
+        self.program
+            .as_deref()
+            .is_some_and(|p| p.messages.is_none() && p.params.message_fragments.is_empty())
     }
 
     fn sort(&mut self, reverse: bool) {
@@ -1637,7 +1500,7 @@ impl App {
     }
 
     fn make_info(&mut self, ix: &Index, row_index: u32) -> String {
-        let Some(r) = ix.rows.get(row_index as usize).copied() else {
+        let Some(r) = ix.rows.get(row_index as usize) else {
             return String::new();
         };
         if r.has(status::REASSEMBLED) {

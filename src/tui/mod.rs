@@ -7,6 +7,7 @@ pub mod bits;
 pub mod keys;
 pub mod layered;
 pub mod prompt;
+mod scan;
 pub mod series;
 pub mod ui;
 

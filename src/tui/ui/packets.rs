@@ -83,7 +83,7 @@ pub(super) fn draw_packets(f: &mut Frame, app: &mut App, ix: &Index, area: Rect)
     // Every cell of the rows on screen, to size the columns to what they hold.
     let mut texts: Vec<Vec<String>> = Vec::with_capacity(shown.len());
     for (k, &i) in shown.iter().enumerate() {
-        let Some(r) = ix.rows.get(i as usize).copied() else {
+        let Some(r) = ix.rows.get(i as usize) else {
             continue;
         };
         let p = prev(k, app);
@@ -104,7 +104,7 @@ pub(super) fn draw_packets(f: &mut Frame, app: &mut App, ix: &Index, area: Rect)
         .enumerate()
         .filter_map(|(k, (&i, cells))| {
             let r = ix.rows.get(i as usize)?;
-            let (_, color) = status_text(r);
+            let (_, color) = status_text(&r);
             let mut out = Vec::new();
             for ((c, text), w) in columns.iter().zip(cells).zip(&widths) {
                 let Some(w) = w else { continue };

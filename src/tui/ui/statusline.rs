@@ -8,10 +8,7 @@ pub(super) fn draw_status(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
         f.render_widget(Paragraph::new(prompt_line(app, p, area.width as usize)), area);
         return;
     }
-    let selected = app
-        .view
-        .get(app.selected)
-        .and_then(|&i| ix.rows.get(i as usize).copied());
+    let selected = app.view.get(app.selected).and_then(|&i| ix.rows.get(i as usize));
     let (text, st) = match &app.message {
         Some((m, true)) => (m.clone(), style(app, Color::Red)),
         Some((m, false)) => (m.clone(), Style::default()),
