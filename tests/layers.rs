@@ -298,25 +298,14 @@ fn inner_layers_keep_to_the_runs_flow_table() {
 /// Frames `dissect --filter FILTER` prints with the whole stack and the key, or the
 /// exit code and error.
 fn dissect_filtered(filter: &str) -> (i32, usize, String) {
-    let key = meta()["private_key"].as_str().unwrap().to_string();
-    let (code, out, err) = common::gpcap_run(&[
-        "dissect",
-        "-d",
-        "dissectors/netcode.kdl",
-        "-d",
-        "dissectors/reliable.kdl",
-        "-d",
-        "dissectors/yojimbo-messages.kdl",
-        &format!("{DIR}/capture.pcap"),
-        "--protocol-id",
-        "0x3141592653589793",
-        "--key",
-        &key,
-        "--brief",
-        "--filter",
-        filter,
-    ]);
+    let (code, out, err) = dissect_brief(filter);
     (code, out.lines().count(), err)
+}
+
+/// `dissect --brief --filter FILTER` with the whole stack and the key.
+fn dissect_brief(filter: &str) -> (i32, String, String) {
+    let a = stack_args(&["--brief", "--filter", filter]);
+    common::gpcap_run(&a.iter().map(|s| s.as_str()).collect::<Vec<_>>())
 }
 
 fn matching(filter: &str) -> u64 {
@@ -327,8 +316,7 @@ fn matching(filter: &str) -> u64 {
 
 /// The frames `dissect --filter FILTER` prints.
 fn matching_frames(filter: &str) -> BTreeSet<u64> {
-    let a = stack_args(&["--brief", "--filter", filter]);
-    let (code, out, err) = common::gpcap_run(&a.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+    let (code, out, err) = dissect_brief(filter);
     assert_eq!(code, 0, "{filter}: {err}");
     out.lines()
         .map(|l| l.split(' ').next().unwrap().parse().unwrap())

@@ -703,18 +703,25 @@ impl FrameAt {
         !self.gzip
     }
 
+    /// The file opened, and how a fault at `offset` of it is told.
+    fn open_at(&self, offset: u64) -> Result<(File, impl Fn(String) -> CaptureError), CaptureError> {
+        let file = shown(&self.path);
+        let err = move |message: String| CaptureError {
+            file: file.clone(),
+            offset,
+            frame: 0,
+            message,
+        };
+        let f = File::open(&self.path).map_err(|e| err(format!("cannot open: {e}")))?;
+        Ok((f, err))
+    }
+
     /// A reader of the records from `offset` of an uncompressed file on (the head
     /// replayed first), and what to add to the offsets it reports to get the file's.
     pub fn records_from(&self, offset: u64) -> Result<(CaptureReader, i64), CaptureError> {
         use std::io::Seek;
         let name = shown(&self.path);
-        let err = |message: String| CaptureError {
-            file: name.clone(),
-            offset,
-            frame: 0,
-            message,
-        };
-        let mut f = File::open(&self.path).map_err(|e| err(format!("cannot open: {e}")))?;
+        let (mut f, err) = self.open_at(offset)?;
         f.seek(std::io::SeekFrom::Start(offset))
             .map_err(|e| err(format!("cannot seek: {e}")))?;
         let stream = std::io::Cursor::new(self.head.clone()).chain(f);
@@ -725,13 +732,7 @@ impl FrameAt {
     /// The frame whose record starts at `offset` of the (decompressed) file.
     pub fn frame(&self, offset: u64) -> Result<OwnedFrame, CaptureError> {
         let name = shown(&self.path);
-        let err = |message: String| CaptureError {
-            file: name.clone(),
-            offset,
-            frame: 0,
-            message,
-        };
-        let mut f = File::open(&self.path).map_err(|e| err(format!("cannot open: {e}")))?;
+        let (mut f, err) = self.open_at(offset)?;
         let body: Box<dyn Read + Send> = if self.gzip {
             // No seeking in a gzip stream: read up to the record.
             let (mut gz, _) = gzip_or_plain(f).map_err(|e| err(format!("cannot read: {e}")))?;
