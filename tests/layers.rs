@@ -21,22 +21,8 @@ fn meta() -> Value {
 }
 
 fn analyze() -> Value {
-    let key = meta()["private_key"].as_str().unwrap().to_string();
-    let out = gpcap_ok(&[
-        "analyze",
-        "-d",
-        "dissectors/netcode.kdl",
-        "-d",
-        "dissectors/reliable.kdl",
-        "-d",
-        "dissectors/yojimbo-messages.kdl",
-        &format!("{DIR}/capture.pcap"),
-        "--protocol-id",
-        "0x3141592653589793",
-        "--key",
-        &key,
-        "--json",
-    ]);
+    let a = stack_args("analyze", &["--json"]);
+    let out = gpcap_ok(&a.iter().map(|s| s.as_str()).collect::<Vec<_>>());
     serde_json::from_str(&out).unwrap()
 }
 
@@ -304,7 +290,7 @@ fn dissect_filtered(filter: &str) -> (i32, usize, String) {
 
 /// `dissect --brief --filter FILTER` with the whole stack and the key.
 fn dissect_brief(filter: &str) -> (i32, String, String) {
-    let a = stack_args(&["--brief", "--filter", filter]);
+    let a = stack_args("dissect", &["--brief", "--filter", filter]);
     common::gpcap_run(&a.iter().map(|s| s.as_str()).collect::<Vec<_>>())
 }
 
@@ -409,11 +395,11 @@ fn filters_see_packets_an_inner_layer_reassembled() {
     );
 }
 
-/// `dissect` of the fixture with the whole stack and the key, and `more` arguments.
-fn stack_args(more: &[&str]) -> Vec<String> {
+/// `command` on the fixture with the whole stack and the key, and `more` arguments.
+fn stack_args(command: &str, more: &[&str]) -> Vec<String> {
     let key = meta()["private_key"].as_str().unwrap().to_string();
     let mut a: Vec<String> = [
-        "dissect",
+        command,
         "-d",
         "dissectors/netcode.kdl",
         "-d",
@@ -434,7 +420,7 @@ fn stack_args(more: &[&str]) -> Vec<String> {
 }
 
 fn stack_dissect(more: &[&str]) -> String {
-    let a = stack_args(more);
+    let a = stack_args("dissect", more);
     gpcap_ok(&a.iter().map(|s| s.as_str()).collect::<Vec<_>>())
 }
 
