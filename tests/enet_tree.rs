@@ -144,7 +144,7 @@ fn the_tree_has_every_message_with_its_fields() {
     let d = a.detail.as_ref().unwrap().dissection.clone().unwrap();
     let p = a.program.clone().unwrap();
     let paths: Vec<String> = (0..d.fields.len())
-        .map(|i| dissect::exec::path_of(&p, &d, i))
+        .map(|i| dissect::paths::path_of(&p, &d, i))
         .collect();
     assert_eq!(d.messages.len(), 5);
     for i in 0..5 {
@@ -224,7 +224,7 @@ fn a_reassembled_message_is_its_type_or_bytes_never_a_datagram() {
     assert_eq!((d.packet_type, d.fault.is_none()), (Some(13), true));
     let p = a.program.clone().unwrap();
     let paths: Vec<String> = (0..d.fields.len())
-        .map(|i| dissect::exec::path_of(&p, &d, i))
+        .map(|i| dissect::paths::path_of(&p, &d, i))
         .collect();
     assert_eq!(paths, ["id", "sender", "kind", "receiver", "magic", "filler"]);
     keys(&mut a, "t Down Down");

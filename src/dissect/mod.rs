@@ -6,6 +6,7 @@ pub mod diag;
 pub mod exec;
 pub mod expand;
 pub mod expr;
+pub mod model;
 pub mod paths;
 pub mod plan;
 pub mod prims;
@@ -14,8 +15,10 @@ pub mod strings;
 
 pub use compile::{compile, load};
 pub use diag::{DefinitionError, render};
-pub use exec::{
-    Dissection, Dissector, Fault, FaultKind, Field, FragmentInfo, Label, MessageFragment, MessageInfo, ROOT,
-    StreamSeq, Value, label_name,
+pub use exec::Dissector;
+pub use model::{
+    Dissection, Fault, FaultKind, Field, FragmentInfo, Label, MessageFragment, MessageInfo, ROOT, StreamSeq,
+    Value,
 };
+pub use paths::{label_name, path_of};
 pub use program::{Program, Role};

@@ -4,7 +4,7 @@
 //! the generator and the measurer all go through the same two functions. Adding a leaf
 //! primitive touches `serialize_leaf`, `fields` and `Kind`.
 
-use super::exec::Value;
+use super::model::Value;
 use super::program::Kind;
 use crate::bits::{
     BitError, BitResult, CompressedFloat, ErrorKind, Prim, Stream, serialize_bits, serialize_check,

@@ -515,7 +515,7 @@ impl App {
         };
         let Some(dis) = d.dissection.as_ref() else { return };
         let found = (0..dis.fields.len()).find(|&i| {
-            let path = crate::dissect::exec::path_of(p, dis, i);
+            let path = crate::dissect::paths::path_of(p, dis, i);
             let bare: String = path
                 .split('.')
                 .map(|s| s.split('[').next().unwrap_or(s))
@@ -1016,7 +1016,7 @@ impl App {
         let p = self.program.as_ref()?;
         let f = *dis.fields.get(self.field)?;
         let value = crate::present::tree::value_text(p, &f, d.payload());
-        Some((crate::dissect::exec::path_of(p, dis, self.field), value, f))
+        Some((crate::dissect::paths::path_of(p, dis, self.field), value, f))
     }
 
     /// Filters on the selected field's value (`and`: added to the filter).

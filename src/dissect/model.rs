@@ -1,0 +1,247 @@
+//! What a dissection produces: a flat pre-order field tree (`Field`, `Value`, `Label`),
+//! the datagram's messages and fragments, the role values read and the `Fault` that
+//! stopped it. The interpreter writes it; filters, printers, export and the TUI read it.
+
+use super::program::NodeId;
+use crate::bits::ErrorKind;
+use serde::Serialize;
+
+/// Parent index of root fields.
+pub const ROOT: u32 = u32::MAX;
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "type", content = "value", rename_all = "snake_case")]
+pub enum Value {
+    None,
+    Int(i64),
+    UInt(u64),
+    Bool(bool),
+    Float(f32),
+    Double(f64),
+    /// A byte range of the datagram (zero-copy).
+    Bytes {
+        offset: usize,
+        len: usize,
+    },
+    Vec3([f32; 3]),
+    Quat([f32; 4]),
+}
+
+/// What a field is called: its definition node, an element index, or a fixed part name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Label {
+    Node(NodeId),
+    Index(u32),
+    Part(&'static str),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Field {
+    /// The definition node this field belongs to (`u32::MAX` for the end check).
+    pub node: NodeId,
+    pub label: Label,
+    pub kind: &'static str,
+    pub parent: u32,
+    pub depth: u16,
+    pub bit_offset: u64,
+    pub bit_len: u64,
+    /// The bits as read (for ≤ 64-bit leaves).
+    pub raw: u64,
+    pub value: Value,
+}
+
+impl Field {
+    /// Fields that hold other fields (their value, if any, summarises the children).
+    pub fn is_group(&self) -> bool {
+        matches!(
+            self.kind,
+            "array"
+                | "list"
+                | "relative-list"
+                | "struct"
+                | "vector"
+                | "quaternion"
+                | "compressed-vector"
+                | "smallest-three"
+                | "string"
+                | "element"
+                | "relative-index"
+                | "sentinel"
+        )
+    }
+}
+
+/// Why a dissection stopped. Serialized by [`FaultKind::code`], the one spelling used in
+/// every output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultKind {
+    PastEnd,
+    OutOfRange,
+    NonZeroPadding,
+    Check,
+    UnknownType,
+    TrailingBytes,
+    Limit,
+    /// An expression of the definition could not be evaluated (division by zero).
+    Expression,
+    /// An encrypted body's MAC failed under its connection's key (a wrong key,
+    /// tampering, a replay).
+    Mac,
+}
+
+impl FaultKind {
+    pub fn from_error(e: &ErrorKind) -> FaultKind {
+        match e {
+            ErrorKind::PastEnd { .. } => FaultKind::PastEnd,
+            ErrorKind::OutOfRange { .. } => FaultKind::OutOfRange,
+            ErrorKind::NonZeroPadding { .. } => FaultKind::NonZeroPadding,
+            ErrorKind::CheckMismatch { .. } => FaultKind::Check,
+            ErrorKind::Invalid { .. } => FaultKind::Limit,
+        }
+    }
+
+    pub fn code(self) -> &'static str {
+        match self {
+            FaultKind::PastEnd => "past_end",
+            FaultKind::OutOfRange => "out_of_range",
+            FaultKind::NonZeroPadding => "nonzero_padding",
+            FaultKind::Check => "check",
+            FaultKind::UnknownType => "unknown_type",
+            FaultKind::TrailingBytes => "trailing_bytes",
+            FaultKind::Limit => "limit",
+            FaultKind::Expression => "expression",
+            FaultKind::Mac => "mac_failure",
+        }
+    }
+
+    pub const ALL: [FaultKind; 9] = [
+        FaultKind::PastEnd,
+        FaultKind::OutOfRange,
+        FaultKind::NonZeroPadding,
+        FaultKind::Check,
+        FaultKind::UnknownType,
+        FaultKind::TrailingBytes,
+        FaultKind::Limit,
+        FaultKind::Expression,
+        FaultKind::Mac,
+    ];
+}
+
+impl Serialize for FaultKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.code())
+    }
+}
+
+/// Where and why a dissection stopped.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Fault {
+    pub kind: FaultKind,
+    /// Path of the field being read, e.g. `objects[3].position.x`.
+    pub field: String,
+    pub bit: u64,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct FragmentInfo {
+    pub id: u32,
+    pub count: u32,
+    pub data_offset: usize,
+    pub data_len: usize,
+    /// Bytes at the start of the data that the fragment's `rest { … }` describes (the
+    /// packet header fragment 0 carries): part of the reassembled packet, but not
+    /// counted against `fragment-size`.
+    pub lead: usize,
+}
+
+/// One message of a datagram that carries several: its type and where it lies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct MessageInfo {
+    /// `None`: the message's header could not be read.
+    pub type_id: Option<u32>,
+    pub bit_offset: u64,
+    pub bit_len: u64,
+    /// The message's sequence in its stream, when it has one.
+    pub stream: Option<StreamSeq>,
+    /// The fragment of a bigger message it carries, when its type carries one.
+    pub fragment: Option<MessageFragment>,
+    /// The datagram's send time (`role=send-time`), on messages with a stream sequence.
+    pub send_time: Option<u32>,
+    /// The stream sequence it acks (`role=ack stream=…`), and the send time it echoes.
+    pub ack: Option<StreamSeq>,
+    pub echo: Option<u32>,
+}
+
+/// A fragment carried in a message: its group's key, number, count, where its data
+/// lies in the datagram, and its byte offset in the whole message with the message's
+/// length (placed by number × `fragment-size` without them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct MessageFragment {
+    pub key: [i64; 3],
+    pub id: u32,
+    pub count: u32,
+    pub offset: Option<u32>,
+    pub total: Option<u32>,
+    /// Byte offset and length of the data in the datagram.
+    pub data_at: u32,
+    pub data_len: u32,
+}
+
+/// A message's place in a sequence stream: which stream, its key's values, its sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct StreamSeq {
+    pub stream: u8,
+    pub key: [i64; 2],
+    pub sequence: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Dissection {
+    pub fields: Vec<Field>,
+    /// The datagram's messages in order (protocols with `messages`), read or not.
+    pub messages: Vec<MessageInfo>,
+    /// Where the checksum field starts (a checksum declared with `field=`).
+    pub crc_at: Option<u64>,
+    /// The checksum is computed with a remembered value in its field (its `stand-in`
+    /// and `stand-in-when` held).
+    pub crc_stand_in: bool,
+    /// Fields the conversation remembers: (value, bit offset, bit length).
+    pub learnt: Vec<(u8, u64, u64)>,
+    /// The header's `role=send-time` value, when read.
+    pub send_time: Option<u32>,
+    pub crc: Option<u32>,
+    pub sequence: Option<u64>,
+    pub packet_type: Option<u32>,
+    pub fragment: Option<FragmentInfo>,
+    /// The ack roles, when the packet's path read them.
+    pub ack: Option<u16>,
+    pub ack_bits: Option<u32>,
+    pub fault: Option<Fault>,
+    pub bits_read: u64,
+}
+
+impl Dissection {
+    pub fn is_ok(&self) -> bool {
+        self.fault.is_none()
+    }
+
+    /// Where each field's subtree ends: fields are in pre-order, so field `i`'s
+    /// descendants are `i + 1 .. end[i]`, and its next sibling starts at `end[i]`.
+    pub fn subtree_ends(&self, end: &mut Vec<u32>) {
+        let n = self.fields.len();
+        end.clear();
+        end.resize(n, n as u32);
+        let mut open: Vec<u32> = Vec::with_capacity(8);
+        for (i, f) in self.fields.iter().enumerate() {
+            while let Some(&top) = open.last() {
+                if f.parent == top {
+                    break;
+                }
+                end[top as usize] = i as u32;
+                open.pop();
+            }
+            open.push(i as u32);
+        }
+    }
+}
