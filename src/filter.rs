@@ -17,8 +17,8 @@
 //! equals a value within half its step, an f32 equals the value rounded to f32.
 
 use crate::analysis::acks::{AckFacts, Settled};
-use crate::dissect::paths::{Holds, PathInfo, catalog, nearest};
-use crate::dissect::{Dissection, Label, Program, ROOT, Value};
+use crate::dissect::paths::{Holds, PathInfo, Step, catalog, is_occurrence, nearest, steps, strip_indices};
+use crate::dissect::{Dissection, Program, Value};
 use crate::engine::seq::SeqEvent;
 use crate::engine::{Kind, PacketEvent};
 use std::net::{IpAddr, SocketAddr};
@@ -105,15 +105,6 @@ enum Node {
     True,
 }
 
-/// One step of a path: a field or part name, and an element index if given.
-#[derive(Debug, Clone, PartialEq)]
-struct Seg {
-    name: String,
-    /// The definition nodes of that name (sorted).
-    nodes: Vec<u32>,
-    index: Option<u32>,
-}
-
 #[derive(Debug, Clone, PartialEq)]
 enum Operand {
     Int(i128),
@@ -134,7 +125,7 @@ enum Test {
 struct FieldTest {
     /// The packet type the path was prefixed with (`scene.objects…`).
     packet_type: Option<u32>,
-    segs: Vec<Seg>,
+    segs: Vec<Step>,
     holds: Holds,
     all: bool,
     test: Test,
@@ -520,7 +511,7 @@ impl<'a> Parser<'a> {
                 "`{bad}`: an element index is a number in brackets, like objects[3]"
             )));
         }
-        let segs = segments(program, &word, packet_type.is_some());
+        let segs = steps(program, &word, packet_type.is_some());
         if segs.iter().any(|s| s.index.is_some()) && !self.indexes_fit(&segs) {
             return Err(self.err(format!("`{word}`: only an array or list takes an index")));
         }
@@ -670,7 +661,7 @@ impl<'a> Parser<'a> {
     }
 
     /// Every indexed segment names an array or list.
-    fn indexes_fit(&self, segs: &[Seg]) -> bool {
+    fn indexes_fit(&self, segs: &[Step]) -> bool {
         let mut path = String::new();
         for s in segs {
             if !path.is_empty() {
@@ -751,7 +742,7 @@ impl<'a> Parser<'a> {
 /// its occurrences in a field tree, for the Info column's templates.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FieldPath {
-    segs: Vec<Seg>,
+    segs: Vec<Step>,
     packet_type: Option<u32>,
 }
 
@@ -771,7 +762,7 @@ impl FieldPath {
         };
         match p.resolve(text) {
             Ok((packet_type, Some(_))) => Ok(FieldPath {
-                segs: segments(program, text, packet_type.is_some()),
+                segs: steps(program, text, packet_type.is_some()),
                 packet_type,
             }),
             Ok((_, None)) => Err(format!("`{text}` is a packet type, not a field")),
@@ -786,7 +777,7 @@ impl FieldPath {
         packet_type: Option<u32>,
     ) -> impl Iterator<Item = usize> + 'd {
         let wrong_type = self.packet_type.is_some() && self.packet_type != packet_type;
-        (0..d.fields.len()).filter(move |&i| !wrong_type && leaf_matches(&self.segs, d, i))
+        (0..d.fields.len()).filter(move |&i| !wrong_type && is_occurrence(&self.segs, d, i))
     }
 }
 
@@ -943,50 +934,6 @@ fn parse_int(v: &str) -> Option<i128> {
 fn unquote(v: &str) -> &[u8] {
     let inner = v.strip_prefix('"').unwrap_or(v);
     inner.strip_suffix('"').unwrap_or(inner).as_bytes()
-}
-
-/// `objects[3].position.x` → `objects.position.x`.
-pub fn strip_indices(word: &str) -> String {
-    let mut out = String::with_capacity(word.len());
-    let mut depth = 0u32;
-    for c in word.chars() {
-        match c {
-            '[' => depth += 1,
-            ']' => depth = depth.saturating_sub(1),
-            _ if depth == 0 => out.push(c),
-            _ => {}
-        }
-    }
-    out
-}
-
-/// The path's steps, each with the definition nodes of its name (a type prefix dropped).
-fn segments(p: &Program, word: &str, typed: bool) -> Vec<Seg> {
-    let mut parts: Vec<&str> = word.split('.').collect();
-    if typed {
-        parts.remove(0);
-    }
-    parts
-        .iter()
-        .map(|part| {
-            let (name, index) = match part.split_once('[') {
-                Some((n, rest)) => (n, rest.trim_end_matches(']').parse::<u32>().ok()),
-                None => (*part, None),
-            };
-            let nodes = p
-                .nodes
-                .iter()
-                .enumerate()
-                .filter(|(_, n)| n.name == name)
-                .map(|(i, _)| i as u32)
-                .collect();
-            Seg {
-                name: name.to_string(),
-                nodes,
-                index,
-            }
-        })
-        .collect()
 }
 
 impl Filter {
@@ -1267,7 +1214,7 @@ fn field_test(t: &FieldTest, e: &PacketEvent) -> bool {
     }
     let mut seen = false;
     for (i, field) in d.fields.iter().enumerate() {
-        if !leaf_matches(&t.segs, d, i) {
+        if !is_occurrence(&t.segs, d, i) {
             continue;
         }
         seen = true;
@@ -1336,46 +1283,6 @@ fn compare(holds: Holds, v: Value, cmp: Cmp, operand: &Operand, payload: &[u8]) 
             ordered(cmp, order)
         }
     })
-}
-
-/// Whether field `i` is an occurrence of the path: its name and its ancestors' names
-/// are the path's steps from the root (elements passed over, or matched to an index).
-fn leaf_matches(segs: &[Seg], d: &Dissection, i: usize) -> bool {
-    let Some(last) = segs.last() else { return false };
-    let Some(f) = d.fields.get(i) else { return false };
-    // An element is an occurrence only of a path that ends in an index.
-    if matches!(f.label, Label::Index(_)) && last.index.is_none() {
-        return false;
-    }
-    let mut at = i as u32;
-    let mut k = segs.len();
-    let mut element: Option<u32> = None;
-    // Bounded by the tree's depth: each step goes to a parent, which comes earlier.
-    while k > 0 {
-        let Some(f) = d.fields.get(at as usize) else {
-            return false;
-        };
-        match f.label {
-            Label::Index(n) => {
-                element = Some(n);
-                at = f.parent;
-                continue;
-            }
-            Label::Node(n) if segs[k - 1].nodes.binary_search(&n).is_ok() => {}
-            Label::Part(name) if name == segs[k - 1].name => {}
-            _ => return false,
-        }
-        if segs[k - 1].index.is_some_and(|want| element != Some(want)) {
-            return false;
-        }
-        element = None;
-        k -= 1;
-        if f.parent >= at && f.parent != ROOT {
-            return false;
-        }
-        at = f.parent;
-    }
-    at == ROOT
 }
 
 #[cfg(test)]

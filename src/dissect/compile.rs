@@ -1041,7 +1041,7 @@ impl<'d> Compiler<'d> {
                 }
                 let path = part.trim_start_matches('#');
                 let known = paths.iter().any(|e| {
-                    e.path == crate::filter::strip_indices(path)
+                    e.path == crate::dissect::paths::strip_indices(path)
                         && (e.types.is_empty() || e.types.contains(&d.type_id))
                 });
                 if !known {
@@ -2762,7 +2762,7 @@ fn template_indices(paths: &[super::paths::PathInfo], path: &str) -> Result<(), 
             .find(']')
             .map(|c| open + c)
             .ok_or_else(|| format!("`{path}`: a `[` is never closed"))?;
-        let before = crate::filter::strip_indices(&path[..consumed + open]);
+        let before = crate::dissect::paths::strip_indices(&path[..consumed + open]);
         let index = &rest[open + 1..close];
         if !paths.iter().any(|p| p.path == before && p.indexed) {
             return Err(format!(

@@ -1032,7 +1032,7 @@ impl App {
                 };
                 let Some(p) = self.program.clone() else { return };
                 let Some(d) = self.detail.as_ref() else { return };
-                let path = crate::filter::strip_indices(&path);
+                let path = crate::dissect::paths::strip_indices(&path);
                 match filter_value(&p, &f, d.payload()) {
                     Some(v) => format!("{path} == {v}"),
                     None => path,

@@ -253,7 +253,7 @@ fn packet_rows(out: &mut Vec<LayerRow>, c: &Carried, base: Anchor, after: usize,
             (l, false) => format!("@{bit}+{} in it L{l}", f.bit_len),
         };
         let path = crate::dissect::paths::path_of(p, d, i);
-        let term = crate::filter::strip_indices(&path);
+        let term = crate::dissect::paths::strip_indices(&path);
         let term = match super::app::filter_value(p, f, e.payload) {
             Some(v) => format!("{name}.{term} == {v}"),
             None => format!("{name}.{term}"),
