@@ -10,11 +10,8 @@ use super::program::*;
 use crate::bits::{BitError, BitReader, ErrorKind, Prim, RELATIVE_INDEX_LADDER, ReadStream};
 use crate::validate::{CountEncoding, FRAGMENT_TYPE};
 
-#[path = "exec_words.rs"]
-mod words;
-
-#[path = "exec_fragments.rs"]
 mod fragments;
+mod words;
 
 /// Reusable execution state: dissecting many packets allocates nothing once warm.
 #[derive(Clone)]
