@@ -372,3 +372,121 @@ impl Exec<'_> {
         u32::try_from(self.slot(slot)).ok()
     }
 }
+
+impl Exec<'_> {
+    /// `bytes name COUNT`: align, then COUNT bytes (zero-copy).
+    pub(super) fn bytes(&mut self, r: &mut BitReader, out: &mut Dissection, h: &Here, count: Count) -> Step {
+        let n = self.count(out, count, h)?;
+        self.align(r, out, h.id, h.parent, h.depth)?;
+        let at = r.bits_read();
+        let len = usize::try_from(n).unwrap_or(usize::MAX);
+        let b = r
+            .read_bytes(len)
+            .map_err(|e| self.read_fault(out, e, h.parent, h.label))?;
+        self.push_bytes(out, h, at, b.len())
+    }
+
+    /// The field of `len` bytes read at bit `at` (zero-copy: an offset into the datagram).
+    pub(super) fn push_bytes(&self, out: &mut Dissection, h: &Here, at: u64, len: usize) -> Step {
+        self.push_bytes_spanning(out, h, at, len, len as u64 * 8)
+    }
+
+    /// The field whose value is `len` bytes at bit `at`, spanning `bits` on the wire
+    /// (a `cstring`'s NUL is read but not shown).
+    fn push_bytes_spanning(&self, out: &mut Dissection, h: &Here, at: u64, len: usize, bits: u64) -> Step {
+        let value = Value::Bytes {
+            offset: (at / 8) as usize,
+            len,
+        };
+        self.push(out, h.id, h.label, h.kind, h.parent, h.depth, at, bits, 0, value)?;
+        Ok(())
+    }
+
+    /// `string name MAX`: a length in `int(0, MAX-1)`, align, the bytes.
+    pub(super) fn string(&mut self, r: &mut BitReader, out: &mut Dissection, h: &Here, max: u32) -> Step {
+        let g = self.open(out, h, Value::None)?;
+        let ll = Label::Part("length");
+        let top = max as i64 - 1;
+        let width = crate::bits::int_width(0, top).unwrap_or(0);
+        let len = self.bits(r, out, width, g, ll)?;
+        self.push(
+            out,
+            h.id,
+            ll,
+            "int",
+            g,
+            h.depth + 1,
+            h.at,
+            width as u64,
+            len as u64,
+            Value::Int(len as i64),
+        )?;
+        if len as i64 > top {
+            let e = BitError::new(
+                ErrorKind::OutOfRange {
+                    value: len as i64,
+                    min: 0,
+                    max: top,
+                },
+                h.at,
+            );
+            return Err(self.read_fault(out, e, g, ll));
+        }
+        self.align(r, out, h.id, g, h.depth + 1)?;
+        let at = r.bits_read();
+        let dl = Label::Part("data");
+        let b = r
+            .read_bytes(len as usize)
+            .map_err(|e| self.read_fault(out, e, g, dl))?;
+        let value = Value::Bytes {
+            offset: (at / 8) as usize,
+            len: b.len(),
+        };
+        self.push(
+            out,
+            h.id,
+            dl,
+            "bytes",
+            g,
+            h.depth + 1,
+            at,
+            b.len() as u64 * 8,
+            0,
+            value,
+        )?;
+        self.close(out, g, r, value);
+        Ok(())
+    }
+
+    /// `le-uint name BYTES`: 1 to 8 bytes, lowest first.
+    pub(super) fn le_uint(&mut self, r: &mut BitReader, out: &mut Dissection, h: &Here, c: Count) -> Step {
+        let n = self.count(out, c, h)?;
+        if !(1..=8).contains(&n) {
+            return self.fault(
+                out,
+                FaultKind::OutOfRange,
+                self.path(out, h.parent, h.label),
+                h.at,
+                format!("le-uint of {n} bytes: 1 to 8 are allowed"),
+            );
+        }
+        let mut v = 0u64;
+        for i in 0..n {
+            v |= (self.bits(r, out, 8, h.parent, h.label)? as u64) << (8 * i);
+        }
+        self.set_slot(h.id, v as i64);
+        self.push(
+            out,
+            h.id,
+            h.label,
+            h.kind,
+            h.parent,
+            h.depth,
+            h.at,
+            n * 8,
+            v,
+            Value::UInt(v),
+        )?;
+        Ok(())
+    }
+}
