@@ -1,0 +1,786 @@
+//! The document: its top-level nodes (`protocol`, `enum`, `struct`, `header`,
+//! `fragment`, `messages`, `packet`) compiled into a [`Program`], the checks that need
+//! the whole of it (field limit, fragment widths, Info templates), and `describe`.
+
+use super::*;
+
+/// Braces of an info template pair up, one level deep.
+fn template_syntax(t: &str) -> Result<(), String> {
+    let mut open = None;
+    for (i, c) in t.char_indices() {
+        match (c, open) {
+            ('{', Some(_)) => return Err(format!("`{{` at byte {i} is inside a placeholder")),
+            ('{', None) => open = Some(i),
+            ('}', None) => return Err(format!("`}}` at byte {i} closes no placeholder")),
+            ('}', Some(_)) => open = None,
+            _ => {}
+        }
+    }
+    match open {
+        Some(i) => Err(format!("the `{{` at byte {i} is never closed")),
+        None => Ok(()),
+    }
+}
+
+/// Element indices in a placeholder (`{objects[3].x}`) follow a list or array and fit
+/// its element limit.
+fn template_indices(paths: &[crate::dissect::paths::PathInfo], path: &str) -> Result<(), String> {
+    let mut rest = path;
+    let mut consumed = 0;
+    while let Some(open) = rest.find('[') {
+        let close = rest[open..]
+            .find(']')
+            .map(|c| open + c)
+            .ok_or_else(|| format!("`{path}`: a `[` is never closed"))?;
+        let before = crate::dissect::paths::strip_indices(&path[..consumed + open]);
+        let index = &rest[open + 1..close];
+        if !paths.iter().any(|p| p.path == before && p.indexed) {
+            return Err(format!(
+                "`{path}`: `{before}` is not a list or array, so it has no element [{index}]"
+            ));
+        }
+        match index.trim().parse::<u64>() {
+            Ok(n) if n < Limits::default().max_elements => {}
+            _ => {
+                return Err(format!(
+                    "`{path}`: element index `{index}` is not a number below {}",
+                    Limits::default().max_elements
+                ));
+            }
+        }
+        consumed += close + 1;
+        rest = &rest[close + 1..];
+    }
+    Ok(())
+}
+
+/// The `{…}` placeholders of an info template, in order.
+pub fn template_fields(t: &str) -> impl Iterator<Item = &str> {
+    t.split('{')
+        .skip(1)
+        .filter_map(|s| s.split_once('}').map(|(f, _)| f.trim()))
+}
+
+/// Names a [`HeaderFormat`] for reports.
+pub fn describe(p: &Program) -> String {
+    let format = &p.params.format;
+    let mut order = String::new();
+    if p.params.msb {
+        order.push_str(", read most significant bit first");
+    }
+    if let Some(rule) = p.params.describe_rule() {
+        order.push_str(&format!(", checksum {rule}"));
+    }
+    if p.messages.is_some() {
+        return format!("several messages per datagram{order}");
+    }
+    if p.fragment.is_none() {
+        return format!("{} types, no fragments{order}", format.num_types);
+    }
+    format!(
+        "{} types, fragments of {} bytes (at most {}), count written as {}{order}",
+        format.num_types,
+        format.fragment_size,
+        format.max_fragments,
+        match format.count_encoding {
+            CountEncoding::Count => "the count",
+            CountEncoding::CountMinusOne => "count-1",
+        }
+    )
+}
+
+impl<'d> Compiler<'d> {
+    pub(super) fn document(&mut self, doc: &'d KdlDocument) -> Option<Program> {
+        let mut params = Params::default();
+        let mut protocol_node = None;
+        let mut header_node = None;
+        let mut fragment_node = None;
+        let mut messages_node = None;
+        let mut packet_nodes = Vec::new();
+        let mut plaintext_nodes: Vec<&KdlNode> = Vec::new();
+        for n in doc.nodes() {
+            match n.name().value() {
+                "protocol" => protocol_node = Some(n),
+                "enum" => self.enum_def(n),
+                "struct" => {
+                    let Some(name) = self.arg_str(n, 0, "the struct's name") else {
+                        continue;
+                    };
+                    if PRIMITIVES.contains(&name.as_str()) {
+                        self.error(
+                            positional(n)[0].span(),
+                            format!("struct name `{name}` clashes with the primitive `{name}`"),
+                            "rename this struct",
+                            None,
+                        );
+                    } else if self
+                        .structs
+                        .insert(name.clone(), StructState::Pending(n))
+                        .is_some()
+                    {
+                        self.error(
+                            positional(n)[0].span(),
+                            format!("struct `{name}` is defined twice"),
+                            "second definition",
+                            None,
+                        );
+                    }
+                }
+                "header" => header_node = Some(n),
+                "fragment" => fragment_node = Some(n),
+                "messages" => messages_node = Some(n),
+                "packet" | "message" => packet_nodes.push(n),
+                "plaintext" => plaintext_nodes.push(n),
+                other => {
+                    let hint = closest(
+                        other,
+                        ["protocol", "enum", "struct", "header", "fragment", "packet", "messages", "message", "plaintext"],
+                    )
+                    .map(|c| format!("did you mean `{c}`?"))
+                    .unwrap_or_else(|| {
+                        "top-level nodes are protocol, enum, struct, header, fragment, packet, messages and message".into()
+                    });
+                    self.error(
+                        Self::name_span(n),
+                        format!("unknown top-level node `{other}`"),
+                        "not a definition",
+                        Some(hint),
+                    );
+                }
+            }
+        }
+        if self.plaintext_view {
+            packet_nodes.extend(plaintext_nodes.iter().copied());
+        }
+        // Space 0 is each flow's own counter.
+        let mut params_spaces = vec![SequenceSpace {
+            name: "flow".into(),
+            per_sender: false,
+        }];
+        if let Some(p) = protocol_node {
+            self.protocol(p, &mut params, &mut params_spaces);
+        }
+        if let (Some(n), None) = (plaintext_nodes.first(), &params.encryption) {
+            self.error(
+                Self::name_span(n),
+                "a `plaintext` block needs the protocol's `encryption`",
+                "no encryption declared",
+                Some("add `encryption \"netcode-1.02\"` to the protocol block".into()),
+            );
+        }
+        let Some(h) = header_node else {
+            self.error(
+                SourceSpan::from(0..0),
+                "the definition has no `header` block",
+                "expected a header",
+                Some("add `header { bits crc 32 role=crc; bits sequence 16 role=sequence; int type 0 5 role=type }`".into()),
+            );
+            return None;
+        };
+        self.scope.clear();
+        let header = self.block(h.children(), 0);
+        self.header_block = Some(header);
+        if !self.within_field_limit(header, Self::name_span(h)) {
+            return None;
+        }
+        let with_crc = params.checksum != Checksum::None;
+        // The condition reads header fields, which are in scope now.
+        if let Some(e) = self.stand_in_when {
+            let when = self.expression(e);
+            if let Some(rule) = &mut params.rule {
+                rule.when = when;
+            }
+        }
+        let mut roles = 0u32;
+        // With messages, a datagram sequence is optional and types are the messages'.
+        let mut roles_ok =
+            self.role_placement(h, header, Role::Sequence, messages_node.is_none(), &mut roles);
+        if messages_node.is_none()
+            && let Some(m) = packet_nodes.iter().find(|p| p.name().value() == "message")
+        {
+            self.error(
+                Self::name_span(m),
+                "`message` types need a `messages` block: what each message starts with",
+                "no messages block",
+                Some("add `messages { bits type 8 role=type }` (the fields before each message's body), or write `packet` for one message per datagram".into()),
+            );
+        }
+        let messages = messages_node.and_then(|m| self.messages_block(m, header, fragment_node));
+        if messages_node.is_some() && messages.is_none() {
+            return None;
+        }
+        let type_block = messages.as_ref().map_or(header, |m| m.header);
+        roles_ok &= match messages_node {
+            Some(m) => self.role_placement(m, type_block, Role::Type, false, &mut roles),
+            None => self.role_placement(h, header, Role::Type, false, &mut roles),
+        };
+        if with_crc {
+            roles_ok &= self.role_placement(h, header, Role::Crc, true, &mut roles);
+            roles_ok &= self.checksum_position(header, &params);
+        } else if let Some(id) = self.role_nodes(header, Role::Crc).first() {
+            let name = self.nodes[*id as usize].name.clone();
+            self.error(
+                self.spans[*id as usize],
+                format!("the field `{name}` has role=crc, but the protocol declares `checksum \"none\"`"),
+                "role=crc",
+                Some("remove role=crc, or declare `checksum \"crc32\"` in the protocol block".into()),
+            );
+        }
+        for role in [Role::Ack, Role::AckBits, Role::ProtocolId] {
+            roles_ok &= self.role_placement(h, header, role, false, &mut roles);
+        }
+        let sequence_bits = self
+            .role_nodes(header, Role::Sequence)
+            .iter()
+            .map(|&id| match self.nodes[id as usize].kind.plain() {
+                Kind::Bits(b) => b,
+                Kind::Int { min, max } => int_width(min, max).unwrap_or(32),
+                Kind::Uint64 | Kind::LeUint(_) => 64,
+                _ => 0,
+            })
+            .max()
+            .filter(|&b| b > 0)
+            .unwrap_or(16);
+        let when = fragment_node
+            .and_then(|f| prop(f, "when"))
+            .and_then(|e| self.expression(e));
+        let fragment = fragment_node.map(|f| {
+            self.check_props(f, &["when", "doc"]);
+            let b = self.block(f.children(), 0);
+            (f, b)
+        });
+        if let Some((f, b)) = fragment
+            && !self.within_field_limit(b, Self::name_span(f))
+        {
+            return None;
+        }
+        roles_ok &= self.no_offset_roles(header);
+        roles_ok &= self.send_time(h, header, &mut params);
+        if let Some((f, b)) = fragment {
+            roles_ok &= self.no_offset_roles(b);
+            for role in [Role::FragmentId, Role::FragmentCount, Role::FragmentData] {
+                roles_ok &= self.role_placement(f, b, role, true, &mut roles);
+            }
+            for role in [Role::Ack, Role::AckBits] {
+                roles_ok &= self.role_placement(f, b, role, false, &mut roles);
+            }
+            self.fragment_widths(f, b, &params.format);
+            if when.is_none() && !Program::role_declared(roles, Role::Type) {
+                self.error(
+                    Self::name_span(f),
+                    "without a type field, fragments need a condition",
+                    "which datagrams are fragments?",
+                    Some("write `fragment when=\"prefix & 1\" { … }` with a condition on header fields, or give the header a role=type field (fragments are then type 0)".into()),
+                );
+            }
+        }
+        for role in [Role::FragmentId, Role::FragmentCount, Role::FragmentData] {
+            if fragment.is_none()
+                && let Some(id) = self.role_nodes(header, role).first()
+            {
+                self.error(
+                    self.spans[*id as usize],
+                    format!("role={} belongs in the `fragment` block", role.name()),
+                    "outside the fragment block",
+                    Some("declare `fragment { … }` with the fragment id, count and data".into()),
+                );
+            }
+        }
+        let typed = Program::role_declared(roles, Role::Type);
+
+        // The type field's range fixes the number of packet types.
+        let type_node = self.role_nodes(type_block, Role::Type).first().copied();
+        let derived_types = type_node.and_then(|id| match self.nodes[id as usize].kind.plain() {
+            Kind::Int { min: 0, max } if max < 1 << 16 => Some(max as u32 + 1),
+            Kind::Bits(b) if b <= 16 => Some(1u32 << b),
+            _ => None,
+        });
+        match (derived_types, params.format.num_types) {
+            (Some(d), n) if n != d && n != 0 => {
+                let span = protocol_node
+                    .and_then(|p| p.children())
+                    .and_then(|c| c.get("types").map(|v| v.span()))
+                    .unwrap_or(Self::name_span(h));
+                self.error(
+                    span,
+                    format!("`types {n}` disagrees with the header's type field, which holds {d} types"),
+                    "number of packet types",
+                    Some("the type field is `int(0, types-1)`; make the two agree".into()),
+                );
+            }
+            (Some(d), _) => params.format.num_types = d,
+            (None, 0) if !typed => params.format.num_types = 1,
+            (None, 0) => {
+                if let Some(id) = type_node {
+                    let _ = id;
+                    self.error(
+                        Self::name_span(h),
+                        "the type field must be `int 0 N` or `bits N` (N ≤ 16)",
+                        "type field",
+                        None,
+                    );
+                }
+            }
+            _ => {}
+        }
+
+        let mut packets: Vec<PacketDef> = Vec::new();
+        let mut info_spans: Vec<(usize, SourceSpan)> = Vec::new();
+        let spaces = std::mem::take(&mut params_spaces);
+        let mut seen: HashMap<u32, (String, usize)> = HashMap::new();
+        for p in packet_nodes {
+            let args = positional(p);
+            let Some(id) = self.arg_int(p, 0, "the packet type id") else {
+                continue;
+            };
+            let name = args
+                .get(1)
+                .and_then(|e| e.value().as_string())
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("type{id}"));
+            let id_span = args[0].span();
+            if id < 0 || id as u64 >= params.format.num_types as u64 {
+                self.error(
+                    id_span,
+                    format!(
+                        "packet type {id} is outside the header's type range 0..{}",
+                        params.format.num_types.saturating_sub(1)
+                    ),
+                    "type id",
+                    Some("widen the header's type field or renumber the packet".into()),
+                );
+                continue;
+            }
+            if id == 0 && fragment.is_some() && when.is_none() && typed {
+                self.error(
+                    id_span,
+                    "packet type 0 is reserved for fragments",
+                    "type id",
+                    Some("number game packets from 1".into()),
+                );
+                continue;
+            }
+            let line = self.line_of(id_span);
+            // A `plaintext` block, compiled after every packet, takes its type over (the
+            // packets' fields keep their ids, so either view's trees print with this one).
+            let replaces = self.plaintext_view && p.name().value() == "plaintext";
+            if let Some((other, other_line)) = seen.get(&(id as u32)).filter(|_| !replaces) {
+                self.error(
+                    id_span,
+                    format!("packet type {id} is defined twice"),
+                    "type id clash",
+                    Some(format!("type {id} is already `{other}` (line {other_line})")),
+                );
+                continue;
+            }
+            if !replaces {
+                seen.insert(id as u32, (name.clone(), line));
+            }
+            self.extra_arguments(p, 2, &usage("packet"));
+            self.scope.clear();
+            if let Some(m) = &messages {
+                // A message's body reads its own header's fields.
+                self.scope = m.scope.clone();
+            }
+            self.check_props(p, &["doc", "from", "sequence-space", "info"]);
+            let info = prop(p, "info").and_then(|e| match e.value().as_string() {
+                Some(t) => {
+                    info_spans.push((packets.len(), e.span()));
+                    Some(t.to_string())
+                }
+                None => {
+                    self.error(
+                        e.span(),
+                        "`info` is a text",
+                        "",
+                        Some("for example `info=\"{#objects} objects\"`".into()),
+                    );
+                    None
+                }
+            });
+            let space = match prop(p, "sequence-space") {
+                None => 0,
+                Some(e) => match e.value().as_string() {
+                    Some(name) => match spaces.iter().position(|s: &SequenceSpace| s.name == name) {
+                        Some(i) => i as u8,
+                        None => {
+                            self.unknown_space(e.span(), name, &spaces);
+                            0
+                        }
+                    },
+                    None => {
+                        self.error(
+                            e.span(),
+                            "`sequence-space` is a name",
+                            "",
+                            Some("for example `sequence-space=\"global\"`".into()),
+                        );
+                        0
+                    }
+                },
+            };
+            let from = match prop(p, "from") {
+                None => None,
+                Some(e) => match e.value().as_string() {
+                    Some("client") => Some(Side::Client),
+                    Some("server") => Some(Side::Server),
+                    _ => {
+                        self.error(
+                            e.span(),
+                            "`from` is client or server",
+                            "side",
+                            Some(
+                                "write `from=client` or `from=server`, or leave it out when both send it"
+                                    .into(),
+                            ),
+                        );
+                        None
+                    }
+                },
+            };
+            self.in_messages = messages.is_some();
+            let body = self.block(p.children(), 0);
+            if !self.within_field_limit(body, Self::name_span(p)) {
+                continue;
+            }
+            self.in_messages = false;
+            for role in [Role::Ack, Role::AckBits, Role::ProtocolId] {
+                if role == Role::Ack && messages.is_some() {
+                    roles_ok &= self.message_ack(p, body);
+                    continue;
+                }
+                roles_ok &= self.role_placement(p, body, role, false, &mut roles);
+            }
+            if messages.is_some() {
+                roles_ok &= self.message_fragment(p, body, id as u32, &mut params);
+            } else {
+                roles_ok &= self.no_offset_roles(body);
+                roles_ok &= self.no_time_roles(body, Role::SendTime);
+                roles_ok &= self.no_time_roles(body, Role::AckTime);
+            }
+            packets.push(PacketDef {
+                type_id: id as u32,
+                name,
+                doc: prop(p, "doc")
+                    .and_then(|e| e.value().as_string())
+                    .map(str::to_string),
+                from,
+                space,
+                body,
+                info,
+            });
+        }
+        let mut by_type = vec![None; params.format.num_types as usize + usize::from(when.is_some())];
+        for (i, p) in packets.iter().enumerate() {
+            if let Some(slot) = by_type.get_mut(p.type_id as usize) {
+                *slot = Some(i as u16);
+            }
+        }
+        if self.slot_count > u16::MAX as usize {
+            self.error(Self::name_span(h), "too many fields", "", None);
+        }
+        if Program::role_declared(roles, Role::ProtocolId) && params.protocol_id.is_none() {
+            self.error(
+                Self::name_span(h),
+                "a field has role=protocol-id, but the protocol block has no `id` to compare it with",
+                "protocol id",
+                Some("add `id 0x…` to the protocol block".into()),
+            );
+        }
+        self.resolve_stand_in(&mut params);
+        self.resolve_reassembled_as(&mut params, &packets);
+        if !roles_ok {
+            return None;
+        }
+        for d in &packets {
+            self.roles_without_effect(d.body, &d.name, messages.is_some());
+        }
+        if let Some((f, block)) = &fragment {
+            self.roles_without_effect(*block, f.name().value(), true);
+        }
+        if !self.errors.is_empty() {
+            return None;
+        }
+        // With a condition, fragments get a type of their own, one past the packets'.
+        let fragment_type = if when.is_some() {
+            params.format.num_types += 1;
+            params.format.num_types - 1
+        } else {
+            crate::validate::FRAGMENT_TYPE
+        };
+        // Whole datagrams of a protocol with messages: a type past the messages'.
+        let datagram_type = messages.as_ref().map(|_| {
+            params.format.num_types += 1;
+            params.format.num_types - 1
+        });
+        let messages = messages.map(|m| m.node);
+        params.dissect_as = std::mem::take(&mut self.dissect_as);
+        let mut program = Program {
+            params,
+            nodes: std::mem::take(&mut self.nodes),
+            children: std::mem::take(&mut self.children),
+            code: std::mem::take(&mut self.code),
+            header,
+            fragment: fragment.map(|f| f.1),
+            fragment_when: when,
+            fragment_type,
+            roles,
+            sequence_bits,
+            spaces,
+            packets,
+            by_type,
+            enums: std::mem::take(&mut self.enums),
+            slot_count: self.slot_count,
+            limits: Limits::default(),
+            messages,
+            datagram_type,
+            plan: Default::default(),
+        };
+        program.plan = crate::dissect::plan::Plan::build(&program);
+        if self.remaining {
+            program.params.remaining = true;
+            program.plan.interpret_only();
+        }
+        self.info_templates(&program, &info_spans);
+        Some(program)
+    }
+
+    /// A packet's `sequence-space` names a space the protocol block declares.
+    fn unknown_space(&mut self, span: SourceSpan, name: &str, spaces: &[SequenceSpace]) {
+        let declared: Vec<&str> = spaces.iter().skip(1).map(|s| s.name.as_str()).collect();
+        let help = match closest(name, declared.iter().copied()) {
+            Some(c) => format!("did you mean `{c}`?"),
+            None if declared.is_empty() => {
+                "declare it in the protocol block: `sequence-space \"NAME\" per=\"flow\"` (or per=\"sender\")"
+                    .into()
+            }
+            None => format!("the protocol block declares: {}", declared.join(", ")),
+        };
+        self.error(
+            span,
+            format!("sequence space `{name}` is not declared"),
+            "unknown space",
+            Some(help),
+        );
+    }
+
+    /// `id` is 32 bits, or 64 with `bits=64`: another width would be read as one of them.
+    pub(super) fn id_width(&mut self, n: &KdlNode, v: i128) {
+        let Some(e) = prop(n, "bits") else { return };
+        let ok = match e.value().as_integer() {
+            Some(64) => true,
+            Some(32) => v <= u32::MAX as i128,
+            _ => false,
+        };
+        if !ok {
+            self.error(
+                e.span(),
+                "a protocol id is 32 bits (`bits=32`, the value at most 0xffffffff) or 64 (`bits=64`)",
+                "id width",
+                None,
+            );
+        }
+    }
+
+    /// The field limit counts fields as laid out, every struct copied where it is used
+    /// ([`super::expand`]), over the header, fragment and packets compiled so far: a
+    /// block that passes it is refused at the struct use where it does, before anything
+    /// walks it expanded. Past the limit, later blocks are refused without more errors.
+    fn within_field_limit(&mut self, block: Block, owner: SourceSpan) -> bool {
+        let limit = MAX_NODES as u64;
+        if self.expanded > limit {
+            return false;
+        }
+        let mut x = crate::dissect::expand::Expansion::new(&self.nodes, &self.children);
+        let n = x.block(block, 0);
+        if self.expanded.saturating_add(n) <= limit {
+            self.expanded += n;
+            return true;
+        }
+        let mut left = limit - self.expanded;
+        let at = x.crossing(block, &mut left, 0);
+        let (span, what, size) = match at {
+            Some(id) => {
+                let node = &self.nodes[id as usize];
+                let what = match &node.kind {
+                    Kind::Struct { .. } | Kind::Inline { .. } => {
+                        format!("this use of a struct (`{}`)", node.name)
+                    }
+                    _ => format!("`{}`", node.name),
+                };
+                (
+                    self.spans.get(id as usize).copied().unwrap_or(owner),
+                    what,
+                    x.node(id, 0),
+                )
+            }
+            None => (owner, "this block".to_string(), n),
+        };
+        let total = if n == u64::MAX {
+            "more than 2^64".to_string()
+        } else {
+            (self.expanded + n).to_string()
+        };
+        self.error(
+            span,
+            format!(
+                "too many fields: {what} takes the definition past {limit} fields once structs are expanded"
+            ),
+            "past the field limit",
+            Some(format!(
+                "a struct counts once per use: {size} fields here; the definition so far expands to {total}"
+            )),
+        );
+        self.expanded = limit + 1;
+        false
+    }
+
+    /// The fragment id and count fields must hold every value `max-fragments` allows:
+    /// a field too narrow fails only later, when a large packet is written.
+    fn fragment_widths(&mut self, f: &KdlNode, block: Block, format: &HeaderFormat) {
+        let max = format.max_fragments as i64;
+        let count_max = match format.count_encoding {
+            CountEncoding::Count => max,
+            CountEncoding::CountMinusOne => max - 1,
+        };
+        for (role, need, what) in [
+            (Role::FragmentId, max - 1, "fragment ids up to"),
+            (Role::FragmentCount, count_max, "the fragment count up to"),
+        ] {
+            let Some(&id) = self.role_nodes(block, role).first() else {
+                continue;
+            };
+            let node = &self.nodes[id as usize];
+            let holds = match node.kind {
+                Kind::Bits(b) => (1i64 << b) - 1,
+                Kind::Int { max, .. } => max,
+                _ => continue,
+            };
+            if holds < need {
+                let message = format!(
+                    "the field `{}` ({}) holds at most {holds}, but max-fragments {max} needs {what} {need}",
+                    node.name,
+                    node.kind.name()
+                );
+                let at = f
+                    .children()
+                    .and_then(|c| {
+                        c.nodes().iter().find(|c| {
+                            positional(c).first().and_then(|e| e.value().as_string()) == Some(&node.name)
+                        })
+                    })
+                    .map_or(Self::name_span(f), |c| c.span());
+                self.error(
+                    at,
+                    message,
+                    "field too narrow",
+                    Some(format!(
+                        "widen the field or lower `max-fragments` in the protocol block to {}",
+                        match role {
+                            Role::FragmentId => holds + 1,
+                            _ if format.count_encoding == CountEncoding::CountMinusOne => holds + 1,
+                            _ => holds,
+                        }
+                    )),
+                );
+            }
+        }
+    }
+
+    fn enum_def(&mut self, n: &KdlNode) {
+        let Some(name) = self.arg_str(n, 0, "the enum's name") else {
+            return;
+        };
+        let mut values: Vec<(i64, String)> = Vec::new();
+        for v in n.children().map(|c| c.nodes()).unwrap_or(&[]) {
+            self.extra_arguments(v, 1, "`NAME VALUE` inside an enum");
+            let value_name = v.name().value();
+            match positional(v).first().and_then(|e| e.value().as_integer()) {
+                Some(x) if x >= i64::MIN as i128 && x <= i64::MAX as i128 => {
+                    if let Some((_, first)) = values.iter().find(|(y, _)| *y == x as i64) {
+                        self.error(
+                            positional(v)[0].span(),
+                            format!("enum `{name}` gives the value {x} to both `{first}` and `{value_name}`"),
+                            "value used twice",
+                            Some("each value names one thing; renumber one of them".into()),
+                        );
+                    } else if values.iter().any(|(_, other)| other == value_name) {
+                        self.error(
+                            Self::name_span(v),
+                            format!("enum `{name}` names `{value_name}` twice"),
+                            "name used twice",
+                            None,
+                        );
+                    }
+                    values.push((x as i64, value_name.to_string()))
+                }
+                _ => self.error(
+                    Self::name_span(v),
+                    format!("enum value `{}` needs an integer", v.name().value()),
+                    "value name",
+                    Some("write `name 3`".into()),
+                ),
+            }
+        }
+        if self.enum_index.contains_key(&name) {
+            self.error(
+                positional(n)[0].span(),
+                format!("enum `{name}` is defined twice"),
+                "",
+                None,
+            );
+            return;
+        }
+        self.enum_index.insert(name.clone(), self.enums.len() as u16);
+        self.enums.push(EnumDef { name, values });
+    }
+
+    /// Every `{path}` of an `info` template names a field of its packet type.
+    fn info_templates(&mut self, program: &Program, spans: &[(usize, SourceSpan)]) {
+        if spans.is_empty() {
+            return;
+        }
+        let paths = crate::dissect::paths::catalog(program);
+        for &(i, span) in spans {
+            let Some(d) = program.packets.get(i) else { continue };
+            let Some(t) = &d.info else { continue };
+            if let Err(why) = template_syntax(t) {
+                self.error(
+                    span,
+                    format!("packet {}'s info: {why}", d.name),
+                    "info template",
+                    Some("placeholders are `{path}` and `{#path}`; braces do not nest".into()),
+                );
+                continue;
+            }
+            for part in template_fields(t) {
+                if let Err(why) = template_indices(&paths, part.trim_start_matches('#')) {
+                    self.error(
+                        span,
+                        format!("packet {}'s info: {why}", d.name),
+                        "info template",
+                        None,
+                    );
+                    continue;
+                }
+                let path = part.trim_start_matches('#');
+                let known = paths.iter().any(|e| {
+                    e.path == crate::dissect::paths::strip_indices(path)
+                        && (e.types.is_empty() || e.types.contains(&d.type_id))
+                });
+                if !known {
+                    let hash = if part.starts_with('#') { "#" } else { "" };
+                    let near = crate::dissect::paths::nearest(&paths, path)
+                        .map(|n| format!("did you mean `{{{hash}{n}}}`?"))
+                        .unwrap_or_else(|| "name a field of the packet, like `{a}` or `{#items}`".into());
+                    self.error(
+                        span,
+                        format!("packet {} has no field `{path}` for its info", d.name),
+                        "unknown field",
+                        Some(near),
+                    );
+                }
+            }
+        }
+    }
+}

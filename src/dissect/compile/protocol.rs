@@ -1,0 +1,316 @@
+//! The `protocol` block: its parameters (id, header format, sequence spaces,
+//! fragments, encryption…) and its `checksum` rule.
+
+use super::*;
+
+impl<'d> Compiler<'d> {
+    pub(super) fn protocol(&mut self, p: &'d KdlNode, params: &mut Params, spaces: &mut Vec<SequenceSpace>) {
+        params.name = p
+            .entries()
+            .first()
+            .and_then(|e| e.value().as_string())
+            .unwrap_or("")
+            .to_string();
+        params.format.num_types = 0;
+        let Some(children) = p.children() else { return };
+        for n in children.nodes() {
+            let key = n.name().value();
+            let first = positional(n).first().copied();
+            match key {
+                "id" | "protocol-id" => match first.map(|e| e.value()) {
+                    Some(KdlValue::Integer(v)) if *v >= 0 && *v <= u64::MAX as i128 => {
+                        let width = prop(n, "bits").and_then(|e| e.value().as_integer());
+                        self.id_width(n, *v);
+                        params.protocol_id = Some(if width == Some(64) || *v > u32::MAX as i128 {
+                            ProtocolId::new64(*v as u64)
+                        } else {
+                            ProtocolId::new32(*v as u32)
+                        });
+                    }
+                    _ => self.error(
+                        first.map(|e| e.span()).unwrap_or(Self::name_span(n)),
+                        "protocol id must be a non-negative integer",
+                        "protocol id",
+                        Some("for example `id 0x55667788`".into()),
+                    ),
+                },
+                "checksum" => self.checksum(n, params),
+                "encryption" => match self.arg_str(n, 0, "the encryption scheme") {
+                    Some(s) if s == "netcode-1.02" => params.encryption = Some(s),
+                    Some(_) => self.error(
+                        positional(n)[0].span(),
+                        "unknown encryption scheme",
+                        "scheme",
+                        Some("the scheme known is \"netcode-1.02\"".into()),
+                    ),
+                    None => {}
+                },
+                "ports" => {
+                    for e in positional(n) {
+                        match e.value().as_integer() {
+                            Some(v) if (1..=65535).contains(&v) => params.ports.push(v as u16),
+                            _ => self.error(e.span(), "a UDP port is 1..=65535", "port", None),
+                        }
+                    }
+                }
+                "types" => {
+                    if let Some(v) = self.arg_int(n, 0, "the number of packet types") {
+                        if (1..=65536).contains(&v) {
+                            params.format.num_types = v as u32;
+                        } else {
+                            self.error(positional(n)[0].span(), "packet types must be 1..=65536", "", None);
+                        }
+                    }
+                }
+                "end-check" => match first.map(|e| e.value()) {
+                    Some(KdlValue::String(s)) => params.end_check = Some(hash_string(s)),
+                    Some(KdlValue::Null) => params.end_check = None,
+                    Some(KdlValue::Integer(v)) if *v >= 0 && *v <= u32::MAX as i128 => {
+                        params.end_check = Some(*v as u32)
+                    }
+                    _ => self.error(
+                        Self::name_span(n),
+                        "end-check takes a check name, a 32-bit magic, or #null",
+                        "end check",
+                        Some("for example `end-check \"end of packet\"`".into()),
+                    ),
+                },
+                "fragment-size" => {
+                    if let Some(v) = self.arg_int(n, 0, "the fragment size in bytes") {
+                        if (1..=65535).contains(&v) {
+                            params.format.fragment_size = v as u32;
+                        } else {
+                            self.error(positional(n)[0].span(), "fragment size must be 1..=65535 bytes", "", None);
+                        }
+                    }
+                }
+                "max-fragments" => {
+                    if let Some(v) = self.arg_int(n, 0, "the maximum number of fragments") {
+                        if (1..=256).contains(&v) {
+                            params.format.max_fragments = v as u32;
+                        } else {
+                            self.error(positional(n)[0].span(), "max-fragments must be 1..=256", "", None);
+                        }
+                    }
+                }
+                "fragment-count" => match first.and_then(|e| e.value().as_string()) {
+                    Some("count") => params.format.count_encoding = CountEncoding::Count,
+                    Some("count-1") | Some("count-minus-one") => {
+                        params.format.count_encoding = CountEncoding::CountMinusOne
+                    }
+                    _ => self.error(
+                        first.map(|e| e.span()).unwrap_or(Self::name_span(n)),
+                        "fragment-count is \"count\" or \"count-1\"",
+                        "encoding",
+                        Some("\"count\" writes the count itself (the article); \"count-1\" lets 256 fit in 8 bits".into()),
+                    ),
+                },
+                "max-message-size" => {
+                    if let Some(v) = self.arg_int(n, 0, "the largest reassembled message in bytes") {
+                        if (1..=1 << 30).contains(&v) {
+                            params.max_message_size = v as u32;
+                        } else {
+                            self.error(positional(n)[0].span(), "max-message-size must be 1..=1073741824 bytes", "", None);
+                        }
+                    }
+                }
+                "mtu-budget" => {
+                    if let Some(v) = self.arg_int(n, 0, "the MTU budget in bytes") {
+                        if (1..=65507).contains(&v) {
+                            params.format.mtu_budget = v as u32;
+                        } else {
+                            self.error(positional(n)[0].span(), "mtu-budget must be 1..=65507 bytes", "", None);
+                        }
+                    }
+                }
+                "doc" => {}
+                "bit-order" | "byte-order" => match first.and_then(|e| e.value().as_string()) {
+                    Some("msb") | Some("big") => {
+                        self.msb = true;
+                        params.msb = true;
+                    }
+                    Some("lsb") | Some("little") => {
+                        self.msb = false;
+                        params.msb = false;
+                    }
+                    _ => self.error(
+                        first.map(|e| e.span()).unwrap_or(Self::name_span(n)),
+                        format!("{key} is \"msb\" (\"big\") or \"lsb\" (\"little\")"),
+                        "order",
+                        Some("\"msb\": bits from the top of each byte, so whole bytes are big-endian (network order: ENet, RakNet); \"lsb\": the articles' packer, whole bytes little-endian (the default)".into()),
+                    ),
+                },
+                "sequence-space" => {
+                    self.check_props(n, &["per", "doc"]);
+                    let Some(name) = self.arg_str(n, 0, "the space's name") else {
+                        continue;
+                    };
+                    let per_sender = match prop(n, "per").map(|e| (e, e.value().as_string())) {
+                        None | Some((_, Some("flow"))) => false,
+                        Some((_, Some("sender"))) => true,
+                        Some((e, _)) => {
+                            self.error(e.span(), "`per` is \"flow\" or \"sender\"", "", Some("\"sender\": one counter for every flow from the same address and port".into()));
+                            false
+                        }
+                    };
+                    if spaces.iter().any(|s| s.name == name) {
+                        self.error(positional(n)[0].span(), format!("sequence space `{name}` is declared twice"), "", None);
+                    } else if spaces.len() >= 16 {
+                        self.error(positional(n)[0].span(), "at most 16 sequence spaces", "", None);
+                    } else {
+                        spaces.push(SequenceSpace { name, per_sender });
+                    }
+                }
+                other => {
+                    let known = [
+                        "id",
+                        "ports",
+                        "types",
+                        "end-check",
+                        "checksum",
+                        "encryption",
+                        "fragment-size",
+                        "max-fragments",
+                        "fragment-count",
+                        "mtu-budget",
+                        "max-message-size",
+                        "sequence-space",
+                        "bit-order",
+                        "byte-order",
+                        "doc",
+                    ];
+                    let hint = closest(other, known)
+                        .map(|c| format!("did you mean `{c}`?"))
+                        .unwrap_or_else(|| format!("protocol parameters are: {}", known.join(", ")));
+                    self.error(Self::name_span(n), format!("unknown protocol parameter `{other}`"), "", Some(hint));
+                }
+            }
+        }
+    }
+
+    /// `checksum "ALGORITHM" [field=NAME] [prefix="id"|"none"] [stand-in=NAME]
+    /// [stand-in-when=EXPR]`. Alone, `"crc32"` is the articles' scheme.
+    fn checksum(&mut self, n: &'d KdlNode, params: &mut Params) {
+        use crate::dissect::program::{ChecksumAlgorithm, ChecksumRule};
+        let first = positional(n).first().copied();
+        let algorithm = match first.and_then(|e| e.value().as_string()) {
+            Some("none") => {
+                params.checksum = Checksum::None;
+                self.check_props(n, &[]);
+                return;
+            }
+            Some("crc32") => ChecksumAlgorithm::Crc32,
+            Some("crc32c") => ChecksumAlgorithm::Crc32c,
+            Some("adler32") => ChecksumAlgorithm::Adler32,
+            _ => {
+                self.error(
+                    first.map(|e| e.span()).unwrap_or(Self::name_span(n)),
+                    "checksum is \"crc32\", \"crc32c\", \"adler32\" or \"none\"",
+                    "validation",
+                    Some("\"crc32\" alone: the articles' CRC32 over the protocol id and the packet; with field=…: a checksum over the datagram with that field replaced; \"none\": ports and a clean header read decide".into()),
+                );
+                return;
+            }
+        };
+        self.check_props(n, &["field", "prefix", "stand-in", "stand-in-when", "doc"]);
+        let declared = n
+            .entries()
+            .iter()
+            .any(|e| e.name().is_some_and(|k| k.value() != "doc"));
+        if algorithm == ChecksumAlgorithm::Crc32 && !declared {
+            params.checksum = Checksum::Crc32;
+            return;
+        }
+        let prefix = match prop(n, "prefix").map(|e| (e, e.value().as_string())) {
+            None | Some((_, Some("none"))) => false,
+            Some((_, Some("id"))) => true,
+            Some((e, _)) => {
+                self.error(
+                    e.span(),
+                    "`prefix` is \"id\" (the protocol id hashed first, never sent) or \"none\"",
+                    "",
+                    None,
+                );
+                false
+            }
+        };
+        if let Some(e) = prop(n, "stand-in") {
+            match e.value().as_string() {
+                Some(name) => self.stand_in = Some((name.to_string(), e.span())),
+                None => self.error(e.span(), "`stand-in` names a remembered value", "", Some("for example `stand-in=\"connect_id\"` with `remember=\"connect_id\"` on the field it comes from".into())),
+            }
+        }
+        self.stand_in_when = prop(n, "stand-in-when");
+        if let Some(e) = prop(n, "field") {
+            self.checksum_field = e.value().as_string().map(|s| (s.to_string(), e.span()));
+        }
+        params.checksum = Checksum::Field;
+        params.rule = Some(ChecksumRule {
+            algorithm,
+            prefix,
+            stand_in: None,
+            when: None,
+        });
+    }
+
+    /// The articles' CRC covers the datagram's first four bytes: its field must be the
+    /// header's first. A declared checksum's `field=` must name the role=crc field.
+    pub(super) fn checksum_position(&mut self, header: Block, params: &Params) -> bool {
+        let Some(&crc) = self.role_nodes(header, Role::Crc).first() else {
+            return true;
+        };
+        let name = self.nodes[crc as usize].name.clone();
+        if params.checksum == Checksum::Crc32 {
+            if self.children.get(header.start as usize) == Some(&crc) {
+                return true;
+            }
+            self.error(
+                self.spans[crc as usize],
+                format!("the articles' CRC32 is the datagram's first 4 bytes, and `{name}` is not the header's first field"),
+                "role=crc",
+                Some(format!("to checksum the datagram with the field where it lies, declare `checksum \"crc32\" field=\"{name}\"` in the protocol block")),
+            );
+            return false;
+        }
+        match self.checksum_field.clone() {
+            Some((f, span)) if f != name => {
+                self.error(
+                    span,
+                    format!("the checksum field is `{name}` (role=crc), not `{f}`"),
+                    "field",
+                    Some(format!("write `field=\"{name}\"`, or move role=crc to `{f}`")),
+                );
+                false
+            }
+            _ => true,
+        }
+    }
+
+    /// `stand-in=NAME` names a value some field remembers.
+    pub(super) fn resolve_stand_in(&mut self, params: &mut Params) {
+        params.remembered = self.remembered.clone();
+        params.streams = std::mem::take(&mut self.streams);
+        params.messages_end = self.messages_end.take();
+        let Some((name, span)) = self.stand_in.take() else {
+            return;
+        };
+        match self.remembered.iter().position(|r| *r == name) {
+            Some(i) => {
+                if let Some(rule) = &mut params.rule {
+                    rule.stand_in = Some(i as u8);
+                }
+            }
+            None => {
+                let hint = closest(&name, self.remembered.iter().map(|s| s.as_str()))
+                    .map(|c| format!("did you mean `{c}`?"))
+                    .unwrap_or_else(|| format!("mark the field it comes from with `remember=\"{name}\"`"));
+                self.error(
+                    span,
+                    format!("no field remembers `{name}`"),
+                    "stand-in",
+                    Some(hint),
+                );
+            }
+        }
+    }
+}
