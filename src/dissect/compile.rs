@@ -17,14 +17,15 @@ mod hints;
 mod message_acks;
 mod message_fragments;
 mod messages;
+mod primitives;
 mod protocol;
 mod roles;
 mod scope;
 
 use arguments::{positional, prop};
 pub use document::{describe, template_fields};
-use fields::PRIMITIVES;
 use hints::{MAX_BRACES, closest, common_mistakes, too_deep, usage};
+use primitives::{PRIMITIVES, Shape};
 use scope::Scope;
 
 /// Compiles definition text; `file` names it in diagnostics.
