@@ -17,6 +17,7 @@ mod hints;
 mod message_acks;
 mod message_fragments;
 mod messages;
+mod packets;
 mod primitives;
 mod protocol;
 mod roles;

@@ -92,63 +92,16 @@ pub fn describe(p: &Program) -> String {
 impl<'d> Compiler<'d> {
     pub(super) fn document(&mut self, doc: &'d KdlDocument) -> Option<Program> {
         let mut params = Params::default();
-        let mut protocol_node = None;
-        let mut header_node = None;
-        let mut fragment_node = None;
-        let mut messages_node = None;
-        let mut packet_nodes = Vec::new();
-        let mut plaintext_nodes: Vec<&KdlNode> = Vec::new();
-        for n in doc.nodes() {
-            match n.name().value() {
-                "protocol" => protocol_node = Some(n),
-                "enum" => self.enum_def(n),
-                "struct" => {
-                    let Some(name) = self.arg_str(n, 0, "the struct's name") else {
-                        continue;
-                    };
-                    if PRIMITIVES.contains(&name.as_str()) {
-                        self.error(
-                            positional(n)[0].span(),
-                            format!("struct name `{name}` clashes with the primitive `{name}`"),
-                            "rename this struct",
-                            None,
-                        );
-                    } else if self
-                        .structs
-                        .insert(name.clone(), StructState::Pending(n))
-                        .is_some()
-                    {
-                        self.error(
-                            positional(n)[0].span(),
-                            format!("struct `{name}` is defined twice"),
-                            "second definition",
-                            None,
-                        );
-                    }
-                }
-                "header" => header_node = Some(n),
-                "fragment" => fragment_node = Some(n),
-                "messages" => messages_node = Some(n),
-                "packet" | "message" => packet_nodes.push(n),
-                "plaintext" => plaintext_nodes.push(n),
-                other => {
-                    let hint = closest(
-                        other,
-                        ["protocol", "enum", "struct", "header", "fragment", "packet", "messages", "message", "plaintext"],
-                    )
-                    .map(|c| format!("did you mean `{c}`?"))
-                    .unwrap_or_else(|| {
-                        "top-level nodes are protocol, enum, struct, header, fragment, packet, messages and message".into()
-                    });
-                    self.error(
-                        Self::name_span(n),
-                        format!("unknown top-level node `{other}`"),
-                        "not a definition",
-                        Some(hint),
-                    );
-                }
-            }
-        }
+        let mut top = TopLevel::default();
+        self.top_level(doc, &mut top);
+        let TopLevel {
+            protocol: protocol_node,
+            header: header_node,
+            fragment: fragment_node,
+            messages: messages_node,
+            packets: mut packet_nodes,
+            plaintext: plaintext_nodes,
+        } = top;
         if self.plaintext_view {
             packet_nodes.extend(plaintext_nodes.iter().copied());
         }
@@ -229,18 +182,7 @@ impl<'d> Compiler<'d> {
         for role in [Role::Ack, Role::AckBits, Role::ProtocolId] {
             roles_ok &= self.role_placement(h, header, role, false, &mut roles);
         }
-        let sequence_bits = self
-            .role_nodes(header, Role::Sequence)
-            .iter()
-            .map(|&id| match self.nodes[id as usize].kind.plain() {
-                Kind::Bits(b) => b,
-                Kind::Int { min, max } => int_width(min, max).unwrap_or(32),
-                Kind::Uint64 | Kind::LeUint(_) => 64,
-                _ => 0,
-            })
-            .max()
-            .filter(|&b| b > 0)
-            .unwrap_or(16);
+        let sequence_bits = self.sequence_bits(header);
         let when = fragment_node
             .and_then(|f| prop(f, "when"))
             .and_then(|e| self.expression(e));
@@ -295,87 +237,18 @@ impl<'d> Compiler<'d> {
             Kind::Bits(b) if b <= 16 => Some(1u32 << b),
             _ => None,
         });
-        match (derived_types, params.format.num_types) {
-            (Some(d), n) if n != d && n != 0 => {
-                let span = protocol_node
-                    .and_then(|p| p.children())
-                    .and_then(|c| c.get("types").map(|v| v.span()))
-                    .unwrap_or(Self::name_span(h));
-                self.error(
-                    span,
-                    format!("`types {n}` disagrees with the header's type field, which holds {d} types"),
-                    "number of packet types",
-                    Some("the type field is `int(0, types-1)`; make the two agree".into()),
-                );
-            }
-            (Some(d), _) => params.format.num_types = d,
-            (None, 0) if !typed => params.format.num_types = 1,
-            (None, 0) => {
-                if let Some(id) = type_node {
-                    let _ = id;
-                    self.error(
-                        Self::name_span(h),
-                        "the type field must be `int 0 N` or `bits N` (N ≤ 16)",
-                        "type field",
-                        None,
-                    );
-                }
-            }
-            _ => {}
-        }
+        self.type_count(&mut params, derived_types, typed, type_node, protocol_node, h);
 
         let mut packets: Vec<PacketDef> = Vec::new();
         let mut info_spans: Vec<(usize, SourceSpan)> = Vec::new();
         let spaces = std::mem::take(&mut params_spaces);
         let mut seen: HashMap<u32, (String, usize)> = HashMap::new();
+        let fragment_zero = fragment.is_some() && when.is_none() && typed;
         for p in packet_nodes {
-            let args = positional(p);
-            let Some(id) = self.arg_int(p, 0, "the packet type id") else {
+            let Some((id, name)) = self.packet_id(p, params.format.num_types, fragment_zero, &mut seen)
+            else {
                 continue;
             };
-            let name = args
-                .get(1)
-                .and_then(|e| e.value().as_string())
-                .map(str::to_string)
-                .unwrap_or_else(|| format!("type{id}"));
-            let id_span = args[0].span();
-            if id < 0 || id as u64 >= params.format.num_types as u64 {
-                self.error(
-                    id_span,
-                    format!(
-                        "packet type {id} is outside the header's type range 0..{}",
-                        params.format.num_types.saturating_sub(1)
-                    ),
-                    "type id",
-                    Some("widen the header's type field or renumber the packet".into()),
-                );
-                continue;
-            }
-            if id == 0 && fragment.is_some() && when.is_none() && typed {
-                self.error(
-                    id_span,
-                    "packet type 0 is reserved for fragments",
-                    "type id",
-                    Some("number game packets from 1".into()),
-                );
-                continue;
-            }
-            let line = self.line_of(id_span);
-            // A `plaintext` block, compiled after every packet, takes its type over (the
-            // packets' fields keep their ids, so either view's trees print with this one).
-            let replaces = self.plaintext_view && p.name().value() == "plaintext";
-            if let Some((other, other_line)) = seen.get(&(id as u32)).filter(|_| !replaces) {
-                self.error(
-                    id_span,
-                    format!("packet type {id} is defined twice"),
-                    "type id clash",
-                    Some(format!("type {id} is already `{other}` (line {other_line})")),
-                );
-                continue;
-            }
-            if !replaces {
-                seen.insert(id as u32, (name.clone(), line));
-            }
             self.extra_arguments(p, 2, &usage("packet"));
             self.scope.clear();
             if let Some(m) = &messages {
@@ -383,61 +256,9 @@ impl<'d> Compiler<'d> {
                 self.scope = m.scope.clone();
             }
             self.check_props(p, &["doc", "from", "sequence-space", "info"]);
-            let info = prop(p, "info").and_then(|e| match e.value().as_string() {
-                Some(t) => {
-                    info_spans.push((packets.len(), e.span()));
-                    Some(t.to_string())
-                }
-                None => {
-                    self.error(
-                        e.span(),
-                        "`info` is a text",
-                        "",
-                        Some("for example `info=\"{#objects} objects\"`".into()),
-                    );
-                    None
-                }
-            });
-            let space = match prop(p, "sequence-space") {
-                None => 0,
-                Some(e) => match e.value().as_string() {
-                    Some(name) => match spaces.iter().position(|s: &SequenceSpace| s.name == name) {
-                        Some(i) => i as u8,
-                        None => {
-                            self.unknown_space(e.span(), name, &spaces);
-                            0
-                        }
-                    },
-                    None => {
-                        self.error(
-                            e.span(),
-                            "`sequence-space` is a name",
-                            "",
-                            Some("for example `sequence-space=\"global\"`".into()),
-                        );
-                        0
-                    }
-                },
-            };
-            let from = match prop(p, "from") {
-                None => None,
-                Some(e) => match e.value().as_string() {
-                    Some("client") => Some(Side::Client),
-                    Some("server") => Some(Side::Server),
-                    _ => {
-                        self.error(
-                            e.span(),
-                            "`from` is client or server",
-                            "side",
-                            Some(
-                                "write `from=client` or `from=server`, or leave it out when both send it"
-                                    .into(),
-                            ),
-                        );
-                        None
-                    }
-                },
-            };
+            let info = self.packet_info(p, packets.len(), &mut info_spans);
+            let space = self.packet_space(p, &spaces);
+            let from = self.packet_side(p);
             self.in_messages = messages.is_some();
             let body = self.block(p.children(), 0);
             if !self.within_field_limit(body, Self::name_span(p)) {
@@ -545,8 +366,122 @@ impl<'d> Compiler<'d> {
         Some(program)
     }
 
+    /// Sorts the document's top-level nodes; structs and enums are registered here.
+    fn top_level(&mut self, doc: &'d KdlDocument, top: &mut TopLevel<'d>) {
+        for n in doc.nodes() {
+            match n.name().value() {
+                "protocol" => top.protocol = Some(n),
+                "enum" => self.enum_def(n),
+                "struct" => self.struct_def(n),
+                "header" => top.header = Some(n),
+                "fragment" => top.fragment = Some(n),
+                "messages" => top.messages = Some(n),
+                "packet" | "message" => top.packets.push(n),
+                "plaintext" => top.plaintext.push(n),
+                other => {
+                    let hint = closest(
+                    other,
+                    ["protocol", "enum", "struct", "header", "fragment", "packet", "messages", "message", "plaintext"],
+                )
+                .map(|c| format!("did you mean `{c}`?"))
+                .unwrap_or_else(|| {
+                    "top-level nodes are protocol, enum, struct, header, fragment, packet, messages and message".into()
+                });
+                    self.error(
+                        Self::name_span(n),
+                        format!("unknown top-level node `{other}`"),
+                        "not a definition",
+                        Some(hint),
+                    );
+                }
+            }
+        }
+    }
+
+    /// `struct NAME { … }`: registered, compiled when first used.
+    fn struct_def(&mut self, n: &'d KdlNode) {
+        let Some(name) = self.arg_str(n, 0, "the struct's name") else {
+            return;
+        };
+        if PRIMITIVES.contains(&name.as_str()) {
+            self.error(
+                positional(n)[0].span(),
+                format!("struct name `{name}` clashes with the primitive `{name}`"),
+                "rename this struct",
+                None,
+            );
+        } else if self
+            .structs
+            .insert(name.clone(), StructState::Pending(n))
+            .is_some()
+        {
+            self.error(
+                positional(n)[0].span(),
+                format!("struct `{name}` is defined twice"),
+                "second definition",
+                None,
+            );
+        }
+    }
+
+    /// The number of packet types: the type field's range, or `types N` in the protocol
+    /// block when they agree.
+    fn type_count(
+        &mut self,
+        params: &mut Params,
+        derived_types: Option<u32>,
+        typed: bool,
+        type_node: Option<NodeId>,
+        protocol_node: Option<&KdlNode>,
+        h: &KdlNode,
+    ) {
+        match (derived_types, params.format.num_types) {
+            (Some(d), n) if n != d && n != 0 => {
+                let span = protocol_node
+                    .and_then(|p| p.children())
+                    .and_then(|c| c.get("types").map(|v| v.span()))
+                    .unwrap_or(Self::name_span(h));
+                self.error(
+                    span,
+                    format!("`types {n}` disagrees with the header's type field, which holds {d} types"),
+                    "number of packet types",
+                    Some("the type field is `int(0, types-1)`; make the two agree".into()),
+                );
+            }
+            (Some(d), _) => params.format.num_types = d,
+            (None, 0) if !typed => params.format.num_types = 1,
+            (None, 0) => {
+                if let Some(id) = type_node {
+                    let _ = id;
+                    self.error(
+                        Self::name_span(h),
+                        "the type field must be `int 0 N` or `bits N` (N ≤ 16)",
+                        "type field",
+                        None,
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The header's sequence width in bits (16 without a sequence field).
+    fn sequence_bits(&self, header: Block) -> u32 {
+        self.role_nodes(header, Role::Sequence)
+            .iter()
+            .map(|&id| match self.nodes[id as usize].kind.plain() {
+                Kind::Bits(b) => b,
+                Kind::Int { min, max } => int_width(min, max).unwrap_or(32),
+                Kind::Uint64 | Kind::LeUint(_) => 64,
+                _ => 0,
+            })
+            .max()
+            .filter(|&b| b > 0)
+            .unwrap_or(16)
+    }
+
     /// A packet's `sequence-space` names a space the protocol block declares.
-    fn unknown_space(&mut self, span: SourceSpan, name: &str, spaces: &[SequenceSpace]) {
+    pub(super) fn unknown_space(&mut self, span: SourceSpan, name: &str, spaces: &[SequenceSpace]) {
         let declared: Vec<&str> = spaces.iter().skip(1).map(|s| s.name.as_str()).collect();
         let help = match closest(name, declared.iter().copied()) {
             Some(c) => format!("did you mean `{c}`?"),
@@ -783,4 +718,15 @@ impl<'d> Compiler<'d> {
             }
         }
     }
+}
+
+/// The document's top-level nodes, sorted by kind.
+#[derive(Default)]
+struct TopLevel<'d> {
+    protocol: Option<&'d KdlNode>,
+    header: Option<&'d KdlNode>,
+    fragment: Option<&'d KdlNode>,
+    messages: Option<&'d KdlNode>,
+    packets: Vec<&'d KdlNode>,
+    plaintext: Vec<&'d KdlNode>,
 }
