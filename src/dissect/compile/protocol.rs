@@ -17,23 +17,7 @@ impl<'d> Compiler<'d> {
             let key = n.name().value();
             let first = positional(n).first().copied();
             match key {
-                "id" | "protocol-id" => match first.map(|e| e.value()) {
-                    Some(KdlValue::Integer(v)) if *v >= 0 && *v <= u64::MAX as i128 => {
-                        let width = prop(n, "bits").and_then(|e| e.value().as_integer());
-                        self.id_width(n, *v);
-                        params.protocol_id = Some(if width == Some(64) || *v > u32::MAX as i128 {
-                            ProtocolId::new64(*v as u64)
-                        } else {
-                            ProtocolId::new32(*v as u32)
-                        });
-                    }
-                    _ => self.error(
-                        first.map(|e| e.span()).unwrap_or(Self::name_span(n)),
-                        "protocol id must be a non-negative integer",
-                        "protocol id",
-                        Some("for example `id 0x55667788`".into()),
-                    ),
-                },
+                "id" | "protocol-id" => self.protocol_id_param(n, first, params),
                 "checksum" => self.checksum(n, params),
                 "encryption" => match self.arg_str(n, 0, "the encryption scheme") {
                     Some(s) if s == "netcode-1.02" => params.encryption = Some(s),
@@ -54,138 +38,220 @@ impl<'d> Compiler<'d> {
                     }
                 }
                 "types" => {
-                    if let Some(v) = self.arg_int(n, 0, "the number of packet types") {
-                        if (1..=65536).contains(&v) {
-                            params.format.num_types = v as u32;
-                        } else {
-                            self.error(positional(n)[0].span(), "packet types must be 1..=65536", "", None);
-                        }
+                    if let Some(v) = self.bounded(
+                        n,
+                        "the number of packet types",
+                        1..=65536,
+                        "packet types must be 1..=65536",
+                    ) {
+                        params.format.num_types = v;
                     }
                 }
-                "end-check" => match first.map(|e| e.value()) {
-                    Some(KdlValue::String(s)) => params.end_check = Some(hash_string(s)),
-                    Some(KdlValue::Null) => params.end_check = None,
-                    Some(KdlValue::Integer(v)) if *v >= 0 && *v <= u32::MAX as i128 => {
-                        params.end_check = Some(*v as u32)
-                    }
-                    _ => self.error(
-                        Self::name_span(n),
-                        "end-check takes a check name, a 32-bit magic, or #null",
-                        "end check",
-                        Some("for example `end-check \"end of packet\"`".into()),
-                    ),
-                },
+                "end-check" => self.end_check_param(n, first, params),
                 "fragment-size" => {
-                    if let Some(v) = self.arg_int(n, 0, "the fragment size in bytes") {
-                        if (1..=65535).contains(&v) {
-                            params.format.fragment_size = v as u32;
-                        } else {
-                            self.error(positional(n)[0].span(), "fragment size must be 1..=65535 bytes", "", None);
-                        }
+                    if let Some(v) = self.bounded(
+                        n,
+                        "the fragment size in bytes",
+                        1..=65535,
+                        "fragment size must be 1..=65535 bytes",
+                    ) {
+                        params.format.fragment_size = v;
                     }
                 }
                 "max-fragments" => {
-                    if let Some(v) = self.arg_int(n, 0, "the maximum number of fragments") {
-                        if (1..=256).contains(&v) {
-                            params.format.max_fragments = v as u32;
-                        } else {
-                            self.error(positional(n)[0].span(), "max-fragments must be 1..=256", "", None);
-                        }
+                    if let Some(v) = self.bounded(
+                        n,
+                        "the maximum number of fragments",
+                        1..=256,
+                        "max-fragments must be 1..=256",
+                    ) {
+                        params.format.max_fragments = v;
                     }
                 }
-                "fragment-count" => match first.and_then(|e| e.value().as_string()) {
-                    Some("count") => params.format.count_encoding = CountEncoding::Count,
-                    Some("count-1") | Some("count-minus-one") => {
-                        params.format.count_encoding = CountEncoding::CountMinusOne
-                    }
-                    _ => self.error(
-                        first.map(|e| e.span()).unwrap_or(Self::name_span(n)),
-                        "fragment-count is \"count\" or \"count-1\"",
-                        "encoding",
-                        Some("\"count\" writes the count itself (the article); \"count-1\" lets 256 fit in 8 bits".into()),
-                    ),
-                },
+                "fragment-count" => self.fragment_count_param(n, first, params),
                 "max-message-size" => {
-                    if let Some(v) = self.arg_int(n, 0, "the largest reassembled message in bytes") {
-                        if (1..=1 << 30).contains(&v) {
-                            params.max_message_size = v as u32;
-                        } else {
-                            self.error(positional(n)[0].span(), "max-message-size must be 1..=1073741824 bytes", "", None);
-                        }
+                    if let Some(v) = self.bounded(
+                        n,
+                        "the largest reassembled message in bytes",
+                        1..=1 << 30,
+                        "max-message-size must be 1..=1073741824 bytes",
+                    ) {
+                        params.max_message_size = v;
                     }
                 }
                 "mtu-budget" => {
-                    if let Some(v) = self.arg_int(n, 0, "the MTU budget in bytes") {
-                        if (1..=65507).contains(&v) {
-                            params.format.mtu_budget = v as u32;
-                        } else {
-                            self.error(positional(n)[0].span(), "mtu-budget must be 1..=65507 bytes", "", None);
-                        }
+                    if let Some(v) = self.bounded(
+                        n,
+                        "the MTU budget in bytes",
+                        1..=65507,
+                        "mtu-budget must be 1..=65507 bytes",
+                    ) {
+                        params.format.mtu_budget = v;
                     }
                 }
                 "doc" => {}
-                "bit-order" | "byte-order" => match first.and_then(|e| e.value().as_string()) {
-                    Some("msb") | Some("big") => {
-                        self.msb = true;
-                        params.msb = true;
-                    }
-                    Some("lsb") | Some("little") => {
-                        self.msb = false;
-                        params.msb = false;
-                    }
-                    _ => self.error(
-                        first.map(|e| e.span()).unwrap_or(Self::name_span(n)),
-                        format!("{key} is \"msb\" (\"big\") or \"lsb\" (\"little\")"),
-                        "order",
-                        Some("\"msb\": bits from the top of each byte, so whole bytes are big-endian (network order: ENet, RakNet); \"lsb\": the articles' packer, whole bytes little-endian (the default)".into()),
-                    ),
-                },
-                "sequence-space" => {
-                    self.check_props(n, &["per", "doc"]);
-                    let Some(name) = self.arg_str(n, 0, "the space's name") else {
-                        continue;
-                    };
-                    let per_sender = match prop(n, "per").map(|e| (e, e.value().as_string())) {
-                        None | Some((_, Some("flow"))) => false,
-                        Some((_, Some("sender"))) => true,
-                        Some((e, _)) => {
-                            self.error(e.span(), "`per` is \"flow\" or \"sender\"", "", Some("\"sender\": one counter for every flow from the same address and port".into()));
-                            false
-                        }
-                    };
-                    if spaces.iter().any(|s| s.name == name) {
-                        self.error(positional(n)[0].span(), format!("sequence space `{name}` is declared twice"), "", None);
-                    } else if spaces.len() >= 16 {
-                        self.error(positional(n)[0].span(), "at most 16 sequence spaces", "", None);
-                    } else {
-                        spaces.push(SequenceSpace { name, per_sender });
-                    }
-                }
-                other => {
-                    let known = [
-                        "id",
-                        "ports",
-                        "types",
-                        "end-check",
-                        "checksum",
-                        "encryption",
-                        "fragment-size",
-                        "max-fragments",
-                        "fragment-count",
-                        "mtu-budget",
-                        "max-message-size",
-                        "sequence-space",
-                        "bit-order",
-                        "byte-order",
-                        "doc",
-                    ];
-                    let hint = closest(other, known)
-                        .map(|c| format!("did you mean `{c}`?"))
-                        .unwrap_or_else(|| format!("protocol parameters are: {}", known.join(", ")));
-                    self.error(Self::name_span(n), format!("unknown protocol parameter `{other}`"), "", Some(hint));
-                }
+                "bit-order" | "byte-order" => self.order_param(n, key, first, params),
+                "sequence-space" => self.sequence_space(n, spaces),
+                other => self.unknown_param(n, other),
             }
         }
+    }
+
+    /// The node's first argument, an integer in `range` (else `message` at it).
+    fn bounded(
+        &mut self,
+        n: &KdlNode,
+        what: &str,
+        range: std::ops::RangeInclusive<i64>,
+        message: &str,
+    ) -> Option<u32> {
+        let v = self.arg_int(n, 0, what)?;
+        if range.contains(&v) {
+            Some(v as u32)
+        } else {
+            self.error(positional(n)[0].span(), message, "", None);
+            None
+        }
+    }
+
+    /// `id 0x…` (`bits=64` for a 64-bit id).
+    fn protocol_id_param(&mut self, n: &KdlNode, first: Option<&KdlEntry>, params: &mut Params) {
+        match first.map(|e| e.value()) {
+            Some(KdlValue::Integer(v)) if *v >= 0 && *v <= u64::MAX as i128 => {
+                let width = prop(n, "bits").and_then(|e| e.value().as_integer());
+                self.id_width(n, *v);
+                params.protocol_id = Some(if width == Some(64) || *v > u32::MAX as i128 {
+                    ProtocolId::new64(*v as u64)
+                } else {
+                    ProtocolId::new32(*v as u32)
+                });
+            }
+            _ => self.error(
+                first.map(|e| e.span()).unwrap_or(Self::name_span(n)),
+                "protocol id must be a non-negative integer",
+                "protocol id",
+                Some("for example `id 0x55667788`".into()),
+            ),
+        }
+    }
+
+    /// `end-check "NAME"`, a 32-bit magic, or `#null`.
+    fn end_check_param(&mut self, n: &KdlNode, first: Option<&KdlEntry>, params: &mut Params) {
+        match first.map(|e| e.value()) {
+            Some(KdlValue::String(s)) => params.end_check = Some(hash_string(s)),
+            Some(KdlValue::Null) => params.end_check = None,
+            Some(KdlValue::Integer(v)) if *v >= 0 && *v <= u32::MAX as i128 => {
+                params.end_check = Some(*v as u32)
+            }
+            _ => self.error(
+                Self::name_span(n),
+                "end-check takes a check name, a 32-bit magic, or #null",
+                "end check",
+                Some("for example `end-check \"end of packet\"`".into()),
+            ),
+        }
+    }
+
+    /// `fragment-count "count"` or `"count-1"`: how a fragment's count is written.
+    fn fragment_count_param(&mut self, n: &KdlNode, first: Option<&KdlEntry>, params: &mut Params) {
+        match first.and_then(|e| e.value().as_string()) {
+            Some("count") => params.format.count_encoding = CountEncoding::Count,
+            Some("count-1") | Some("count-minus-one") => {
+                params.format.count_encoding = CountEncoding::CountMinusOne
+            }
+            _ => self.error(
+                first.map(|e| e.span()).unwrap_or(Self::name_span(n)),
+                "fragment-count is \"count\" or \"count-1\"",
+                "encoding",
+                Some(
+                    "\"count\" writes the count itself (the article); \"count-1\" lets 256 fit in 8 bits"
+                        .into(),
+                ),
+            ),
+        }
+    }
+
+    /// `bit-order` / `byte-order`: "msb" ("big") or "lsb" ("little").
+    fn order_param(&mut self, n: &KdlNode, key: &str, first: Option<&KdlEntry>, params: &mut Params) {
+        match first.and_then(|e| e.value().as_string()) {
+            Some("msb") | Some("big") => {
+                self.msb = true;
+                params.msb = true;
+            }
+            Some("lsb") | Some("little") => {
+                self.msb = false;
+                params.msb = false;
+            }
+            _ => self.error(
+                first.map(|e| e.span()).unwrap_or(Self::name_span(n)),
+                format!("{key} is \"msb\" (\"big\") or \"lsb\" (\"little\")"),
+                "order",
+                Some("\"msb\": bits from the top of each byte, so whole bytes are big-endian (network order: ENet, RakNet); \"lsb\": the articles' packer, whole bytes little-endian (the default)".into()),
+            ),
+        }
+    }
+
+    /// `sequence-space NAME [per="flow"|"sender"]`: at most 16, each named once.
+    fn sequence_space(&mut self, n: &KdlNode, spaces: &mut Vec<SequenceSpace>) {
+        self.check_props(n, &["per", "doc"]);
+        let Some(name) = self.arg_str(n, 0, "the space's name") else {
+            return;
+        };
+        let per_sender = match prop(n, "per").map(|e| (e, e.value().as_string())) {
+            None | Some((_, Some("flow"))) => false,
+            Some((_, Some("sender"))) => true,
+            Some((e, _)) => {
+                self.error(
+                    e.span(),
+                    "`per` is \"flow\" or \"sender\"",
+                    "",
+                    Some("\"sender\": one counter for every flow from the same address and port".into()),
+                );
+                false
+            }
+        };
+        if spaces.iter().any(|s| s.name == name) {
+            self.error(
+                positional(n)[0].span(),
+                format!("sequence space `{name}` is declared twice"),
+                "",
+                None,
+            );
+        } else if spaces.len() >= 16 {
+            self.error(positional(n)[0].span(), "at most 16 sequence spaces", "", None);
+        } else {
+            spaces.push(SequenceSpace { name, per_sender });
+        }
+    }
+
+    /// An unknown protocol parameter, with the nearest known one.
+    fn unknown_param(&mut self, n: &KdlNode, other: &str) {
+        let known = [
+            "id",
+            "ports",
+            "types",
+            "end-check",
+            "checksum",
+            "encryption",
+            "fragment-size",
+            "max-fragments",
+            "fragment-count",
+            "mtu-budget",
+            "max-message-size",
+            "sequence-space",
+            "bit-order",
+            "byte-order",
+            "doc",
+        ];
+        let hint = closest(other, known)
+            .map(|c| format!("did you mean `{c}`?"))
+            .unwrap_or_else(|| format!("protocol parameters are: {}", known.join(", ")));
+        self.error(
+            Self::name_span(n),
+            format!("unknown protocol parameter `{other}`"),
+            "",
+            Some(hint),
+        );
     }
 
     /// `checksum "ALGORITHM" [field=NAME] [prefix="id"|"none"] [stand-in=NAME]
