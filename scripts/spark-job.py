@@ -123,10 +123,14 @@ def figures(spark: SparkSession, dataset: str) -> tuple[list[str], dict[str, Dat
         status["crc_mismatch"].alias("crc_fail"),
         status["too_short"].alias("too_short"),
         status["truncated"].alias("truncated"),
-        # A body a key did not open is counted by cause only, not against the flow's fit.
+        # A body a key did not open, or a replay, is counted by cause only, not against
+        # the flow's fit.
         count_if(
             (F.col("status") == "bad_header")
-            | ((F.col("status") == "malformed") & (F.coalesce("fault_kind", F.lit("")) != "mac_failure"))
+            | (
+                (F.col("status") == "malformed")
+                & ~F.coalesce("fault_kind", F.lit("")).isin("mac_failure", "replayed")
+            )
         ).alias("malformed"),
         count_if(valid() & F.col("fragment_id").isNotNull()).alias("fragments"),
         count_if(F.col("ip_fragments") > 1).alias("ip_fragmented"),

@@ -18,7 +18,7 @@
 
 use crate::analysis::acks::{AckFacts, Settled};
 use crate::dissect::paths::{Holds, PathInfo, Step, catalog, is_occurrence, nearest, steps, strip_indices};
-use crate::dissect::{Dissection, Program, Value};
+use crate::dissect::{Dissection, FaultKind, Program, Value};
 use crate::engine::seq::SeqEvent;
 use crate::engine::{Kind, PacketEvent};
 use std::net::{IpAddr, SocketAddr};
@@ -81,6 +81,10 @@ enum Flag {
     Gap,
     /// The peer acked newer sequences but never this one (`never_acked`).
     NeverAcked,
+    /// An encrypted packet that opened but was a replay (`replayed`).
+    Replayed,
+    /// An encrypted body whose MAC failed (`mac_failure`).
+    MacFailure,
 }
 
 /// Which end of a datagram an address test looks at.
@@ -782,8 +786,7 @@ impl FieldPath {
 }
 
 const BUILTIN_FIELDS: &str = "type seq size frame time gap rtt frag.id frag.count ack ack_bits udp.srcport udp.dstport udp.port ip.src ip.dst ip.addr";
-const FLAGS: &str =
-    "crc.fail crc.ok frag reassembled ipfrag malformed over-budget truncated game late dup gap";
+const FLAGS: &str = "crc.fail crc.ok frag reassembled ipfrag malformed over-budget truncated game late dup gap replayed mac_failure";
 
 /// Built-in names compared with a value, for "did you mean".
 const FIELD_NAMES: &[&str] = &[
@@ -824,6 +827,8 @@ const FLAG_NAMES: &[&str] = &[
     "dup",
     "gap",
     "never_acked",
+    "replayed",
+    "mac_failure",
     "flow",
     "src",
     "dst",
@@ -864,6 +869,8 @@ fn flag_named(word: &str) -> Option<Flag> {
         "dup" | "duplicate" => Flag::Dup,
         "gap" => Flag::Gap,
         "never_acked" | "never-acked" => Flag::NeverAcked,
+        "replayed" | "replay" => Flag::Replayed,
+        "mac_failure" | "mac-failure" => Flag::MacFailure,
         _ => return None,
     })
 }
@@ -1098,6 +1105,8 @@ fn eval(n: &Node, f: &PacketEvent, cx: &Context) -> bool {
             Flag::Dup => f.seq_event == Some(SeqEvent::Duplicate),
             Flag::Gap => matches!(f.seq_event, Some(SeqEvent::New { gap }) if gap > 0),
             Flag::NeverAcked => cx.settled(f) == Some(Settled::NEVER),
+            Flag::Replayed => f.fault == Some(FaultKind::Replayed),
+            Flag::MacFailure => f.fault == Some(FaultKind::Mac),
         },
         Node::Addr(end, ip, port) => {
             let Some(fl) = f.flow else { return false };

@@ -320,18 +320,6 @@ fn replay_on_a_veth_pair_gives_live_the_report_analyze_gives() {
     if !root() {
         return;
     }
-    let n = std::process::id() % 10000;
-    let (a, b) = (format!("gpR{n}a"), format!("gpR{n}b"));
-    let cleanup = format!("ip link del {a} 2>/dev/null; true");
-    if !sh(&format!(
-        "ip link add {a} type veth peer name {b} && ip link set {a} mtu 1000 up && \
-         ip link set {b} mtu 1000 up"
-    )) {
-        sh(&cleanup);
-        common::skipped(module_path!(), "cannot create a veth pair here");
-        return;
-    }
-    let bin = env!("CARGO_BIN_EXE_gpcap");
     let def = Path::new(env!("CARGO_MANIFEST_DIR")).join("dissectors/article.kdl");
     let def = def.to_str().unwrap();
     let (dir, capture) = common::gen_checked(
@@ -354,6 +342,50 @@ fn replay_on_a_veth_pair_gives_live_the_report_analyze_gives() {
     );
     let capture = capture.as_str();
     let analyzed = common::gpcap_ok(&["analyze", "--json", "-d", def, capture]);
+    let live = live_of_a_replay(capture, 1000, &["-d", def], &["-d", def]);
+    let _ = std::fs::remove_dir_all(&dir);
+    let Some(live) = live else { return };
+    // Everything but the clock: when the capture ran, and rates over its duration.
+    let expected = timeless(serde_json::from_str(&analyzed).unwrap());
+    let got = timeless(live["report"].clone());
+    assert!(
+        expected["mtu"]["ip_fragmented"].as_u64() > Some(0),
+        "{}",
+        expected["mtu"]
+    );
+    assert!(expected["reassembly"]["completed"].as_u64() > Some(0));
+    assert!(expected["validation"]["crc_mismatch"].as_u64() > Some(0));
+    let mut differences = Vec::new();
+    json_differences("", &got, &expected, &mut differences);
+    assert!(
+        differences.is_empty(),
+        "live ≠ analyze:\n{}",
+        differences.join("\n")
+    );
+}
+
+/// `gpcap replay CAPTURE --iface A` into one end of a veth pair (`mtu`) while `gpcap
+/// live B --no-tui --json` captures on the other with `args` (a definition, keys): the
+/// final line live printed, once it has every frame replay sent (replay reads the capture
+/// with `replay_args`, as analyze would). `None` (said) when no veth pair can be made here.
+fn live_of_a_replay(
+    capture: &str,
+    mtu: u32,
+    args: &[&str],
+    replay_args: &[&str],
+) -> Option<serde_json::Value> {
+    let n = std::process::id() % 10000;
+    let (a, b) = (format!("gpR{n}a"), format!("gpR{n}b"));
+    let cleanup = format!("ip link del {a} 2>/dev/null; true");
+    if !sh(&format!(
+        "ip link add {a} type veth peer name {b} && ip link set {a} mtu {mtu} up && \
+         ip link set {b} mtu {mtu} up"
+    )) {
+        sh(&cleanup);
+        common::skipped(module_path!(), "cannot create a veth pair here");
+        return None;
+    }
+    let bin = env!("CARGO_BIN_EXE_gpcap");
     // Reports every 0.2 s: the first says the capture runs; the one that has every
     // frame sent says it is time to stop (SIGINT ends live with its final report).
     let mut live = Command::new(bin)
@@ -367,7 +399,8 @@ fn replay_on_a_veth_pair_gives_live_the_report_analyze_gives() {
             "--interval",
             "0.2",
         ])
-        .args(["-d", def])
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -381,7 +414,9 @@ fn replay_on_a_veth_pair_gives_live_the_report_analyze_gives() {
     });
     let first = lines.recv_timeout(Duration::from_secs(30));
     let replay = Command::new(bin)
-        .args(["replay", capture, "-d", def, "--iface", &a, "--speed", "0"])
+        .args(["replay", capture, "--iface", &a, "--speed", "0"])
+        .args(replay_args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .unwrap();
     let sent: serde_json::Value = serde_json::from_slice(&replay.stdout).unwrap_or_default();
@@ -399,7 +434,6 @@ fn replay_on_a_veth_pair_gives_live_the_report_analyze_gives() {
     let last = lines.iter().last().unwrap_or_default();
     let _ = live.wait();
     sh(&cleanup);
-    let _ = std::fs::remove_dir_all(&dir);
     assert!(first.is_ok(), "live printed no report");
     assert!(
         replay.status.success(),
@@ -407,36 +441,141 @@ fn replay_on_a_veth_pair_gives_live_the_report_analyze_gives() {
         String::from_utf8_lossy(&replay.stderr)
     );
     let live: serde_json::Value = serde_json::from_str(&last).expect("live prints JSON");
+    assert_eq!(live["final"], true);
     assert_eq!(live["live"]["captured"], sent["frames"], "{}", live["live"]);
     assert_eq!(sent["errors"].as_u64(), Some(0));
-    // Everything but the clock: when the capture ran, and rates over its duration.
-    let timeless = |mut r: serde_json::Value| {
-        let o = r.as_object_mut().unwrap();
-        o.remove("capture");
-        o.remove("timeline");
-        for f in o["flows"].as_array_mut().unwrap() {
-            for k in ["bits_per_s", "duration_s", "first_ns", "last_ns", "packets_per_s"] {
-                f.as_object_mut().unwrap().remove(k);
-            }
-        }
-        r
-    };
-    let expected = timeless(serde_json::from_str(&analyzed).unwrap());
-    let got = timeless(live["report"].clone());
-    assert!(
-        expected["mtu"]["ip_fragmented"].as_u64() > Some(0),
-        "{}",
-        expected["mtu"]
-    );
-    assert!(expected["reassembly"]["completed"].as_u64() > Some(0));
-    assert!(expected["validation"]["crc_mismatch"].as_u64() > Some(0));
+    Some(live)
+}
+
+/// The netcode.io + reliable.io conformance capture (tests/fixtures/netcode-reliable)
+/// with its server's private key and the stack of three definitions, as `analyze` takes
+/// them.
+fn netcode_stack() -> Vec<String> {
+    let dir = "tests/fixtures/netcode-reliable";
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(dir)
+            .join("truth_keys.jsonl"),
+    )
+    .unwrap();
+    let meta: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    [
+        "-d",
+        "dissectors/netcode.kdl",
+        "-d",
+        "dissectors/reliable.kdl",
+        "-d",
+        "dissectors/yojimbo-messages.kdl",
+        "--protocol-id",
+        "0x3141592653589793",
+        "--key",
+        meta["private_key"].as_str().unwrap(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+const NETCODE_RELIABLE: &str = "tests/fixtures/netcode-reliable/capture.pcap";
+
+/// `analyze --json` of the conformance capture with its keys and stack, and checks that
+/// it decrypted and has its inner layers (so that an agreement below means something).
+fn netcode_analyzed(stack: &[&str]) -> serde_json::Value {
+    let mut a = vec!["analyze", "--json", NETCODE_RELIABLE];
+    a.extend_from_slice(stack);
+    let r: serde_json::Value = serde_json::from_str(&common::gpcap_ok(&a)).unwrap();
+    assert_eq!(r["decryption"]["decrypted"], 3538);
+    let names: Vec<&str> = (r["layers"].as_array().unwrap().iter())
+        .map(|l| l["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["reliable", "game"]);
+    r
+}
+
+fn assert_same_report(live: &serde_json::Value, analyzed: serde_json::Value) {
     let mut differences = Vec::new();
-    json_differences("", &got, &expected, &mut differences);
+    json_differences(
+        "",
+        &timeless(live["report"].clone()),
+        &timeless(analyzed),
+        &mut differences,
+    );
     assert!(
         differences.is_empty(),
         "live ≠ analyze:\n{}",
         differences.join("\n")
     );
+}
+
+/// With keys and stacked definitions, `live` decrypts and reads the inner layers as
+/// `analyze` does: the same `decryption` and `layers[]`, number for number (a stream:
+/// no root needed).
+#[test]
+fn live_with_keys_reports_every_layer_as_analyze_does() {
+    let stack = netcode_stack();
+    let stack: Vec<&str> = stack.iter().map(|s| s.as_str()).collect();
+    let expected = netcode_analyzed(&stack);
+    let bytes = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join(NETCODE_RELIABLE)).unwrap();
+    let mut args = vec!["live", "-", "--no-tui", "--json"];
+    args.extend_from_slice(&stack);
+    let (code, out, err) = gpcap_stdin(&args, bytes.clone(), Duration::from_secs(120));
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("ignored"), "{err}");
+    let live = last_report(&out);
+    assert_eq!(live["final"], true);
+    assert_same_report(&live, expected);
+    // The text report has the decryption table and each layer's report.
+    let mut args = vec!["live", "-", "--no-tui"];
+    args.extend_from_slice(&stack);
+    let (code, out, err) = gpcap_stdin(&args, bytes, Duration::from_secs(120));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("3538 decrypted"), "{out}");
+    assert!(out.contains("══ Layer reliable: inside netcode ══"), "{out}");
+    assert!(out.contains("══ Layer game: inside reliable ══"), "{out}");
+}
+
+/// The same capture replayed into a veth pair (root): what `live` captured from the wire,
+/// decrypted with the private key and read through the stack, is `analyze`'s report.
+#[test]
+fn replay_of_encrypted_traffic_gives_live_every_layer_analyze_gives() {
+    if !root() {
+        return;
+    }
+    let stack = netcode_stack();
+    let stack: Vec<&str> = stack.iter().map(|s| s.as_str()).collect();
+    let expected = netcode_analyzed(&stack);
+    let outer = &stack[..2];
+    let id = ["--protocol-id", "0x3141592653589793"];
+    let replay_args = [outer, &id].concat();
+    let Some(mut live) = live_of_a_replay(NETCODE_RELIABLE, 1500, &stack, &replay_args) else {
+        return;
+    };
+    // Sent as fast as the socket takes them, the datagrams keep their order but not their
+    // spacing: round-trip times and the seconds before loss bursts are the replay's clock.
+    live["report"] = clockless(live["report"].take());
+    assert_same_report(&live, clockless(expected));
+}
+
+/// A report without the figures timed on the clock between packets (round trips, the
+/// second before each loss burst), at every depth.
+fn clockless(mut v: serde_json::Value) -> serde_json::Value {
+    match &mut v {
+        serde_json::Value::Object(o) => {
+            for k in ["rtt_ms", "rtt_timeline", "bursts"] {
+                o.remove(k);
+            }
+            for x in o.values_mut() {
+                *x = clockless(x.take());
+            }
+        }
+        serde_json::Value::Array(a) => {
+            for x in a {
+                *x = clockless(x.take());
+            }
+        }
+        _ => {}
+    }
+    v
 }
 
 /// Where two JSON values differ, one line a leaf: `path: live | analyze`.
@@ -742,6 +881,8 @@ fn a_growing_stream_is_followed() {
 }
 
 /// Everything but the clock: when the capture ran, and rates over its duration.
+/// A report without the clock: when the capture ran, and rates over its duration (an
+/// inner layer's too).
 fn timeless(mut r: serde_json::Value) -> serde_json::Value {
     let o = r.as_object_mut().unwrap();
     o.remove("capture");
@@ -749,6 +890,11 @@ fn timeless(mut r: serde_json::Value) -> serde_json::Value {
     for f in o["flows"].as_array_mut().unwrap() {
         for k in ["bits_per_s", "duration_s", "first_ns", "last_ns", "packets_per_s"] {
             f.as_object_mut().unwrap().remove(k);
+        }
+    }
+    if let Some(layers) = o.get_mut("layers").and_then(|l| l.as_array_mut()) {
+        for l in layers {
+            *l = timeless(l.take());
         }
     }
     r

@@ -37,10 +37,9 @@ pub fn run(a: &LiveArgs) -> Result<ExitCode> {
             ExitCode::from(2)
         });
     };
+    // Keys and stacked definitions as analyze takes them: the same engine decrypts and
+    // reads the inner layers, and the report has the same `decryption` and `layers`.
     let mut choice = a.protocol.choice()?;
-    // Decryption and inner layers are analyze's and dissect's only (not exported or live yet).
-    choice.stack = None;
-    super::keys::not_here(&a.protocol, "live");
     choice.link_mtu = Some(a.link_mtu);
     choice.mtu_budget = a.mtu;
     let cap = open(a, &source, &choice)?;

@@ -4,11 +4,13 @@
 
 pub mod keys;
 pub mod netcode;
+pub mod replay;
 
 use crate::engine::FlowId;
 use hashbrown::HashMap;
 use keys::{ConnectionKeys, Secrets};
 use netcode::ConnectionCiphers;
+use replay::ReplayWindow;
 use serde::Serialize;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -23,6 +25,10 @@ pub enum Outcome {
     Decrypted,
     /// The MAC failed under the connection's key.
     MacFailure,
+    /// The plaintext is in the buffer, but the receiver had seen this sequence of the
+    /// connection's direction already, or it is older than its replay window: netcode.c
+    /// drops it unread.
+    Replayed,
     /// No key for this connection: its request is not in the capture and no key log
     /// names it.
     NoKey,
@@ -33,9 +39,12 @@ pub enum Outcome {
 /// Decryption counters, in total and per flow.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Counts {
+    /// Packets whose MAC held (replays included).
     pub decrypted: u64,
     pub mac_failures: u64,
     pub no_key: u64,
+    /// Of the decrypted, replays (netcode 1.02's replay protection).
+    pub replayed: u64,
 }
 
 impl Counts {
@@ -43,11 +52,16 @@ impl Counts {
         self.decrypted += o.decrypted;
         self.mac_failures += o.mac_failures;
         self.no_key += o.no_key;
+        self.replayed += o.replayed;
     }
 
     fn count(&mut self, o: Outcome) {
         match o {
             Outcome::Decrypted => self.decrypted += 1,
+            Outcome::Replayed => {
+                self.decrypted += 1;
+                self.replayed += 1;
+            }
             Outcome::MacFailure => self.mac_failures += 1,
             Outcome::NoKey => self.no_key += 1,
             Outcome::Clear => {}
@@ -76,7 +90,15 @@ pub struct Report {
     pub tokens_opened: u64,
     /// Requests whose token did not open under the private key.
     pub token_failures: u64,
+    /// Decrypted keep-alives, payloads and disconnects of flows past the table of
+    /// replay windows ([`MAX_CONNECTIONS`] directions): not judged for replay.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub replay_not_judged: u64,
     pub flows: Vec<FlowCounts>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Report {
@@ -85,6 +107,7 @@ impl Report {
         self.total.add(&o.total);
         self.tokens_opened += o.tokens_opened;
         self.token_failures += o.token_failures;
+        self.replay_not_judged += o.replay_not_judged;
         for f in o.flows {
             match self.flows.iter_mut().find(|x| x.src == f.src && x.dst == f.dst) {
                 Some(x) => x.counts.add(&f.counts),
@@ -97,9 +120,20 @@ impl Report {
     /// One line for the text report.
     pub fn summary(&self) -> String {
         let mut s = format!(
-            "{} with {}: {} decrypted, {} MAC failures, {} with no key",
-            self.scheme, self.keys, self.total.decrypted, self.total.mac_failures, self.total.no_key
+            "{} with {}: {} decrypted ({} replayed), {} MAC failures, {} with no key",
+            self.scheme,
+            self.keys,
+            self.total.decrypted,
+            self.total.replayed,
+            self.total.mac_failures,
+            self.total.no_key
         );
+        if self.replay_not_judged > 0 {
+            s.push_str(&format!(
+                "; {} not judged for replay (past {MAX_CONNECTIONS} flows)",
+                self.replay_not_judged
+            ));
+        }
         if self.tokens_opened + self.token_failures > 0 {
             s.push_str(&format!(
                 "; connect tokens opened {} of {}",
@@ -119,10 +153,27 @@ impl Report {
 pub struct Decryptor {
     secrets: Arc<Secrets>,
     protocol_id: u64,
-    ciphers: HashMap<SocketAddr, Arc<ConnectionCiphers>>,
+    ciphers: HashMap<SocketAddr, Connection>,
     report: Report,
     by_flow: HashMap<FlowId, Counts>,
+    /// Each direction's replay window, and the connection it belongs to.
+    windows: HashMap<FlowId, (u32, ReplayWindow)>,
+    /// Connections learnt so far: a new one from the same client starts fresh windows.
+    learnt: u32,
 }
+
+/// A client's connection: its keys, their ciphers, and which connection it is (a client
+/// that connects again gets new keys and a receiver's replay protection starts over).
+#[derive(Clone)]
+struct Connection {
+    keys: ConnectionKeys,
+    ciphers: Arc<ConnectionCiphers>,
+    id: u32,
+}
+
+/// Packet types netcode.c's replay protection judges: keep-alive, payload and disconnect
+/// (`packet_type >= NETCODE_CONNECTION_KEEP_ALIVE_PACKET`).
+const FIRST_JUDGED_TYPE: u32 = 4;
 
 impl Decryptor {
     pub fn new(secrets: Arc<Secrets>, protocol_id: u64) -> Self {
@@ -132,11 +183,17 @@ impl Decryptor {
             (false, true) => "key log",
             (false, false) => "none",
         };
-        let ciphers = secrets
-            .connections
-            .iter()
-            .map(|(a, k)| (*a, Arc::new(ConnectionCiphers::new(k))))
+        let ciphers: HashMap<_, _> = (secrets.connections.iter().enumerate())
+            .map(|(i, (a, k))| {
+                let c = Connection {
+                    keys: *k,
+                    ciphers: Arc::new(ConnectionCiphers::new(k)),
+                    id: i as u32,
+                };
+                (*a, c)
+            })
             .collect();
+        let learnt = ciphers.len() as u32;
         Decryptor {
             secrets,
             protocol_id,
@@ -147,6 +204,8 @@ impl Decryptor {
                 ..Report::default()
             },
             by_flow: HashMap::new(),
+            windows: HashMap::new(),
+            learnt,
         }
     }
 
@@ -164,7 +223,7 @@ impl Decryptor {
         let o = if ptype == 0 {
             self.request(flow, payload, out)
         } else {
-            self.packet(flow, sequence, payload, out)
+            self.packet(flow, sequence, ptype, payload, out)
         };
         if o != Outcome::Clear {
             self.report.total.count(o);
@@ -198,12 +257,29 @@ impl Decryptor {
     }
 
     fn learn(&mut self, client: SocketAddr, k: &ConnectionKeys) {
+        // A request sent again carries the same token: the same connection.
+        if self.ciphers.get(&client).is_some_and(|c| c.keys == *k) {
+            return;
+        }
         if self.ciphers.len() < MAX_CONNECTIONS || self.ciphers.contains_key(&client) {
-            self.ciphers.insert(client, Arc::new(ConnectionCiphers::new(k)));
+            let c = Connection {
+                keys: *k,
+                ciphers: Arc::new(ConnectionCiphers::new(k)),
+                id: self.learnt,
+            };
+            self.learnt = self.learnt.wrapping_add(1);
+            self.ciphers.insert(client, c);
         }
     }
 
-    fn packet(&mut self, flow: FlowId, sequence: u64, payload: &[u8], out: &mut Vec<u8>) -> Outcome {
+    fn packet(
+        &mut self,
+        flow: FlowId,
+        sequence: u64,
+        ptype: u32,
+        payload: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Outcome {
         let Some(&prefix) = payload.first() else {
             return Outcome::Clear;
         };
@@ -211,18 +287,37 @@ impl Decryptor {
         let (Some(h), Some(body)) = (payload.get(..header), payload.get(header..)) else {
             return Outcome::Clear;
         };
-        let cipher = match (self.ciphers.get(&flow.src), self.ciphers.get(&flow.dst)) {
-            (Some(c), _) => &c.client_to_server,
-            (None, Some(c)) => &c.server_to_client,
+        let (cipher, connection) = match (self.ciphers.get(&flow.src), self.ciphers.get(&flow.dst)) {
+            (Some(c), _) => (&c.ciphers.client_to_server, c.id),
+            (None, Some(c)) => (&c.ciphers.server_to_client, c.id),
             (None, None) => return Outcome::NoKey,
         };
         out.extend_from_slice(h);
-        if cipher.open(self.protocol_id, sequence, h, body, out) {
-            Outcome::Decrypted
-        } else {
+        if !cipher.open(self.protocol_id, sequence, h, body, out) {
             out.clear();
-            Outcome::MacFailure
+            return Outcome::MacFailure;
         }
+        if ptype < FIRST_JUDGED_TYPE {
+            return Outcome::Decrypted;
+        }
+        if self.judge(flow, connection, sequence) {
+            Outcome::Replayed
+        } else {
+            Outcome::Decrypted
+        }
+    }
+
+    /// The receiver's replay protection on a packet that opened: true for a replay.
+    fn judge(&mut self, flow: FlowId, connection: u32, sequence: u64) -> bool {
+        if self.windows.len() >= MAX_CONNECTIONS && !self.windows.contains_key(&flow) {
+            self.report.replay_not_judged += 1;
+            return false;
+        }
+        let w = (self.windows.entry(flow)).or_insert((connection, ReplayWindow::default()));
+        if w.0 != connection {
+            *w = (connection, ReplayWindow::default());
+        }
+        w.1.replayed(sequence)
     }
 
     /// The counters, flows in address order.

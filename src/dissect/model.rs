@@ -85,8 +85,11 @@ pub enum FaultKind {
     /// An expression of the definition could not be evaluated (division by zero).
     Expression,
     /// An encrypted body's MAC failed under its connection's key (a wrong key,
-    /// tampering, a replay).
+    /// tampering).
     Mac,
+    /// An encrypted packet that opened, but repeats a sequence its direction of the
+    /// connection received already, or is older than the receiver's replay window.
+    Replayed,
 }
 
 impl FaultKind {
@@ -111,10 +114,11 @@ impl FaultKind {
             FaultKind::Limit => "limit",
             FaultKind::Expression => "expression",
             FaultKind::Mac => "mac_failure",
+            FaultKind::Replayed => "replayed",
         }
     }
 
-    pub const ALL: [FaultKind; 9] = [
+    pub const ALL: [FaultKind; 10] = [
         FaultKind::PastEnd,
         FaultKind::OutOfRange,
         FaultKind::NonZeroPadding,
@@ -124,6 +128,7 @@ impl FaultKind {
         FaultKind::Limit,
         FaultKind::Expression,
         FaultKind::Mac,
+        FaultKind::Replayed,
     ];
 }
 

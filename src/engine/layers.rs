@@ -11,7 +11,7 @@ use crate::capture::Frame;
 use crate::decode::IpInfo;
 use crate::decrypt::keys::Secrets;
 use crate::decrypt::{Decryptor, Outcome};
-use crate::dissect::program::{Kind as FieldKind, NodeId};
+use crate::dissect::program::{Kind as FieldKind, NodeId, Role};
 use crate::dissect::{Dissection, Dissector, Fault, FaultKind, Program, Value};
 use std::sync::Arc;
 
@@ -192,14 +192,16 @@ impl StackState {
             (None, _, _) => Outcome::Clear,
         };
         let data: &[u8] = match outcome {
-            Outcome::Decrypted => {
+            Outcome::Decrypted | Outcome::Replayed => {
                 self.decrypted = true;
                 &self.plain
             }
             Outcome::Clear if self.decryptor.is_none() => bytes,
             _ => return outcome,
         };
-        let wanted = self.record || !self.targets.is_empty();
+        // A replay is shown as it reads, but its inner layers had it the first time.
+        let feed = outcome != Outcome::Replayed;
+        let wanted = self.record || (feed && !self.targets.is_empty());
         let Some(reader) = self.reader.as_mut().filter(|_| wanted) else {
             return outcome;
         };
@@ -207,8 +209,11 @@ impl StackState {
         if !self.show_keys && self.decrypted {
             hide_keys(reader.program(), &mut self.tree, &mut self.plain);
         }
+        if !feed {
+            self.tree.fault = Some(replay_fault(reader.program(), &self.tree));
+        }
         let data: &[u8] = if self.decrypted { &self.plain } else { bytes };
-        for fi in 0..self.tree.fields.len() {
+        for fi in (0..self.tree.fields.len()).filter(|_| feed) {
             let fd = self.tree.fields[fi];
             let Some(&(_, layer)) = self.targets.iter().find(|(n, _)| *n == fd.node) else {
                 continue;
@@ -302,8 +307,23 @@ pub fn mac_fault(len: usize) -> Fault {
         kind: FaultKind::Mac,
         field: "mac".into(),
         bit: (len.saturating_sub(crate::decrypt::netcode::MAC) * 8) as u64,
-        reason: "the MAC does not match under this connection's key (a wrong key, tampering or a replay)"
+        reason: "the MAC does not match under this connection's key (a wrong key, tampering, or a packet of another connection)"
             .into(),
+    }
+}
+
+/// The fault a replay leaves in a recorded tree: at the sequence, which is what it repeats.
+fn replay_fault(p: &Program, tree: &Dissection) -> Fault {
+    let at = (tree.fields.iter()).find(|f| {
+        p.nodes
+            .get(f.node as usize)
+            .is_some_and(|n| n.role == Some(Role::Sequence))
+    });
+    Fault {
+        kind: FaultKind::Replayed,
+        field: "sequence".into(),
+        bit: at.map_or(8, |f| f.bit_offset),
+        reason: "a replay: this direction of the connection received this sequence already, or it is 256 or more older than the newest (netcode 1.02's replay protection drops it)".into(),
     }
 }
 
@@ -321,6 +341,7 @@ impl std::fmt::Debug for LayerStats {
 pub fn status_after(o: Outcome, s: Status) -> (Status, Option<FaultKind>) {
     match o {
         Outcome::MacFailure => (Status::Malformed, Some(FaultKind::Mac)),
+        Outcome::Replayed => (Status::Malformed, Some(FaultKind::Replayed)),
         _ => (s, None),
     }
 }

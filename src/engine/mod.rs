@@ -676,10 +676,10 @@ impl Engine {
                     v.sequence,
                     v.packet_type,
                 );
-                if o == crate::decrypt::Outcome::MacFailure {
-                    e.status = Status::Malformed;
-                    e.fault = Some(crate::dissect::FaultKind::Mac);
-                    if record {
+                if let (s, Some(kind)) = layers::status_after(o, e.status) {
+                    e.status = s;
+                    e.fault = Some(kind);
+                    if record && kind == crate::dissect::FaultKind::Mac {
                         self.validator.dissection.fault = Some(layers::mac_fault(payload.len()));
                     }
                 }

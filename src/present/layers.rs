@@ -9,11 +9,12 @@ pub fn render(r: &Report) -> String {
     let mut out = String::new();
     if let Some(d) = &r.decryption {
         let _ = writeln!(out, "Decryption: {}", d.summary());
-        let mut t = table(&["flow", "decrypted", "mac failures", "no key"]);
+        let mut t = table(&["flow", "decrypted", "replayed", "mac failures", "no key"]);
         for f in &d.flows {
             t.add_row(vec![
                 format!("{} → {}", f.src, f.dst),
                 f.counts.decrypted.to_string(),
+                f.counts.replayed.to_string(),
                 f.counts.mac_failures.to_string(),
                 f.counts.no_key.to_string(),
             ]);

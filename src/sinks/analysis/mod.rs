@@ -647,10 +647,10 @@ impl Statistics {
         if let Some(m) = &mut self.report.messages {
             m.add(e.messages);
         }
-        if e.fault == Some(FaultKind::Mac) {
-            // A key that does not open a body says nothing of the description's fit:
-            // counted by cause here, per flow in `decryption`.
-            count_fault(&mut self.report.malformed, FaultKind::Mac, e.frame, key);
+        if let Some(kind @ (FaultKind::Mac | FaultKind::Replayed)) = e.fault {
+            // A key that does not open a body, or a replay, says nothing of the
+            // description's fit: counted by cause here, per flow in `decryption`.
+            count_fault(&mut self.report.malformed, kind, e.frame, key);
         } else if let Some(kind) = e.fault {
             s.malformed += 1;
             if kind == FaultKind::TrailingBytes {
