@@ -198,36 +198,7 @@ impl<'d> Compiler<'d> {
         }
         roles_ok &= self.no_offset_roles(header);
         roles_ok &= self.send_time(h, header, &mut params);
-        if let Some((f, b)) = fragment {
-            roles_ok &= self.no_offset_roles(b);
-            for role in [Role::FragmentId, Role::FragmentCount, Role::FragmentData] {
-                roles_ok &= self.role_placement(f, b, role, true, &mut roles);
-            }
-            for role in [Role::Ack, Role::AckBits] {
-                roles_ok &= self.role_placement(f, b, role, false, &mut roles);
-            }
-            self.fragment_widths(f, b, &params.format);
-            if when.is_none() && !Program::role_declared(roles, Role::Type) {
-                self.error(
-                    Self::name_span(f),
-                    "without a type field, fragments need a condition",
-                    "which datagrams are fragments?",
-                    Some("write `fragment when=\"prefix & 1\" { … }` with a condition on header fields, or give the header a role=type field (fragments are then type 0)".into()),
-                );
-            }
-        }
-        for role in [Role::FragmentId, Role::FragmentCount, Role::FragmentData] {
-            if fragment.is_none()
-                && let Some(id) = self.role_nodes(header, role).first()
-            {
-                self.error(
-                    self.spans[*id as usize],
-                    format!("role={} belongs in the `fragment` block", role.name()),
-                    "outside the fragment block",
-                    Some("declare `fragment { … }` with the fragment id, count and data".into()),
-                );
-            }
-        }
+        roles_ok &= self.fragment_roles(fragment, when.is_some(), header, &params.format, &mut roles);
         let typed = Program::role_declared(roles, Role::Type);
 
         // The type field's range fixes the number of packet types.
@@ -364,6 +335,50 @@ impl<'d> Compiler<'d> {
         }
         self.info_templates(&program, &info_spans);
         Some(program)
+    }
+
+    /// The fragment block's roles and widths (fragments without a type field need a
+    /// condition), and fragment roles refused outside it.
+    fn fragment_roles(
+        &mut self,
+        fragment: Option<(&KdlNode, Block)>,
+        when: bool,
+        header: Block,
+        format: &HeaderFormat,
+        roles: &mut u32,
+    ) -> bool {
+        let mut ok = true;
+        if let Some((f, b)) = fragment {
+            ok &= self.no_offset_roles(b);
+            for role in [Role::FragmentId, Role::FragmentCount, Role::FragmentData] {
+                ok &= self.role_placement(f, b, role, true, roles);
+            }
+            for role in [Role::Ack, Role::AckBits] {
+                ok &= self.role_placement(f, b, role, false, roles);
+            }
+            self.fragment_widths(f, b, format);
+            if !when && !Program::role_declared(*roles, Role::Type) {
+                self.error(
+                    Self::name_span(f),
+                    "without a type field, fragments need a condition",
+                    "which datagrams are fragments?",
+                    Some("write `fragment when=\"prefix & 1\" { … }` with a condition on header fields, or give the header a role=type field (fragments are then type 0)".into()),
+                );
+            }
+        }
+        for role in [Role::FragmentId, Role::FragmentCount, Role::FragmentData] {
+            if fragment.is_none()
+                && let Some(id) = self.role_nodes(header, role).first()
+            {
+                self.error(
+                    self.spans[*id as usize],
+                    format!("role={} belongs in the `fragment` block", role.name()),
+                    "outside the fragment block",
+                    Some("declare `fragment { … }` with the fragment id, count and data".into()),
+                );
+            }
+        }
+        ok
     }
 
     /// Sorts the document's top-level nodes; structs and enums are registered here.
