@@ -314,9 +314,10 @@ pub struct App {
     /// Text to put on the terminal's clipboard (OSC 52), taken by the event loop.
     pub clipboard: Option<String>,
     pub areas: Areas,
-    info: HashMap<u32, String>,
-    /// The definition's `info` templates by packet type, compiled once.
-    templates: HashMap<u32, Vec<Piece>>,
+    /// Info and message types of rows already described.
+    info: HashMap<u32, (String, Option<String>)>,
+    /// The Info line's templates, for the definition and the inner layers' ones.
+    describe: crate::present::info::Info,
     /// A `w` in progress: what it says when done.
     writing: Option<Receiver<Result<String, String>>>,
     /// The file `w` will replace once confirmed.
@@ -336,7 +337,7 @@ pub struct App {
 impl App {
     pub fn new(index: Index, updates: Receiver<Update>, cfg: Config) -> Self {
         App {
-            templates: cfg.program.as_deref().map(compile_templates).unwrap_or_default(),
+            describe: crate::present::info::Info::new(),
             reader: None,
             validator: Validator::new(&cfg, true),
             // With keys, the decrypted view: it names every field of both.
@@ -1126,7 +1127,7 @@ impl App {
         self.index.name = name;
         self.updates = rx;
         self.validator = Validator::new(&cfg, true);
-        self.templates = compile_templates(&program);
+        self.describe = crate::present::info::Info::new();
         self.program = crate::engine::layers::shown_program(&cfg);
         self.replay = None;
         self.cfg = cfg;
@@ -1485,9 +1486,19 @@ impl App {
         self.loss_series = Some((ix.rows.len(), s));
     }
 
-    /// The Info column of a row: the definition's `info` template for its packet type, or
-    /// a summary of what it is; dissected once and kept.
+    /// The Info column of a row: what [`crate::present::info`] says of it as read (with
+    /// keys and inner layers, as the run read it), or a summary of what it is;
+    /// dissected once and kept.
     pub fn info_of(&mut self, ix: &Index, row_index: u32) -> String {
+        self.described(ix, row_index).0
+    }
+
+    /// The Type column of a datagram of messages (no packet type): its message types.
+    pub fn message_types_of(&mut self, ix: &Index, row_index: u32) -> Option<String> {
+        self.described(ix, row_index).1
+    }
+
+    fn described(&mut self, ix: &Index, row_index: u32) -> (String, Option<String>) {
         if let Some(s) = self.info.get(&row_index) {
             return s.clone();
         }
@@ -1499,48 +1510,65 @@ impl App {
         text
     }
 
-    fn make_info(&mut self, ix: &Index, row_index: u32) -> String {
+    fn make_info(&mut self, ix: &Index, row_index: u32) -> (String, Option<String>) {
         let Some(r) = ix.rows.get(row_index as usize) else {
-            return String::new();
+            return Default::default();
         };
+        let said = |s: String| (s, None);
         if r.has(status::REASSEMBLED) {
-            return format!("reassembled from {} fragments", r.frag_count);
+            return said(format!("reassembled from {} fragments", r.frag_count));
         }
         if r.has(status::CRC_FAIL) {
-            return "CRC mismatch: not the protocol's, or damaged".into();
+            return said("CRC mismatch: not the protocol's, or damaged".into());
         }
         if r.frag_count > 0 {
-            return format!("fragment {} of {} (seq {})", r.frag_id, r.frag_count, r.seq);
+            return said(format!(
+                "fragment {} of {} (seq {})",
+                r.frag_id, r.frag_count, r.seq
+            ));
         }
         if let Some(i) = ix.icmp.get(&row_index) {
-            return i.info.clone();
+            return said(i.info.clone());
         }
         if !r.has(status::GAME) {
-            return super::ui::status_of(&r).0.to_string();
+            return said(super::ui::status_of(&r).0.to_string());
         }
         let Some(p) = self.program.clone() else {
-            return if let Some(k) = r.fault() {
-                format!("malformed: {}", k.code())
-            } else {
-                String::new()
-            };
+            return said(match r.fault() {
+                Some(k) => format!("malformed: {}", k.code()),
+                None => String::new(),
+            });
         };
+        if let Some(got) = self.replayed(ix, row_index) {
+            let Some(tree) = &got.tree else {
+                return Default::default();
+            };
+            let types = crate::present::info::message_types(&p, tree);
+            return (
+                self.describe.describe(&p, tree, &got.payload, &got.carried),
+                types,
+            );
+        }
         let Some(d) = self.detail_of(ix, row_index) else {
-            return String::new();
+            return Default::default();
         };
         let Some(dis) = d.dissection.as_ref() else {
-            return d.note.unwrap_or_default();
+            return said(d.note.unwrap_or_default());
         };
-        let payload = d.payload();
-        let ptype = dis.packet_type;
-        let mut text = match ptype.and_then(|t| self.templates.get(&t)) {
-            Some(pieces) => fill_template(&p, pieces, dis, payload, ptype),
-            None => default_info(&p, dis, payload),
-        };
-        if let Some(f) = &dis.fault {
-            text = format!("malformed: {} at {} · {text}", f.kind.code(), f.field);
+        let types = crate::present::info::message_types(&p, dis);
+        (self.describe.describe(&p, dis, d.payload(), &[]), types)
+    }
+
+    /// With keys or inner layers, a game row as the run read it (`None` without them, for
+    /// a live capture, or when the capture cannot be read again).
+    fn replayed(&mut self, ix: &Index, row: u32) -> Option<super::layered::Replayed> {
+        if self.cfg.stack.is_none() || ix.store.is_some() {
+            return None;
         }
-        text
+        let replay = self
+            .replay
+            .get_or_insert_with(|| super::layered::Replay::new(ix.path.clone(), self.cfg.clone()));
+        replay.row(row).ok().flatten()
     }
 
     /// Handles a mouse event: clicks select tabs, rows and fields; the wheel scrolls.
@@ -1649,123 +1677,4 @@ pub(crate) fn filter_value(p: &Program, f: &crate::dissect::Field, payload: &[u8
         }
         _ => None,
     }
-}
-
-/// A piece of an `info` template: text as written, a field's value, or how many.
-enum Piece {
-    Text(String),
-    Value(crate::filter::FieldPath),
-    Count(crate::filter::FieldPath),
-    /// A path the definition does not have (`gpcap check` refuses it; shown as `?`).
-    Unknown,
-}
-
-/// Every packet type's `info` template, split into pieces against the definition once.
-fn compile_templates(p: &Program) -> HashMap<u32, Vec<Piece>> {
-    if p.packets.iter().all(|d| d.info.is_none()) {
-        return HashMap::new();
-    }
-    let paths = crate::dissect::paths::catalog(p);
-    let mut out = HashMap::new();
-    for d in &p.packets {
-        let Some(t) = &d.info else { continue };
-        let mut pieces = Vec::new();
-        let mut rest = t.as_str();
-        while let Some(open) = rest.find('{') {
-            pieces.push(Piece::Text(rest[..open].to_string()));
-            let Some(close) = rest[open..].find('}') else {
-                rest = &rest[open..];
-                break;
-            };
-            let name = rest[open + 1..open + close].trim();
-            let (count, path) = match name.strip_prefix('#') {
-                Some(p) => (true, p),
-                None => (false, name),
-            };
-            pieces.push(match crate::filter::FieldPath::parse(p, &paths, path) {
-                Ok(fp) if count => Piece::Count(fp),
-                Ok(fp) => Piece::Value(fp),
-                Err(_) => Piece::Unknown,
-            });
-            rest = &rest[open + close + 1..];
-        }
-        pieces.push(Piece::Text(rest.to_string()));
-        out.insert(d.type_id, pieces);
-    }
-    out
-}
-
-/// A template filled from a packet: `{path}` the first occurrence's value, `{#path}` how
-/// many there are (a list or array: its elements).
-fn fill_template(
-    p: &Program,
-    pieces: &[Piece],
-    d: &Dissection,
-    payload: &[u8],
-    ptype: Option<u32>,
-) -> String {
-    let mut out = String::new();
-    for piece in pieces {
-        match piece {
-            Piece::Text(t) => out.push_str(t),
-            Piece::Count(fp) => {
-                let n: usize = fp
-                    .occurrences(d, ptype)
-                    .map(|i| {
-                        let f = &d.fields[i];
-                        if f.kind == "array" || f.kind.ends_with("list") {
-                            d.fields[i + 1..]
-                                .iter()
-                                .filter(|c| {
-                                    c.parent == i as u32 && matches!(c.label, crate::dissect::Label::Index(_))
-                                })
-                                .count()
-                        } else {
-                            1
-                        }
-                    })
-                    .sum();
-                out.push_str(&n.to_string());
-            }
-            Piece::Value(fp) => match fp.occurrences(d, ptype).next().and_then(|i| d.fields.get(i)) {
-                Some(f) => out.push_str(&crate::present::tree::value_text(p, f, payload)),
-                None => out.push('-'),
-            },
-            Piece::Unknown => out.push('?'),
-        }
-    }
-    out
-}
-
-/// The type's name and its first top-level fields after the header (`a=3 b=-2 c=10`).
-fn default_info(p: &Program, d: &Dissection, payload: &[u8]) -> String {
-    // A datagram of messages: what it carries.
-    if !d.messages.is_empty() {
-        return crate::present::tree::messages_summary(p, d, 80);
-    }
-    let header = p.block(p.header).len();
-    let mut parts = Vec::new();
-    let mut width = 0;
-    for f in d
-        .fields
-        .iter()
-        .filter(|f| f.parent == crate::dissect::ROOT && f.kind != "align" && f.kind != "check")
-        .skip(header)
-    {
-        let name = crate::dissect::label_name(p, f.label);
-        let value = crate::present::tree::value_text(p, f, payload);
-        let part = if f.is_group() && f.kind != "string" && !value.is_empty() && !value.starts_with('(') {
-            format!("{name}[{value}]")
-        } else if value.is_empty() {
-            name.to_string()
-        } else {
-            format!("{name}={value}")
-        };
-        width += part.chars().count() + 1;
-        parts.push(part);
-        if width > 80 {
-            break;
-        }
-    }
-    parts.join(" ")
 }
