@@ -573,3 +573,20 @@ fn an_unknown_layer_field_is_refused_with_the_nearest() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("unknown field `reliabel.sequence`"), "{err}");
 }
+
+/// `dissect --brief` ends each line with the Info the TUI shows: with the key and the
+/// stack, what the plaintext and every inner layer read (not the ciphertext).
+#[test]
+fn brief_lines_say_what_inner_layers_read() {
+    let (code, out, err) = dissect_brief("frame == 6 || frame == 8 || frame == 29");
+    assert_eq!(code, 0, "{err}");
+    let info: Vec<&str> = out.lines().map(|l| l.split_once(" — ").unwrap().1).collect();
+    assert_eq!(
+        info,
+        [
+            "client_index=0 (0x00000000) max_clients=4 (0x00000004)",
+            "payload seq 2 · reliable seq 0 ack 65535 · snapshot",
+            "payload seq 11 · reliable seq 1 fragment 8 of 9 · reliable seq 1 ack 1 reassembled from 9 · blob input",
+        ]
+    );
+}

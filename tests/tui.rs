@@ -827,3 +827,32 @@ snap2!(
     "",
     "/ text:game.messages.type~==~blob Enter t Down Down Down Down"
 );
+
+// The Info column of a decrypted capture says what was read, as `dissect --brief` ends its
+// lines: the plaintext's type and sequence, then each inner layer's (reliable.io's
+// sequence, ack and fragments, the packet it reassembled), then the game's messages; a
+// keep-alive its decrypted body.
+snap2!(
+    layered_info_says_what_was_read,
+    "layered",
+    "",
+    "/ text:frame~>=~5~&&~frame~<=~29 Enter"
+);
+
+/// The Info column, `dissect --brief` and the Type column of a datagram of messages read
+/// the same template: a layered row's Info is what the brief line ends with.
+#[test]
+fn layered_info_is_the_brief_lines() {
+    let mut a = layered_app();
+    keys(&mut a, "/ text:frame~==~29~||~frame~==~8~||~frame~==~6 Enter");
+    let ix = std::mem::take(&mut a.index);
+    let infos: Vec<String> = a.view.clone().iter().map(|&r| a.info_of(&ix, r)).collect();
+    assert_eq!(
+        infos,
+        [
+            "client_index=0 (0x00000000) max_clients=4 (0x00000004)",
+            "payload seq 2 · reliable seq 0 ack 65535 · snapshot",
+            "payload seq 11 · reliable seq 1 fragment 8 of 9 · reliable seq 1 ack 1 reassembled from 9 · blob input",
+        ]
+    );
+}

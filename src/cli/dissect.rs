@@ -58,11 +58,13 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
         s
     });
     let threads = gpcap::run_threads(captures, a.threads);
+    // One-line summaries end with the Info line, which reads the field tree (and what
+    // inner layers read); without a definition there is none.
+    let record = format != Format::Brief || needs_fields || shown.is_some();
     let mut printer = DissectPrinter::new(out, shown, filter, format, a.frame, threads);
     let outcomes = run_files(
         captures,
-        // One-line summaries need no field tree, unless the filter reads fields.
-        Engine::new(cfg, format != Format::Brief || needs_fields),
+        Engine::new(cfg, record),
         &mut (&mut printer, select.as_mut()),
         &mut |_, _| {},
         &|p| p.0.is_done(),

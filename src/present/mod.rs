@@ -4,6 +4,7 @@
 #[cfg(feature = "cli")]
 pub mod bandwidth;
 pub mod fit;
+pub mod info;
 pub mod json;
 #[cfg(feature = "cli")]
 pub mod layers;

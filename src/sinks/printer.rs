@@ -36,6 +36,7 @@ pub struct Printer<W: Write> {
     /// Writing failed (a closed pipe ends output quietly; anything else is an error).
     pub error: Option<std::io::Error>,
     json: present::json::JsonScratch,
+    info: present::info::Info,
 }
 
 impl<W: Write> Printer<W> {
@@ -50,6 +51,7 @@ impl<W: Write> Printer<W> {
             printed: 0,
             error: None,
             json: Default::default(),
+            info: present::info::Info::new(),
         }
     }
 
@@ -109,9 +111,19 @@ impl<W: Write> Printer<W> {
         };
         let fault = e.fault.map(|k| format!(" ({})", k.code())).unwrap_or_default();
         let analysis = seq_note(e.seq_event);
+        // What was read, inner layers included (the TUI's Info column).
+        let info = match &self.program {
+            Some(p) => self.info.of_event(p, e),
+            None => String::new(),
+        };
+        let info = if info.is_empty() {
+            info
+        } else {
+            format!(" — {info}")
+        };
         writeln!(
             self.out,
-            "{} {:.6} {flow} {ty} seq {seq} {} bytes {}{analysis}{fault}{frag}",
+            "{} {:.6} {flow} {ty} seq {seq} {} bytes {}{analysis}{fault}{frag}{info}",
             e.frame,
             e.ts_ns as f64 / 1e9,
             e.size,

@@ -27,6 +27,8 @@ fn cell(app: &mut App, ix: &Index, c: Column, row: u32, r: &Row, prev_ts: Option
             .and_then(|p| p.type_name(r.ptype as u32))
             .map(str::to_string)
             .unwrap_or_else(|| r.ptype.to_string()),
+        // A datagram of messages (no packet type): the message types it holds.
+        Column::Type if game_row(r) => app.message_types_of(ix, row).unwrap_or_default(),
         Column::Frag if r.has(status::REASSEMBLED) => format!("×{}", r.frag_count),
         // The id as the tree's `fragment_id` reads: from 0.
         Column::Frag if r.frag_count > 0 => format!("{} of {}", r.frag_id, r.frag_count),
@@ -35,6 +37,10 @@ fn cell(app: &mut App, ix: &Index, c: Column, row: u32, r: &Row, prev_ts: Option
         Column::Info => app.info_of(ix, row),
         _ => String::new(),
     }
+}
+
+fn game_row(r: &Row) -> bool {
+    r.has(status::GAME) && r.frag_count == 0 && !r.has(status::REASSEMBLED)
 }
 
 fn time_text(app: &App, ix: &Index, r: &Row, prev_ts: Option<i64>) -> String {
