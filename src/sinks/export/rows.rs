@@ -22,7 +22,7 @@ pub(super) struct HeaderColumns {
 impl HeaderColumns {
     /// The columns of block `b`, or None when it has no field to export.
     fn new(p: &Program, b: Block) -> Option<HeaderColumns> {
-        let mut columns = TypeColumns::new(p, b);
+        let mut columns = TypeColumns::new(p, b, None);
         columns.rename(&[]);
         (!columns.schema_fields().is_empty()).then(|| HeaderColumns {
             columns,
@@ -370,7 +370,9 @@ impl Rows {
         let mut types = Vec::new();
         for def in program.iter().flat_map(|p| &p.packets) {
             let Some(p) = program.as_deref() else { break };
-            let mut columns = TypeColumns::new(p, def.body);
+            // A message type's rows also hold the `messages` block's own fields (ENet's
+            // command header), after the body's.
+            let mut columns = TypeColumns::new(p, def.body, p.message_header());
             let mut reserved = vec!["frame", "reassembled", "capture"];
             reserved.extend(keys.iter().map(|(k, _)| k.as_str()));
             columns.rename(&reserved);
