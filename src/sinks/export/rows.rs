@@ -370,6 +370,11 @@ impl Rows {
         let mut types = Vec::new();
         for def in program.iter().flat_map(|p| &p.packets) {
             let Some(p) = program.as_deref() else { break };
+            // A decrypted view lists a type twice (`packet N`, and the `plaintext N` that
+            // stands in for it): one table, the one the type reads with.
+            if !p.packet(def.type_id).is_some_and(|x| std::ptr::eq(x, def)) {
+                continue;
+            }
             // A message type's rows also hold the `messages` block's own fields (ENet's
             // command header), after the body's.
             let mut columns = TypeColumns::new(p, def.body, p.message_header());
