@@ -6,6 +6,7 @@
 
 use super::{Export, ExportError, MAX_NAME, partition_value};
 use crate::engine::carried::{Anchor, each};
+use crate::engine::layers::LayerStats;
 use crate::engine::{Config, PacketEvent, Summary};
 use std::path::Path;
 
@@ -81,12 +82,22 @@ impl Layers {
         });
     }
 
-    /// Each layer's report tables (flows, reassembly…) are its own engine's.
+    /// Each layer's report tables (flows, reassembly…) are its own engine's; a layer
+    /// inside an inner layer ends with that layer's statistics.
     pub fn finish(&mut self, summary: &Summary) {
-        for crate::engine::layers::LayerStats(name, stats) in &summary.layers {
+        self.take_stats(&summary.layers, 0);
+    }
+
+    fn take_stats(&mut self, layers: &[LayerStats], depth: usize) {
+        // As deep as a stack goes (16 definitions).
+        if depth > 16 {
+            return;
+        }
+        for LayerStats(name, stats) in layers {
             if let Some(x) = self.exports.iter_mut().find(|x| x.layer_name() == name) {
                 x.stats = stats.clone();
             }
+            self.take_stats(stats.layers(), depth + 1);
         }
     }
 
