@@ -488,24 +488,31 @@ impl Export {
                 return Err(e);
             }
         };
-        let written: Vec<&Path> = layers.iter().map(|(_, d, _, _)| d.as_path()).collect();
-        // A layer exported before and not now: its tables lose this capture too.
-        for d in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let is_layer = d
-                .file_name()
-                .to_string_lossy()
-                .starts_with(&format!("{}=", layers::KEY));
-            if is_layer && !written.contains(&d.path().as_path()) {
-                replace_partitions(&d.path(), &keys, &capture, &[])?;
+        let commit = || {
+            let written: Vec<&Path> = layers.iter().map(|(_, d, _, _)| d.as_path()).collect();
+            // A layer exported before and not now: its tables lose this capture too.
+            for d in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let name = d.file_name().to_string_lossy().into_owned();
+                if name.starts_with(&format!("{}=", layers::KEY)) && !written.contains(&d.path().as_path()) {
+                    replace_partitions(&d.path(), &keys, &capture, &[])?;
+                }
             }
+            for (_, d, _, s) in &layers {
+                replace_partitions(d, &keys, &capture, s)?;
+            }
+            replace_partitions(&dir, &keys, &capture, &staged)
+        };
+        if let Err(e) = commit() {
+            // What was renamed stays; what was not leaves no temporary file.
+            layers.iter().for_each(|(_, _, _, s)| discard(s));
+            discard(&staged);
+            return Err(e);
         }
-        for (name, d, x, s) in &layers {
-            replace_partitions(d, &keys, &capture, s)?;
+        for (name, _, x, _) in &layers {
             for (t, n) in &x.rows {
                 done.rows.insert(format!("{}/{t}", layers::dir_name(name)), *n);
             }
         }
-        replace_partitions(&dir, &keys, &capture, &staged)?;
         Ok(done)
     }
 
