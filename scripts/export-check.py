@@ -5,7 +5,11 @@ For every capture given: per-flow datagrams, CRC failures and per-type counts, a
 fragmented packets seen and completed per fragment count, computed by SQL over the
 `packets` table alone, must equal the report's flows exactly. Exit 1 on any difference.
 
-Usage: scripts/export-check.py GPCAP DEFINITION DATASET CAPTURE...
+With `--layer NAME` (and `--arg ARG`, repeated, for what analyze needs more: further
+`-d`, `--key`), the tables of inner layer NAME (`DATASET/layer=NAME/`) against that
+layer's report in `layers[]`.
+
+Usage: scripts/export-check.py [--layer NAME] [--arg ARG]... GPCAP DEFINITION DATASET CAPTURE...
 (pip install duckdb)
 """
 import json
@@ -15,7 +19,16 @@ import sys
 
 import duckdb
 
-gpcap, definition, dataset, captures = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+argv, layer, more = sys.argv[1:], None, []
+while argv and argv[0] in ("--layer", "--arg"):
+    if argv[0] == "--layer":
+        layer = argv[1]
+    else:
+        more.append(argv[1])
+    argv = argv[2:]
+gpcap, definition, dataset, captures = argv[0], argv[1], argv[2], argv[3:]
+if layer:
+    dataset = f"{dataset}/layer={layer}"
 db = duckdb.connect()
 db.sql(f"""
 create view packets as
@@ -25,10 +38,15 @@ create macro endpoint(ip, port) as
 """)
 failures = 0
 for capture in captures:
-    name = os.path.basename(capture)
+    name = label = os.path.basename(capture)
     report = json.loads(
-        subprocess.run([gpcap, "analyze", "--json", "-d", definition, capture], check=True, capture_output=True).stdout
+        subprocess.run(
+            [gpcap, "analyze", "--json", "-d", definition, *more, capture], check=True, capture_output=True
+        ).stdout
     )
+    if layer:
+        label = f"{name}, layer {layer}"
+        report = next(x for x in report["layers"] if x["name"] == layer)
     want_flows = {
         (f["src"], f["dst"]): (f["datagrams"], f["crc_fail"], [t for t in f["types"]]) for f in report["flows"]
     }
@@ -87,7 +105,7 @@ for capture in captures:
         print(f"  ts: {per_second} (distinct seconds by date_trunc, by time_bucket; rows; rows whose ts is ts_ns)")
     ok = got == want_flows and got_rows == want_rows and time_ok
     print(
-        f"{name}: {len(got)} flows, {sum(v[0] for v in got.values())} datagrams, "
+        f"{label}: {len(got)} flows, {sum(v[0] for v in got.values())} datagrams, "
         f"{sum(v[1] for v in got.values())} CRC failures, "
         f"{sum(s for s, _ in got_rows.values())} fragmented packets seen, "
         f"{sum(c for _, c in got_rows.values())} completed: {'same as analyze --json' if ok else 'DIFFERENT'}"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Exports every bundled capture (one dataset per definition) and checks with DuckDB
+# Exports every bundled capture (one dataset per definition) and the netcode.io +
+# reliable.io conformance capture with its key (each layer's tables), and checks with DuckDB
 # that SQL over the export reproduces `analyze --json` (scripts/export-check.py).
 # Usage: scripts/export-check.sh [GPCAP]   (pip install duckdb)
 set -euo pipefail
@@ -17,3 +18,15 @@ $g export -d dissectors/example-shooter.kdl $shooter -o "$out/shooter" 2> /dev/n
 python3 scripts/export-check.py "$g" dissectors/article.kdl "$out/article" $article
 # shellcheck disable=SC2086
 python3 scripts/export-check.py "$g" dissectors/example-shooter.kdl "$out/shooter" $shooter
+# Protocols inside protocols: netcode.io decrypted with the server's key, carrying
+# reliable.io carrying game messages: the outer tables and each layer's (layer=NAME/)
+# against analyze's report and its layers[].
+nr=tests/fixtures/netcode-reliable
+key=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["private_key"])' "$nr/truth_keys.jsonl")
+stack=(-d dissectors/reliable.kdl -d dissectors/yojimbo-messages.kdl --key "$key" --protocol-id 0x3141592653589793)
+$g export -d dissectors/netcode.kdl "${stack[@]}" "$nr/capture.pcap" -o "$out/layered" 2> /dev/null
+more=()
+for a in "${stack[@]}"; do more+=(--arg "$a"); done
+for layer in "" reliable game; do
+    python3 scripts/export-check.py ${layer:+--layer "$layer"} "${more[@]}" "$g" dissectors/netcode.kdl "$out/layered" "$nr/capture.pcap"
+done

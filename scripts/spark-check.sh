@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# A fleet's dataset on a distributed engine: exports the bundled captures and three
-# generated ones with --partition (two days, one dataset per definition), and checks that
+# A fleet's dataset on a distributed engine: exports the bundled captures, three
+# generated ones and the netcode.io + reliable.io capture decrypted with its layers, with
+# --partition (two days, one dataset per definition), and checks that
 # the Spark job (scripts/spark-job.py, PySpark in local mode) reproduces
 # `analyze --per-file --json` for every capture. Exit 1 on any difference.
 # Usage: scripts/spark-check.sh [GPCAP]   (pip install pyspark; Java 17+)
@@ -34,11 +35,20 @@ export_day dissectors/article.kdl "$out/article" 2026-11-24 "${article[@]:4}"
 export_day dissectors/example-shooter.kdl "$out/shooter" 2026-11-24 "${shooter[@]}"
 export_day dissectors/netcode.kdl "$out/netcode" 2026-11-24 "$out/gen-netcode.pcap"
 $g analyze --per-file --json -d dissectors/netcode.kdl "$out/gen-netcode.pcap" > "$out/netcode.json"
+# Protocols inside protocols: the netcode.io + reliable.io conformance capture with its key
+# (the dataset holds layer=reliable/ and layer=game/ beside the decrypted outer tables).
+nr=tests/fixtures/netcode-reliable
+key=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["private_key"])' "$nr/truth_keys.jsonl")
+stack=(-d dissectors/netcode.kdl -d dissectors/reliable.kdl -d dissectors/yojimbo-messages.kdl
+    --key "$key" --protocol-id 0x3141592653589793)
+$g export "${stack[@]}" "$nr/capture.pcap" -o "$out/layered" --partition day=2026-11-24 --partition site=ci 2> /dev/null
+$g analyze --per-file --json "${stack[@]}" "$nr/capture.pcap" > "$out/layered.json"
 $g analyze --per-file --json -d dissectors/article.kdl "${article[@]}" > "$out/article.json"
 $g analyze --per-file --json -d dissectors/example-shooter.kdl "${shooter[@]}" > "$out/shooter.json"
 # Spark's own log (JVM warnings) is shown only when the job fails.
-if ! python3 scripts/spark-job.py "$out/article" "$out/shooter" "$out/netcode" \
-    --expect "$out/article.json" --expect "$out/shooter.json" --expect "$out/netcode.json" 2> "$out/spark.log"; then
+if ! python3 scripts/spark-job.py "$out/article" "$out/shooter" "$out/netcode" "$out/layered" \
+    --expect "$out/article.json" --expect "$out/shooter.json" --expect "$out/netcode.json" \
+    --expect "$out/layered.json" 2> "$out/spark.log"; then
     tail -n 40 "$out/spark.log" >&2
     exit 1
 fi

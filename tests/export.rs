@@ -421,3 +421,57 @@ fn export_writes_a_row_per_message() {
     assert_eq!(acked, [2, 3, 4, 5, 6]);
     std::fs::remove_dir_all(&out).unwrap();
 }
+
+/// The `messages` block's own fields (ENet's command header) are columns of every
+/// message type's table, after the body's: every row's `acknowledge`, `command`,
+/// `command_name`, `channel` and `reliable_sequence` equal what dissect reads in that
+/// message, frame by frame in datagram order (they were not exported).
+#[test]
+fn export_writes_the_messages_block_s_own_fields() {
+    let out = std::env::temp_dir().join(format!("gpcap-export-msghdr-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let root = env!("CARGO_MANIFEST_DIR");
+    let capture = format!("{root}/tests/fixtures/enet/capture.pcap");
+    let def = format!("{root}/dissectors/enet.kdl");
+    gpcap_ok(&["export", "-d", &def, &capture, "-o", out.to_str().unwrap()]);
+    const HEADER: [&str; 4] = ["acknowledge", "command", "channel", "reliable_sequence"];
+    // By (command, frame): each message's header fields, in datagram order.
+    let mut want: HashMap<(i64, u64), Vec<Vec<Value>>> = HashMap::new();
+    for line in gpcap_ok(&["dissect", "-d", &def, &capture, "--jsonl"]).lines() {
+        let d: Value = serde_json::from_str(line).unwrap();
+        let frame = d["frame"].as_u64().unwrap();
+        let fields = by_path(&d);
+        for k in 0.. {
+            let at = |f: &str| fields.get(format!("messages[{k}].{f}").as_str()).copied();
+            let Some(command) = at("command") else { break };
+            let values = HEADER.iter().map(|f| at(f).cloned().unwrap()).collect();
+            want.entry((command.as_i64().unwrap(), frame))
+                .or_default()
+                .push(values);
+        }
+    }
+    let mut got: HashMap<(i64, u64), Vec<Vec<Value>>> = HashMap::new();
+    let mut rows = 0;
+    for table in std::fs::read_dir(&out).unwrap() {
+        let table = table.unwrap().path();
+        let name = table.file_name().unwrap().to_string_lossy().into_owned();
+        let Some(ty) = name.strip_prefix("type_") else {
+            continue;
+        };
+        for b in read(&table.join("capture=capture.pcap/part-0.parquet")) {
+            for i in 0..b.num_rows() {
+                let values: Vec<Value> = HEADER.iter().map(|f| cell(column(&b, f), i)).collect();
+                assert_eq!(name_at(column(&b, "command_name"), i), ty, "{name} row {i}");
+                let key = (
+                    values[1].as_i64().unwrap(),
+                    cell(column(&b, "frame"), i).as_u64().unwrap(),
+                );
+                got.entry(key).or_default().push(values);
+                rows += 1;
+            }
+        }
+    }
+    assert_eq!(rows, 6528);
+    assert_eq!(got, want);
+    std::fs::remove_dir_all(&out).unwrap();
+}

@@ -20,14 +20,12 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
     use gpcap::engine::{Engine, run_files, sample_files};
     use gpcap::sinks::export::Export;
 
+    // With keys and inner layers, each layer's tables under `layer=NAME/` (docs/export.md).
     let mut choice = a.protocol.choice()?;
-    // Decryption and inner layers are analyze's and dissect's only (not exported or live yet).
-    choice.stack = None;
-    super::keys::not_here(&a.protocol, "export");
     choice.mtu_budget = a.mtu;
     choice.link_mtu = Some(a.link_mtu);
     // One protocol for the whole dataset: its tables must have one schema.
-    let resolved = resolve(&choice, |i| sample_files(&a.captures, i))?;
+    let mut resolved = resolve(&choice, |i| sample_files(&a.captures, i))?;
     if resolved.cfg.protocol_id.is_none() && resolved.cfg.checksum.is_crc32() {
         return Err(Error::Usage(
             "no game protocol found in the captures: give it with -d DEFINITION or --protocol-id".into(),
@@ -35,6 +33,11 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
     }
     if let Some(note) = resolved.note() {
         eprintln!("gpcap: {note}");
+    }
+    // Encrypted without keys: nothing inside can be read, and the stack would keep the
+    // export on one core for nothing.
+    if !gpcap::sinks::export::layers_readable(&resolved.cfg) {
+        resolved.cfg.stack = None;
     }
     let mut names = std::collections::HashSet::new();
     for path in &a.captures {

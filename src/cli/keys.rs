@@ -103,12 +103,3 @@ fn secrets(a: &ProtocolArgs, def: &Path, outer: &Program) -> Result<Option<Secre
     }
     Ok((!s.is_empty()).then_some(s))
 }
-
-/// Commands that read datagrams as captured say so when given keys or stacked definitions.
-pub fn not_here(a: &ProtocolArgs, command: &str) {
-    if a.key.is_some() || a.keylog.is_some() || a.dissector.len() > 1 {
-        eprintln!(
-            "gpcap: {command} reads datagrams as captured: --key, --keylog and further -d are for analyze and dissect (ignored)"
-        );
-    }
-}

@@ -336,6 +336,12 @@ impl Statistics {
         facts
     }
 
+    /// The statistics of the layers inside this one (a layer's own inner layers: the
+    /// game's inside reliable.io), outermost first.
+    pub fn layers(&self) -> &[crate::engine::layers::LayerStats] {
+        &self.layers
+    }
+
     /// Builds the report.
     pub fn report(mut self) -> Report {
         for (t, n) in std::mem::take(&mut self.link_types) {

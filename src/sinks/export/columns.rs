@@ -168,10 +168,16 @@ pub struct TypeColumns {
 }
 
 impl TypeColumns {
-    /// The columns of the packet body `body` of program `p`.
-    pub fn new(p: &Program, body: Block) -> TypeColumns {
+    /// The columns of the packet body `body` of program `p`, then those of `more` (a
+    /// message type's header block: apart, so that a name in both is two columns).
+    pub fn new(p: &Program, body: Block, more: Option<Block>) -> TypeColumns {
         let mut fields = Vec::new();
         lay_out(p, body, &mut fields, 0);
+        if let Some(b) = more {
+            let mut after = Vec::new();
+            lay_out(p, b, &mut after, 0);
+            fields.extend(after);
+        }
         let nodes = fields.iter().flat_map(|c| c.nodes.iter().copied()).max();
         let mut column_of = vec![u32::MAX; nodes.map_or(0, |n| n as usize + 1)];
         let mut same_as = vec![None; fields.len()];

@@ -7,6 +7,7 @@
 //! ([`SCHEMA_VERSION`]).
 
 mod columns;
+mod layers;
 mod parallel;
 mod report;
 mod rows;
@@ -23,6 +24,8 @@ use rows::{Chunk, Packets, Rows};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+pub use layers::layers_readable;
 
 /// The dataset layout's version, in every file's metadata (`gpcap.schema`).
 pub const SCHEMA_VERSION: u32 = 2;
@@ -112,6 +115,13 @@ struct Table {
 struct Staged {
     tmp: PathBuf,
     path: PathBuf,
+}
+
+/// Removes staged files that will not be committed.
+fn discard(staged: &[Staged]) {
+    for s in staged {
+        let _ = std::fs::remove_file(&s.tmp);
+    }
 }
 
 impl Drop for Table {
@@ -361,6 +371,8 @@ pub struct Export {
     threads: usize,
     eligible: bool,
     pool: Option<parallel::Pool>,
+    /// The layers inside the protocol, each an export of its own under `layer=NAME/`.
+    layers: layers::Layers,
 }
 
 impl Export {
@@ -373,8 +385,10 @@ impl Export {
         capture: &str,
         cfg: crate::engine::Config,
     ) -> Result<Export, ExportError> {
-        let program = cfg.program.clone();
+        // With keys, the decrypted view: its types' plaintext fields are columns.
+        let program = crate::engine::layers::shown_program(&cfg);
         check_names(dir, keys, capture, program.as_deref())?;
+        let layers = layers::Layers::new(dir, keys, capture, &cfg)?;
         let rows = Rows::new(program.clone(), keys);
         let streamed = rows.tables();
         // Every streamed table (packets and one per type) shares the row groups' budget.
@@ -413,7 +427,13 @@ impl Export {
             bandwidth: None,
             threads: 1,
             pool: None,
+            layers,
         })
+    }
+
+    /// The name of the layer this export holds (an inner layer's definition's name).
+    fn layer_name(&self) -> &str {
+        self.program.as_deref().map_or("", |p| &p.params.name)
     }
 
     /// Builds rows on `threads` threads (the same rows as on one core): the engine then
@@ -438,15 +458,67 @@ impl Export {
     /// The export cannot go on (a write or a worker failed): reading may stop.
     pub fn failed(&self) -> bool {
         self.error.is_some()
+            || self.layers.failed()
             || self
                 .pool
                 .as_ref()
                 .is_some_and(|p| p.failed.load(std::sync::atomic::Ordering::Relaxed))
     }
 
-    /// Writes what is buffered, the report's tables, and closes every file. The
-    /// capture's report is returned for the caller's summary.
+    /// Writes what is buffered, the report's tables, and closes every file, the inner
+    /// layers' too, committing them together. The capture's report is returned for the
+    /// caller's summary; a layer's tables are named `layer=NAME/TABLE` in its rows.
     pub fn close(mut self) -> Result<Exported, ExportError> {
+        let mut layers = Vec::new();
+        for x in self.layers.take() {
+            let (name, dir) = (x.layer_name().to_string(), x.dir.clone());
+            match x.stage() {
+                Ok((done, staged)) => layers.push((name, dir, done, staged)),
+                Err(e) => {
+                    layers.iter().for_each(|(_, _, _, s)| discard(s));
+                    return Err(e);
+                }
+            }
+        }
+        let (dir, keys, capture) = (self.dir.clone(), self.keys.clone(), self.capture.clone());
+        let (mut done, staged) = match self.stage() {
+            Ok(x) => x,
+            Err(e) => {
+                layers.iter().for_each(|(_, _, _, s)| discard(s));
+                return Err(e);
+            }
+        };
+        let commit = || {
+            let written: Vec<&Path> = layers.iter().map(|(_, d, _, _)| d.as_path()).collect();
+            // A layer exported before and not now: its tables lose this capture too.
+            for d in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let name = d.file_name().to_string_lossy().into_owned();
+                if name.starts_with(&format!("{}=", layers::KEY)) && !written.contains(&d.path().as_path()) {
+                    replace_partitions(&d.path(), &keys, &capture, &[])?;
+                }
+            }
+            for (_, d, _, s) in &layers {
+                replace_partitions(d, &keys, &capture, s)?;
+            }
+            replace_partitions(&dir, &keys, &capture, &staged)
+        };
+        if let Err(e) = commit() {
+            // What was renamed stays; what was not leaves no temporary file.
+            layers.iter().for_each(|(_, _, _, s)| discard(s));
+            discard(&staged);
+            return Err(e);
+        }
+        for (name, _, x, _) in &layers {
+            for (t, n) in &x.rows {
+                done.rows.insert(format!("{}/{t}", layers::dir_name(name)), *n);
+            }
+        }
+        Ok(done)
+    }
+
+    /// Writes what is buffered and the report's tables, and closes every file under its
+    /// temporary name, to be committed by [`replace_partitions`].
+    fn stage(mut self) -> Result<(Exported, Vec<Staged>), ExportError> {
         if let Some(pool) = self.pool.take() {
             let o = pool.finish();
             self.tables = o.tables;
@@ -490,12 +562,9 @@ impl Export {
             Ok(())
         })();
         if let Err(e) = outcome {
-            for s in &staged {
-                let _ = std::fs::remove_file(&s.tmp);
-            }
+            discard(&staged);
             return Err(e);
         }
-        replace_partitions(&self.dir, &self.keys, &self.capture, &staged)?;
         let rows = self
             .names
             .iter()
@@ -503,7 +572,33 @@ impl Export {
             .filter(|(name, n)| !name.is_empty() && **n > 0)
             .map(|(name, n)| (name.clone(), *n))
             .collect();
-        Ok(Exported { report, rows })
+        Ok((Exported { report, rows }, staged))
+    }
+
+    /// Appends game packet `e`'s rows (on one core, or handed to the workers).
+    fn rows_of(&mut self, e: &PacketEvent<'_>) {
+        if !e.is_game() || self.error.is_some() {
+            return;
+        }
+        if self.parallel() {
+            if self.pool.is_none()
+                && let Some(p) = self.program.clone()
+            {
+                let tables = std::mem::take(&mut self.tables);
+                self.pool = Some(parallel::Pool::new(
+                    p,
+                    &self.keys,
+                    tables,
+                    &self.capture,
+                    self.threads,
+                ));
+            }
+            if let Some(pool) = &mut self.pool {
+                return pool.push(e);
+            }
+        }
+        let (tables, written, error) = (&mut self.tables, &mut self.written, &mut self.error);
+        self.rows.add(e, &mut |c| write_chunk(tables, written, error, c));
     }
 }
 
@@ -569,28 +664,8 @@ impl Sink for Export {
         if let Some(b) = &mut self.bandwidth {
             b.packet(e);
         }
-        if !e.is_game() || self.error.is_some() {
-            return;
-        }
-        if self.parallel() {
-            if self.pool.is_none()
-                && let Some(p) = self.program.clone()
-            {
-                let tables = std::mem::take(&mut self.tables);
-                self.pool = Some(parallel::Pool::new(
-                    p,
-                    &self.keys,
-                    tables,
-                    &self.capture,
-                    self.threads,
-                ));
-            }
-            if let Some(pool) = &mut self.pool {
-                return pool.push(e);
-            }
-        }
-        let (tables, written, error) = (&mut self.tables, &mut self.written, &mut self.error);
-        self.rows.add(e, &mut |c| write_chunk(tables, written, error, c));
+        self.layers.packet(e);
+        self.rows_of(e);
     }
 
     fn end_file(&mut self, file: u32, end: &FileEnd) {
@@ -603,5 +678,6 @@ impl Sink for Export {
 
     fn finish(&mut self, summary: &Summary) {
         self.stats.finish(summary);
+        self.layers.finish(summary);
     }
 }

@@ -22,7 +22,7 @@ pub(super) struct HeaderColumns {
 impl HeaderColumns {
     /// The columns of block `b`, or None when it has no field to export.
     fn new(p: &Program, b: Block) -> Option<HeaderColumns> {
-        let mut columns = TypeColumns::new(p, b);
+        let mut columns = TypeColumns::new(p, b, None);
         columns.rename(&[]);
         (!columns.schema_fields().is_empty()).then(|| HeaderColumns {
             columns,
@@ -370,7 +370,14 @@ impl Rows {
         let mut types = Vec::new();
         for def in program.iter().flat_map(|p| &p.packets) {
             let Some(p) = program.as_deref() else { break };
-            let mut columns = TypeColumns::new(p, def.body);
+            // A decrypted view lists a type twice (`packet N`, and the `plaintext N` that
+            // stands in for it): one table, the one the type reads with.
+            if !p.packet(def.type_id).is_some_and(|x| std::ptr::eq(x, def)) {
+                continue;
+            }
+            // A message type's rows also hold the `messages` block's own fields (ENet's
+            // command header), after the body's.
+            let mut columns = TypeColumns::new(p, def.body, p.message_header());
             let mut reserved = vec!["frame", "reassembled", "capture"];
             reserved.extend(keys.iter().map(|(k, _)| k.as_str()));
             columns.rename(&reserved);
