@@ -374,8 +374,12 @@ fn live_of_a_replay(
     args: &[&str],
     replay_args: &[&str],
 ) -> Option<serde_json::Value> {
+    // Tests run on threads of one process: the pid alone gave two of them one pair, and
+    // the first to finish deleted the other's interfaces.
+    static PAIRS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let k = PAIRS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let n = std::process::id() % 10000;
-    let (a, b) = (format!("gpR{n}a"), format!("gpR{n}b"));
+    let (a, b) = (format!("gpR{n}x{k}a"), format!("gpR{n}x{k}b"));
     let cleanup = format!("ip link del {a} 2>/dev/null; true");
     if !sh(&format!(
         "ip link add {a} type veth peer name {b} && ip link set {a} mtu {mtu} up && \
