@@ -34,7 +34,8 @@
 //! [`capture`] (pcap/pcapng records) → [`decode`] (link/IP/UDP, IP defragmentation) →
 //! [`validate`] (checksum, header, sequence numbers) → [`dissect`] (definitions run on the
 //! shared [`bits`] reader) → [`engine`] (one event per frame and per reassembled packet)
-//! → [`sinks`] (statistics and the report, the TUI's index, printers, writers) →
+//! → [`sinks`] (statistics and the report, the TUI's index, printers, writers), fed by
+//! [`run`] (serial, pipelined or sharded runs over captures, chosen there) →
 //! presentation ([`present`] text and JSON, `tui` with the `tui` feature).
 //! [`generate`] writes traffic from a definition; [`identify`] recovers protocol ids.
 //! These modules are public for the `gpcap` binary and the tests; outside the surface
@@ -53,19 +54,19 @@ pub mod generate;
 pub mod identify;
 pub mod live;
 pub mod present;
+pub mod run;
 pub mod sinks;
 #[cfg(feature = "tui")]
 pub mod tui;
 pub mod validate;
 
-pub use api::{
-    analyze, analyze_with_progress, compile_definition, dissect_payload, load_definition, run, run_threads,
-};
+pub use api::{analyze, analyze_with_progress, compile_definition, dissect_payload, load_definition, run};
 pub use capture::CaptureError;
 pub use dissect::{
     DefinitionError, Dissection, Dissector, Fault, FaultKind, Field, Label, Program, Value, label_name,
 };
-pub use engine::{Config, FileEnd, FileOutcome, FlowEnd, Kind, PacketEvent, Sink, Status, Summary};
+pub use engine::{Config, FileEnd, Flow, FlowEnd, Kind, Needs, PacketEvent, Sink, Status, Summary};
 pub use error::Error;
+pub use run::{FileOutcome, Merge, Mode, run_threads};
 pub use sinks::analysis;
 pub use sinks::analysis::{Report, Statistics};
