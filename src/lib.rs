@@ -10,9 +10,10 @@
 //! - [`dissect_payload`] (or a [`Dissector`] kept across payloads): one payload's
 //!   [`Dissection`], every [`Field`] with its bit offset, width and [`Value`];
 //! - [`run`]: captures through the engine into a [`Sink`] of your own, one
-//!   [`PacketEvent`] per datagram and per reassembled packet;
+//!   [`PacketEvent`] per datagram and per reassembled packet; the sink says what it
+//!   [`Needs`] (field trees) and when to stop ([`Flow`]);
 //! - [`analyze`]: captures into the [`Report`] `gpcap analyze --json` prints, on every
-//!   core;
+//!   core (serial, pipelined or sharded: [`Mode`]; shards add up through [`Merge`]);
 //! - [`Error`]: what failed, as typed values (a definition's mistakes, a capture's
 //!   read error with its byte offset, an I/O failure).
 //!

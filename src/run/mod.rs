@@ -28,12 +28,50 @@ use std::sync::mpsc::SyncSender;
 /// A sink whose shards add up: each shard of a run saw a share of the flows (every
 /// frame of a flow in one shard), and merging them gives what one core would have
 /// counted. Sharded runs merge through it.
+///
+/// ```
+/// use gpcap::{Flow, Merge, PacketEvent, Sink};
+/// /// Game packets and bytes: sums, so shards add up.
+/// #[derive(Default)]
+/// struct Volume { packets: u64, bytes: u64 }
+/// impl Sink for Volume {
+///     fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+///         if e.is_game() {
+///             self.packets += 1;
+///             self.bytes += e.size as u64;
+///         }
+///         Flow::Continue
+///     }
+/// }
+/// impl Merge for Volume {
+///     fn merge(&mut self, o: Self) {
+///         self.packets += o.packets;
+///         self.bytes += o.bytes;
+///     }
+/// }
+/// let mut a = Volume { packets: 2, bytes: 100 };
+/// a.merge(Volume { packets: 1, bytes: 20 });
+/// assert_eq!((a.packets, a.bytes), (3, 120));
+/// ```
 pub trait Merge {
     /// Adds `other`, a shard of the same run, to this one.
     fn merge(&mut self, other: Self);
 }
 
 /// How a run over some captures goes.
+///
+/// ```
+/// use gpcap::run::{Mode, analyze};
+/// let cfg = gpcap::Config::from_program(gpcap::load_definition("dissectors/article.kdl")?);
+/// let captures = ["captures/article.pcap".into()];
+/// // A small capture runs on one core, whatever was asked for.
+/// assert_eq!(Mode::choose(&captures, &cfg, Some(4)), Mode::Serial);
+/// // Any mode, chosen by hand, gives the same report.
+/// let serial = analyze(&captures, cfg.clone(), Mode::Serial, &mut |_, _| {})?;
+/// let sharded = analyze(&captures, cfg, Mode::Sharded(2), &mut |_, _| {})?;
+/// assert_eq!(serde_json::to_value(&serial)?, serde_json::to_value(&sharded)?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     /// On the caller's thread.
