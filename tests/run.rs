@@ -1,7 +1,6 @@
 //! The run layer: a sink says what it needs of the engine and when the run stops; every
 //! run mode gives the report one core gives; the engine names no sink.
 
-
 use gpcap::run::{Mode, run_files};
 use gpcap::{Config, Flow, Needs, PacketEvent, Sink};
 use std::path::{Path, PathBuf};

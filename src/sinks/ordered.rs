@@ -238,7 +238,6 @@ impl OrderedPrinter {
 
 impl OrderedPrinter {
     /// One event ([`Sink::packet`]).
-
     fn take(&mut self, e: &PacketEvent<'_>) {
         if !self.select.selects(e) {
             return;

@@ -215,7 +215,6 @@ impl Replay {
 
 impl Replay {
     /// One event ([`Sink::packet`]).
-
     fn take(&mut self, e: &PacketEvent<'_>) {
         // Whole UDP datagrams as they were on the wire (reassembled game packets were
         // never sent as one).

@@ -78,7 +78,6 @@ impl Select {
 
 impl Select {
     /// One event ([`Sink::packet`]).
-
     fn take(&mut self, e: &PacketEvent<'_>) {
         let position = self.position;
         self.position = self.position.saturating_add(1);
@@ -111,7 +110,6 @@ impl Sink for Select {
 
     fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
         self.take(e);
-
         Flow::Continue
     }
 }

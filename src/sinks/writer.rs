@@ -51,7 +51,6 @@ impl<W: Write> PcapNgSink<W> {
 
 impl<W: Write> PcapNgSink<W> {
     /// One event ([`Sink::packet`]).
-
     fn take(&mut self, e: &PacketEvent<'_>) {
         // Reassembled packets are not frames: their fragments were written already.
         if self.error.is_some() || e.kind == Kind::Reassembled {
@@ -66,7 +65,6 @@ impl<W: Write> PcapNgSink<W> {
 impl<W: Write> Sink for PcapNgSink<W> {
     fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
         self.take(e);
-
         Flow::Continue
     }
 }

@@ -163,7 +163,6 @@ impl Sink for Catch<'_> {
             });
         }
         *self.position = self.position.saturating_add(1);
-
         Flow::Continue
     }
 }

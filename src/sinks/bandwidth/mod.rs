@@ -850,7 +850,6 @@ fn places(p: &Program) -> Vec<Place> {
 
 impl Bandwidth {
     /// One event ([`Sink::packet`]).
-
     fn take(&mut self, e: &PacketEvent<'_>) {
         self.events += 1;
         if e.kind != Kind::Reassembled {

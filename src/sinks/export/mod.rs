@@ -561,7 +561,6 @@ fn replace_partitions(
 
 impl Export {
     /// One event ([`Sink::packet`]).
-
     fn take(&mut self, e: &PacketEvent<'_>) {
         self.stats.packet(e);
         if let Some(b) = &mut self.bandwidth {
