@@ -3,9 +3,10 @@
 //! line is built on these same calls.
 
 use crate::Error;
-use crate::analysis::{Report, Statistics};
+use crate::analysis::Report;
 use crate::dissect::{Dissection, Dissector, Program};
-use crate::engine::{Config, Engine, FileOutcome, Sink};
+use crate::engine::{Config, Sink};
+use crate::run::{FileOutcome, Mode};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -48,17 +49,20 @@ pub fn dissect_payload(program: &Arc<Program>, payload: &[u8]) -> Dissection {
 }
 
 /// Reads `captures` in order, as one trace, through the engine into `sink` (on this
-/// thread, packets in capture order), then calls [`Sink::finish`]. With a definition in
-/// `cfg` every game packet's field tree is in its event (`PacketEvent::dissection`).
+/// thread, packets in capture order), then calls [`Sink::finish`]. The engine does what
+/// the sink declares it needs ([`Sink::needs`]: the field trees of game packets in
+/// `PacketEvent::dissection`, say); the run ends early when the sink returns
+/// [`Flow::Stop`](crate::Flow).
 /// A capture that cannot be opened is an error; one that breaks midway keeps what was
 /// read and says where it stopped in its [`FileOutcome`].
 ///
 /// ```
-/// use gpcap::{PacketEvent, Sink};
+/// use gpcap::{Flow, PacketEvent, Sink};
 /// struct Count(u64);
 /// impl Sink for Count {
-///     fn packet(&mut self, e: &PacketEvent<'_>) {
+///     fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
 ///         self.0 += e.is_game() as u64;
+///         Flow::Continue
 ///     }
 /// }
 /// let cfg = gpcap::Config::from_program(gpcap::load_definition("dissectors/article.kdl")?);
@@ -72,14 +76,7 @@ pub fn run<S: Sink + ?Sized>(
     cfg: Config,
     sink: &mut S,
 ) -> Result<Vec<FileOutcome>, Error> {
-    let record = cfg.program.is_some();
-    Ok(crate::engine::run_files(
-        captures,
-        Engine::new(cfg, record),
-        sink,
-        &mut |_, _| {},
-        &|_| false,
-    )?)
+    Ok(crate::run::run_files(captures, cfg, sink, &mut |_, _| {})?)
 }
 
 /// Analyzes `captures` as one trace into the report `gpcap analyze --json` prints, on
@@ -96,55 +93,17 @@ pub fn analyze(captures: &[PathBuf], cfg: Config, threads: Option<u32>) -> Resul
     analyze_with_progress(captures, cfg, threads, &mut |_, _| {})
 }
 
-/// Threads a run over `captures` is worth (`threads` asked for, None for one per core and
-/// one more, up to 4): 1 when there is one core or the input is small (8 MiB or less),
-/// where starting threads costs more than it saves. `analyze`, `dissect` and `export`
-/// choose by it.
-pub fn run_threads(captures: &[PathBuf], threads: Option<u32>) -> usize {
-    let total: u64 = captures
-        .iter()
-        .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
-        .sum();
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    let shards = threads.map_or((cores + 1).min(4), |t| t as usize);
-    if shards > 1 && total > 8 << 20 { shards } else { 1 }
-}
-
 /// [`analyze`], reporting progress as (capture index, bytes read of it).
 ///
-/// The run is chosen here, by the traffic's shape: on several cores, a pipeline (decode
-/// and validate on every core, one ordered stateful stage) unless the traffic spreads
-/// over many address pairs, then shards, each validating its own flows in cache (1 GB,
-/// 6.6M frames, 2 cores: 128 clients 0.94 s sharded against 1.12 s, with -d 1.62 s
-/// against 1.78 s; one client 0.83 s pipelined against 0.95 s). Small inputs run on
-/// one core.
+/// The run is chosen by [`Mode::choose`]: on several cores, a pipeline (decode and
+/// validate on every core, one ordered stateful stage) unless the traffic spreads over
+/// many address pairs, then shards. Small inputs run on one core.
 pub fn analyze_with_progress(
     captures: &[PathBuf],
     cfg: Config,
     threads: Option<u32>,
     progress: &mut dyn FnMut(usize, u64),
 ) -> Result<Report, Error> {
-    let shards = run_threads(captures, threads);
-    let parallel = shards > 1;
-    let spread = || {
-        crate::engine::parallel::shardable(&cfg)
-            && captures
-                .first()
-                .is_some_and(|p| crate::engine::parallel::busiest_shard_share(p, shards) < 0.75)
-    };
-    // A verdict crosses threads as a fixed-size value: a datagram's messages do not fit
-    // one, so a protocol with messages is sharded (or read on one core) instead.
-    let pipelinable = crate::engine::pipeline::pipelinable(&cfg);
-    let report = if parallel && pipelinable && !spread() {
-        crate::engine::pipeline::analyze_files(captures, cfg, shards, progress)?
-    } else if parallel && crate::engine::parallel::shardable(&cfg) {
-        crate::engine::parallel::analyze_files(captures, cfg, shards, progress)?
-    } else {
-        let mut stats = Statistics::new(cfg.clone());
-        crate::engine::run_files(captures, Engine::new(cfg, false), &mut stats, progress, &|_| {
-            false
-        })?;
-        stats.report()
-    };
-    Ok(report)
+    let mode = Mode::choose(captures, &cfg, threads);
+    Ok(crate::run::analyze(captures, cfg, mode, progress)?)
 }

@@ -10,9 +10,10 @@
 //! - [`dissect_payload`] (or a [`Dissector`] kept across payloads): one payload's
 //!   [`Dissection`], every [`Field`] with its bit offset, width and [`Value`];
 //! - [`run`]: captures through the engine into a [`Sink`] of your own, one
-//!   [`PacketEvent`] per datagram and per reassembled packet;
+//!   [`PacketEvent`] per datagram and per reassembled packet; the sink says what it
+//!   [`Needs`] (field trees) and when to stop ([`Flow`]);
 //! - [`analyze`]: captures into the [`Report`] `gpcap analyze --json` prints, on every
-//!   core;
+//!   core (serial, pipelined or sharded: [`Mode`]; shards add up through [`Merge`]);
 //! - [`Error`]: what failed, as typed values (a definition's mistakes, a capture's
 //!   read error with its byte offset, an I/O failure).
 //!
@@ -34,7 +35,8 @@
 //! [`capture`] (pcap/pcapng records) → [`decode`] (link/IP/UDP, IP defragmentation) →
 //! [`validate`] (checksum, header, sequence numbers) → [`dissect`] (definitions run on the
 //! shared [`bits`] reader) → [`engine`] (one event per frame and per reassembled packet)
-//! → [`sinks`] (statistics and the report, the TUI's index, printers, writers) →
+//! → [`sinks`] (statistics and the report, the TUI's index, printers, writers), fed by
+//! [`run`] (serial, pipelined or sharded runs over captures, chosen there) →
 //! presentation ([`present`] text and JSON, `tui` with the `tui` feature).
 //! [`generate`] writes traffic from a definition; [`identify`] recovers protocol ids.
 //! These modules are public for the `gpcap` binary and the tests; outside the surface
@@ -53,19 +55,19 @@ pub mod generate;
 pub mod identify;
 pub mod live;
 pub mod present;
+pub mod run;
 pub mod sinks;
 #[cfg(feature = "tui")]
 pub mod tui;
 pub mod validate;
 
-pub use api::{
-    analyze, analyze_with_progress, compile_definition, dissect_payload, load_definition, run, run_threads,
-};
+pub use api::{analyze, analyze_with_progress, compile_definition, dissect_payload, load_definition, run};
 pub use capture::CaptureError;
 pub use dissect::{
     DefinitionError, Dissection, Dissector, Fault, FaultKind, Field, Label, Program, Value, label_name,
 };
-pub use engine::{Config, FileEnd, FileOutcome, FlowEnd, Kind, PacketEvent, Sink, Status, Summary};
+pub use engine::{Config, FileEnd, Flow, FlowEnd, Kind, Needs, PacketEvent, Sink, Status, Summary};
 pub use error::Error;
+pub use run::{FileOutcome, Merge, Mode, run_threads};
 pub use sinks::analysis;
 pub use sinks::analysis::{Report, Statistics};

@@ -237,20 +237,13 @@ fn estimates_equal_what_the_fixture_wrote() {
 /// the engine's shards split by address pair).
 #[test]
 fn flows_profiled_apart_and_merged_equal_the_whole() {
-    use gpcap::engine::{Engine, run_files};
+    use gpcap::run::run_files;
     use gpcap::sinks::bandwidth::Bandwidth;
     let cfg = config(&root().join("tests/fixtures/distributions.kdl"));
     let opts = Options::default();
     let run = |p: &PathBuf| {
         let mut b = Bandwidth::new(cfg.program.clone(), opts.clone());
-        run_files(
-            std::slice::from_ref(p),
-            Engine::new(cfg.clone(), true),
-            &mut b,
-            &mut |_, _| {},
-            &|_| false,
-        )
-        .unwrap();
+        run_files(std::slice::from_ref(p), cfg.clone(), &mut b, &mut |_, _| {}).unwrap();
         b
     };
     let (whole, a, b) = (fixture("whole", &[0, 1]), fixture("a", &[0]), fixture("b", &[1]));

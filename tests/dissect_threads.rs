@@ -4,8 +4,8 @@
 
 mod common;
 
-use gpcap::engine::{Engine, run_files};
 use gpcap::filter::Filter;
+use gpcap::run::run_files;
 use gpcap::sinks::ordered::{DissectPrinter, OrderedPrinter};
 use gpcap::sinks::printer::Format;
 use std::io::Write;
@@ -53,10 +53,7 @@ fn printed(capture: &Path, def: &Path, format: Format, filter: Option<&str>, thr
         threads,
     );
     let paths = [capture.to_path_buf()];
-    run_files(&paths, Engine::new(cfg, true), &mut p, &mut |_, _| {}, &|p| {
-        p.is_done()
-    })
-    .unwrap();
+    run_files(&paths, cfg, &mut p, &mut |_, _| {}).unwrap();
     p.end().unwrap();
     out.0.lock().unwrap().clone()
 }
@@ -118,10 +115,7 @@ fn a_failing_formatter_ends_the_run_naming_file_and_frame() {
     );
     let fail = 1500;
     *p.fail_on.lock().unwrap() = Some(fail);
-    run_files(&[capture], Engine::new(cfg, true), &mut p, &mut |_, _| {}, &|p| {
-        p.is_done()
-    })
-    .unwrap();
+    run_files(&[capture], cfg, &mut p, &mut |_, _| {}).unwrap();
     let e = p.end().unwrap_err().to_string();
     assert!(
         e.contains("clean.pcap") && e.contains(&format!("frame {fail}")),

@@ -220,16 +220,10 @@ fn sharded_equals_sequential() {
     let seq = serde_json::to_value(a.finish()).unwrap();
     assert_eq!(seq["messages"]["total"], 6528);
     for shards in [2, 3] {
-        let par = gpcap::engine::parallel::analyze_files(
-            std::slice::from_ref(&path),
-            cfg.clone(),
-            shards,
-            &mut |_, _| {},
-        )
-        .unwrap();
+        let par = common::sharded(std::slice::from_ref(&path), cfg.clone(), shards, &mut |_, _| {}).unwrap();
         assert_eq!(serde_json::to_value(par).unwrap(), seq, "{shards} shards");
     }
-    assert!(!gpcap::engine::pipeline::pipelinable(&cfg));
+    assert!(!gpcap::run::pipelinable(&cfg));
 }
 
 fn refusal(text: &str) -> String {

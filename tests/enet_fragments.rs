@@ -7,7 +7,7 @@ mod common;
 
 use common::gpcap_ok as gpcap;
 use gpcap::dissect::{self, Dissector, Program};
-use gpcap::engine::{Config, Engine, Kind, PacketEvent, Sink};
+use gpcap::engine::{Config, Engine, Flow, Kind, PacketEvent, Sink};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -72,10 +72,11 @@ fn fnv1a64(bytes: &[u8]) -> u64 {
 struct Messages(Vec<(Vec<u8>, usize)>);
 
 impl Sink for Messages {
-    fn packet(&mut self, e: &PacketEvent<'_>) {
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
         if e.kind == Kind::Reassembled {
             self.0.push((e.payload.to_vec(), e.fragment_frames.len()));
         }
+        Flow::Continue
     }
 }
 

@@ -8,7 +8,7 @@ mod common;
 
 use common::{gpcap_ok as gpcap, gpcap_run};
 use gpcap::dissect::{self, Program};
-use gpcap::engine::{Config, Engine, Kind, PacketEvent, Sink, Status};
+use gpcap::engine::{Config, Engine, Flow, Kind, PacketEvent, Sink, Status};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -181,11 +181,12 @@ fn dissect_shows_the_reassembled_message_as_its_type() {
 struct Messages(Vec<(Option<u32>, Status, u8)>);
 
 impl Sink for Messages {
-    fn packet(&mut self, e: &PacketEvent<'_>) {
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
         if e.kind == Kind::Reassembled {
             self.0
                 .push((e.packet_type, e.status, e.payload.get(5).copied().unwrap_or(0)));
         }
+        Flow::Continue
     }
 }
 

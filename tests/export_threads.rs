@@ -7,7 +7,8 @@ mod common;
 
 use arrow_array::RecordBatch;
 use common::BUNDLED;
-use gpcap::engine::{Config, Engine, run_files};
+use gpcap::engine::Config;
+use gpcap::run::run_files;
 use gpcap::sinks::export::Export;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use std::collections::BTreeMap;
@@ -57,14 +58,7 @@ fn export(capture: &Path, def: &str, threads: usize, dir: &Path) -> BTreeMap<Str
         "{}: rows on workers",
         capture.display()
     );
-    run_files(
-        &[capture.to_path_buf()],
-        Engine::new(cfg, sink.records()),
-        &mut sink,
-        &mut |_, _| {},
-        &|s| s.failed(),
-    )
-    .unwrap();
+    run_files(&[capture.to_path_buf()], cfg, &mut sink, &mut |_, _| {}).unwrap();
     sink.close().unwrap().rows
 }
 
@@ -154,17 +148,20 @@ fn an_export_dropped_midway_on_several_cores_leaves_nothing() {
     let seen = std::cell::Cell::new(0u64);
     struct Counting<'a>(&'a mut Export, &'a std::cell::Cell<u64>);
     impl gpcap::engine::Sink for Counting<'_> {
-        fn packet(&mut self, e: &gpcap::engine::PacketEvent<'_>) {
+        fn needs(&self) -> gpcap::Needs {
+            self.0.needs()
+        }
+        fn packet(&mut self, e: &gpcap::engine::PacketEvent<'_>) -> gpcap::Flow {
             self.1.set(self.1.get() + 1);
-            self.0.packet(e);
+            let flow = self.0.packet(e);
+            flow.and(gpcap::Flow::stop_if(self.1.get() >= 2200))
         }
     }
     run_files(
         &[PathBuf::from("captures/lossy-bursts.pcap")],
-        Engine::new(cfg, sink.records()),
+        cfg,
         &mut Counting(&mut sink, &seen),
         &mut |_, _| {},
-        &|_| seen.get() >= 2200,
     )
     .unwrap();
     assert!(seen.get() >= 2200, "{} packets", seen.get());

@@ -122,13 +122,7 @@ fn exports_of_random_definitions_read_back_with_distinct_columns() {
         let Ok(mut sink) = gpcap::sinks::export::Export::new(&ds, &keys, "c.pcap", cfg.clone()) else {
             return;
         };
-        let ran = gpcap::engine::run_files(
-            &[pcap],
-            gpcap::engine::Engine::new(cfg, true),
-            &mut sink,
-            &mut |_, _| {},
-            &|s| s.error.is_some(),
-        );
+        let ran = gpcap::run::run_files(&[pcap], cfg, &mut sink, &mut |_, _| {});
         assert!(ran.is_ok() && sink.close().is_ok(), "{text}");
         let mut stack = vec![ds];
         while let Some(d) = stack.pop() {

@@ -186,8 +186,8 @@ fn the_text_report_names_each_layer() {
 #[test]
 fn sharded_layers_equal_sequential() {
     use gpcap::analysis::Analyzer;
+    use gpcap::engine::Config;
     use gpcap::engine::layers::Stack;
-    use gpcap::engine::{Config, parallel};
     use std::sync::Arc;
     let dir = std::env::temp_dir().join(format!("gpcap-layers-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -213,7 +213,7 @@ fn sharded_layers_equal_sequential() {
         layers: vec![load("dissectors/yojimbo-messages.kdl")],
         ..Stack::default()
     }));
-    assert!(!gpcap::engine::pipeline::pipelinable(&cfg));
+    assert!(!gpcap::run::pipelinable(&cfg));
     let mut a = Analyzer::new(cfg.clone());
     let mut reader = gpcap::capture::CaptureReader::open(&path).unwrap();
     a.begin_file(&path.display().to_string());
@@ -222,10 +222,9 @@ fn sharded_layers_equal_sequential() {
     }
     a.end_file(None, None);
     let seq = serde_json::to_value(a.finish()).unwrap();
-    let par = serde_json::to_value(
-        parallel::analyze_files(std::slice::from_ref(&path), cfg, 3, &mut |_, _| {}).unwrap(),
-    )
-    .unwrap();
+    let par =
+        serde_json::to_value(common::sharded(std::slice::from_ref(&path), cfg, 3, &mut |_, _| {}).unwrap())
+            .unwrap();
     assert_eq!(seq["layers"], par["layers"]);
     assert!(seq["layers"][0]["validation"]["examined"].as_u64() > Some(1000));
     std::fs::remove_dir_all(&dir).unwrap();
@@ -237,8 +236,8 @@ fn sharded_layers_equal_sequential() {
 #[test]
 fn inner_layers_keep_to_the_runs_flow_table() {
     use gpcap::analysis::Analyzer;
+    use gpcap::engine::Config;
     use gpcap::engine::layers::Stack;
-    use gpcap::engine::{Config, parallel};
     use std::sync::Arc;
     let dir = std::env::temp_dir().join(format!("gpcap-layers-table-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -273,7 +272,7 @@ fn inner_layers_keep_to_the_runs_flow_table() {
     let inner = &seq.layers[0].report;
     assert!(inner.flows.len() <= 4, "{} inner flows", inner.flows.len());
     assert!(inner.capture.flows_not_tracked > 0);
-    let par = parallel::analyze_files(std::slice::from_ref(&path), cfg, 2, &mut |_, _| {}).unwrap();
+    let par = common::sharded(std::slice::from_ref(&path), cfg, 2, &mut |_, _| {}).unwrap();
     assert_eq!(
         serde_json::to_value(&seq.layers).unwrap(),
         serde_json::to_value(&par.layers).unwrap()

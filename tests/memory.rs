@@ -159,7 +159,7 @@ fn acking_flows_share_the_flow_state_budget() {
     let (peak, report) = analyze_with(d, "acking", |_| {});
     let tracked = report.flows.len();
     assert_eq!(tracked, gpcap::engine::MAX_FLOWS);
-    let bound = tracked * UNBUDGETED_PER_FLOW + gpcap::engine::config::FLOW_STATE_BUDGET + FIXED;
+    let bound = tracked * UNBUDGETED_PER_FLOW + gpcap::engine::FLOW_STATE_BUDGET + FIXED;
     assert!(peak <= bound, "{peak} bytes for {tracked} flows (bound {bound})");
     let dropped = report.flows.iter().filter(|f| f.acks_not_tracked).count();
     assert!(dropped > 0, "the flood fits the budget: make it bigger");

@@ -7,8 +7,9 @@ mod common;
 use common::BUNDLED;
 use gpcap::analysis::Config;
 use gpcap::dissect;
-use gpcap::engine::{Engine, Kind, PacketEvent, Sink, run_files};
+use gpcap::engine::{Flow, Kind, Needs, PacketEvent, Sink};
 use gpcap::filter::Filter;
+use gpcap::run::run_files;
 use gpcap::sinks::index::status;
 use gpcap::tui::{App, Index, load};
 use std::collections::{BTreeMap, BTreeSet};
@@ -84,12 +85,20 @@ struct Select {
 }
 
 impl Sink for Select {
-    fn packet(&mut self, e: &PacketEvent<'_>) {
+    fn needs(&self) -> Needs {
+        Needs {
+            fields: self.filter.needs_engine(),
+            layers: None,
+        }
+    }
+
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
         // `time` counts from the first frame.
         self.filter.start(e.ts_ns);
         if e.is_game() && self.filter.matches(e) {
             self.out.insert((e.frame, e.kind == Kind::Reassembled));
         }
+        Flow::Continue
     }
 }
 
@@ -102,14 +111,7 @@ fn engine(path: &Path, cfg: &Config, filter: &Filter) -> BTreeSet<Key> {
         let facts = gpcap::analysis::ack_facts(&[path.to_path_buf()], cfg.clone()).unwrap();
         s.filter.set_acks(Arc::new(facts));
     }
-    run_files(
-        &[path.to_path_buf()],
-        Engine::new(cfg.clone(), filter.needs_engine()),
-        &mut s,
-        &mut |_, _| {},
-        &|_| false,
-    )
-    .unwrap();
+    run_files(&[path.to_path_buf()], cfg.clone(), &mut s, &mut |_, _| {}).unwrap();
     s.out
 }
 
@@ -306,13 +308,14 @@ fn sequence_verdicts_select_what_analyze_counts() {
 fn sequences(path: &Path, cfg: &Config, filter: &str) -> BTreeMap<Key, u64> {
     struct Seqs(Filter, BTreeMap<Key, u64>);
     impl Sink for Seqs {
-        fn packet(&mut self, e: &PacketEvent<'_>) {
+        fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
             if e.is_game()
                 && let Some(s) = e.sequence
                 && self.0.matches(e)
             {
                 self.1.insert((e.frame, e.kind == Kind::Reassembled), s);
             }
+            Flow::Continue
         }
     }
     let mut f = Filter::parse(filter, cfg.program.as_deref()).unwrap();
@@ -322,14 +325,7 @@ fn sequences(path: &Path, cfg: &Config, filter: &str) -> BTreeMap<Key, u64> {
         ));
     }
     let mut s = Seqs(f, BTreeMap::new());
-    run_files(
-        &[path.to_path_buf()],
-        Engine::new(cfg.clone(), false),
-        &mut s,
-        &mut |_, _| {},
-        &|_| false,
-    )
-    .unwrap();
+    run_files(&[path.to_path_buf()], cfg.clone(), &mut s, &mut |_, _| {}).unwrap();
     s.1
 }
 

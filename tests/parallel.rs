@@ -4,10 +4,10 @@
 
 mod common;
 
+use common::sharded as analyze_files;
 use gpcap::analysis::{Analyzer, Config, Report};
 use gpcap::capture::CaptureReader;
 use gpcap::dissect;
-use gpcap::engine::parallel::analyze_files;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -25,7 +25,7 @@ fn sequential(paths: &[PathBuf], cfg: Config) -> Report {
 }
 
 fn pipelined(paths: &[PathBuf], cfg: Config, workers: usize) -> Result<Report, gpcap::capture::CaptureError> {
-    gpcap::engine::pipeline::analyze_files(paths, cfg, workers, &mut |_, _| {})
+    gpcap::run::analyze(paths, cfg, gpcap::Mode::Pipelined(workers), &mut |_, _| {})
 }
 
 /// The article's definition, and the session `sim` simulated with it and written to a
@@ -115,14 +115,7 @@ fn fit_is_the_same_on_every_core() {
 /// Statistics of one capture, finished but not yet a report (as a shard's are).
 fn statistics(path: &Path, cfg: &Config) -> gpcap::analysis::Statistics {
     let mut s = gpcap::analysis::Statistics::new(cfg.clone());
-    gpcap::engine::run_files(
-        &[path.to_path_buf()],
-        gpcap::engine::Engine::new(cfg.clone(), false),
-        &mut s,
-        &mut |_, _| {},
-        &|_| false,
-    )
-    .unwrap();
+    gpcap::run::run_files(&[path.to_path_buf()], cfg.clone(), &mut s, &mut |_, _| {}).unwrap();
     s
 }
 
@@ -433,7 +426,7 @@ proptest::proptest! {
 /// counts as one session (the pipeline, which needs no spread).
 #[test]
 fn busiest_shard_share_tells_one_session_from_many() {
-    use gpcap::engine::parallel::busiest_shard_share;
+    use gpcap::run::busiest_shard_share;
     let one = Path::new("captures/lossy-bursts.pcap");
     for shards in [2, 3, 4] {
         assert_eq!(busiest_shard_share(one, shards), 1.0, "{shards} shards");

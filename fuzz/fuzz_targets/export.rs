@@ -68,13 +68,7 @@ fuzz_target!(|data: &[u8]| {
     let ds = dir.join("ds");
     let keys = vec![("day".to_string(), "1".to_string())];
     if let Ok(mut sink) = gpcap::sinks::export::Export::new(&ds, &keys, "c.pcap", cfg.clone()) {
-        let ran = gpcap::engine::run_files(
-            &[pcap.clone()],
-            gpcap::engine::Engine::new(cfg, true),
-            &mut sink,
-            &mut |_, _| {},
-            &|s| s.error.is_some(),
-        );
+        let ran = gpcap::run::run_files(&[pcap.clone()], cfg, &mut sink, &mut |_, _| {});
         let closed = ran.is_ok() && sink.close().is_ok();
         let mut files = Vec::new();
         parquet_files(&ds, &mut files);

@@ -13,7 +13,7 @@ use gpcap::decrypt::keys::{ConnectionKeys, Key, Secrets};
 use gpcap::decrypt::netcode::{PacketCipher, REQUEST_BYTES, TOKEN_PLAINTEXT, VERSION, seal_token};
 use gpcap::dissect::program::ChecksumAlgorithm;
 use gpcap::engine::layers::{Stack, shown_program};
-use gpcap::engine::{Config, Engine, PacketEvent, Sink};
+use gpcap::engine::{Config, Engine, Flow, PacketEvent, Sink};
 use gpcap::generate::net::{Link, ip_packets};
 use gpcap::{Dissection, Program};
 use std::net::SocketAddr;
@@ -415,10 +415,10 @@ struct Trees {
 }
 
 impl Sink for Trees {
-    fn packet(&mut self, e: &PacketEvent<'_>) {
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
         self.events += 1;
         let Some(d): Option<&Dissection> = e.dissection else {
-            return;
+            return Flow::Continue;
         };
         let _ = gpcap::present::tree::text_tree(&self.program, d, e.payload);
         let mut json = Vec::new();
@@ -426,6 +426,7 @@ impl Sink for Trees {
         gpcap::present::json::fields(&mut json, &self.program, d, e.payload, &mut scratch)
             .expect("writing to memory");
         let _: serde_json::Value = serde_json::from_slice(&json).expect("valid JSON");
+        Flow::Continue
     }
 }
 

@@ -5,9 +5,10 @@ use super::{Result, json_or_text, progress_bar};
 use crate::outln;
 use gpcap::analysis::gates::Gate;
 use gpcap::analysis::{Conversations, Report};
+use gpcap::engine::Config;
 use gpcap::engine::resolve::{Resolved, resolve};
-use gpcap::engine::{Config, sample_files};
 use gpcap::present;
+use gpcap::run::sample_files;
 use std::path::PathBuf;
 use std::process::ExitCode;
 

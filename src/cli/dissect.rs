@@ -4,8 +4,8 @@ use super::Result;
 use super::args::DissectArgs;
 use gpcap::Error;
 use gpcap::engine::resolve::resolve;
-use gpcap::engine::{Engine, run_files, sample_files};
 use gpcap::filter::Filter;
+use gpcap::run::{run_files, sample_files};
 use gpcap::sinks::ordered::DissectPrinter;
 use gpcap::sinks::printer::Format;
 use gpcap::sinks::select::{Select, write_frames};
@@ -41,7 +41,6 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
         let facts = gpcap::analysis::ack_facts(captures, cfg.clone())?;
         filter.set_acks(std::sync::Arc::new(facts));
     }
-    let needs_fields = filter.needs_engine();
     let out = Box::new(std::io::BufWriter::with_capacity(1 << 16, raw_stdout()));
     let format = if a.jsonl {
         Format::JsonLines
@@ -58,16 +57,13 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
         s
     });
     let threads = gpcap::run_threads(captures, a.threads);
-    // One-line summaries end with the Info line, which reads the field tree (and what
-    // inner layers read); without a definition there is none.
-    let record = format != Format::Brief || needs_fields || shown.is_some();
     let mut printer = DissectPrinter::new(out, shown, filter, format, a.frame, threads);
+    // The printer says what the engine must record and when output can no longer go on.
     let outcomes = run_files(
         captures,
-        Engine::new(cfg, record),
+        cfg,
         &mut (&mut printer, select.as_mut()),
         &mut |_, _| {},
-        &|p| p.0.is_done(),
     )?;
     for o in &outcomes {
         if let Some(e) = &o.end.error {

@@ -17,7 +17,7 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
     use super::progress_bar;
     use gpcap::Error;
     use gpcap::engine::resolve::resolve;
-    use gpcap::engine::{Engine, run_files, sample_files};
+    use gpcap::run::{Until, run_files, sample_files};
     use gpcap::sinks::export::Export;
 
     // With keys and inner layers, each layer's tables under `layer=NAME/` (docs/export.md).
@@ -72,14 +72,13 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
         }
         let outcomes = run_files(
             std::slice::from_ref(path),
-            Engine::new(resolved.cfg.clone(), sink.records()),
-            &mut sink,
+            resolved.cfg.clone(),
+            &mut Until::new(&mut sink, &stopped),
             &mut |_, offset| {
                 if let Some(b) = &bar {
                     b.set_position(offset);
                 }
             },
-            &|s| s.failed() || stopped(),
         )?;
         if let Some(b) = bar {
             b.finish_and_clear();

@@ -1,9 +1,9 @@
 //! `gpcap identify CAPTURE...`: protocol ids and the game's flows from the traffic alone.
 
 use super::{Result, json_or_text};
-use gpcap::engine::sample_files;
 use gpcap::identify::Identifier;
 use gpcap::present;
+use gpcap::run::sample_files;
 use std::path::PathBuf;
 use std::process::ExitCode;
 

@@ -6,7 +6,7 @@ use super::args::ReplayArgs;
 use crate::outln;
 use gpcap::Error;
 use gpcap::engine::resolve::resolve;
-use gpcap::engine::{Engine, run_files, sample_files};
+use gpcap::run::{run_files, sample_files};
 use gpcap::sinks::replay::Replay;
 use std::process::ExitCode;
 
@@ -37,13 +37,7 @@ pub fn run(a: &ReplayArgs) -> Result<ExitCode> {
         if replay.is_done() {
             break;
         }
-        let outcomes = run_files(
-            &a.captures,
-            Engine::new(resolved.cfg.clone(), false),
-            &mut replay,
-            &mut |_, _| {},
-            &|r| r.is_done(),
-        )?;
+        let outcomes = run_files(&a.captures, resolved.cfg.clone(), &mut replay, &mut |_, _| {})?;
         for o in &outcomes {
             if let Some(e) = &o.end.error {
                 eprintln!("gpcap: {e}");

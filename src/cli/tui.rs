@@ -5,7 +5,7 @@ use super::args::TuiArgs;
 use gpcap::Error;
 use gpcap::capture::CaptureReader;
 use gpcap::engine::resolve::resolve;
-use gpcap::engine::sample_files;
+use gpcap::run::sample_files;
 use gpcap::tui::{App, Index, load};
 use std::io::IsTerminal;
 use std::process::ExitCode;

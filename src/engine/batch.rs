@@ -4,8 +4,7 @@
 
 use super::Prepared;
 use super::join::Joined;
-use crate::analysis::Analyzer;
-use crate::capture::{CaptureError, Frame};
+use crate::capture::Frame;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 /// Frames a batch holds at most (tests place frames on either side of a boundary).
@@ -148,38 +147,6 @@ impl<T> Recycler<T> {
     /// A spent value, or a new one.
     pub fn take(&self, make: impl FnOnce() -> T) -> T {
         self.spent.try_recv().unwrap_or_else(|_| make())
-    }
-}
-
-/// Runs a batch's frames through `a`'s stateful stage with what was found in them (the
-/// pipeline's ordered stage), or whole when nothing was (shards), then sends its emptied
-/// memory back to the reader.
-pub fn analyze_batch<X: super::Sink>(
-    a: &mut Analyzer<X>,
-    (mut batch, mut found): (Batch, Found),
-    back: &SyncSender<(Batch, Found)>,
-) {
-    if found.pre.is_empty() {
-        for f in batch.frames() {
-            a.frame(&f);
-        }
-    } else {
-        for (f, p) in batch.frames().zip(found.pre.iter()) {
-            a.frame_with(&f, p, &found.joined);
-        }
-    }
-    batch.clear();
-    found.clear();
-    let _ = back.try_send((batch, found));
-}
-
-/// A worker thread panicked: said as a capture error, in words.
-pub fn thread_failed() -> CaptureError {
-    CaptureError {
-        file: String::new(),
-        offset: 0,
-        frame: 0,
-        message: "an analysis thread failed".into(),
     }
 }
 

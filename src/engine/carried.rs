@@ -3,7 +3,7 @@
 //! inner layer reassembled, as that layer's engine emitted it, with its own field tree
 //! and what it carried in turn. Recorded only when the engine records field trees.
 
-use super::{Kind, PacketEvent, Sink};
+use super::{Flow, Kind, PacketEvent, Sink};
 use crate::dissect::program::NodeId;
 use crate::dissect::{Dissection, MessageInfo, Program};
 use std::sync::Arc;
@@ -98,9 +98,9 @@ pub(super) struct Recorder<'a> {
 }
 
 impl Sink for Recorder<'_> {
-    fn packet(&mut self, e: &PacketEvent<'_>) {
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
         if !e.is_game() {
-            return;
+            return Flow::Continue;
         }
         self.out.push(Carried {
             layer: self.layer.clone(),
@@ -113,6 +113,7 @@ impl Sink for Recorder<'_> {
             messages: e.messages.to_vec(),
             inner: e.carried.to_vec(),
         });
+        Flow::Continue
     }
 }
 

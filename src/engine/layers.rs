@@ -5,8 +5,7 @@
 //! decrypted first, with the keys the run was given, and read with its plaintext view.
 
 use super::carried::{Carried, Recorder};
-use super::{Engine, FlowId, Layer, PacketEvent, Preset, Status};
-use crate::analysis::Statistics;
+use super::{Engine, Flow, FlowId, Layer, Needs, PacketEvent, Preset, Sink, Status};
 use crate::capture::Frame;
 use crate::decode::IpInfo;
 use crate::decrypt::keys::Secrets;
@@ -44,13 +43,51 @@ pub fn shown_program(cfg: &super::Config) -> Option<Arc<Program>> {
     }
 }
 
-/// An inner layer's engine and statistics.
+/// What counts an inner layer's packets: a sink the engine keeps for each layer and
+/// hands back in [`Summary::layers`](super::Summary) (the statistics behind the report's
+/// `layers`, made by [`Sink::needs`]). Any cloneable sink is one.
+pub trait LayerSink: Sink + Send {
+    fn clone_box(&self) -> Box<dyn LayerSink>;
+    /// The sink itself, for its maker to take back.
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any>;
+}
+
+impl<T: Sink + Clone + Send + 'static> LayerSink for T {
+    fn clone_box(&self) -> Box<dyn LayerSink> {
+        Box::new(self.clone())
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
+}
+
+impl Clone for Box<dyn LayerSink> {
+    fn clone(&self) -> Self {
+        (**self).clone_box()
+    }
+}
+
+/// Makes the sink of an inner layer from the layer's config.
+pub type MakeLayerSink = fn(&super::Config) -> Box<dyn LayerSink>;
+
+/// An inner layer's packets counted by nothing (no sink asked for them).
+#[derive(Clone, Copy)]
+struct Uncounted;
+
+impl Sink for Uncounted {
+    #[inline(always)]
+    fn packet(&mut self, _: &PacketEvent<'_>) -> Flow {
+        Flow::Continue
+    }
+}
+
+/// An inner layer's engine and what counts its packets.
 #[derive(Clone)]
 pub struct Inner {
     pub name: String,
     program: Arc<Program>,
     engine: Box<Engine>,
-    stats: Statistics,
+    stats: Box<dyn LayerSink>,
 }
 
 /// The stack's state in one engine.
@@ -85,8 +122,9 @@ impl StackState {
         program: Option<&Arc<Program>>,
         stack: &Stack,
         limits: &super::Config,
-        record: bool,
+        needs: Needs,
     ) -> Option<Self> {
+        let record = needs.fields;
         let program = program?;
         let decryptor = match (&program.params.encryption, &stack.secrets) {
             (Some(_), Some(s)) => Some(Decryptor::new(
@@ -131,8 +169,10 @@ impl StackState {
                 name: p.params.name.clone(),
                 program: p.clone(),
                 // Recording: what each layer reads is shown and filtered on.
-                engine: Box::new(Engine::new(cfg.clone(), record)),
-                stats: Statistics::new(cfg),
+                engine: Box::new(Engine::with_needs(cfg.clone(), needs)),
+                stats: needs
+                    .layers
+                    .map_or_else(|| Box::new(Uncounted) as Box<dyn LayerSink>, |m| m(&cfg)),
             });
             inner.len() - 1
         };
@@ -327,9 +367,9 @@ fn replay_fault(p: &Program, tree: &Dissection) -> Fault {
     }
 }
 
-/// An inner layer's statistics, by the layer's name.
+/// An inner layer's sink (what [`Needs::layers`] made), by the layer's name.
 #[derive(Clone)]
-pub struct LayerStats(pub String, pub Statistics);
+pub struct LayerStats(pub String, pub Box<dyn LayerSink>);
 
 impl std::fmt::Debug for LayerStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -7,49 +7,121 @@
 //! statistics behind the report, the TUI's packet index, the `dissect` printers and the
 //! capture writer are all sinks, as Wireshark's taps are listeners of its one dissection.
 
+// The engine's rooms are its own: what callers name is re-exported below, and `layers`
+// (stacks of definitions) and `resolve` (a config from flags and traffic) stay open for
+// the command line.
 mod batch;
-pub mod carried;
-pub mod config;
+pub(crate) mod carried;
+mod config;
 mod conversation;
-pub mod event;
-mod join;
+pub(crate) mod event;
+pub(crate) mod join;
 pub mod layers;
-pub mod msgfrag;
-pub mod parallel;
-mod peak;
-pub mod pipeline;
+pub(crate) mod msgfrag;
+/// Game-fragment reassembly, open for its fuzz target and property tests.
+#[doc(hidden)]
 pub mod reassembly;
 pub mod resolve;
-pub mod run;
-pub mod seq;
-pub mod session;
-pub mod streams;
-pub mod validator;
+pub(crate) mod seq;
+pub(crate) mod streams;
+mod validator;
 
 pub use batch::BATCH_FRAMES;
-pub(crate) use batch::Batch;
-pub use config::{Config, PortSet};
+pub(crate) use batch::{Batch, Found, Recycler};
+pub use carried::Carried;
+pub use config::{Config, FLOW_STATE_BUDGET, PortSet};
 pub use event::{FlowId, Kind, Layer, PackedFlow, PacketEvent, Status};
 pub(crate) use join::Joined;
-pub use run::{FileOutcome, run_files, sample_files};
-pub use validator::{Validator, Verdict};
+pub use reassembly::{AttackCounters, CountStats};
+pub use seq::{SeqEvent, SeqStats};
+pub use streams::StreamEnd;
+pub(crate) use validator::Validator;
+pub use validator::Verdict;
 
 use crate::capture::{CaptureError, Frame};
 use crate::decode::ipfrag::{DefragStats, IpDefrag};
 use crate::decode::{Decoded, IpInfo, decode, udp_from_reassembled};
 use crate::dissect::Dissection;
 use hashbrown::HashMap;
-use reassembly::{AttackCounters, Budget, CountStats, FlowReassembly, FragmentIn, Outcome};
-use seq::{SeqStats, SeqTracker};
+use reassembly::{Budget, FlowReassembly, FragmentIn, Outcome};
+use seq::SeqTracker;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
+/// What a sink says after each packet: go on, or stop the run (a closed output, a
+/// selection complete). Not `#[must_use]`: the engine's inner stages hand packets on
+/// without looking, and the run reads the answer once per frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Flow {
+    #[default]
+    Continue,
+    Stop,
+}
+
+impl Flow {
+    /// `Stop` when either says so.
+    #[inline(always)]
+    pub fn and(self, other: Flow) -> Flow {
+        if self == Flow::Stop { Flow::Stop } else { other }
+    }
+
+    /// `Stop` when `stop`.
+    #[inline(always)]
+    pub fn stop_if(stop: bool) -> Flow {
+        if stop { Flow::Stop } else { Flow::Continue }
+    }
+}
+
+/// What a sink needs of the engine, declared by the sink (as a Wireshark tap declares
+/// the fields it reads): the engine does no more than its sinks need.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Needs {
+    /// The field tree of every game packet (`PacketEvent::dissection`). Recording is
+    /// slower: bodies are otherwise only validated.
+    pub fields: bool,
+    /// What counts an inner layer's packets (a stack of definitions): the sink that
+    /// reports on inner layers makes it; without one they are read but not counted.
+    pub layers: Option<layers::MakeLayerSink>,
+}
+
+impl Needs {
+    /// What two sinks fed the same events need.
+    pub fn and(self, other: Needs) -> Needs {
+        Needs {
+            fields: self.fields || other.fields,
+            layers: self.layers.or(other.layers),
+        }
+    }
+}
+
 /// A consumer of the engine's events.
+///
+/// ```
+/// use gpcap::{Flow, PacketEvent, Sink};
+/// /// Stops the run at the tenth game packet.
+/// struct FirstTen(u32);
+/// impl Sink for FirstTen {
+///     fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+///         self.0 += e.is_game() as u32;
+///         Flow::stop_if(self.0 >= 10)
+///     }
+/// }
+/// let cfg = gpcap::Config::from_program(gpcap::load_definition("dissectors/article.kdl")?);
+/// let mut s = FirstTen(0);
+/// gpcap::run(&["captures/article.pcap".into()], cfg, &mut s)?;
+/// assert_eq!(s.0, 10);
+/// # Ok::<(), gpcap::Error>(())
+/// ```
 pub trait Sink {
+    /// What the engine must do for this sink (nothing beyond validation by default).
+    fn needs(&self) -> Needs {
+        Needs::default()
+    }
     /// Input file `file` (0-based) begins.
     fn begin_file(&mut self, _file: u32, _name: &str) {}
     /// Every frame, and every reassembled packet right after the frame that completed it.
-    fn packet(&mut self, event: &PacketEvent<'_>);
+    /// [`Flow::Stop`] ends the run after this frame.
+    fn packet(&mut self, event: &PacketEvent<'_>) -> Flow;
     /// Input file `file` ended: how reading it stopped.
     fn end_file(&mut self, _file: u32, _end: &FileEnd) {}
     /// A tracked flow's final sequence and reassembly state (at the end, in flow order).
@@ -58,33 +130,46 @@ pub trait Sink {
     fn finish(&mut self, _summary: &Summary) {}
 }
 
-impl<S: Sink + ?Sized> Sink for &mut S {
-    fn begin_file(&mut self, file: u32, name: &str) {
-        (**self).begin_file(file, name)
-    }
-    fn packet(&mut self, event: &PacketEvent<'_>) {
-        (**self).packet(event)
-    }
-    fn end_file(&mut self, file: u32, end: &FileEnd) {
-        (**self).end_file(file, end)
-    }
-    fn flow_end(&mut self, end: &FlowEnd) {
-        (**self).flow_end(end)
-    }
-    fn finish(&mut self, summary: &Summary) {
-        (**self).finish(summary)
-    }
+macro_rules! forward_sink {
+    ($($t:tt)*) => {
+        impl<S: Sink + ?Sized> Sink for $($t)* {
+            fn needs(&self) -> Needs {
+                (**self).needs()
+            }
+            fn begin_file(&mut self, file: u32, name: &str) {
+                (**self).begin_file(file, name)
+            }
+            fn packet(&mut self, event: &PacketEvent<'_>) -> Flow {
+                (**self).packet(event)
+            }
+            fn end_file(&mut self, file: u32, end: &FileEnd) {
+                (**self).end_file(file, end)
+            }
+            fn flow_end(&mut self, end: &FlowEnd) {
+                (**self).flow_end(end)
+            }
+            fn finish(&mut self, summary: &Summary) {
+                (**self).finish(summary)
+            }
+        }
+    };
 }
+
+forward_sink!(&mut S);
+forward_sink!(Box<S>);
 
 /// Two sinks fed the same events, in order.
 impl<A: Sink, B: Sink> Sink for (A, B) {
+    fn needs(&self) -> Needs {
+        self.0.needs().and(self.1.needs())
+    }
     fn begin_file(&mut self, file: u32, name: &str) {
         self.0.begin_file(file, name);
         self.1.begin_file(file, name);
     }
-    fn packet(&mut self, event: &PacketEvent<'_>) {
-        self.0.packet(event);
-        self.1.packet(event);
+    fn packet(&mut self, event: &PacketEvent<'_>) -> Flow {
+        let a = self.0.packet(event);
+        a.and(self.1.packet(event))
     }
     fn end_file(&mut self, file: u32, end: &FileEnd) {
         self.0.end_file(file, end);
@@ -97,6 +182,55 @@ impl<A: Sink, B: Sink> Sink for (A, B) {
     fn finish(&mut self, summary: &Summary) {
         self.0.finish(summary);
         self.1.finish(summary);
+    }
+}
+
+/// A sink that may be absent.
+impl<S: Sink> Sink for Option<S> {
+    fn needs(&self) -> Needs {
+        self.as_ref().map(Sink::needs).unwrap_or_default()
+    }
+    fn begin_file(&mut self, file: u32, name: &str) {
+        if let Some(s) = self {
+            s.begin_file(file, name)
+        }
+    }
+    fn packet(&mut self, event: &PacketEvent<'_>) -> Flow {
+        match self {
+            Some(s) => s.packet(event),
+            None => Flow::Continue,
+        }
+    }
+    fn end_file(&mut self, file: u32, end: &FileEnd) {
+        if let Some(s) = self {
+            s.end_file(file, end)
+        }
+    }
+    fn flow_end(&mut self, end: &FlowEnd) {
+        if let Some(s) = self {
+            s.flow_end(end)
+        }
+    }
+    fn finish(&mut self, summary: &Summary) {
+        if let Some(s) = self {
+            s.finish(summary)
+        }
+    }
+}
+
+/// The sink a frame's events go through: remembers a [`Flow::Stop`] for the frame's
+/// caller, so that the stages inside the engine hand packets on without looking.
+struct Watch<'s, S: ?Sized> {
+    sink: &'s mut S,
+    flow: Flow,
+}
+
+impl<S: Sink + ?Sized> Sink for Watch<'_, S> {
+    #[inline(always)]
+    fn packet(&mut self, event: &PacketEvent<'_>) -> Flow {
+        let f = self.sink.packet(event);
+        self.flow = self.flow.and(f);
+        f
     }
 }
 
@@ -270,7 +404,13 @@ struct Preset<'a> {
 /// Hands `e` to the sink, with the field tree when fields are recorded (the tree lives
 /// in the validator, not as long as the event: a copy carries it).
 #[inline]
-fn emit<S: Sink + ?Sized>(sink: &mut S, e: &PacketEvent<'_>, d: &Dissection, record: bool, fresh: bool) {
+fn emit<S: Sink + ?Sized>(
+    sink: &mut S,
+    e: &PacketEvent<'_>,
+    d: &Dissection,
+    record: bool,
+    fresh: bool,
+) -> Flow {
     // The messages are the validator's only when it read this very datagram.
     let messages: &[crate::dissect::MessageInfo] = if fresh { &d.messages } else { &[] };
     if !record && messages.is_empty() {
@@ -293,7 +433,7 @@ fn emit_shown<S: Sink + ?Sized>(
     record: bool,
     fresh: bool,
     stack: Option<&layers::StackState>,
-) {
+) -> Flow {
     let Some(stack) = stack else {
         return emit(sink, e, d, record, fresh);
     };
@@ -325,12 +465,29 @@ impl Engine {
     }
 
     /// `record`: attach the field tree to events (dissect, TUI detail); statistics alone
-    /// only validate bodies, which is much faster.
+    /// only validate bodies, which is much faster. Inner layers are read, not counted.
     pub fn new(cfg: Config, record: bool) -> Self {
+        Engine::with_needs(
+            cfg,
+            Needs {
+                fields: record,
+                layers: None,
+            },
+        )
+    }
+
+    /// The engine `sink` needs ([`Sink::needs`]): field trees when it reads them, inner
+    /// layers counted by what it makes for them.
+    pub fn for_sink<S: Sink + ?Sized>(cfg: Config, sink: &S) -> Self {
+        Engine::with_needs(cfg, sink.needs())
+    }
+
+    pub(crate) fn with_needs(cfg: Config, needs: Needs) -> Self {
+        let record = needs.fields;
         let stack = cfg
             .stack
             .as_deref()
-            .and_then(|s| layers::StackState::new(cfg.program.as_ref(), s, &cfg, record).map(Box::new));
+            .and_then(|s| layers::StackState::new(cfg.program.as_ref(), s, &cfg, needs).map(Box::new));
         Engine {
             stack,
             validator: Validator::new(&cfg, record),
@@ -412,7 +569,11 @@ impl Engine {
         pre: &Prepared,
         joined: &Joined,
         sink: &mut S,
-    ) {
+    ) -> Flow {
+        let mut sink = Watch {
+            sink,
+            flow: Flow::Continue,
+        };
         match &pre.udp {
             Some(u) => {
                 let payload = f
@@ -432,10 +593,11 @@ impl Engine {
                     verdict: pre.verdict.as_ref(),
                     joined: pre.joined.map(|i| (joined, i)),
                 };
-                self.frame_decoded(f, decoded, preset, sink)
+                self.frame_decoded(f, decoded, preset, &mut sink)
             }
-            None => self.frame(f, sink),
+            None => self.frame_decoded(f, decode(f.linktype, f.data), Preset::default(), &mut sink),
         }
+        sink.flow
     }
 
     /// The stateless part of a frame, for a worker to compute ahead of the engine: its
@@ -460,9 +622,15 @@ impl Engine {
         pre
     }
 
-    /// Runs one frame through both stages and hands its events to `sink`.
-    pub fn frame<S: Sink + ?Sized>(&mut self, f: &Frame<'_>, sink: &mut S) {
-        self.frame_decoded(f, decode(f.linktype, f.data), Preset::default(), sink)
+    /// Runs one frame through both stages and hands its events to `sink`; whether the
+    /// sink asked to stop.
+    pub fn frame<S: Sink + ?Sized>(&mut self, f: &Frame<'_>, sink: &mut S) -> Flow {
+        let mut sink = Watch {
+            sink,
+            flow: Flow::Continue,
+        };
+        self.frame_decoded(f, decode(f.linktype, f.data), Preset::default(), &mut sink);
+        sink.flow
     }
 
     /// `preset`: what a worker computed on the whole datagram, if anything.

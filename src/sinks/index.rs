@@ -6,7 +6,7 @@ use crate::analysis::Report;
 use crate::decode::IcmpTooBig;
 use crate::dissect::FaultKind;
 use crate::engine::seq::SeqEvent;
-use crate::engine::{FlowId, Kind, Layer, PacketEvent, Sink, Status};
+use crate::engine::{Flow, FlowId, Kind, Layer, PacketEvent, Sink, Status};
 use hashbrown::HashMap;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -668,7 +668,7 @@ pub fn status_bits(e: &PacketEvent) -> u16 {
 }
 
 impl Sink for IndexSink {
-    fn packet(&mut self, e: &PacketEvent<'_>) {
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
         let flow = e.flow.map(|fl| self.flow_id(fl)).unwrap_or(NO_FLOW);
         let fault = e
             .fault
@@ -728,6 +728,8 @@ impl Sink for IndexSink {
         if self.rows.len() >= 65536 {
             self.publish(false);
         }
+        // The screen closed: nobody reads the rest.
+        Flow::stop_if(self.closed)
     }
 }
 
@@ -735,18 +737,14 @@ impl Sink for IndexSink {
 /// screen shows the first packets at once) and the statistics, whose report comes last.
 pub fn load(path: &Path, cfg: crate::engine::Config, tx: Sender<Update>) {
     use crate::analysis::Statistics;
-    use crate::engine::{Engine, run_files};
+    use crate::run::run_files;
     let index = IndexSink::new(tx);
     let bytes = index.bytes_read.clone();
     let mut sinks = (Statistics::new(cfg.clone()), index);
     let total = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    let result = run_files(
-        &[path.to_path_buf()],
-        Engine::new(cfg, false),
-        &mut sinks,
-        &mut |_, offset| bytes.store(offset, Ordering::Relaxed),
-        &|s| s.1.closed,
-    );
+    let result = run_files(&[path.to_path_buf()], cfg, &mut sinks, &mut |_, offset| {
+        bytes.store(offset, Ordering::Relaxed)
+    });
     bytes.store(total, Ordering::Relaxed);
     let (stats, mut index) = sinks;
     match result {

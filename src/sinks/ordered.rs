@@ -10,7 +10,7 @@ use crate::Error;
 use crate::capture::CaptureError;
 use crate::dissect::{Dissection, Program};
 use crate::engine::carried::Carried;
-use crate::engine::{PacketEvent, Sink};
+use crate::engine::{Flow, Needs, PacketEvent, Sink};
 use crate::filter::Filter;
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -236,6 +236,19 @@ impl OrderedPrinter {
     }
 }
 
+impl OrderedPrinter {
+    /// One event ([`Sink::packet`]).
+    fn take(&mut self, e: &PacketEvent<'_>) {
+        if !self.select.selects(e) {
+            return;
+        }
+        self.batch.push(e);
+        if self.batch.full() {
+            self.send();
+        }
+    }
+}
+
 impl Sink for OrderedPrinter {
     fn begin_file(&mut self, file: u32, name: &str) {
         let i = file as usize;
@@ -245,14 +258,13 @@ impl Sink for OrderedPrinter {
         self.names[i] = name.to_string();
     }
 
-    fn packet(&mut self, e: &PacketEvent<'_>) {
-        if !self.select.selects(e) {
-            return;
-        }
-        self.batch.push(e);
-        if self.batch.full() {
-            self.send();
-        }
+    fn needs(&self) -> Needs {
+        self.select.needs()
+    }
+
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+        self.take(e);
+        Flow::stop_if(self.is_done())
     }
 }
 
@@ -315,7 +327,14 @@ impl Sink for DissectPrinter {
         }
     }
 
-    fn packet(&mut self, e: &PacketEvent<'_>) {
+    fn needs(&self) -> Needs {
+        match self {
+            DissectPrinter::One(p) => p.needs(),
+            DissectPrinter::Many(p) => p.needs(),
+        }
+    }
+
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
         match self {
             DissectPrinter::One(p) => p.packet(e),
             DissectPrinter::Many(p) => p.packet(e),

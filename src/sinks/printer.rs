@@ -3,7 +3,7 @@
 
 use crate::dissect::Program;
 use crate::engine::seq::SeqEvent;
-use crate::engine::{Kind, PacketEvent, Sink};
+use crate::engine::{Flow, Kind, Needs, PacketEvent, Sink};
 use crate::filter::Filter;
 use crate::present;
 use crate::validate::CrcStatus;
@@ -286,10 +286,21 @@ impl<W: Write> Printer<W> {
 }
 
 impl<W: Write> Sink for Printer<W> {
-    fn packet(&mut self, e: &PacketEvent<'_>) {
+    /// Field trees, but for one-line summaries without a definition (their Info line
+    /// reads the tree and what inner layers read) whose filter reads no field.
+    fn needs(&self) -> Needs {
+        Needs {
+            fields: self.format != Format::Brief || self.filter.needs_engine() || self.program.is_some(),
+            layers: None,
+        }
+    }
+
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
         if self.selects(e) {
             self.print(e);
         }
+        // Output can no longer be written: reading stops.
+        Flow::stop_if(self.is_done())
     }
 }
 

@@ -9,7 +9,7 @@
 //! receiver on the other end of a veth pair sees what a mirror port would, at several
 //! times the rate a UDP socket reaches.
 
-use crate::engine::{Kind, PacketEvent, Sink};
+use crate::engine::{Flow, Kind, PacketEvent, Sink};
 use crate::generate::net::{Link, ip_packets};
 use serde::Serialize;
 use std::net::{SocketAddr, UdpSocket};
@@ -213,8 +213,9 @@ impl Replay {
     }
 }
 
-impl Sink for Replay {
-    fn packet(&mut self, e: &PacketEvent<'_>) {
+impl Replay {
+    /// One event ([`Sink::packet`]).
+    fn take(&mut self, e: &PacketEvent<'_>) {
         // Whole UDP datagrams as they were on the wire (reassembled game packets were
         // never sent as one).
         if e.kind != Kind::Game || e.truncated || self.is_done() {
@@ -242,6 +243,13 @@ impl Sink for Replay {
                 }
             }
         }
+    }
+}
+
+impl Sink for Replay {
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+        self.take(e);
+        Flow::stop_if(self.is_done())
     }
 }
 

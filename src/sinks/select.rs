@@ -4,7 +4,7 @@
 //! TUI's list, `dissect --filter` and `--write` select the same packets.
 
 use crate::capture::{CaptureError, CaptureReader};
-use crate::engine::{Kind, PacketEvent, Sink};
+use crate::engine::{Flow, Kind, Needs, PacketEvent, Sink};
 use crate::filter::Filter;
 use crate::sinks::writer::PcapNgSink;
 use std::path::Path;
@@ -76,8 +76,9 @@ impl Select {
     }
 }
 
-impl Sink for Select {
-    fn packet(&mut self, e: &PacketEvent<'_>) {
+impl Select {
+    /// One event ([`Sink::packet`]).
+    fn take(&mut self, e: &PacketEvent<'_>) {
         let position = self.position;
         self.position = self.position.saturating_add(1);
         self.filter.start(e.ts_ns);
@@ -95,6 +96,21 @@ impl Sink for Select {
         } else {
             self.frames.insert(e.frame);
         }
+    }
+}
+
+impl Sink for Select {
+    /// Field trees when the filter reads dissected fields.
+    fn needs(&self) -> Needs {
+        Needs {
+            fields: self.filter.needs_engine(),
+            layers: None,
+        }
+    }
+
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+        self.take(e);
+        Flow::Continue
     }
 }
 
@@ -161,13 +177,14 @@ pub fn scan(
     tx: std::sync::mpsc::Sender<ScanUpdate>,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) {
-    use crate::engine::{Engine, run_files};
-    use std::sync::atomic::Ordering;
+    use crate::run::run_files;
+    use std::sync::atomic::{AtomicBool, Ordering};
     struct Batches<'a> {
         select: Select,
         tx: std::sync::mpsc::Sender<ScanUpdate>,
         bytes_read: &'a std::cell::Cell<u64>,
         closed: bool,
+        stop: &'a AtomicBool,
     }
     impl Batches<'_> {
         fn send(&mut self) {
@@ -182,11 +199,19 @@ pub fn scan(
         }
     }
     impl Sink for Batches<'_> {
-        fn packet(&mut self, e: &PacketEvent<'_>) {
-            self.select.packet(e);
+        /// The scan reads dissected fields.
+        fn needs(&self) -> Needs {
+            Needs {
+                fields: true,
+                layers: None,
+            }
+        }
+        fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+            let _ = self.select.packet(e);
             if self.select.position.is_multiple_of(16384) {
                 self.send();
             }
+            Flow::stop_if(self.closed || self.stop.load(Ordering::Relaxed))
         }
     }
     let mut filter = filter;
@@ -208,14 +233,11 @@ pub fn scan(
         tx,
         bytes_read: &read,
         closed: false,
+        stop: &stop,
     };
-    let result = run_files(
-        &[path.to_path_buf()],
-        Engine::new(cfg, true),
-        &mut sink,
-        &mut |_, offset| read.set(offset),
-        &|s| s.closed || stop.load(Ordering::Relaxed),
-    );
+    let result = run_files(&[path.to_path_buf()], cfg, &mut sink, &mut |_, offset| {
+        read.set(offset)
+    });
     read.set(std::fs::metadata(path).map(|m| m.len()).unwrap_or(0));
     sink.send();
     let error = match result {
@@ -235,14 +257,15 @@ pub fn frames_of_rows(
     cfg: crate::engine::Config,
     rows: &[u32],
 ) -> Result<FrameSet, CaptureError> {
-    use crate::engine::{Engine, run_files};
+    use crate::run::run_files;
     struct Pick<'a> {
         rows: &'a [u32],
         position: u32,
         frames: FrameSet,
     }
-    impl Sink for Pick<'_> {
-        fn packet(&mut self, e: &PacketEvent<'_>) {
+    impl Pick<'_> {
+        /// One event ([`Sink::packet`]).
+        fn take(&mut self, e: &PacketEvent<'_>) {
             let at = self.position;
             self.position = self.position.saturating_add(1);
             if self.rows.binary_search(&at).is_err() {
@@ -257,6 +280,14 @@ pub fn frames_of_rows(
             }
         }
     }
+
+    impl Sink for Pick<'_> {
+        fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+            self.take(e);
+            // Past the last row asked for: the rest of the capture is not read.
+            Flow::stop_if(self.rows.last().is_none_or(|&l| self.position > l))
+        }
+    }
     let mut sorted = rows.to_vec();
     sorted.sort_unstable();
     let mut pick = Pick {
@@ -264,13 +295,6 @@ pub fn frames_of_rows(
         position: 0,
         frames: FrameSet::default(),
     };
-    let last = sorted.last().copied();
-    run_files(
-        &[path.to_path_buf()],
-        Engine::new(cfg, false),
-        &mut pick,
-        &mut |_, _| {},
-        &|p| last.is_none_or(|l| p.position > l),
-    )?;
+    run_files(&[path.to_path_buf()], cfg, &mut pick, &mut |_, _| {})?;
     Ok(pick.frames)
 }

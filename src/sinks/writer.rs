@@ -2,7 +2,7 @@
 //! nanosecond timestamps, original lengths kept.
 
 use crate::capture::writer::PcapNgWriter;
-use crate::engine::{Kind, PacketEvent, Sink};
+use crate::engine::{Flow, Kind, PacketEvent, Sink};
 use std::io::Write;
 
 pub struct PcapNgSink<W: Write> {
@@ -49,8 +49,9 @@ impl<W: Write> PcapNgSink<W> {
     }
 }
 
-impl<W: Write> Sink for PcapNgSink<W> {
-    fn packet(&mut self, e: &PacketEvent<'_>) {
+impl<W: Write> PcapNgSink<W> {
+    /// One event ([`Sink::packet`]).
+    fn take(&mut self, e: &PacketEvent<'_>) {
         // Reassembled packets are not frames: their fragments were written already.
         if self.error.is_some() || e.kind == Kind::Reassembled {
             return;
@@ -58,5 +59,12 @@ impl<W: Write> Sink for PcapNgSink<W> {
         if let Err(err) = self.frame(e.linktype, e.ts_ns, e.frame_data, e.wire_len) {
             self.error = Some(err);
         }
+    }
+}
+
+impl<W: Write> Sink for PcapNgSink<W> {
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+        self.take(e);
+        Flow::Continue
     }
 }

@@ -2,7 +2,8 @@
 //! same numbers), counted on a thread of its own when the tab first opens, so that input
 //! never waits on it; rows per packet type, then per field of the type drilled into.
 
-use crate::engine::{Config, Engine, run_files};
+use crate::engine::Config;
+use crate::run::{Until, run_files};
 use crate::sinks::bandwidth::report::{BandwidthReport, Row};
 use crate::sinks::bandwidth::{Bandwidth, Options};
 use std::path::PathBuf;
@@ -84,16 +85,10 @@ impl BitsTab {
         std::thread::spawn(move || {
             let mut sink = Bandwidth::new(cfg.program.clone(), Options::default());
             let mut progress = |_: usize, _: u64| {};
-            let stopped = |_: &Bandwidth| flag.load(Ordering::Relaxed);
-            let out = run_files(
-                &[path],
-                Engine::new(cfg, true),
-                &mut sink,
-                &mut progress,
-                &stopped,
-            )
-            .map(|_| sink.report())
-            .map_err(|e| e.to_string());
+            let stopped = || flag.load(Ordering::Relaxed);
+            let out = run_files(&[path], cfg, &mut Until::new(&mut sink, &stopped), &mut progress)
+                .map(|_| sink.report())
+                .map_err(|e| e.to_string());
             let _ = tx.send(out);
         });
         self.profile = Profile::Counting {

@@ -8,7 +8,7 @@
 use crate::capture::CaptureReader;
 use crate::dissect::{Dissection, Label, label_name};
 use crate::engine::carried::{Anchor, Carried};
-use crate::engine::{Config, Engine, PacketEvent, Sink};
+use crate::engine::{Config, Engine, Flow, PacketEvent, Sink};
 use std::path::PathBuf;
 
 /// What the replay read for one row.
@@ -91,7 +91,7 @@ impl Replay {
             match reader.next_frame() {
                 Ok(Some(f)) => {
                     self.frames += 1;
-                    engine.frame(&f, &mut catch)
+                    let _ = engine.frame(&f, &mut catch);
                 }
                 Ok(None) => break,
                 Err(e) => return Err(e.to_string()),
@@ -154,7 +154,7 @@ struct Catch<'a> {
 }
 
 impl Sink for Catch<'_> {
-    fn packet(&mut self, e: &PacketEvent<'_>) {
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
         if *self.position == self.want {
             self.got = Some(Replayed {
                 payload: e.payload.to_vec(),
@@ -163,6 +163,7 @@ impl Sink for Catch<'_> {
             });
         }
         *self.position = self.position.saturating_add(1);
+        Flow::Continue
     }
 }
 

@@ -82,3 +82,14 @@ pub fn gpcap_run(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// The report of `paths` from `shards` shards by address pair (the library's sharded run).
+#[allow(dead_code)]
+pub fn sharded(
+    paths: &[std::path::PathBuf],
+    cfg: gpcap::Config,
+    shards: usize,
+    progress: &mut dyn FnMut(usize, u64),
+) -> Result<gpcap::Report, gpcap::capture::CaptureError> {
+    gpcap::run::analyze(paths, cfg, gpcap::Mode::Sharded(shards), progress)
+}

@@ -263,8 +263,8 @@ pub fn locate(
         first: &'a mut FirstFailure,
         done: bool,
     }
-    impl crate::engine::Sink for Find<'_> {
-        fn packet(&mut self, e: &crate::engine::PacketEvent<'_>) {
+    impl Find<'_> {
+        fn take(&mut self, e: &crate::engine::PacketEvent<'_>) {
             if (e.file, e.frame) > (self.first.file, self.first.frame) {
                 self.done = true;
             }
@@ -278,14 +278,25 @@ pub fn locate(
             }
         }
     }
-    let engine = crate::engine::Engine::new(cfg.clone(), true);
+    impl crate::engine::Sink for Find<'_> {
+        /// The failure's field and bit are in its field tree.
+        fn needs(&self) -> crate::engine::Needs {
+            crate::engine::Needs {
+                fields: true,
+                layers: None,
+            }
+        }
+        fn packet(&mut self, e: &crate::engine::PacketEvent<'_>) -> crate::engine::Flow {
+            self.take(e);
+            crate::engine::Flow::stop_if(self.done)
+        }
+    }
     let mut find = Find { first, done: false };
-    crate::engine::run_files(
+    crate::run::run_files(
         captures.get(..=find.first.file as usize).unwrap_or(captures),
-        engine,
+        cfg.clone(),
         &mut find,
         &mut |_, _| {},
-        &|f| f.done,
     )?;
     Ok(())
 }

@@ -14,7 +14,7 @@ use crate::dissect::FaultKind;
 use crate::dissect::program::Side;
 pub use crate::engine::Config;
 use crate::engine::seq::SeqEvent;
-use crate::engine::{Engine, FileEnd, FlowEnd, Kind, Layer, PacketEvent, Sink, Status, Summary};
+use crate::engine::{Engine, FileEnd, Flow, FlowEnd, Kind, Layer, Needs, PacketEvent, Sink, Status, Summary};
 use hashbrown::HashMap;
 pub use report::*;
 use std::collections::VecDeque;
@@ -213,7 +213,7 @@ pub struct Statistics {
     quarter_space: u128,
     state: StateBudget,
     /// Inner layers' statistics (a stack of definitions), reported in `layers`.
-    layers: Vec<crate::engine::layers::LayerStats>,
+    layers: Vec<(String, Statistics)>,
     report: Report,
 }
 
@@ -291,7 +291,7 @@ impl Statistics {
         self.flows.extend(o.flows);
         self.flows.sort_by_key(|f| f.first_frame);
         // Shards that both left flows untracked are never merged into the report shown:
-        // the run is done again on one core (`engine::parallel`).
+        // the run is done again on one core (`run::sharded`).
         self.untracked = self.untracked.take().or(o.untracked);
         self.path_mtu.extend(o.path_mtu);
         self.dropped_over_mtu.extend(o.dropped_over_mtu);
@@ -374,7 +374,7 @@ impl Statistics {
         });
         self.report.mtu.bursts = self.bursts.report();
         self.report.finalize(&self.cfg);
-        for crate::engine::layers::LayerStats(name, stats) in self.layers {
+        for (name, stats) in self.layers {
             let mut r = stats.report();
             let nested = std::mem::take(&mut r.layers);
             self.report.layers.push(report::LayerReport { name, report: r });
@@ -771,7 +771,34 @@ impl Statistics {
     }
 }
 
+/// Shards of one run add up (see [`Statistics::merge`]).
+impl crate::run::Merge for Statistics {
+    fn merge(&mut self, other: Self) {
+        Statistics::merge(self, other)
+    }
+}
+
+/// Reports of shards of one run add up (see [`Report::merge`]).
+impl crate::run::Merge for Report {
+    fn merge(&mut self, other: Self) {
+        Report::merge(self, other)
+    }
+}
+
+/// An inner layer's statistics: counted as the outermost layer's are.
+fn layer_statistics(cfg: &Config) -> Box<dyn crate::engine::layers::LayerSink> {
+    Box::new(Statistics::new(cfg.clone()))
+}
+
 impl Sink for Statistics {
+    /// Bodies validated, not recorded; inner layers counted by statistics of their own.
+    fn needs(&self) -> Needs {
+        Needs {
+            fields: false,
+            layers: Some(layer_statistics),
+        }
+    }
+
     fn begin_file(&mut self, _file: u32, name: &str) {
         self.report.capture.files.push(FileSummary {
             name: name.to_string(),
@@ -779,7 +806,7 @@ impl Sink for Statistics {
         });
     }
 
-    fn packet(&mut self, e: &PacketEvent<'_>) {
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
         match e.kind {
             Kind::Reassembled => self.reassembled(e),
             Kind::Game | Kind::OtherUdp => {
@@ -794,6 +821,7 @@ impl Sink for Statistics {
             }
             _ => self.frame(e),
         }
+        Flow::Continue
     }
 
     fn end_file(&mut self, file: u32, end: &FileEnd) {
@@ -820,7 +848,13 @@ impl Sink for Statistics {
         self.report.reassembly.peak_bytes = s.reassembly_peak;
         self.report.sender_spaces = s.sender_spaces.clone();
         self.report.decryption = s.decryption.clone();
-        self.layers = s.layers.clone();
+        // The inner layers' statistics, as `needs` made them.
+        self.layers = (s.layers.iter())
+            .filter_map(|l| {
+                let stats = l.1.clone().into_any().downcast::<Statistics>().ok()?;
+                Some((l.0.clone(), *stats))
+            })
+            .collect();
         if let Some(m) = &mut self.report.messages {
             m.streams_not_tracked = s.streams_not_tracked;
         }
@@ -832,13 +866,7 @@ impl Sink for Statistics {
 pub fn ack_facts(captures: &[std::path::PathBuf], cfg: Config) -> Result<acks::AckFacts, CaptureError> {
     let mut stats = Statistics::new(cfg.clone());
     stats.keep_ack_log();
-    crate::engine::run_files(
-        captures,
-        Engine::new(cfg, false),
-        &mut stats,
-        &mut |_, _| {},
-        &|_| false,
-    )?;
+    crate::run::run_files(captures, cfg, &mut stats, &mut |_, _| {})?;
     Ok(stats.ack_facts())
 }
 
@@ -848,7 +876,9 @@ pub struct NoSink;
 
 impl Sink for NoSink {
     #[inline(always)]
-    fn packet(&mut self, _: &PacketEvent<'_>) {}
+    fn packet(&mut self, _: &PacketEvent<'_>) -> Flow {
+        Flow::Continue
+    }
 }
 
 /// The engine with the statistics sink (and `extra`, another sink fed the same events:
@@ -878,9 +908,12 @@ impl<X: Clone + Sink> Analyzer<X> {
 impl<X: Sink> Analyzer<X> {
     /// `record`: the engine attaches field trees to the events (what `extra` may read).
     pub fn with_sink(cfg: Config, record: bool, extra: X) -> Self {
+        let stats = Statistics::new(cfg.clone());
+        let mut needs = stats.needs().and(extra.needs());
+        needs.fields |= record;
         Analyzer {
-            engine: Engine::new(cfg.clone(), record),
-            stats: Statistics::new(cfg),
+            engine: Engine::with_needs(cfg, needs),
+            stats,
             files: 0,
             extra,
         }
@@ -915,10 +948,10 @@ impl<X: Sink> Analyzer<X> {
 
     /// Analyzes one frame.
     pub fn frame(&mut self, f: &Frame) {
-        self.engine.frame(f, &mut (&mut self.stats, &mut self.extra));
+        let _ = self.engine.frame(f, &mut (&mut self.stats, &mut self.extra));
     }
 
-    /// Keeps what each frame does to reassembly memory (shards: `engine::parallel`).
+    /// Keeps what each frame does to reassembly memory (shards: `run::sharded`).
     pub fn log_memory(&mut self) {
         self.engine.log_memory();
     }
@@ -928,14 +961,15 @@ impl<X: Sink> Analyzer<X> {
         self.engine.take_memory_log()
     }
 
-    /// Analyzes one frame whose datagram another thread validated (`engine::pipeline`).
+    /// Analyzes one frame whose datagram another thread validated (`run::pipeline`).
     pub(crate) fn frame_with(
         &mut self,
         f: &Frame,
         pre: &crate::engine::Prepared,
         joined: &crate::engine::Joined,
     ) {
-        self.engine
+        let _ = self
+            .engine
             .frame_with(f, pre, joined, &mut (&mut self.stats, &mut self.extra));
     }
 

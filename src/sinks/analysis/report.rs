@@ -687,8 +687,8 @@ fn merge_listed<T>(a: &mut Vec<T>, b: Vec<T>, frame: impl Fn(&T) -> u64, max: us
 impl Report {
     /// Adds the counters of a shard's report (before `finalize`; flows are merged by the
     /// analyzer itself). Shards that left flows untracked are not merged: the run is
-    /// done again on one core (`engine::parallel`), so `untracked` is not added here.
-    pub(crate) fn merge(&mut self, o: Report) {
+    /// done again on one core (`run::sharded`), so `untracked` is not added here.
+    pub fn merge(&mut self, o: Report) {
         self.decryption = match (self.decryption.take(), o.decryption) {
             (Some(mut a), Some(b)) => {
                 a.merge(b);

@@ -13,7 +13,7 @@ pub mod values;
 
 use crate::dissect::program::{Kind as NodeKind, Program, Side};
 use crate::dissect::{Dissection, FaultKind, Label, Value};
-use crate::engine::{Kind, PacketEvent, Sink, Status};
+use crate::engine::{Flow, Kind, Needs, PacketEvent, Sink, Status};
 use hashbrown::HashMap;
 pub use report::{BandwidthReport, Row};
 use std::sync::Arc;
@@ -848,8 +848,9 @@ fn places(p: &Program) -> Vec<Place> {
     out
 }
 
-impl Sink for Bandwidth {
-    fn packet(&mut self, e: &PacketEvent<'_>) {
+impl Bandwidth {
+    /// One event ([`Sink::packet`]).
+    fn take(&mut self, e: &PacketEvent<'_>) {
         self.events += 1;
         if e.kind != Kind::Reassembled {
             let bits = e.frame_data.len() as u64 * 8;
@@ -905,5 +906,20 @@ impl Sink for Bandwidth {
             (Some((name, cat)), _) => self.overhead(0, NONE, name, cat, payload),
             (None, None) => self.overhead(0, NONE, "(not dissected)", Category::NotDissected, payload),
         }
+    }
+}
+
+impl Sink for Bandwidth {
+    /// The profile counts the bits of every field.
+    fn needs(&self) -> Needs {
+        Needs {
+            fields: true,
+            layers: None,
+        }
+    }
+
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+        self.take(e);
+        Flow::Continue
     }
 }

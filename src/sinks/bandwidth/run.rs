@@ -6,8 +6,8 @@ use super::{Bandwidth, Options};
 use crate::analysis::{Analyzer, Report, Statistics};
 use crate::capture::CaptureError;
 use crate::dissect::paths;
-use crate::engine::parallel;
-use crate::engine::{Config, Engine, run_files};
+use crate::engine::Config;
+use crate::run::{self as parallel, run_files};
 use std::path::PathBuf;
 
 /// [`analyze_files`] on `shards` cores when the capture can be sharded (its traffic
@@ -79,7 +79,7 @@ pub fn analyze_files(
         Statistics::new(cfg.clone()),
         Bandwidth::new(cfg.program.clone(), opts),
     );
-    run_files(captures, Engine::new(cfg, true), &mut sinks, progress, &|_| false)?;
+    run_files(captures, cfg, &mut sinks, progress)?;
     let (stats, bandwidth) = sinks;
     let mut report = stats.report();
     report.bandwidth = Some(bandwidth.report());

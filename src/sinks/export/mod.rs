@@ -14,7 +14,7 @@ mod rows;
 
 use crate::analysis::Statistics;
 use crate::dissect::Program;
-use crate::engine::{FileEnd, FlowEnd, PacketEvent, Sink, Summary};
+use crate::engine::{FileEnd, Flow, FlowEnd, Needs, PacketEvent, Sink, Summary};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
 use parquet::arrow::ArrowWriter;
@@ -450,7 +450,7 @@ impl Export {
     }
 
     /// Whether the engine feeding this export must attach field trees to its events
-    /// (`Engine::new(cfg, export.records())`): not when workers dissect again.
+    /// (what [`Sink::needs`] says): not when workers dissect again.
     pub fn records(&self) -> bool {
         !self.parallel()
     }
@@ -654,18 +654,35 @@ fn replace_partitions(
     Ok(())
 }
 
-impl Sink for Export {
-    fn begin_file(&mut self, file: u32, name: &str) {
-        self.stats.begin_file(file, name);
-    }
-
-    fn packet(&mut self, e: &PacketEvent<'_>) {
+impl Export {
+    /// One event ([`Sink::packet`]).
+    fn take(&mut self, e: &PacketEvent<'_>) {
         self.stats.packet(e);
         if let Some(b) = &mut self.bandwidth {
             b.packet(e);
         }
         self.layers.packet(e);
         self.rows_of(e);
+    }
+}
+
+impl Sink for Export {
+    fn begin_file(&mut self, file: u32, name: &str) {
+        self.stats.begin_file(file, name);
+    }
+
+    /// Field trees unless workers dissect again.
+    fn needs(&self) -> Needs {
+        Needs {
+            fields: self.records(),
+            ..self.stats.needs()
+        }
+    }
+
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+        self.take(e);
+        // A write or a worker failed: reading stops.
+        Flow::stop_if(self.failed())
     }
 
     fn end_file(&mut self, file: u32, end: &FileEnd) {

@@ -478,7 +478,7 @@ impl Records {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{Engine, run_files};
+    use crate::run::run_files;
     use crate::sinks::index::IndexSink;
     use proptest::prelude::*;
     use std::path::Path;
@@ -512,14 +512,7 @@ mod tests {
         let mut sink = IndexSink::new(tx);
         sink.kept_limit = kept;
         let path = capture();
-        run_files(
-            std::slice::from_ref(&path),
-            Engine::new(config(), false),
-            &mut sink,
-            &mut |_, _| {},
-            &|_| false,
-        )
-        .unwrap();
+        run_files(std::slice::from_ref(&path), config(), &mut sink, &mut |_, _| {}).unwrap();
         sink.done(None, None);
         drop(sink);
         let mut ix = Index::new(&path);

@@ -5,12 +5,12 @@
 //! reassembly, IP defragmentation, statistics). The analyzer is the sequential one with
 //! the verdicts handed in, so the report is the sequential report by construction.
 
-use super::batch::{Batch, Found, Recycler, analyze_batch, thread_failed};
-use super::join::Joiner;
-use super::run::read_frames;
-use super::{Config, Engine, FileEnd, Validator};
+use super::files::{Progress, Reading, each_file};
+use super::{analyze_batch, thread_failed};
 use crate::analysis::{Analyzer, Report};
-use crate::capture::{CaptureError, CaptureReader};
+use crate::capture::{CaptureError, Frame};
+use crate::engine::join::Joiner;
+use crate::engine::{Batch, Config, Engine, FileEnd, Found, Recycler, Validator};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -41,7 +41,7 @@ pub fn analyze_files(
     paths: &[PathBuf],
     cfg: Config,
     workers: usize,
-    progress: &mut dyn FnMut(usize, u64),
+    progress: Progress,
 ) -> Result<Report, CaptureError> {
     let workers = workers.max(1);
     // Bounded queues: memory stays a few batches whatever the capture's size.
@@ -90,49 +90,60 @@ pub fn analyze_files(
         let back = pool.returner();
         std::thread::spawn(move || ordered(Analyzer::new(cfg), done_rx, back))
     };
-    let mut seq = 0u64;
-    let mut send = |msg: Msg| {
-        let _ = work_tx.send((seq, msg));
-        seq += 1;
+    let mut reading = Reader {
+        tx: &work_tx,
+        pool: &pool,
+        seq: 0,
+        batch: None,
     };
-    let mut failure = None;
-    for (i, path) in paths.iter().enumerate() {
-        let mut r = match CaptureReader::open(path) {
-            Ok(r) => r,
-            Err(e) => {
-                failure = Some(e);
-                break;
-            }
-        };
-        send(Msg::Begin(crate::capture::shown(path)));
-        let fresh = || pool.take(|| (Batch::new(), Found::default()));
-        let (mut batch, mut spare) = fresh();
-        let error = read_frames(&mut r, i, progress, |f| {
-            if batch.push(f) {
-                let (b, v) = fresh();
-                send(Msg::Frames(
-                    std::mem::replace(&mut batch, b),
-                    std::mem::replace(&mut spare, v),
-                ));
-            }
-            true
-        });
-        if !batch.is_empty() {
-            send(Msg::Frames(batch, spare));
-        }
-        send(Msg::End(FileEnd {
-            error,
-            truncated_tail: r.truncated_tail.clone(),
-        }));
-    }
+    let read = each_file(paths, progress, &mut reading);
     drop(work_tx);
     for t in threads {
         t.join().map_err(|_| thread_failed())?;
     }
     let report = analyzer.join().map_err(|_| thread_failed())?;
-    match failure {
-        Some(e) => Err(e),
-        None => Ok(report),
+    read.map(|_| report)
+}
+
+/// The reader's side: frames copied into batches, sent in reading order with the files'
+/// beginnings and ends.
+struct Reader<'a> {
+    tx: &'a SyncSender<(u64, Msg)>,
+    pool: &'a Recycler<(Batch, Found)>,
+    seq: u64,
+    batch: Option<(Batch, Found)>,
+}
+
+impl Reader<'_> {
+    fn send(&mut self, msg: Msg) {
+        let _ = self.tx.send((self.seq, msg));
+        self.seq += 1;
+    }
+}
+
+impl Reading for Reader<'_> {
+    fn begin(&mut self, _file: usize, name: &str) {
+        self.send(Msg::Begin(name.to_string()));
+    }
+
+    #[inline(always)]
+    fn frame(&mut self, f: Frame) -> bool {
+        let pool = self.pool;
+        let batch = self
+            .batch
+            .get_or_insert_with(|| pool.take(|| (Batch::new(), Found::default())));
+        if batch.0.push(f) {
+            let (b, found) = self.batch.take().unwrap_or_default();
+            self.send(Msg::Frames(b, found));
+        }
+        true
+    }
+
+    fn end(&mut self, _file: usize, end: &FileEnd) {
+        if let Some((b, found)) = self.batch.take().filter(|b| !b.0.is_empty()) {
+            self.send(Msg::Frames(b, found));
+        }
+        self.send(Msg::End(end.clone()));
     }
 }
 

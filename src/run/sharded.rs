@@ -6,14 +6,15 @@
 //! analyzed again on one core: the report is always the sequential one, its peak
 //! reassembly memory included (`peak`: the shards' memory added in frame order).
 
-use super::batch::{Batch, Found, Recycler, analyze_batch, thread_failed};
-use super::event::ip_bits;
+use super::Merge;
+use super::files::{Progress, Reading, each_file, read_frames};
 use super::peak::PeakMerger;
-use super::run::read_frames;
-use super::{Config, FileEnd, MemoryMark, Sink};
+use super::{analyze_batch, thread_failed};
 use crate::analysis::{Analyzer, Report, Statistics};
-use crate::capture::{CaptureError, CaptureReader};
+use crate::capture::{CaptureError, CaptureReader, Frame};
 use crate::decode::{Decoded, decode_fast, decode_general};
+use crate::engine::event::ip_bits;
+use crate::engine::{Batch, Config, FileEnd, Found, MemoryMark, Recycler, Sink};
 use std::path::PathBuf;
 use std::sync::mpsc::{SyncSender, sync_channel};
 
@@ -117,21 +118,11 @@ pub fn analyze_files(
     paths: &[PathBuf],
     cfg: Config,
     shards: usize,
-    progress: &mut dyn FnMut(usize, u64),
+    progress: Progress,
 ) -> Result<Report, CaptureError> {
     match shard_files(paths, &cfg, shards, progress, |c| Analyzer::new(c.clone()))? {
         Some((report, _)) => Ok(report),
-        None => {
-            let mut stats = Statistics::new(cfg.clone());
-            super::run_files(
-                paths,
-                super::Engine::new(cfg, false),
-                &mut stats,
-                progress,
-                &|_| false,
-            )?;
-            Ok(stats.report())
-        }
+        None => super::serial(paths, cfg, progress),
     }
 }
 
@@ -146,7 +137,7 @@ pub fn shard_files<X: Sink + Send + 'static>(
     paths: &[PathBuf],
     cfg: &Config,
     shards: usize,
-    progress: &mut dyn FnMut(usize, u64),
+    progress: Progress,
     make: impl Fn(&Config) -> Analyzer<X>,
 ) -> Result<Sharded<X>, CaptureError> {
     let shards = if shardable(cfg) { shards.max(1) } else { 1 };
@@ -201,75 +192,35 @@ pub fn shard_files<X: Sink + Send + 'static>(
         txs.push(tx);
     }
     drop(marks_tx);
-    let mut results = Vec::new();
-    let mut started = false;
-    let mut failure = None;
-    for (i, path) in paths.iter().enumerate() {
-        let mut r = match CaptureReader::open(path) {
-            Ok(r) => r,
-            Err(e) => {
-                failure = Some(e);
-                break;
-            }
-        };
-        for tx in &txs {
-            let _ = tx.send(Msg::Begin(crate::capture::shown(path)));
-        }
-        let mut batches: Vec<Frames> = (0..shards).map(|_| (Batch::new(), Found::default())).collect();
-        let error = read_frames(&mut r, i, progress, |f| {
-            if !started {
-                started = true;
-                for tx in &txs {
-                    let _ = tx.send(Msg::Start(f.ts_ns));
-                }
-            }
-            let number = f.number;
-            let s = route(f.linktype, f.data, shards);
-            if batches[s].0.push(f) {
-                send(&txs[s], &mut batches[s], &pool);
-            }
-            if number.is_multiple_of(MARK_EVERY) {
-                for (s, b) in batches.iter_mut().enumerate() {
-                    send(&txs[s], b, &pool);
-                    let _ = txs[s].send(Msg::Through(i as u32, number));
-                }
-            }
-            true
-        });
-        for (s, b) in batches.iter_mut().enumerate() {
-            send(&txs[s], b, &pool);
-        }
-        for tx in &txs {
-            let _ = tx.send(Msg::End(i as u32));
-        }
-        results.push((error, r.truncated_tail.clone()));
-    }
+    let mut reading = Router {
+        txs: &txs,
+        pool: &pool,
+        batches: (0..shards).map(|_| (Batch::new(), Found::default())).collect(),
+        file: 0,
+        started: false,
+        ends: Vec::new(),
+    };
+    let read = each_file(paths, progress, &mut reading);
+    let ends = std::mem::take(&mut reading.ends);
     drop(txs);
     let mut merged: Option<Statistics> = None;
+    // Every shard's statistics of one run: merging them is the sequential statistics.
     let mut extras = Vec::new();
     for w in workers {
         let (a, x) = w.join().map_err(|_| thread_failed())?;
         extras.push(x);
         match merged.as_mut() {
             None => merged = Some(a),
-            Some(m) => m.merge(a),
+            Some(m) => Merge::merge(m, a),
         }
     }
     let peak = merger.join().map_err(|_| thread_failed())?;
-    if let Some(e) = failure {
-        return Err(e);
-    }
+    read?;
     let Some(mut a) = merged else {
         return Ok(Some((Analyzer::new(shard_cfg).finish(), extras)));
     };
-    for (i, (error, truncated_tail)) in results.into_iter().enumerate() {
-        a.file_result(
-            i,
-            &FileEnd {
-                error,
-                truncated_tail,
-            },
-        );
+    for (i, end) in ends.iter().enumerate() {
+        a.file_result(i, end);
     }
     let mut report = a.report();
     report.reassembly.peak_bytes = peak as u64;
@@ -283,6 +234,60 @@ pub fn shard_files<X: Sink + Send + 'static>(
     drop((report, pool, extras));
     release_freed_memory();
     Ok(None)
+}
+
+/// The reader's side: each frame routed to its shard's batch, marks of how far reading
+/// has come, the files' beginnings and ends to every shard.
+struct Router<'a> {
+    txs: &'a [SyncSender<Msg>],
+    pool: &'a Recycler<Frames>,
+    batches: Vec<Frames>,
+    file: u32,
+    started: bool,
+    /// How each file ended, for the merged statistics.
+    ends: Vec<FileEnd>,
+}
+
+impl Reading for Router<'_> {
+    fn begin(&mut self, file: usize, name: &str) {
+        self.file = file as u32;
+        for tx in self.txs {
+            let _ = tx.send(Msg::Begin(name.to_string()));
+        }
+    }
+
+    #[inline(always)]
+    fn frame(&mut self, f: Frame) -> bool {
+        if !self.started {
+            self.started = true;
+            for tx in self.txs {
+                let _ = tx.send(Msg::Start(f.ts_ns));
+            }
+        }
+        let number = f.number;
+        let shards = self.txs.len();
+        let s = route(f.linktype, f.data, shards);
+        if self.batches[s].0.push(f) {
+            send(&self.txs[s], &mut self.batches[s], self.pool);
+        }
+        if number.is_multiple_of(MARK_EVERY) {
+            for (s, b) in self.batches.iter_mut().enumerate() {
+                send(&self.txs[s], b, self.pool);
+                let _ = self.txs[s].send(Msg::Through(self.file, number));
+            }
+        }
+        true
+    }
+
+    fn end(&mut self, file: usize, end: &FileEnd) {
+        for (s, b) in self.batches.iter_mut().enumerate() {
+            send(&self.txs[s], b, self.pool);
+        }
+        for tx in self.txs {
+            let _ = tx.send(Msg::End(file as u32));
+        }
+        self.ends.push(end.clone());
+    }
 }
 
 /// Whether the shards met a limit the sequential run would meet elsewhere (the flow

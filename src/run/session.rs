@@ -1,9 +1,9 @@
 //! Frames fed as they arrive (live capture): the same engine and sinks as files, one
 //! batch at a time, with the report available at any moment.
 
-use super::{Config, Engine, Sink};
 use crate::analysis::{Report, Statistics};
 use crate::capture::Frame;
+use crate::engine::{Config, Engine, Sink};
 use crate::sinks::index::IndexSink;
 use crate::sinks::writer::PcapNgSink;
 use std::fs::File;
@@ -38,7 +38,7 @@ impl Session {
         let mut stats = Statistics::new(cfg.clone());
         stats.begin_file(0, "live");
         Ok(Session {
-            engine: Engine::new(cfg, false),
+            engine: Engine::for_sink(cfg, &stats),
             stats,
             index,
             writer,
@@ -110,34 +110,5 @@ impl Session {
             ix.done(Some(report.clone()), error);
         }
         Ok(report)
-    }
-}
-
-/// A sink that may be absent.
-impl<S: Sink> Sink for Option<S> {
-    fn begin_file(&mut self, file: u32, name: &str) {
-        if let Some(s) = self {
-            s.begin_file(file, name)
-        }
-    }
-    fn packet(&mut self, event: &super::PacketEvent<'_>) {
-        if let Some(s) = self {
-            s.packet(event)
-        }
-    }
-    fn end_file(&mut self, file: u32, end: &super::FileEnd) {
-        if let Some(s) = self {
-            s.end_file(file, end)
-        }
-    }
-    fn flow_end(&mut self, end: &super::FlowEnd) {
-        if let Some(s) = self {
-            s.flow_end(end)
-        }
-    }
-    fn finish(&mut self, summary: &super::Summary) {
-        if let Some(s) = self {
-            s.finish(summary)
-        }
     }
 }
