@@ -1,0 +1,154 @@
+//! The profile counted from the validation plan: a datagram the plan reads is walked
+//! once more over the plan's leaf table ([`crate::dissect::leaves`]), its leaves logged
+//! into a reused buffer and counted into the same rows, values and deltas as the field
+//! tree's — without the tree. A datagram the plan cannot say (a fault, a fragment, a
+//! node only the interpreter reads) is dissected into a tree here and counted as before:
+//! `tests/bandwidth_fast.rs` holds the two ways equal.
+
+use super::{Bandwidth, Category, Key, NONE};
+use crate::dissect::leaves::LeafLog;
+use crate::dissect::plan::NO_ENTRY;
+use crate::dissect::{Dissection, Dissector, Label};
+use crate::engine::{Config, Kind, PacketEvent, Status};
+
+type LeafKey = (u32, u8, u32, Label, u32);
+
+/// What the plan-counted profile keeps between datagrams.
+#[derive(Clone)]
+pub struct Fast {
+    log: LeafLog,
+    /// Datagrams the plan cannot say, dissected here.
+    dissector: Dissector,
+    tree: Dissection,
+    /// Each context's path in the current datagram, and (by context index) the last
+    /// (parent path, label, path) resolved there.
+    ctx_paths: Vec<u32>,
+    ctx_cache: Vec<(u32, Label, u32)>,
+    /// By leaf index: the (type, direction, parent path, label, node) last there, and
+    /// the row and category it went to.
+    leaf_cache: Vec<(LeafKey, usize, Category)>,
+    /// Datagrams counted from the plan, and from a tree.
+    pub planned: u64,
+    pub trees: u64,
+}
+
+impl std::fmt::Debug for Fast {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fast")
+            .field("planned", &self.planned)
+            .field("trees", &self.trees)
+            .finish()
+    }
+}
+
+/// Whether `cfg`'s profile can be counted from the plan, the engine recording no
+/// trees: a definition the plan reads, whose datagrams are read alone (no messages,
+/// nothing the conversation tracks, no inner layers).
+pub fn eligible(cfg: &Config) -> bool {
+    cfg.stack.is_none()
+        && cfg.program.as_deref().is_some_and(|p| {
+            p.messages.is_none() && !p.params.tracks() && !p.params.msb && p.plan.header != NO_ENTRY
+        })
+}
+
+impl Fast {
+    pub fn new(program: std::sync::Arc<crate::dissect::Program>) -> Self {
+        Fast {
+            log: LeafLog::default(),
+            dissector: Dissector::new(program),
+            tree: Dissection::default(),
+            ctx_paths: Vec::new(),
+            ctx_cache: Vec::new(),
+            leaf_cache: Vec::new(),
+            planned: 0,
+            trees: 0,
+        }
+    }
+}
+
+impl Bandwidth {
+    /// Counts `e` when the engine carries no tree: from the plan, or a tree made here.
+    /// A reassembled packet counts only when read field by field, as with trees.
+    pub(super) fn packet_untreed(&mut self, e: &PacketEvent<'_>) {
+        let (Some(mut f), Some(p)) = (self.fast.take(), self.program.clone()) else {
+            return;
+        };
+        let walk = e.status == Status::Ok && e.fault.is_none() && e.fragment.is_none();
+        if walk && f.log.read(&p, e.payload, e.packet_type.unwrap_or(0)) {
+            f.planned += 1;
+            if e.kind == Kind::Reassembled {
+                self.reassembled += e.payload.len() as u64 * 8;
+            }
+            self.packet_leaves(e, &mut f);
+        } else {
+            f.trees += 1;
+            f.dissector.dissect_into(e.payload, &mut f.tree);
+            let tree = std::mem::take(&mut f.tree);
+            if e.kind != Kind::Reassembled || !tree.fields.is_empty() {
+                if e.kind == Kind::Reassembled {
+                    self.reassembled += e.payload.len() as u64 * 8;
+                }
+                self.packet_bits(e, &tree);
+            }
+            f.tree = tree;
+        }
+        self.fast = Some(f);
+    }
+
+    /// The logged leaves of `e` into their rows.
+    fn packet_leaves(&mut self, e: &PacketEvent<'_>, f: &mut Fast) {
+        let mut at = self.begin_packet(e);
+        f.ctx_paths.clear();
+        for (i, &(parent, label)) in f.log.ctxs.iter().enumerate() {
+            let pid = if i == 0 {
+                0
+            } else {
+                let parent = f.ctx_paths.get(parent as usize).copied().unwrap_or(0);
+                match f.ctx_cache.get(i) {
+                    Some(&(p, l, pid)) if p == parent && l == label => pid,
+                    _ => {
+                        let pid = self.label_path(parent, label);
+                        if f.ctx_cache.len() <= i {
+                            f.ctx_cache.resize(i + 1, (NONE, Label::Index(0), 0));
+                        }
+                        f.ctx_cache[i] = (parent, label, pid);
+                        pid
+                    }
+                }
+            };
+            f.ctx_paths.push(pid);
+        }
+        for (i, l) in f.log.leaves.iter().enumerate() {
+            if l.bits == 0 {
+                continue;
+            }
+            let parent = f.ctx_paths.get(l.ctx as usize).copied().unwrap_or(0);
+            // A type's datagrams mostly repeat their leaves: the leaf at the same index
+            // under the same path goes to the same row as last time.
+            let key = (at.type_id, at.dir, parent, l.label, l.node);
+            let (row, cat) = match f.leaf_cache.get(i) {
+                Some(&(k, row, cat)) if k == key => (row, cat),
+                _ => {
+                    let pid = self.label_path(parent, l.label);
+                    let cat = self.category(l.kind, l.node);
+                    let row = self.row(Key {
+                        dir: at.dir,
+                        type_id: at.type_id,
+                        msg_type: NONE,
+                        path: pid,
+                        cat,
+                    });
+                    if f.leaf_cache.len() <= i {
+                        f.leaf_cache
+                            .resize(i + 1, ((NONE, 0, NONE, Label::Index(0), NONE), 0, cat));
+                    }
+                    f.leaf_cache[i] = (key, row, cat);
+                    (row, cat)
+                }
+            };
+            let value = l.valued.then_some((l.raw, l.value));
+            self.count_row(&mut at, row, cat, l.node, l.kind, l.bits, value);
+        }
+        self.end_packet_bits(at, None);
+    }
+}
