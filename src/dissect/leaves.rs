@@ -91,12 +91,21 @@ impl Table {
         }
     }
 
-    /// The entries of op `op`.
-    pub fn of(&self, op: usize) -> &[Entry] {
+    /// The entries of op `op`, and the index of the first.
+    pub fn of(&self, op: usize) -> (u32, &[Entry]) {
         let (first, n) = self.by_op.get(op).copied().unwrap_or((0, 0));
-        self.entries
+        let entries = self
+            .entries
             .get(first as usize..(first + n) as usize)
-            .unwrap_or(&[])
+            .unwrap_or(&[]);
+        (first, entries)
+    }
+
+    /// How many leaf slots a log of this table names ([`Logged::slot`]): per entry 8 for
+    /// the leaf, its group's parts and padding, 8 more for a list's index ladder, and 8
+    /// for the end check.
+    pub fn slots(&self) -> usize {
+        (2 * self.entries.len() + 1) * 8
     }
 
     fn chain(&self, e: &Entry) -> &[NodeId] {
@@ -121,6 +130,10 @@ pub struct Logged {
     pub value: Value,
     /// Whether its value is its own (false: a group with parts).
     pub valued: bool,
+    /// Where in the plan it is read, the same from one datagram to the next: entry
+    /// × 8 + part (a group 0, its parts 1…4, padding 7); a list's index ladder (entries
+    /// + the list's entry) × 8 + flag (6: the difference); the end check 2 × entries × 8.
+    pub slot: u32,
 }
 
 /// The root context (the datagram).
@@ -189,11 +202,13 @@ impl Walker<'_> {
         let entry = plan.bodies.get(ty as usize).copied().unwrap_or(NO_ENTRY);
         self.ops(entry, ROOT_CTX, 0)?;
         if let Some(magic) = p.params.end_check {
+            let slot = 2 * plan.leaves.entries.len() as u32 * 8;
             self.leaf(
                 u32::MAX,
                 &Kind::Check { magic },
                 Label::Part("end_check"),
                 ROOT_CTX,
+                slot,
             )?;
         }
         let left = (self.data.len() as u64 * 8).saturating_sub(self.pos);
@@ -250,15 +265,16 @@ impl Walker<'_> {
                     if n > p.limits.max_elements {
                         return Err(GiveUp);
                     }
-                    let list = self.node_ctx(at, ctx)?;
+                    let (list, _) = self.node_ctx(at, ctx)?;
                     for _ in 0..n {
                         // An element's path is its array's.
                         self.ops(entry, list, depth + 1)?;
                     }
                 }
                 Op::RelativeList { max, entry, .. } => {
-                    let list = self.node_ctx(at, ctx)?;
-                    self.relative_list(list, max, entry, depth)?;
+                    let (list, e) = self.node_ctx(at, ctx)?;
+                    let ladder = (plan.leaves.entries.len() as u32 + e) * 8;
+                    self.relative_list(list, max, entry, depth, ladder)?;
                 }
                 Op::Node(_) => return Err(GiveUp),
                 Op::Return => return Ok(()),
@@ -267,9 +283,9 @@ impl Walker<'_> {
     }
 
     /// The context of the array or list op `at` reads.
-    fn node_ctx(&mut self, at: usize, ctx: u32) -> Walk<u32> {
+    fn node_ctx(&mut self, at: usize, ctx: u32) -> Walk<(u32, u32)> {
         let table = &self.p.plan.leaves;
-        let [e] = table.of(at) else {
+        let (index, [e]) = table.of(at) else {
             return Err(GiveUp);
         };
         let e = *e;
@@ -278,34 +294,35 @@ impl Walker<'_> {
             let s = *table.chains.get((e.chain.0 + i) as usize).ok_or(GiveUp)?;
             c = self.ctx(c, Label::Node(s));
         }
-        Ok(self.ctx(c, Label::Node(e.node)))
+        Ok((self.ctx(c, Label::Node(e.node)), index))
     }
 
     /// The leaves of run op `at`.
     fn run(&mut self, at: usize, ctx: u32) -> Walk {
         let p = self.p;
         let table = &p.plan.leaves;
-        for e in table.of(at) {
+        let (first, entries) = table.of(at);
+        for (i, e) in entries.iter().enumerate() {
             let mut c = ctx;
             for &s in table.chain(e) {
                 c = self.ctx(c, Label::Node(s));
             }
             let kind = &p.nodes.get(e.node as usize).ok_or(GiveUp)?.kind;
-            self.leaf(e.node, kind, Label::Node(e.node), c)?;
+            self.leaf(e.node, kind, Label::Node(e.node), c, (first + i as u32) * 8)?;
         }
         Ok(())
     }
 
     /// One leaf, as the interpreter records it: one field, or a group and its parts
     /// (padding beside it).
-    fn leaf(&mut self, id: NodeId, kind: &Kind, label: Label, ctx: u32) -> Walk {
+    fn leaf(&mut self, id: NodeId, kind: &Kind, label: Label, ctx: u32, slot: u32) -> Walk {
         let start = self.pos;
         let fields = prims::field_count(kind);
         if fields == 0 {
             return Err(GiveUp);
         }
         if fields != 1 && !prims::is_group(kind) {
-            return self.traced(id, kind, label, ctx);
+            return self.traced(id, kind, label, ctx, slot);
         }
         let mut r = BitReader::at(self.data, start);
         let mut raw = Raw::default();
@@ -323,6 +340,7 @@ impl Walker<'_> {
                 raw: bits,
                 value,
                 valued: true,
+                slot,
             });
             if let Some(s) = self.p.nodes.get(id as usize).and_then(|n| n.slot)
                 && let Some(x) = self.log.slots.get_mut(s as usize)
@@ -343,17 +361,20 @@ impl Walker<'_> {
             raw: 0,
             value: Value::None,
             valued: false,
+            slot,
         });
         let mut parts = 0u64;
+        let mut k = 0;
         let log = &mut *self.log;
         let value = prims::parts_of(kind, &raw, start, true, &mut |f: &prims::LeafField| {
-            let (ctx, label) = match f.part {
-                Some("align") => (ctx, Label::Part("align")),
+            let (ctx, label, at) = match f.part {
+                Some("align") => (ctx, Label::Part("align"), 7),
                 Some(name) => {
                     parts += f.bit_len;
-                    (group, Label::Part(name))
+                    k += 1;
+                    (group, Label::Part(name), k.min(6))
                 }
-                None => (ctx, label),
+                None => (ctx, label, 0),
             };
             log.leaves.push(Logged {
                 ctx,
@@ -365,6 +386,7 @@ impl Walker<'_> {
                 raw: f.raw,
                 value: f.value,
                 valued: true,
+                slot: slot + at,
             });
         });
         let total = self.pos - start;
@@ -377,7 +399,7 @@ impl Walker<'_> {
     }
 
     /// A leaf of one field and padding (the end check), from the trace of its reads.
-    fn traced(&mut self, id: NodeId, kind: &Kind, label: Label, ctx: u32) -> Walk {
+    fn traced(&mut self, id: NodeId, kind: &Kind, label: Label, ctx: u32, slot: u32) -> Walk {
         let mut trace = std::mem::take(&mut self.log.trace);
         trace.clear();
         let mut raw = Raw::default();
@@ -386,9 +408,9 @@ impl Walker<'_> {
         self.pos = s.into_reader().bits_read();
         let log = &mut *self.log;
         prims::fields(kind, &trace, true, &mut |f: &prims::LeafField| {
-            let label = match f.part {
-                Some("align") => Label::Part("align"),
-                _ => label,
+            let (label, at) = match f.part {
+                Some("align") => (Label::Part("align"), 7),
+                _ => (label, 0),
             };
             log.leaves.push(Logged {
                 ctx,
@@ -400,6 +422,7 @@ impl Walker<'_> {
                 raw: f.raw,
                 value: f.value,
                 valued: true,
+                slot: slot + at,
             });
         });
         self.log.trace = trace;
@@ -407,7 +430,7 @@ impl Walker<'_> {
     }
 
     /// A relative list's elements: the index ladder, then the body, until `max`.
-    fn relative_list(&mut self, list: u32, max: i64, entry: u32, depth: u32) -> Walk {
+    fn relative_list(&mut self, list: u32, max: i64, entry: u32, depth: u32, ladder: u32) -> Walk {
         let limit = self.p.limits.max_elements;
         let mut previous = -1i64;
         let mut i = 0u64;
@@ -416,7 +439,7 @@ impl Walker<'_> {
                 return Err(GiveUp);
             }
             let element = self.ctx(list, Label::Index(i as u32));
-            let index = self.relative_index(element, previous, max)?;
+            let index = self.relative_index(element, previous, max, ladder)?;
             previous = index;
             if index == max {
                 // The sentinel is the list's `end`, not an element.
@@ -430,16 +453,16 @@ impl Walker<'_> {
         }
     }
 
-    fn relative_index(&mut self, element: u32, previous: i64, max: i64) -> Walk<i64> {
+    fn relative_index(&mut self, element: u32, previous: i64, max: i64, ladder: u32) -> Walk<i64> {
         const RUNGS: [&str; 5] = ["upto_5", "upto_13", "upto_29", "upto_61", "upto_125"];
         let index = self.ctx(element, Label::Part("index"));
         let node = self.list_node(element);
-        let diff = if self.flag(index, node, "plus_one")? {
+        let diff = if self.flag(index, node, "plus_one", ladder)? {
             1
         } else {
             let mut range = (126, max + 1);
             for (k, rung) in RELATIVE_INDEX_LADDER.into_iter().enumerate() {
-                if self.flag(index, node, RUNGS[k])? {
+                if self.flag(index, node, RUNGS[k], ladder + 1 + k as u32)? {
                     range = rung;
                     break;
                 }
@@ -464,6 +487,7 @@ impl Walker<'_> {
                 raw: u64::from(raw),
                 value: Value::Int(d),
                 valued: true,
+                slot: ladder + 6,
             });
             d
         };
@@ -483,7 +507,7 @@ impl Walker<'_> {
         }
     }
 
-    fn flag(&mut self, ctx: u32, node: NodeId, name: &'static str) -> Walk<bool> {
+    fn flag(&mut self, ctx: u32, node: NodeId, name: &'static str, slot: u32) -> Walk<bool> {
         let at = self.pos;
         let mut r = BitReader::at(self.data, at);
         let v = r.read_bits(1).map_err(|_| GiveUp)?;
@@ -498,6 +522,7 @@ impl Walker<'_> {
             raw: u64::from(v),
             value: Value::Bool(v != 0),
             valued: true,
+            slot,
         });
         Ok(v != 0)
     }

@@ -11,7 +11,7 @@ use crate::dissect::plan::NO_ENTRY;
 use crate::dissect::{Dissection, Dissector, Label};
 use crate::engine::{Config, Kind, PacketEvent, Status};
 
-type LeafKey = (u32, u8, u32, Label, u32);
+type SlotKey = (u32, u8, u32, Label);
 
 /// What the plan-counted profile keeps between datagrams.
 #[derive(Clone)]
@@ -20,13 +20,11 @@ pub struct Fast {
     /// Datagrams the plan cannot say, dissected here.
     dissector: Dissector,
     tree: Dissection,
-    /// Each context's path in the current datagram, and (by context index) the last
-    /// (parent path, label, path) resolved there.
+    /// Each context's path in the current datagram.
     ctx_paths: Vec<u32>,
-    ctx_cache: Vec<(u32, Label, u32)>,
-    /// By leaf index: the (type, direction, parent path, label, node) last there, and
-    /// the row and category it went to.
-    leaf_cache: Vec<(LeafKey, usize, Category)>,
+    /// By leaf slot ([`crate::dissect::leaves::Logged::slot`]): the (type, direction,
+    /// parent path, label) last there, and the row and category it went to.
+    slot_rows: Vec<(SlotKey, usize, Category)>,
     /// Datagrams counted from the plan, and from a tree.
     pub planned: u64,
     pub trees: u64,
@@ -55,11 +53,13 @@ impl Fast {
     pub fn new(program: std::sync::Arc<crate::dissect::Program>) -> Self {
         Fast {
             log: LeafLog::default(),
-            dissector: Dissector::new(program),
+            dissector: Dissector::new(program.clone()),
             tree: Dissection::default(),
             ctx_paths: Vec::new(),
-            ctx_cache: Vec::new(),
-            leaf_cache: Vec::new(),
+            slot_rows: vec![
+                ((NONE, 0, NONE, Label::Index(0)), 0, Category::Field);
+                program.plan.leaves.slots()
+            ],
             planned: 0,
             trees: 0,
         }
@@ -99,34 +99,23 @@ impl Bandwidth {
     fn packet_leaves(&mut self, e: &PacketEvent<'_>, f: &mut Fast) {
         let mut at = self.begin_packet(e);
         f.ctx_paths.clear();
-        for (i, &(parent, label)) in f.log.ctxs.iter().enumerate() {
-            let pid = if i == 0 {
-                0
-            } else {
-                let parent = f.ctx_paths.get(parent as usize).copied().unwrap_or(0);
-                match f.ctx_cache.get(i) {
-                    Some(&(p, l, pid)) if p == parent && l == label => pid,
-                    _ => {
-                        let pid = self.label_path(parent, label);
-                        if f.ctx_cache.len() <= i {
-                            f.ctx_cache.resize(i + 1, (NONE, Label::Index(0), 0));
-                        }
-                        f.ctx_cache[i] = (parent, label, pid);
-                        pid
-                    }
-                }
+        for &(parent, label) in &f.log.ctxs {
+            let pid = match f.ctx_paths.get(parent as usize) {
+                Some(&parent) => self.label_path(parent, label),
+                None => 0,
             };
             f.ctx_paths.push(pid);
         }
-        for (i, l) in f.log.leaves.iter().enumerate() {
+        for l in &f.log.leaves {
             if l.bits == 0 {
                 continue;
             }
             let parent = f.ctx_paths.get(l.ctx as usize).copied().unwrap_or(0);
-            // A type's datagrams mostly repeat their leaves: the leaf at the same index
-            // under the same path goes to the same row as last time.
-            let key = (at.type_id, at.dir, parent, l.label, l.node);
-            let (row, cat) = match f.leaf_cache.get(i) {
+            // A leaf slot of the plan mostly goes to the same row: the same label (a
+            // smallest-three's parts are named by the largest) under the same parent,
+            // in datagrams of the same type.
+            let key = (at.type_id, at.dir, parent, l.label);
+            let (row, cat) = match f.slot_rows.get(l.slot as usize) {
                 Some(&(k, row, cat)) if k == key => (row, cat),
                 _ => {
                     let pid = self.label_path(parent, l.label);
@@ -138,11 +127,9 @@ impl Bandwidth {
                         path: pid,
                         cat,
                     });
-                    if f.leaf_cache.len() <= i {
-                        f.leaf_cache
-                            .resize(i + 1, ((NONE, 0, NONE, Label::Index(0), NONE), 0, cat));
+                    if let Some(c) = f.slot_rows.get_mut(l.slot as usize) {
+                        *c = (key, row, cat);
                     }
-                    f.leaf_cache[i] = (key, row, cat);
                     (row, cat)
                 }
             };
