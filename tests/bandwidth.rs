@@ -399,6 +399,7 @@ fn sharded_profiles_equal_the_sequential_one() {
     }
     let what_if = Options {
         what_if: vec![("C.position.x".into(), 0.5)],
+        ..Options::default()
     };
     cases.push((root().join("captures/article.pcap"), "article.kdl", what_if));
     for (path, def, opts) in &cases {

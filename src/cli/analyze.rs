@@ -24,6 +24,7 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
     let resolved = resolve(&choice, |i| sample_files(&a.captures, i))?;
     let bits = a.bits.then(|| gpcap::sinks::bandwidth::Options {
         what_if: a.what_if.clone(),
+        ..Default::default()
     });
     if let Some(o) = &bits {
         gpcap::sinks::bandwidth::run::check_what_if(&resolved.cfg, o).map_err(gpcap::Error::Usage)?;

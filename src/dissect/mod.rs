@@ -6,6 +6,7 @@ pub mod diag;
 pub mod exec;
 pub mod expand;
 pub mod expr;
+pub mod leaves;
 pub mod model;
 pub mod paths;
 pub mod plan;

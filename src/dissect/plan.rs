@@ -186,6 +186,9 @@ pub struct Plan {
     /// The slots an expression reads: the only ones a packet must start with at zero
     /// (roles are read only once written, `Exec::seen`).
     pub read_slots: Vec<u16>,
+    /// What each op reads, for the bandwidth profile ([`super::leaves`]): the leaves of
+    /// a run in order, the node of an array or list.
+    pub leaves: super::leaves::Table,
 }
 
 impl Plan {
@@ -199,6 +202,7 @@ impl Plan {
             bodies: Vec::new(),
             header: NO_ENTRY,
             read_slots: Vec::new(),
+            leaves: Default::default(),
         };
         // Slots something reads: expressions and roles. The plan writes no other.
         let mut read = vec![false; p.slot_count.max(ROLE_SLOTS)];
@@ -256,11 +260,13 @@ impl Plan {
                     _ => {}
                 }
             }
+            plan.leaves.append(&mut block.leaves, start);
             plan.ops.extend(block.ops);
             plan.ops.push(Op::Return);
             plan.checks.extend(block.checks);
             plan.at[b.start as usize] = start;
         }
+        plan.leaves.index(plan.ops.len());
         plan.header = plan.entry(p.header).unwrap_or(NO_ENTRY);
         plan.bodies = (0..p.by_type.len() as u32)
             .map(|t| p.packet(t).and_then(|d| plan.entry(d.body)).unwrap_or(NO_ENTRY))
@@ -427,6 +433,8 @@ struct Ops<'r> {
     checks: Vec<Check>,
     /// Ops before this index may not absorb what follows: a jump lands here.
     barrier: usize,
+    /// The leaves and nodes each op reads, and the named structs spliced around them.
+    leaves: super::leaves::Table,
 }
 
 impl Ops<'_> {
@@ -447,7 +455,9 @@ impl Ops<'_> {
                         fields: 1,
                         checks: [None; 3],
                     });
+                    self.leaves.enter(id);
                     self.flatten(p, *body, splice + 1);
+                    self.leaves.leave();
                 }
                 Kind::If {
                     cond,
@@ -491,21 +501,32 @@ impl Ops<'_> {
                     }
                     self.barrier = self.ops.len();
                 }
-                Kind::Array { count, body } if node.slot.is_none() => self.ops.push(Op::Array {
-                    count: *count,
-                    body: *body,
-                    entry: NO_ENTRY,
-                    fixed: false,
-                    flat: (0, 0),
-                }),
-                Kind::RelativeList { max, body } if node.slot.is_none() => self.ops.push(Op::RelativeList {
-                    max: *max,
-                    body: *body,
-                    entry: NO_ENTRY,
-                    flat: (0, 0),
-                }),
+                Kind::Array { count, body } if node.slot.is_none() => self.ops.push_node(
+                    &mut self.leaves,
+                    id,
+                    Op::Array {
+                        count: *count,
+                        body: *body,
+                        entry: NO_ENTRY,
+                        fixed: false,
+                        flat: (0, 0),
+                    },
+                ),
+                Kind::RelativeList { max, body } if node.slot.is_none() => self.ops.push_node(
+                    &mut self.leaves,
+                    id,
+                    Op::RelativeList {
+                        max: *max,
+                        body: *body,
+                        entry: NO_ENTRY,
+                        flat: (0, 0),
+                    },
+                ),
                 kind => match leaf(kind, slot) {
-                    Some(l) => self.run(l),
+                    Some(l) => {
+                        self.run(l);
+                        self.leaves.push(self.ops.len() - 1, id);
+                    }
                     None => self.ops.push(Op::Node(id)),
                 },
             }
@@ -520,6 +541,7 @@ impl Ops<'_> {
         };
         let mut body = Ops {
             read: self.read,
+            leaves: self.leaves.nested(),
             ..Ops::default()
         };
         body.flatten(p, then, splice + 1);
@@ -531,6 +553,7 @@ impl Ops<'_> {
         }
         let first = self.checks.len() as u32;
         self.checks.extend(body.checks);
+        self.leaves.append(&mut body.leaves, self.ops.len() as u32);
         Some(Op::Cond {
             slot,
             negate,
@@ -561,6 +584,18 @@ impl Ops<'_> {
             *bits += leaf.bits;
             *fields += leaf.fields;
         }
+    }
+}
+
+/// Pushing an op that reads a node of its own (an array, a list), noted for the profile.
+trait PushNode {
+    fn push_node(&mut self, leaves: &mut super::leaves::Table, id: NodeId, op: Op);
+}
+
+impl PushNode for Vec<Op> {
+    fn push_node(&mut self, leaves: &mut super::leaves::Table, id: NodeId, op: Op) {
+        leaves.push(self.len(), id);
+        self.push(op);
     }
 }
 

@@ -338,7 +338,7 @@ impl Statistics {
 
     /// The statistics of the layers inside this one (a layer's own inner layers: the
     /// game's inside reliable.io), outermost first.
-    pub fn layers(&self) -> &[crate::engine::layers::LayerStats] {
+    pub fn layers(&self) -> &[(String, Statistics)] {
         &self.layers
     }
 

@@ -5,6 +5,7 @@
 //! remainder, datagrams that failed the checksum, other traffic — so the rows add up to
 //! the captured bytes × 8. The rows are read from the field tree the engine records.
 
+pub mod fast;
 #[cfg(feature = "export")]
 pub mod parquet;
 pub mod report;
@@ -128,6 +129,9 @@ pub struct Options {
     /// `PATH=RES`: float fields read at another resolution (path as in the rows, with or
     /// without the packet type in front).
     pub what_if: Vec<(String, f64)>,
+    /// Counts every datagram from its field tree, even where the plan could say: the
+    /// reference the plan-counted profile is held to (tests).
+    pub trees: bool,
 }
 
 /// Where the profile stands, per node: which block a definition node belongs to.
@@ -193,6 +197,21 @@ pub struct Bandwidth {
     /// Occurrences of each row in this packet, and the rows it touched.
     ordinals: Vec<u32>,
     touched: Vec<u32>,
+    /// Counting from the plan, the engine recording no trees ([`fast::eligible`]).
+    pub fast: Option<fast::Fast>,
+}
+
+/// A packet being counted: its row keys, its flow's previous packet of the type, the
+/// bits its fields covered.
+struct Counting {
+    type_id: u32,
+    dir: u8,
+    total: u64,
+    data_at: Option<u64>,
+    flow_type: Option<(u32, u32)>,
+    keep: bool,
+    prev: Previous,
+    covered: u64,
 }
 
 /// One flow and type's previous packet: each row's values by occurrence.
@@ -262,9 +281,26 @@ impl Bandwidth {
             children: Vec::new(),
             ordinals: Vec::new(),
             touched: Vec::new(),
+            fast: None,
         };
         b.path_by_text("");
         b
+    }
+
+    /// A profile counted from the plan ([`fast`]): its engine must record no trees.
+    pub fn planned(program: Arc<Program>, opts: Options) -> Self {
+        let mut b = Bandwidth::new(Some(program.clone()), opts);
+        b.fast = Some(fast::Fast::new(program));
+        b
+    }
+
+    /// A profile for `cfg` and whether its engine records trees (false: counted from
+    /// the plan).
+    pub fn for_config(cfg: &crate::engine::Config, opts: Options, plan: bool) -> (Self, bool) {
+        match &cfg.program {
+            Some(p) if plan && fast::eligible(cfg) => (Bandwidth::planned(p.clone(), opts), false),
+            p => (Bandwidth::new(p.clone(), opts), true),
+        }
     }
 
     /// Interns path `name` under `parent`: a node's (by id), or a part's.
@@ -388,6 +424,13 @@ impl Bandwidth {
     /// Adds `bits` to a row, once more, in packet `packet`.
     fn add(&mut self, key: Key, bits: u64) -> usize {
         let i = self.row(key);
+        self.add_to(i, bits);
+        i
+    }
+
+    /// [`Self::add`] to row `i`.
+    #[inline]
+    fn add_to(&mut self, i: usize, bits: u64) {
         let seq = self.events;
         let r = &mut self.rows[i];
         r.bits += bits;
@@ -397,7 +440,6 @@ impl Bandwidth {
             r.last_packet = seq;
             r.packets += 1;
         }
-        i
     }
 
     /// A row outside the field tree.
@@ -441,25 +483,7 @@ impl Bandwidth {
 
     /// The bits of a game datagram (or reassembled packet) field by field.
     fn packet_bits(&mut self, e: &PacketEvent<'_>, d: &Dissection) {
-        let type_id = e.packet_type.unwrap_or(NONE);
-        let dir = self.direction(e.packet_type);
-        *self.type_packets.entry((dir, type_id)).or_default() += 1;
-        let total = e.payload.len() as u64 * 8;
-        // A fragment's data (from its first byte) belongs to the packet it is put back into.
-        let data_at = match (e.kind, e.fragment) {
-            (Kind::Game, Some(f)) => Some((f.data_offset as u64 * 8).min(total)),
-            _ => None,
-        };
-        let mut covered = 0u64;
-        let flow_type = e.flow_index.map(|f| (f, type_id));
-        // Past the cap of kept states, a new flow and type gets no deltas.
-        let keep =
-            flow_type.is_some_and(|k| self.previous.len() < MAX_STATES || self.previous.contains_key(&k));
-        let mut prev = flow_type
-            .and_then(|k| self.previous.get_mut(&k))
-            .map(std::mem::take)
-            .unwrap_or_default();
-        prev.prefetch();
+        let mut at = self.begin_packet(e);
         let mut paths = std::mem::take(&mut self.field_paths);
         paths.clear();
         let mut children = std::mem::take(&mut self.children);
@@ -477,22 +501,7 @@ impl Bandwidth {
             let pid = match self.field_cache.get(i) {
                 Some(&(p, l, pid)) if p == parent && l == f.label => pid,
                 _ => {
-                    let pid = match f.label {
-                        Label::Index(_) => parent,
-                        Label::Node(id) => match self.node_paths.get(id as usize) {
-                            // A node is mostly met under one parent path: no lookup then.
-                            Some(&(p, pid)) if p == parent => pid,
-                            _ => {
-                                let name = self.node_name(id);
-                                let pid = self.path_id(parent, name, id);
-                                if let Some(c) = self.node_paths.get_mut(id as usize) {
-                                    *c = (parent, pid);
-                                }
-                                pid
-                            }
-                        },
-                        Label::Part(s) => self.part_path(parent, s),
-                    };
+                    let pid = self.label_path(parent, f.label);
                     if self.field_cache.len() <= i {
                         self.field_cache.resize(i + 1, (NONE, Label::Index(0), 0));
                     }
@@ -501,44 +510,135 @@ impl Bandwidth {
                 }
             };
             paths.push(pid);
-            if data_at.is_some_and(|a| f.bit_offset >= a) {
+            if at.data_at.is_some_and(|a| f.bit_offset >= a) {
                 continue;
             }
             // Bits of the field its children do not cover (all of a leaf's).
             let own = f.bit_len.saturating_sub(children.get(i).copied().unwrap_or(0));
-            if own == 0 {
-                continue;
-            }
-            let cat = self.category(f.kind, f.node);
             let msg_type = message_of(&d.messages, f.bit_offset);
-            let row = self.add(
-                Key {
-                    dir,
-                    type_id,
-                    msg_type,
-                    path: pid,
-                    cat,
-                },
-                own,
-            );
-            covered += own;
-            if cat.has_values()
-                && f.bit_len == own
-                && let Some(value) = self.values(row, f)
-            {
-                self.delta(&mut prev, keep, row, value);
-            }
-        }
-        self.end_packet(&mut prev);
-        if let Some(k) = flow_type.filter(|_| keep) {
-            self.previous.insert(k, prev);
+            let value = (f.bit_len == own).then_some((f.raw, f.value));
+            self.count_field(&mut at, pid, msg_type, f.node, f.kind, own, value);
         }
         self.field_paths = paths;
         self.children = children;
-        let data = data_at.map_or(0, |a| total - a);
+        self.end_packet_bits(at, d.fault.as_ref().map(|f| f.kind));
+    }
+
+    /// The path of a field labelled `label` under path `parent`.
+    fn label_path(&mut self, parent: u32, label: Label) -> u32 {
+        match label {
+            Label::Index(_) => parent,
+            Label::Node(id) => match self.node_paths.get(id as usize) {
+                // A node is mostly met under one parent path: no lookup then.
+                Some(&(p, pid)) if p == parent => pid,
+                _ => {
+                    let name = self.node_name(id);
+                    let pid = self.path_id(parent, name, id);
+                    if let Some(c) = self.node_paths.get_mut(id as usize) {
+                        *c = (parent, pid);
+                    }
+                    pid
+                }
+            },
+            Label::Part(s) => self.part_path(parent, s),
+        }
+    }
+
+    /// Where a packet's counting starts: its type and direction counted, its flow's
+    /// previous packet of the type taken out.
+    fn begin_packet(&mut self, e: &PacketEvent<'_>) -> Counting {
+        let type_id = e.packet_type.unwrap_or(NONE);
+        let dir = self.direction(e.packet_type);
+        *self.type_packets.entry((dir, type_id)).or_default() += 1;
+        let total = e.payload.len() as u64 * 8;
+        // A fragment's data (from its first byte) belongs to the packet it is put back into.
+        let data_at = match (e.kind, e.fragment) {
+            (Kind::Game, Some(f)) => Some((f.data_offset as u64 * 8).min(total)),
+            _ => None,
+        };
+        let flow_type = e.flow_index.map(|f| (f, type_id));
+        // Past the cap of kept states, a new flow and type gets no deltas.
+        let keep =
+            flow_type.is_some_and(|k| self.previous.len() < MAX_STATES || self.previous.contains_key(&k));
+        let prev = flow_type
+            .and_then(|k| self.previous.get_mut(&k))
+            .map(std::mem::take)
+            .unwrap_or_default();
+        prev.prefetch();
+        Counting {
+            type_id,
+            dir,
+            total,
+            data_at,
+            flow_type,
+            keep,
+            prev,
+            covered: 0,
+        }
+    }
+
+    /// One field's own bits into its row, and its value when the bits are all its own.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn count_field(
+        &mut self,
+        at: &mut Counting,
+        pid: u32,
+        msg_type: u32,
+        node: u32,
+        kind: &'static str,
+        own: u64,
+        value: Option<(u64, Value)>,
+    ) {
+        if own == 0 {
+            return;
+        }
+        let cat = self.category(kind, node);
+        let row = self.row(Key {
+            dir: at.dir,
+            type_id: at.type_id,
+            msg_type,
+            path: pid,
+            cat,
+        });
+        self.count_row(at, row, cat, node, kind, own, value);
+    }
+
+    /// [`Self::count_field`] into row `row` of category `cat`, known.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn count_row(
+        &mut self,
+        at: &mut Counting,
+        row: usize,
+        cat: Category,
+        node: u32,
+        kind: &'static str,
+        own: u64,
+        value: Option<(u64, Value)>,
+    ) {
+        self.add_to(row, own);
+        at.covered += own;
+        if cat.has_values()
+            && let Some((raw, v)) = value
+            && let Some(value) = self.values(row, node, kind, raw, v)
+        {
+            self.delta(&mut at.prev, at.keep, row, value);
+        }
+    }
+
+    /// The end of a packet's counting: its previous values kept, what no field covered
+    /// counted as what it is.
+    fn end_packet_bits(&mut self, mut at: Counting, fault: Option<FaultKind>) {
+        self.end_packet(&mut at.prev);
+        if let Some(k) = at.flow_type.filter(|_| at.keep) {
+            self.previous.insert(k, at.prev);
+        }
+        let (dir, type_id, total) = (at.dir, at.type_id, at.total);
+        let data = at.data_at.map_or(0, |a| total - a);
         self.frag_data += data;
-        let rest = total.saturating_sub(covered + data);
-        let cat = match d.fault.as_ref().map(|f| f.kind) {
+        let rest = total.saturating_sub(at.covered + data);
+        let cat = match fault {
             Some(FaultKind::TrailingBytes) => Category::Trailing,
             Some(_) => Category::Malformed,
             None if rest < 8 => Category::FinalByte,
@@ -571,13 +671,19 @@ impl Bandwidth {
     }
 
     /// The value estimates of one occurrence.
-    fn values(&mut self, row: usize, f: &crate::dissect::Field) -> Option<(i128, bool)> {
-        let (kind, raw, v) = (f.kind, f.raw, f.value);
+    fn values(
+        &mut self,
+        row: usize,
+        node: u32,
+        kind: &'static str,
+        raw: u64,
+        v: Value,
+    ) -> Option<(i128, bool)> {
         if self.rows[row].kind.is_empty() {
             let step = match self
                 .program
                 .as_deref()
-                .and_then(|p| p.nodes.get(f.node as usize))
+                .and_then(|p| p.nodes.get(node as usize))
                 .map(|n| &n.kind)
             {
                 Some(NodeKind::CompressedFloat(cf) | NodeKind::CompressedVector(cf)) if cf.max_int > 0 => {
@@ -874,6 +980,11 @@ impl Bandwidth {
                 {
                     self.reassembled += e.payload.len() as u64 * 8;
                     self.packet_bits(e, d);
+                } else if matches!(e.status, Status::Ok | Status::Malformed | Status::BadHeader)
+                    && e.dissection.is_none()
+                    && self.fast.is_some()
+                {
+                    self.packet_untreed(e);
                 }
                 return;
             }
@@ -903,6 +1014,7 @@ impl Bandwidth {
         };
         match (failed, e.dissection) {
             (None, Some(d)) => self.packet_bits(e, d),
+            (None, None) if self.fast.is_some() => self.packet_untreed(e),
             (Some((name, cat)), _) => self.overhead(0, NONE, name, cat, payload),
             (None, None) => self.overhead(0, NONE, "(not dissected)", Category::NotDissected, payload),
         }
@@ -910,10 +1022,11 @@ impl Bandwidth {
 }
 
 impl Sink for Bandwidth {
-    /// The profile counts the bits of every field.
+    /// The profile counts the bits of every field: from the field tree, unless it counts
+    /// them from the plan ([`fast`]), which reads the datagram itself.
     fn needs(&self) -> Needs {
         Needs {
-            fields: true,
+            fields: self.fast.is_none(),
             layers: None,
         }
     }

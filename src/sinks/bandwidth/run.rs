@@ -48,8 +48,10 @@ pub fn shard_profile(
     shards: usize,
     progress: &mut dyn FnMut(usize, u64),
 ) -> Result<Option<Report>, CaptureError> {
-    let make =
-        |c: &Config| Analyzer::with_sink(c.clone(), true, Bandwidth::new(c.program.clone(), opts.clone()));
+    let make = |c: &Config| {
+        let (b, record) = Bandwidth::for_config(c, opts.clone(), !opts.trees);
+        Analyzer::with_sink(c.clone(), record, b)
+    };
     let Some((mut report, parts)) = parallel::shard_files(captures, cfg, shards, progress, make)? else {
         return Ok(None);
     };
@@ -67,18 +69,17 @@ pub fn shard_profile(
     Ok(Some(report))
 }
 
-/// The report of `captures` with its `bandwidth` profile. On one core: the field tree
-/// is recorded for every datagram, which the sharded and pipelined runs do not carry.
+/// The report of `captures` with its `bandwidth` profile, on one core: counted from the
+/// plan when the definition allows ([`super::fast`]), else from the field tree recorded
+/// for every datagram.
 pub fn analyze_files(
     captures: &[PathBuf],
     cfg: Config,
     opts: Options,
     progress: &mut dyn FnMut(usize, u64),
 ) -> Result<Report, CaptureError> {
-    let mut sinks = (
-        Statistics::new(cfg.clone()),
-        Bandwidth::new(cfg.program.clone(), opts),
-    );
+    let (bandwidth, _) = Bandwidth::for_config(&cfg, opts.clone(), !opts.trees);
+    let mut sinks = (Statistics::new(cfg.clone()), bandwidth);
     run_files(captures, cfg, &mut sinks, progress)?;
     let (stats, bandwidth) = sinks;
     let mut report = stats.report();

@@ -5,6 +5,7 @@
 //! `layers[]`).
 
 use super::{Export, ExportError, MAX_NAME, partition_value};
+use crate::analysis::Statistics;
 use crate::engine::carried::{Anchor, each};
 use crate::engine::layers::LayerStats;
 use crate::engine::{Config, PacketEvent, Summary};
@@ -85,15 +86,22 @@ impl Layers {
     /// Each layer's report tables (flows, reassembly…) are its own engine's; a layer
     /// inside an inner layer ends with that layer's statistics.
     pub fn finish(&mut self, summary: &Summary) {
-        self.take_stats(&summary.layers, 0);
+        // The engine hands each layer's sink back as it made it: here, statistics.
+        let layers: Vec<(String, Statistics)> = (summary.layers.iter())
+            .filter_map(|LayerStats(name, sink)| {
+                let stats = sink.clone().into_any().downcast::<Statistics>().ok()?;
+                Some((name.clone(), *stats))
+            })
+            .collect();
+        self.take_stats(&layers, 0);
     }
 
-    fn take_stats(&mut self, layers: &[LayerStats], depth: usize) {
+    fn take_stats(&mut self, layers: &[(String, Statistics)], depth: usize) {
         // As deep as a stack goes (16 definitions).
         if depth > 16 {
             return;
         }
-        for LayerStats(name, stats) in layers {
+        for (name, stats) in layers {
             if let Some(x) = self.exports.iter_mut().find(|x| x.layer_name() == name) {
                 x.stats = stats.clone();
             }

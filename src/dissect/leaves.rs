@@ -1,0 +1,529 @@
+//! The leaves of the validation plan, logged: what the bandwidth profile counts from a
+//! datagram the plan reads, without a field tree. [`Table`] says, before packets flow,
+//! which leaves each run of the plan reads (and which node an array or list op is);
+//! [`LeafLog::read`] walks the plan over a valid datagram and logs each field that
+//! carries bits — offset, length, kind, value — under the element it is in, into
+//! buffers reused from one datagram to the next. Whatever the walk cannot follow
+//! (a node the interpreter reads, a fragment, a value the plan would refuse) makes it
+//! give up, and the caller reads the datagram into a field tree instead: the log is the
+//! tree's leaves or nothing.
+
+use super::expr::eval;
+use super::model::{Label, Value};
+use super::plan::{NO_ENTRY, Op};
+use super::prims::{self, Raw};
+use super::program::{Count, Kind, NodeId, Program};
+use crate::bits::{BitReader, Prim, RELATIVE_INDEX_LADDER, ReadStream};
+use crate::validate::FRAGMENT_TYPE;
+
+/// A leaf (or array, or list) an op reads, with the named structs spliced around it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Entry {
+    pub op: u32,
+    pub node: NodeId,
+    /// A range of [`Table::chains`]: the structs from the block down to it.
+    pub chain: (u32, u32),
+}
+
+/// What each op of a plan reads.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Table {
+    /// In op order, each op's contiguous.
+    pub entries: Vec<Entry>,
+    pub chains: Vec<NodeId>,
+    /// Each op's entries (first, count).
+    pub by_op: Vec<(u32, u32)>,
+    /// The structs open while a block is flattened.
+    stack: Vec<NodeId>,
+}
+
+impl Table {
+    pub(super) fn enter(&mut self, id: NodeId) {
+        self.stack.push(id);
+    }
+
+    pub(super) fn leave(&mut self) {
+        self.stack.pop();
+    }
+
+    /// An empty table for a nested block, inside the structs open here.
+    pub(super) fn nested(&self) -> Table {
+        Table {
+            stack: self.stack.clone(),
+            ..Table::default()
+        }
+    }
+
+    /// Node `node` read by op `op`.
+    pub(super) fn push(&mut self, op: usize, node: NodeId) {
+        let first = self.chains.len() as u32;
+        self.chains.extend_from_slice(&self.stack);
+        self.entries.push(Entry {
+            op: op as u32,
+            node,
+            chain: (first, self.stack.len() as u32),
+        });
+    }
+
+    /// Moves `other`'s entries here, its ops `at` ops on.
+    pub(super) fn append(&mut self, other: &mut Table, at: u32) {
+        let base = self.chains.len() as u32;
+        for e in other.entries.drain(..) {
+            self.entries.push(Entry {
+                op: e.op + at,
+                chain: (e.chain.0 + base, e.chain.1),
+                ..e
+            });
+        }
+        self.chains.append(&mut other.chains);
+    }
+
+    /// Indexes the entries by op, once every block is in.
+    pub(super) fn index(&mut self, ops: usize) {
+        self.by_op = vec![(0, 0); ops];
+        for (i, e) in self.entries.iter().enumerate() {
+            if let Some(r) = self.by_op.get_mut(e.op as usize) {
+                if r.1 == 0 {
+                    r.0 = i as u32;
+                }
+                r.1 += 1;
+            }
+        }
+    }
+
+    /// The entries of op `op`, and the index of the first.
+    pub fn of(&self, op: usize) -> (u32, &[Entry]) {
+        let (first, n) = self.by_op.get(op).copied().unwrap_or((0, 0));
+        let entries = self
+            .entries
+            .get(first as usize..(first + n) as usize)
+            .unwrap_or(&[]);
+        (first, entries)
+    }
+
+    /// How many leaf slots a log of this table names ([`Logged::slot`]): per entry 8 for
+    /// the leaf, its group's parts and padding, 8 more for a list's index ladder, and 8
+    /// for the end check.
+    pub fn slots(&self) -> usize {
+        (2 * self.entries.len() + 1) * 8
+    }
+
+    fn chain(&self, e: &Entry) -> &[NodeId] {
+        self.chains
+            .get(e.chain.0 as usize..(e.chain.0 + e.chain.1) as usize)
+            .unwrap_or(&[])
+    }
+}
+
+/// A field that carries bits, as the tree would hold it, under context `ctx` (an
+/// index of [`LeafLog::ctxs`]: the group it is in).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Logged {
+    pub ctx: u32,
+    pub label: Label,
+    pub node: NodeId,
+    pub kind: &'static str,
+    pub bit_offset: u64,
+    /// Its own bits (a group's: those its parts do not cover).
+    pub bits: u64,
+    pub raw: u64,
+    pub value: Value,
+    /// Whether its value is its own (false: a group with parts).
+    pub valued: bool,
+    /// Where in the plan it is read, the same from one datagram to the next: entry
+    /// × 8 + part (a group 0, its parts 1…4, padding 7); a list's index ladder (entries
+    /// + the list's entry) × 8 + flag (6: the difference); the end check 2 × entries × 8.
+    pub slot: u32,
+}
+
+/// The root context (the datagram).
+pub const ROOT_CTX: u32 = 0;
+
+/// Nesting of arrays and lists a walk follows (deeper: the field tree).
+const MAX_DEPTH: u32 = 32;
+
+/// The leaves of one datagram and the groups they are in; reused.
+#[derive(Debug, Clone, Default)]
+pub struct LeafLog {
+    /// Each group as (its parent context, its label); the first is the root.
+    pub ctxs: Vec<(u32, Label)>,
+    pub leaves: Vec<Logged>,
+    slots: Vec<i64>,
+    trace: Vec<Prim>,
+}
+
+/// The walk gave up: the datagram is for the field tree.
+struct GiveUp;
+
+type Walk<T = ()> = Result<T, GiveUp>;
+
+impl LeafLog {
+    /// Logs the leaves of `data`, a datagram of type `ty` that validated without a
+    /// fault. False: the plan cannot say (the log is then meaningless).
+    pub fn read(&mut self, p: &Program, data: &[u8], ty: u32) -> bool {
+        self.ctxs.clear();
+        self.leaves.clear();
+        self.ctxs.push((u32::MAX, Label::Index(0)));
+        self.slots.clear();
+        self.slots.resize(p.slot_count, 0);
+        let mut w = Walker {
+            p,
+            data,
+            pos: 0,
+            log: self,
+        };
+        w.datagram(ty).is_ok()
+    }
+}
+
+struct Walker<'a> {
+    p: &'a Program,
+    data: &'a [u8],
+    pos: u64,
+    log: &'a mut LeafLog,
+}
+
+impl Walker<'_> {
+    fn datagram(&mut self, ty: u32) -> Walk {
+        let p = self.p;
+        let plan = &p.plan;
+        if p.messages.is_some() || p.params.tracks() || p.params.msb {
+            return Err(GiveUp);
+        }
+        self.ops(plan.header, ROOT_CTX, 0)?;
+        let fragment = match (p.fragment, p.fragment_when) {
+            (Some(_), Some(_)) => return Err(GiveUp),
+            (Some(_), None) => ty == FRAGMENT_TYPE,
+            (None, _) => false,
+        };
+        if fragment {
+            return Err(GiveUp);
+        }
+        let entry = plan.bodies.get(ty as usize).copied().unwrap_or(NO_ENTRY);
+        self.ops(entry, ROOT_CTX, 0)?;
+        if let Some(magic) = p.params.end_check {
+            let slot = 2 * plan.leaves.entries.len() as u32 * 8;
+            self.leaf(
+                u32::MAX,
+                &Kind::Check { magic },
+                Label::Part("end_check"),
+                ROOT_CTX,
+                slot,
+            )?;
+        }
+        let left = (self.data.len() as u64 * 8).saturating_sub(self.pos);
+        if left >= 8 {
+            return Err(GiveUp);
+        }
+        Ok(())
+    }
+
+    fn ctx(&mut self, parent: u32, label: Label) -> u32 {
+        self.log.ctxs.push((parent, label));
+        self.log.ctxs.len() as u32 - 1
+    }
+
+    fn slot(&self, s: u16) -> i64 {
+        self.log.slots.get(s as usize).copied().unwrap_or(0)
+    }
+
+    /// The plan from op `entry` to its `Return`, under context `ctx`.
+    fn ops(&mut self, entry: u32, ctx: u32, depth: u32) -> Walk {
+        let p = self.p;
+        let plan = &p.plan;
+        if entry == NO_ENTRY || depth > MAX_DEPTH {
+            return Err(GiveUp);
+        }
+        let mut pc = entry as usize;
+        loop {
+            let op = *plan.ops.get(pc).ok_or(GiveUp)?;
+            let at = pc;
+            pc += 1;
+            match op {
+                Op::Run { .. } => self.run(at, ctx)?,
+                Op::Cond { slot, negate, .. } => {
+                    if (self.slot(slot) != 0) != negate {
+                        self.run(at, ctx)?;
+                    }
+                }
+                Op::Unless { cond, to } => match eval(p.expr(cond), &self.log.slots) {
+                    Ok(0) => pc = to as usize,
+                    Ok(_) => {}
+                    Err(_) => return Err(GiveUp),
+                },
+                Op::UnlessSlot { slot, negate, to } => {
+                    if (self.slot(slot) == 0) != negate {
+                        pc = to as usize;
+                    }
+                }
+                Op::Goto { to } => pc = to as usize,
+                Op::Array { count, entry, .. } => {
+                    let n = match count {
+                        Count::Const(n) => n,
+                        Count::Expr(e) => eval(p.expr(e), &self.log.slots).map_err(|_| GiveUp)?.max(0) as u64,
+                    };
+                    if n > p.limits.max_elements {
+                        return Err(GiveUp);
+                    }
+                    let (list, _) = self.node_ctx(at, ctx)?;
+                    for _ in 0..n {
+                        // An element's path is its array's.
+                        self.ops(entry, list, depth + 1)?;
+                    }
+                }
+                Op::RelativeList { max, entry, .. } => {
+                    let (list, e) = self.node_ctx(at, ctx)?;
+                    let ladder = (plan.leaves.entries.len() as u32 + e) * 8;
+                    self.relative_list(list, max, entry, depth, ladder)?;
+                }
+                Op::Node(_) => return Err(GiveUp),
+                Op::Return => return Ok(()),
+            }
+        }
+    }
+
+    /// The context of the array or list op `at` reads.
+    fn node_ctx(&mut self, at: usize, ctx: u32) -> Walk<(u32, u32)> {
+        let table = &self.p.plan.leaves;
+        let (index, [e]) = table.of(at) else {
+            return Err(GiveUp);
+        };
+        let e = *e;
+        let mut c = ctx;
+        for i in 0..e.chain.1 {
+            let s = *table.chains.get((e.chain.0 + i) as usize).ok_or(GiveUp)?;
+            c = self.ctx(c, Label::Node(s));
+        }
+        Ok((self.ctx(c, Label::Node(e.node)), index))
+    }
+
+    /// The leaves of run op `at`.
+    fn run(&mut self, at: usize, ctx: u32) -> Walk {
+        let p = self.p;
+        let table = &p.plan.leaves;
+        let (first, entries) = table.of(at);
+        for (i, e) in entries.iter().enumerate() {
+            let mut c = ctx;
+            for &s in table.chain(e) {
+                c = self.ctx(c, Label::Node(s));
+            }
+            let kind = &p.nodes.get(e.node as usize).ok_or(GiveUp)?.kind;
+            self.leaf(e.node, kind, Label::Node(e.node), c, (first + i as u32) * 8)?;
+        }
+        Ok(())
+    }
+
+    /// One leaf, as the interpreter records it: one field, or a group and its parts
+    /// (padding beside it).
+    fn leaf(&mut self, id: NodeId, kind: &Kind, label: Label, ctx: u32, slot: u32) -> Walk {
+        let start = self.pos;
+        let fields = prims::field_count(kind);
+        if fields == 0 {
+            return Err(GiveUp);
+        }
+        if fields != 1 && !prims::is_group(kind) {
+            return self.traced(id, kind, label, ctx, slot);
+        }
+        let mut r = BitReader::at(self.data, start);
+        let mut raw = Raw::default();
+        prims::serialize_leaf(&mut r, kind, &mut raw).map_err(|_| GiveUp)?;
+        self.pos = r.bits_read();
+        if fields == 1 {
+            let (bits, value) = prims::single(kind, raw.0[0], true);
+            self.log.leaves.push(Logged {
+                ctx,
+                label,
+                node: id,
+                kind: kind.name(),
+                bit_offset: start,
+                bits: self.pos - start,
+                raw: bits,
+                value,
+                valued: true,
+                slot,
+            });
+            if let Some(s) = self.p.nodes.get(id as usize).and_then(|n| n.slot)
+                && let Some(x) = self.log.slots.get_mut(s as usize)
+            {
+                *x = raw.0[0] as i64;
+            }
+            return Ok(());
+        }
+        let group = self.ctx(ctx, label);
+        let at = self.log.leaves.len();
+        self.log.leaves.push(Logged {
+            ctx,
+            label,
+            node: id,
+            kind: kind.name(),
+            bit_offset: start,
+            bits: 0,
+            raw: 0,
+            value: Value::None,
+            valued: false,
+            slot,
+        });
+        let mut parts = 0u64;
+        let mut k = 0;
+        let log = &mut *self.log;
+        let value = prims::parts_of(kind, &raw, start, true, &mut |f: &prims::LeafField| {
+            let (ctx, label, at) = match f.part {
+                Some("align") => (ctx, Label::Part("align"), 7),
+                Some(name) => {
+                    parts += f.bit_len;
+                    k += 1;
+                    (group, Label::Part(name), k.min(6))
+                }
+                None => (ctx, label, 0),
+            };
+            log.leaves.push(Logged {
+                ctx,
+                label,
+                node: id,
+                kind: f.kind,
+                bit_offset: f.bit_offset,
+                bits: f.bit_len,
+                raw: f.raw,
+                value: f.value,
+                valued: true,
+                slot: slot + at,
+            });
+        });
+        let total = self.pos - start;
+        if let Some(g) = self.log.leaves.get_mut(at) {
+            g.bits = total.saturating_sub(parts);
+            g.valued = parts == 0;
+            g.value = value;
+        }
+        Ok(())
+    }
+
+    /// A leaf of one field and padding (the end check), from the trace of its reads.
+    fn traced(&mut self, id: NodeId, kind: &Kind, label: Label, ctx: u32, slot: u32) -> Walk {
+        let mut trace = std::mem::take(&mut self.log.trace);
+        trace.clear();
+        let mut raw = Raw::default();
+        let mut s = ReadStream::from_reader(BitReader::at(self.data, self.pos), &mut trace);
+        let res = prims::serialize_leaf(&mut s, kind, &mut raw);
+        self.pos = s.into_reader().bits_read();
+        let log = &mut *self.log;
+        prims::fields(kind, &trace, true, &mut |f: &prims::LeafField| {
+            let (label, at) = match f.part {
+                Some("align") => (Label::Part("align"), 7),
+                _ => (label, 0),
+            };
+            log.leaves.push(Logged {
+                ctx,
+                label,
+                node: id,
+                kind: f.kind,
+                bit_offset: f.bit_offset,
+                bits: f.bit_len,
+                raw: f.raw,
+                value: f.value,
+                valued: true,
+                slot: slot + at,
+            });
+        });
+        self.log.trace = trace;
+        res.map(|_| ()).map_err(|_| GiveUp)
+    }
+
+    /// A relative list's elements: the index ladder, then the body, until `max`.
+    fn relative_list(&mut self, list: u32, max: i64, entry: u32, depth: u32, ladder: u32) -> Walk {
+        let limit = self.p.limits.max_elements;
+        let mut previous = -1i64;
+        let mut i = 0u64;
+        loop {
+            if i > limit {
+                return Err(GiveUp);
+            }
+            let element = self.ctx(list, Label::Index(i as u32));
+            let index = self.relative_index(element, previous, max, ladder)?;
+            previous = index;
+            if index == max {
+                // The sentinel is the list's `end`, not an element.
+                if let Some(c) = self.log.ctxs.get_mut(element as usize) {
+                    c.1 = Label::Part("end");
+                }
+                return Ok(());
+            }
+            self.ops(entry, element, depth + 1)?;
+            i += 1;
+        }
+    }
+
+    fn relative_index(&mut self, element: u32, previous: i64, max: i64, ladder: u32) -> Walk<i64> {
+        const RUNGS: [&str; 5] = ["upto_5", "upto_13", "upto_29", "upto_61", "upto_125"];
+        let index = self.ctx(element, Label::Part("index"));
+        let node = self.list_node(element);
+        let diff = if self.flag(index, node, "plus_one", ladder)? {
+            1
+        } else {
+            let mut range = (126, max + 1);
+            for (k, rung) in RELATIVE_INDEX_LADDER.into_iter().enumerate() {
+                if self.flag(index, node, RUNGS[k], ladder + 1 + k as u32)? {
+                    range = rung;
+                    break;
+                }
+            }
+            let (lo, hi) = range;
+            let width = crate::bits::int_width(lo, hi).unwrap_or(0);
+            let at = self.pos;
+            let mut r = BitReader::at(self.data, at);
+            let raw = r.read_bits(width).map_err(|_| GiveUp)?;
+            self.pos = r.bits_read();
+            let d = lo + i64::from(raw);
+            if d > hi {
+                return Err(GiveUp);
+            }
+            self.log.leaves.push(Logged {
+                ctx: index,
+                label: Label::Part("difference"),
+                node,
+                kind: "int",
+                bit_offset: at,
+                bits: u64::from(width),
+                raw: u64::from(raw),
+                value: Value::Int(d),
+                valued: true,
+                slot: ladder + 6,
+            });
+            d
+        };
+        let index = previous + diff;
+        if index > max {
+            return Err(GiveUp);
+        }
+        Ok(index)
+    }
+
+    /// The list node an element's context belongs to.
+    fn list_node(&self, element: u32) -> NodeId {
+        let parent = self.log.ctxs.get(element as usize).map_or(u32::MAX, |c| c.0);
+        match self.log.ctxs.get(parent as usize) {
+            Some(&(_, Label::Node(n))) => n,
+            _ => u32::MAX,
+        }
+    }
+
+    fn flag(&mut self, ctx: u32, node: NodeId, name: &'static str, slot: u32) -> Walk<bool> {
+        let at = self.pos;
+        let mut r = BitReader::at(self.data, at);
+        let v = r.read_bits(1).map_err(|_| GiveUp)?;
+        self.pos = r.bits_read();
+        self.log.leaves.push(Logged {
+            ctx,
+            label: Label::Part(name),
+            node,
+            kind: "bool",
+            bit_offset: at,
+            bits: 1,
+            raw: u64::from(v),
+            value: Value::Bool(v != 0),
+            valued: true,
+            slot,
+        });
+        Ok(v != 0)
+    }
+}
