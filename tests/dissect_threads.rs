@@ -150,7 +150,7 @@ fn simulated(sim: &gpcap::generate::sim::SimConfig) -> PathBuf {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(16))]
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(8))]
 
     /// Generated sessions (big packets, fragments, loss, corruption, reordering, IPv6):
     /// several formatting threads print what one does, byte for byte, in every format.
@@ -169,7 +169,7 @@ proptest::proptest! {
         let sim = SimConfig {
             seed,
             clients,
-            packets: Some(clients as u64 * 60),
+            packets: Some(clients as u64 * 40),
             big,
             loss,
             corrupt,

@@ -642,8 +642,22 @@ mod tests {
     }
 
     fn same(x: f32) {
-        for d in [None, Some(0), Some(1), Some(2), Some(3), Some(4), Some(6), Some(9)] {
-            assert_eq!(fast(x, d), slow(x, d), "{x:e} ({:#010x}) at {d:?} decimals", x.to_bits());
+        for d in [
+            None,
+            Some(0),
+            Some(1),
+            Some(2),
+            Some(3),
+            Some(4),
+            Some(6),
+            Some(9),
+        ] {
+            assert_eq!(
+                fast(x, d),
+                slow(x, d),
+                "{x:e} ({:#010x}) at {d:?} decimals",
+                x.to_bits()
+            );
         }
     }
 
@@ -658,7 +672,21 @@ mod tests {
             same(k as f32 / 8.0);
             same(k as f32 / 1024.0);
         }
-        for x in [0.0, -0.0, 1e-4, 9.999e-5, 1e-3, 0.00049, 1e6, 999_999.9, 1e12, 9.99e11, f32::MAX] {
+        // 202.703125 lies halfway between 202.70312 and 202.70313: `{}` says the latter.
+        same(202.703125);
+        for x in [
+            0.0,
+            -0.0,
+            1e-4,
+            9.999e-5,
+            1e-3,
+            0.00049,
+            1e6,
+            999_999.9,
+            1e12,
+            9.99e11,
+            f32::MAX,
+        ] {
             same(x);
             same(-x);
         }
