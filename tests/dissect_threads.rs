@@ -139,7 +139,7 @@ fn a_failing_formatter_ends_the_run_naming_file_and_frame() {
 fn simulated(sim: &gpcap::generate::sim::SimConfig) -> PathBuf {
     use gpcap::capture::writer::PcapWriter;
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let program = gpcap::load_definition(&root.join("dissectors/article.kdl")).unwrap();
+    let program = gpcap::load_definition(root.join("dissectors/article.kdl")).unwrap();
     let g = gpcap::generate::sim::simulate(&program, sim).unwrap();
     let path = std::env::temp_dir().join(format!("gpcap-dissect-{}-{}.pcap", std::process::id(), sim.seed));
     let mut w = PcapWriter::new(std::fs::File::create(&path).unwrap(), g.linktype, 65535, true).unwrap();

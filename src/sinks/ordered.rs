@@ -3,7 +3,8 @@
 //! for every protocol (messages, conversation state and decryption included, as on one
 //! core); the packets selected are copied out in batches, formatted by worker threads,
 //! and written in reading order by one writer thread. Formatting is most of `dissect`'s
-//! time (`--jsonl` of a 17 MB capture: the engine 0.3 s of 3.3 s).
+//! time (`--jsonl` of 200,000 frames of the 128-client capture: about four fifths of
+//! 2.1 s of CPU); batches and output buffers go round, so a warm run allocates little.
 
 use super::printer::{Format, Printer};
 use crate::Error;
