@@ -128,3 +128,56 @@ fn a_failing_formatter_ends_the_run_naming_file_and_frame() {
         "the failed frame was printed"
     );
 }
+
+/// `sim` simulated with the article's definition into a temporary capture.
+fn simulated(sim: &gpcap::generate::sim::SimConfig) -> PathBuf {
+    use gpcap::capture::writer::PcapWriter;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let program = gpcap::load_definition(root.join("dissectors/article.kdl")).unwrap();
+    let g = gpcap::generate::sim::simulate(&program, sim).unwrap();
+    let path = std::env::temp_dir().join(format!("gpcap-dissect-{}-{}.pcap", std::process::id(), sim.seed));
+    let mut w = PcapWriter::new(std::fs::File::create(&path).unwrap(), g.linktype, 65535, true).unwrap();
+    for (t, f) in &g.frames {
+        w.write(*t, f, f.len() as u32).unwrap();
+    }
+    path
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(8))]
+
+    /// Generated sessions (big packets, fragments, loss, corruption, reordering, IPv6):
+    /// several formatting threads print what one does, byte for byte, in every format.
+    #[test]
+    fn generated_captures_print_the_same_bytes_on_one_core_or_several(
+        seed in proptest::prelude::any::<u64>(),
+        clients in 1u32..12,
+        big in 0.0f64..0.5,
+        loss in 0.0f64..0.05,
+        corrupt in 0.0f64..0.05,
+        reorder in 0.0f64..0.1,
+        ipv6 in proptest::prelude::any::<bool>(),
+        threads in 2usize..5,
+    ) {
+        use gpcap::generate::sim::SimConfig;
+        let sim = SimConfig {
+            seed,
+            clients,
+            packets: Some(clients as u64 * 40),
+            big,
+            loss,
+            corrupt,
+            reorder,
+            ipv6,
+            ..SimConfig::default()
+        };
+        let capture = simulated(&sim);
+        let def = Path::new(env!("CARGO_MANIFEST_DIR")).join("dissectors/article.kdl");
+        for format in [Format::JsonLines, Format::Json, Format::Brief, Format::Tree] {
+            let one = printed(&capture, &def, format, None, 1);
+            let many = printed(&capture, &def, format, None, threads);
+            proptest::prop_assert!(one == many, "{:?}: {} threads differ", format, threads);
+        }
+        let _ = std::fs::remove_file(&capture);
+    }
+}

@@ -423,8 +423,7 @@ impl Sink for Trees {
         let _ = gpcap::present::tree::text_tree(&self.program, d, e.payload);
         let mut json = Vec::new();
         let mut scratch = gpcap::present::json::JsonScratch::default();
-        gpcap::present::json::fields(&mut json, &self.program, d, e.payload, &mut scratch)
-            .expect("writing to memory");
+        gpcap::present::json::fields(&mut json, &self.program, d, e.payload, &mut scratch);
         let _: serde_json::Value = serde_json::from_slice(&json).expect("valid JSON");
         Flow::Continue
     }

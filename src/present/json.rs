@@ -1,200 +1,385 @@
-//! `dissect --json`/`--jsonl` written straight from the field tree: no JSON value tree,
-//! no map per field, a path built once per level. Keys come out in the sorted order the
+//! `dissect --json`/`--jsonl` written straight from the field tree into a reused byte
+//! buffer: no JSON value tree, no map or string per field, each node's name and doc
+//! escaped once, numbers through `itoa` and `zmij`. Keys come out in the sorted order the
 //! document has always had, so the output is byte for byte what it was.
 
-use super::tree::{float_decimals, float_text};
-use crate::dissect::{Dissection, Field, FragmentInfo, Label, Program, Value, label_name};
+use super::tree::float_text;
+use crate::dissect::{Dissection, Field, FragmentInfo, Label, Program, Value};
 use crate::engine::carried::{Anchor, Carried};
 use crate::engine::{Kind, PacketEvent};
 use crate::validate::CrcStatus;
-use std::io::{self, Write};
+use std::io::Write as _;
 
-/// Buffers reused from packet to packet.
+/// What a node writes every time, escaped once: its name as a path segment, its
+/// `,"doc":"…"` member, its floats' resolution.
+struct NodeBytes {
+    name: Box<[u8]>,
+    doc: Option<Box<[u8]>>,
+    decimals: Option<usize>,
+}
+
+/// Buffers reused from packet to packet, and the bytes of the nodes written so far.
 #[derive(Default)]
 pub struct JsonScratch {
     /// Where each field's subtree ends (pre-order), to walk children without lists.
     end: Vec<u32>,
-    path: String,
+    open: Vec<u32>,
+    /// The field's path, already escaped for a JSON string.
+    path: Vec<u8>,
+    names: Names,
 }
 
-fn string<W: Write>(w: &mut W, s: &str) -> io::Result<()> {
-    // Names and paths rarely need escaping: copy those as they are.
-    if s.bytes()
-        .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
-    {
-        w.write_all(b"\"")?;
-        w.write_all(s.as_bytes())?;
-        return w.write_all(b"\"");
+/// The program `nodes` were written for (its address: printers hold it for their
+/// lifetime), and its nodes' bytes, filled as they are first met.
+#[derive(Default)]
+struct Names {
+    program: usize,
+    nodes: Vec<Option<NodeBytes>>,
+}
+
+impl Names {
+    /// The bytes of node `n` of `p` (`None` past its nodes).
+    fn node(&mut self, p: &Program, n: u32) -> Option<&NodeBytes> {
+        let key = p as *const Program as usize;
+        if self.program != key || self.nodes.len() != p.nodes.len() {
+            self.program = key;
+            self.nodes.clear();
+            self.nodes.resize_with(p.nodes.len(), || None);
+        }
+        let node = p.nodes.get(n as usize)?;
+        let slot = self.nodes.get_mut(n as usize)?;
+        Some(slot.get_or_insert_with(|| {
+            let mut name = Vec::new();
+            escaped(&mut name, &node.name);
+            let doc = node.doc.as_ref().map(|d| {
+                let mut b = b",\"doc\":\"".to_vec();
+                escaped(&mut b, d);
+                b.push(b'"');
+                b.into_boxed_slice()
+            });
+            let decimals = match node.kind {
+                crate::dissect::program::Kind::CompressedFloat(cf)
+                | crate::dissect::program::Kind::CompressedVector(cf) => Some(cf.decimals()),
+                _ => None,
+            };
+            NodeBytes {
+                name: name.into_boxed_slice(),
+                doc,
+                decimals,
+            }
+        }))
     }
-    serde_json::to_writer(w, s).map_err(io::Error::other)
+}
+
+/// Pre-order subtree ends of `d`'s fields (as `Dissection::subtree_ends`, with a reused
+/// stack).
+fn subtree_ends(d: &Dissection, end: &mut Vec<u32>, open: &mut Vec<u32>) {
+    let n = d.fields.len();
+    end.clear();
+    end.resize(n, n as u32);
+    open.clear();
+    for (i, f) in d.fields.iter().enumerate() {
+        while let Some(&top) = open.last() {
+            if f.parent == top {
+                break;
+            }
+            end[top as usize] = i as u32;
+            open.pop();
+        }
+        open.push(i as u32);
+    }
+}
+
+/// Bytes that need no escaping in a JSON string.
+fn plain(s: &str) -> bool {
+    s.bytes()
+        .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
+}
+
+/// `s` escaped as inside a JSON string, without the quotes.
+fn escaped(w: &mut Vec<u8>, s: &str) {
+    if plain(s) {
+        w.extend_from_slice(s.as_bytes());
+    } else if let Ok(q) = serde_json::to_vec(s) {
+        w.extend_from_slice(q.get(1..q.len() - 1).unwrap_or(&[]));
+    }
+}
+
+fn string(w: &mut Vec<u8>, s: &str) {
+    w.push(b'"');
+    escaped(w, s);
+    w.push(b'"');
 }
 
 /// An integer, without the formatting machinery.
-fn int<W: Write>(w: &mut W, v: impl itoa::Integer) -> io::Result<()> {
-    w.write_all(itoa::Buffer::new().format(v).as_bytes())
+fn int(w: &mut Vec<u8>, v: impl itoa::Integer) {
+    w.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
 }
 
-fn key<W: Write>(w: &mut W, first: &mut bool, k: &str) -> io::Result<()> {
+fn key(w: &mut Vec<u8>, first: &mut bool, k: &str) {
     if !std::mem::take(first) {
-        w.write_all(b",")?;
+        w.push(b',');
     }
-    w.write_all(b"\"")?;
-    w.write_all(k.as_bytes())?;
-    w.write_all(b"\":")
+    w.push(b'"');
+    w.extend_from_slice(k.as_bytes());
+    w.extend_from_slice(b"\":");
 }
 
-fn opt<W: Write, T: std::fmt::Display>(w: &mut W, v: Option<T>) -> io::Result<()> {
+fn opt_int(w: &mut Vec<u8>, v: Option<impl itoa::Integer>) {
     match v {
-        Some(v) => write!(w, "{v}"),
-        None => w.write_all(b"null"),
+        Some(v) => int(w, v),
+        None => w.extend_from_slice(b"null"),
     }
 }
 
-/// A float at its resolution, as the tree shows it, as a JSON number (null if not finite).
-fn float<W: Write>(w: &mut W, x: f32, decimals: Option<usize>) -> io::Result<()> {
+fn opt_bool(w: &mut Vec<u8>, v: Option<bool>) {
+    w.extend_from_slice(match v {
+        Some(true) => b"true",
+        Some(false) => b"false",
+        None => b"null",
+    });
+}
+
+/// A float at its resolution, as the tree shows it (`float_text`), read back as an f64
+/// and written as JSON writes it: `false` (nothing written) when not finite.
+pub fn float(w: &mut Vec<u8>, x: f32, decimals: Option<usize>) -> bool {
+    if float_fast(w, x, decimals) {
+        return true;
+    }
     match float_text(x, decimals).parse::<f64>() {
-        Ok(v) if v.is_finite() => serde_json::to_writer(w, &v).map_err(io::Error::other),
-        _ => w.write_all(b"null"),
+        Ok(v) if v.is_finite() => serde_json::to_writer(w, &v).is_ok(),
+        _ => false,
     }
 }
 
-fn fragment<W: Write>(w: &mut W, f: Option<FragmentInfo>) -> io::Result<()> {
-    match f {
-        Some(f) => write!(
-            w,
-            "{{\"count\":{},\"data_len\":{},\"data_offset\":{},\"id\":{},\"lead\":{}}}",
-            f.count, f.data_len, f.data_offset, f.id, f.lead
-        ),
-        None => w.write_all(b"null"),
+/// [`float`] without text in between, for the values JSON writes without an exponent
+/// (`false`: take the long way). The shortest text of an f32 read as an f64 is that
+/// f64's shortest text too, and a value rounded to at most 15 digits reads back as itself.
+/// A value exactly halfway between two texts takes the long way: `zmij` and `{}` (or
+/// `{:.d}`) may settle the tie differently. Below 10^7 an f32 that prints as an
+/// integer is that integer, so the fraction's digits are the ones that can tie.
+fn float_fast(w: &mut Vec<u8>, x: f32, decimals: Option<usize>) -> bool {
+    /// x·10^k is exact in an f64 for k ≤ 12 (24 + 28 bits at most).
+    fn halfway(x: f32, k: usize) -> bool {
+        (x as f64 * 10f64.powi(k as i32)).fract().abs() == 0.5
     }
+    let a = x.abs();
+    match decimals {
+        None if (1e-4..1e7).contains(&a) => {
+            let mut b = zmij::Buffer::new();
+            let s = b.format_finite(x).as_bytes();
+            let Some(dot) = s.iter().position(|&c| c == b'.') else {
+                return false;
+            };
+            let k = s.len() - dot - 1;
+            if s.contains(&b'e') || k > 12 || halfway(x, k) {
+                return false;
+            }
+            w.extend_from_slice(s);
+            true
+        }
+        Some(d) if d <= 9 && (1e-3..1e6).contains(&a) && !halfway(x, d) => {
+            let scale = 10u64.pow(d as u32);
+            let n = (x as f64 * scale as f64).round();
+            if n.abs() * 1e4 < scale as f64 {
+                return false;
+            }
+            let n = n.abs() as u64;
+            if x < 0.0 {
+                w.push(b'-');
+            }
+            int(w, n / scale);
+            w.push(b'.');
+            let frac = n % scale;
+            if frac == 0 {
+                w.push(b'0');
+                return true;
+            }
+            let mut digits = [b'0'; 9];
+            let mut f = frac;
+            for k in (0..d).rev() {
+                digits[k] = b'0' + (f % 10) as u8;
+                f /= 10;
+            }
+            let mut len = d;
+            while len > 1 && digits[len - 1] == b'0' {
+                len -= 1;
+            }
+            w.extend_from_slice(&digits[..len]);
+            true
+        }
+        _ => false,
+    }
+}
+
+fn fragment(w: &mut Vec<u8>, f: Option<FragmentInfo>) {
+    let Some(f) = f else {
+        return w.extend_from_slice(b"null");
+    };
+    w.extend_from_slice(b"{\"count\":");
+    int(w, f.count);
+    w.extend_from_slice(b",\"data_len\":");
+    int(w, f.data_len);
+    w.extend_from_slice(b",\"data_offset\":");
+    int(w, f.data_offset);
+    w.extend_from_slice(b",\"id\":");
+    int(w, f.id);
+    w.extend_from_slice(b",\"lead\":");
+    int(w, f.lead);
+    w.push(b'}');
 }
 
 /// One game datagram or reassembled packet as one compact JSON object (no newline);
 /// what inner layers read in it nested under the fields that carried it.
-pub fn write_packet<W: Write>(
-    w: &mut W,
+pub fn write_packet(
+    w: &mut Vec<u8>,
     program: Option<&Program>,
     e: &PacketEvent,
     d: &Dissection,
     note: Option<&str>,
     scratch: &mut JsonScratch,
-) -> io::Result<()> {
+) {
     packet(w, program, e, d, note, scratch, None)
 }
 
 /// Where an inner layer's packet lies; `None` for the outermost packet.
 type Placed = Option<Anchor>;
 
-fn packet<W: Write>(
-    w: &mut W,
+fn packet(
+    w: &mut Vec<u8>,
     program: Option<&Program>,
     e: &PacketEvent,
     d: &Dissection,
     note: Option<&str>,
     scratch: &mut JsonScratch,
     placed: Placed,
-) -> io::Result<()> {
+) {
     let mut first = true;
-    w.write_all(b"{")?;
+    w.push(b'{');
     if let Some(p) = program {
         if let Some(ack) = d.ack {
-            key(w, &mut first, "ack")?;
-            write!(w, "{ack}")?;
+            key(w, &mut first, "ack");
+            int(w, ack);
         }
         if let Some(bits) = d.ack_bits {
-            key(w, &mut first, "ack_bits")?;
-            write!(w, "{bits}")?;
+            key(w, &mut first, "ack_bits");
+            int(w, bits);
         }
         if let Some(at) = placed {
-            key(w, &mut first, "at_bit")?;
-            opt(w, at.in_datagram())?;
+            key(w, &mut first, "at_bit");
+            opt_int(w, at.in_datagram());
         }
-        key(w, &mut first, "crc_ok")?;
-        opt(w, e.crc.map(|c| c == CrcStatus::Ok))?;
-        key(w, &mut first, "dst")?;
-        socket(w, e.flow.map(|f| f.dst))?;
-        key(w, &mut first, "fault")?;
+        key(w, &mut first, "crc_ok");
+        opt_bool(w, e.crc.map(|c| c == CrcStatus::Ok));
+        key(w, &mut first, "dst");
+        socket(w, e.flow.map(|f| f.dst));
+        key(w, &mut first, "fault");
         match &d.fault {
             Some(f) => {
                 let shift = placed.map_or(0, |a| a.bit);
-                write!(w, "{{\"bit\":{},\"field\":", f.bit + shift)?;
-                string(w, &f.field)?;
-                write!(w, ",\"kind\":\"{}\",\"reason\":", f.kind.code())?;
-                string(w, &f.reason)?;
-                w.write_all(b"}")?;
+                w.extend_from_slice(b"{\"bit\":");
+                int(w, f.bit + shift);
+                w.extend_from_slice(b",\"field\":");
+                string(w, &f.field);
+                w.extend_from_slice(b",\"kind\":\"");
+                w.extend_from_slice(f.kind.code().as_bytes());
+                w.extend_from_slice(b"\",\"reason\":");
+                string(w, &f.reason);
+                w.push(b'}');
             }
-            None => w.write_all(b"null")?,
+            None => w.extend_from_slice(b"null"),
         }
-        key(w, &mut first, "fields")?;
+        key(w, &mut first, "fields");
         let inside = Inside {
             carried: e.carried,
             at: placed.unwrap_or(Anchor::DATAGRAM),
         };
-        fields_in(w, p, d, e.payload, scratch, &inside)?;
-        key(w, &mut first, "fragment")?;
-        fragment(w, d.fragment)?;
+        fields_in(w, p, d, e.payload, scratch, &inside);
+        key(w, &mut first, "fragment");
+        fragment(w, d.fragment);
     } else {
-        key(w, &mut first, "crc_ok")?;
-        opt(w, e.crc.map(|c| c == CrcStatus::Ok))?;
-        key(w, &mut first, "dst")?;
-        socket(w, e.flow.map(|f| f.dst))?;
-        key(w, &mut first, "fault")?;
+        key(w, &mut first, "crc_ok");
+        opt_bool(w, e.crc.map(|c| c == CrcStatus::Ok));
+        key(w, &mut first, "dst");
+        socket(w, e.flow.map(|f| f.dst));
+        key(w, &mut first, "fault");
         match e.fault {
-            Some(f) => write!(w, "{{\"kind\":\"{}\"}}", f.code())?,
-            None => w.write_all(b"null")?,
+            Some(f) => {
+                w.extend_from_slice(b"{\"kind\":\"");
+                w.extend_from_slice(f.code().as_bytes());
+                w.extend_from_slice(b"\"}");
+            }
+            None => w.extend_from_slice(b"null"),
         }
-        key(w, &mut first, "fields")?;
-        w.write_all(b"[]")?;
-        key(w, &mut first, "fragment")?;
-        fragment(w, e.fragment)?;
+        key(w, &mut first, "fields");
+        w.extend_from_slice(b"[]");
+        key(w, &mut first, "fragment");
+        fragment(w, e.fragment);
     }
     if e.kind == Kind::Reassembled {
-        key(w, &mut first, "fragment_frames")?;
-        w.write_all(b"[")?;
+        key(w, &mut first, "fragment_frames");
+        w.push(b'[');
         for (i, f) in e.fragment_frames.iter().enumerate() {
             if i > 0 {
-                w.write_all(b",")?;
+                w.push(b',');
             }
-            write!(w, "{f}")?;
+            int(w, *f);
         }
-        w.write_all(b"]")?;
+        w.push(b']');
     }
-    key(w, &mut first, "frame")?;
-    write!(w, "{}", e.frame)?;
+    key(w, &mut first, "frame");
+    int(w, e.frame);
     if let Some(n) = note {
-        key(w, &mut first, "note")?;
-        string(w, n)?;
+        key(w, &mut first, "note");
+        string(w, n);
     }
     let (ptype, sequence) = match program {
         Some(_) => (d.packet_type, d.sequence),
         None => (e.packet_type, e.sequence),
     };
-    key(w, &mut first, "packet_type")?;
-    opt(w, ptype)?;
-    key(w, &mut first, "sequence")?;
-    opt(w, sequence)?;
-    key(w, &mut first, "size")?;
-    write!(w, "{}", e.size)?;
-    key(w, &mut first, "src")?;
-    socket(w, e.flow.map(|f| f.src))?;
-    key(w, &mut first, "status")?;
-    write!(w, "\"{}\"", e.status.code())?;
-    key(w, &mut first, "ts_ns")?;
-    write!(w, "{}", e.ts_ns)?;
+    key(w, &mut first, "packet_type");
+    opt_int(w, ptype);
+    key(w, &mut first, "sequence");
+    opt_int(w, sequence);
+    key(w, &mut first, "size");
+    int(w, e.size);
+    key(w, &mut first, "src");
+    socket(w, e.flow.map(|f| f.src));
+    key(w, &mut first, "status");
+    w.push(b'"');
+    w.extend_from_slice(e.status.code().as_bytes());
+    w.push(b'"');
+    key(w, &mut first, "ts_ns");
+    int(w, e.ts_ns);
     if let Some(p) = program {
-        key(w, &mut first, "type_name")?;
+        key(w, &mut first, "type_name");
         match ptype.and_then(|t| p.type_name(t)) {
-            Some(n) => string(w, n)?,
-            None => w.write_all(b"null")?,
+            Some(n) => string(w, n),
+            None => w.extend_from_slice(b"null"),
         }
     }
-    w.write_all(b"}")
+    w.push(b'}');
 }
 
-fn socket<W: Write>(w: &mut W, a: Option<std::net::SocketAddr>) -> io::Result<()> {
+/// `"a.b.c.d:port"` (IPv6 through its `Display`).
+fn socket(w: &mut Vec<u8>, a: Option<std::net::SocketAddr>) {
     match a {
-        Some(a) => write!(w, "\"{a}\""),
-        None => w.write_all(b"null"),
+        Some(std::net::SocketAddr::V4(a)) => {
+            w.push(b'"');
+            for (i, o) in a.ip().octets().into_iter().enumerate() {
+                if i > 0 {
+                    w.push(b'.');
+                }
+                int(w, o);
+            }
+            w.push(b':');
+            int(w, a.port());
+            w.push(b'"');
+        }
+        Some(a) => {
+            let _ = write!(w, "\"{a}\"");
+        }
+        None => w.extend_from_slice(b"null"),
     }
 }
 
@@ -208,13 +393,7 @@ pub struct Inside<'a> {
 }
 
 /// The field tree as a JSON array: roots, then each field's children, in pre-order.
-pub fn fields<W: Write>(
-    w: &mut W,
-    p: &Program,
-    d: &Dissection,
-    data: &[u8],
-    s: &mut JsonScratch,
-) -> io::Result<()> {
+pub fn fields(w: &mut Vec<u8>, p: &Program, d: &Dissection, data: &[u8], s: &mut JsonScratch) {
     let outer = Inside {
         carried: &[],
         at: Anchor::DATAGRAM,
@@ -223,95 +402,109 @@ pub fn fields<W: Write>(
 }
 
 /// [`fields`], with what inner layers read nested under the fields that carried it.
-pub fn fields_in<W: Write>(
-    w: &mut W,
+pub fn fields_in(
+    w: &mut Vec<u8>,
     p: &Program,
     d: &Dissection,
     data: &[u8],
     s: &mut JsonScratch,
     inside: &Inside,
-) -> io::Result<()> {
+) {
     let n = d.fields.len();
-    d.subtree_ends(&mut s.end);
+    subtree_ends(d, &mut s.end, &mut s.open);
     s.path.clear();
-    w.write_all(b"[")?;
+    w.push(b'[');
     let mut i = 0;
-    let mut first = true;
     while i < n {
-        if !std::mem::take(&mut first) {
-            w.write_all(b",")?;
+        if i > 0 {
+            w.push(b',');
         }
-        field(w, p, d, data, s, i, inside)?;
+        field(w, p, d, data, s, i, inside);
         i = s.end[i] as usize;
     }
-    w.write_all(b"]")
+    w.push(b']');
 }
 
-fn field<W: Write>(
-    w: &mut W,
+fn field(
+    w: &mut Vec<u8>,
     p: &Program,
     d: &Dissection,
     data: &[u8],
     s: &mut JsonScratch,
     i: usize,
     inside: &Inside,
-) -> io::Result<()> {
+) {
     let f = &d.fields[i];
     let mark = s.path.len();
     match f.label {
         Label::Index(k) => {
-            use std::fmt::Write as _;
-            let _ = write!(s.path, "[{k}]");
+            s.path.push(b'[');
+            int(&mut s.path, k);
+            s.path.push(b']');
         }
-        other => {
+        Label::Part(name) => {
             if mark > 0 {
-                s.path.push('.');
+                s.path.push(b'.');
             }
-            s.path.push_str(label_name(p, other));
+            escaped(&mut s.path, name);
+        }
+        Label::Node(n) => {
+            if mark > 0 {
+                s.path.push(b'.');
+            }
+            match s.names.node(p, n) {
+                Some(b) => s.path.extend_from_slice(&b.name),
+                None => s.path.push(b'?'),
+            }
         }
     }
-    w.write_all(b"{\"bit_len\":")?;
-    int(w, f.bit_len)?;
-    w.write_all(b",\"bit_offset\":")?;
-    int(w, f.bit_offset + inside.at.bit)?;
+    w.extend_from_slice(b"{\"bit_len\":");
+    int(w, f.bit_len);
+    w.extend_from_slice(b",\"bit_offset\":");
+    int(w, f.bit_offset + inside.at.bit);
     if inside.carried.iter().any(|c| c.carrier == (f.node, f.bit_offset)) {
-        carried(w, f, inside)?;
+        carried(w, f, inside);
     }
-    if let (Label::Node(n), Some(node)) = (f.label, p.nodes.get(f.node as usize))
-        && n == f.node
-        && let Some(doc) = &node.doc
-    {
-        w.write_all(b",\"doc\":")?;
-        string(w, doc)?;
-    }
+    // The doc of the node itself (not of an element or a part of it).
+    let own = matches!(f.label, Label::Node(n) if n == f.node);
+    let decimals = s.names.node(p, f.node).and_then(|b| {
+        if let (true, Some(doc)) = (own, &b.doc) {
+            w.extend_from_slice(doc);
+        }
+        b.decimals
+    });
     if let Some(name) = enum_name(p, f) {
-        w.write_all(b",\"enum\":")?;
-        string(w, name.split(" (").next().unwrap_or(name))?;
+        w.extend_from_slice(b",\"enum\":");
+        string(w, name.split(" (").next().unwrap_or(name));
     }
     let end = s.end[i] as usize;
     if i + 1 < end {
-        w.write_all(b",\"fields\":[")?;
+        w.extend_from_slice(b",\"fields\":[");
         let mut k = i + 1;
         while k < end {
             if k > i + 1 {
-                w.write_all(b",")?;
+                w.push(b',');
             }
-            field(w, p, d, data, s, k, inside)?;
+            field(w, p, d, data, s, k, inside);
             k = s.end[k] as usize;
         }
-        w.write_all(b"]")?;
+        w.push(b']');
     }
-    w.write_all(b",\"kind\":")?;
-    string(w, f.kind)?;
-    w.write_all(b",\"path\":")?;
-    string(w, &s.path)?;
+    // Kinds are the dissector's own words: nothing to escape.
+    debug_assert!(plain(f.kind), "{}", f.kind);
+    w.extend_from_slice(b",\"kind\":\"");
+    w.extend_from_slice(f.kind.as_bytes());
+    w.push(b'"');
+    w.extend_from_slice(b",\"path\":\"");
+    w.extend_from_slice(&s.path);
+    w.push(b'"');
     if !f.is_group() && f.bit_len <= 64 {
-        w.write_all(b",\"raw\":")?;
-        int(w, f.raw)?;
+        w.extend_from_slice(b",\"raw\":");
+        int(w, f.raw);
     }
-    value(w, p, f, data)?;
+    value(w, f, data, decimals);
     s.path.truncate(mark);
-    w.write_all(b"}")
+    w.push(b'}');
 }
 
 /// The enum name of an integer field's value, as the text tree shows it.
@@ -330,83 +523,77 @@ fn enum_name<'p>(p: &'p Program, f: &Field) -> Option<&'p str> {
     (!name.starts_with(char::is_numeric)).then_some(name)
 }
 
-fn value<W: Write>(w: &mut W, p: &Program, f: &Field, data: &[u8]) -> io::Result<()> {
+/// `,"value":…`; nothing for a group, or a float that is not a number (as a null value
+/// always was). `decimals`: the field's resolution (`float_decimals`).
+fn value(w: &mut Vec<u8>, f: &Field, data: &[u8], decimals: Option<usize>) {
     match f.value {
-        Value::None => Ok(()),
+        Value::None => {}
         Value::Int(v) => {
-            w.write_all(b",\"value\":")?;
+            w.extend_from_slice(b",\"value\":");
             int(w, v)
         }
         Value::UInt(v) => {
-            w.write_all(b",\"value\":")?;
+            w.extend_from_slice(b",\"value\":");
             int(w, v)
         }
-        Value::Bool(b) => w.write_all(if b {
+        Value::Bool(b) => w.extend_from_slice(if b {
             b",\"value\":true"
         } else {
             b",\"value\":false"
         }),
         Value::Float(x) => {
-            // A value that is not a number is left out, as a null value always was.
-            let decimals = float_decimals(p, f);
-            match float_text(x, decimals).parse::<f64>() {
-                Ok(v) if v.is_finite() => {
-                    w.write_all(b",\"value\":")?;
-                    serde_json::to_writer(w, &v).map_err(io::Error::other)
-                }
-                _ => Ok(()),
+            let at = w.len();
+            w.extend_from_slice(b",\"value\":");
+            if !float(w, x, decimals) {
+                w.truncate(at);
             }
         }
         Value::Double(x) if x.is_finite() => {
-            w.write_all(b",\"value\":")?;
-            serde_json::to_writer(w, &x).map_err(io::Error::other)
+            w.extend_from_slice(b",\"value\":");
+            let _ = serde_json::to_writer(&mut *w, &x);
         }
-        Value::Double(_) => Ok(()),
-        Value::Vec3(v) => {
-            let decimals = float_decimals(p, f);
-            w.write_all(b",\"value\":[")?;
-            for (k, x) in v.iter().enumerate() {
-                if k > 0 {
-                    w.write_all(b",")?;
-                }
-                float(w, *x, decimals)?;
-            }
-            w.write_all(b"]")
-        }
-        Value::Quat(q) => {
-            w.write_all(b",\"value\":[")?;
-            for (k, x) in q.iter().enumerate() {
-                if k > 0 {
-                    w.write_all(b",")?;
-                }
-                float(w, *x, None)?;
-            }
-            w.write_all(b"]")
-        }
+        Value::Double(_) => {}
+        Value::Vec3(v) => floats(w, &v, decimals),
+        Value::Quat(q) => floats(w, &q, None),
         Value::Bytes { offset, len } => {
             let b = data.get(offset..offset + len).unwrap_or(&[]);
-            w.write_all(b",\"value\":")?;
+            w.extend_from_slice(b",\"value\":");
             if matches!(f.kind, "string" | "text" | "cstring") {
                 string(w, &String::from_utf8_lossy(crate::present::text_bytes(f.kind, b)))
             } else {
                 const HEX: &[u8; 16] = b"0123456789abcdef";
-                w.write_all(b"\"")?;
+                w.reserve(b.len() * 2 + 2);
+                w.push(b'"');
                 for &x in b {
-                    w.write_all(&[HEX[(x >> 4) as usize], HEX[(x & 15) as usize]])?;
+                    w.extend_from_slice(&[HEX[(x >> 4) as usize], HEX[(x & 15) as usize]]);
                 }
-                w.write_all(b"\"")
+                w.push(b'"');
             }
         }
     }
 }
 
+/// `,"value":[x,y,…]`, null for a component that is not a number.
+fn floats(w: &mut Vec<u8>, xs: &[f32], decimals: Option<usize>) {
+    w.extend_from_slice(b",\"value\":[");
+    for (k, x) in xs.iter().enumerate() {
+        if k > 0 {
+            w.push(b',');
+        }
+        if !float(w, *x, decimals) {
+            w.extend_from_slice(b"null");
+        }
+    }
+    w.push(b']');
+}
+
 /// `"carried":{"reliable":[…]}`: the packets of each layer this field carried, in the
 /// order the layer read them, each as a packet object of its own.
-fn carried<W: Write>(w: &mut W, f: &Field, inside: &Inside) -> io::Result<()> {
+fn carried(w: &mut Vec<u8>, f: &Field, inside: &Inside) {
     let here: Vec<&Carried> = (inside.carried.iter())
         .filter(|c| c.carrier == (f.node, f.bit_offset))
         .collect();
-    w.write_all(b",\"carried\":{")?;
+    w.extend_from_slice(b",\"carried\":{");
     let mut names: Vec<&str> = Vec::new();
     for c in &here {
         if !names.contains(&c.name()) {
@@ -416,22 +603,99 @@ fn carried<W: Write>(w: &mut W, f: &Field, inside: &Inside) -> io::Result<()> {
     let mut scratch = JsonScratch::default();
     for (k, name) in names.iter().enumerate() {
         if k > 0 {
-            w.write_all(b",")?;
+            w.push(b',');
         }
-        string(w, name)?;
-        w.write_all(b":[")?;
+        string(w, name);
+        w.extend_from_slice(b":[");
         for (j, c) in here.iter().filter(|c| c.name() == *name).enumerate() {
             if j > 0 {
-                w.write_all(b",")?;
+                w.push(b',');
             }
             let e = c.event();
             let empty = Dissection::default();
             let note = crate::sinks::printer::note(&e);
             let d = e.dissection.unwrap_or(&empty);
             let at = c.place(inside.at);
-            packet(w, Some(&c.layer), &e, d, note.as_deref(), &mut scratch, Some(at))?;
+            packet(w, Some(&c.layer), &e, d, note.as_deref(), &mut scratch, Some(at));
         }
-        w.write_all(b"]")?;
+        w.push(b']');
     }
-    w.write_all(b"}")
+    w.push(b'}');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `float` wrote before it had a fast path: the tree's text, read back as an
+    /// f64, written by serde_json.
+    fn slow(x: f32, decimals: Option<usize>) -> Option<String> {
+        match float_text(x, decimals).parse::<f64>() {
+            Ok(v) if v.is_finite() => Some(serde_json::to_string(&v).unwrap()),
+            _ => None,
+        }
+    }
+
+    fn fast(x: f32, decimals: Option<usize>) -> Option<String> {
+        let mut w = Vec::new();
+        float(&mut w, x, decimals).then(|| String::from_utf8(w).unwrap())
+    }
+
+    fn same(x: f32) {
+        for d in [
+            None,
+            Some(0),
+            Some(1),
+            Some(2),
+            Some(3),
+            Some(4),
+            Some(6),
+            Some(9),
+        ] {
+            assert_eq!(
+                fast(x, d),
+                slow(x, d),
+                "{x:e} ({:#010x}) at {d:?} decimals",
+                x.to_bits()
+            );
+        }
+    }
+
+    #[test]
+    fn floats_are_written_as_the_text_read_back_was() {
+        // Every exponent, spread over the significands, both signs.
+        for bits in (0..=u32::MAX).step_by(65_537) {
+            same(f32::from_bits(bits));
+        }
+        // Ties at each resolution (`{:.d}` rounds them to even), edges of the fast path.
+        for k in -2000..2000 {
+            same(k as f32 / 8.0);
+            same(k as f32 / 1024.0);
+        }
+        // 202.703125 lies halfway between 202.70312 and 202.70313: `{}` says the latter.
+        same(202.0 + 45.0 / 64.0);
+        for x in [
+            0.0,
+            -0.0,
+            1e-4,
+            9.999e-5,
+            1e-3,
+            0.00049,
+            1e6,
+            999_999.9,
+            1e12,
+            9.99e11,
+            f32::MAX,
+        ] {
+            same(x);
+            same(-x);
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_float_is_written_as_the_text_read_back_was(bits in proptest::prelude::any::<u32>()) {
+            same(f32::from_bits(bits));
+        }
+    }
 }

@@ -24,12 +24,18 @@ pub fn field_bit_pattern(p: &Program, f: &Field, data: &[u8]) -> String {
 
 /// [`bit_pattern`], with offsets counted from each byte's high bit when `msb`.
 pub fn bit_pattern_in(data: &[u8], bit_offset: u64, bit_len: u64, msb: bool) -> String {
+    let mut s = String::new();
+    bit_pattern_into(&mut s, data, bit_offset, bit_len, msb);
+    s
+}
+
+/// [`bit_pattern_in`] written at the end of `s`.
+fn bit_pattern_into(s: &mut String, data: &[u8], bit_offset: u64, bit_len: u64, msb: bool) {
     if bit_len == 0 {
-        return String::new();
+        return;
     }
     let first = (bit_offset / 8) as usize;
     let last = ((bit_offset + bit_len - 1) / 8) as usize;
-    let mut s = String::new();
     for byte in first..=last {
         if byte > first {
             s.push(' ');
@@ -47,7 +53,6 @@ pub fn bit_pattern_in(data: &[u8], bit_offset: u64, bit_len: u64, msb: bool) -> 
             }
         }
     }
-    s
 }
 
 /// A field's decoded value for people.
@@ -160,8 +165,13 @@ pub fn text_tree(p: &Program, d: &Dissection, data: &[u8]) -> String {
 /// their bit offsets counted in the captured datagram.
 pub fn text_tree_carried(p: &Program, d: &Dissection, data: &[u8], carried: &[Carried]) -> String {
     let mut out = String::new();
-    write_tree(&mut out, p, d, data, 1, carried, Anchor::DATAGRAM);
+    write_tree_carried(&mut out, p, d, data, carried);
     out
+}
+
+/// [`text_tree_carried`] written at the end of `out` (a printer's reused buffer).
+pub fn write_tree_carried(out: &mut String, p: &Program, d: &Dissection, data: &[u8], carried: &[Carried]) {
+    write_tree(out, p, d, data, 1, carried, Anchor::DATAGRAM);
 }
 
 /// The tree's lines at `level` (four spaces each); `base`: where `data`'s first bit is
@@ -176,34 +186,45 @@ fn write_tree(
     base: Anchor,
 ) {
     let shift = base.bit;
+    // The field's name, written where it goes (no string of its own).
+    let name = |out: &mut String, f: &Field| match f.label {
+        crate::dissect::Label::Index(i) => {
+            let _ = write!(out, "[{i}]");
+        }
+        other => out.push_str(label_name(p, other)),
+    };
     for f in &d.fields {
-        let indent = "    ".repeat(f.depth as usize + level);
-        let name = match f.label {
-            crate::dissect::Label::Index(i) => format!("[{i}]"),
-            other => label_name(p, other).to_string(),
-        };
+        for _ in 0..f.depth as usize + level {
+            out.push_str("    ");
+        }
         let value = value_text(p, f, data);
         let at = f.bit_offset + shift;
         if f.kind == "derived" {
             // Computed, not read: in brackets, as Wireshark shows generated fields.
-            let _ = writeln!(out, "{indent}[{name}: {value}]  [derived at bit {at}]");
+            out.push('[');
+            name(out, f);
+            let _ = writeln!(out, ": {value}]  [derived at bit {at}]");
         } else if f.is_group() {
+            name(out, f);
             let _ = writeln!(
                 out,
-                "{indent}{name}{}{}  [bit {at}, {} bits]",
+                "{}{}  [bit {at}, {} bits]",
                 if value.is_empty() { "" } else { ": " },
                 value,
                 f.bit_len
             );
         } else if f.bit_len <= 32 {
-            let _ = writeln!(
-                out,
-                "{indent}{} = {name}: {value}  [bit {at}, {} bits]",
-                field_bit_pattern(p, f, data),
-                f.bit_len
+            let msb = matches!(
+                p.nodes.get(f.node as usize).map(|n| &n.kind),
+                Some(crate::dissect::program::Kind::Msb(_))
             );
+            bit_pattern_into(out, data, f.bit_offset, f.bit_len, msb);
+            out.push_str(" = ");
+            name(out, f);
+            let _ = writeln!(out, ": {value}  [bit {at}, {} bits]", f.bit_len);
         } else {
-            let _ = writeln!(out, "{indent}{name}: {value}  [bit {at}, {} bits]", f.bit_len);
+            name(out, f);
+            let _ = writeln!(out, ": {value}  [bit {at}, {} bits]", f.bit_len);
         }
         for c in carried.iter().filter(|c| c.carrier == (f.node, f.bit_offset)) {
             write_carried(out, c, base, f.depth as usize + level + 1);

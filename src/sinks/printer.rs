@@ -37,7 +37,14 @@ pub struct Printer<W: Write> {
     pub error: Option<std::io::Error>,
     json: present::json::JsonScratch,
     info: present::info::Info,
+    /// What is formatted and not yet written: output goes out in blocks of [`FLUSH`].
+    buf: Vec<u8>,
+    /// A packet's text tree, reused.
+    text: String,
 }
+
+/// Bytes gathered before they are written: one large write instead of many small ones.
+const FLUSH: usize = 1 << 16;
 
 impl<W: Write> Printer<W> {
     pub fn new(out: W, program: Option<Arc<Program>>, filter: Filter, format: Format) -> Self {
@@ -52,6 +59,8 @@ impl<W: Write> Printer<W> {
             error: None,
             json: Default::default(),
             info: present::info::Info::new(),
+            buf: Vec::new(),
+            text: String::new(),
         }
     }
 
@@ -71,7 +80,12 @@ impl<W: Write> Printer<W> {
     /// Closes the JSON array and flushes.
     pub fn end(&mut self) -> std::io::Result<()> {
         if self.error.is_none() && self.format == Format::Json {
-            writeln!(self.out, "{}]", if self.first { "" } else { "\n" })?;
+            writeln!(self.buf, "{}]", if self.first { "" } else { "\n" })?;
+        }
+        if self.error.is_none() {
+            let r = self.out.write_all(&self.buf);
+            self.buf.clear();
+            self.record(r);
         }
         if let Some(e) = self.error.take() {
             return Err(e);
@@ -122,7 +136,7 @@ impl<W: Write> Printer<W> {
             format!(" — {info}")
         };
         writeln!(
-            self.out,
+            self.buf,
             "{} {:.6} {flow} {ty} seq {seq} {} bytes {}{analysis}{fault}{frag}{info}",
             e.frame,
             e.ts_ns as f64 / 1e9,
@@ -140,19 +154,19 @@ impl<W: Write> Printer<W> {
         let d = e.dissection.unwrap_or(&empty);
         if matches!(self.format, Format::Json | Format::JsonLines) {
             if self.format == Format::Json && !self.first {
-                self.out.write_all(b",\n")?;
+                self.buf.write_all(b",\n")?;
             }
             self.first = false;
             present::json::write_packet(
-                &mut self.out,
+                &mut self.buf,
                 self.program.as_deref(),
                 e,
                 d,
                 note.as_deref(),
                 &mut self.json,
-            )?;
+            );
             if self.format == Format::JsonLines {
-                self.out.write_all(b"\n")?;
+                self.buf.push(b'\n');
             }
             return Ok(());
         }
@@ -193,16 +207,16 @@ impl<W: Write> Printer<W> {
                 _ => "no header".into(),
             });
         writeln!(
-            self.out,
+            self.buf,
             "Frame {}: {} bytes, {flow}, {time:.6} s",
             e.frame, e.size
         )?;
         if let Some(n) = note {
-            writeln!(self.out, "[{n}]")?;
+            writeln!(self.buf, "[{n}]")?;
         }
         if e.kind == Kind::Reassembled {
             let frames: Vec<String> = e.fragment_frames.iter().map(|f| f.to_string()).collect();
-            writeln!(self.out, "[fragments in frames {}]", frames.join(", "))?;
+            writeln!(self.buf, "[fragments in frames {}]", frames.join(", "))?;
         }
         let protocol = self
             .program
@@ -212,7 +226,7 @@ impl<W: Write> Printer<W> {
             .unwrap_or("gpcap");
         let seq = d.sequence.or(e.sequence);
         writeln!(
-            self.out,
+            self.buf,
             "{protocol} {t}, sequence {}, {crc_text}",
             seq.map(|s| s.to_string()).unwrap_or_else(|| "?".into())
         )?;
@@ -221,23 +235,23 @@ impl<W: Write> Printer<W> {
             Some(_) if e.kind == Kind::Reassembled && d.fields.is_empty() && d.fault.is_none() => {
                 let hex: String = e.payload.iter().take(32).map(|b| format!("{b:02x}")).collect();
                 let more = if e.payload.len() > 32 { "…" } else { "" };
-                writeln!(self.out, "    message: {hex}{more} ({} bytes)", e.payload.len())?
+                writeln!(self.buf, "    message: {hex}{more} ({} bytes)", e.payload.len())?
             }
-            Some(p) => write!(
-                self.out,
-                "{}",
-                present::tree::text_tree_carried(p, d, e.payload, e.carried)
-            )?,
+            Some(p) => {
+                self.text.clear();
+                present::tree::write_tree_carried(&mut self.text, p, d, e.payload, e.carried);
+                self.buf.extend_from_slice(self.text.as_bytes());
+            }
             None => {
                 if let Some(f) = e.fragment {
-                    writeln!(self.out, "    fragment {} of {}", f.id, f.count)?;
+                    writeln!(self.buf, "    fragment {} of {}", f.id, f.count)?;
                 }
                 if let Some(k) = e.fault {
-                    writeln!(self.out, "    [Malformed: {}]", k.code())?;
+                    writeln!(self.buf, "    [Malformed: {}]", k.code())?;
                 }
             }
         }
-        writeln!(self.out)
+        writeln!(self.buf)
     }
 }
 
@@ -270,8 +284,23 @@ impl<W: Write> Printer<W> {
 
     /// Prints `e`, selected or not (an ordered stage selected it), keeping a write error.
     pub fn print(&mut self, e: &PacketEvent<'_>) {
+        self.format(e);
+        if self.buf.len() >= FLUSH && self.error.is_none() {
+            let r = self.out.write_all(&self.buf);
+            self.buf.clear();
+            self.record(r);
+        }
+    }
+
+    /// Formats `e` after what is held, writing nothing (see [`Printer::take_formatted`]).
+    pub fn format(&mut self, e: &PacketEvent<'_>) {
         let r = self.write(e);
         self.record(r);
+    }
+
+    /// What was formatted and not written, leaving `empty` (its memory reused) in its place.
+    pub fn take_formatted(&mut self, empty: Vec<u8>) -> Vec<u8> {
+        std::mem::replace(&mut self.buf, empty)
     }
 
     /// Whether a JSON array's next object is its first (no separator before it).
