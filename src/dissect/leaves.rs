@@ -136,6 +136,24 @@ pub struct Logged {
     pub slot: u32,
 }
 
+impl Logged {
+    /// A field the primitive read, as its trace gives it.
+    fn read(f: &prims::LeafField, ctx: u32, label: Label, node: NodeId, slot: u32) -> Logged {
+        Logged {
+            ctx,
+            label,
+            node,
+            kind: f.kind,
+            bit_offset: f.bit_offset,
+            bits: f.bit_len,
+            raw: f.raw,
+            value: f.value,
+            valued: true,
+            slot,
+        }
+    }
+}
+
 /// The root context (the datagram).
 pub const ROOT_CTX: u32 = 0;
 
@@ -376,18 +394,7 @@ impl Walker<'_> {
                 }
                 None => (ctx, label, 0),
             };
-            log.leaves.push(Logged {
-                ctx,
-                label,
-                node: id,
-                kind: f.kind,
-                bit_offset: f.bit_offset,
-                bits: f.bit_len,
-                raw: f.raw,
-                value: f.value,
-                valued: true,
-                slot: slot + at,
-            });
+            log.leaves.push(Logged::read(f, ctx, label, id, slot + at));
         });
         let total = self.pos - start;
         if let Some(g) = self.log.leaves.get_mut(at) {
@@ -412,18 +419,7 @@ impl Walker<'_> {
                 Some("align") => (Label::Part("align"), 7),
                 _ => (label, 0),
             };
-            log.leaves.push(Logged {
-                ctx,
-                label,
-                node: id,
-                kind: f.kind,
-                bit_offset: f.bit_offset,
-                bits: f.bit_len,
-                raw: f.raw,
-                value: f.value,
-                valued: true,
-                slot: slot + at,
-            });
+            log.leaves.push(Logged::read(f, ctx, label, id, slot + at));
         });
         self.log.trace = trace;
         res.map(|_| ()).map_err(|_| GiveUp)

@@ -234,10 +234,16 @@ impl Dissection {
     /// Where each field's subtree ends: fields are in pre-order, so field `i`'s
     /// descendants are `i + 1 .. end[i]`, and its next sibling starts at `end[i]`.
     pub fn subtree_ends(&self, end: &mut Vec<u32>) {
+        self.subtree_ends_with(end, &mut Vec::with_capacity(8));
+    }
+
+    /// [`Dissection::subtree_ends`] with a stack the caller keeps (no allocation per
+    /// packet on a printer's path).
+    pub fn subtree_ends_with(&self, end: &mut Vec<u32>, open: &mut Vec<u32>) {
         let n = self.fields.len();
         end.clear();
         end.resize(n, n as u32);
-        let mut open: Vec<u32> = Vec::with_capacity(8);
+        open.clear();
         for (i, f) in self.fields.iter().enumerate() {
             while let Some(&top) = open.last() {
                 if f.parent == top {

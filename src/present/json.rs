@@ -71,25 +71,6 @@ impl Names {
     }
 }
 
-/// Pre-order subtree ends of `d`'s fields (as `Dissection::subtree_ends`, with a reused
-/// stack).
-fn subtree_ends(d: &Dissection, end: &mut Vec<u32>, open: &mut Vec<u32>) {
-    let n = d.fields.len();
-    end.clear();
-    end.resize(n, n as u32);
-    open.clear();
-    for (i, f) in d.fields.iter().enumerate() {
-        while let Some(&top) = open.last() {
-            if f.parent == top {
-                break;
-            }
-            end[top as usize] = i as u32;
-            open.pop();
-        }
-        open.push(i as u32);
-    }
-}
-
 /// Bytes that need no escaping in a JSON string.
 fn plain(s: &str) -> bool {
     s.bytes()
@@ -411,7 +392,7 @@ pub fn fields_in(
     inside: &Inside,
 ) {
     let n = d.fields.len();
-    subtree_ends(d, &mut s.end, &mut s.open);
+    d.subtree_ends_with(&mut s.end, &mut s.open);
     s.path.clear();
     w.push(b'[');
     let mut i = 0;
