@@ -589,3 +589,33 @@ fn brief_lines_say_what_inner_layers_read() {
         ]
     );
 }
+
+/// The private key without `--protocol-id`: the capture's requests carry another id than
+/// netcode.kdl's, fail its check, and nothing decrypts. The run says which id they carry
+/// instead of leaving only "0 decrypted".
+#[test]
+fn a_protocol_id_other_than_the_definitions_is_named() {
+    let key = meta()["private_key"].as_str().unwrap().to_string();
+    let capture = format!("{DIR}/capture.pcap");
+    let (code, _, err) =
+        common::gpcap_run(&["analyze", "-d", "dissectors/netcode.kdl", "--key", &key, &capture]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains(
+            "the connection requests carry protocol id 0x3141592653589793, not the definition's 0x1122334455667788; pass --protocol-id 0x3141592653589793"
+        ),
+        "{err}"
+    );
+    let with_id = [
+        "analyze",
+        "-d",
+        "dissectors/netcode.kdl",
+        "--key",
+        &key,
+        "--protocol-id",
+        "0x3141592653589793",
+        &capture,
+    ];
+    let (_, _, err) = common::gpcap_run(&with_id);
+    assert!(!err.contains("hint"), "{err}");
+}

@@ -74,7 +74,8 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
             // Names the field and bit (the counters keep only the frame and cause).
             let _ = gpcap::analysis::fit::locate(files, &resolved.cfg, first);
         }
-        if let Some(hint) = other_protocol_id(files, &report) {
+        if let Some(hint) = other_protocol_id(files, &report).or_else(|| request_protocol_id(files, &report))
+        {
             eprintln!("gpcap: hint: {hint}");
         }
         reports.push(report);
@@ -207,6 +208,44 @@ fn other_protocol_id(captures: &[PathBuf], r: &Report) -> Option<String> {
             .join(" "),
         best.protocol_id
     ))
+}
+
+/// Nothing decrypted and no connection request opened: when the requests carry another
+/// protocol id than the definition's, they failed its check before their token was
+/// tried (and the additional data of every packet holds the id). Says which id they carry.
+fn request_protocol_id(captures: &[PathBuf], r: &Report) -> Option<String> {
+    let d = r.decryption.as_ref()?;
+    let given = r.protocol.protocol_id?;
+    if d.total.decrypted > 0 || d.tokens_opened > 0 {
+        return None;
+    }
+    let carried = first_request_protocol_id(captures)?;
+    (carried != given.value).then(|| {
+        let carried = gpcap::validate::ProtocolId { value: carried, width: 8 };
+        format!(
+            "nothing decrypted: the connection requests carry protocol id {carried}, not the definition's {given}; pass --protocol-id {carried}"
+        )
+    })
+}
+
+/// The protocol id of the first netcode connection request in the first million frames.
+fn first_request_protocol_id(captures: &[PathBuf]) -> Option<u64> {
+    for path in captures {
+        let mut r = gpcap::capture::CaptureReader::open(path).ok()?;
+        for _ in 0..1 << 20 {
+            let Ok(Some(f)) = r.next_frame() else { break };
+            if let gpcap::decode::Decoded::Udp {
+                payload,
+                truncated: false,
+                ..
+            } = gpcap::decode::decode(f.linktype, f.data)
+                && let Some(id) = gpcap::decrypt::netcode::request_protocol_id(payload)
+            {
+                return Some(id);
+            }
+        }
+    }
+    None
 }
 
 /// No game protocol in the traffic: what the capture holds instead — its summary and UDP

@@ -20,6 +20,15 @@ pub const MAC: usize = 16;
 /// address count u32, then 7 bytes per IPv4 address (19 per IPv6).
 const MAX_ADDRESSES: usize = 32;
 
+/// The protocol id a connection request carries in the clear (`None`: `datagram` is not
+/// a netcode 1.02 connection request).
+pub fn request_protocol_id(datagram: &[u8]) -> Option<u64> {
+    if datagram.len() != REQUEST_BYTES || datagram[0] != 0 || datagram[1..14] != VERSION[..] {
+        return None;
+    }
+    Some(u64::from_le_bytes(datagram[14..22].try_into().ok()?))
+}
+
 /// The private connect token's packet keys, or `None` when the MAC fails (another key,
 /// another protocol id, tampering). `request` is the whole datagram; `plain` receives
 /// the token's plaintext.
