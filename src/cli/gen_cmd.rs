@@ -2,7 +2,7 @@
 
 use super::args::GenArgs;
 use super::{Result, load_program};
-use gpcap::Error;
+use crate::cli::Error;
 use gpcap::engine::Config;
 use std::io::Write;
 use std::path::PathBuf;

@@ -2,8 +2,8 @@
 
 use super::args::SendArgs;
 use super::{Result, load_program};
+use crate::cli::Error;
 use crate::outln;
-use gpcap::Error;
 use gpcap::generate::packet::PacketWriter;
 use gpcap::generate::rng::Rng;
 use std::process::ExitCode;

@@ -2,7 +2,7 @@
 
 use super::Result;
 use super::args::TuiArgs;
-use gpcap::Error;
+use crate::cli::Error;
 use gpcap::capture::CaptureReader;
 use gpcap::engine::resolve::resolve;
 use gpcap::run::sample_files;
