@@ -49,7 +49,7 @@ pub mod decode;
 pub mod decrypt;
 pub mod dissect;
 pub mod engine;
-pub mod error;
+pub(crate) mod error;
 pub mod filter;
 pub mod generate;
 pub mod identify;
@@ -67,7 +67,7 @@ pub use dissect::{
     DefinitionError, Dissection, Dissector, Fault, FaultKind, Field, Label, Program, Value, label_name,
 };
 pub use engine::{Config, FileEnd, Flow, FlowEnd, Kind, Needs, PacketEvent, Sink, Status, Summary};
-pub use error::Error;
+pub use error::{Error, Thread};
 pub use run::{FileOutcome, Merge, Mode, run_threads};
 pub use sinks::analysis;
 pub use sinks::analysis::{Report, Statistics};

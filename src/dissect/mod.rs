@@ -2,17 +2,17 @@
 //! interpreter that runs the compiled program on the shared bit reader.
 
 pub mod compile;
-pub mod diag;
-pub mod exec;
-pub mod expand;
-pub mod expr;
+pub(crate) mod diag;
+pub(crate) mod exec;
+pub(crate) mod expand;
+pub(crate) mod expr;
 pub mod leaves;
-pub mod model;
+pub(crate) mod model;
 pub mod paths;
-pub mod plan;
-pub mod prims;
+pub(crate) mod plan;
+pub(crate) mod prims;
 pub mod program;
-pub mod strings;
+pub(crate) mod strings;
 
 pub use compile::{compile, load};
 pub use diag::{DefinitionError, render};

@@ -2,7 +2,7 @@
 //! network simulator, and the ground truth of what happened.
 
 pub mod check;
-pub mod encrypt;
+pub(crate) mod encrypt;
 pub mod net;
 pub mod packet;
 pub mod rng;

@@ -3,12 +3,12 @@
 //! ([`crate::sinks::index`]), built on another thread and sent here as updates.
 
 pub mod app;
-pub mod bits;
+pub(crate) mod bits;
 pub mod keys;
 pub mod layered;
 pub mod prompt;
 mod scan;
-pub mod series;
+pub(crate) mod series;
 pub mod ui;
 
 pub use crate::sinks::index::{Index, Update, load};

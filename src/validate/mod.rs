@@ -2,10 +2,10 @@
 
 pub mod article;
 pub mod crc;
-pub mod declared;
+pub(crate) mod declared;
 pub mod fragment;
-pub mod header;
-pub mod seq;
+pub(crate) mod header;
+pub(crate) mod seq;
 
 pub use crc::{CrcSeed, CrcStatus, ProtocolId, packet_crc, stored_crc, verify_crc, write_crc};
 pub use header::{
