@@ -2,8 +2,8 @@
 //! text: exact values from hand-made bytes, and the generator's round trip.
 
 use gpcap::dissect::{self, Dissector, Program, Value};
-use gpcap::generate::packet::PacketWriter;
-use gpcap::generate::rng::Rng;
+use gpcap::generate::PacketWriter;
+use gpcap::generate::Rng;
 use proptest::prelude::*;
 use std::sync::Arc;
 

@@ -271,7 +271,7 @@ fn count_minus_one_fits_256_in_8_bits() {
 /// A value too wide for its field names the field when a packet is generated.
 #[test]
 fn generator_write_errors_name_the_field() {
-    let e = gpcap::generate::packet::GenError::Field {
+    let e = gpcap::generate::GenError::Field {
         field: "num_fragments".into(),
         error: gpcap::bits::BitError::new(
             gpcap::bits::ErrorKind::Invalid {

@@ -59,7 +59,7 @@ fn keys(a: &mut App, script: &str) {
 
 fn screen(a: &mut App, w: u16, h: u16) -> String {
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
-    t.draw(|f| gpcap::tui::ui::draw(f, a)).unwrap();
+    t.draw(|f| gpcap::tui::draw(f, a)).unwrap();
     let buf = t.backend().buffer().clone();
     let mut out = String::new();
     for y in 0..h {
@@ -74,7 +74,7 @@ fn screen(a: &mut App, w: u16, h: u16) -> String {
 /// whole, `false` for one it covers in part (underlined).
 fn highlighted(a: &mut App, w: u16, h: u16) -> Vec<(usize, bool)> {
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
-    t.draw(|f| gpcap::tui::ui::draw(f, a)).unwrap();
+    t.draw(|f| gpcap::tui::draw(f, a)).unwrap();
     let buf = t.backend().buffer().clone();
     let mut out = Vec::new();
     for y in 0..h {

@@ -3,7 +3,7 @@
 //! held — reproducer F5; measured by `scripts/bench`, not here.)
 
 use gpcap::decode::IpInfo;
-use gpcap::decode::ipfrag::IpDefrag;
+use gpcap::decode::IpDefrag;
 use proptest::prelude::*;
 use std::net::{IpAddr, Ipv4Addr};
 

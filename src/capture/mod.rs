@@ -3,12 +3,14 @@
 
 mod error;
 mod legacy;
-pub mod merge;
-pub mod reader;
-pub mod writer;
+pub(crate) mod merge;
+pub(crate) mod reader;
+pub(crate) mod writer;
 
 pub use error::{
     BlockLength, CaptureError, CaptureErrorKind, IoFailure, IoOp, Malformed, Missing, NotACapture, Refill,
     Truncation,
 };
+pub use merge::{Merged, merge_files};
 pub use reader::{CaptureReader, Frame, show_as, shown};
+pub use writer::{PcapNgWriter, PcapWriter};

@@ -155,7 +155,7 @@ impl Merged {
             ),
             path,
         };
-        let done = gpcap::capture::merge::merge_files(captures, &m.path)?;
+        let done = gpcap::capture::merge_files(captures, &m.path)?;
         for e in &done.errors {
             eprintln!("gpcap: {e}");
         }

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 pub fn run(a: &GenArgs) -> Result<ExitCode> {
-    use gpcap::generate::net::Link;
+    use gpcap::generate::Link;
     use gpcap::generate::sim::{Burst, Emit, SimConfig, simulate_into};
     if a.vlan.is_some() && a.linktype != "ethernet" {
         return Err(Error::Usage(format!(
@@ -61,13 +61,13 @@ pub fn run(a: &GenArgs) -> Result<ExitCode> {
     let mut pcapng = None;
     if ng {
         let mut w =
-            gpcap::capture::writer::PcapNgWriter::new(out).map_err(|e| Error::io(a.output.display(), e))?;
+            gpcap::capture::PcapNgWriter::new(out).map_err(|e| Error::io(a.output.display(), e))?;
         w.interface(cfg.link.linktype() as u16, 65535, true)
             .map_err(|e| Error::io(a.output.display(), e))?;
         pcapng = Some(w);
     } else {
         pcap = Some(
-            gpcap::capture::writer::PcapWriter::new(out, cfg.link.linktype(), 65535, true)
+            gpcap::capture::PcapWriter::new(out, cfg.link.linktype(), 65535, true)
                 .map_err(|e| Error::io(a.output.display(), e))?,
         );
     }
@@ -154,7 +154,7 @@ pub fn run(a: &GenArgs) -> Result<ExitCode> {
             }));
         }
         let report = super::analyze::analyze_files(std::slice::from_ref(&a.output), cfg, None)?;
-        let mut diffs = gpcap::generate::check::compare(&truth, &report);
+        let mut diffs = gpcap::generate::compare(&truth, &report);
         if let Some(d) = report
             .decryption
             .as_ref()

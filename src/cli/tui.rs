@@ -65,7 +65,7 @@ pub fn event_loop(app: &mut App) -> Result<ExitCode> {
         execute!(std::io::stdout(), EnableMouseCapture, EnableBracketedPaste)?;
         while !app.quit && app.quit_at.is_none_or(|t| std::time::Instant::now() < t) {
             app.tick();
-            terminal.draw(|f| gpcap::tui::ui::draw(f, app))?;
+            terminal.draw(|f| gpcap::tui::draw(f, app))?;
             if let Some(text) = app.clipboard.take() {
                 copy_to_clipboard(&text)?;
             }

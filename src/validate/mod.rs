@@ -1,9 +1,9 @@
 //! The reference packet format: magic-prefix CRC32, header, fragment header, sequences.
 
 pub mod article;
-pub mod crc;
+pub(crate) mod crc;
 pub(crate) mod declared;
-pub mod fragment;
+pub(crate) mod fragment;
 pub(crate) mod header;
 pub(crate) mod seq;
 
@@ -12,4 +12,5 @@ pub use header::{
     CountEncoding, DecodedHeader, FRAGMENT_TYPE, FragmentHeader, Header, HeaderFormat, read_header,
     serialize_fragment_header, serialize_header,
 };
+pub use fragment::write_fragments;
 pub use seq::{sequence_diff, sequence_greater_than, sequence_less_than};
