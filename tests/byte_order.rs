@@ -27,7 +27,7 @@ fn values(p: &Arc<Program>, data: &[u8]) -> Vec<(String, Value)> {
         .iter()
         .enumerate()
         .filter(|(_, f)| !f.is_group())
-        .map(|(i, f)| (dissect::paths::path_of(p, &d, i), f.value))
+        .map(|(i, f)| (dissect::path_of(p, &d, i), f.value))
         .collect()
 }
 

@@ -180,7 +180,7 @@ fn else_if_chains_test_their_conditions() {
         let out = d.dissect(&bytes);
         assert!(out.fault.is_none(), "mask {mask}: {:?}", out.fault);
         let names: Vec<String> = (0..out.fields.len())
-            .map(|i| dissect::paths::path_of(&p, &out, i))
+            .map(|i| dissect::path_of(&p, &out, i))
             .collect();
         assert_eq!(
             names.last().map(String::as_str),

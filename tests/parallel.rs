@@ -162,9 +162,9 @@ fn counters(v: &serde_json::Value, path: &str, out: &mut std::collections::BTree
 /// packets over a small reassembly budget, and more flows than are tracked.
 fn hostile(path: &Path) -> Config {
     use gpcap::capture::PcapWriter;
-    use gpcap::generate::{Link, ip_packets};
     use gpcap::generate::PacketWriter;
     use gpcap::generate::Rng;
+    use gpcap::generate::{Link, ip_packets};
     use std::net::SocketAddr;
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let program = Arc::new(dissect::load(&root.join("dissectors/article.kdl")).unwrap());

@@ -8,9 +8,9 @@ use gpcap::analysis::{Analyzer, Config};
 use gpcap::capture::CaptureReader;
 use gpcap::capture::PcapWriter;
 use gpcap::dissect::{self, Program};
-use gpcap::generate::compare;
 use gpcap::generate::Link;
 use gpcap::generate::Rng;
+use gpcap::generate::compare;
 use gpcap::generate::sim::{Burst, SimConfig, simulate};
 use std::sync::Arc;
 

@@ -380,7 +380,7 @@ fn a_field_becomes_a_filter_and_copies() {
         let p = a.program.as_ref().unwrap();
         let f = &d.fields[a.field];
         (
-            gpcap::dissect::paths::path_of(p, d, a.field),
+            gpcap::dissect::path_of(p, d, a.field),
             gpcap::present::tree::value_text(p, f, a.detail.as_ref().unwrap().payload()),
         )
     };
@@ -683,7 +683,7 @@ fn bandwidth_drills_down_and_filters_on_a_field() {
     let path = want.split_once('.').unwrap().1;
     let d = a.detail.as_ref().unwrap();
     let p = a.program.as_ref().unwrap();
-    let got = gpcap::dissect::paths::path_of(p, d.dissection.as_ref().unwrap(), a.field);
+    let got = gpcap::dissect::path_of(p, d.dissection.as_ref().unwrap(), a.field);
     assert!(
         got.replace(|c: char| c == '[' || c.is_ascii_digit() || c == ']', "")
             .ends_with(path),

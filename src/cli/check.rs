@@ -23,7 +23,7 @@ pub fn run(path: &Path) -> Result<ExitCode> {
                         "packet type"
                     }
                 ),
-                dissect::compile::describe(&p)
+                dissect::describe(&p)
             );
             Ok(ExitCode::SUCCESS)
         }

@@ -60,8 +60,7 @@ pub fn run(a: &GenArgs) -> Result<ExitCode> {
     let mut pcap = None;
     let mut pcapng = None;
     if ng {
-        let mut w =
-            gpcap::capture::PcapNgWriter::new(out).map_err(|e| Error::io(a.output.display(), e))?;
+        let mut w = gpcap::capture::PcapNgWriter::new(out).map_err(|e| Error::io(a.output.display(), e))?;
         w.interface(cfg.link.linktype() as u16, 65535, true)
             .map_err(|e| Error::io(a.output.display(), e))?;
         pcapng = Some(w);

@@ -40,8 +40,7 @@ pub fn run(a: &SendArgs) -> Result<ExitCode> {
             "the definition has no packet types a client sends".into(),
         ));
     }
-    let gen_err =
-        |e: gpcap::generate::GenError| Error::Usage(format!("{}: {e}", a.dissector.display()));
+    let gen_err = |e: gpcap::generate::GenError| Error::Usage(format!("{}: {e}", a.dissector.display()));
     let mut rng = Rng::new(a.seed);
     let budget = program.params.format.mtu_budget as usize;
     let mut sent = Sent::default();
