@@ -40,7 +40,9 @@
 //! presentation ([`present`] text and JSON, `tui` with the `tui` feature).
 //! [`generate`] writes traffic from a definition; [`identify`] recovers protocol ids.
 //! These modules are public for the `gpcap` binary and the tests; outside the surface
-//! above they change without notice.
+//! above they change without notice. Their own submodules are crate-private unless
+//! something outside the crate names them: what the binary or a test needs is
+//! re-exported by the parent module (`capture::PcapWriter`, `generate::PacketWriter`).
 
 mod api;
 pub mod bits;
