@@ -298,7 +298,7 @@ impl OrderedPrinter {
             return Err(Error::ThreadFailed(Thread::Formatting));
         }
         printer.set_first(self.select.printed == 0);
-        printer.end().map_err(|e| Error::Output(e))
+        printer.end().map_err(Error::Output)
     }
 }
 
@@ -380,7 +380,7 @@ impl DissectPrinter {
     /// Closes the output (see [`OrderedPrinter::end`]); a write error is `Error::Output`.
     pub fn end(self) -> Result<(), Error> {
         match self {
-            DissectPrinter::One(mut p) => p.end().map_err(|e| Error::Output(e)),
+            DissectPrinter::One(mut p) => p.end().map_err(Error::Output),
             DissectPrinter::Many(p) => (*p).end(),
         }
     }

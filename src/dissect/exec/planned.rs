@@ -366,7 +366,7 @@ impl<'p> Exec<'p> {
         if index == max {
             return Ok(true);
         }
-        if !(flat.1 > 0 || entry == plan::NO_ENTRY) {
+        if flat.1 == 0 && entry != plan::NO_ENTRY {
             return Ok(self.open_element(at, entry, 0, max, index));
         }
         let limits = &self.program.limits;
