@@ -14,9 +14,11 @@ pub enum Error {
     /// A definition did not compile: each mistake with its file, line and column.
     #[error("invalid definition\n{}", crate::dissect::render(.0, false))]
     Definition(Vec<DefinitionError>),
-    /// Reading or writing a file or stream failed.
-    #[error("{what}: {source}")]
-    Io { what: String, source: std::io::Error },
+    /// Writing the dissected output (stdout, or the writer given) failed; a closed pipe
+    /// is `ErrorKind::BrokenPipe`.
+    #[error("stdout: {0}")]
+    Output(std::io::Error),
+    /// A filter (`--filter`, `--where`, ...) that does not parse, with its column.
     #[error("{option}: {error}")]
     Filter {
         option: &'static str,
@@ -26,22 +28,34 @@ pub enum Error {
     #[cfg(feature = "export")]
     #[error(transparent)]
     Export(#[from] crate::sinks::export::ExportError),
-    /// An argument that is out of range or does not fit the others.
-    #[error("{0}")]
-    Usage(String),
+    /// A `--fail-on` gate that does not parse.
+    #[error(transparent)]
+    Gate(#[from] crate::sinks::analysis::gates::GateError),
+    /// A thread of the ordered `dissect` output panicked.
+    #[error("dissect: a {0} thread failed")]
+    ThreadFailed(Thread),
+}
+
+/// Which thread of the ordered output failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Thread {
+    /// The one that writes the formatted packets in order.
+    Writer,
+    /// One of those that format packets.
+    Formatting,
+}
+
+impl std::fmt::Display for Thread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Thread::Writer => "writer",
+            Thread::Formatting => "formatting",
+        })
+    }
 }
 
 impl From<Vec<DefinitionError>> for Error {
     fn from(e: Vec<DefinitionError>) -> Self {
         Error::Definition(e)
-    }
-}
-
-impl Error {
-    pub fn io(what: impl std::fmt::Display, source: std::io::Error) -> Self {
-        Error::Io {
-            what: what.to_string(),
-            source,
-        }
     }
 }

@@ -40,7 +40,9 @@
 //! presentation ([`present`] text and JSON, `tui` with the `tui` feature).
 //! [`generate`] writes traffic from a definition; [`identify`] recovers protocol ids.
 //! These modules are public for the `gpcap` binary and the tests; outside the surface
-//! above they change without notice.
+//! above they change without notice. Their own submodules are crate-private unless
+//! something outside the crate names them: what the binary or a test needs is
+//! re-exported by the parent module (`capture::PcapWriter`, `generate::PacketWriter`).
 
 mod api;
 pub mod bits;
@@ -49,7 +51,7 @@ pub mod decode;
 pub mod decrypt;
 pub mod dissect;
 pub mod engine;
-pub mod error;
+pub(crate) mod error;
 pub mod filter;
 pub mod generate;
 pub mod identify;
@@ -67,7 +69,7 @@ pub use dissect::{
     DefinitionError, Dissection, Dissector, Fault, FaultKind, Field, Label, Program, Value, label_name,
 };
 pub use engine::{Config, FileEnd, Flow, FlowEnd, Kind, Needs, PacketEvent, Sink, Status, Summary};
-pub use error::Error;
+pub use error::{Error, Thread};
 pub use run::{FileOutcome, Merge, Mode, run_threads};
 pub use sinks::analysis;
 pub use sinks::analysis::{Report, Statistics};

@@ -26,7 +26,7 @@ fn main() -> ExitCode {
     });
     match result {
         Ok(code) => code,
-        Err(gpcap::Error::Definition(errors)) => {
+        Err(cli::Error::Lib(gpcap::Error::Definition(errors))) => {
             // Located diagnostics, in colour on a terminal.
             let text = gpcap::dissect::render(&errors, cli::color());
             let _ = writeln!(std::io::stderr(), "gpcap: invalid definition\n{text}");

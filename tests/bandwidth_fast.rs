@@ -93,7 +93,7 @@ proptest! {
 /// Per packet type: (walked from the plan, given up).
 struct ByType(
     std::collections::BTreeMap<u32, (u64, u64)>,
-    gpcap::dissect::leaves::LeafLog,
+    gpcap::dissect::LeafLog,
     Arc<gpcap::dissect::Program>,
 );
 

@@ -4,7 +4,7 @@
 use gpcap::analysis::{Analyzer, Config, Report};
 use gpcap::capture::CaptureReader;
 use gpcap::dissect;
-use gpcap::generate::check::compare;
+use gpcap::generate::compare;
 use gpcap::generate::sim::{SimConfig, Truth, simulate};
 use std::path::Path;
 use std::sync::Arc;

@@ -2,8 +2,8 @@
 //! text: exact values from hand-made bytes, and the generator's round trip.
 
 use gpcap::dissect::{self, Dissector, Program, Value};
-use gpcap::generate::packet::PacketWriter;
-use gpcap::generate::rng::Rng;
+use gpcap::generate::PacketWriter;
+use gpcap::generate::Rng;
 use proptest::prelude::*;
 use std::sync::Arc;
 
@@ -27,7 +27,7 @@ fn values(p: &Arc<Program>, data: &[u8]) -> Vec<(String, Value)> {
         .iter()
         .enumerate()
         .filter(|(_, f)| !f.is_group())
-        .map(|(i, f)| (dissect::paths::path_of(p, &d, i), f.value))
+        .map(|(i, f)| (dissect::path_of(p, &d, i), f.value))
         .collect()
 }
 

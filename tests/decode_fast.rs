@@ -4,8 +4,8 @@
 
 mod common;
 
-use gpcap::capture::reader::CaptureReader;
-use gpcap::decode::link::{decode_fast, decode_general, linktype};
+use gpcap::capture::CaptureReader;
+use gpcap::decode::{decode_fast, decode_general, linktype};
 use proptest::prelude::*;
 use std::path::Path;
 

@@ -180,7 +180,7 @@ fn else_if_chains_test_their_conditions() {
         let out = d.dissect(&bytes);
         assert!(out.fault.is_none(), "mask {mask}: {:?}", out.fault);
         let names: Vec<String> = (0..out.fields.len())
-            .map(|i| dissect::paths::path_of(&p, &out, i))
+            .map(|i| dissect::path_of(&p, &out, i))
             .collect();
         assert_eq!(
             names.last().map(String::as_str),
@@ -271,7 +271,7 @@ fn count_minus_one_fits_256_in_8_bits() {
 /// A value too wide for its field names the field when a packet is generated.
 #[test]
 fn generator_write_errors_name_the_field() {
-    let e = gpcap::generate::packet::GenError::Field {
+    let e = gpcap::generate::GenError::Field {
         field: "num_fragments".into(),
         error: gpcap::bits::BitError::new(
             gpcap::bits::ErrorKind::Invalid {

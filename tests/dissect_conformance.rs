@@ -150,7 +150,7 @@ fn scene_paths_and_values() {
     let program = std::sync::Arc::new(program);
     let out = Dissector::new(program.clone()).dissect(&hex(v["hex"].as_str().unwrap()));
     let paths: Vec<String> = (0..out.fields.len())
-        .map(|i| gpcap::dissect::paths::path_of(&program, &out, i))
+        .map(|i| gpcap::dissect::path_of(&program, &out, i))
         .collect();
     assert!(paths.contains(&"objects[1].position.x".to_string()), "{paths:?}");
     let i = paths.iter().position(|p| p == "objects[0].index").unwrap();

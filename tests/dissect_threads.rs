@@ -131,7 +131,7 @@ fn a_failing_formatter_ends_the_run_naming_file_and_frame() {
 
 /// `sim` simulated with the article's definition into a temporary capture.
 fn simulated(sim: &gpcap::generate::sim::SimConfig) -> PathBuf {
-    use gpcap::capture::writer::PcapWriter;
+    use gpcap::capture::PcapWriter;
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let program = gpcap::load_definition(root.join("dissectors/article.kdl")).unwrap();
     let g = gpcap::generate::sim::simulate(&program, sim).unwrap();

@@ -59,7 +59,7 @@ fn keys(a: &mut App, script: &str) {
 
 fn screen(a: &mut App, w: u16, h: u16) -> String {
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
-    t.draw(|f| gpcap::tui::ui::draw(f, a)).unwrap();
+    t.draw(|f| gpcap::tui::draw(f, a)).unwrap();
     let buf = t.backend().buffer().clone();
     let mut out = String::new();
     for y in 0..h {
@@ -74,7 +74,7 @@ fn screen(a: &mut App, w: u16, h: u16) -> String {
 /// whole, `false` for one it covers in part (underlined).
 fn highlighted(a: &mut App, w: u16, h: u16) -> Vec<(usize, bool)> {
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
-    t.draw(|f| gpcap::tui::ui::draw(f, a)).unwrap();
+    t.draw(|f| gpcap::tui::draw(f, a)).unwrap();
     let buf = t.backend().buffer().clone();
     let mut out = Vec::new();
     for y in 0..h {
@@ -143,9 +143,7 @@ fn the_tree_has_every_message_with_its_fields() {
     assert_eq!(a.selected_row().unwrap().frame, 117);
     let d = a.detail.as_ref().unwrap().dissection.clone().unwrap();
     let p = a.program.clone().unwrap();
-    let paths: Vec<String> = (0..d.fields.len())
-        .map(|i| dissect::paths::path_of(&p, &d, i))
-        .collect();
+    let paths: Vec<String> = (0..d.fields.len()).map(|i| dissect::path_of(&p, &d, i)).collect();
     assert_eq!(d.messages.len(), 5);
     for i in 0..5 {
         for f in [
@@ -223,9 +221,7 @@ fn a_reassembled_message_is_its_type_or_bytes_never_a_datagram() {
         .expect("read as app_message");
     assert_eq!((d.packet_type, d.fault.is_none()), (Some(13), true));
     let p = a.program.clone().unwrap();
-    let paths: Vec<String> = (0..d.fields.len())
-        .map(|i| dissect::paths::path_of(&p, &d, i))
-        .collect();
+    let paths: Vec<String> = (0..d.fields.len()).map(|i| dissect::path_of(&p, &d, i)).collect();
     assert_eq!(paths, ["id", "sender", "kind", "receiver", "magic", "filler"]);
     keys(&mut a, "t Down Down");
     assert_eq!(highlighted(&mut a, 80, 24), [(5, true)]);

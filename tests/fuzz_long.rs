@@ -55,7 +55,7 @@ fn definitions_from_constructs_compile_fast_or_are_refused() {
         match gpcap::dissect::compile("fuzz.kdl", &text) {
             Ok(p) => {
                 let p = std::sync::Arc::new(p);
-                let _ = gpcap::dissect::paths::catalog(&p);
+                let _ = gpcap::dissect::catalog(&p);
                 let mut d = gpcap::dissect::Dissector::new(p.clone());
                 let out = d.dissect(c.0);
                 let _ = gpcap::present::tree::text_tree(&p, &out, c.0);

@@ -2,8 +2,8 @@
 //! a fault, to exactly the primitives it wrote.
 
 use gpcap::dissect::{self, Dissector, Program};
-use gpcap::generate::packet::PacketWriter;
-use gpcap::generate::rng::Rng;
+use gpcap::generate::PacketWriter;
+use gpcap::generate::Rng;
 use gpcap::validate::{CrcStatus, verify_crc};
 use proptest::prelude::*;
 use std::sync::Arc;
@@ -80,7 +80,7 @@ fn fragments_dissect_with_their_roles() {
 #[test]
 fn foreign_traffic_never_uses_a_game_port() {
     use gpcap::analysis::{Analyzer, Config};
-    use gpcap::generate::check::compare;
+    use gpcap::generate::compare;
     use gpcap::generate::sim::{SimConfig, simulate};
     let p = load("article.kdl");
     let cfg = SimConfig {
@@ -93,7 +93,7 @@ fn foreign_traffic_never_uses_a_game_port() {
     let g = simulate(&p, &cfg).unwrap();
     assert!(g.truth.other_udp > 100);
     let mut a = Analyzer::new(Config::from_program(p.clone()));
-    let mut w = gpcap::capture::writer::PcapWriter::new(Vec::new(), g.linktype, 65535, true).unwrap();
+    let mut w = gpcap::capture::PcapWriter::new(Vec::new(), g.linktype, 65535, true).unwrap();
     for (t, f) in &g.frames {
         w.write(*t, f, f.len() as u32).unwrap();
     }

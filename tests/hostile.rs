@@ -458,9 +458,9 @@ fn an_ack_older_than_its_packet_is_dropped_and_counted() {
     let dir = temp_dir("rtt");
     let pcap = dir.join("c.pcap");
     {
-        use gpcap::generate::net::{Link, ip_packets};
+        use gpcap::generate::{Link, ip_packets};
         let link = Link::Ethernet { vlan: None };
-        let mut w = gpcap::capture::writer::PcapWriter::new(
+        let mut w = gpcap::capture::PcapWriter::new(
             std::fs::File::create(&pcap).unwrap(),
             link.linktype(),
             65535,

@@ -2,8 +2,8 @@
 //! are refused and counted. (Its cost per piece no longer grows with the pieces already
 //! held — reproducer F5; measured by `scripts/bench`, not here.)
 
+use gpcap::decode::IpDefrag;
 use gpcap::decode::IpInfo;
-use gpcap::decode::ipfrag::IpDefrag;
 use proptest::prelude::*;
 use std::net::{IpAddr, Ipv4Addr};
 

@@ -5,7 +5,7 @@
 use etherparse::PacketBuilder;
 use gpcap::analysis::{Analyzer, Config, Report};
 use gpcap::capture::CaptureReader;
-use gpcap::capture::writer::{PcapNgWriter, PcapWriter};
+use gpcap::capture::{PcapNgWriter, PcapWriter};
 use gpcap::decode::{Decoded, decode};
 use gpcap::validate::article::{self, Body, PacketA};
 use std::io::Write;

@@ -12,8 +12,8 @@ mod common;
 use gpcap::analysis::Config;
 use gpcap::decode::{Decoded, decode};
 use gpcap::dissect::{self, Dissector};
-use gpcap::generate::packet::PacketWriter;
-use gpcap::generate::rng::Rng;
+use gpcap::generate::PacketWriter;
+use gpcap::generate::Rng;
 use gpcap::live::{LiveCapture, LiveOptions};
 use gpcap::run::Session;
 use gpcap::sinks::index::{Index, IndexSink, status};
@@ -67,7 +67,7 @@ fn loopback_session_is_captured_exactly() {
     let mut rng = Rng::new(42);
     let fmt = program.params.format;
     let mut sent: Vec<Vec<u8>> = Vec::new();
-    let mut whole: Vec<(Vec<u8>, Vec<gpcap::generate::packet::Leaf>)> = Vec::new();
+    let mut whole: Vec<(Vec<u8>, Vec<gpcap::generate::Leaf>)> = Vec::new();
     let mut fragmented = 0u64;
     for seq in 0..200u64 {
         let ty = w.types()[rng.below(5) as usize];

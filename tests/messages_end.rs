@@ -70,7 +70,7 @@ fn remaining_reads_the_bytes_and_bits_left() {
         x.fields
             .iter()
             .find(|f| {
-                dissect::paths::path_of(
+                dissect::path_of(
                     d.program(),
                     &x,
                     x.fields.iter().position(|g| std::ptr::eq(g, *f)).unwrap(),

@@ -469,7 +469,7 @@ fn fault_kinds_are_spelled_one_way() {
 
 mod random_field_filters {
     use super::*;
-    use gpcap::dissect::paths::{Holds, catalog};
+    use gpcap::dissect::{Holds, catalog};
     use proptest::prelude::*;
 
     /// A comparison of a dissected field of the article's definition: any path the

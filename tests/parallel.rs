@@ -31,7 +31,7 @@ fn pipelined(paths: &[PathBuf], cfg: Config, workers: usize) -> Result<Report, g
 /// The article's definition, and the session `sim` simulated with it and written to a
 /// temporary capture named after `what`: its path and frame count.
 fn simulated(what: &str, sim: &gpcap::generate::sim::SimConfig) -> (Arc<dissect::Program>, PathBuf, usize) {
-    use gpcap::capture::writer::PcapWriter;
+    use gpcap::capture::PcapWriter;
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let program = Arc::new(dissect::load(&root.join("dissectors/article.kdl")).unwrap());
     let g = gpcap::generate::sim::simulate(&program, sim).unwrap();
@@ -161,10 +161,10 @@ fn counters(v: &serde_json::Value, path: &str, out: &mut std::collections::BTree
 /// of 0, packets that reassemble to a bad CRC or a malformed body, a flood of incomplete
 /// packets over a small reassembly budget, and more flows than are tracked.
 fn hostile(path: &Path) -> Config {
-    use gpcap::capture::writer::PcapWriter;
-    use gpcap::generate::net::{Link, ip_packets};
-    use gpcap::generate::packet::PacketWriter;
-    use gpcap::generate::rng::Rng;
+    use gpcap::capture::PcapWriter;
+    use gpcap::generate::PacketWriter;
+    use gpcap::generate::Rng;
+    use gpcap::generate::{Link, ip_packets};
     use std::net::SocketAddr;
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let program = Arc::new(dissect::load(&root.join("dissectors/article.kdl")).unwrap());
@@ -338,8 +338,8 @@ fn limits_reached_give_the_sequential_report() {
 /// validated. They are now checked like any other and counted together.
 #[test]
 fn untracked_flows_are_validated() {
-    use gpcap::generate::packet::PacketWriter;
-    use gpcap::generate::rng::Rng;
+    use gpcap::generate::PacketWriter;
+    use gpcap::generate::Rng;
     use std::net::SocketAddr;
     let dir = std::env::temp_dir().join(format!("gpcap-untracked-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -495,8 +495,8 @@ proptest::proptest! {
 #[test]
 fn a_worker_joining_other_copies_does_not_decide() {
     use gpcap::engine::BATCH_FRAMES;
-    use gpcap::generate::packet::PacketWriter;
-    use gpcap::generate::rng::Rng;
+    use gpcap::generate::PacketWriter;
+    use gpcap::generate::Rng;
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let program = Arc::new(dissect::load(&root.join("dissectors/article.kdl")).unwrap());
     let mut w = PacketWriter::new(&program);

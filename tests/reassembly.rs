@@ -3,11 +3,11 @@
 
 use gpcap::analysis::{Analyzer, Config, Report, predicted_loss};
 use gpcap::capture::CaptureReader;
-use gpcap::capture::writer::PcapWriter;
+use gpcap::capture::PcapWriter;
 use gpcap::engine::reassembly::{Budget, FlowReassembly, FragmentIn, Outcome};
 use gpcap::validate::HeaderFormat;
 use gpcap::validate::article::{self, Body, PacketB};
-use gpcap::validate::fragment::write_fragments;
+use gpcap::validate::write_fragments;
 
 fn fmt() -> HeaderFormat {
     HeaderFormat::default()

@@ -6,11 +6,11 @@
 
 use gpcap::analysis::{Analyzer, Config};
 use gpcap::capture::CaptureReader;
-use gpcap::capture::writer::PcapWriter;
+use gpcap::capture::PcapWriter;
 use gpcap::dissect::{self, Program};
-use gpcap::generate::check::compare;
-use gpcap::generate::net::Link;
-use gpcap::generate::rng::Rng;
+use gpcap::generate::Link;
+use gpcap::generate::Rng;
+use gpcap::generate::compare;
 use gpcap::generate::sim::{Burst, SimConfig, simulate};
 use std::sync::Arc;
 

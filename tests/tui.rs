@@ -111,7 +111,7 @@ fn settle(a: &mut App) {
 
 fn screen(a: &mut App, w: u16, h: u16) -> String {
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
-    t.draw(|f| gpcap::tui::ui::draw(f, a)).unwrap();
+    t.draw(|f| gpcap::tui::draw(f, a)).unwrap();
     let buf = t.backend().buffer().clone();
     let mut out = String::new();
     for y in 0..h {
@@ -282,7 +282,7 @@ fn ip_reassembled_datagrams_show_their_fields() {
 /// while a large capture is indexed, and must finish.
 #[test]
 fn loader_and_screen_run_together_on_a_large_capture() {
-    use gpcap::capture::writer::PcapWriter;
+    use gpcap::capture::PcapWriter;
     use gpcap::generate::sim::{Emit, SimConfig, simulate_into};
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let p = Arc::new(dissect::load(&root.join("dissectors/article.kdl")).unwrap());
@@ -320,7 +320,7 @@ fn loader_and_screen_run_together_on_a_large_capture() {
             "the screen did not finish with the loader"
         );
         a.tick();
-        t.draw(|f| gpcap::tui::ui::draw(f, &mut a)).unwrap();
+        t.draw(|f| gpcap::tui::draw(f, &mut a)).unwrap();
         a.key(KeyEvent::new(KeyCode::PageDown, KeyModifiers::NONE));
         frames_drawn += 1;
     }
@@ -357,7 +357,7 @@ fn marked_packets_are_written_with_their_fragments() {
     // Writing again asks before replacing the file; `n` keeps it.
     keys(&mut a, "M");
     keys(&mut a, &format!("w C-u text:{} Enter", out.display()));
-    assert!(matches!(&a.mode, gpcap::tui::app::Mode::Prompt(p) if p.ask == gpcap::tui::prompt::Ask::Replace));
+    assert!(matches!(&a.mode, gpcap::tui::Mode::Prompt(p) if p.ask == gpcap::tui::Ask::Replace));
     keys(&mut a, "n Enter");
     assert_eq!(a.message.clone().unwrap().0, "not written: the file was kept");
     assert!(std::fs::metadata(&out).unwrap().len() > 0);
@@ -380,7 +380,7 @@ fn a_field_becomes_a_filter_and_copies() {
         let p = a.program.as_ref().unwrap();
         let f = &d.fields[a.field];
         (
-            gpcap::dissect::paths::path_of(p, d, a.field),
+            gpcap::dissect::path_of(p, d, a.field),
             gpcap::present::tree::value_text(p, f, a.detail.as_ref().unwrap().payload()),
         )
     };
@@ -451,7 +451,7 @@ fn readme_keys_are_the_help_keys() {
     let close = "<!-- /keys -->";
     let a = readme.find(open).expect("README has the key table's markers") + open.len();
     let b = readme[a..].find(close).unwrap() + a;
-    let want = gpcap::tui::keys::markdown();
+    let want = gpcap::tui::keys_markdown();
     if std::env::var_os("GPCAP_UPDATE_README").is_some() {
         std::fs::write(&path, format!("{}{want}{}", &readme[..a], &readme[b..])).unwrap();
         return;
@@ -683,7 +683,7 @@ fn bandwidth_drills_down_and_filters_on_a_field() {
     let path = want.split_once('.').unwrap().1;
     let d = a.detail.as_ref().unwrap();
     let p = a.program.as_ref().unwrap();
-    let got = gpcap::dissect::paths::path_of(p, d.dissection.as_ref().unwrap(), a.field);
+    let got = gpcap::dissect::path_of(p, d.dissection.as_ref().unwrap(), a.field);
     assert!(
         got.replace(|c: char| c == '[' || c.is_ascii_digit() || c == ']', "")
             .ends_with(path),
@@ -717,7 +717,7 @@ fn layered_cfg() -> (Config, std::path::PathBuf) {
     let key = key_from_hex(meta["private_key"].as_str().unwrap()).unwrap();
     let choice = Choice {
         program: Some(def("netcode.kdl")),
-        protocol_id: Some(gpcap::validate::crc::ProtocolId {
+        protocol_id: Some(gpcap::validate::ProtocolId {
             value: 0x3141592653589793,
             width: 8,
         }),
@@ -739,10 +739,10 @@ fn layered_cfg() -> (Config, std::path::PathBuf) {
 /// tree, plaintext and inner layers as read going forward (or from the start).
 #[test]
 fn a_packet_read_going_back_is_read_as_going_forward() {
-    use gpcap::tui::layered::Replay;
+    use gpcap::tui::Replay;
     let (cfg, path) = layered_cfg();
-    let shown = |r: &gpcap::tui::layered::Replayed| {
-        let rows = r.tree.as_ref().map(|t| gpcap::tui::layered::rows(t, &r.carried));
+    let shown = |r: &gpcap::tui::Replayed| {
+        let rows = r.tree.as_ref().map(|t| gpcap::tui::layer_rows(t, &r.carried));
         let rows: Vec<String> = rows
             .into_iter()
             .flatten()

@@ -18,7 +18,7 @@ fuzz_target!(|data: &[u8]| {
     match gpcap::dissect::compile("fuzz.kdl", &text) {
         Ok(p) => {
             let p = std::sync::Arc::new(p);
-            let _ = gpcap::dissect::paths::catalog(&p);
+            let _ = gpcap::dissect::catalog(&p);
             let mut d = gpcap::dissect::Dissector::new(p.clone());
             let datagram = c.0;
             let out = d.dissect(datagram);

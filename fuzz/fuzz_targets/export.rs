@@ -48,9 +48,9 @@ fuzz_target!(|data: &[u8]| {
     std::fs::create_dir_all(&dir).unwrap();
     let pcap = dir.join("c.pcap");
     {
-        use gpcap::generate::net::{Link, ip_packets};
+        use gpcap::generate::{Link, ip_packets};
         let link = Link::Ethernet { vlan: None };
-        let mut w = gpcap::capture::writer::PcapWriter::new(std::fs::File::create(&pcap).unwrap(), link.linktype(), 65535, true).unwrap();
+        let mut w = gpcap::capture::PcapWriter::new(std::fs::File::create(&pcap).unwrap(), link.linktype(), 65535, true).unwrap();
         let (a, b): (std::net::SocketAddr, std::net::SocketAddr) = ("10.0.0.1:50000".parse().unwrap(), "10.0.0.2:40000".parse().unwrap());
         let mut rest = c.0;
         let mut k = 0i64;

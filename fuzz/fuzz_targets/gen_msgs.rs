@@ -14,7 +14,7 @@ use gpcap::decrypt::netcode::{PacketCipher, REQUEST_BYTES, TOKEN_PLAINTEXT, VERS
 use gpcap::dissect::program::ChecksumAlgorithm;
 use gpcap::engine::layers::{Stack, shown_program};
 use gpcap::engine::{Config, Engine, Flow, PacketEvent, Sink};
-use gpcap::generate::net::{Link, ip_packets};
+use gpcap::generate::{Link, ip_packets};
 use gpcap::{Dissection, Program};
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};

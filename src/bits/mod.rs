@@ -1,11 +1,11 @@
 //! The shared bit reader and writer, and the serialize primitives built on them.
 
-pub mod error;
-pub mod msb;
-pub mod reader;
-pub mod serialize;
-pub mod stream;
-pub mod writer;
+pub(crate) mod error;
+pub(crate) mod msb;
+pub(crate) mod reader;
+pub(crate) mod serialize;
+pub(crate) mod stream;
+pub(crate) mod writer;
 
 pub use error::{BitError, BitResult, ErrorKind};
 pub use reader::BitReader;

@@ -95,7 +95,8 @@ pub fn unzigzag(v: u64) -> i64 {
     (v >> 1) as i64 ^ -((v & 1) as i64)
 }
 
-pub fn zigzag(v: i64) -> u64 {
+#[cfg(test)]
+fn zigzag(v: i64) -> u64 {
     ((v << 1) ^ (v >> 63)) as u64
 }
 

@@ -2,7 +2,8 @@
 //! trace a capture of all their links at once would have been. Streams (one frame held
 //! per input, its buffer reused); ties keep the order the inputs were given in.
 
-use super::reader::{CaptureError, CaptureReader};
+use super::error::{CaptureError, CaptureErrorKind, IoOp};
+use super::reader::CaptureReader;
 use super::writer::PcapNgWriter;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -40,11 +41,8 @@ pub struct Merged {
 /// Writes `paths` interleaved by timestamp to `out` (pcapng, nanosecond timestamps,
 /// one interface per input and link type).
 pub fn merge_files(paths: &[PathBuf], out: &Path) -> Result<Merged, CaptureError> {
-    let werr = |e: std::io::Error| CaptureError {
-        file: out.display().to_string(),
-        offset: 0,
-        frame: 0,
-        message: format!("cannot write: {e}"),
+    let werr = |e: std::io::Error| {
+        CaptureError::at_start(out.display().to_string(), CaptureErrorKind::io(IoOp::Write, e))
     };
     let mut inputs = Vec::with_capacity(paths.len());
     for p in paths {

@@ -1,9 +1,16 @@
 //! Capture input and output: pcap/pcapng/gzip records read as borrowed frames (and
 //! read back at an offset), and pcap/pcapng writers.
 
+mod error;
 mod legacy;
-pub mod merge;
-pub mod reader;
-pub mod writer;
+pub(crate) mod merge;
+pub(crate) mod reader;
+pub(crate) mod writer;
 
-pub use reader::{CaptureError, CaptureReader, Frame, show_as, shown};
+pub use error::{
+    BlockLength, CaptureError, CaptureErrorKind, IoFailure, IoOp, Malformed, Missing, NotACapture, Refill,
+    Truncation,
+};
+pub use merge::{Merged, merge_files};
+pub use reader::{CaptureReader, Frame, show_as, shown};
+pub use writer::{PcapNgWriter, PcapWriter};

@@ -2,11 +2,14 @@
 //! per-interface link types and timestamp resolutions, and a truncated last record
 //! reported rather than fatal.
 
+use super::error::{
+    BlockLength, CaptureError, CaptureErrorKind as Kind, IoOp, Malformed, Missing, NotACapture, Refill,
+    Truncation,
+};
 use super::legacy::{LegacyHeader, LegacyReader, Stop};
 use pcap_parser::pcapng::Block;
 use pcap_parser::traits::PcapReaderIterator;
 use pcap_parser::{PcapBlockOwned, PcapError, create_reader};
-use serde::Serialize;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
@@ -32,15 +35,6 @@ impl Frame<'_> {
     pub fn snaplen_truncated(&self) -> bool {
         (self.origlen as usize) > self.data.len()
     }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
-#[error("{file}: {message} at byte offset {offset} (after frame {frame})")]
-pub struct CaptureError {
-    pub file: String,
-    pub offset: u64,
-    pub frame: u64,
-    pub message: String,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -172,12 +166,7 @@ impl CaptureReader {
 
     fn open_with(path: &Path, fast: bool) -> Result<Self, CaptureError> {
         let name = shown(path);
-        let f = File::open(path).map_err(|e| CaptureError {
-            file: name.clone(),
-            offset: 0,
-            frame: 0,
-            message: format!("cannot open: {e}"),
-        })?;
+        let f = File::open(path).map_err(|e| CaptureError::at_start(&name, Kind::io(IoOp::Open, e)))?;
         Self::from_read_with(&name, f, fast)
     }
 
@@ -194,15 +183,10 @@ impl CaptureReader {
     }
 
     fn from_read_with(name: &str, r: impl Read + Send + 'static, fast: bool) -> Result<Self, CaptureError> {
-        let err = |message: String| CaptureError {
-            file: name.to_string(),
-            offset: 0,
-            frame: 0,
-            message,
-        };
-        let (mut r, gzip_cut) = gzip_or_plain(r).map_err(|e| err(format!("cannot read: {e}")))?;
+        let err = |kind: Kind| CaptureError::at_start(name, kind);
+        let (mut r, gzip_cut) = gzip_or_plain(r).map_err(|e| err(Kind::io(IoOp::Read, e)))?;
         // Peeked, not consumed: anything but classic pcap goes to the general parser whole.
-        let head = r.fill_buf().map_err(|e| err(format!("cannot read: {e}")))?;
+        let head = r.fill_buf().map_err(|e| err(Kind::io(IoOp::Read, e)))?;
         let legacy = LegacyHeader::parse(head).filter(|_| fast);
         let mut reader = CaptureReader {
             name: name.to_string(),
@@ -224,17 +208,13 @@ impl CaptureReader {
             return Ok(reader);
         }
         let inner = create_reader(INITIAL_BUFFER, r).map_err(|e| {
-            err(match e {
-                PcapError::HeaderNotRecognized => "not a pcap or pcapng file (unknown magic)".to_string(),
-                PcapError::Eof | PcapError::UnexpectedEof | PcapError::Incomplete(_) => {
-                    "file too short to hold a capture header".to_string()
-                }
-                PcapError::ReadError => "cannot read the capture header (a read failed)".to_string(),
-                PcapError::BufferTooSmall => "the capture header is larger than the read buffer".to_string(),
-                PcapError::NomError(..) | PcapError::OwnedNomError(..) => {
-                    "the capture header does not parse (malformed)".to_string()
-                }
-            })
+            err(Kind::NotACapture(match e {
+                PcapError::HeaderNotRecognized => NotACapture::UnknownMagic,
+                PcapError::Eof | PcapError::UnexpectedEof | PcapError::Incomplete(_) => NotACapture::TooShort,
+                PcapError::ReadError => NotACapture::ReadFailed,
+                PcapError::BufferTooSmall => NotACapture::TooLarge,
+                PcapError::NomError(..) | PcapError::OwnedNomError(..) => NotACapture::Malformed,
+            }))
         })?;
         reader.inner = Some(inner);
         Ok(reader)
@@ -263,16 +243,16 @@ impl CaptureReader {
         self.frames
     }
 
-    fn error(&self, message: String) -> CaptureError {
-        self.error_at(self.offset(), message)
+    fn error(&self, kind: impl Into<Kind>) -> CaptureError {
+        self.error_at(self.offset(), kind)
     }
 
-    fn error_at(&self, offset: u64, message: String) -> CaptureError {
+    fn error_at(&self, offset: u64, kind: impl Into<Kind>) -> CaptureError {
         CaptureError {
             file: self.name.clone(),
             offset,
             frame: self.frames,
-            message,
+            kind: kind.into(),
         }
     }
 
@@ -319,24 +299,22 @@ impl CaptureReader {
         let gzip_cut = self.gzip_cut.as_ref().is_some_and(|c| c.load(Relaxed));
         match stop {
             Stop::End | Stop::Cut(_) if gzip_cut => {
-                self.truncated_tail = Some(self.error(
-                    "the gzip stream is cut short; every complete frame before the cut was read".into(),
-                ));
+                self.truncated_tail = Some(self.error(Truncation::GzipCut));
                 Ok(None)
             }
             Stop::End => Ok(None),
             Stop::Cut(left) => {
-                self.truncated_tail = Some(self.error(format!(
-                    "last record truncated ({left} bytes of an incomplete record)"
-                )));
+                self.truncated_tail = Some(self.error(Truncation::LastRecord { bytes: left }));
                 Ok(None)
             }
-            Stop::TooLarge => Err(self.error(format!("record larger than {} MiB", MAX_BLOCK >> 20))),
-            Stop::Corrupt(caplen) => Err(self.error(format!(
-                "corrupt record header: it claims {caplen} captured bytes, more than the file allows; reading stopped here, the {} frames before it are analyzed",
-                self.frames
-            ))),
-            Stop::Read(e) => Err(self.error(format!("read failed: {e}"))),
+            Stop::TooLarge => Err(self.error(Malformed::TooLarge {
+                max_mib: MAX_BLOCK >> 20,
+            })),
+            Stop::Corrupt(caplen) => Err(self.error(Malformed::CorruptHeader {
+                caplen,
+                frames_before: self.frames,
+            })),
+            Stop::Read(e) => Err(self.error(Kind::io(IoOp::ReadRecord, e))),
         }
     }
 
@@ -373,7 +351,7 @@ impl CaptureReader {
                     Some(data) => Ok(Some(Frame { data, ..meta })),
                     None => {
                         self.done = true;
-                        Err(self.error("record data outside the read buffer".into()))
+                        Err(self.error(Malformed::OutsideBuffer))
                     }
                 }
             }
@@ -408,7 +386,7 @@ impl CaptureReader {
                 Skip(usize),
                 Refill,
                 End,
-                Fail(String),
+                Fail(Kind),
             }
             let base = inner.data().as_ptr() as usize;
             let step = match inner.next() {
@@ -459,11 +437,13 @@ impl CaptureReader {
                         }
                         PcapBlockOwned::NG(Block::EnhancedPacket(epb)) => {
                             match self.interfaces.get(epb.if_id as usize).copied() {
-                                None => Step::Fail(format!(
-                                    "packet block names interface {} but only {} are described",
-                                    epb.if_id,
-                                    self.interfaces.len()
-                                )),
+                                None => Step::Fail(
+                                    Malformed::UnknownInterface {
+                                        id: epb.if_id,
+                                        described: self.interfaces.len(),
+                                    }
+                                    .into(),
+                                ),
                                 Some(i) => {
                                     let units = (epb.ts_high as u64) << 32 | epb.ts_low as u64;
                                     let ns = i.resolution.nanos(units);
@@ -482,7 +462,7 @@ impl CaptureReader {
                         PcapBlockOwned::NG(Block::SimplePacket(spb)) => {
                             let i = self.interfaces.first().copied();
                             match i {
-                                None => Step::Fail("simple packet block before any interface".into()),
+                                None => Step::Fail(Malformed::SimpleBeforeInterface.into()),
                                 Some(i) => Step::Frame {
                                     consumed,
                                     start: locate(spb.data),
@@ -503,14 +483,12 @@ impl CaptureReader {
                         let rest = inner.data();
                         let left = rest.len();
                         match self.ng_big_endian.and_then(|be| bad_block_length(rest, be)) {
-                            Some(problem) => Step::Fail(problem),
+                            Some(problem) => Step::Fail(Malformed::BlockLength(problem).into()),
                             None => {
                                 if left > 0 {
                                     self.truncated_tail = Some(self.error_at(
                                         inner.consumed() as u64,
-                                        format!(
-                                            "last record truncated ({left} bytes of an incomplete record)"
-                                        ),
+                                        Truncation::LastRecord { bytes: left },
                                     ));
                                 }
                                 Step::End
@@ -525,14 +503,12 @@ impl CaptureReader {
                     PcapError::NomError(..) | PcapError::OwnedNomError(..) => self
                         .ng_big_endian
                         .and_then(|be| bad_block_length(inner.data(), be))
-                        .unwrap_or_else(|| {
-                            "malformed record: its header, length or contents do not parse".into()
-                        }),
-                    PcapError::ReadError => "the file could not be read further (a read failed)".into(),
-                    PcapError::HeaderNotRecognized => "a section header of an unknown format".into(),
-                    PcapError::BufferTooSmall => "a record larger than the read buffer".into(),
+                        .map_or(Malformed::Record.into(), |b| Malformed::BlockLength(b).into()),
+                    PcapError::ReadError => Malformed::ReadFailed.into(),
+                    PcapError::HeaderNotRecognized => Malformed::UnknownSection.into(),
+                    PcapError::BufferTooSmall => Malformed::LargerThanBuffer.into(),
                     PcapError::Eof | PcapError::UnexpectedEof | PcapError::Incomplete(_) => {
-                        "the file ends inside a record".into()
+                        Truncation::InsideRecord.into()
                     }
                 }),
             };
@@ -572,16 +548,15 @@ impl CaptureReader {
                             self.done = true;
                             return Err(self.error_at(
                                 inner.consumed() as u64,
-                                format!("record larger than {} MiB", MAX_BLOCK >> 20),
+                                Malformed::TooLarge {
+                                    max_mib: MAX_BLOCK >> 20,
+                                },
                             ));
                         }
                         self.capacity *= 2;
                         inner.grow(self.capacity);
                     }
-                    let failed = inner
-                        .refill()
-                        .err()
-                        .map(|e| format!("read failed ({})", parser_error(&e)));
+                    let failed = inner.refill().err().map(|e| Malformed::Refill(parser_error(&e)));
                     if let Some(m) = failed {
                         self.done = true;
                         return Err(self.error_at(inner.consumed() as u64, m));
@@ -595,13 +570,8 @@ impl CaptureReader {
                             .as_ref()
                             .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
                     {
-                        self.truncated_tail = Some(
-                            self.error_at(
-                                inner.consumed() as u64,
-                                "the gzip stream is cut short; every complete frame before the cut was read"
-                                    .into(),
-                            ),
-                        );
+                        self.truncated_tail =
+                            Some(self.error_at(inner.consumed() as u64, Truncation::GzipCut));
                     }
                     return Ok(None);
                 }
@@ -615,19 +585,19 @@ impl CaptureReader {
 }
 
 /// pcap-parser's error, in words.
-fn parser_error(e: &PcapError<&[u8]>) -> &'static str {
+fn parser_error(e: &PcapError<&[u8]>) -> Refill {
     match e {
-        PcapError::ReadError => "the file could not be read",
-        PcapError::BufferTooSmall => "a record larger than the read buffer",
-        PcapError::HeaderNotRecognized => "an unknown header",
-        _ => "the data does not parse",
+        PcapError::ReadError => Refill::Read,
+        PcapError::BufferTooSmall => Refill::BufferTooSmall,
+        PcapError::HeaderNotRecognized => Refill::UnknownHeader,
+        _ => Refill::DoesNotParse,
     }
 }
 
 /// Why a pcapng block that does not parse is malformed rather than cut short: its total
 /// length (bytes 4..8) is under the 12-byte minimum, not a multiple of 4, or fits in
 /// what is left of the file.
-fn bad_block_length(rest: &[u8], big_endian: bool) -> Option<String> {
+fn bad_block_length(rest: &[u8], big_endian: bool) -> Option<BlockLength> {
     let raw: [u8; 4] = rest.get(4..8)?.try_into().ok()?;
     let len = if big_endian {
         u32::from_be_bytes(raw)
@@ -635,17 +605,11 @@ fn bad_block_length(rest: &[u8], big_endian: bool) -> Option<String> {
         u32::from_le_bytes(raw)
     };
     if len < 12 {
-        Some(format!(
-            "pcapng block length {len} is under the 12-byte minimum (malformed, not cut short)"
-        ))
+        Some(BlockLength::UnderMinimum(len))
     } else if !len.is_multiple_of(4) {
-        Some(format!(
-            "pcapng block length {len} is not a multiple of 4 (malformed, not cut short)"
-        ))
+        Some(BlockLength::NotMultipleOf4(len))
     } else if (len as usize) <= rest.len() {
-        Some(format!(
-            "pcapng block of {len} bytes does not parse: its contents or trailing length are malformed"
-        ))
+        Some(BlockLength::Contents(len))
     } else {
         None
     }
@@ -677,12 +641,7 @@ impl FrameAt {
             None => r.offset(),
         };
         let name = shown(path);
-        let err = |e: std::io::Error| CaptureError {
-            file: name.clone(),
-            offset: 0,
-            frame: 0,
-            message: format!("cannot read: {e}"),
-        };
+        let err = |e: std::io::Error| CaptureError::at_start(&name, Kind::io(IoOp::Read, e));
         let mut head = Vec::new();
         let (mut src, _) = gzip_or_plain(File::open(path).map_err(err)?).map_err(err)?;
         src.by_ref().take(first).read_to_end(&mut head).map_err(err)?;
@@ -704,15 +663,15 @@ impl FrameAt {
     }
 
     /// The file opened, and how a fault at `offset` of it is told.
-    fn open_at(&self, offset: u64) -> Result<(File, impl Fn(String) -> CaptureError), CaptureError> {
+    fn open_at(&self, offset: u64) -> Result<(File, impl Fn(Kind) -> CaptureError), CaptureError> {
         let file = shown(&self.path);
-        let err = move |message: String| CaptureError {
+        let err = move |kind: Kind| CaptureError {
             file: file.clone(),
             offset,
             frame: 0,
-            message,
+            kind,
         };
-        let f = File::open(&self.path).map_err(|e| err(format!("cannot open: {e}")))?;
+        let f = File::open(&self.path).map_err(|e| err(Kind::io(IoOp::Open, e)))?;
         Ok((f, err))
     }
 
@@ -723,7 +682,7 @@ impl FrameAt {
         let name = shown(&self.path);
         let (mut f, err) = self.open_at(offset)?;
         f.seek(std::io::SeekFrom::Start(offset))
-            .map_err(|e| err(format!("cannot seek: {e}")))?;
+            .map_err(|e| err(Kind::io(IoOp::Seek, e)))?;
         let stream = std::io::Cursor::new(self.head.clone()).chain(f);
         let r = CaptureReader::from_read(&name, stream)?;
         Ok((r, offset as i64 - self.head.len() as i64))
@@ -735,14 +694,14 @@ impl FrameAt {
         let (mut f, err) = self.open_at(offset)?;
         let body: Box<dyn Read + Send> = if self.gzip {
             // No seeking in a gzip stream: read up to the record.
-            let (mut gz, _) = gzip_or_plain(f).map_err(|e| err(format!("cannot read: {e}")))?;
+            let (mut gz, _) = gzip_or_plain(f).map_err(|e| err(Kind::io(IoOp::Read, e)))?;
             std::io::copy(&mut gz.by_ref().take(offset), &mut std::io::sink())
-                .map_err(|e| err(format!("cannot read: {e}")))?;
+                .map_err(|e| err(Kind::io(IoOp::Read, e)))?;
             gz
         } else {
             use std::io::Seek;
             f.seek(std::io::SeekFrom::Start(offset))
-                .map_err(|e| err(format!("cannot seek: {e}")))?;
+                .map_err(|e| err(Kind::io(IoOp::Seek, e)))?;
             Box::new(BufReader::new(f))
         };
         let stream = std::io::Cursor::new(self.head.clone()).chain(body);
@@ -754,7 +713,7 @@ impl FrameAt {
                 origlen: fr.origlen,
                 data: fr.data.to_vec(),
             }),
-            None => Err(err("no packet record at this offset".into())),
+            None => Err(err(Missing::NoRecordAt.into())),
         }
     }
 }

@@ -17,7 +17,7 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
         .fail_on
         .iter()
         .map(|g| Gate::parse(g))
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<std::result::Result<Vec<_>, _>>()?;
     let mut choice = a.protocol.choice()?;
     choice.mtu_budget = a.mtu;
     choice.link_mtu = Some(a.link_mtu);
@@ -27,7 +27,7 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
         ..Default::default()
     });
     if let Some(o) = &bits {
-        gpcap::sinks::bandwidth::run::check_what_if(&resolved.cfg, o).map_err(gpcap::Error::Usage)?;
+        gpcap::sinks::bandwidth::run::check_what_if(&resolved.cfg, o).map_err(crate::cli::Error::Usage)?;
     }
     if resolved.cfg.protocol_id.is_none() && resolved.cfg.checksum.is_crc32() {
         return conversations(a, resolved);
@@ -155,7 +155,7 @@ impl Merged {
             ),
             path,
         };
-        let done = gpcap::capture::merge::merge_files(captures, &m.path)?;
+        let done = gpcap::capture::merge_files(captures, &m.path)?;
         for e in &done.errors {
             eprintln!("gpcap: {e}");
         }
@@ -178,7 +178,7 @@ fn refuse_overlap(r: &Report) -> Result<()> {
     };
     let (fa, fb) = (&files[a], &files[b]);
     let by = fa.last_ns.unwrap_or(0).saturating_sub(fb.first_ns.unwrap_or(0)) as f64 / 1e9;
-    Err(gpcap::Error::Usage(format!(
+    Err(crate::cli::Error::Usage(format!(
         "{} and {} overlap in time ({} starts {by:.3} s before {} ends) and share flows: read as one trace their flows would be stitched together; pass --merge to interleave them by timestamp into one trace, or --per-file for one report each",
         fa.name, fb.name, fb.name, fa.name
     )))

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 pub fn run(path: &Path) -> Result<ExitCode> {
     // A file that cannot be read is an input error (2), not a definition error (1).
-    std::fs::metadata(path).map_err(|e| gpcap::Error::io(path.display(), e))?;
+    std::fs::metadata(path).map_err(|e| crate::cli::Error::io(path.display(), e))?;
     match dissect::load(path) {
         Ok(p) => {
             outln!(
@@ -23,7 +23,7 @@ pub fn run(path: &Path) -> Result<ExitCode> {
                         "packet type"
                     }
                 ),
-                dissect::compile::describe(&p)
+                dissect::describe(&p)
             );
             Ok(ExitCode::SUCCESS)
         }

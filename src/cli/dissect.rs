@@ -2,7 +2,7 @@
 
 use super::Result;
 use super::args::DissectArgs;
-use gpcap::Error;
+use crate::cli::Error;
 use gpcap::engine::resolve::resolve;
 use gpcap::filter::Filter;
 use gpcap::run::{run_files, sample_files};
@@ -29,7 +29,7 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
     let mut filter = match &a.filter {
         // `reliable.sequence > 10`: the inner layers' names prefix their fields.
         Some(text) => {
-            Filter::parse_stacked(text, shown.as_ref(), &layers).map_err(|error| Error::Filter {
+            Filter::parse_stacked(text, shown.as_ref(), &layers).map_err(|error| gpcap::Error::Filter {
                 option: "--filter",
                 error,
             })?
@@ -84,10 +84,10 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
     }
     let printed = printer.printed();
     match printer.end() {
-        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => {
+        Err(gpcap::Error::Output(source)) if source.kind() == std::io::ErrorKind::BrokenPipe => {
             return Ok(ExitCode::SUCCESS);
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
         Ok(()) => {}
     }
     if let Some(n) = a.frame

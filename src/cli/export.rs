@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 #[cfg(not(feature = "export"))]
 pub fn run(_: &ExportArgs) -> Result<ExitCode> {
-    Err(gpcap::Error::Usage(
+    Err(crate::cli::Error::Usage(
         "export is not compiled in; build with the `export` feature (on by default)".into(),
     ))
 }
@@ -15,7 +15,7 @@ pub fn run(_: &ExportArgs) -> Result<ExitCode> {
 #[cfg(feature = "export")]
 pub fn run(a: &ExportArgs) -> Result<ExitCode> {
     use super::progress_bar;
-    use gpcap::Error;
+    use crate::cli::Error;
     use gpcap::engine::resolve::resolve;
     use gpcap::run::{Until, run_files, sample_files};
     use gpcap::sinks::export::Export;

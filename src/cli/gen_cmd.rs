@@ -2,15 +2,14 @@
 
 use super::args::GenArgs;
 use super::{Result, load_program};
-use gpcap::Error;
+use crate::cli::Error;
 use gpcap::engine::Config;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 pub fn run(a: &GenArgs) -> Result<ExitCode> {
-    use gpcap::generate::net::Link;
-    use gpcap::generate::sim::{Burst, Emit, SimConfig, simulate_into};
+    use gpcap::generate::sim::{Emit, simulate_into};
     if a.vlan.is_some() && a.linktype != "ethernet" {
         return Err(Error::Usage(format!(
             "--vlan needs --linktype ethernet (a VLAN tag is part of the Ethernet header, not of {})",
@@ -18,34 +17,7 @@ pub fn run(a: &GenArgs) -> Result<ExitCode> {
         )));
     }
     let program = load_program(&a.dissector)?;
-    let burst = a.burst.map(|[enter, exit, loss]| Burst { enter, exit, loss });
-    let cfg = SimConfig {
-        seed: a.seed,
-        duration_s: a.duration,
-        packets: a.packets,
-        rate_hz: a.rate,
-        clients: a.clients,
-        loss: a.loss,
-        burst,
-        dup: a.dup,
-        reorder: a.reorder,
-        jitter_ms: a.jitter,
-        corrupt: a.corrupt,
-        link_mtu: a.link_mtu,
-        df: a.df,
-        no_fragment: a.no_fragment,
-        foreign: a.foreign,
-        ipv6: a.ipv6,
-        link: match a.linktype.as_str() {
-            "sll2" => Link::Sll2,
-            "raw" => Link::Raw,
-            _ => Link::Ethernet { vlan: a.vlan },
-        },
-        big: a.big,
-        attacks: a.attacks,
-        malformed: a.malformed,
-        encrypt: a.encrypt,
-    };
+    let cfg = sim_config(a);
     // A definition gen cannot write traffic for is refused before any file is made.
     gpcap::generate::sim::preflight(&program)
         .map_err(|e| Error::Usage(format!("{}: {e}", a.dissector.display())))?;
@@ -60,14 +32,13 @@ pub fn run(a: &GenArgs) -> Result<ExitCode> {
     let mut pcap = None;
     let mut pcapng = None;
     if ng {
-        let mut w =
-            gpcap::capture::writer::PcapNgWriter::new(out).map_err(|e| Error::io(a.output.display(), e))?;
+        let mut w = gpcap::capture::PcapNgWriter::new(out).map_err(|e| Error::io(a.output.display(), e))?;
         w.interface(cfg.link.linktype() as u16, 65535, true)
             .map_err(|e| Error::io(a.output.display(), e))?;
         pcapng = Some(w);
     } else {
         pcap = Some(
-            gpcap::capture::writer::PcapWriter::new(out, cfg.link.linktype(), 65535, true)
+            gpcap::capture::PcapWriter::new(out, cfg.link.linktype(), 65535, true)
                 .map_err(|e| Error::io(a.output.display(), e))?,
         );
     }
@@ -116,6 +87,59 @@ pub fn run(a: &GenArgs) -> Result<ExitCode> {
     drop(tout);
     capture.commit()?;
     truth_file.commit()?;
+    let keylog = write_keylog(a, &truth)?;
+    eprintln!(
+        "gpcap: wrote {} ({}, {} lost, {} duplicated, {} corrupted) to {} and its truth to {}",
+        gpcap::present::count(truth.frames, "frame"),
+        gpcap::present::count(truth.datagrams_sent, "game datagram"),
+        truth.lost,
+        truth.duplicated,
+        truth.corrupted,
+        a.output.display(),
+        truth_path.display()
+    );
+    if a.check {
+        return check(a, program, &truth, keylog.as_deref());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The simulation the flags describe.
+fn sim_config(a: &GenArgs) -> gpcap::generate::sim::SimConfig {
+    use gpcap::generate::Link;
+    use gpcap::generate::sim::{Burst, SimConfig};
+    let burst = a.burst.map(|[enter, exit, loss]| Burst { enter, exit, loss });
+    SimConfig {
+        seed: a.seed,
+        duration_s: a.duration,
+        packets: a.packets,
+        rate_hz: a.rate,
+        clients: a.clients,
+        loss: a.loss,
+        burst,
+        dup: a.dup,
+        reorder: a.reorder,
+        jitter_ms: a.jitter,
+        corrupt: a.corrupt,
+        link_mtu: a.link_mtu,
+        df: a.df,
+        no_fragment: a.no_fragment,
+        foreign: a.foreign,
+        ipv6: a.ipv6,
+        link: match a.linktype.as_str() {
+            "sll2" => Link::Sll2,
+            "raw" => Link::Raw,
+            _ => Link::Ethernet { vlan: a.vlan },
+        },
+        big: a.big,
+        attacks: a.attacks,
+        malformed: a.malformed,
+        encrypt: a.encrypt,
+    }
+}
+
+/// Sealed traffic: the connections' keys written beside the capture (`OUT.keylog`).
+fn write_keylog(a: &GenArgs, truth: &gpcap::generate::sim::Truth) -> Result<Option<PathBuf>> {
     let keylog = (!truth.keys.is_empty()).then(|| PathBuf::from(format!("{}.keylog", a.output.display())));
     if let Some(path) = &keylog {
         let mut text =
@@ -132,55 +156,54 @@ pub fn run(a: &GenArgs) -> Result<ExitCode> {
             path.display()
         );
     }
-    eprintln!(
-        "gpcap: wrote {} ({}, {} lost, {} duplicated, {} corrupted) to {} and its truth to {}",
-        gpcap::present::count(truth.frames, "frame"),
-        gpcap::present::count(truth.datagrams_sent, "game datagram"),
-        truth.lost,
-        truth.duplicated,
-        truth.corrupted,
-        a.output.display(),
-        truth_path.display()
-    );
-    if a.check {
-        let mut cfg = Config::from_program(program);
-        if let Some(path) = &keylog {
-            // Sealed traffic is checked decrypted: every packet must open.
-            let mut secrets = gpcap::decrypt::keys::Secrets::default();
-            gpcap::decrypt::keys::keylog(path, &mut secrets).map_err(Error::Usage)?;
-            cfg.stack = Some(std::sync::Arc::new(gpcap::engine::layers::Stack {
-                secrets: Some(std::sync::Arc::new(secrets)),
-                ..Default::default()
-            }));
-        }
-        let report = super::analyze::analyze_files(std::slice::from_ref(&a.output), cfg, None)?;
-        let mut diffs = gpcap::generate::check::compare(&truth, &report);
-        if let Some(d) = report
-            .decryption
-            .as_ref()
-            .filter(|d| d.total.mac_failures + d.total.no_key > 0)
-        {
-            diffs.push(format!(
-                "decryption: {} MAC failures and {} packets without a key",
-                d.total.mac_failures, d.total.no_key
-            ));
-        }
-        // A check over nothing cannot fail: it is a failure of its own.
-        if truth.datagrams_sent == 0 || truth.flows.is_empty() {
-            diffs.push(format!(
-                "nothing to compare: {} written, {} with a ground truth",
-                gpcap::present::count(truth.frames, "frame"),
-                gpcap::present::count(truth.flows.len() as u64, "flow")
-            ));
-        }
-        if !diffs.is_empty() {
-            for d in &diffs {
-                eprintln!("gpcap: truth mismatch: {d}");
-            }
-            return Ok(ExitCode::from(4));
-        }
-        eprintln!("gpcap: analyze agrees with the ground truth");
+    Ok(keylog)
+}
+
+/// `--check`: the written capture analyzed and compared with its ground truth (exit 4
+/// on a mismatch).
+fn check(
+    a: &GenArgs,
+    program: std::sync::Arc<gpcap::dissect::Program>,
+    truth: &gpcap::generate::sim::Truth,
+    keylog: Option<&std::path::Path>,
+) -> Result<ExitCode> {
+    let mut cfg = Config::from_program(program);
+    if let Some(path) = keylog {
+        // Sealed traffic is checked decrypted: every packet must open.
+        let mut secrets = gpcap::decrypt::keys::Secrets::default();
+        gpcap::decrypt::keys::keylog(path, &mut secrets).map_err(Error::Usage)?;
+        cfg.stack = Some(std::sync::Arc::new(gpcap::engine::layers::Stack {
+            secrets: Some(std::sync::Arc::new(secrets)),
+            ..Default::default()
+        }));
     }
+    let report = super::analyze::analyze_files(std::slice::from_ref(&a.output), cfg, None)?;
+    let mut diffs = gpcap::generate::compare(truth, &report);
+    if let Some(d) = report
+        .decryption
+        .as_ref()
+        .filter(|d| d.total.mac_failures + d.total.no_key > 0)
+    {
+        diffs.push(format!(
+            "decryption: {} MAC failures and {} packets without a key",
+            d.total.mac_failures, d.total.no_key
+        ));
+    }
+    // A check over nothing cannot fail: it is a failure of its own.
+    if truth.datagrams_sent == 0 || truth.flows.is_empty() {
+        diffs.push(format!(
+            "nothing to compare: {} written, {} with a ground truth",
+            gpcap::present::count(truth.frames, "frame"),
+            gpcap::present::count(truth.flows.len() as u64, "flow")
+        ));
+    }
+    if !diffs.is_empty() {
+        for d in &diffs {
+            eprintln!("gpcap: truth mismatch: {d}");
+        }
+        return Ok(ExitCode::from(4));
+    }
+    eprintln!("gpcap: analyze agrees with the ground truth");
     Ok(ExitCode::SUCCESS)
 }
 

@@ -5,7 +5,7 @@
 
 use super::Result;
 use super::args::Command;
-use gpcap::Error;
+use crate::cli::Error;
 use std::path::{Path, PathBuf};
 
 /// The temporary files, removed when the command ends.

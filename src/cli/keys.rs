@@ -3,7 +3,7 @@
 
 use super::args::ProtocolArgs;
 use super::{Result, load_program};
-use gpcap::Error;
+use crate::cli::Error;
 use gpcap::decrypt::keys::{self, Secrets};
 use gpcap::dissect::Program;
 use gpcap::engine::layers::Stack;

@@ -3,8 +3,8 @@
 
 use super::Result;
 use super::args::LiveArgs;
+use crate::cli::Error;
 use crate::{out, outln};
-use gpcap::Error;
 use gpcap::analysis::Report;
 use gpcap::engine::resolve::{Choice, resolve};
 use gpcap::live::bpf::Selection;

@@ -5,6 +5,7 @@ pub mod analyze;
 pub mod args;
 pub mod check;
 pub mod dissect;
+mod error;
 pub mod export;
 pub mod gen_cmd;
 pub mod identify;
@@ -16,7 +17,7 @@ pub mod send;
 pub mod tui;
 
 use args::ProtocolArgs;
-use gpcap::Error;
+pub use error::Error;
 use gpcap::dissect::Program;
 use gpcap::engine::resolve::Choice;
 use std::io::{IsTerminal, Write};
@@ -76,7 +77,7 @@ pub fn color() -> bool {
 }
 
 pub fn load_program(path: &Path) -> Result<Arc<Program>> {
-    gpcap::load_definition(path)
+    Ok(gpcap::load_definition(path)?)
 }
 
 impl ProtocolArgs {

@@ -3,8 +3,8 @@
 
 use super::Result;
 use super::args::ReplayArgs;
+use crate::cli::Error;
 use crate::outln;
-use gpcap::Error;
 use gpcap::engine::resolve::resolve;
 use gpcap::run::{run_files, sample_files};
 use gpcap::sinks::replay::Replay;

@@ -2,10 +2,10 @@
 
 use super::args::SendArgs;
 use super::{Result, load_program};
+use crate::cli::Error;
 use crate::outln;
-use gpcap::Error;
-use gpcap::generate::packet::PacketWriter;
-use gpcap::generate::rng::Rng;
+use gpcap::generate::PacketWriter;
+use gpcap::generate::Rng;
 use std::process::ExitCode;
 
 /// What was sent, as JSON on stdout.
@@ -40,8 +40,7 @@ pub fn run(a: &SendArgs) -> Result<ExitCode> {
             "the definition has no packet types a client sends".into(),
         ));
     }
-    let gen_err =
-        |e: gpcap::generate::packet::GenError| Error::Usage(format!("{}: {e}", a.dissector.display()));
+    let gen_err = |e: gpcap::generate::GenError| Error::Usage(format!("{}: {e}", a.dissector.display()));
     let mut rng = Rng::new(a.seed);
     let budget = program.params.format.mtu_budget as usize;
     let mut sent = Sent::default();

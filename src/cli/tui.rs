@@ -2,7 +2,7 @@
 
 use super::Result;
 use super::args::TuiArgs;
-use gpcap::Error;
+use crate::cli::Error;
 use gpcap::capture::CaptureReader;
 use gpcap::engine::resolve::resolve;
 use gpcap::run::sample_files;
@@ -65,7 +65,7 @@ pub fn event_loop(app: &mut App) -> Result<ExitCode> {
         execute!(std::io::stdout(), EnableMouseCapture, EnableBracketedPaste)?;
         while !app.quit && app.quit_at.is_none_or(|t| std::time::Instant::now() < t) {
             app.tick();
-            terminal.draw(|f| gpcap::tui::ui::draw(f, app))?;
+            terminal.draw(|f| gpcap::tui::draw(f, app))?;
             if let Some(text) = app.clipboard.take() {
                 copy_to_clipboard(&text)?;
             }

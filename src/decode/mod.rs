@@ -1,8 +1,10 @@
 //! Decode: link → IP → UDP/ICMP of each frame (stateless), and IP defragmentation
 //! (the one stateful piece of decoding, run in the engine's ordered stage).
 
-pub mod ipfrag;
-pub mod link;
+pub(crate) mod ipfrag;
+pub(crate) mod link;
+
+pub use ipfrag::IpDefrag;
 
 pub use link::{
     Decoded, IcmpTooBig, IpInfo, QuotedDatagram, decode, decode_fast, decode_general, linktype,

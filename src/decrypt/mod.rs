@@ -4,7 +4,7 @@
 
 pub mod keys;
 pub mod netcode;
-pub mod replay;
+pub(crate) mod replay;
 
 use crate::engine::FlowId;
 use hashbrown::HashMap;

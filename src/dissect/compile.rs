@@ -24,7 +24,7 @@ mod roles;
 mod scope;
 
 use arguments::{positional, prop};
-pub use document::{describe, template_fields};
+pub use document::describe;
 use hints::{MAX_BRACES, closest, common_mistakes, too_deep, usage};
 use primitives::{PRIMITIVES, Shape};
 use scope::Scope;

@@ -1,25 +1,26 @@
 //! Dissector definitions (`dissectors/*.kdl`): the language, its compiler and the
 //! interpreter that runs the compiled program on the shared bit reader.
 
-pub mod compile;
-pub mod diag;
-pub mod exec;
-pub mod expand;
-pub mod expr;
-pub mod leaves;
-pub mod model;
-pub mod paths;
-pub mod plan;
-pub mod prims;
+pub(crate) mod compile;
+pub(crate) mod diag;
+pub(crate) mod exec;
+pub(crate) mod expand;
+pub(crate) mod expr;
+pub(crate) mod leaves;
+pub(crate) mod model;
+pub(crate) mod paths;
+pub(crate) mod plan;
+pub(crate) mod prims;
 pub mod program;
-pub mod strings;
+pub(crate) mod strings;
 
-pub use compile::{compile, load};
+pub use compile::{compile, describe, load};
 pub use diag::{DefinitionError, render};
 pub use exec::Dissector;
+pub use leaves::LeafLog;
 pub use model::{
     Dissection, Fault, FaultKind, Field, FragmentInfo, Label, MessageFragment, MessageInfo, ROOT, StreamSeq,
     Value,
 };
-pub use paths::{label_name, path_of};
+pub use paths::{Holds, PathInfo, catalog, label_name, path_of};
 pub use program::{Program, Role};

@@ -21,12 +21,6 @@ const FLOAT_BITS: u32 = 32;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Raw(pub [u64; 4]);
 
-/// Whether `kind` is a leaf with a fixed layout (handled here).
-#[inline(always)]
-pub fn is_leaf(kind: &Kind) -> bool {
-    field_count(kind) > 0
-}
-
 /// Reads, writes or measures one leaf: the only mapping from a leaf kind to its layout.
 /// Returns the fields the leaf makes (a group counts as one; padding before a check is
 /// one when there is any), or 0 when `kind` is not a leaf primitive (nothing is read).

@@ -80,17 +80,4 @@ impl Sealer {
         packet.truncate(header);
         packet.extend_from_slice(&body);
     }
-
-    /// The key log (`--keylog` format) of every connection.
-    pub fn keylog(&self) -> String {
-        let mut s =
-            String::from("# NETCODE <client ip:port> <client_to_server_key> <server_to_client_key>\n");
-        for k in &self.keys {
-            s.push_str(&format!(
-                "NETCODE {} {} {}\n",
-                k.client, k.client_to_server_key, k.server_to_client_key
-            ));
-        }
-        s
-    }
 }

@@ -1,10 +1,15 @@
 //! Traffic generation: packets written from a definition through the shared writer, a
 //! network simulator, and the ground truth of what happened.
 
-pub mod check;
-pub mod encrypt;
-pub mod net;
-pub mod packet;
-pub mod rng;
+pub(crate) mod check;
+pub(crate) mod encrypt;
+pub(crate) mod net;
+pub(crate) mod packet;
+pub(crate) mod rng;
 pub mod sim;
 mod words;
+
+pub use check::compare;
+pub use net::{Link, ip_packets};
+pub use packet::{GenError, Leaf, PacketWriter};
+pub use rng::Rng;

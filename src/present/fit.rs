@@ -1,6 +1,5 @@
 //! The Fit section: how well the description fits the traffic, first in the report.
 
-use crate::analysis::Report;
 use crate::analysis::fit::{Fit, Verdict};
 use std::fmt::Write;
 
@@ -34,8 +33,9 @@ fn first_failure(f: &crate::analysis::fit::FirstFailure) -> String {
     s
 }
 
-/// The Fit section.
-pub fn render(r: &Report) -> String {
+/// The Fit section (the text report's).
+#[cfg(feature = "cli")]
+pub fn render(r: &crate::analysis::Report) -> String {
     let fit = &r.fit;
     let mut out = String::new();
     let _ = writeln!(out, "Fit: {}", fit.verdict.as_str());

@@ -16,6 +16,7 @@ pub const SEPARATOR: &str = " · ";
 
 /// A Type column's text at most (a datagram of messages names its message types; ENet's
 /// longest, `send_unsequenced`, whole).
+#[cfg(feature = "tui")]
 const TYPE_WIDTH: usize = 16;
 
 /// The Info lines of packets of one stack of definitions: each definition's `info`
@@ -159,6 +160,7 @@ fn head(p: &Program, ptype: Option<u32>, seq: Option<u64>, ack: Option<u16>) -> 
 
 /// The Type column of a datagram of messages (ENet): the names of the message types it
 /// holds, in order of first appearance.
+#[cfg(feature = "tui")]
 pub fn message_types(p: &Program, d: &Dissection) -> Option<String> {
     if d.messages.is_empty() {
         return None;

@@ -3,11 +3,11 @@
 
 #[cfg(feature = "cli")]
 pub mod bandwidth;
-pub mod fit;
-pub mod info;
+pub(crate) mod fit;
+pub(crate) mod info;
 pub mod json;
 #[cfg(feature = "cli")]
-pub mod layers;
+pub(crate) mod layers;
 #[cfg(feature = "cli")]
 pub mod tables;
 pub mod tree;

@@ -160,6 +160,7 @@ pub fn render_conversations(r: &crate::analysis::Conversations) -> String {
     out
 }
 
+/// The text report of `gpcap analyze`, section by section.
 pub fn render(r: &Report) -> String {
     let mut out = super::fit::render(r);
     render_capture(&mut out, &r.capture);
@@ -167,6 +168,24 @@ pub fn render(r: &Report) -> String {
         // Zero configuration whose reference header does not fit: no numbers built on it.
         return out;
     }
+    render_validation(&mut out, r);
+    render_flows(&mut out, r);
+    render_types(&mut out, r);
+    if let Some(m) = &r.messages {
+        render_messages(&mut out, m);
+        render_streams(&mut out, r);
+    }
+    render_malformed(&mut out, r);
+    let _ = writeln!(out);
+    out.push_str(&render_acks(r));
+    out.push_str(&render_reassembly(r));
+    out.push_str(&render_mtu(r));
+    out.push_str(&super::layers::render(r));
+    out
+}
+
+/// Protocol validation: what was examined and how it validated.
+fn render_validation(out: &mut String, r: &Report) {
     let p = &r.protocol;
     let v = &r.validation;
     let _ = writeln!(out, "Protocol validation");
@@ -259,9 +278,12 @@ pub fn render(r: &Report) -> String {
         ));
     }
     let _ = writeln!(out, "{}\n", kv(&rows));
+}
 
+/// The busiest flows, their sequence jumps and the flows past the flow table.
+fn render_flows(out: &mut String, r: &Report) {
     let _ = writeln!(out, "Flows");
-    warn(&mut out, r, "the lost, dup and late columns");
+    warn(out, r, "the lost, dup and late columns");
     let mut t = table(
         &[
             &["flow"],
@@ -291,7 +313,7 @@ pub fn render(r: &Report) -> String {
     }
     right(&mut t, 1);
     let _ = writeln!(out, "{t}");
-    more_rows(&mut out, r.flows.len(), SHOWN, "flows");
+    more_rows(out, r.flows.len(), SHOWN, "flows");
     let jumps: u64 = r.flows.iter().map(|f| f.seq.jumps).sum();
     if jumps > 0 {
         let _ = writeln!(
@@ -309,7 +331,10 @@ pub fn render(r: &Report) -> String {
         );
     }
     let _ = writeln!(out);
+}
 
+/// Datagrams and reassembled packets per packet type, over every flow.
+fn render_types(out: &mut String, r: &Report) {
     let mut totals: Vec<(u64, u64)> = Vec::new();
     for f in &r.flows {
         let n = f.types.len().max(f.reassembled_types.len());
@@ -338,11 +363,10 @@ pub fn render(r: &Report) -> String {
             "(datagrams as received, fragments as their own type; reassembled packets by the type of the whole packet)\n"
         );
     }
+}
 
-    if let Some(m) = &r.messages {
-        render_messages(&mut out, m);
-        render_streams(&mut out, r);
-    }
+/// Malformed packets by cause.
+fn render_malformed(out: &mut String, r: &Report) {
     let _ = writeln!(out, "Malformed packets: {}", r.malformed.total);
     if r.malformed.total > 0 {
         let mut t = table(&["cause", "packets"]);
@@ -352,12 +376,6 @@ pub fn render(r: &Report) -> String {
         right(&mut t, 1);
         let _ = writeln!(out, "{t}");
     }
-    let _ = writeln!(out);
-    out.push_str(&render_acks(r));
-    out.push_str(&render_reassembly(r));
-    out.push_str(&render_mtu(r));
-    out.push_str(&super::layers::render(r));
-    out
 }
 
 /// Message streams per flow and stream name, their keys' counters added up.

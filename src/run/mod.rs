@@ -187,12 +187,7 @@ fn analyze_batch<X: Sink>(
 
 /// A worker thread panicked: said as a capture error, in words.
 fn thread_failed() -> CaptureError {
-    CaptureError {
-        file: String::new(),
-        offset: 0,
-        frame: 0,
-        message: "an analysis thread failed".into(),
-    }
+    CaptureError::at_start("", crate::capture::CaptureErrorKind::ThreadFailed)
 }
 
 /// A sink whose run also stops when `stop` says so (a signal, a limit outside the sink).

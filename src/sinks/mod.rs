@@ -10,4 +10,4 @@ pub mod ordered;
 pub mod printer;
 pub mod replay;
 pub mod select;
-pub mod writer;
+pub(crate) mod writer;

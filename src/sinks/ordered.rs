@@ -7,11 +7,11 @@
 //! 2.1 s of CPU); batches and output buffers go round, so a warm run allocates little.
 
 use super::printer::{Format, Printer};
-use crate::Error;
 use crate::capture::CaptureError;
 use crate::dissect::{Dissection, Program};
 use crate::engine::carried::Carried;
 use crate::engine::{Flow, Needs, PacketEvent, Sink};
+use crate::error::{Error, Thread};
 use crate::filter::Filter;
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -278,25 +278,27 @@ impl OrderedPrinter {
             self.send();
         }
         drop(self.work.take());
-        let lost = |what: &str| Error::Usage(format!("dissect: a {what} thread failed"));
         let mut worker_died = false;
         for w in self.workers.drain(..) {
             worker_died |= w.join().is_err();
         }
-        let Written { mut printer, failed } = self.writer.join().map_err(|_| lost("writer"))?;
+        let Written { mut printer, failed } = self
+            .writer
+            .join()
+            .map_err(|_| Error::ThreadFailed(Thread::Writer))?;
         if let Some((file, offset, frame)) = failed {
             return Err(Error::Capture(CaptureError {
                 file: self.names.get(file as usize).cloned().unwrap_or_default(),
                 offset,
                 frame,
-                message: "formatting this packet failed: output stops before it".into(),
+                kind: crate::capture::CaptureErrorKind::OutputStopped,
             }));
         }
         if worker_died {
-            return Err(lost("formatting"));
+            return Err(Error::ThreadFailed(Thread::Formatting));
         }
         printer.set_first(self.select.printed == 0);
-        printer.end().map_err(|e| Error::io("stdout", e))
+        printer.end().map_err(Error::Output)
     }
 }
 
@@ -375,10 +377,10 @@ impl DissectPrinter {
         }
     }
 
-    /// Closes the output (see [`OrderedPrinter::end`]); a write error is `Error::Io`.
+    /// Closes the output (see [`OrderedPrinter::end`]); a write error is `Error::Output`.
     pub fn end(self) -> Result<(), Error> {
         match self {
-            DissectPrinter::One(mut p) => p.end().map_err(|e| Error::io("stdout", e)),
+            DissectPrinter::One(mut p) => p.end().map_err(Error::Output),
             DissectPrinter::Many(p) => (*p).end(),
         }
     }

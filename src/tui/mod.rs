@@ -2,14 +2,18 @@
 //! drawing from that state. The packet index it shows is a sink of the engine
 //! ([`crate::sinks::index`]), built on another thread and sent here as updates.
 
-pub mod app;
-pub mod bits;
-pub mod keys;
-pub mod layered;
-pub mod prompt;
+pub(crate) mod app;
+pub(crate) mod bits;
+pub(crate) mod keys;
+pub(crate) mod layered;
+pub(crate) mod prompt;
 mod scan;
-pub mod series;
-pub mod ui;
+pub(crate) mod series;
+pub(crate) mod ui;
 
 pub use crate::sinks::index::{Index, Update, load};
-pub use app::{App, Tab};
+pub use app::{App, Mode, Tab};
+pub use keys::markdown as keys_markdown;
+pub use layered::{LayerRow, Replay, Replayed, rows as layer_rows};
+pub use prompt::Ask;
+pub use ui::draw;

@@ -1,7 +1,7 @@
 //! The reference packet header and fragment header (SPEC §1), parameterised by
 //! [`HeaderFormat`] so a dissector definition can override every number.
 
-use crate::bits::{BitError, BitResult, ErrorKind, ReadStream, Stream, serialize_bits};
+use crate::bits::{BitResult, ReadStream, Stream, serialize_bits};
 use serde::Serialize;
 
 /// How the fragment count is written.
@@ -116,29 +116,4 @@ pub fn read_header(data: &[u8], fmt: &HeaderFormat) -> BitResult<DecodedHeader> 
         body_offset: body_bit.div_ceil(8) as usize,
         body_bit,
     })
-}
-
-/// Checks a fragment header against the format's limits (SPEC §1 attacks).
-pub fn validate_fragment(f: &FragmentHeader, fmt: &HeaderFormat, at: u64) -> BitResult<()> {
-    if f.num_fragments == 0 || f.num_fragments > fmt.max_fragments {
-        return Err(BitError::new(
-            ErrorKind::OutOfRange {
-                value: f.num_fragments as i64,
-                min: 1,
-                max: fmt.max_fragments as i64,
-            },
-            at,
-        ));
-    }
-    if f.fragment_id >= f.num_fragments {
-        return Err(BitError::new(
-            ErrorKind::OutOfRange {
-                value: f.fragment_id as i64,
-                min: 0,
-                max: f.num_fragments as i64 - 1,
-            },
-            at,
-        ));
-    }
-    Ok(())
 }

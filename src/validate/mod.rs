@@ -1,13 +1,14 @@
 //! The reference packet format: magic-prefix CRC32, header, fragment header, sequences.
 
 pub mod article;
-pub mod crc;
-pub mod declared;
-pub mod fragment;
-pub mod header;
-pub mod seq;
+pub(crate) mod crc;
+pub(crate) mod declared;
+pub(crate) mod fragment;
+pub(crate) mod header;
+pub(crate) mod seq;
 
 pub use crc::{CrcSeed, CrcStatus, ProtocolId, packet_crc, stored_crc, verify_crc, write_crc};
+pub use fragment::write_fragments;
 pub use header::{
     CountEncoding, DecodedHeader, FRAGMENT_TYPE, FragmentHeader, Header, HeaderFormat, read_header,
     serialize_fragment_header, serialize_header,

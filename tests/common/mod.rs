@@ -28,10 +28,10 @@ pub fn udp_capture(
     path: &std::path::Path,
     datagrams: impl IntoIterator<Item = (std::net::SocketAddr, std::net::SocketAddr, Vec<u8>)>,
 ) {
-    use gpcap::generate::net::{Link, ip_packets};
+    use gpcap::generate::{Link, ip_packets};
     let link = Link::Ethernet { vlan: None };
     let file = std::fs::File::create(path).unwrap();
-    let mut w = gpcap::capture::writer::PcapWriter::new(file, link.linktype(), 65535, true).unwrap();
+    let mut w = gpcap::capture::PcapWriter::new(file, link.linktype(), 65535, true).unwrap();
     for (k, (src, dst, payload)) in datagrams.into_iter().enumerate() {
         let f = link.frame(&ip_packets(src, dst, &payload, k as u32, false, 1500)[0], false);
         w.write(

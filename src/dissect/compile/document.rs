@@ -2,6 +2,7 @@
 //! `fragment`, `messages`, `packet`) compiled into a [`Program`], the checks that need
 //! the whole of it (field limit, fragment widths, Info templates), and `describe`.
 
+use super::messages::MessagesDef;
 use super::*;
 
 /// Braces of an info template pair up, one level deep.
@@ -89,31 +90,40 @@ pub fn describe(p: &Program) -> String {
     )
 }
 
+/// What the header, messages and fragment blocks declare: the frame every packet's
+/// body is read in, and the roles found so far.
+struct Outline<'d> {
+    /// The header node, named in diagnostics.
+    h: &'d KdlNode,
+    header: Block,
+    messages: Option<MessagesDef>,
+    fragment: Option<(&'d KdlNode, Block)>,
+    when: Option<Expr>,
+    roles: u32,
+    roles_ok: bool,
+    sequence_bits: u32,
+    typed: bool,
+}
+
 impl<'d> Compiler<'d> {
+    /// The whole definition: protocol, header, messages and fragment blocks, then each
+    /// packet, checked together and planned.
     pub(super) fn document(&mut self, doc: &'d KdlDocument) -> Option<Program> {
         let mut params = Params::default();
         let mut top = TopLevel::default();
         self.top_level(doc, &mut top);
-        let TopLevel {
-            protocol: protocol_node,
-            header: header_node,
-            fragment: fragment_node,
-            messages: messages_node,
-            packets: mut packet_nodes,
-            plaintext: plaintext_nodes,
-        } = top;
         if self.plaintext_view {
-            packet_nodes.extend(plaintext_nodes.iter().copied());
+            top.packets.extend(top.plaintext.iter().copied());
         }
         // Space 0 is each flow's own counter.
-        let mut params_spaces = vec![SequenceSpace {
+        let mut spaces = vec![SequenceSpace {
             name: "flow".into(),
             per_sender: false,
         }];
-        if let Some(p) = protocol_node {
-            self.protocol(p, &mut params, &mut params_spaces);
+        if let Some(p) = top.protocol {
+            self.protocol(p, &mut params, &mut spaces);
         }
-        if let (Some(n), None) = (plaintext_nodes.first(), &params.encryption) {
+        if let (Some(n), None) = (top.plaintext.first(), &params.encryption) {
             self.error(
                 Self::name_span(n),
                 "a `plaintext` block needs the protocol's `encryption`",
@@ -121,7 +131,19 @@ impl<'d> Compiler<'d> {
                 Some("add `encryption \"netcode-1.02\"` to the protocol block".into()),
             );
         }
-        let Some(h) = header_node else {
+        let mut outline = self.outline(&top, &mut params)?;
+        let mut info_spans: Vec<(usize, SourceSpan)> = Vec::new();
+        let packets = self.packet_defs(&top.packets, &mut outline, &mut params, &spaces, &mut info_spans);
+        let by_type = self.checked_together(&outline, &mut params, &packets)?;
+        let program = self.program(outline, params, spaces, packets, by_type);
+        self.info_templates(&program, &info_spans);
+        Some(program)
+    }
+
+    /// The header, messages and fragment blocks, their roles, and the number of types.
+    fn outline(&mut self, top: &TopLevel<'d>, params: &mut Params) -> Option<Outline<'d>> {
+        let messages_node = top.messages;
+        let Some(h) = top.header else {
             self.error(
                 SourceSpan::from(0..0),
                 "the definition has no `header` block",
@@ -149,7 +171,7 @@ impl<'d> Compiler<'d> {
         let mut roles_ok =
             self.role_placement(h, header, Role::Sequence, messages_node.is_none(), &mut roles);
         if messages_node.is_none()
-            && let Some(m) = packet_nodes.iter().find(|p| p.name().value() == "message")
+            && let Some(m) = top.packets.iter().find(|p| p.name().value() == "message")
         {
             self.error(
                 Self::name_span(m),
@@ -158,7 +180,7 @@ impl<'d> Compiler<'d> {
                 Some("add `messages { bits type 8 role=type }` (the fields before each message's body), or write `packet` for one message per datagram".into()),
             );
         }
-        let messages = messages_node.and_then(|m| self.messages_block(m, header, fragment_node));
+        let messages = messages_node.and_then(|m| self.messages_block(m, header, top.fragment));
         if messages_node.is_some() && messages.is_none() {
             return None;
         }
@@ -169,7 +191,7 @@ impl<'d> Compiler<'d> {
         };
         if with_crc {
             roles_ok &= self.role_placement(h, header, Role::Crc, true, &mut roles);
-            roles_ok &= self.checksum_position(header, &params);
+            roles_ok &= self.checksum_position(header, params);
         } else if let Some(id) = self.role_nodes(header, Role::Crc).first() {
             let name = self.nodes[*id as usize].name.clone();
             self.error(
@@ -183,21 +205,9 @@ impl<'d> Compiler<'d> {
             roles_ok &= self.role_placement(h, header, role, false, &mut roles);
         }
         let sequence_bits = self.sequence_bits(header);
-        let when = fragment_node
-            .and_then(|f| prop(f, "when"))
-            .and_then(|e| self.expression(e));
-        let fragment = fragment_node.map(|f| {
-            self.check_props(f, &["when", "doc"]);
-            let b = self.block(f.children(), 0);
-            (f, b)
-        });
-        if let Some((f, b)) = fragment
-            && !self.within_field_limit(b, Self::name_span(f))
-        {
-            return None;
-        }
+        let (fragment, when) = self.fragment_block(top.fragment)?;
         roles_ok &= self.no_offset_roles(header);
-        roles_ok &= self.send_time(h, header, &mut params);
+        roles_ok &= self.send_time(h, header, params);
         roles_ok &= self.fragment_roles(fragment, when.is_some(), header, &params.format, &mut roles);
         let typed = Program::role_declared(roles, Role::Type);
 
@@ -208,123 +218,205 @@ impl<'d> Compiler<'d> {
             Kind::Bits(b) if b <= 16 => Some(1u32 << b),
             _ => None,
         });
-        self.type_count(&mut params, derived_types, typed, type_node, protocol_node, h);
+        self.type_count(params, derived_types, typed, type_node, top.protocol, h);
+        Some(Outline {
+            h,
+            header,
+            messages,
+            fragment,
+            when,
+            roles,
+            roles_ok,
+            sequence_bits,
+            typed,
+        })
+    }
 
+    /// The fragment block (if any) and its `when` condition. None: over the field limit.
+    #[allow(clippy::type_complexity)]
+    fn fragment_block(
+        &mut self,
+        node: Option<&'d KdlNode>,
+    ) -> Option<(Option<(&'d KdlNode, Block)>, Option<Expr>)> {
+        let when = node
+            .and_then(|f| prop(f, "when"))
+            .and_then(|e| self.expression(e));
+        let fragment = node.map(|f| {
+            self.check_props(f, &["when", "doc"]);
+            let b = self.block(f.children(), 0);
+            (f, b)
+        });
+        if let Some((f, b)) = fragment
+            && !self.within_field_limit(b, Self::name_span(f))
+        {
+            return None;
+        }
+        Some((fragment, when))
+    }
+
+    /// Every `packet` (and `message`) block that compiles, in order.
+    fn packet_defs(
+        &mut self,
+        nodes: &[&'d KdlNode],
+        o: &mut Outline<'d>,
+        params: &mut Params,
+        spaces: &[SequenceSpace],
+        info_spans: &mut Vec<(usize, SourceSpan)>,
+    ) -> Vec<PacketDef> {
         let mut packets: Vec<PacketDef> = Vec::new();
-        let mut info_spans: Vec<(usize, SourceSpan)> = Vec::new();
-        let spaces = std::mem::take(&mut params_spaces);
         let mut seen: HashMap<u32, (String, usize)> = HashMap::new();
-        let fragment_zero = fragment.is_some() && when.is_none() && typed;
-        for p in packet_nodes {
+        let fragment_zero = o.fragment.is_some() && o.when.is_none() && o.typed;
+        for p in nodes {
             let Some((id, name)) = self.packet_id(p, params.format.num_types, fragment_zero, &mut seen)
             else {
                 continue;
             };
-            self.extra_arguments(p, 2, &usage("packet"));
-            self.scope.clear();
-            if let Some(m) = &messages {
-                // A message's body reads its own header's fields.
-                self.scope = m.scope.clone();
+            let index = packets.len();
+            if let Some(d) = self.packet_def(p, (id as u32, name), index, o, params, spaces, info_spans) {
+                packets.push(d);
             }
-            self.check_props(p, &["doc", "from", "sequence-space", "info"]);
-            let info = self.packet_info(p, packets.len(), &mut info_spans);
-            let space = self.packet_space(p, &spaces);
-            let from = self.packet_side(p);
-            self.in_messages = messages.is_some();
-            let body = self.block(p.children(), 0);
-            if !self.within_field_limit(body, Self::name_span(p)) {
+        }
+        packets
+    }
+
+    /// One packet's body, its roles and its properties. None: over the field limit.
+    #[allow(clippy::too_many_arguments)]
+    fn packet_def(
+        &mut self,
+        p: &'d KdlNode,
+        (type_id, name): (u32, String),
+        index: usize,
+        o: &mut Outline<'d>,
+        params: &mut Params,
+        spaces: &[SequenceSpace],
+        info_spans: &mut Vec<(usize, SourceSpan)>,
+    ) -> Option<PacketDef> {
+        self.extra_arguments(p, 2, &usage("packet"));
+        self.scope.clear();
+        if let Some(m) = &o.messages {
+            // A message's body reads its own header's fields.
+            self.scope = m.scope.clone();
+        }
+        self.check_props(p, &["doc", "from", "sequence-space", "info"]);
+        let info = self.packet_info(p, index, info_spans);
+        let space = self.packet_space(p, spaces);
+        let from = self.packet_side(p);
+        self.in_messages = o.messages.is_some();
+        let body = self.block(p.children(), 0);
+        if !self.within_field_limit(body, Self::name_span(p)) {
+            return None;
+        }
+        self.in_messages = false;
+        for role in [Role::Ack, Role::AckBits, Role::ProtocolId] {
+            if role == Role::Ack && o.messages.is_some() {
+                o.roles_ok &= self.message_ack(p, body);
                 continue;
             }
-            self.in_messages = false;
-            for role in [Role::Ack, Role::AckBits, Role::ProtocolId] {
-                if role == Role::Ack && messages.is_some() {
-                    roles_ok &= self.message_ack(p, body);
-                    continue;
-                }
-                roles_ok &= self.role_placement(p, body, role, false, &mut roles);
-            }
-            if messages.is_some() {
-                roles_ok &= self.message_fragment(p, body, id as u32, &mut params);
-            } else {
-                roles_ok &= self.no_offset_roles(body);
-                roles_ok &= self.no_time_roles(body, Role::SendTime);
-                roles_ok &= self.no_time_roles(body, Role::AckTime);
-            }
-            packets.push(PacketDef {
-                type_id: id as u32,
-                name,
-                doc: prop(p, "doc")
-                    .and_then(|e| e.value().as_string())
-                    .map(str::to_string),
-                from,
-                space,
-                body,
-                info,
-            });
+            o.roles_ok &= self.role_placement(p, body, role, false, &mut o.roles);
         }
-        let mut by_type = vec![None; params.format.num_types as usize + usize::from(when.is_some())];
+        if o.messages.is_some() {
+            o.roles_ok &= self.message_fragment(p, body, type_id, params);
+        } else {
+            o.roles_ok &= self.no_offset_roles(body);
+            o.roles_ok &= self.no_time_roles(body, Role::SendTime);
+            o.roles_ok &= self.no_time_roles(body, Role::AckTime);
+        }
+        Some(PacketDef {
+            type_id,
+            name,
+            doc: prop(p, "doc")
+                .and_then(|e| e.value().as_string())
+                .map(str::to_string),
+            from,
+            space,
+            body,
+            info,
+        })
+    }
+
+    /// What only the whole definition tells: limits, roles without effect, stand-ins.
+    /// Returns the packet of each type; None when the definition has errors.
+    fn checked_together(
+        &mut self,
+        o: &Outline<'d>,
+        params: &mut Params,
+        packets: &[PacketDef],
+    ) -> Option<Vec<Option<u16>>> {
+        let mut by_type = vec![None; params.format.num_types as usize + usize::from(o.when.is_some())];
         for (i, p) in packets.iter().enumerate() {
             if let Some(slot) = by_type.get_mut(p.type_id as usize) {
                 *slot = Some(i as u16);
             }
         }
         if self.slot_count > u16::MAX as usize {
-            self.error(Self::name_span(h), "too many fields", "", None);
+            self.error(Self::name_span(o.h), "too many fields", "", None);
         }
-        if Program::role_declared(roles, Role::ProtocolId) && params.protocol_id.is_none() {
+        if Program::role_declared(o.roles, Role::ProtocolId) && params.protocol_id.is_none() {
             self.error(
-                Self::name_span(h),
+                Self::name_span(o.h),
                 "a field has role=protocol-id, but the protocol block has no `id` to compare it with",
                 "protocol id",
                 Some("add `id 0x…` to the protocol block".into()),
             );
         }
-        self.resolve_stand_in(&mut params);
-        self.resolve_reassembled_as(&mut params, &packets);
-        if !roles_ok {
+        self.resolve_stand_in(params);
+        self.resolve_reassembled_as(params, packets);
+        if !o.roles_ok {
             return None;
         }
-        for d in &packets {
-            self.roles_without_effect(d.body, &d.name, messages.is_some());
+        for d in packets {
+            self.roles_without_effect(d.body, &d.name, o.messages.is_some());
         }
-        if let Some((f, block)) = &fragment {
+        if let Some((f, block)) = &o.fragment {
             self.roles_without_effect(*block, f.name().value(), true);
         }
         if !self.errors.is_empty() {
             return None;
         }
+        Some(by_type)
+    }
+
+    /// The program: the compiled tree taken over, types past the packets' for
+    /// fragments and whole datagrams, and its plan.
+    fn program(
+        &mut self,
+        o: Outline<'d>,
+        mut params: Params,
+        spaces: Vec<SequenceSpace>,
+        packets: Vec<PacketDef>,
+        by_type: Vec<Option<u16>>,
+    ) -> Program {
         // With a condition, fragments get a type of their own, one past the packets'.
-        let fragment_type = if when.is_some() {
+        let fragment_type = if o.when.is_some() {
             params.format.num_types += 1;
             params.format.num_types - 1
         } else {
             crate::validate::FRAGMENT_TYPE
         };
         // Whole datagrams of a protocol with messages: a type past the messages'.
-        let datagram_type = messages.as_ref().map(|_| {
+        let datagram_type = o.messages.as_ref().map(|_| {
             params.format.num_types += 1;
             params.format.num_types - 1
         });
-        let messages = messages.map(|m| m.node);
         params.dissect_as = std::mem::take(&mut self.dissect_as);
         let mut program = Program {
             params,
             nodes: std::mem::take(&mut self.nodes),
             children: std::mem::take(&mut self.children),
             code: std::mem::take(&mut self.code),
-            header,
-            fragment: fragment.map(|f| f.1),
-            fragment_when: when,
+            header: o.header,
+            fragment: o.fragment.map(|f| f.1),
+            fragment_when: o.when,
             fragment_type,
-            roles,
-            sequence_bits,
+            roles: o.roles,
+            sequence_bits: o.sequence_bits,
             spaces,
             packets,
             by_type,
             enums: std::mem::take(&mut self.enums),
             slot_count: self.slot_count,
             limits: Limits::default(),
-            messages,
+            messages: o.messages.map(|m| m.node),
             datagram_type,
             plan: Default::default(),
         };
@@ -333,8 +425,7 @@ impl<'d> Compiler<'d> {
             program.params.remaining = true;
             program.plan.interpret_only();
         }
-        self.info_templates(&program, &info_spans);
-        Some(program)
+        program
     }
 
     /// The fragment block's roles and widths (fragments without a type field need a

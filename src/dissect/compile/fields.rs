@@ -121,24 +121,10 @@ impl<'d> Compiler<'d> {
         }
     }
 
+    /// One field node: its kind, properties, role and slot, pushed as a [`Node`].
     fn field(&mut self, n: &'d KdlNode, depth: u32) -> Option<NodeId> {
         let kind_name = n.name().value();
-        if depth > 32 {
-            self.error(
-                Self::name_span(n),
-                "definition nests more than 32 levels deep",
-                "",
-                None,
-            );
-            return None;
-        }
-        if self.nodes.len() >= MAX_NODES {
-            self.error(
-                Self::name_span(n),
-                format!("too many fields: a definition declares at most {MAX_NODES}"),
-                "this one is over",
-                None,
-            );
+        if !self.room_for_field(n, depth) {
             return None;
         }
         let inline_struct = self.structs.contains_key(kind_name) && positional(n).is_empty();
@@ -164,49 +150,14 @@ impl<'d> Compiler<'d> {
         self.extra_arguments(n, expected, &usage(kind_name));
         let kind = self.ordered(n, kind, &mut allowed)?;
         let remember = self.remember(n, &kind, &mut allowed);
-        match prop(n, "role").and_then(|e| e.value().as_string()) {
-            Some("sequence") => allowed.extend(["stream", "key"]),
-            Some("fragment-id") if self.in_messages => allowed.push("key"),
-            Some("fragment-data") if self.in_messages => allowed.push("reassembled-as"),
-            Some("ack") if self.in_messages => allowed.extend(["stream", "key"]),
-            _ => {}
-        }
+        self.role_props(n, &mut allowed);
         self.check_props(n, &allowed);
         let role = self.role_of(n);
         let enum_id = self.enum_of(n);
-        let integer = matches!(
-            kind,
-            Kind::Bits(_)
-                | Kind::Bool
-                | Kind::Int { .. }
-                | Kind::Uint64
-                | Kind::Derived(_)
-                | Kind::LeUint(_)
-                | Kind::Msb(_)
-                | Kind::ByteInt { .. }
-                | Kind::Varint { .. }
-        );
-        // A role field writes its role's slot; a field named like an earlier one (the
-        // other branch of an `if`) shares its slot, so expressions read whichever was read.
-        let earlier = self
-            .scope
-            .find(&name)
-            .flatten()
-            .filter(|&s| s as usize >= ROLE_SLOTS);
-        // A message's ack is its own, not the datagram's ack role.
-        let role_slot = match role {
-            Some(Role::Ack) if self.in_messages => None,
-            r => r.and_then(Role::slot),
-        };
-        let slot = match (integer && named, role_slot, earlier) {
-            (false, _, _) => None,
-            (true, Some(r), _) => Some(r),
-            (true, None, Some(s)) => Some(s),
-            (true, None, None) => {
-                let s = self.slot_count as u16;
-                self.slot_count += 1;
-                Some(s)
-            }
+        let slot = if named && is_integer(&kind) {
+            Some(self.slot_for(&name, role))
+        } else {
+            None
         };
         let stream = match role {
             Some(Role::Sequence) => self.stream(n, &kind)?,
@@ -247,6 +198,65 @@ impl<'d> Compiler<'d> {
             self.reassembled_as_of(n);
         }
         Some(self.nodes.len() as u32 - 1)
+    }
+
+    /// Whether another field fits: nesting depth and the definition's field count.
+    fn room_for_field(&mut self, n: &KdlNode, depth: u32) -> bool {
+        if depth > 32 {
+            self.error(
+                Self::name_span(n),
+                "definition nests more than 32 levels deep",
+                "",
+                None,
+            );
+            return false;
+        }
+        if self.nodes.len() >= MAX_NODES {
+            self.error(
+                Self::name_span(n),
+                format!("too many fields: a definition declares at most {MAX_NODES}"),
+                "this one is over",
+                None,
+            );
+            return false;
+        }
+        true
+    }
+
+    /// The properties a field's role brings (`stream`, `key`, `reassembled-as`).
+    fn role_props(&self, n: &KdlNode, allowed: &mut Vec<&'static str>) {
+        match prop(n, "role").and_then(|e| e.value().as_string()) {
+            Some("sequence") => allowed.extend(["stream", "key"]),
+            Some("fragment-id") if self.in_messages => allowed.push("key"),
+            Some("fragment-data") if self.in_messages => allowed.push("reassembled-as"),
+            Some("ack") if self.in_messages => allowed.extend(["stream", "key"]),
+            _ => {}
+        }
+    }
+
+    /// The slot a named integer field writes. A role field writes its role's slot; a
+    /// field named like an earlier one (the other branch of an `if`) shares its slot,
+    /// so expressions read whichever was read.
+    fn slot_for(&mut self, name: &str, role: Option<Role>) -> u16 {
+        let earlier = self
+            .scope
+            .find(name)
+            .flatten()
+            .filter(|&s| s as usize >= ROLE_SLOTS);
+        // A message's ack is its own, not the datagram's ack role.
+        let role_slot = match role {
+            Some(Role::Ack) if self.in_messages => None,
+            r => r.and_then(Role::slot),
+        };
+        match (role_slot, earlier) {
+            (Some(r), _) => r,
+            (None, Some(s)) => s,
+            (None, None) => {
+                let s = self.slot_count as u16;
+                self.slot_count += 1;
+                s
+            }
+        }
     }
 
     /// `role=NAME`: the role a field plays, or an error listing the roles.
@@ -304,4 +314,20 @@ impl<'d> Compiler<'d> {
             }
         }
     }
+}
+
+/// Kinds read as one integer, which get a slot expressions can read.
+fn is_integer(kind: &Kind) -> bool {
+    matches!(
+        kind,
+        Kind::Bits(_)
+            | Kind::Bool
+            | Kind::Int { .. }
+            | Kind::Uint64
+            | Kind::Derived(_)
+            | Kind::LeUint(_)
+            | Kind::Msb(_)
+            | Kind::ByteInt { .. }
+            | Kind::Varint { .. }
+    )
 }

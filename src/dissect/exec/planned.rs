@@ -22,6 +22,26 @@ pub(super) struct Element {
     previous: i64,
 }
 
+/// Where a plan run is: the datagram and its length in bits, the next bit, the fields
+/// counted, the next op, and where the run's own open elements start on the stack.
+struct Cursor<'d> {
+    data: &'d [u8],
+    len: u64,
+    pos: u64,
+    count: u32,
+    pc: usize,
+    base: usize,
+}
+
+impl Cursor<'_> {
+    /// Goes on at op `to` (true, for the loop).
+    #[inline(always)]
+    fn jump(&mut self, to: u32) -> bool {
+        self.pc = to as usize;
+        true
+    }
+}
+
 /// A flat element that is an optional field: `bool flag` then `if flag { … }` (or
 /// `if "!flag"`) around fields that cannot be out of range — the commonest shape of
 /// bitpacked game state, read as one bit and a skip.
@@ -133,6 +153,7 @@ impl<'p> Exec<'p> {
         done
     }
 
+    /// The plan loop: one op at a time until the entry's `Return` (see [`Exec::run_plan`]).
     #[inline(never)]
     fn run_ops(
         &mut self,
@@ -142,264 +163,293 @@ impl<'p> Exec<'p> {
         parent: u32,
         depth: u16,
     ) -> Result<bool, Stop> {
-        use plan::{NO_ENTRY, Op};
+        use plan::Op;
         let program = self.program;
-        let plan = &program.plan;
-        let (ops, checks, segments) = (&plan.ops[..], &plan.checks[..], &plan.segments[..]);
-        let limits = &program.limits;
-        let data = r.data();
-        let len = r.len_bits();
-        let mut pos = r.bits_read();
-        let mut count = self.count.get();
-        let base = self.elements.len();
-        let mut pc = entry as usize;
+        let (ops, checks) = (&program.plan.ops[..], &program.plan.checks[..]);
+        let mut at = Cursor {
+            data: r.data(),
+            len: r.len_bits(),
+            pos: r.bits_read(),
+            count: self.count.get(),
+            pc: entry as usize,
+            base: self.elements.len(),
+        };
         loop {
-            let Some(op) = ops.get(pc) else {
+            let Some(op) = ops.get(at.pc) else {
                 return Ok(false);
             };
-            pc += 1;
-            match *op {
+            at.pc += 1;
+            let ok = match *op {
                 Op::Run {
                     bits,
                     fields,
-                    checks: (first, n),
-                } => {
-                    if pos + bits as u64 > len || !self.checked(plan::checks(checks, (first, n)), data, pos) {
-                        return Ok(false);
-                    }
-                    pos += bits as u64;
-                    count += fields;
-                }
+                    checks: run,
+                } => self.plan_run(&mut at, plan::checks(checks, run), bits, fields),
                 Op::Cond {
                     slot,
                     negate,
                     bits,
                     fields,
-                    checks: (first, n),
+                    checks: run,
                 } => {
-                    if (self.slot(slot) != 0) == negate {
-                        continue;
-                    }
-                    if pos + bits as u64 > len || !self.checked(plan::checks(checks, (first, n)), data, pos) {
-                        return Ok(false);
-                    }
-                    pos += bits as u64;
-                    count += fields;
+                    (self.slot(slot) != 0) == negate
+                        || self.plan_run(&mut at, plan::checks(checks, run), bits, fields)
                 }
                 Op::Unless { cond, to } => match eval(program.expr(cond), self.slots) {
-                    Ok(0) => pc = to as usize,
-                    Ok(_) => {}
-                    Err(_) => return Ok(false),
+                    Ok(0) => at.jump(to),
+                    Ok(_) => true,
+                    Err(_) => false,
                 },
-                Op::UnlessSlot { slot, negate, to } => {
-                    if (self.slot(slot) == 0) != negate {
-                        pc = to as usize;
-                    }
-                }
-                Op::Goto { to } => pc = to as usize,
+                Op::UnlessSlot { slot, negate, to } => (self.slot(slot) != 0) != negate || at.jump(to),
+                Op::Goto { to } => at.jump(to),
                 Op::Array {
-                    count: c,
+                    count,
                     body,
                     entry,
                     fixed,
                     flat,
-                } => {
-                    let n = match c {
-                        Count::Const(n) => n,
-                        Count::Expr(e) => match eval(program.expr(e), self.slots) {
-                            Ok(n) => n.max(0) as u64,
-                            Err(_) => return Ok(false),
-                        },
-                    };
-                    if n > limits.max_elements {
-                        return Ok(false);
-                    }
-                    // The array's group, then per element its group and body.
-                    count += 1;
-                    if n == 0 {
-                        continue;
-                    }
-                    if fixed
-                        && let Some(Op::Run {
-                            bits,
-                            fields,
-                            checks: (first, k),
-                        }) = ops.get(entry as usize)
-                    {
-                        // One run per element and no slot: one bounds check for all.
-                        let total = n as u128 * (u64::from(*fields) + 1) as u128;
-                        if pos as u128 + n as u128 * *bits as u128 > len as u128
-                            || count as u128 + total > limits.max_fields as u128
-                        {
-                            return Ok(false);
-                        }
-                        let run = plan::checks(checks, (*first, *k));
-                        if let [c] = run {
-                            // The common element, one checked value: its place, mask and
-                            // bound held in registers across the loop.
-                            let (at, step, mask, max) = (pos + c.at as u64, *bits as u64, c.mask, c.max);
-                            if (0..n).any(|i| BitReader::peek_masked(data, at + i * step, mask) > max) {
-                                return Ok(false);
-                            }
-                        } else if !run.is_empty() {
-                            for i in 0..n {
-                                let at = pos + i * *bits as u64;
-                                if run
-                                    .iter()
-                                    .any(|c| BitReader::peek_masked(data, at + c.at as u64, c.mask) > c.max)
-                                {
-                                    return Ok(false);
-                                }
-                            }
-                        }
-                        pos += n * *bits as u64;
-                        count += total as u32;
-                    } else if flat.1 > 0 || entry == NO_ENTRY {
-                        let flat = segments
-                            .get(flat.0 as usize..(flat.0 + flat.1) as usize)
-                            .unwrap_or(&[]);
-                        if let Some(f) = Flagged::of(flat, checks) {
-                            if !self.flagged(f, n, data, len, (&mut pos, &mut count)) {
-                                return Ok(false);
-                            }
-                            continue;
-                        }
-                        for _ in 0..n {
-                            count += 1;
-                            if !self.planned_element(
-                                r,
-                                out,
-                                flat,
-                                body,
-                                (data, len),
-                                (&mut pos, &mut count),
-                                (parent, depth),
-                            )? {
-                                return Ok(false);
-                            }
-                        }
-                    } else if self.elements.len() - base < ELEMENT_STACK {
-                        count += 1;
-                        self.elements.push(Element {
-                            entry,
-                            back: pc as u32,
-                            left: n - 1,
-                            max: -1,
-                            previous: 0,
-                        });
-                        pc = entry as usize;
-                    } else {
-                        return Ok(false);
-                    }
-                }
+                } => self.plan_array(
+                    r,
+                    out,
+                    &mut at,
+                    (count, body, entry, fixed, flat),
+                    (parent, depth),
+                )?,
                 Op::RelativeList {
                     max,
                     body,
                     entry,
                     flat,
-                } => {
-                    // The list's group.
-                    count += 1;
-                    let Some(index) = relative_next(data, len, &mut pos, &mut count, -1, max) else {
-                        return Ok(false);
-                    };
-                    if index == max {
-                        continue;
-                    }
-                    if flat.1 > 0 || entry == NO_ENTRY {
-                        let flat = segments
-                            .get(flat.0 as usize..(flat.0 + flat.1) as usize)
-                            .unwrap_or(&[]);
-                        let mut previous = index;
-                        let mut i = 0u64;
-                        loop {
-                            if !self.planned_element(
-                                r,
-                                out,
-                                flat,
-                                body,
-                                (data, len),
-                                (&mut pos, &mut count),
-                                (parent, depth),
-                            )? {
-                                return Ok(false);
-                            }
-                            i += 1;
-                            if i > limits.max_elements || count > limits.max_fields {
-                                return Ok(false);
-                            }
-                            match relative_next(data, len, &mut pos, &mut count, previous, max) {
-                                None => return Ok(false),
-                                Some(index) if index == max => break,
-                                Some(index) => previous = index,
-                            }
-                        }
-                    } else if self.elements.len() - base < ELEMENT_STACK {
-                        self.elements.push(Element {
-                            entry,
-                            back: pc as u32,
-                            max,
-                            previous: index,
-                            left: 0,
-                        });
-                        pc = entry as usize;
-                    } else {
-                        return Ok(false);
-                    }
-                }
+                } => self.plan_list(r, out, &mut at, (max, body, entry, flat), (parent, depth))?,
                 Op::Node(id) => {
-                    *r = BitReader::at(data, pos);
-                    self.count.set(count);
+                    *r = BitReader::at(at.data, at.pos);
+                    self.count.set(at.count);
                     self.node(r, out, id, parent, depth)?;
-                    pos = r.bits_read();
-                    count = self.count.get();
+                    at.pos = r.bits_read();
+                    at.count = self.count.get();
+                    true
                 }
-                Op::Return => {
-                    if self.elements.len() <= base {
-                        break;
-                    }
-                    let Some(e) = self.elements.last_mut() else {
-                        break;
-                    };
-                    // Every element adds a field: the limit bounds the work too.
-                    if count > limits.max_fields {
-                        return Ok(false);
-                    }
-                    let more = if e.max >= 0 {
-                        // `left` counts the elements done.
-                        e.left += 1;
-                        if e.left > limits.max_elements {
-                            return Ok(false);
-                        }
-                        match relative_next(data, len, &mut pos, &mut count, e.previous, e.max) {
-                            None => return Ok(false),
-                            Some(index) => {
-                                e.previous = index;
-                                index != e.max
-                            }
-                        }
-                    } else if e.left > 0 {
-                        e.left -= 1;
-                        count += 1;
-                        true
-                    } else {
-                        false
-                    };
-                    if more {
-                        pc = e.entry as usize;
-                    } else {
-                        pc = e.back as usize;
-                        self.elements.pop();
-                    }
+                Op::Return => match self.element_end(&mut at) {
+                    Some(true) => true,
+                    Some(false) => break,
+                    None => false,
+                },
+            };
+            if !ok {
+                return Ok(false);
+            }
+        }
+        if at.count > program.limits.max_fields {
+            return Ok(false);
+        }
+        *r = BitReader::at(at.data, at.pos);
+        self.count.set(at.count);
+        Ok(true)
+    }
+
+    /// A run of fixed-width leaves: one bounds check, its range checks. False: out of
+    /// bits or a value out of range.
+    #[inline(always)]
+    fn plan_run(&mut self, at: &mut Cursor, checks: &[plan::Check], bits: u32, fields: u32) -> bool {
+        if at.pos + bits as u64 > at.len || !self.checked(checks, at.data, at.pos) {
+            return false;
+        }
+        at.pos += bits as u64;
+        at.count += fields;
+        true
+    }
+
+    /// An array: its count, then its elements read in place (fixed runs, flat or flagged
+    /// bodies), or its body's plan entered with an open element on the stack.
+    #[inline(always)]
+    fn plan_array(
+        &mut self,
+        r: &mut BitReader,
+        out: &mut Dissection,
+        at: &mut Cursor,
+        (c, body, entry, fixed, flat): (Count, Block, u32, bool, (u32, u32)),
+        (parent, depth): (u32, u16),
+    ) -> Result<bool, Stop> {
+        let limits = &self.program.limits;
+        let n = match c {
+            Count::Const(n) => n,
+            Count::Expr(e) => match eval(self.program.expr(e), self.slots) {
+                Ok(n) => n.max(0) as u64,
+                Err(_) => return Ok(false),
+            },
+        };
+        if n > limits.max_elements {
+            return Ok(false);
+        }
+        // The array's group, then per element its group and body.
+        at.count += 1;
+        if n == 0 {
+            return Ok(true);
+        }
+        let ops = &self.program.plan.ops[..];
+        if fixed && let Some(&plan::Op::Run { bits, fields, checks }) = ops.get(entry as usize) {
+            return Ok(self.fixed_elements(at, n, bits, fields, checks));
+        }
+        if flat.1 > 0 || entry == plan::NO_ENTRY {
+            let segments = &self.program.plan.segments[..];
+            let flat = segments
+                .get(flat.0 as usize..(flat.0 + flat.1) as usize)
+                .unwrap_or(&[]);
+            if let Some(f) = Flagged::of(flat, &self.program.plan.checks) {
+                return Ok(self.flagged(f, n, at.data, at.len, (&mut at.pos, &mut at.count)));
+            }
+            for _ in 0..n {
+                at.count += 1;
+                let cursor = (&mut at.pos, &mut at.count);
+                if !self.planned_element(r, out, flat, body, (at.data, at.len), cursor, (parent, depth))? {
+                    return Ok(false);
+                }
+            }
+            return Ok(true);
+        }
+        at.count += 1;
+        Ok(self.open_element(at, entry, n - 1, -1, 0))
+    }
+
+    /// `n` elements of one run each and no slot: one bounds check for all, the range
+    /// checks in a tight loop.
+    #[inline(always)]
+    fn fixed_elements(&mut self, at: &mut Cursor, n: u64, bits: u32, fields: u32, run: (u32, u32)) -> bool {
+        let limits = &self.program.limits;
+        let total = n as u128 * (u64::from(fields) + 1) as u128;
+        if at.pos as u128 + n as u128 * bits as u128 > at.len as u128
+            || at.count as u128 + total > limits.max_fields as u128
+        {
+            return false;
+        }
+        let (data, pos) = (at.data, at.pos);
+        let run = plan::checks(&self.program.plan.checks, run);
+        if let [c] = run {
+            // The common element, one checked value: its place, mask and bound held in
+            // registers across the loop.
+            let (first, step, mask, max) = (pos + c.at as u64, bits as u64, c.mask, c.max);
+            if (0..n).any(|i| BitReader::peek_masked(data, first + i * step, mask) > max) {
+                return false;
+            }
+        } else if !run.is_empty() {
+            for i in 0..n {
+                let el = pos + i * bits as u64;
+                if run
+                    .iter()
+                    .any(|c| BitReader::peek_masked(data, el + c.at as u64, c.mask) > c.max)
+                {
+                    return false;
                 }
             }
         }
-        if count > limits.max_fields {
+        at.pos += n * bits as u64;
+        at.count += total as u32;
+        true
+    }
+
+    /// A list of relative indices: its first index, then its elements read in place
+    /// (flat bodies) or its body's plan entered with an open element on the stack.
+    #[inline(always)]
+    fn plan_list(
+        &mut self,
+        r: &mut BitReader,
+        out: &mut Dissection,
+        at: &mut Cursor,
+        (max, body, entry, flat): (i64, Block, u32, (u32, u32)),
+        (parent, depth): (u32, u16),
+    ) -> Result<bool, Stop> {
+        // The list's group.
+        at.count += 1;
+        let Some(index) = relative_next(at.data, at.len, &mut at.pos, &mut at.count, -1, max) else {
             return Ok(false);
+        };
+        if index == max {
+            return Ok(true);
         }
-        *r = BitReader::at(data, pos);
-        self.count.set(count);
-        Ok(true)
+        if flat.1 == 0 && entry != plan::NO_ENTRY {
+            return Ok(self.open_element(at, entry, 0, max, index));
+        }
+        let limits = &self.program.limits;
+        let flat = self
+            .program
+            .plan
+            .segments
+            .get(flat.0 as usize..(flat.0 + flat.1) as usize)
+            .unwrap_or(&[]);
+        let mut previous = index;
+        let mut i = 0u64;
+        loop {
+            let cursor = (&mut at.pos, &mut at.count);
+            if !self.planned_element(r, out, flat, body, (at.data, at.len), cursor, (parent, depth))? {
+                return Ok(false);
+            }
+            i += 1;
+            if i > limits.max_elements || at.count > limits.max_fields {
+                return Ok(false);
+            }
+            match relative_next(at.data, at.len, &mut at.pos, &mut at.count, previous, max) {
+                None => return Ok(false),
+                Some(index) if index == max => return Ok(true),
+                Some(index) => previous = index,
+            }
+        }
+    }
+
+    /// Enters an element's plan, coming back to the op after this one when the last is
+    /// done. False: the stack of open elements is full (the interpreter reads it).
+    #[inline(always)]
+    fn open_element(&mut self, at: &mut Cursor, entry: u32, left: u64, max: i64, previous: i64) -> bool {
+        if self.elements.len() - at.base >= ELEMENT_STACK {
+            return false;
+        }
+        self.elements.push(Element {
+            entry,
+            back: at.pc as u32,
+            left,
+            max,
+            previous,
+        });
+        at.pc = entry as usize;
+        true
+    }
+
+    /// An element's `Return`: into the next element, back after the array or list, or
+    /// (`Some(false)`) the run's own end. None: past a limit, or a list index that does
+    /// not read.
+    #[inline(always)]
+    fn element_end(&mut self, at: &mut Cursor) -> Option<bool> {
+        let limits = &self.program.limits;
+        if self.elements.len() <= at.base {
+            return Some(false);
+        }
+        let e = self.elements.last_mut()?;
+        // Every element adds a field: the limit bounds the work too.
+        if at.count > limits.max_fields {
+            return None;
+        }
+        let more = if e.max >= 0 {
+            // `left` counts the elements done.
+            e.left += 1;
+            if e.left > limits.max_elements {
+                return None;
+            }
+            let index = relative_next(at.data, at.len, &mut at.pos, &mut at.count, e.previous, e.max)?;
+            e.previous = index;
+            index != e.max
+        } else if e.left > 0 {
+            e.left -= 1;
+            at.count += 1;
+            true
+        } else {
+            false
+        };
+        if more {
+            at.pc = e.entry as usize;
+        } else {
+            at.pc = e.back as usize;
+            self.elements.pop();
+        }
+        Some(true)
     }
 
     /// One element of a flat body: its runs and conditional runs in order, a run not

@@ -1,7 +1,6 @@
 //! CI gates over a report (`--fail-on crc,mtu,malformed,frag-loss=RATE,fit`).
 
 use super::Report;
-use crate::error::Error;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Gate {
@@ -14,8 +13,17 @@ pub enum Gate {
     Fit,
 }
 
+/// A `--fail-on` gate that does not parse; each holds the gate as given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GateError {
+    #[error("--fail-on {0}: frag-loss=RATE takes a rate from 0 to 1, e.g. frag-loss=0.05")]
+    FragLossRate(String),
+    #[error("unknown --fail-on gate `{0}` (crc, mtu, malformed, frag-loss=RATE, fit)")]
+    Unknown(String),
+}
+
 impl Gate {
-    pub fn parse(s: &str) -> Result<Gate, Error> {
+    pub fn parse(s: &str) -> Result<Gate, GateError> {
         let (name, arg) = s.split_once('=').map_or((s, None), |(a, b)| (a, Some(b)));
         match (name, arg) {
             ("crc", None) => Ok(Gate::Crc),
@@ -24,14 +32,10 @@ impl Gate {
             ("fit", None) => Ok(Gate::Fit),
             ("frag-loss", Some(r)) => match r.parse::<f64>() {
                 Ok(x) if (0.0..=1.0).contains(&x) => Ok(Gate::FragLoss(x)),
-                _ => Err(Error::Usage(format!(
-                    "--fail-on {s}: frag-loss=RATE takes a rate from 0 to 1, e.g. frag-loss=0.05"
-                ))),
+                _ => Err(GateError::FragLossRate(s.to_string())),
             },
             ("frag-loss", None) => Ok(Gate::FragLoss(0.0)),
-            _ => Err(Error::Usage(format!(
-                "unknown --fail-on gate `{s}` (crc, mtu, malformed, frag-loss=RATE, fit)"
-            ))),
+            _ => Err(GateError::Unknown(s.to_string())),
         }
     }
 

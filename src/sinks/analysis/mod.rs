@@ -2,11 +2,11 @@
 //! (capture summary, validation, flows, malformed packets, reassembly and amplification,
 //! MTU). It never prints. [`Analyzer`] is the engine with this sink, the usual way in.
 
-pub mod acks;
+pub(crate) mod acks;
 pub mod fit;
 pub mod gates;
-pub mod msgacks;
-pub mod report;
+pub(crate) mod msgacks;
+pub(crate) mod report;
 
 use crate::capture::{CaptureError, Frame};
 use crate::decode::IcmpTooBig;

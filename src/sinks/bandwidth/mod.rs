@@ -7,10 +7,10 @@
 
 pub mod fast;
 #[cfg(feature = "export")]
-pub mod parquet;
-pub mod report;
+pub(crate) mod parquet;
+pub(crate) mod report;
 pub mod run;
-pub mod values;
+pub(crate) mod values;
 
 use crate::dissect::program::{Kind as NodeKind, Program, Side};
 use crate::dissect::{Dissection, FaultKind, Label, Value};

@@ -469,7 +469,7 @@ impl Records {
                 file: self.reader.name().to_string(),
                 offset: at,
                 frame: r.frame,
-                message: "the record of this frame is not there (the file changed?)".into(),
+                kind: crate::capture::Missing::RecordGone.into(),
             });
         }
     }

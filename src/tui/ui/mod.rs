@@ -26,7 +26,7 @@ mod mtu;
 mod packets;
 mod reassembly;
 mod statusline;
-pub mod tabs;
+pub(crate) mod tabs;
 mod tree;
 
 use bandwidth::draw_bandwidth;
