@@ -77,8 +77,10 @@ fn truth(path: &str) -> (String, Vec<String>) {
 }
 
 fn secrets(private_key: Option<&str>, log: &[String]) -> Secrets {
-    let mut s = Secrets::default();
-    s.private_key = private_key.map(|k| key_from_hex(k).unwrap());
+    let mut s = Secrets {
+        private_key: private_key.map(|k| key_from_hex(k).unwrap()),
+        ..Secrets::default()
+    };
     parse_keylog(&log.join("\n"), &mut s).unwrap();
     s
 }
