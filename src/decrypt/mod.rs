@@ -2,12 +2,15 @@
 //! (`encryption "netcode-1.02"`): keys, the scheme, and the per-conversation state that
 //! turns a captured datagram into its plaintext.
 
+pub mod ahead;
 pub mod keys;
 pub mod netcode;
 pub(crate) mod replay;
 
 use crate::engine::FlowId;
+use ahead::Opened;
 use hashbrown::HashMap;
+use hashbrown::hash_map::Entry;
 use keys::{ConnectionKeys, Secrets};
 use netcode::ConnectionCiphers;
 use replay::ReplayWindow;
@@ -155,9 +158,11 @@ pub struct Decryptor {
     protocol_id: u64,
     ciphers: HashMap<SocketAddr, Connection>,
     report: Report,
-    by_flow: HashMap<FlowId, Counts>,
-    /// Each direction's replay window, and the connection it belongs to.
-    windows: HashMap<FlowId, (u32, ReplayWindow)>,
+    /// Each flow's counters and replay window, found with one lookup a packet.
+    flows: HashMap<FlowId, FlowState>,
+    /// Flows with counters, and with a replay window (each at most [`MAX_CONNECTIONS`]).
+    counted: usize,
+    windowed: usize,
     /// Connections learnt so far: a new one from the same client starts fresh windows.
     learnt: u32,
 }
@@ -169,6 +174,16 @@ struct Connection {
     keys: ConnectionKeys,
     ciphers: Arc<ConnectionCiphers>,
     id: u32,
+    /// From the key log (its id is [`ahead::logged`]'s), not learnt from a request.
+    logged: bool,
+}
+
+/// A direction's decryption: its counters, and its receiver's replay window with the
+/// connection it belongs to (a new connection of the client starts a fresh one).
+#[derive(Clone, Default)]
+struct FlowState {
+    counts: Option<Counts>,
+    window: Option<(u32, ReplayWindow)>,
 }
 
 /// Packet types netcode.c's replay protection judges: keep-alive, payload and disconnect
@@ -183,14 +198,15 @@ impl Decryptor {
             (false, true) => "key log",
             (false, false) => "none",
         };
-        let ciphers: HashMap<_, _> = (secrets.connections.iter().enumerate())
-            .map(|(i, (a, k))| {
+        let ciphers: HashMap<_, _> = ahead::logged(&secrets)
+            .map(|(i, a, k)| {
                 let c = Connection {
                     keys: *k,
                     ciphers: Arc::new(ConnectionCiphers::new(k)),
-                    id: i as u32,
+                    id: i,
+                    logged: true,
                 };
-                (*a, c)
+                (a, c)
             })
             .collect();
         let learnt = ciphers.len() as u32;
@@ -203,14 +219,17 @@ impl Decryptor {
                 keys: keys.into(),
                 ..Report::default()
             },
-            by_flow: HashMap::new(),
-            windows: HashMap::new(),
+            flows: HashMap::new(),
+            counted: 0,
+            windowed: 0,
             learnt,
         }
     }
 
     /// Decrypts a netcode datagram of `flow` into `out` (header then plaintext).
-    /// `sequence` is the header's (role=sequence), `ptype` the packet type.
+    /// `sequence` is the header's (role=sequence), `ptype` the packet type; `ahead`,
+    /// what a worker made of it and the buffer its plaintext is in
+    /// ([`ahead::Opener`]).
     pub fn datagram(
         &mut self,
         flow: FlowId,
@@ -218,18 +237,62 @@ impl Decryptor {
         ptype: u32,
         payload: &[u8],
         out: &mut Vec<u8>,
+        ahead: Option<(&Opened, &[u8])>,
     ) -> Outcome {
         out.clear();
-        let o = if ptype == 0 {
-            self.request(flow, payload, out)
+        let (o, judged) = if ptype == 0 {
+            (self.request(flow, payload, out), None)
         } else {
-            self.packet(flow, sequence, ptype, payload, out)
+            self.packet(flow, sequence, ptype, payload, out, ahead)
         };
-        if o != Outcome::Clear {
-            self.report.total.count(o);
-            if self.by_flow.len() < MAX_CONNECTIONS || self.by_flow.contains_key(&flow) {
-                self.by_flow.entry(flow).or_default().count(o);
+        if o == Outcome::Clear {
+            return o;
+        }
+        let o = self.account(flow, o, judged.map(|c| (c, sequence)));
+        self.report.total.count(o);
+        o
+    }
+
+    /// The flow's part, with one lookup: the replay protection on a packet that opened
+    /// (`judged`: its connection and sequence), then the flow's counters.
+    fn account(&mut self, flow: FlowId, o: Outcome, judged: Option<(u32, u64)>) -> Outcome {
+        let room = (self.counted < MAX_CONNECTIONS, self.windowed < MAX_CONNECTIONS);
+        let mut st = match self.flows.entry(flow) {
+            Entry::Occupied(e) => Some(e.into_mut()),
+            Entry::Vacant(e) if room.0 || (room.1 && judged.is_some()) => {
+                Some(e.insert(FlowState::default()))
             }
+            Entry::Vacant(_) => None,
+        };
+        let mut o = o;
+        if let Some((connection, sequence)) = judged {
+            let w = match st.as_deref_mut().map(|s| &mut s.window) {
+                Some(w @ Some(_)) => w.as_mut(),
+                Some(w) if room.1 => {
+                    self.windowed += 1;
+                    Some(w.insert((connection, ReplayWindow::default())))
+                }
+                _ => None,
+            };
+            match w {
+                Some(w) => {
+                    if w.0 != connection {
+                        *w = (connection, ReplayWindow::default());
+                    }
+                    if w.1.replayed(sequence) {
+                        o = Outcome::Replayed;
+                    }
+                }
+                None => self.report.replay_not_judged += 1,
+            }
+        }
+        match st.map(|s| &mut s.counts) {
+            Some(Some(c)) => c.count(o),
+            Some(c) if room.0 => {
+                self.counted += 1;
+                c.insert(Counts::default()).count(o);
+            }
+            _ => {}
         }
         o
     }
@@ -266,12 +329,14 @@ impl Decryptor {
                 keys: *k,
                 ciphers: Arc::new(ConnectionCiphers::new(k)),
                 id: self.learnt,
+                logged: false,
             };
             self.learnt = self.learnt.wrapping_add(1);
             self.ciphers.insert(client, c);
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn packet(
         &mut self,
         flow: FlowId,
@@ -279,57 +344,74 @@ impl Decryptor {
         ptype: u32,
         payload: &[u8],
         out: &mut Vec<u8>,
-    ) -> Outcome {
-        let Some(&prefix) = payload.first() else {
-            return Outcome::Clear;
-        };
-        let header = 1 + (prefix >> 4) as usize;
-        let (Some(h), Some(body)) = (payload.get(..header), payload.get(header..)) else {
-            return Outcome::Clear;
-        };
-        let (cipher, connection) = match (self.ciphers.get(&flow.src), self.ciphers.get(&flow.dst)) {
-            (Some(c), _) => (&c.ciphers.client_to_server, c.id),
-            (None, Some(c)) => (&c.ciphers.server_to_client, c.id),
-            (None, None) => return Outcome::NoKey,
+        ahead: Option<(&Opened, &[u8])>,
+    ) -> (Outcome, Option<u32>) {
+        let Some((h, body)) = netcode::split(payload) else {
+            return (Outcome::Clear, None);
         };
         out.extend_from_slice(h);
-        if !cipher.open(self.protocol_id, sequence, h, body, out) {
-            out.clear();
-            return Outcome::MacFailure;
-        }
-        if ptype < FIRST_JUDGED_TYPE {
-            return Outcome::Decrypted;
-        }
-        if self.judge(flow, connection, sequence) {
-            Outcome::Replayed
-        } else {
-            Outcome::Decrypted
+        let connection = match ahead.filter(|(a, _)| self.holds(flow, a)) {
+            // What the worker made of it under the very key this stage holds.
+            Some((a, buffer)) => match a.body(buffer) {
+                Some(plain) => {
+                    out.extend_from_slice(plain);
+                    a.connection
+                }
+                None => {
+                    out.clear();
+                    return (Outcome::MacFailure, None);
+                }
+            },
+            None => {
+                let (cipher, connection) = match self.connection(flow) {
+                    Some((c, true)) => (&c.ciphers.client_to_server, c.id),
+                    Some((c, false)) => (&c.ciphers.server_to_client, c.id),
+                    None => {
+                        out.clear();
+                        return (Outcome::NoKey, None);
+                    }
+                };
+                if !cipher.open(self.protocol_id, sequence, h, body, out) {
+                    out.clear();
+                    return (Outcome::MacFailure, None);
+                }
+                connection
+            }
+        };
+        // netcode.c judges keep-alives, payloads and disconnects for replay.
+        let judged = (ptype >= FIRST_JUDGED_TYPE).then_some(connection);
+        (Outcome::Decrypted, judged)
+    }
+
+    /// The flow's connection, and whether the flow's source is its client.
+    fn connection(&self, flow: FlowId) -> Option<(&Connection, bool)> {
+        match self.ciphers.get(&flow.src) {
+            Some(c) => Some((c, true)),
+            None => self.ciphers.get(&flow.dst).map(|c| (c, false)),
         }
     }
 
-    /// The receiver's replay protection on a packet that opened: true for a replay.
-    fn judge(&mut self, flow: FlowId, connection: u32, sequence: u64) -> bool {
-        if self.windows.len() >= MAX_CONNECTIONS && !self.windows.contains_key(&flow) {
-            self.report.replay_not_judged += 1;
-            return false;
+    /// Whether `a` was opened under the key this stage holds for `flow`: always with a
+    /// key log alone (its keys never change), and with the private key while no request
+    /// has given the flow's client other keys.
+    fn holds(&self, flow: FlowId, a: &Opened) -> bool {
+        if self.secrets.private_key.is_none() {
+            return true;
         }
-        let w = (self.windows.entry(flow)).or_insert((connection, ReplayWindow::default()));
-        if w.0 != connection {
-            *w = (connection, ReplayWindow::default());
-        }
-        w.1.replayed(sequence)
+        self.connection(flow)
+            .is_some_and(|(c, to_server)| c.logged && c.id == a.connection && to_server == a.to_server)
     }
 
     /// The counters, flows in address order.
     pub fn finish(&self) -> Report {
         let mut r = self.report.clone();
-        r.flows = self
-            .by_flow
-            .iter()
-            .map(|(f, c)| FlowCounts {
-                src: f.src,
-                dst: f.dst,
-                counts: c.clone(),
+        r.flows = (self.flows.iter())
+            .filter_map(|(f, s)| {
+                Some(FlowCounts {
+                    src: f.src,
+                    dst: f.dst,
+                    counts: s.counts.clone()?,
+                })
             })
             .collect();
         r.flows.sort_by_key(|f| (f.src, f.dst));

@@ -79,6 +79,13 @@ pub fn seal_token(private_key: &Key, ad: &[u8; 29], nonce: &[u8; 24], token: &[u
     out
 }
 
+/// A sealed packet's header (the prefix byte and the sequence bytes) and its body (the
+/// ciphertext and its MAC); `None` when the datagram is shorter than its header says.
+pub fn split(payload: &[u8]) -> Option<(&[u8], &[u8])> {
+    let header = 1 + (*payload.first()? >> 4) as usize;
+    Some((payload.get(..header)?, payload.get(header..)?))
+}
+
 /// A connection's cipher for one direction, made once.
 #[derive(Clone)]
 pub struct PacketCipher(ChaCha20Poly1305);

@@ -115,12 +115,15 @@ impl Batch {
 pub struct Found {
     pub pre: Vec<Prepared>,
     pub joined: Joined,
+    /// The plaintexts workers opened (see [`Prepared`]'s `opened`).
+    pub plain: Vec<u8>,
 }
 
 impl Found {
     pub fn clear(&mut self) {
         self.pre.clear();
         self.joined.clear();
+        self.plain.clear();
     }
 }
 

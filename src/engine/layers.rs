@@ -8,6 +8,7 @@ use super::carried::{Carried, Recorder};
 use super::{Engine, Flow, FlowId, Layer, Needs, PacketEvent, Preset, Sink, Status};
 use crate::capture::Frame;
 use crate::decode::IpInfo;
+use crate::decrypt::ahead::{Opened, Opener};
 use crate::decrypt::keys::Secrets;
 use crate::decrypt::{Decryptor, Outcome};
 use crate::dissect::program::{Kind as FieldKind, NodeId, Role};
@@ -216,8 +217,8 @@ impl StackState {
         ip: IpInfo,
         ports: (u16, u16),
         bytes: &[u8],
-        sequence: Option<u64>,
-        ptype: Option<u32>,
+        (sequence, ptype): (Option<u64>, Option<u32>),
+        ahead: Option<(&Opened, &[u8])>,
     ) -> Outcome {
         self.begin();
         let outcome = match (&mut self.decryptor, sequence, ptype) {
@@ -226,7 +227,7 @@ impl StackState {
                     src: std::net::SocketAddr::new(ip.src, ports.0),
                     dst: std::net::SocketAddr::new(ip.dst, ports.1),
                 };
-                d.datagram(flow, seq, t, bytes, &mut self.plain)
+                d.datagram(flow, seq, t, bytes, &mut self.plain, ahead)
             }
             (Some(_), _, _) => Outcome::NoKey,
             (None, _, _) => Outcome::Clear,
@@ -320,6 +321,38 @@ impl StackState {
             layers.push(LayerStats(x.name, stats));
         }
         (self.decryptor.map(|d| d.finish()), layers)
+    }
+}
+
+/// What opens `cfg`'s sealed packets ahead of the ordered stage: the key log's ciphers
+/// when the outermost layer is encrypted and keys were given with a key log (the
+/// ordered stage's decryptor is made on the same conditions, with the same protocol id).
+pub fn opener(cfg: &super::Config) -> Option<Opener> {
+    let p = cfg.program.as_ref()?;
+    let secrets = cfg.stack.as_ref()?.secrets.as_ref()?;
+    p.params.encryption.as_ref()?;
+    Opener::new(secrets, p.params.protocol_id.map_or(0, |p| p.value))
+}
+
+impl super::Prepared {
+    /// Opens the frame's datagram with `opener` when a worker validated it whole and it
+    /// reads as a sealed packet, as [`StackState::carry`] would (the plaintext appended
+    /// to `plain`, the batch's).
+    pub(crate) fn open_ahead(&mut self, f: &Frame<'_>, opener: &Opener, plain: &mut Vec<u8>) {
+        let (Some(u), Some(v)) = (&self.udp, &self.verdict) else {
+            return;
+        };
+        let (Status::Ok, Some(sequence), Some(ptype)) = (v.status, v.sequence, v.packet_type) else {
+            return;
+        };
+        let Some(payload) = f.data.get(u.start as usize..(u.start + u.len) as usize) else {
+            return;
+        };
+        let flow = (
+            std::net::SocketAddr::new(u.ip.src, u.ports.0),
+            std::net::SocketAddr::new(u.ip.dst, u.ports.1),
+        );
+        self.opened = opener.open(flow, sequence, ptype, payload, plain);
     }
 }
 

@@ -362,6 +362,9 @@ pub(crate) struct Prepared {
     /// The packet this frame's fragment completed, as a worker joined it (an index of
     /// the batch's [`Joined`]).
     joined: Option<u32>,
+    /// Its sealed body, as a worker opened it under a key log's key (the plaintext in
+    /// the batch's [`Found::plain`]).
+    opened: Option<crate::decrypt::ahead::Opened>,
 }
 
 impl Prepared {
@@ -388,6 +391,7 @@ impl Prepared {
             udp,
             verdict: None,
             joined: None,
+            opened: None,
         }
     }
 }
@@ -399,6 +403,8 @@ struct Preset<'a> {
     verdict: Option<&'a Verdict>,
     /// The packet its fragment completed, as a worker joined it.
     joined: Option<(&'a Joined, u32)>,
+    /// Its sealed body as a worker opened it, and the buffer the plaintext is in.
+    opened: Option<(&'a crate::decrypt::ahead::Opened, &'a [u8])>,
 }
 
 /// Hands `e` to the sink, with the field tree when fields are recorded (the tree lives
@@ -562,12 +568,13 @@ impl Engine {
     /// Runs one frame through the stateful stage only, with what a worker already found
     /// in it (see [`Engine::prepare`]): the frame is not decoded again, and a whole UDP
     /// datagram's verdict is not computed again.
-    /// `joined`: the packets workers joined from the frame's batch.
+    /// `joined`: the packets workers joined from the frame's batch; `plain`, the
+    /// plaintexts they opened in it.
     pub(crate) fn frame_with<S: Sink + ?Sized>(
         &mut self,
         f: &Frame<'_>,
         pre: &Prepared,
-        joined: &Joined,
+        (joined, plain): (&Joined, &[u8]),
         sink: &mut S,
     ) -> Flow {
         let mut sink = Watch {
@@ -592,6 +599,7 @@ impl Engine {
                 let preset = Preset {
                     verdict: pre.verdict.as_ref(),
                     joined: pre.joined.map(|i| (joined, i)),
+                    opened: pre.opened.as_ref().map(|o| (o, plain)),
                 };
                 self.frame_decoded(f, decoded, preset, &mut sink)
             }
@@ -841,8 +849,8 @@ impl Engine {
                     ip,
                     (sport, dport),
                     payload,
-                    v.sequence,
-                    v.packet_type,
+                    (v.sequence, v.packet_type),
+                    preset.opened.filter(|_| ip_fragments <= 1),
                 );
                 if let (s, Some(kind)) = layers::status_after(o, e.status) {
                     e.status = s;
@@ -988,8 +996,8 @@ impl Engine {
                 ip,
                 (sport, dport),
                 &self.reassembled,
-                v.sequence,
-                v.packet_type,
+                (v.sequence, v.packet_type),
+                None,
             );
             st.decrypted = false;
         }

@@ -103,7 +103,7 @@ impl Mode {
         };
         // A verdict crosses threads as a fixed-size value: a datagram's messages do not
         // fit one, so a protocol with messages is sharded (or read on one core) instead.
-        if pipeline::pipelinable(cfg) && !spread() {
+        if pipeline::analyzable(cfg) && !spread() {
             Mode::Pipelined(shards)
         } else if shardable {
             Mode::Sharded(shards)
@@ -177,7 +177,7 @@ fn analyze_batch<X: Sink>(
         }
     } else {
         for (f, p) in batch.frames().zip(found.pre.iter()) {
-            a.frame_with(&f, p, &found.joined);
+            a.frame_with(&f, p, (&found.joined, &found.plain));
         }
     }
     batch.clear();

@@ -10,7 +10,7 @@ use super::{analyze_batch, thread_failed};
 use crate::analysis::{Analyzer, Report};
 use crate::capture::{CaptureError, Frame};
 use crate::engine::join::Joiner;
-use crate::engine::{Batch, Config, Engine, FileEnd, Found, Recycler, Validator};
+use crate::engine::{Batch, Config, Engine, FileEnd, Found, Recycler, Validator, layers};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -25,14 +25,19 @@ enum Msg {
 
 /// Whether the pipeline can carry what validation finds: not a datagram's messages, nor
 /// a checksum that needs what the conversation learnt (workers see no conversation).
+/// Decryption and inner layers run in the ordered stage, which holds the keys learnt
+/// and the inner layers' engines, so a stack is no obstacle here; other pipelines
+/// (export's) build what they show on workers and ask [`pipelinable`].
+pub fn analyzable(cfg: &Config) -> bool {
+    !cfg.program
+        .as_ref()
+        .is_some_and(|p| p.messages.is_some() || p.params.tracks())
+}
+
+/// [`analyzable`] without a stack: workers read every datagram as it is on the wire.
 pub fn pipelinable(cfg: &Config) -> bool {
-    // Decryption keys and inner layers are per conversation, as remembered values are.
     let stacked = cfg.stack.as_ref().is_some_and(|s| s.active());
-    !stacked
-        && !cfg
-            .program
-            .as_ref()
-            .is_some_and(|p| p.messages.is_some() || p.params.tracks())
+    !stacked && analyzable(cfg)
 }
 
 /// Analyzes captures with `workers` validation threads. Errors as sequential: a file that
@@ -48,11 +53,14 @@ pub fn analyze_files(
     let (work_tx, work_rx) = sync_channel::<(u64, Msg)>(workers * 2);
     let (done_tx, done_rx) = sync_channel::<(u64, Msg)>(workers * 2);
     let work_rx = Arc::new(Mutex::new(work_rx));
+    // Sealed packets of a key log's connections open on the workers.
+    let opener = layers::opener(&cfg).map(Arc::new);
     let mut threads = Vec::new();
     for _ in 0..workers {
         let rx = work_rx.clone();
         let tx = done_tx.clone();
         let cfg = cfg.clone();
+        let opener = opener.clone();
         threads.push(std::thread::spawn(move || {
             let mut v = Validator::new(&cfg, false);
             let ports = cfg.port_set();
@@ -72,6 +80,12 @@ pub fn analyze_files(
                             .extend(batch.frames().map(|f| Engine::prepare(&ports, &mut v, &f)));
                         if join {
                             joiner.join(&batch, &mut found.pre, &mut v, &mut found.joined);
+                        }
+                        if let Some(o) = &opener {
+                            found.plain.clear();
+                            for (f, p) in batch.frames().zip(found.pre.iter_mut()) {
+                                p.open_ahead(&f, o, &mut found.plain);
+                            }
                         }
                         Msg::Frames(batch, found)
                     }

@@ -966,11 +966,11 @@ impl<X: Sink> Analyzer<X> {
         &mut self,
         f: &Frame,
         pre: &crate::engine::Prepared,
-        joined: &crate::engine::Joined,
+        found: (&crate::engine::Joined, &[u8]),
     ) {
         let _ = self
             .engine
-            .frame_with(f, pre, joined, &mut (&mut self.stats, &mut self.extra));
+            .frame_with(f, pre, found, &mut (&mut self.stats, &mut self.extra));
     }
 
     /// Ends the analysis and returns the finished statistics (for merging shards).

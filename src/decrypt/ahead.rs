@@ -1,0 +1,225 @@
+//! Decryption ahead of the ordered stage: a pipeline's workers open each sealed packet
+//! whose connection a key log names, in their batch, on every core. Keys from a key log
+//! are known before the run, so what a worker makes of a packet is what the ordered
+//! stage would: the ordered stage takes it when the connection it holds for the flow is
+//! still the logged one (with the private key it may have learnt another from a request)
+//! and opens the packet itself otherwise. Replay protection and the counters need order
+//! and stay in the ordered stage ([`super::Decryptor`]).
+
+use super::keys::{ConnectionKeys, Secrets};
+use super::netcode::{self, ConnectionCiphers};
+use hashbrown::HashMap;
+use std::net::SocketAddr;
+
+/// What a worker made of one sealed packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Opened {
+    /// The key log's connection ([`logged`]'s index: the decryptor's id for it).
+    pub connection: u32,
+    /// Opened with the client-to-server key (the source is the logged client).
+    pub to_server: bool,
+    /// Where the plaintext body lies in the batch's plaintext buffer; `None` when the
+    /// MAC failed.
+    pub plain: Option<(u32, u32)>,
+}
+
+impl Opened {
+    /// The plaintext body in `buffer`, the batch's (empty when out of range).
+    pub fn body<'a>(&self, buffer: &'a [u8]) -> Option<&'a [u8]> {
+        self.plain
+            .map(|(at, len)| buffer.get(at as usize..(at + len) as usize).unwrap_or(&[]))
+    }
+}
+
+/// A key log's connections with the ids the decryptor gives them, in one order for
+/// both (the map's, which a given map keeps).
+pub fn logged(secrets: &Secrets) -> impl Iterator<Item = (u32, SocketAddr, &ConnectionKeys)> {
+    (secrets.connections.iter().enumerate()).map(|(i, (a, k))| (i as u32, *a, k))
+}
+
+/// The key log's ciphers by client, shared by a pipeline's workers.
+pub struct Opener {
+    protocol_id: u64,
+    by_client: HashMap<SocketAddr, (u32, ConnectionCiphers)>,
+}
+
+impl Opener {
+    /// `None` when there is no key log (keys learnt from requests need order).
+    pub fn new(secrets: &Secrets, protocol_id: u64) -> Option<Self> {
+        if secrets.connections.is_empty() {
+            return None;
+        }
+        let by_client = logged(secrets)
+            .map(|(i, a, k)| (a, (i, ConnectionCiphers::new(k))))
+            .collect();
+        Some(Opener {
+            protocol_id,
+            by_client,
+        })
+    }
+
+    /// Opens a sealed packet (not a request: `ptype` 0) of the flow `src` → `dst`,
+    /// appending its plaintext body to `buffer`; `None` when no logged connection is
+    /// the flow's or the datagram is not a sealed packet.
+    pub fn open(
+        &self,
+        (src, dst): (SocketAddr, SocketAddr),
+        sequence: u64,
+        ptype: u32,
+        payload: &[u8],
+        buffer: &mut Vec<u8>,
+    ) -> Option<Opened> {
+        if ptype == 0 {
+            return None;
+        }
+        let (header, body) = netcode::split(payload)?;
+        let ((connection, c), to_server) = match self.by_client.get(&src) {
+            Some(c) => (c, true),
+            None => (self.by_client.get(&dst)?, false),
+        };
+        let cipher = if to_server {
+            &c.client_to_server
+        } else {
+            &c.server_to_client
+        };
+        let at = buffer.len();
+        let opened = cipher.open(self.protocol_id, sequence, header, body, buffer);
+        Some(Opened {
+            connection: *connection,
+            to_server,
+            plain: opened.then(|| (at as u32, (buffer.len() - at) as u32)),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decrypt::netcode::{PacketCipher, REQUEST_BYTES, TOKEN_PLAINTEXT, VERSION, seal_token};
+    use crate::decrypt::{Decryptor, Outcome};
+    use crate::engine::FlowId;
+    use std::sync::Arc;
+
+    const ID: u64 = 0x1122_3344_5566_7788;
+
+    fn client() -> SocketAddr {
+        "10.0.0.1:5000".parse().unwrap()
+    }
+
+    fn server() -> SocketAddr {
+        "10.0.0.2:40000".parse().unwrap()
+    }
+
+    fn keys(c: u8, s: u8) -> ConnectionKeys {
+        ConnectionKeys {
+            client_to_server: [c; 32],
+            server_to_client: [s; 32],
+        }
+    }
+
+    /// A payload packet (type 5, one sequence byte) sealed under `key`.
+    fn sealed(key: u8, sequence: u8) -> Vec<u8> {
+        let mut body = b"inside".to_vec();
+        PacketCipher::new(&[key; 32]).seal(ID, sequence as u64, 0x15, &mut body);
+        [vec![0x15, sequence], body].concat()
+    }
+
+    /// A connection request whose token (under `private`) gives `k`.
+    fn request(private: u8, k: &ConnectionKeys) -> Vec<u8> {
+        let mut token = vec![0u8; TOKEN_PLAINTEXT];
+        token[12] = 1;
+        token[16] = 1;
+        token[23..55].copy_from_slice(&k.client_to_server);
+        token[55..87].copy_from_slice(&k.server_to_client);
+        let mut req = vec![0u8; REQUEST_BYTES];
+        req[1..14].copy_from_slice(VERSION);
+        req[14..22].copy_from_slice(&ID.to_le_bytes());
+        let ad: [u8; 29] = req[1..30].try_into().unwrap();
+        req[54..].copy_from_slice(&seal_token(&[private; 32], &ad, &[0; 24], &token));
+        req
+    }
+
+    fn secrets(private: Option<u8>, logged: ConnectionKeys) -> Arc<Secrets> {
+        let mut s = Secrets {
+            private_key: private.map(|p| [p; 32]),
+            ..Secrets::default()
+        };
+        s.connections.insert(client(), logged);
+        Arc::new(s)
+    }
+
+    /// The decryptor's outcome and plaintext for `packet` of `flow`, with and without
+    /// what the opener made of it.
+    fn both(d: &mut Decryptor, o: &Opener, flow: FlowId, seq: u8, packet: &[u8]) -> [(Outcome, Vec<u8>); 2] {
+        let mut buffer = vec![9; 3];
+        let ahead = o.open((flow.src, flow.dst), seq as u64, 5, packet, &mut buffer);
+        assert!(ahead.is_some());
+        let run = |d: &mut Decryptor, a: Option<(&Opened, &[u8])>| {
+            let mut out = Vec::new();
+            (d.datagram(flow, seq as u64, 5, packet, &mut out, a), out)
+        };
+        let mut fresh = d.clone();
+        [
+            run(d, ahead.as_ref().map(|a| (a, &buffer[..]))),
+            run(&mut fresh, None),
+        ]
+    }
+
+    #[test]
+    fn a_packet_opened_ahead_reads_as_the_ordered_stage_opens_it() {
+        let s = secrets(None, keys(1, 2));
+        let o = Opener::new(&s, ID).unwrap();
+        let mut d = Decryptor::new(s, ID);
+        let up = FlowId {
+            src: client(),
+            dst: server(),
+        };
+        let down = FlowId {
+            src: server(),
+            dst: client(),
+        };
+        for (flow, key, seq, want) in [
+            (up, 1, 7, Outcome::Decrypted),
+            (down, 2, 7, Outcome::Decrypted),
+            (up, 2, 8, Outcome::MacFailure),
+            (up, 1, 7, Outcome::Replayed),
+        ] {
+            let [ahead, alone] = both(&mut d, &o, flow, seq, &sealed(key, seq));
+            assert_eq!(ahead, alone);
+            assert_eq!(ahead.0, want);
+        }
+        let no_key = FlowId {
+            src: server(),
+            dst: "10.0.0.3:1".parse().unwrap(),
+        };
+        assert!(
+            o.open((no_key.src, no_key.dst), 1, 5, &sealed(1, 1), &mut Vec::new())
+                .is_none()
+        );
+        assert!(
+            o.open((up.src, up.dst), 1, 0, &sealed(1, 1), &mut Vec::new())
+                .is_none()
+        );
+    }
+
+    /// With the private key a request may give a logged client other keys: what a worker
+    /// opened under the logged ones is not taken.
+    #[test]
+    fn keys_a_request_replaced_are_not_taken_from_ahead() {
+        let s = secrets(Some(9), keys(1, 2));
+        let o = Opener::new(&s, ID).unwrap();
+        let mut d = Decryptor::new(s, ID);
+        let up = FlowId {
+            src: client(),
+            dst: server(),
+        };
+        let [ahead, alone] = both(&mut d, &o, up, 3, &sealed(3, 3));
+        assert_eq!((ahead.0, alone.0), (Outcome::MacFailure, Outcome::MacFailure));
+        let mut out = Vec::new();
+        let req = request(9, &keys(3, 4));
+        assert_eq!(d.datagram(up, 0, 0, &req, &mut out, None), Outcome::Decrypted);
+        let [ahead, alone] = both(&mut d, &o, up, 4, &sealed(3, 4));
+        assert_eq!(ahead, alone);
+        assert_eq!(ahead.0, Outcome::Decrypted);
+    }
+}
