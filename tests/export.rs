@@ -475,3 +475,58 @@ fn export_writes_the_messages_block_s_own_fields() {
     assert_eq!(got, want);
     std::fs::remove_dir_all(&out).unwrap();
 }
+
+/// Each column's encodings in the file (every row group's), by column path.
+fn encodings(path: &Path) -> HashMap<String, Vec<parquet::basic::Encoding>> {
+    use parquet::file::reader::FileReader;
+    let file = std::fs::File::open(path).unwrap();
+    let reader = parquet::file::reader::SerializedFileReader::new(file).unwrap();
+    let mut out: HashMap<String, Vec<parquet::basic::Encoding>> = HashMap::new();
+    for g in reader.metadata().row_groups() {
+        for c in g.columns() {
+            let e = out.entry(c.column_path().string()).or_default();
+            e.extend(c.encodings());
+        }
+    }
+    out
+}
+
+/// Dictionaries only where they pay: strings and numbers of few values (the header's
+/// `type`, 6 values; B's items, 201) by dictionary; a 16-bit sequence, a 10-bit
+/// quaternion part and ascending `ts` plain or by delta, never hashed.
+#[test]
+fn export_builds_dictionaries_only_where_they_pay() {
+    use parquet::basic::Encoding;
+    let out = std::env::temp_dir().join(format!("gpcap-export-enc-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let root = env!("CARGO_MANIFEST_DIR");
+    gpcap_ok(&[
+        "export",
+        "-d",
+        &format!("{root}/dissectors/article.kdl"),
+        &format!("{root}/captures/article.pcap"),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let part = |t: &str| out.join(t).join("capture=article.pcap").join("part-0.parquet");
+    let (packets, scene, b) = (
+        encodings(&part("packets")),
+        encodings(&part("type_scene")),
+        encodings(&part("type_B")),
+    );
+    let dictionary = |t: &HashMap<String, Vec<Encoding>>, c: &str| {
+        let e = t.get(c).unwrap_or_else(|| panic!("no column {c}"));
+        e.contains(&Encoding::RLE_DICTIONARY) || e.contains(&Encoding::PLAIN_DICTIONARY)
+    };
+    assert!(packets["ts"].contains(&Encoding::DELTA_BINARY_PACKED));
+    for c in ["ts", "ts_ns", "sequence", "header.sequence", "header.crc"] {
+        assert!(!dictionary(&packets, c), "packets.{c}: {:?}", packets[c]);
+    }
+    assert!(dictionary(&packets, "status"));
+    assert!(dictionary(&packets, "header.type"));
+    assert!(dictionary(&b, "items.list.item.item"));
+    let q = "objects.list.item.orientation.x";
+    assert!(!dictionary(&scene, q), "{:?}", scene[q]);
+    assert!(scene[q].contains(&Encoding::BYTE_STREAM_SPLIT));
+    let _ = std::fs::remove_dir_all(&out);
+}

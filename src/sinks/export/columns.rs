@@ -244,8 +244,8 @@ impl TypeColumns {
         self.rows += 1;
     }
 
-    /// Per Parquet leaf column, in the schema's order: Some(false) when a dictionary is
-    /// not worth building ([`DICTIONARY_VALUES`]), None when the definition does not say.
+    /// Per Parquet leaf column, in the schema's order: Some(true) when the definition
+    /// allows at most [`DICTIONARY_VALUES`] values, None when it does not say.
     pub fn dictionary_leaves(&self, out: &mut Vec<Option<bool>>) {
         for c in &self.fields {
             c.col.leaves(c.values, out);
@@ -701,7 +701,6 @@ fn distinct(kind: &Kind) -> Option<u64> {
     }
 }
 
-/// Leaves holding more distinct values than this are written without a dictionary: it
-/// would overflow its page and fall back to plain anyway, after hashing every value
-/// (random positions: a fifth of the export's time).
-const DICTIONARY_VALUES: u64 = 1 << 16;
+/// Leaves of at most this many distinct values by the definition (an enum, a small
+/// `int`) are written by dictionary; others plain ([`super::encodings`]).
+pub(super) const DICTIONARY_VALUES: u64 = 1 << 8;

@@ -43,13 +43,16 @@ const GROUP_BYTES: usize = 16 << 20;
 /// definition of many packet types stays within the same memory (at least 1 MiB each).
 const GROUPS_BYTES: usize = 24 << 20;
 
-/// Encodings by what a column holds: floats by dictionary while they have few distinct
-/// values (a 10-bit quaternion part has 1024), else split by byte (BYTE_STREAM_SPLIT:
-/// their exponent and high bytes compress); frame numbers and timestamps as deltas
-/// (they ascend).
+/// Encodings by what a column holds. A dictionary only where it pays: strings (the
+/// status, addresses, names) and numbers of at most [`columns::DICTIONARY_VALUES`]
+/// values by the definition (an enum, an `int -100 100`); every other number plain,
+/// floats split by byte (BYTE_STREAM_SPLIT: their exponent and high bytes compress),
+/// frame numbers and `ts` as deltas (they ascend). Hashing each value of a velocity or
+/// a quaternion part into a dictionary was an eighth of the export's CPU (10.7 s
+/// against 12.4 on a 214 MB capture, 94 MiB peak against 111) for 12% smaller files.
 ///
-/// `dictionary`: per leaf column, in order, Some(false) where the definition says a
-/// dictionary would overflow ([`columns::TypeColumns::dictionary_leaves`]).
+/// `dictionary`: per leaf column, in order, Some(true) where the definition allows few
+/// values ([`columns::TypeColumns::dictionary_leaves`]).
 fn encodings(
     schema: &arrow_schema::Schema,
     dictionary: &[Option<bool>],
@@ -59,9 +62,7 @@ fn encodings(
     let descr = parquet::arrow::ArrowSchemaConverter::new().convert(schema)?;
     for (i, c) in descr.columns().iter().enumerate() {
         let path = c.path().clone();
-        if dictionary.get(i).copied().flatten() == Some(false) {
-            b = b.set_column_dictionary_enabled(path.clone(), false);
-        }
+        let few = dictionary.get(i).copied().flatten() == Some(true);
         let ascending = matches!(
             path.parts().first().map(String::as_str),
             Some("ts" | "frame" | "fragment_frames")
@@ -74,14 +75,19 @@ fn encodings(
             Type::BYTE_ARRAY if !text => {
                 b = b.set_column_dictionary_enabled(path, false);
             }
-            // The fallback once the dictionary is full.
-            Type::FLOAT | Type::DOUBLE => b = b.set_column_encoding(path, Encoding::BYTE_STREAM_SPLIT),
+            Type::BYTE_ARRAY | Type::BOOLEAN => {}
+            _ if few && !ascending => {}
+            Type::FLOAT | Type::DOUBLE => {
+                b = b
+                    .set_column_dictionary_enabled(path.clone(), false)
+                    .set_column_encoding(path, Encoding::BYTE_STREAM_SPLIT)
+            }
             Type::INT64 | Type::INT32 if ascending => {
                 b = b
                     .set_column_dictionary_enabled(path.clone(), false)
                     .set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);
             }
-            _ => {}
+            _ => b = b.set_column_dictionary_enabled(path, false),
         }
     }
     Ok(b)
