@@ -31,7 +31,13 @@ fn profile(path: &Path, cfg: &Config, what_if: &[(String, f64)], trees: bool) ->
         trees,
     };
     let r = run::analyze_files(&[path.to_path_buf()], cfg.clone(), opts, &mut |_, _| {}).unwrap();
-    serde_json::to_value(r.bandwidth.unwrap()).unwrap()
+    let mut v = serde_json::to_value(r.bandwidth.unwrap()).unwrap();
+    // What the rows were counted from is the one thing that differs.
+    let from = v["computed_from"].take();
+    if trees {
+        assert_eq!(from, "field tree");
+    }
+    v
 }
 
 fn same(path: &Path, def: &str, what_if: &[(String, f64)]) {
@@ -150,6 +156,8 @@ fn the_plan_walks_every_datagram_of_its_types() {
         let walked: u64 = s.0.values().map(|c| c.0).sum();
         assert_eq!(f.planned, walked, "{def}");
         assert!(f.trees > 0, "{def}");
+        // And says so: the report names both ways it counted.
+        assert_eq!(b.computed_from(), "validation plan and field tree", "{def}");
         let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -167,9 +167,12 @@ pub struct Bandwidth {
     text_ids: HashMap<String, u32>,
     index: HashMap<Key, u32>,
     pub rows: Vec<Acc>,
-    /// The previous packet's values, by (the engine's flow index, packet type). Shards
-    /// keep their own: their flows are disjoint.
-    previous: HashMap<(u32, u32), Previous>,
+    /// The previous packet's values, by (the engine's flow index, packet type): an
+    /// index of `states`, where a packet's are taken out and put back without moving
+    /// the map (re-inserting them was a twentieth of `--bits`). Shards keep their own:
+    /// their flows are disjoint.
+    state_ids: HashMap<(u32, u32), u32>,
+    states: Vec<Previous>,
     /// Values `previous` holds, all flows together, and the most it held.
     stored: usize,
     peak_stored: usize,
@@ -208,7 +211,8 @@ struct Counting {
     dir: u8,
     total: u64,
     data_at: Option<u64>,
-    flow_type: Option<(u32, u32)>,
+    /// Where the flow and type's previous packet is kept (None: past the cap).
+    state: Option<u32>,
     keep: bool,
     prev: Previous,
     covered: u64,
@@ -262,7 +266,8 @@ impl Bandwidth {
             text_ids: HashMap::new(),
             index: HashMap::new(),
             rows: Vec::new(),
-            previous: HashMap::new(),
+            state_ids: HashMap::new(),
+            states: Vec::new(),
             stored: 0,
             peak_stored: 0,
             type_rows: HashMap::new(),
@@ -556,12 +561,21 @@ impl Bandwidth {
             (Kind::Game, Some(f)) => Some((f.data_offset as u64 * 8).min(total)),
             _ => None,
         };
-        let flow_type = e.flow_index.map(|f| (f, type_id));
         // Past the cap of kept states, a new flow and type gets no deltas.
-        let keep =
-            flow_type.is_some_and(|k| self.previous.len() < MAX_STATES || self.previous.contains_key(&k));
-        let prev = flow_type
-            .and_then(|k| self.previous.get_mut(&k))
+        let state = e
+            .flow_index
+            .and_then(|f| match self.state_ids.get(&(f, type_id)) {
+                Some(&i) => Some(i),
+                None if self.state_ids.len() < MAX_STATES => {
+                    let i = self.states.len() as u32;
+                    self.states.push(Previous::default());
+                    self.state_ids.insert((f, type_id), i);
+                    Some(i)
+                }
+                None => None,
+            });
+        let prev = state
+            .and_then(|i| self.states.get_mut(i as usize))
             .map(std::mem::take)
             .unwrap_or_default();
         prev.prefetch();
@@ -570,8 +584,8 @@ impl Bandwidth {
             dir,
             total,
             data_at,
-            flow_type,
-            keep,
+            state,
+            keep: state.is_some(),
             prev,
             covered: 0,
         }
@@ -631,8 +645,8 @@ impl Bandwidth {
     /// counted as what it is.
     fn end_packet_bits(&mut self, mut at: Counting, fault: Option<FaultKind>) {
         self.end_packet(&mut at.prev);
-        if let Some(k) = at.flow_type.filter(|_| at.keep) {
-            self.previous.insert(k, at.prev);
+        if let Some(slot) = at.state.and_then(|i| self.states.get_mut(i as usize)) {
+            *slot = at.prev;
         }
         let (dir, type_id, total) = (at.dir, at.type_id, at.total);
         let data = at.data_at.map_or(0, |a| total - a);
@@ -812,6 +826,10 @@ impl Bandwidth {
             merge_opt(&mut m.quantized, r.quantized.as_ref(), IntStats::merge);
             merge_opt(&mut m.floats, r.floats.as_ref(), FloatStats::merge);
         }
+        if let (Some(f), Some(of)) = (self.fast.as_mut(), o.fast.as_ref()) {
+            f.planned += of.planned;
+            f.trees += of.trees;
+        }
         self.captured_bits += o.captured_bits;
         self.first_ns = min_opt(self.first_ns, o.first_ns);
         self.last_ns = self.last_ns.max(o.last_ns);
@@ -832,9 +850,19 @@ impl Bandwidth {
     /// capture must be profiled on one core. Flows are disjoint among shards, so at any
     /// moment the whole's count is the shards' sum, never over the sum of their peaks.
     pub fn shards_may_reach_caps(shards: &[Bandwidth]) -> bool {
-        let states: usize = shards.iter().map(|b| b.previous.len()).sum();
+        let states: usize = shards.iter().map(|b| b.state_ids.len()).sum();
         let stored: usize = shards.iter().map(|b| b.peak_stored).sum();
         states >= MAX_STATES || stored >= MAX_PREVIOUS
+    }
+
+    /// What the rows were counted from: the validation plan's leaves, field trees, or
+    /// both (datagrams the plan cannot walk are dissected into a tree).
+    pub fn computed_from(&self) -> &'static str {
+        match &self.fast {
+            Some(f) if f.planned > 0 && f.trees > 0 => "validation plan and field tree",
+            Some(f) if f.planned > 0 => "validation plan",
+            _ => "field tree",
+        }
     }
 
     /// The id of a path given as text (merging shards, whose ids differ).

@@ -180,7 +180,7 @@ pub fn build(b: &Bandwidth) -> BandwidthReport {
             .then_with(|| a.packet_type.cmp(&b.packet_type))
     });
     BandwidthReport {
-        computed_from: "field tree",
+        computed_from: b.computed_from(),
         captured_bits: b.captured_bits,
         rows_bits: rows.iter().map(|r| r.bits).sum(),
         duration_s,
@@ -243,7 +243,7 @@ fn int_figures(e: &mut Estimate, s: &IntStats, r: &Acc, boolean: bool, own_range
     }
     e.distinct_capped = s.capped;
     if !s.capped {
-        e.distinct = Some(s.distinct.len() as u64);
+        e.distinct = Some(s.distinct() as u64);
     }
     e.entropy_bits = s.entropy();
     e.ideal_bits = e.entropy_bits.map(|h| h * s.n as f64);

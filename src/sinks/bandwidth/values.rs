@@ -23,16 +23,25 @@ pub fn zigzag(d: i128) -> u128 {
     }
 }
 
+/// Values below this (as the low 64 bits) are counted in a table, not hashed: most
+/// fields are narrow, and hashing every value was a tenth of `--bits`.
+pub const SMALL: u64 = 1 << 12;
+
 /// Integer values (raw integers, booleans, or floats quantized at a resolution).
 #[derive(Debug, Clone, Default)]
 pub struct IntStats {
     pub n: u64,
     pub min: i128,
     pub max: i128,
-    /// Value → how many times, up to [`MAX_DISTINCT`] values. Keyed by the value's low
+    /// Value → how many times, up to [`MAX_DISTINCT`] values, keyed by the value's low
     /// 64 bits: a row's values are all of one leaf kind (64-bit at most, signed or
     /// not) or floats quantized within ±2^62, so no two of them share those bits.
-    pub distinct: HashMap<u64, u32>,
+    /// Values below [`SMALL`] are counted in `small` (grown to the largest seen), the
+    /// others in `wide`.
+    small: Vec<u32>,
+    wide: HashMap<u64, u32>,
+    /// Distinct values in `small` and `wide` together.
+    distinct: usize,
     pub capped: bool,
     /// Deltas against the previous packet of the same type and flow.
     pub delta: Delta,
@@ -61,17 +70,83 @@ impl IntStats {
         }
         self.n += 1;
         if !self.capped {
-            let full = self.distinct.len() >= MAX_DISTINCT;
-            match self.distinct.get_mut(&(v as u64)) {
-                Some(c) => *c += 1,
-                None if full => {
-                    self.capped = true;
-                    self.distinct = HashMap::new();
-                }
+            self.count(v as u64, 1);
+        }
+    }
+
+    /// `c` more of value `k`; past [`MAX_DISTINCT`] values the row is capped (merging,
+    /// `cap_after`: the check comes after every value is in, as a whole run's would).
+    #[inline]
+    fn count(&mut self, k: u64, c: u32) {
+        let full = self.distinct >= MAX_DISTINCT;
+        let slot = if k < SMALL {
+            self.fit(k);
+            match self.small.get_mut(k as usize) {
+                Some(s) => s,
+                None => return,
+            }
+        } else {
+            match self.wide.get_mut(&k) {
+                Some(s) => s,
+                None if full => return self.cap(),
                 None => {
-                    self.distinct.insert(v as u64, 1);
+                    self.distinct += 1;
+                    self.wide.insert(k, c);
+                    return;
                 }
             }
+        };
+        if *slot == 0 {
+            if full {
+                return self.cap();
+            }
+            self.distinct += 1;
+        }
+        *slot += c;
+    }
+
+    /// Grows the table to hold `k` (a power of two: a boolean's holds 16 counts).
+    #[inline]
+    fn fit(&mut self, k: u64) {
+        if k as usize >= self.small.len() {
+            let len = (k as usize + 1).next_power_of_two().clamp(16, SMALL as usize);
+            self.small.resize(len, 0);
+        }
+    }
+
+    /// Too many distinct values: the counts go.
+    fn cap(&mut self) {
+        self.capped = true;
+        self.small = Vec::new();
+        self.wide = HashMap::new();
+        self.distinct = 0;
+    }
+
+    /// Distinct values seen (meaningless when capped).
+    pub fn distinct(&self) -> usize {
+        self.distinct
+    }
+
+    /// (value's low 64 bits, count) in value order.
+    fn counts(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        let small = self.small.iter().enumerate().filter(|(_, c)| **c > 0);
+        let mut wide: Vec<(u64, u32)> = self.wide.iter().map(|(k, c)| (*k, *c)).collect();
+        wide.sort_unstable();
+        small.map(|(k, c)| (k as u64, *c)).chain(wide)
+    }
+
+    /// `c` more of `k`, uncapped (the cap is decided once the shard is in).
+    fn merge_count(&mut self, k: u64, c: u32) {
+        if k < SMALL {
+            self.fit(k);
+            if let Some(s) = self.small.get_mut(k as usize) {
+                self.distinct += usize::from(*s == 0);
+                *s += c;
+            }
+        } else {
+            let e = self.wide.entry(k).or_default();
+            self.distinct += usize::from(*e == 0);
+            *e += c;
         }
     }
 
@@ -94,13 +169,10 @@ impl IntStats {
         }
         let n = self.n as f64;
         // Summed in value order, so that merged shards give the same float.
-        let mut counts: Vec<(&u64, &u32)> = self.distinct.iter().collect();
-        counts.sort_unstable();
         Some(
-            counts
-                .iter()
+            self.counts()
                 .map(|(_, c)| {
-                    let p = f64::from(**c) / n;
+                    let p = f64::from(c) / n;
                     -p * p.log2()
                 })
                 .sum::<f64>()
@@ -123,15 +195,15 @@ impl IntStats {
         self.n += o.n;
         self.capped |= o.capped;
         if !self.capped {
-            for (v, c) in &o.distinct {
-                *self.distinct.entry(*v).or_default() += c;
+            for (v, c) in o.counts() {
+                self.merge_count(v, c);
             }
-            if self.distinct.len() > MAX_DISTINCT {
+            if self.distinct > MAX_DISTINCT {
                 self.capped = true;
             }
         }
         if self.capped {
-            self.distinct = HashMap::new();
+            self.cap();
         }
         self.delta.samples += o.delta.samples;
         self.delta.bits += o.delta.bits;
@@ -219,6 +291,39 @@ mod tests {
         assert!(s.capped);
         assert_eq!(s.entropy(), None);
         assert_eq!(s.n, MAX_DISTINCT as u64 + 1);
+    }
+
+    /// Values counted in the table and hashed, either side of [`SMALL`], negative ones
+    /// (hashed by their low bits) too: the cap comes at the same value, and halves
+    /// merged give the whole's counts and entropy.
+    #[test]
+    fn table_and_hash_count_alike() {
+        let values: Vec<i128> = (0..MAX_DISTINCT as i128 + 1)
+            .map(|v| match v % 3 {
+                0 => v,
+                1 => SMALL as i128 + v * 1000,
+                _ => -v,
+            })
+            .collect();
+        let mut s = IntStats::default();
+        for &v in &values[..MAX_DISTINCT] {
+            s.add(v);
+            s.add(v);
+        }
+        assert!(!s.capped);
+        assert_eq!(s.distinct(), MAX_DISTINCT);
+        assert_eq!(s.entropy(), Some(10.0));
+        let (mut a, mut b) = (IntStats::default(), IntStats::default());
+        for (i, &v) in values[..MAX_DISTINCT].iter().enumerate() {
+            let h = if i % 2 == 0 { &mut a } else { &mut b };
+            h.add(v);
+            h.add(v);
+        }
+        a.merge(&b);
+        assert_eq!((a.distinct(), a.entropy()), (s.distinct(), s.entropy()));
+        s.add(values[MAX_DISTINCT]);
+        assert!(s.capped);
+        assert_eq!(s.entropy(), None);
     }
 
     #[test]
