@@ -25,6 +25,33 @@ pub(crate) fn read_frames(
     progress: &mut dyn FnMut(usize, u64),
     mut each: impl FnMut(Frame) -> bool,
 ) -> Option<CaptureError> {
+    if !r.is_fast() {
+        return read_general(r, file, progress, &mut each);
+    }
+    // Classic pcap: a loop of its own, so that no frame of the general path, returned
+    // through memory, meets the fast path's (see `next_fast_frame`).
+    loop {
+        let Some(f) = r.next_fast_frame() else {
+            return r.take_error();
+        };
+        let number = f.number;
+        if !each(f) {
+            return None;
+        }
+        if number.is_multiple_of(65536) {
+            progress(file, r.offset());
+        }
+    }
+}
+
+/// [`read_frames`] for every other format (pcap-parser), out of line.
+#[inline(never)]
+fn read_general(
+    r: &mut CaptureReader,
+    file: usize,
+    progress: &mut dyn FnMut(usize, u64),
+    each: &mut dyn FnMut(Frame) -> bool,
+) -> Option<CaptureError> {
     loop {
         // The frame passed by value: it stays in registers through the inlined reader
         // into the consumer, where a reference put it on the stack to be read back before
