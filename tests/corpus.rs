@@ -132,15 +132,15 @@ fn classic_pcap_fast_path_equals_the_general_parser() {
     assert!(compared > 5);
 }
 
-/// A plain file is mapped, a stream read through a buffer: both read the same bytes the
-/// same way, frames, the error that stops reading and how the file ends, for every
-/// bundled classic pcap cut inside its first records, inside its last, and whole.
+/// A file opened by its path and the same bytes given as a stream read the same way:
+/// frames, the error that stops reading and how the file ends, for every bundled classic
+/// pcap cut inside its first records, inside its last, and whole.
 #[test]
-fn a_mapped_file_reads_as_the_same_bytes_streamed() {
+fn a_file_reads_as_the_same_bytes_streamed() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut all = files(&root.join("captures"));
     all.extend(files(&root.join("tests/fixtures/corpus")));
-    let tmp = std::env::temp_dir().join(format!("gpcap-mapped-{}.pcap", std::process::id()));
+    let tmp = std::env::temp_dir().join(format!("gpcap-opened-{}.pcap", std::process::id()));
     let name = tmp.display().to_string();
     let mut compared = 0;
     for p in &all {
@@ -158,13 +158,13 @@ fn a_mapped_file_reads_as_the_same_bytes_streamed() {
             .chain([n]);
         for cut in cuts {
             std::fs::write(&tmp, &bytes[..cut]).unwrap();
-            let mapped = CaptureReader::open(&tmp)
+            let opened = CaptureReader::open(&tmp)
                 .map(frames_of)
                 .map_err(|e| e.to_string());
             let streamed = CaptureReader::from_read(&name, std::io::Cursor::new(bytes[..cut].to_vec()))
                 .map(frames_of)
                 .map_err(|e| e.to_string());
-            assert!(mapped == streamed, "{} cut to {cut} of {n} bytes", p.display());
+            assert!(opened == streamed, "{} cut to {cut} of {n} bytes", p.display());
             compared += 1;
         }
     }

@@ -2,12 +2,7 @@
 //! one length check, the data borrowed in place. This is the format of nearly every
 //! capture a game server writes, and the general pcap/pcapng parser cost as much per
 //! frame as decoding the frame; pcapng and the rarer variants still go through it.
-//!
-//! A plain file is mapped rather than read: records are then borrowed from the page
-//! cache itself, with no read() copying the file into a buffer first. Streams (pipes,
-//! gzip) are read into a buffer that refills.
 
-use memmap2::Mmap;
 use std::io::BufRead;
 
 /// The first read asks for this much; records larger than the buffer grow it, up to
@@ -94,12 +89,9 @@ pub enum Stop {
 }
 
 pub struct LegacyReader {
-    /// None when the file is mapped (`map`): nothing to read, the whole file is there.
-    src: Option<Box<dyn BufRead + Send>>,
+    src: Box<dyn BufRead + Send>,
     pub header: LegacyHeader,
     buf: Vec<u8>,
-    /// The whole file, header included, when it is mapped.
-    map: Option<Mmap>,
     start: usize,
     end: usize,
     /// Stream bytes before `buf[start]`.
@@ -113,40 +105,14 @@ impl LegacyReader {
     /// `src` is positioned right after the 24-byte file header.
     pub fn new(header: LegacyHeader, src: Box<dyn BufRead + Send>) -> Self {
         LegacyReader {
-            src: Some(src),
+            src,
             header,
             buf: vec![0; INITIAL],
-            map: None,
             start: 0,
             end: 0,
             consumed: 24,
             pending: 0,
             eof: false,
-        }
-    }
-
-    /// Reads the records of a whole file mapped in memory, its 24-byte header first.
-    pub fn mapped(header: LegacyHeader, map: Mmap) -> Self {
-        let end = map.len();
-        LegacyReader {
-            src: None,
-            header,
-            buf: Vec::new(),
-            map: Some(map),
-            start: 24.min(end),
-            end,
-            consumed: 24,
-            pending: 0,
-            eof: true,
-        }
-    }
-
-    /// The bytes records are read from: the map, or the buffer.
-    #[inline(always)]
-    fn bytes(&self) -> &[u8] {
-        match &self.map {
-            Some(m) => m,
-            None => &self.buf,
         }
     }
 
@@ -156,13 +122,13 @@ impl LegacyReader {
     }
 
     pub fn data(&self, start: usize, len: usize) -> &[u8] {
-        &self.bytes()[start..start + len]
+        &self.buf[start..start + len]
     }
 
     /// The record header at `start..end` as (seconds, fraction, captured, original length).
     #[inline(always)]
     fn record_header(&self) -> Option<[u32; 4]> {
-        let h = self.bytes().get(self.start..self.end)?.first_chunk::<16>()?;
+        let h = self.buf.get(self.start..self.end)?.first_chunk::<16>()?;
         let mut v = [0u32; 4];
         for (x, w) in v.iter_mut().zip(h.chunks_exact(4)) {
             let w = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
@@ -197,11 +163,6 @@ impl LegacyReader {
                     });
                 }
             }
-            // A mapped file says of a record larger than `max` what a stream does: too
-            // large when the file holds `max` bytes of it, cut short otherwise.
-            if self.map.is_some() && need > max && avail >= max {
-                return Err(Stop::TooLarge);
-            }
             if self.eof {
                 return Err(if avail == 0 { Stop::End } else { Stop::Cut(avail) });
             }
@@ -212,10 +173,6 @@ impl LegacyReader {
     /// Reads more: the unread bytes move to the front, and the buffer grows (to `max`)
     /// for a record larger than it.
     fn fill(&mut self, need: usize, max: usize) -> Result<(), Stop> {
-        let Some(src) = self.src.as_mut() else {
-            self.eof = true;
-            return Ok(());
-        };
         if self.start > 0 {
             self.buf.copy_within(self.start..self.end, 0);
             self.end -= self.start;
@@ -230,7 +187,7 @@ impl LegacyReader {
             self.buf.resize((self.buf.len() * 2).min(max), 0);
         }
         loop {
-            match src.read(&mut self.buf[self.end..]) {
+            match self.src.read(&mut self.buf[self.end..]) {
                 Ok(0) => {
                     self.eof = true;
                     return Ok(());

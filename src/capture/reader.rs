@@ -169,32 +169,7 @@ impl CaptureReader {
     fn open_with(path: &Path, fast: bool) -> Result<Self, CaptureError> {
         let name = shown(path);
         let f = File::open(path).map_err(|e| CaptureError::at_start(&name, Kind::io(IoOp::Open, e)))?;
-        if fast && let Some(reader) = Self::mapped(&name, &f) {
-            return Ok(reader);
-        }
         Self::from_read_with(&name, f, fast)
-    }
-
-    /// A plain classic pcap file, mapped: its records are then read in place, with no
-    /// read() copying them into a buffer first (5% of a run's time on one core). None
-    /// for anything else (pipes, gzip, pcapng, a file that cannot be mapped), read as a
-    /// stream instead.
-    fn mapped(name: &str, f: &File) -> Option<Self> {
-        let meta = f.metadata().ok()?;
-        if !meta.is_file() || meta.len() < 24 || usize::try_from(meta.len()).is_err() {
-            return None;
-        }
-        // SAFETY: the map is only read, and only within its length. Its bytes are
-        // untrusted as any file's are (every record is bounds-checked). What a map cannot
-        // guard against is the file cut short by another process while it is read (the
-        // read then ends the process, SIGBUS); captures still being written are read as
-        // streams (`live`), not through this.
-        let map = unsafe { memmap2::Mmap::map(f) }.ok()?;
-        let _ = map.advise(memmap2::Advice::Sequential);
-        let header = LegacyHeader::parse(&map)?;
-        let mut reader = Self::empty(name, None);
-        reader.fast = Some(LegacyReader::mapped(header, map));
-        Some(reader)
     }
 
     fn empty(name: &str, gzip_cut: Option<Cut>) -> Self {
