@@ -78,6 +78,38 @@ fn every_format_prints_the_same_bytes_on_one_core_or_several() {
     }
 }
 
+/// FNV-1a of `bytes`: a golden of the JSON Lines without storing megabytes of it.
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+/// `dissect --jsonl` writes the bytes it always wrote, on one core and on two: the
+/// length and hash of each bundled capture's output, as printed before the printer
+/// walked subtrees by parent and wrote vectors' values from their components. Update
+/// only for an intended change of the JSON (docs/json.md says what it is).
+#[test]
+fn jsonl_is_the_bytes_it_always_was() {
+    let golden: [(&str, usize, u64); 4] = [
+        ("article.pcap", 40_515_243, 0x7647_d1b8_bc82_d7da),
+        ("attacks.pcap", 10_363_181, 0x86b4_8aaf_d4f3_44ca),
+        ("malformed.pcap", 2_724_299, 0xdcd3_a877_ee74_7bc9),
+        ("ipv6-sll2.pcapng", 5_502_334, 0x5882_a85e_f7c4_3a7c),
+    ];
+    for (name, len, hash) in golden {
+        let (capture, def) = cases().into_iter().find(|(c, _)| c.ends_with(name)).unwrap();
+        for threads in [1, 2] {
+            let out = printed(&capture, &def, Format::JsonLines, None, threads);
+            assert_eq!(
+                (out.len(), fnv(&out)),
+                (len, hash),
+                "{name} on {threads} thread(s)"
+            );
+        }
+    }
+}
+
 #[test]
 fn a_filter_selects_the_same_packets_on_several_cores() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));

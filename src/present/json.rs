@@ -21,12 +21,45 @@ struct NodeBytes {
 /// Buffers reused from packet to packet, and the bytes of the nodes written so far.
 #[derive(Default)]
 pub struct JsonScratch {
-    /// Where each field's subtree ends (pre-order), to walk children without lists.
-    end: Vec<u32>,
-    open: Vec<u32>,
     /// The field's path, already escaped for a JSON string.
     path: Vec<u8>,
     names: Names,
+    floats: Floats,
+}
+
+/// The last few floats written, as written: a vector's value repeats its components,
+/// written just before it as the children's values.
+#[derive(Default)]
+struct Floats {
+    /// (bits, resolution, length of the text, the text); length 0: an empty slot.
+    recent: [(u32, Option<usize>, u8, [u8; 32]); 4],
+    next: usize,
+}
+
+impl Floats {
+    /// [`float`], from memory when `x` was just written at the same resolution.
+    fn write(&mut self, w: &mut Vec<u8>, x: f32, decimals: Option<usize>) -> bool {
+        let bits = x.to_bits();
+        for (b, d, len, text) in &self.recent {
+            if *len > 0 && *b == bits && *d == decimals {
+                w.extend_from_slice(text.get(..*len as usize).unwrap_or(&[]));
+                return true;
+            }
+        }
+        let at = w.len();
+        if !float(w, x, decimals) {
+            return false;
+        }
+        let t = w.get(at..).unwrap_or(&[]);
+        if let Some(slot) = self.recent.get_mut(self.next)
+            && (1..=32).contains(&t.len())
+        {
+            *slot = (bits, decimals, t.len() as u8, [0; 32]);
+            slot.3[..t.len()].copy_from_slice(t);
+            self.next = (self.next + 1) % 4;
+        }
+        true
+    }
 }
 
 /// The program `nodes` were written for (its address: printers hold it for their
@@ -391,21 +424,20 @@ pub fn fields_in(
     s: &mut JsonScratch,
     inside: &Inside,
 ) {
-    let n = d.fields.len();
-    d.subtree_ends_with(&mut s.end, &mut s.open);
     s.path.clear();
     w.push(b'[');
     let mut i = 0;
-    while i < n {
+    while i < d.fields.len() {
         if i > 0 {
             w.push(b',');
         }
-        field(w, p, d, data, s, i, inside);
-        i = s.end[i] as usize;
+        i = field(w, p, d, data, s, i, inside);
     }
     w.push(b']');
 }
 
+/// Field `i` and its subtree (the fields after it whose parent it is, and theirs: the
+/// pre-order the model keeps); where the next field after its subtree is.
 fn field(
     w: &mut Vec<u8>,
     p: &Program,
@@ -414,7 +446,7 @@ fn field(
     s: &mut JsonScratch,
     i: usize,
     inside: &Inside,
-) {
+) -> usize {
     let f = &d.fields[i];
     let mark = s.path.len();
     match f.label {
@@ -458,16 +490,16 @@ fn field(
         w.extend_from_slice(b",\"enum\":");
         string(w, name.split(" (").next().unwrap_or(name));
     }
-    let end = s.end[i] as usize;
-    if i + 1 < end {
+    let child = |k: usize| d.fields.get(k).is_some_and(|c| c.parent as usize == i);
+    let mut k = i + 1;
+    if child(k) {
         w.extend_from_slice(b",\"fields\":[");
-        let mut k = i + 1;
-        while k < end {
-            if k > i + 1 {
-                w.push(b',');
+        loop {
+            k = field(w, p, d, data, s, k, inside);
+            if !child(k) {
+                break;
             }
-            field(w, p, d, data, s, k, inside);
-            k = s.end[k] as usize;
+            w.push(b',');
         }
         w.push(b']');
     }
@@ -483,9 +515,10 @@ fn field(
         w.extend_from_slice(b",\"raw\":");
         int(w, f.raw);
     }
-    value(w, f, data, decimals);
+    value(w, f, data, decimals, &mut s.floats);
     s.path.truncate(mark);
     w.push(b'}');
+    k
 }
 
 /// The enum name of an integer field's value, as the text tree shows it.
@@ -506,7 +539,7 @@ fn enum_name<'p>(p: &'p Program, f: &Field) -> Option<&'p str> {
 
 /// `,"value":…`; nothing for a group, or a float that is not a number (as a null value
 /// always was). `decimals`: the field's resolution (`float_decimals`).
-fn value(w: &mut Vec<u8>, f: &Field, data: &[u8], decimals: Option<usize>) {
+fn value(w: &mut Vec<u8>, f: &Field, data: &[u8], decimals: Option<usize>, m: &mut Floats) {
     match f.value {
         Value::None => {}
         Value::Int(v) => {
@@ -525,7 +558,7 @@ fn value(w: &mut Vec<u8>, f: &Field, data: &[u8], decimals: Option<usize>) {
         Value::Float(x) => {
             let at = w.len();
             w.extend_from_slice(b",\"value\":");
-            if !float(w, x, decimals) {
+            if !m.write(w, x, decimals) {
                 w.truncate(at);
             }
         }
@@ -534,8 +567,8 @@ fn value(w: &mut Vec<u8>, f: &Field, data: &[u8], decimals: Option<usize>) {
             let _ = serde_json::to_writer(&mut *w, &x);
         }
         Value::Double(_) => {}
-        Value::Vec3(v) => floats(w, &v, decimals),
-        Value::Quat(q) => floats(w, &q, None),
+        Value::Vec3(v) => floats(w, &v, decimals, m),
+        Value::Quat(q) => floats(w, &q, None, m),
         Value::Bytes { offset, len } => {
             let b = data.get(offset..offset + len).unwrap_or(&[]);
             w.extend_from_slice(b",\"value\":");
@@ -555,13 +588,13 @@ fn value(w: &mut Vec<u8>, f: &Field, data: &[u8], decimals: Option<usize>) {
 }
 
 /// `,"value":[x,y,…]`, null for a component that is not a number.
-fn floats(w: &mut Vec<u8>, xs: &[f32], decimals: Option<usize>) {
+fn floats(w: &mut Vec<u8>, xs: &[f32], decimals: Option<usize>, m: &mut Floats) {
     w.extend_from_slice(b",\"value\":[");
     for (k, x) in xs.iter().enumerate() {
         if k > 0 {
             w.push(b',');
         }
-        if !float(w, *x, decimals) {
+        if !m.write(w, *x, decimals) {
             w.extend_from_slice(b"null");
         }
     }
@@ -607,6 +640,28 @@ fn carried(w: &mut Vec<u8>, f: &Field, inside: &Inside) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A float written again comes from memory only at the same resolution and bits.
+    #[test]
+    fn remembered_floats_are_the_ones_written() {
+        let mut m = Floats::default();
+        let cases = [
+            (1.5f32, None),
+            (1.5, Some(0)),
+            (-0.0, None),
+            (0.0, None),
+            (2.675, Some(2)),
+        ];
+        for _ in 0..3 {
+            for (x, d) in cases {
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                assert_eq!(m.write(&mut a, x, d), float(&mut b, x, d));
+                assert_eq!(a, b, "{x} at {d:?}");
+            }
+        }
+        let mut w = Vec::new();
+        assert!(!m.write(&mut w, f32::NAN, None) && w.is_empty());
+    }
 
     /// What `float` wrote before it had a fast path: the tree's text, read back as an
     /// f64, written by serde_json.
