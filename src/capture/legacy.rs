@@ -54,18 +54,6 @@ impl LegacyHeader {
     }
 }
 
-/// Asks for the cache line holding `x`, to be read soon.
-#[inline(always)]
-pub(crate) fn prefetch<T>(x: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch reads nothing and cannot fault; SSE is in every x86_64.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>((x as *const T).cast());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = x;
-}
-
 /// One record, located in the reader's buffer.
 pub struct Record {
     pub ts_sec: u32,

@@ -11,7 +11,6 @@ pub use error::{
     BlockLength, CaptureError, CaptureErrorKind, IoFailure, IoOp, Malformed, Missing, NotACapture, Refill,
     Truncation,
 };
-pub(crate) use legacy::prefetch;
 pub use merge::{Merged, merge_files};
 pub use reader::{CaptureReader, Frame, show_as, shown};
 pub use writer::{PcapNgWriter, PcapWriter};
