@@ -377,10 +377,11 @@ impl<'p> PacketWriter<'p> {
         })
     }
 
-    fn node(&mut self, w: &mut Out, rng: &mut Rng, id: NodeId, roles: &Roles) -> Result<(), GenError> {
+    /// The value a field must take for a role (the protocol id, a sequence, a field a
+    /// derived role reads, a role's length), or None to write any.
+    fn role_value(&self, node: &crate::dissect::program::Node, roles: &Roles) -> Option<u64> {
         let p = self.p;
-        let node = &p.nodes[id as usize];
-        let role = match node.role {
+        match node.role {
             Some(Role::ProtocolId) => p.params.protocol_id.map(|i| i.value),
             Some(r) => roles.get(r),
             // A field a derived role reads: what makes the role the value asked for.
@@ -394,7 +395,12 @@ impl<'p> PacketWriter<'p> {
                 .and_then(|s| self.length_of.get(&s))
                 .and_then(|r| roles.get(*r))
                 .map(|v| u64::from((64 - v.leading_zeros()).div_ceil(8).max(1))),
-        };
+        }
+    }
+
+    /// Refuses a field written least-significant-first after most-significant-first
+    /// bits that do not fill their byte.
+    fn check_bit_order(&self, node: &crate::dissect::program::Node) -> Result<(), GenError> {
         let writes_lsb = !matches!(
             node.kind,
             Kind::Msb(_)
@@ -423,6 +429,14 @@ impl<'p> PacketWriter<'p> {
                 why: "follows most-significant-first bits that do not fill their byte: one byte cannot hold both bit orders",
             });
         }
+        Ok(())
+    }
+
+    fn node(&mut self, w: &mut Out, rng: &mut Rng, id: NodeId, roles: &Roles) -> Result<(), GenError> {
+        let p = self.p;
+        let node = &p.nodes[id as usize];
+        let role = self.role_value(node, roles);
+        self.check_bit_order(node)?;
         match &node.kind {
             Kind::Msb(m) => {
                 let v = super::words::msb_value(rng, *m, role);
@@ -449,6 +463,63 @@ impl<'p> PacketWriter<'p> {
                     },
                 );
             }
+            Kind::Text { .. }
+            | Kind::CString { .. }
+            | Kind::Align
+            | Kind::Bytes(_)
+            | Kind::String { .. }
+            | Kind::Rest { .. } => self.octets(w, rng, &node.kind, roles)?,
+            Kind::Derived(e) => {
+                let v = eval(p.expr(*e), &self.slots).map_err(|_| GenError::DivisionByZero)?;
+                self.set(id, v);
+            }
+            Kind::LeUint(c) => {
+                let n = self.count(c)?.clamp(1, 8);
+                let mask = u64::MAX >> (64 - 8 * n);
+                let v = role.unwrap_or_else(|| rng.next_u64()) & mask;
+                // One field, as the reader shows it.
+                self.leaves.push((w.bits_processed(), 8 * n, v));
+                for i in 0..n {
+                    w.writer.write_bits((v >> (8 * i)) as u32 & 0xff, 8)?;
+                }
+                self.set(id, v as i64);
+            }
+            Kind::Struct { body } | Kind::Inline { body } => self.block(w, rng, *body, roles)?,
+            Kind::Array { count, body } => {
+                let n = self.count(count)?;
+                for _ in 0..n.min(p.limits.max_elements) {
+                    self.block(w, rng, *body, roles)?;
+                }
+            }
+            Kind::List { end, body } => self.list(w, rng, *end, *body, &node.name, roles)?,
+            Kind::RelativeList { max, body } => self.relative_list(w, rng, *max, *body, roles)?,
+            Kind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let b = if eval(p.expr(*cond), &self.slots).map_err(|_| GenError::DivisionByZero)? != 0 {
+                    *then
+                } else {
+                    *otherwise
+                };
+                self.block(w, rng, b, roles)?;
+            }
+            leaf => {
+                let raw = self.leaf_value(rng, id, leaf, role);
+                if node.role == Some(Role::Crc) {
+                    self.crc_leaf = Some(self.leaves.len());
+                }
+                self.leaf(w, id, leaf, raw)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Byte-aligned and string fields: text, C strings, bytes, bit-counted strings, the
+    /// rest of a payload (fragment data, or random bytes as the scale asks), an align.
+    fn octets(&mut self, w: &mut Out, rng: &mut Rng, kind: &Kind, roles: &Roles) -> Result<(), GenError> {
+        match kind {
             Kind::Text { len } => {
                 let n = self.count(len)?.min(1 << 16);
                 let text: Vec<u8> = (0..n).map(|_| b'a' + rng.below(26) as u8).collect();
@@ -486,86 +557,70 @@ impl<'p> PacketWriter<'p> {
                 };
                 self.bytes(w, &data)?;
             }
-            Kind::Derived(e) => {
-                let v = eval(p.expr(*e), &self.slots).map_err(|_| GenError::DivisionByZero)?;
-                self.set(id, v);
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// A list up to its end condition: a random number of elements, then the element
+    /// whose first field ends it.
+    fn list(
+        &mut self,
+        w: &mut Out,
+        rng: &mut Rng,
+        end: crate::dissect::program::Expr,
+        body: Block,
+        name: &str,
+        roles: &Roles,
+    ) -> Result<(), GenError> {
+        let p = self.p;
+        let target = rng.below(self.scale.min(p.limits.max_elements - 1) + 1);
+        let ids = p.block(body);
+        let Some((&first, rest)) = ids.split_first() else {
+            return Ok(());
+        };
+        for k in 0..=target {
+            let want_end = k == target;
+            self.list_key(w, rng, first, end, want_end, name)?;
+            if want_end {
+                break;
             }
-            Kind::LeUint(c) => {
-                let n = self.count(c)?.clamp(1, 8);
-                let mask = u64::MAX >> (64 - 8 * n);
-                let v = role.unwrap_or_else(|| rng.next_u64()) & mask;
-                // One field, as the reader shows it.
-                self.leaves.push((w.bits_processed(), 8 * n, v));
-                for i in 0..n {
-                    w.writer.write_bits((v >> (8 * i)) as u32 & 0xff, 8)?;
-                }
-                self.set(id, v as i64);
-            }
-            Kind::Struct { body } | Kind::Inline { body } => self.block(w, rng, *body, roles)?,
-            Kind::Array { count, body } => {
-                let n = self.count(count)?;
-                for _ in 0..n.min(p.limits.max_elements) {
-                    self.block(w, rng, *body, roles)?;
-                }
-            }
-            Kind::List { end, body } => {
-                let target = rng.below(self.scale.min(p.limits.max_elements - 1) + 1);
-                let ids = p.block(*body);
-                let Some((&first, rest)) = ids.split_first() else {
-                    return Ok(());
-                };
-                for k in 0..=target {
-                    let want_end = k == target;
-                    self.list_key(w, rng, first, *end, want_end, &node.name)?;
-                    if want_end {
-                        break;
-                    }
-                    for &nid in rest {
-                        self.node(w, rng, nid, roles)?;
-                    }
-                }
-            }
-            Kind::RelativeList { max, body } => {
-                let n = rng.below(self.scale.min(*max as u64) + 1) as i64;
-                let mut previous = -1i64;
-                let mut index = -1i64;
-                for k in 0..n {
-                    // Mostly close together, sometimes far; always leave room for the rest.
-                    let room = max - 1 - index - (n - 1 - k);
-                    if room < 1 {
-                        break;
-                    }
-                    let gap = if rng.chance(0.7) {
-                        rng.range(1, 5)
-                    } else {
-                        rng.range(1, 200)
-                    };
-                    index += gap.min(room);
-                    self.relative_index(w, &mut previous, index, *max)?;
-                    self.block(w, rng, *body, roles)?;
-                }
-                self.relative_index(w, &mut previous, *max, *max)?;
-            }
-            Kind::If {
-                cond,
-                then,
-                otherwise,
-            } => {
-                let b = if eval(p.expr(*cond), &self.slots).map_err(|_| GenError::DivisionByZero)? != 0 {
-                    *then
-                } else {
-                    *otherwise
-                };
-                self.block(w, rng, b, roles)?;
-            }
-            leaf => {
-                let raw = self.leaf_value(rng, id, leaf, role);
-                if node.role == Some(Role::Crc) {
-                    self.crc_leaf = Some(self.leaves.len());
-                }
-                self.leaf(w, id, leaf, raw)?;
+            for &nid in rest {
+                self.node(w, rng, nid, roles)?;
             }
         }
+        Ok(())
+    }
+
+    /// A relative list: elements at increasing indexes below `max`, mostly close
+    /// together, then the index that ends it.
+    fn relative_list(
+        &mut self,
+        w: &mut Out,
+        rng: &mut Rng,
+        max: i64,
+        body: Block,
+        roles: &Roles,
+    ) -> Result<(), GenError> {
+        let n = rng.below(self.scale.min(max as u64) + 1) as i64;
+        let mut previous = -1i64;
+        let mut index = -1i64;
+        for k in 0..n {
+            // Mostly close together, sometimes far; always leave room for the rest.
+            let room = max - 1 - index - (n - 1 - k);
+            if room < 1 {
+                break;
+            }
+            let gap = if rng.chance(0.7) {
+                rng.range(1, 5)
+            } else {
+                rng.range(1, 200)
+            };
+            index += gap.min(room);
+            self.relative_index(w, &mut previous, index, max)?;
+            self.block(w, rng, body, roles)?;
+        }
+        self.relative_index(w, &mut previous, max, max)?;
         Ok(())
     }
 

@@ -189,6 +189,7 @@ pub enum Emit<'a> {
 }
 
 /// A game datagram as delivered, for the oracle.
+#[derive(Clone, Copy)]
 struct Delivered {
     flow: usize,
     /// The sequence space its sequence came from (the oracle follows space 0, the
@@ -313,9 +314,39 @@ pub fn preflight(p: &Program) -> Result<(), GenError> {
 /// frames of the last delivery horizon are held back to be put in time order), and
 /// returns the ground truth.
 pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -> Result<Truth, GenError> {
+    let id = signing_id(p, cfg)?;
+    let mut sim = Sim::new(p, cfg, id)?;
+    while let Some(fi) = (0..sim.flows.len()).min_by_key(|&i| sim.flows[i].next_ns) {
+        let now = sim.flows[fi].next_ns;
+        if now > sim.end_ns || cfg.packets.is_some_and(|n| sim.sent_packets >= n) {
+            break;
+        }
+        let horizon = sim.horizon;
+        sim.deliver(emit, |t| t < now - horizon);
+        sim.send(fi, now, emit)?;
+    }
+    if cfg.attacks {
+        sim.truth.attacks = Some(attacks(
+            p,
+            &mut sim.writer,
+            &mut sim.values,
+            cfg,
+            sim.server,
+            sim.end_ns,
+            &mut sim.out,
+            &mut sim.order,
+        )?);
+    }
+    sim.deliver(emit, |_| true);
+    sim.oracle.finish(&sim.flows, &mut sim.truth);
+    Ok(sim.truth)
+}
+
+/// The protocol id that signs every packet (none when the protocol declares no
+/// checksum), after refusing what gen cannot write for this definition.
+fn signing_id(p: &Program, cfg: &SimConfig) -> Result<Option<ProtocolId>, GenError> {
     use crate::dissect::program::Checksum;
     unwritable(p)?;
-    // The id signs every packet unless the protocol declares no checksum.
     let id = match p.params.checksum {
         Checksum::Crc32 => Some(p.params.protocol_id.ok_or(GenError::NoProtocolId)?),
         Checksum::None => None,
@@ -333,17 +364,419 @@ pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -
         return Err(GenError::AttacksWithoutFragments);
     }
     preflight(p)?;
-    let mut rng = Rng::new(cfg.seed);
-    let mut values = rng.fork(1);
-    let mut net_rng = rng.fork(2);
-    let mut writer = PacketWriter::new(p);
-    if p.packets.is_empty() {
-        return Err(GenError::UnknownType(1));
+    Ok(id)
+}
+
+/// One packet being sent: what its datagrams' events and deliveries are told.
+struct Sending {
+    flow: usize,
+    now: i64,
+    ty: u32,
+    space: u8,
+    ext: i64,
+    seq: u64,
+    /// The packet's size before it was split into fragments.
+    size: usize,
+}
+
+/// The simulation's state: the flows, the network's queue of frames in flight, and the
+/// oracle that follows what the analyzer will see.
+struct Sim<'p> {
+    p: &'p Program,
+    cfg: &'p SimConfig,
+    id: Option<ProtocolId>,
+    /// The stream the packets' values come from.
+    values: Rng,
+    /// The stream the network's impairments come from.
+    net_rng: Rng,
+    writer: PacketWriter<'p>,
+    server: SocketAddr,
+    router: IpAddr,
+    flows: Vec<Flow>,
+    sealer: Option<super::encrypt::Sealer>,
+    out: std::collections::BinaryHeap<Out>,
+    order: u64,
+    delivered: HashMap<usize, Delivered>,
+    next_datagram: usize,
+    oracle: Oracle,
+    /// No frame is delivered later than this after its send time.
+    horizon: i64,
+    truth: Truth,
+    end_ns: i64,
+    sent_packets: u64,
+    max_packet: usize,
+    /// Counters of sequence spaces shared by every flow of a sender.
+    sender_ext: HashMap<(SocketAddr, u8), i64>,
+}
+
+impl<'p> Sim<'p> {
+    fn new(p: &'p Program, cfg: &'p SimConfig, id: Option<ProtocolId>) -> Result<Self, GenError> {
+        let mut rng = Rng::new(cfg.seed);
+        let values = rng.fork(1);
+        let net_rng = rng.fork(2);
+        let writer = PacketWriter::new(p);
+        if p.packets.is_empty() {
+            return Err(GenError::UnknownType(1));
+        }
+        let server = addr(cfg.ipv6, 1, p.params.ports.first().copied().unwrap_or(40000));
+        let flows = flows(cfg, &writer, &mut rng, server, p.spaces.len());
+        let sealer = sealer(p, cfg, &flows, server)?;
+        let max_interval = flows.iter().map(|f| f.interval_ns).max().unwrap_or(0);
+        let truth = Truth {
+            event: "summary".into(),
+            seed: cfg.seed,
+            protocol_id: id,
+            keys: sealer.as_ref().map(|s| s.keys.clone()).unwrap_or_default(),
+            ..Truth::default()
+        };
+        Ok(Sim {
+            p,
+            cfg,
+            id,
+            values,
+            net_rng,
+            max_packet: writer.max_packet(cfg.no_fragment),
+            writer,
+            server,
+            router: addr(cfg.ipv6, 0xfe, 0).ip(),
+            oracle: Oracle::new(flows.len()),
+            flows,
+            sealer,
+            out: std::collections::BinaryHeap::new(),
+            order: 0,
+            delivered: HashMap::new(),
+            next_datagram: 0,
+            horizon: 20_000_000 + (cfg.jitter_ms * 1e6) as i64 + 3 * max_interval + 10_000_000,
+            truth,
+            end_ns: EPOCH_NS + (cfg.duration_s * 1e9) as i64,
+            sent_packets: 0,
+            sender_ext: HashMap::new(),
+        })
     }
+
+    /// Hands the queued frames due by `due` (their delivery time) to the oracle and
+    /// `emit`, earliest first.
+    fn deliver(&mut self, emit: &mut dyn FnMut(Emit), due: impl Fn(i64) -> bool) {
+        while self.out.peek().is_some_and(|o| due(o.t_ns)) {
+            if let Some(o) = self.out.pop() {
+                self.oracle
+                    .frame(&o, &self.flows, &mut self.delivered, &mut self.truth);
+                emit(Emit::Frame {
+                    t_ns: o.t_ns,
+                    data: &o.frame,
+                });
+            }
+        }
+    }
+
+    fn queue(&mut self, t_ns: i64, frame: Vec<u8>, datagram: Option<usize>) {
+        self.out.push(Out {
+            t_ns,
+            order: self.order,
+            frame,
+            datagram,
+        });
+        self.order += 1;
+    }
+
+    /// The flow `fi`'s turn at `now`: one packet of one of its types, written, sealed,
+    /// split and sent through the network.
+    fn send(&mut self, fi: usize, now: i64, emit: &mut dyn FnMut(Emit)) -> Result<(), GenError> {
+        let (p, cfg) = (self.p, self.cfg);
+        self.flows[fi].next_ns += self.flows[fi].interval_ns;
+        self.sent_packets += 1;
+        let types = &self.flows[fi].types;
+        if types.is_empty() {
+            self.flows[fi].next_ns = i64::MAX;
+            self.sent_packets -= 1;
+            return Ok(());
+        }
+        let ty = types[self.values.below(types.len() as u64) as usize];
+        let space = p.space_of(ty);
+        let ext = self.next_sequence(fi, space);
+        // The counter at the sequence field's width (it wraps at 16 bits in the
+        // articles, and crosses into a third byte in netcode's).
+        let mask = u64::MAX >> (64 - p.sequence_bits.clamp(1, 64));
+        let seq = ext as u64 & mask;
+        let scale = self.scale();
+        let mut packet = self
+            .writer
+            .packet_within(&mut self.values, ty, seq, scale, self.max_packet)?;
+        if self
+            .writer
+            .sequence_written()
+            .is_some_and(|s| s as u64 & mask != seq)
+        {
+            self.withdraw(fi, ty, space);
+            return Ok(());
+        }
+        if let Some(s) = &self.sealer {
+            s.seal(self.flows[fi].src, self.flows[fi].dst, seq, &mut packet);
+        }
+        if packet.len() > self.max_packet {
+            return Ok(());
+        }
+        let datagrams = self.datagrams_of(seq, &packet)?;
+        let base_delay = 20_000_000 + (self.net_rng.unit() * cfg.jitter_ms * 1e6) as i64;
+        let sending = Sending {
+            flow: fi,
+            now,
+            ty,
+            space,
+            ext,
+            seq,
+            size: packet.len(),
+        };
+        for (k, (payload, frag)) in datagrams.into_iter().enumerate() {
+            let t0 = now + base_delay + k as i64 * 10_000;
+            self.transmit(&sending, t0, payload, frag, emit)?;
+        }
+        Ok(())
+    }
+
+    /// Takes the next value of the type's counter: the flow's own, another of the
+    /// flow's, or one shared by every flow of the sender.
+    fn next_sequence(&mut self, fi: usize, space: u8) -> i64 {
+        let counter = self.counter(fi, space);
+        let ext = *counter;
+        *counter += 1;
+        ext
+    }
+
+    fn counter(&mut self, fi: usize, space: u8) -> &mut i64 {
+        match self.p.spaces.get(space as usize) {
+            Some(def) if space > 0 && def.per_sender => {
+                let start = self.flows[fi].ext;
+                self.sender_ext
+                    .entry((self.flows[fi].src, space))
+                    .or_insert(start)
+            }
+            Some(_) if space > 0 => &mut self.flows[fi].space_ext[space as usize],
+            _ => &mut self.flows[fi].ext,
+        }
+    }
+
+    /// The type's sequence is not the counter (netcode's request derives 0): its
+    /// sequences cannot be predicted, so this side stops sending it, and its turn is
+    /// given back.
+    fn withdraw(&mut self, fi: usize, ty: u32, space: u8) {
+        self.flows[fi].types.retain(|&t| t != ty);
+        let per_sender = self.p.spaces.get(space as usize).map(|d| d.per_sender);
+        match per_sender {
+            Some(true) if space > 0 => {
+                if let Some(c) = self.sender_ext.get_mut(&(self.flows[fi].src, space)) {
+                    *c -= 1;
+                }
+            }
+            Some(_) if space > 0 => self.flows[fi].space_ext[space as usize] -= 1,
+            _ => self.flows[fi].ext -= 1,
+        }
+        self.sent_packets -= 1;
+        self.flows[fi].next_ns -= self.flows[fi].interval_ns;
+    }
+
+    /// How large the packet's variable parts are: mostly small, some medium, a share
+    /// (`--big`) large enough to fragment.
+    fn scale(&mut self) -> u64 {
+        if self.values.chance(self.cfg.big) {
+            self.values.range(200, 800) as u64
+        } else if self.values.chance(0.3) {
+            self.values.range(12, 64) as u64
+        } else {
+            self.values.range(0, 12) as u64
+        }
+    }
+
+    /// The packet as datagrams: its fragments, or itself whole (cut inside its end
+    /// check now and then, for `--malformed`).
+    fn datagrams_of(&mut self, seq: u64, packet: &[u8]) -> Result<Vec<super::packet::Datagram>, GenError> {
+        if self.writer.splits(packet, self.cfg.no_fragment) {
+            return self.writer.fragments_of(&mut self.values, seq, packet);
+        }
+        let mut whole = packet.to_vec();
+        if self.p.params.end_check.is_some() && packet.len() > 8 && self.values.chance(self.cfg.malformed) {
+            // Cut inside the end check and sign it again: valid CRC, malformed body.
+            whole.truncate(packet.len() - self.values.range(1, 3) as usize);
+            if let Some(id) = self.id {
+                write_crc(id, &mut whole);
+            }
+        }
+        Ok(vec![(whole, None)])
+    }
+
+    /// One datagram through the network: corrupted, duplicated, reordered, split into
+    /// IP fragments, lost or refused by the router as the configuration says, with the
+    /// foreign traffic that rides along.
+    fn transmit(
+        &mut self,
+        s: &Sending,
+        t0: i64,
+        mut payload: Vec<u8>,
+        frag: Option<(u32, u32)>,
+        emit: &mut dyn FnMut(Emit),
+    ) -> Result<(), GenError> {
+        let cfg = self.cfg;
+        self.truth.datagrams_sent += 1;
+        let corrupted = self.net_rng.chance(cfg.corrupt);
+        if corrupted {
+            let bit = self.net_rng.below(payload.len() as u64 * 8);
+            payload[(bit / 8) as usize] ^= 1 << (bit % 8);
+            self.truth.corrupted += 1;
+        }
+        let duplicated = self.net_rng.chance(cfg.dup);
+        let f = &mut self.flows[s.flow];
+        let reorder = if self.net_rng.chance(cfg.reorder) {
+            f.interval_ns * self.net_rng.range(1, 3)
+        } else {
+            0
+        };
+        let t0 = t0 + reorder;
+        f.ip_id = f.ip_id.wrapping_add(1);
+        let pieces = net::ip_packets(f.src, f.dst, &payload, f.ip_id, cfg.df, cfg.link_mtu as usize);
+        let mut event = SendEvent {
+            event: "send",
+            t_ns: s.now,
+            flow: f.name.clone(),
+            sequence: s.seq,
+            packet_type: if frag.is_some() { FRAGMENT_TYPE } else { s.ty },
+            size: s.size,
+            fragment: frag.map(|x| x.0),
+            fragments: frag.map(|x| x.1),
+            udp_payload: payload.len(),
+            lost: false,
+            duplicated,
+            corrupted,
+            ip_fragments: pieces.len(),
+            icmp: false,
+        };
+        if pieces.len() == 1 && pieces[0].len() > cfg.link_mtu as usize {
+            self.refuse(s, &pieces[0], &mut event);
+            emit(Emit::Event(&event));
+            return Ok(());
+        }
+        let lost: Vec<bool> = pieces.iter().map(|_| self.lost_net(s.flow)).collect();
+        let whole = !lost.iter().any(|&l| l);
+        event.lost = !whole;
+        if !whole {
+            self.truth.lost += 1;
+        }
+        let copies = if duplicated && whole { 2 } else { 1 };
+        if duplicated && whole {
+            self.truth.duplicated += 1;
+        }
+        let d = Delivered {
+            flow: s.flow,
+            space: s.space,
+            malformed: frag.is_none() && payload.len() < s.size,
+            ext: s.ext,
+            fragment: frag,
+            corrupted,
+            ip_fragments: pieces.len(),
+            pieces_left: pieces.len(),
+        };
+        for copy in 0..copies {
+            self.queue_copy(t0 + copy * 1_000_000, &pieces, &lost, whole.then_some(&d));
+        }
+        emit(Emit::Event(&event));
+        self.foreign(s)
+    }
+
+    /// A datagram over the link MTU that may not be fragmented: the router drops it
+    /// and says why.
+    fn refuse(&mut self, s: &Sending, piece: &[u8], event: &mut SendEvent) {
+        event.lost = true;
+        event.icmp = true;
+        self.truth.icmp += 1;
+        self.truth.lost += 1;
+        let icmp = net::icmp_too_big(self.router, piece, self.flows[s.flow].src.ip(), self.cfg.link_mtu);
+        let frame = self.cfg.link.frame(&icmp, self.cfg.ipv6);
+        self.queue(s.now + 5_000_000, frame, None);
+    }
+
+    /// Whether the network loses one IP piece of the flow's: the burst model's state
+    /// moves on, then the loss of the state it is in (or `--loss`).
+    fn lost_net(&mut self, fi: usize) -> bool {
+        let (cfg, f, r) = (self.cfg, &mut self.flows[fi], &mut self.net_rng);
+        if let Some(b) = cfg.burst {
+            f.bad = if f.bad {
+                !r.chance(b.exit)
+            } else {
+                r.chance(b.enter)
+            };
+            if f.bad {
+                return r.chance(b.loss);
+            }
+        }
+        r.chance(cfg.loss)
+    }
+
+    /// One copy of a datagram's IP pieces, those not lost, queued from `t`; a datagram
+    /// that arrives whole is numbered for the oracle.
+    fn queue_copy(&mut self, t: i64, pieces: &[Vec<u8>], lost: &[bool], whole: Option<&Delivered>) {
+        let d = whole.map(|d| {
+            self.next_datagram += 1;
+            self.delivered.insert(self.next_datagram, *d);
+            self.next_datagram
+        });
+        for (i, piece) in pieces.iter().enumerate() {
+            if lost[i] {
+                continue;
+            }
+            let frame = self.cfg.link.frame(piece, self.cfg.ipv6);
+            self.queue(t + i as i64 * 1_000, frame, d);
+        }
+    }
+
+    /// Foreign traffic riding along a game datagram: a DNS query now and then, and
+    /// another protocol id on the game's ports (a protocol without a checksum has no id
+    /// to differ by).
+    fn foreign(&mut self, s: &Sending) -> Result<(), GenError> {
+        let cfg = self.cfg;
+        if self.net_rng.chance(cfg.foreign) {
+            let f = &self.flows[s.flow];
+            let client = if f.src == self.server { f.dst } else { f.src };
+            let dns = addr(cfg.ipv6, 0x35, 53);
+            let q: Vec<u8> = (0..self.net_rng.range(28, 60))
+                .map(|_| self.net_rng.next_u32() as u8)
+                .collect();
+            // An ephemeral port below any game port of the shipped definitions.
+            let from = SocketAddr::new(client.ip(), 33000 + self.net_rng.below(6000) as u16);
+            let pkt = &net::ip_packets(from, dns, &q, 0, false, 65535)[0];
+            let frame = cfg.link.frame(pkt, cfg.ipv6);
+            self.queue(s.now + 1_000, frame, None);
+            self.truth.other_udp += 1;
+        }
+        if self.net_rng.chance(cfg.foreign / 4.0) && self.id.is_some() {
+            let rogue = addr(cfg.ipv6, 0x909, 50009);
+            let seq = self.net_rng.next_u32() as u16 as u64;
+            let mut pkt = self.writer.packet(&mut self.values, s.ty, seq)?;
+            write_crc(ProtocolId::new32(0x0BAD_F00D), &mut pkt);
+            let ip = &net::ip_packets(rogue, self.server, &pkt, 0, false, 65535)[0];
+            let frame = cfg.link.frame(ip, cfg.ipv6);
+            self.queue(s.now + 2_000, frame, None);
+            let t = self
+                .truth
+                .flows
+                .entry(format!("{rogue}>{}", self.server))
+                .or_default();
+            t.datagrams += 1;
+            t.crc_fail += 1;
+        }
+        Ok(())
+    }
+}
+
+/// Both directions of every client's conversation with the server, each starting at a
+/// random sequence (some just before the wrap, so that wrap-around is exercised).
+fn flows(
+    cfg: &SimConfig,
+    writer: &PacketWriter,
+    rng: &mut Rng,
+    server: SocketAddr,
+    spaces: usize,
+) -> Vec<Flow> {
     use crate::dissect::program::Side;
     let (server_types, client_types) = (writer.types_from(Side::Server), writer.types_from(Side::Client));
-    let server_port = p.params.ports.first().copied().unwrap_or(40000);
-    let server = addr(cfg.ipv6, 1, server_port);
     let mut flows: Vec<Flow> = Vec::new();
     for c in 0..cfg.clients.max(1) {
         let client = addr(cfg.ipv6, 0x100 + c as u16 + 1, 50000 + c as u16);
@@ -352,7 +785,6 @@ pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -
             (client, server, cfg.rate_hz / 2.0, &client_types),
         ] {
             let interval = ((1e9 / hz.max(0.1)) as i64).max(1);
-            // Some flows start just before the wrap so that wrap-around is exercised.
             let start = if rng.chance(0.3) {
                 65536 - rng.range(1, 200)
             } else {
@@ -369,7 +801,7 @@ pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -
                     EPOCH_NS + rng.range(0, interval)
                 },
                 ext: start,
-                space_ext: vec![start; p.spaces.len()],
+                space_ext: vec![start; spaces],
                 bad: false,
                 ip_id: rng.next_u32() & 0xffff,
                 name: format!("{src}>{dst}"),
@@ -377,298 +809,27 @@ pub fn simulate_into(p: &Program, cfg: &SimConfig, emit: &mut dyn FnMut(Emit)) -
             });
         }
     }
-    let sealer = match (&p.params.encryption, cfg.encrypt) {
+    flows
+}
+
+/// The sealer of `--encrypt`: a key per client, from a stream of its own so that the
+/// traffic is the same as without sealing.
+fn sealer(
+    p: &Program,
+    cfg: &SimConfig,
+    flows: &[Flow],
+    server: SocketAddr,
+) -> Result<Option<super::encrypt::Sealer>, GenError> {
+    match (&p.params.encryption, cfg.encrypt) {
         (Some(_), true) => {
             let clients: Vec<SocketAddr> = flows.iter().filter(|f| f.src == server).map(|f| f.dst).collect();
             let id = p.params.protocol_id.map_or(0, |i| i.value);
-            // A stream of its own: the traffic is the same as without sealing.
             let mut keys_rng = Rng::new(cfg.seed ^ 0x6b65_7973);
-            Some(super::encrypt::Sealer::new(id, &clients, &mut keys_rng))
+            Ok(Some(super::encrypt::Sealer::new(id, &clients, &mut keys_rng)))
         }
-        (None, true) => return Err(GenError::NotEncrypted),
-        _ => None,
-    };
-    let router = addr(cfg.ipv6, 0xfe, 0).ip();
-    let mut out: std::collections::BinaryHeap<Out> = std::collections::BinaryHeap::new();
-    let mut order = 0u64;
-    let mut delivered: HashMap<usize, Delivered> = HashMap::new();
-    let mut next_datagram = 0usize;
-    let mut oracle = Oracle::new(flows.len());
-    // No frame is delivered later than this after its send time.
-    let max_interval = flows.iter().map(|f| f.interval_ns).max().unwrap_or(0);
-    let horizon = 20_000_000 + (cfg.jitter_ms * 1e6) as i64 + 3 * max_interval + 10_000_000;
-    let mut truth = Truth {
-        event: "summary".into(),
-        seed: cfg.seed,
-        protocol_id: id,
-        keys: sealer.as_ref().map(|s| s.keys.clone()).unwrap_or_default(),
-        ..Truth::default()
-    };
-    let end_ns = EPOCH_NS + (cfg.duration_s * 1e9) as i64;
-    let mut sent_packets = 0u64;
-    let max_packet = writer.max_packet(cfg.no_fragment);
-    let mut sender_ext: std::collections::HashMap<(SocketAddr, u8), i64> = std::collections::HashMap::new();
-
-    while let Some(fi) = (0..flows.len()).min_by_key(|&i| flows[i].next_ns) {
-        let now = flows[fi].next_ns;
-        if now > end_ns || cfg.packets.is_some_and(|n| sent_packets >= n) {
-            break;
-        }
-        while out.peek().is_some_and(|o| o.t_ns < now - horizon) {
-            if let Some(o) = out.pop() {
-                oracle.frame(&o, &flows, &mut delivered, &mut truth);
-                emit(Emit::Frame {
-                    t_ns: o.t_ns,
-                    data: &o.frame,
-                });
-            }
-        }
-        flows[fi].next_ns += flows[fi].interval_ns;
-        sent_packets += 1;
-        let types = &flows[fi].types;
-        if types.is_empty() {
-            flows[fi].next_ns = i64::MAX;
-            sent_packets -= 1;
-            continue;
-        }
-        let ty = types[values.below(types.len() as u64) as usize];
-        // The type's counter: the flow's own, another of the flow's, or one shared by
-        // every flow of the sender.
-        let space = p.space_of(ty);
-        let counter: &mut i64 = match p.spaces.get(space as usize) {
-            Some(def) if space > 0 && def.per_sender => {
-                let start = flows[fi].ext;
-                sender_ext.entry((flows[fi].src, space)).or_insert(start)
-            }
-            Some(_) if space > 0 => &mut flows[fi].space_ext[space as usize],
-            _ => &mut flows[fi].ext,
-        };
-        let ext = *counter;
-        *counter += 1;
-        // The counter at the sequence field's width (it wraps at 16 bits in the
-        // articles, and crosses into a third byte in netcode's).
-        let seq = ext as u64 & (u64::MAX >> (64 - p.sequence_bits.clamp(1, 64)));
-        let scale = if values.chance(cfg.big) {
-            values.range(200, 800) as u64
-        } else if values.chance(0.3) {
-            values.range(12, 64) as u64
-        } else {
-            values.range(0, 12) as u64
-        };
-        let packet = writer.packet_within(&mut values, ty, seq, scale, max_packet)?;
-        if writer
-            .sequence_written()
-            .is_some_and(|s| s as u64 & (u64::MAX >> (64 - p.sequence_bits.clamp(1, 64))) != seq)
-        {
-            // The type's sequence is not the counter (netcode's request derives 0):
-            // its sequences cannot be predicted, so this side does not send it.
-            flows[fi].types.retain(|&t| t != ty);
-            match p.spaces.get(space as usize) {
-                Some(def) if space > 0 && def.per_sender => {
-                    if let Some(c) = sender_ext.get_mut(&(flows[fi].src, space)) {
-                        *c -= 1;
-                    }
-                }
-                Some(_) if space > 0 => flows[fi].space_ext[space as usize] -= 1,
-                _ => flows[fi].ext -= 1,
-            }
-            sent_packets -= 1;
-            flows[fi].next_ns -= flows[fi].interval_ns;
-            continue;
-        }
-        let mut packet = packet;
-        if let Some(s) = &sealer {
-            s.seal(flows[fi].src, flows[fi].dst, seq, &mut packet);
-        }
-        if packet.len() > max_packet {
-            continue;
-        }
-        let datagrams: Vec<super::packet::Datagram> = if writer.splits(&packet, cfg.no_fragment) {
-            writer.fragments_of(&mut values, seq, &packet)?
-        } else {
-            let mut whole = packet.clone();
-            if p.params.end_check.is_some() && packet.len() > 8 && values.chance(cfg.malformed) {
-                // Cut inside the end check and sign it again: valid CRC, malformed body.
-                whole.truncate(packet.len() - values.range(1, 3) as usize);
-                if let Some(id) = id {
-                    write_crc(id, &mut whole);
-                }
-            }
-            vec![(whole, None)]
-        };
-        let base_delay = 20_000_000 + (net_rng.unit() * cfg.jitter_ms * 1e6) as i64;
-        for (k, (payload, frag)) in datagrams.into_iter().enumerate() {
-            let f = &mut flows[fi];
-            truth.datagrams_sent += 1;
-            let lost_net = |f: &mut Flow, r: &mut Rng| -> bool {
-                if let Some(b) = cfg.burst {
-                    f.bad = if f.bad {
-                        !r.chance(b.exit)
-                    } else {
-                        r.chance(b.enter)
-                    };
-                    if f.bad {
-                        return r.chance(b.loss);
-                    }
-                }
-                r.chance(cfg.loss)
-            };
-            let mut payload = payload;
-            let corrupted = net_rng.chance(cfg.corrupt);
-            if corrupted {
-                let bit = net_rng.below(payload.len() as u64 * 8);
-                payload[(bit / 8) as usize] ^= 1 << (bit % 8);
-                truth.corrupted += 1;
-            }
-            let duplicated = net_rng.chance(cfg.dup);
-            let reorder = if net_rng.chance(cfg.reorder) {
-                f.interval_ns * net_rng.range(1, 3)
-            } else {
-                0
-            };
-            let t0 = now + base_delay + reorder + k as i64 * 10_000;
-            f.ip_id = f.ip_id.wrapping_add(1);
-            let pieces = net::ip_packets(f.src, f.dst, &payload, f.ip_id, cfg.df, cfg.link_mtu as usize);
-            let too_big = pieces.len() == 1 && pieces[0].len() > cfg.link_mtu as usize;
-            let mut event = SendEvent {
-                event: "send",
-                t_ns: now,
-                flow: f.name.clone(),
-                sequence: seq,
-                packet_type: if frag.is_some() { FRAGMENT_TYPE } else { ty },
-                size: packet.len(),
-                fragment: frag.map(|x| x.0),
-                fragments: frag.map(|x| x.1),
-                udp_payload: payload.len(),
-                lost: false,
-                duplicated,
-                corrupted,
-                ip_fragments: pieces.len(),
-                icmp: false,
-            };
-            if too_big {
-                // The router drops it and says why.
-                event.lost = true;
-                event.icmp = true;
-                truth.icmp += 1;
-                truth.lost += 1;
-                let icmp = net::icmp_too_big(router, &pieces[0], f.src.ip(), cfg.link_mtu);
-                out.push(Out {
-                    t_ns: now + 5_000_000,
-                    order,
-                    frame: cfg.link.frame(&icmp, cfg.ipv6),
-                    datagram: None,
-                });
-                order += 1;
-                emit(Emit::Event(&event));
-                continue;
-            }
-            let lost: Vec<bool> = pieces.iter().map(|_| lost_net(f, &mut net_rng)).collect();
-            let whole = !lost.iter().any(|&l| l);
-            event.lost = !whole;
-            if !whole {
-                truth.lost += 1;
-            }
-            let copies = if duplicated && whole { 2 } else { 1 };
-            if duplicated && whole {
-                truth.duplicated += 1;
-            }
-            for copy in 0..copies {
-                let d = if whole {
-                    next_datagram += 1;
-                    delivered.insert(
-                        next_datagram,
-                        Delivered {
-                            flow: fi,
-                            space,
-                            malformed: frag.is_none() && payload.len() < packet.len(),
-                            ext,
-                            fragment: frag,
-                            corrupted,
-                            ip_fragments: pieces.len(),
-                            pieces_left: pieces.len(),
-                        },
-                    );
-                    Some(next_datagram)
-                } else {
-                    None
-                };
-                let t = t0 + copy * 1_000_000;
-                for (i, piece) in pieces.iter().enumerate() {
-                    if lost[i] {
-                        continue;
-                    }
-                    out.push(Out {
-                        t_ns: t + i as i64 * 1_000,
-                        order,
-                        frame: cfg.link.frame(piece, cfg.ipv6),
-                        datagram: d,
-                    });
-                    order += 1;
-                }
-            }
-            emit(Emit::Event(&event));
-            // Foreign traffic rides along.
-            if net_rng.chance(cfg.foreign) {
-                let client = if f.src == server { f.dst } else { f.src };
-                let dns = addr(cfg.ipv6, 0x35, 53);
-                let q: Vec<u8> = (0..net_rng.range(28, 60))
-                    .map(|_| net_rng.next_u32() as u8)
-                    .collect();
-                // An ephemeral port below any game port of the shipped definitions.
-                let from = SocketAddr::new(client.ip(), 33000 + net_rng.below(6000) as u16);
-                let pkt = &net::ip_packets(from, dns, &q, 0, false, 65535)[0];
-                out.push(Out {
-                    t_ns: now + 1_000,
-                    order,
-                    frame: cfg.link.frame(pkt, cfg.ipv6),
-                    datagram: None,
-                });
-                order += 1;
-                truth.other_udp += 1;
-            }
-            // Another protocol id on the game's ports (a protocol without a checksum has
-            // no id to differ by).
-            if net_rng.chance(cfg.foreign / 4.0) && id.is_some() {
-                let rogue = addr(cfg.ipv6, 0x909, 50009);
-                let mut pkt = writer.packet(&mut values, ty, net_rng.next_u32() as u16 as u64)?;
-                write_crc(ProtocolId::new32(0x0BAD_F00D), &mut pkt);
-                let ip = &net::ip_packets(rogue, server, &pkt, 0, false, 65535)[0];
-                out.push(Out {
-                    t_ns: now + 2_000,
-                    order,
-                    frame: cfg.link.frame(ip, cfg.ipv6),
-                    datagram: None,
-                });
-                order += 1;
-                let t = truth.flows.entry(format!("{rogue}>{server}")).or_default();
-                t.datagrams += 1;
-                t.crc_fail += 1;
-            }
-        }
+        (None, true) => Err(GenError::NotEncrypted),
+        _ => Ok(None),
     }
-    if cfg.attacks {
-        truth.attacks = Some(attacks(
-            p,
-            &mut writer,
-            &mut values,
-            cfg,
-            server,
-            end_ns,
-            &mut out,
-            &mut order,
-        )?);
-    }
-
-    while let Some(o) = out.pop() {
-        oracle.frame(&o, &flows, &mut delivered, &mut truth);
-        emit(Emit::Frame {
-            t_ns: o.t_ns,
-            data: &o.frame,
-        });
-    }
-    oracle.finish(&flows, &mut truth);
-    Ok(truth)
 }
 
 /// The fragment attacks from one attacker, each rule broken a known number

@@ -860,6 +860,17 @@ impl Report {
             }
         }
         self.directions();
+        let single = self.flow_rates();
+        self.count_apart(cfg.sequence_bits());
+        let r = &mut self.reassembly;
+        r.add_up(single);
+        r.finding = amplification_finding(r);
+        self.judge_fit(cfg.sequence_bits());
+    }
+
+    /// Each flow's duration, rates and size percentiles; returns the single-datagram
+    /// loss from sequence gaps (lost, of, on which flows).
+    fn flow_rates(&mut self) -> (u64, u64, &'static str) {
         // Single-datagram loss from sequence gaps: on the fragmenting flows when they also
         // send whole packets, else on the flows that never fragment.
         let mut same = (0u64, 0u64);
@@ -887,14 +898,18 @@ impl Report {
                 other = (other.0 + gaps.0, other.1 + gaps.1);
             }
         }
-        let (seq_lost, seq_total, scope) = if same.1 > 0 {
+        if same.1 > 0 {
             (same.0, same.1, "same flows")
         } else {
             (other.0, other.1, "flows that never fragment")
-        };
+        }
+    }
+
+    /// Takes the fragmented packets of flows that do not fit (`seq_bits` wide
+    /// sequences) out of the amplification table, into `counted_apart`.
+    fn count_apart(&mut self, seq_bits: u32) {
         // Flows whose sequence or fragment fields do not fit are counted apart: their
         // "lost" packets are refused fragments or misread fields, not loss.
-        let seq_bits = cfg.sequence_bits();
         let r = &mut self.reassembly;
         for f in &self.flows {
             // Only where the packets mostly never complete: a filtered capture's flows
@@ -923,54 +938,6 @@ impl Report {
                 }
             }
         }
-        r.by_count.retain(|_, s| s.seen > 0);
-        for (&n, s) in &r.by_count {
-            r.packets_seen += s.seen;
-            r.fragments_expected += n as u64 * s.seen;
-            r.fragments_received += n as u64 * s.completed + s.fragments_of_lost;
-            r.bytes_wasted += s.bytes_wasted;
-        }
-        r.fragment_loss = if r.fragments_expected > 0 {
-            r.fragments_expected.saturating_sub(r.fragments_received) as f64 / r.fragments_expected as f64
-        } else {
-            0.0
-        };
-        r.single_lost = seq_lost;
-        r.single_total = seq_total;
-        r.single_loss = if seq_total > 0 {
-            seq_lost as f64 / seq_total as f64
-        } else {
-            0.0
-        };
-        r.single_loss_scope = scope.into();
-        let p = r.fragment_loss;
-        r.rows = r
-            .by_count
-            .iter()
-            .map(|(&n, s)| {
-                let lost = s.lost();
-                let observed = if s.seen > 0 {
-                    lost as f64 / s.seen as f64
-                } else {
-                    0.0
-                };
-                let (lo, hi) = wilson(lost, s.seen);
-                CountRow {
-                    fragments: n,
-                    seen: s.seen,
-                    completed: s.completed,
-                    lost,
-                    observed_loss: observed,
-                    observed_low: lo,
-                    observed_high: hi,
-                    predicted_loss: predicted_loss(p, n),
-                    amplification: (r.single_loss > 0.0).then(|| observed / r.single_loss),
-                    bytes_wasted: s.bytes_wasted,
-                }
-            })
-            .collect();
-        r.finding = amplification_finding(r);
-        self.judge_fit(cfg.sequence_bits());
     }
 
     /// Judges the fit and holds back the findings built on loss when it is not good.
@@ -1050,6 +1017,61 @@ pub struct Conversations {
 /// on one (what was sent, when, how large).
 #[derive(Debug, Clone)]
 pub struct Conversation(pub FlowStats);
+
+impl ReassemblyReport {
+    /// The totals over fragment counts, the baseline single-datagram loss (`single`:
+    /// lost, of, on which flows), and one row per fragment count.
+    fn add_up(&mut self, single: (u64, u64, &str)) {
+        let r = self;
+        r.by_count.retain(|_, s| s.seen > 0);
+        for (&n, s) in &r.by_count {
+            r.packets_seen += s.seen;
+            r.fragments_expected += n as u64 * s.seen;
+            r.fragments_received += n as u64 * s.completed + s.fragments_of_lost;
+            r.bytes_wasted += s.bytes_wasted;
+        }
+        r.fragment_loss = if r.fragments_expected > 0 {
+            r.fragments_expected.saturating_sub(r.fragments_received) as f64 / r.fragments_expected as f64
+        } else {
+            0.0
+        };
+        let (seq_lost, seq_total, scope) = single;
+        r.single_lost = seq_lost;
+        r.single_total = seq_total;
+        r.single_loss = if seq_total > 0 {
+            seq_lost as f64 / seq_total as f64
+        } else {
+            0.0
+        };
+        r.single_loss_scope = scope.into();
+        let p = r.fragment_loss;
+        r.rows = r
+            .by_count
+            .iter()
+            .map(|(&n, s)| {
+                let lost = s.lost();
+                let observed = if s.seen > 0 {
+                    lost as f64 / s.seen as f64
+                } else {
+                    0.0
+                };
+                let (lo, hi) = wilson(lost, s.seen);
+                CountRow {
+                    fragments: n,
+                    seen: s.seen,
+                    completed: s.completed,
+                    lost,
+                    observed_loss: observed,
+                    observed_low: lo,
+                    observed_high: hi,
+                    predicted_loss: predicted_loss(p, n),
+                    amplification: (r.single_loss > 0.0).then(|| observed / r.single_loss),
+                    bytes_wasted: s.bytes_wasted,
+                }
+            })
+            .collect();
+    }
+}
 
 impl Serialize for Conversation {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

@@ -32,50 +32,9 @@ pub(super) fn draw_flows(f: &mut Frame, app: &mut App, ix: &Index, area: Rect) {
     let texts: Vec<Vec<String>> = shown
         .iter()
         .filter_map(|&(_, i)| r.flows.get(i))
-        .map(|fl| {
-            let total = fl.seq.received + fl.seq.lost;
-            let loss = if total > 0 {
-                fl.seq.lost as f64 / total as f64
-            } else {
-                0.0
-            };
-            let mut cells = vec![
-                fl.src.to_string(),
-                fl.dst.to_string(),
-                fl.datagrams.to_string(),
-                format!("{:.1}", fl.packets_per_s),
-                format!("{:.1}", fl.bits_per_s / 1000.0),
-                pct(loss),
-                fl.seq.duplicates.to_string(),
-                fl.seq.late.to_string(),
-                fl.crc_fail.to_string(),
-                fl.largest_payload.to_string(),
-                fl.fragments.to_string(),
-            ];
-            if acks {
-                let a = fl.acks.as_ref();
-                cells.push(a.map_or("-".into(), |a| a.acked.to_string()));
-                cells.push(a.map_or("-".into(), |a| pct(a.ack_implied_loss)));
-                cells.push(
-                    a.and_then(|a| a.rtt_ms)
-                        .map_or("-".into(), |r| format!("{:.2}", r.p50)),
-                );
-            }
-            cells
-        })
+        .map(|fl| flow_cells(fl, acks))
         .collect();
-    // Source and destination stand for the sort key `flow`; the rest follow FLOW_COLUMNS.
-    let mut header: Vec<String> = ["source", "destination"].iter().map(|s| s.to_string()).collect();
-    header.extend(
-        FLOW_COLUMNS[1..if acks { 13 } else { 10 }]
-            .iter()
-            .map(|s| s.to_string()),
-    );
-    if app.flows.sort > 0
-        && let Some(h) = header.get_mut(app.flows.sort + 1)
-    {
-        h.push(if app.flows.descending { '▼' } else { '▲' });
-    }
+    let header = flow_header(app, acks);
     // What gives way first on a narrow screen: acks and details, then rates.
     const PRIORITY: [u8; 14] = [0, 0, 1, 5, 7, 2, 8, 9, 3, 6, 4, 10, 11, 12];
     let need: Vec<usize> = (0..header.len())
@@ -92,9 +51,86 @@ pub(super) fn draw_flows(f: &mut Frame, app: &mut App, ix: &Index, area: Rect) {
         split[0].width.saturating_sub(2) as usize,
     );
     let kept = |k: usize| widths[k].is_some();
-    let rows: Vec<TRow> = shown
+    let rows = flow_rows(app, &shown, &texts, &kept);
+    let constraints: Vec<Constraint> = widths.iter().flatten().map(|&w| Constraint::Length(w)).collect();
+    let header: Vec<String> = header
+        .into_iter()
+        .enumerate()
+        .filter(|(k, _)| kept(*k))
+        .map(|(_, h)| h)
+        .collect();
+    let t = Table::new(rows, constraints)
+        .header(TRow::new(header).style(Style::default().add_modifier(Modifier::BOLD)))
+        .block(Block::default().borders(Borders::ALL).title(format!(
+            " Flows ({}, one a direction) · Enter: its packets · b: both ways · s: sort ",
+            r.flows.len()
+        )));
+    f.render_widget(t, split[0]);
+    draw_series(f, app, ix, split[1]);
+}
+
+/// One flow's cells: addresses, rates, loss and sequence counts, and its acks when the
+/// definition marks ack fields.
+fn flow_cells(fl: &crate::analysis::FlowStats, acks: bool) -> Vec<String> {
+    let total = fl.seq.received + fl.seq.lost;
+    let loss = if total > 0 {
+        fl.seq.lost as f64 / total as f64
+    } else {
+        0.0
+    };
+    let mut cells = vec![
+        fl.src.to_string(),
+        fl.dst.to_string(),
+        fl.datagrams.to_string(),
+        format!("{:.1}", fl.packets_per_s),
+        format!("{:.1}", fl.bits_per_s / 1000.0),
+        pct(loss),
+        fl.seq.duplicates.to_string(),
+        fl.seq.late.to_string(),
+        fl.crc_fail.to_string(),
+        fl.largest_payload.to_string(),
+        fl.fragments.to_string(),
+    ];
+    if acks {
+        let a = fl.acks.as_ref();
+        cells.push(a.map_or("-".into(), |a| a.acked.to_string()));
+        cells.push(a.map_or("-".into(), |a| pct(a.ack_implied_loss)));
+        cells.push(
+            a.and_then(|a| a.rtt_ms)
+                .map_or("-".into(), |r| format!("{:.2}", r.p50)),
+        );
+    }
+    cells
+}
+
+/// The column names, the sort column marked with its direction.
+fn flow_header(app: &App, acks: bool) -> Vec<String> {
+    // Source and destination stand for the sort key `flow`; the rest follow FLOW_COLUMNS.
+    let mut header: Vec<String> = ["source", "destination"].iter().map(|s| s.to_string()).collect();
+    header.extend(
+        FLOW_COLUMNS[1..if acks { 13 } else { 10 }]
+            .iter()
+            .map(|s| s.to_string()),
+    );
+    if app.flows.sort > 0
+        && let Some(h) = header.get_mut(app.flows.sort + 1)
+    {
+        h.push(if app.flows.descending { '▼' } else { '▲' });
+    }
+    header
+}
+
+/// The shown flows' rows, those with over 1% loss in red, the selected one marked;
+/// only the columns `kept` on this screen.
+fn flow_rows<'a>(
+    app: &App,
+    shown: &[(usize, usize)],
+    texts: &'a [Vec<String>],
+    kept: &dyn Fn(usize) -> bool,
+) -> Vec<TRow<'a>> {
+    shown
         .iter()
-        .zip(&texts)
+        .zip(texts)
         .map(|(&(k, _), cells)| {
             let row = TRow::new(
                 cells
@@ -119,22 +155,7 @@ pub(super) fn draw_flows(f: &mut Frame, app: &mut App, ix: &Index, area: Rect) {
                 row
             }
         })
-        .collect();
-    let constraints: Vec<Constraint> = widths.iter().flatten().map(|&w| Constraint::Length(w)).collect();
-    let header: Vec<String> = header
-        .into_iter()
-        .enumerate()
-        .filter(|(k, _)| kept(*k))
-        .map(|(_, h)| h)
-        .collect();
-    let t = Table::new(rows, constraints)
-        .header(TRow::new(header).style(Style::default().add_modifier(Modifier::BOLD)))
-        .block(Block::default().borders(Borders::ALL).title(format!(
-            " Flows ({}, one a direction) · Enter: its packets · b: both ways · s: sort ",
-            r.flows.len()
-        )));
-    f.render_widget(t, split[0]);
-    draw_series(f, app, ix, split[1]);
+        .collect()
 }
 
 /// The selected flow per second of capture time.

@@ -36,16 +36,7 @@ pub(super) fn draw_hex(f: &mut Frame, app: &App, area: Rect) {
     };
     let mut lines: Vec<Line> = Vec::new();
     if let Some(r) = layer {
-        lines.push(Line::from(match r.bits {
-            Some((at, len)) => format!("{} · bits {at}+{len} of this datagram", r.text),
-            None => format!("{} · in a reassembled packet: no bits here", r.text),
-        }));
-        if let Some(doc) = &r.doc {
-            lines.push(Line::from(Span::styled(doc.clone(), style(app, Color::Gray))));
-        }
-        if let Some(bits) = &r.pattern {
-            lines.push(Line::from(format!("bits: {bits}")));
-        }
+        layer_lines(app, r, &mut lines);
     }
     if let Some(fault) = fault {
         lines.push(Line::from(Span::styled(
@@ -60,30 +51,7 @@ pub(super) fn draw_hex(f: &mut Frame, app: &App, area: Rect) {
         )));
     }
     if let Some(fl) = field {
-        let line = app
-            .program
-            .as_ref()
-            .and_then(|p| p.nodes.get(fl.node as usize))
-            .map_or(0, |n| n.line);
-        lines.push(Line::from(if line > 0 {
-            format!("bits {}+{} · definition line {line}", fl.bit_offset, fl.bit_len)
-        } else {
-            format!("bit offset {}, {} bits", fl.bit_offset, fl.bit_len)
-        }));
-        let doc = app.program.as_ref().and_then(|p| match fl.label {
-            Label::Node(n) => p.nodes.get(n as usize).and_then(|node| node.doc.clone()),
-            _ => None,
-        });
-        if let Some(doc) = doc {
-            lines.push(Line::from(Span::styled(doc, style(app, Color::Gray))));
-        }
-        if fl.bit_len <= 64 {
-            let bits = match app.program.as_deref() {
-                Some(p) => field_bit_pattern(p, fl, data),
-                None => bit_pattern(data, fl.bit_offset, fl.bit_len),
-            };
-            lines.push(Line::from(format!("bits: {bits}")));
-        }
+        field_lines(app, fl, data, &mut lines);
     } else if fault.is_none() && layer.is_none() {
         lines.push(Line::from(if payload.is_empty() {
             "frame bytes"
@@ -100,38 +68,83 @@ pub(super) fn draw_hex(f: &mut Frame, app: &App, area: Rect) {
         0
     };
     let start_line = first_line.saturating_sub(1);
-    for (n, chunk) in data
-        .chunks(per)
-        .enumerate()
-        .skip(start_line)
-        .take(height.saturating_sub(lines.len()))
-    {
-        let mut spans = vec![Span::raw(format!("{:04x}  ", n * per))];
-        for (k, b) in chunk.iter().enumerate() {
-            let byte = (n * per + k) as u64;
-            let lo = byte * 8;
-            let covered = b0 < lo + 8 && b1 > lo;
-            let full = b0 <= lo && b1 >= lo + 8;
-            let st = if full {
-                selected_style(app)
-            } else if covered {
-                selected_style(app).add_modifier(Modifier::UNDERLINED)
-            } else {
-                Style::default()
-            };
-            spans.push(Span::styled(format!("{b:02x}"), st));
-            spans.push(Span::raw(" "));
-        }
-        let ascii: String = chunk
-            .iter()
-            .map(|&b| if (0x20..0x7f).contains(&b) { b as char } else { '.' })
-            .collect();
-        spans.push(Span::raw(format!(
-            "{:pad$} {ascii}",
-            "",
-            pad = (per - chunk.len()) * 3
-        )));
-        lines.push(Line::from(spans));
+    let room = height.saturating_sub(lines.len());
+    for (n, chunk) in data.chunks(per).enumerate().skip(start_line).take(room) {
+        lines.push(hex_row(app, n * per, chunk, per, (b0, b1)));
     }
     f.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+/// What an inner layer's row says about its bits here: where they are, its doc, its
+/// bit pattern.
+fn layer_lines(app: &App, r: &crate::tui::layered::LayerRow, lines: &mut Vec<Line<'_>>) {
+    lines.push(Line::from(match r.bits {
+        Some((at, len)) => format!("{} · bits {at}+{len} of this datagram", r.text),
+        None => format!("{} · in a reassembled packet: no bits here", r.text),
+    }));
+    if let Some(doc) = &r.doc {
+        lines.push(Line::from(Span::styled(doc.clone(), style(app, Color::Gray))));
+    }
+    if let Some(bits) = &r.pattern {
+        lines.push(Line::from(format!("bits: {bits}")));
+    }
+}
+
+/// The selected field's place, doc and bit pattern.
+fn field_lines(app: &App, fl: &crate::dissect::Field, data: &[u8], lines: &mut Vec<Line<'_>>) {
+    let line = app
+        .program
+        .as_ref()
+        .and_then(|p| p.nodes.get(fl.node as usize))
+        .map_or(0, |n| n.line);
+    lines.push(Line::from(if line > 0 {
+        format!("bits {}+{} · definition line {line}", fl.bit_offset, fl.bit_len)
+    } else {
+        format!("bit offset {}, {} bits", fl.bit_offset, fl.bit_len)
+    }));
+    let doc = app.program.as_ref().and_then(|p| match fl.label {
+        Label::Node(n) => p.nodes.get(n as usize).and_then(|node| node.doc.clone()),
+        _ => None,
+    });
+    if let Some(doc) = doc {
+        lines.push(Line::from(Span::styled(doc, style(app, Color::Gray))));
+    }
+    if fl.bit_len <= 64 {
+        let bits = match app.program.as_deref() {
+            Some(p) => field_bit_pattern(p, fl, data),
+            None => bit_pattern(data, fl.bit_offset, fl.bit_len),
+        };
+        lines.push(Line::from(format!("bits: {bits}")));
+    }
+}
+
+/// One line of the dump: the offset, `per` bytes in hex (the selected bits `b0..b1`
+/// highlighted, bytes they cover in part underlined), then as text.
+fn hex_row(app: &App, at: usize, chunk: &[u8], per: usize, (b0, b1): (u64, u64)) -> Line<'static> {
+    let mut spans = vec![Span::raw(format!("{at:04x}  "))];
+    for (k, b) in chunk.iter().enumerate() {
+        let byte = (at + k) as u64;
+        let lo = byte * 8;
+        let covered = b0 < lo + 8 && b1 > lo;
+        let full = b0 <= lo && b1 >= lo + 8;
+        let st = if full {
+            selected_style(app)
+        } else if covered {
+            selected_style(app).add_modifier(Modifier::UNDERLINED)
+        } else {
+            Style::default()
+        };
+        spans.push(Span::styled(format!("{b:02x}"), st));
+        spans.push(Span::raw(" "));
+    }
+    let ascii: String = chunk
+        .iter()
+        .map(|&b| if (0x20..0x7f).contains(&b) { b as char } else { '.' })
+        .collect();
+    spans.push(Span::raw(format!(
+        "{:pad$} {ascii}",
+        "",
+        pad = (per - chunk.len()) * 3
+    )));
+    Line::from(spans)
 }

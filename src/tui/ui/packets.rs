@@ -103,54 +103,13 @@ pub(super) fn draw_packets(f: &mut Frame, app: &mut App, ix: &Index, area: Rect)
         .filter(|(_, w)| w.is_none())
         .map(|(c, _)| c.title())
         .collect();
-    let marker = |i: u32| if app.marks.contains(&i) { "●" } else { " " };
     let body: Vec<TRow> = shown
         .iter()
         .zip(&texts)
         .enumerate()
-        .filter_map(|(k, (&i, cells))| {
-            let r = ix.rows.get(i as usize)?;
-            let (_, color) = status_text(&r);
-            let mut out = Vec::new();
-            for ((c, text), w) in columns.iter().zip(cells).zip(&widths) {
-                let Some(w) = w else { continue };
-                let text = if *c == Column::No {
-                    format!("{}{text}", marker(i))
-                } else {
-                    crate::present::clip(text, *w as usize)
-                };
-                let cell = Cell::from(text);
-                out.push(if *c == Column::Status {
-                    cell.style(style(app, color))
-                } else {
-                    cell
-                });
-            }
-            let mut row = TRow::new(out);
-            if app.scroll + k == app.selected {
-                row = row.style(selected_style(app));
-            } else if app.marks.contains(&i) {
-                row = row.style(Style::default().add_modifier(Modifier::BOLD));
-            }
-            Some(row)
-        })
+        .filter_map(|(k, (&i, cells))| packet_row(app, ix, &columns, &widths, app.scroll + k, i, cells))
         .collect();
-    let mut title = if app.filter.is_all() {
-        format!(" Packets ({}) ", app.view.len())
-    } else {
-        format!(
-            " Packets ({} of {}) — filter: {} ",
-            app.view.len(),
-            ix.rows.len(),
-            app.filter.text
-        )
-    };
-    if !dropped.is_empty() {
-        title.push_str(&format!("· no room for {} (c) ", dropped.join(", ")));
-    }
-    if app.time_format != TimeFormat::Relative || app.time_ref.is_some() {
-        title.push_str(&format!("· time {} ", app.time_format.label()));
-    }
+    let title = list_title(app, ix, &dropped);
     let border = if app.focus == Focus::List {
         style(app, Color::Cyan)
     } else {
@@ -183,6 +142,67 @@ pub(super) fn draw_packets(f: &mut Frame, app: &mut App, ix: &Index, area: Rect)
     if app.mode == Mode::Columns {
         draw_chooser(f, app, area);
     }
+}
+
+/// Row `i` of the view at position `at`, its cells clipped to the columns' `widths`
+/// (a column without one has no room), the status coloured, marked and selected rows
+/// set apart.
+fn packet_row<'a>(
+    app: &App,
+    ix: &Index,
+    columns: &[Column],
+    widths: &[Option<u16>],
+    at: usize,
+    i: u32,
+    cells: &[String],
+) -> Option<TRow<'a>> {
+    let marker = |i: u32| if app.marks.contains(&i) { "●" } else { " " };
+    let r = ix.rows.get(i as usize)?;
+    let (_, color) = status_text(&r);
+    let mut out = Vec::new();
+    for ((c, text), w) in columns.iter().zip(cells).zip(widths) {
+        let Some(w) = w else { continue };
+        let text = if *c == Column::No {
+            format!("{}{text}", marker(i))
+        } else {
+            crate::present::clip(text, *w as usize)
+        };
+        let cell = Cell::from(text);
+        out.push(if *c == Column::Status {
+            cell.style(style(app, color))
+        } else {
+            cell
+        });
+    }
+    let mut row = TRow::new(out);
+    if at == app.selected {
+        row = row.style(selected_style(app));
+    } else if app.marks.contains(&i) {
+        row = row.style(Style::default().add_modifier(Modifier::BOLD));
+    }
+    Some(row)
+}
+
+/// The list's title: how many packets the filter kept, the columns with no room, and
+/// the time format when it is not the default.
+fn list_title(app: &App, ix: &Index, dropped: &[&str]) -> String {
+    let mut title = if app.filter.is_all() {
+        format!(" Packets ({}) ", app.view.len())
+    } else {
+        format!(
+            " Packets ({} of {}) — filter: {} ",
+            app.view.len(),
+            ix.rows.len(),
+            app.filter.text
+        )
+    };
+    if !dropped.is_empty() {
+        title.push_str(&format!("· no room for {} (c) ", dropped.join(", ")));
+    }
+    if app.time_format != TimeFormat::Relative || app.time_ref.is_some() {
+        title.push_str(&format!("· time {} ", app.time_format.label()));
+    }
+    title
 }
 
 /// Widths of the columns (None: no room), each as wide as its widest cell or title; the

@@ -7,6 +7,25 @@ pub(super) fn draw_reassembly(f: &mut Frame, app: &mut App, ix: &Index, area: Re
         return;
     }
     let Some(r) = &ix.report else { return };
+    let lines = counter_lines(r, area.width.saturating_sub(2).max(1) as usize);
+    let split = Layout::default()
+        .direction(Direction::Vertical)
+        .constraints([Constraint::Length(lines.len() as u16 + 2), Constraint::Min(3)])
+        .split(area);
+    let text: Vec<Line> = lines.into_iter().map(Line::from).collect();
+    f.render_widget(
+        Paragraph::new(text).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(" Reassembly: completed, given up, and attacks "),
+        ),
+        split[0],
+    );
+    draw_fragmented(f, app, ix, split[1]);
+}
+
+/// Every reassembly counter whole, laid out to `inner` columns: as many to a line as fit.
+fn counter_lines(r: &crate::analysis::Report, inner: usize) -> Vec<String> {
     let a = &r.reassembly.attacks;
     // Every counter whole: items are laid out to the width, and the pane is as tall as
     // they need.
@@ -23,7 +42,6 @@ pub(super) fn draw_reassembly(f: &mut Frame, app: &mut App, ix: &Index, area: Re
         format!("duplicate {}", a.duplicate),
         format!("stale {}", a.stale),
     ];
-    let inner = area.width.saturating_sub(2).max(1) as usize;
     let mut lines: Vec<String> = vec![String::new()];
     for item in &items {
         let last = lines.last_mut().expect("one line at least");
@@ -36,66 +54,25 @@ pub(super) fn draw_reassembly(f: &mut Frame, app: &mut App, ix: &Index, area: Re
             lines.push(item.clone());
         }
     }
-    let split = Layout::default()
-        .direction(Direction::Vertical)
-        .constraints([Constraint::Length(lines.len() as u16 + 2), Constraint::Min(3)])
-        .split(area);
-    let text: Vec<Line> = lines.into_iter().map(Line::from).collect();
-    f.render_widget(
-        Paragraph::new(text).block(
-            Block::default()
-                .borders(Borders::ALL)
-                .title(" Reassembly: completed, given up, and attacks "),
-        ),
-        split[0],
-    );
+    lines
+}
+
+/// The fragmented packets, one row each with its fragments as a grid, incomplete first
+/// unless sorted otherwise.
+fn draw_fragmented(f: &mut Frame, app: &mut App, ix: &Index, area: Rect) {
     let order = app.frag_order(ix);
-    app.areas.frags = table_body(split[1]);
+    app.areas.frags = table_body(area);
     let height = app.areas.frags.height as usize;
     app.frags.fit(order.len(), height);
     let packets: Vec<&crate::sinks::index::FragPacket> =
         order.iter().filter_map(|&i| ix.frags.get(i)).collect();
-    let width = split[1].width.saturating_sub(46) as usize;
+    let width = area.width.saturating_sub(46) as usize;
     let rows: Vec<TRow> = packets
         .iter()
         .enumerate()
         .skip(app.frags.scroll)
         .take(height)
-        .map(|(k, p)| {
-            let flow = ix
-                .flows
-                .get(p.flow as usize)
-                .map(|f| format!("{}", f.src))
-                .unwrap_or_default();
-            let mut grid: String = (0..p.count as u32)
-                .take(width)
-                .map(|i| if p.has(i) { '█' } else { '·' })
-                .collect();
-            if p.count as usize > width {
-                grid.push('…');
-            }
-            let st = if p.complete() {
-                style(app, Color::Green)
-            } else {
-                style(app, Color::Red)
-            };
-            let row = TRow::new(vec![
-                Cell::from(flow),
-                Cell::from(p.seq.to_string()),
-                Cell::from(format!("{}/{}", p.received_count(), p.count)),
-                Cell::from(if p.duplicates > 0 {
-                    format!("+{}", p.duplicates)
-                } else {
-                    String::new()
-                }),
-                Cell::from(grid).style(st),
-            ]);
-            if k == app.frags.selected {
-                row.style(selected_style(app))
-            } else {
-                row
-            }
-        })
+        .map(|(k, p)| fragment_row(app, ix, k, p, width))
         .collect();
     let incomplete = packets.iter().filter(|p| !p.complete()).count();
     let t = Table::new(
@@ -131,5 +108,49 @@ pub(super) fn draw_reassembly(f: &mut Frame, app: &mut App, ix: &Index, area: Re
             )
         }
     )));
-    f.render_widget(t, split[1]);
+    f.render_widget(t, area);
+}
+
+/// One fragmented packet: its sender, sequence, fragments received of its count,
+/// duplicates, and a grid `width` cells wide (green when complete, red when not).
+fn fragment_row(
+    app: &App,
+    ix: &Index,
+    k: usize,
+    p: &crate::sinks::index::FragPacket,
+    width: usize,
+) -> TRow<'static> {
+    let flow = ix
+        .flows
+        .get(p.flow as usize)
+        .map(|f| format!("{}", f.src))
+        .unwrap_or_default();
+    let mut grid: String = (0..p.count as u32)
+        .take(width)
+        .map(|i| if p.has(i) { '█' } else { '·' })
+        .collect();
+    if p.count as usize > width {
+        grid.push('…');
+    }
+    let st = if p.complete() {
+        style(app, Color::Green)
+    } else {
+        style(app, Color::Red)
+    };
+    let row = TRow::new(vec![
+        Cell::from(flow),
+        Cell::from(p.seq.to_string()),
+        Cell::from(format!("{}/{}", p.received_count(), p.count)),
+        Cell::from(if p.duplicates > 0 {
+            format!("+{}", p.duplicates)
+        } else {
+            String::new()
+        }),
+        Cell::from(grid).style(st),
+    ]);
+    if k == app.frags.selected {
+        row.style(selected_style(app))
+    } else {
+        row
+    }
 }

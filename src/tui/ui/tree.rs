@@ -43,93 +43,108 @@ pub(super) fn draw_tree(f: &mut Frame, app: &mut App, area: Rect) {
         f.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }).block(block), area);
         return;
     };
-    let payload = detail.payload();
     let vis = app.visible_fields();
     let height = area.height.saturating_sub(2).max(1) as usize;
     // Keep the selected row in view: scroll only when it would leave the pane.
     let pos = vis.iter().position(|&i| i == app.field).unwrap_or(0);
-    if pos < app.tree_scroll {
-        app.tree_scroll = pos;
-    } else if pos >= app.tree_scroll + height {
-        app.tree_scroll = pos + 1 - height;
-    }
-    app.tree_scroll = app.tree_scroll.min(vis.len().saturating_sub(height));
+    keep_in_view(&mut app.tree_scroll, pos, height, vis.len());
     let width = area.width.saturating_sub(2) as usize;
     let mut lines: Vec<Line> = Vec::new();
     for &i in vis.iter().skip(app.tree_scroll).take(height) {
-        let chosen = i == app.field && app.focus == Focus::Tree;
-        // A pointer as well as the highlight, for terminals without colour or reverse.
-        let pointer = if chosen { "›" } else { " " };
-        let st = if chosen {
-            selected_style(app)
-        } else {
-            Style::default()
-        };
-        if let Some(r) = detail.layer_row(i) {
-            // What an inner layer read: its packet's line, or one of its fields.
-            let text = format!("{pointer}{}{}", "  ".repeat(r.depth as usize), r.text);
-            let st = if chosen || r.term.is_some() {
-                st
-            } else {
-                style(app, Color::Cyan).add_modifier(Modifier::BOLD)
-            };
-            lines.push(placed(app, text, r.place.clone(), st, chosen, width));
-            continue;
-        }
-        let Some(fl) = d.fields.get(i) else {
-            // The fault, after the fields it stopped.
-            if let Some(fault) = &d.fault {
-                let text = format!(
-                    "{pointer}✗ [Malformed: {} at bit {} in {}: {}]",
-                    fault.kind.code(),
-                    fault.bit,
-                    fault.field,
-                    fault.reason
-                );
-                let fault_style = if chosen {
-                    st
-                } else {
-                    style(app, Color::Magenta).add_modifier(Modifier::BOLD)
-                };
-                lines.push(Line::from(Span::styled(text, fault_style)));
-            }
-            continue;
-        };
-        let name = match fl.label {
-            Label::Index(k) => format!("[{k}]"),
-            other => label_name(p, other).to_string(),
-        };
-        let marker = if fl.is_group() {
-            if app.collapsed.contains(&(i as u32)) {
-                "▸ "
-            } else {
-                "▾ "
-            }
-        } else {
-            "  "
-        };
-        let value = value_text(p, fl, payload);
-        let indent = "  ".repeat(fl.depth as usize);
-        let text = if fl.kind == "derived" {
-            // Computed, not read: in brackets, as Wireshark shows generated fields.
-            format!("{pointer}{indent}{marker}[{name}: {value}]")
-        } else {
-            format!(
-                "{pointer}{indent}{marker}{name}{}{value}",
-                if value.is_empty() { "" } else { ": " }
-            )
-        };
-        // Where it is: bit offset and length, and the definition's line, right-aligned
-        // where there is room.
-        let line_no = p.nodes.get(fl.node as usize).map_or(0, |n| n.line);
-        let place = if line_no > 0 {
-            format!("@{}+{} L{line_no}", fl.bit_offset, fl.bit_len)
-        } else {
-            format!("@{}+{}", fl.bit_offset, fl.bit_len)
-        };
-        lines.push(placed(app, text, place, st, chosen, width));
+        lines.extend(tree_line(app, detail, d, p, i, width));
     }
     f.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+/// Scrolls only when the selected row at `pos` would leave a pane of `height` rows.
+fn keep_in_view(scroll: &mut usize, pos: usize, height: usize, len: usize) {
+    if pos < *scroll {
+        *scroll = pos;
+    } else if pos >= *scroll + height {
+        *scroll = pos + 1 - height;
+    }
+    *scroll = (*scroll).min(len.saturating_sub(height));
+}
+
+/// Row `i` of the tree: a field with its value and place, an inner layer's row, or the
+/// fault after the fields it stopped.
+fn tree_line(
+    app: &App,
+    detail: &crate::tui::app::Detail,
+    d: &crate::dissect::Dissection,
+    p: &crate::dissect::Program,
+    i: usize,
+    width: usize,
+) -> Option<Line<'static>> {
+    let payload = detail.payload();
+    let chosen = i == app.field && app.focus == Focus::Tree;
+    // A pointer as well as the highlight, for terminals without colour or reverse.
+    let pointer = if chosen { "›" } else { " " };
+    let st = if chosen {
+        selected_style(app)
+    } else {
+        Style::default()
+    };
+    if let Some(r) = detail.layer_row(i) {
+        // What an inner layer read: its packet's line, or one of its fields.
+        let text = format!("{pointer}{}{}", "  ".repeat(r.depth as usize), r.text);
+        let st = if chosen || r.term.is_some() {
+            st
+        } else {
+            style(app, Color::Cyan).add_modifier(Modifier::BOLD)
+        };
+        return Some(placed(app, text, r.place.clone(), st, chosen, width));
+    }
+    let Some(fl) = d.fields.get(i) else {
+        // The fault, after the fields it stopped.
+        let fault = d.fault.as_ref()?;
+        let text = format!(
+            "{pointer}✗ [Malformed: {} at bit {} in {}: {}]",
+            fault.kind.code(),
+            fault.bit,
+            fault.field,
+            fault.reason
+        );
+        let fault_style = if chosen {
+            st
+        } else {
+            style(app, Color::Magenta).add_modifier(Modifier::BOLD)
+        };
+        return Some(Line::from(Span::styled(text, fault_style)));
+    };
+    let name = match fl.label {
+        Label::Index(k) => format!("[{k}]"),
+        other => label_name(p, other).to_string(),
+    };
+    let marker = if fl.is_group() {
+        if app.collapsed.contains(&(i as u32)) {
+            "▸ "
+        } else {
+            "▾ "
+        }
+    } else {
+        "  "
+    };
+    let value = value_text(p, fl, payload);
+    let indent = "  ".repeat(fl.depth as usize);
+    let text = if fl.kind == "derived" {
+        // Computed, not read: in brackets, as Wireshark shows generated fields.
+        format!("{pointer}{indent}{marker}[{name}: {value}]")
+    } else {
+        format!(
+            "{pointer}{indent}{marker}{name}{}{value}",
+            if value.is_empty() { "" } else { ": " }
+        )
+    };
+    // Where it is: bit offset and length, and the definition's line, right-aligned
+    // where there is room.
+    let line_no = p.nodes.get(fl.node as usize).map_or(0, |n| n.line);
+    let place = if line_no > 0 {
+        format!("@{}+{} L{line_no}", fl.bit_offset, fl.bit_len)
+    } else {
+        format!("@{}+{}", fl.bit_offset, fl.bit_len)
+    };
+    Some(placed(app, text, place, st, chosen, width))
 }
 
 /// A tree row, with where it is right-aligned when there is room.
