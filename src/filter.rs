@@ -325,24 +325,47 @@ impl<'a> Parser<'a> {
             "ip.addr" | "ipv6.addr" => Some(End::Either),
             _ => None,
         } {
-            let cmp = self.cmp(&word)?;
-            if !matches!(cmp, Cmp::Eq | Cmp::Ne) {
-                return Err(self.err(format!("`{word}` compares with == or !=")));
-            }
-            let (ip, port) = self.address(&word)?;
-            if port.is_some() {
-                return Err(self.err(format!(
-                    "`{word}` is an address without a port (ports: udp.srcport, udp.dstport)"
-                )));
-            }
-            let node = Node::Addr(end, ip, None);
-            return Ok(if cmp == Cmp::Ne {
-                Node::Not(Box::new(node))
-            } else {
-                node
-            });
+            return self.ip_address(&word, end);
         }
-        let field = match word.as_str() {
+        let Some(field) = self.field_named(&word)? else {
+            self.pos -= 1;
+            return self.dissected();
+        };
+        if matches!(field, Field::Ack | Field::AckBits) {
+            self.needs_engine = true;
+        }
+        let cmp = self.cmp(&word)?;
+        let Some(v) = self.peek().map(str::to_string) else {
+            return Err(self.err("expected a value"));
+        };
+        let (field, value) = self.value(field, &v)?;
+        self.pos += 1;
+        Ok(Node::Compare(field, cmp, value))
+    }
+
+    /// `ip.src == ADDR` and its kin: an address without a port, compared with == or !=.
+    fn ip_address(&mut self, word: &str, end: End) -> Result<Node, FilterError> {
+        let cmp = self.cmp(&word)?;
+        if !matches!(cmp, Cmp::Eq | Cmp::Ne) {
+            return Err(self.err(format!("`{word}` compares with == or !=")));
+        }
+        let (ip, port) = self.address(&word)?;
+        if port.is_some() {
+            return Err(self.err(format!(
+                "`{word}` is an address without a port (ports: udp.srcport, udp.dstport)"
+            )));
+        }
+        let node = Node::Addr(end, ip, None);
+        Ok(if cmp == Cmp::Ne {
+            Node::Not(Box::new(node))
+        } else {
+            node
+        })
+    }
+
+    /// The packet field a word names, or None for a definition's own field.
+    fn field_named(&mut self, word: &str) -> Result<Option<Field>, FilterError> {
+        Ok(Some(match word {
             "type" => Field::Type,
             "seq" | "sequence" => Field::Seq,
             "size" | "len" | "udp.length" => Field::Size,
@@ -356,45 +379,38 @@ impl<'a> Parser<'a> {
             "frame.time_epoch" | "time.epoch" => Field::Epoch,
             "gap" => Field::Gap,
             "rtt" if !self.paths.iter().any(|e| e.path == word) => {
-                self.acks(&word)?;
+                self.acks(word)?;
                 Field::Rtt
             }
             // A definition's own field of that name (the shooter's `ack`) comes first.
-            "ack" | "ack_bits" | "ack-bits" if self.paths.iter().any(|e| e.path == word) => {
-                self.pos -= 1;
-                return self.dissected();
-            }
+            "ack" | "ack_bits" | "ack-bits" if self.paths.iter().any(|e| e.path == word) => return Ok(None),
             "ack" => Field::Ack,
             "ack_bits" | "ack-bits" => Field::AckBits,
-            _ => {
-                self.pos -= 1;
-                return self.dissected();
-            }
-        };
-        if matches!(field, Field::Ack | Field::AckBits) {
-            self.needs_engine = true;
-        }
-        let cmp = self.cmp(&word)?;
-        let Some(v) = self.peek().map(str::to_string) else {
-            return Err(self.err("expected a value"));
-        };
+            _ => return Ok(None),
+        }))
+    }
+
+    /// The value `v` a field is compared with, as the field counts it: times in ns
+    /// (seconds since the first frame, or a UTC date and time, which makes it an epoch),
+    /// rtt in µs, a type by name or number.
+    fn value(&mut self, field: Field, v: &str) -> Result<(Field, i128), FilterError> {
         // A time is seconds since the first frame, or a UTC date and time (the epoch).
         let (field, value) = match field {
-            Field::Time => match parse_seconds(&v) {
+            Field::Time => match parse_seconds(v) {
                 Some(n) => (Field::Time, Some(n)),
-                None => (Field::Epoch, parse_datetime(&v)),
+                None => (Field::Epoch, parse_datetime(v)),
             },
-            Field::Epoch => (Field::Epoch, parse_seconds(&v).or_else(|| parse_datetime(&v))),
+            Field::Epoch => (Field::Epoch, parse_seconds(v).or_else(|| parse_datetime(v))),
             // Milliseconds, compared in µs.
             Field::Rtt => (
                 Field::Rtt,
                 parse_seconds(&format!("{}ms", v.trim_end_matches("ms"))).map(|ns| ns / 1000),
             ),
-            f => (f, parse_int(&v)),
+            f => (f, parse_int(v)),
         };
         let value = match value {
             Some(n) => n,
-            None if field == Field::Type => match self.type_id(&v) {
+            None if field == Field::Type => match self.type_id(v) {
                 Some(t) => t as i128,
                 None => return Err(self.err(format!("no packet type is named `{v}`"))),
             },
@@ -405,8 +421,7 @@ impl<'a> Parser<'a> {
             }
             None => return Err(self.err(format!("`{v}` is not a number"))),
         };
-        self.pos += 1;
-        Ok(Node::Compare(field, cmp, value))
+        Ok((field, value))
     }
 
     /// `rtt` and `never_acked` need the definition's ack roles, and the ack analysis' pass.

@@ -43,8 +43,35 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
     } else {
         None
     };
-    // One trace of every capture, or one report per capture.
-    let groups: Vec<&[PathBuf]> = if let Some(m) = &merged {
+    let groups = groups(a, merged.as_ref());
+    let mut reports = Vec::new();
+    for files in groups {
+        reports.push(analyze_group(
+            files,
+            &resolved,
+            bits.as_ref(),
+            merged.as_ref(),
+            a.threads,
+        )?);
+    }
+    print_reports(a, &reports)?;
+    if !gates_pass(a, &gates, &reports) {
+        return Ok(ExitCode::from(3));
+    }
+    let unreadable = reports
+        .iter()
+        .flat_map(|r| &r.capture.files)
+        .any(|f| f.error.is_some() && f.frames == 0);
+    Ok(if unreadable {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// One trace of every capture (or of the merged one), or one report per capture.
+fn groups<'a>(a: &'a AnalyzeArgs, merged: Option<&'a Merged>) -> Vec<&'a [PathBuf]> {
+    if let Some(m) = merged {
         vec![std::slice::from_ref(&m.path)]
     } else if a.per_file {
         a.captures.chunks(1).collect()
@@ -56,30 +83,41 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
             );
         }
         vec![&a.captures[..]]
-    };
-    let mut reports = Vec::new();
-    for files in groups {
-        let mut report = match &bits {
-            Some(o) => bits_files(files, resolved.cfg.clone(), o.clone(), a.threads)?,
-            None => analyze_files(files, resolved.cfg.clone(), a.threads)?,
-        };
-        refuse_overlap(&report)?;
-        if let (Some(m), Some(f)) = (&merged, report.capture.files.first_mut()) {
-            f.name = m.name.clone();
-        }
-        report.identification = resolved.identification.clone();
-        if !report.fit.is_good()
-            && let Some(first) = report.fit.first_failure.as_mut()
-        {
-            // Names the field and bit (the counters keep only the frame and cause).
-            let _ = gpcap::analysis::fit::locate(files, &resolved.cfg, first);
-        }
-        if let Some(hint) = other_protocol_id(files, &report).or_else(|| request_protocol_id(files, &report))
-        {
-            eprintln!("gpcap: hint: {hint}");
-        }
-        reports.push(report);
     }
+}
+
+/// One report: the files analyzed as one trace (with `--bits`, profiled), the fit's
+/// first failure located, and a hint when another protocol id would fit.
+fn analyze_group(
+    files: &[PathBuf],
+    resolved: &Resolved,
+    bits: Option<&gpcap::sinks::bandwidth::Options>,
+    merged: Option<&Merged>,
+    threads: Option<u32>,
+) -> Result<Report> {
+    let mut report = match bits {
+        Some(o) => bits_files(files, resolved.cfg.clone(), o.clone(), threads)?,
+        None => analyze_files(files, resolved.cfg.clone(), threads)?,
+    };
+    refuse_overlap(&report)?;
+    if let (Some(m), Some(f)) = (merged, report.capture.files.first_mut()) {
+        f.name = m.name.clone();
+    }
+    report.identification = resolved.identification.clone();
+    if !report.fit.is_good()
+        && let Some(first) = report.fit.first_failure.as_mut()
+    {
+        // Names the field and bit (the counters keep only the frame and cause).
+        let _ = gpcap::analysis::fit::locate(files, &resolved.cfg, first);
+    }
+    if let Some(hint) = other_protocol_id(files, &report).or_else(|| request_protocol_id(files, &report)) {
+        eprintln!("gpcap: hint: {hint}");
+    }
+    Ok(report)
+}
+
+/// The reports as text (a heading per capture with `--per-file`) or JSON.
+fn print_reports(a: &AnalyzeArgs, reports: &[Report]) -> Result<()> {
     if a.per_file && a.json {
         json_or_text(true, &reports, String::new)?;
     } else {
@@ -102,6 +140,11 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
             })?;
         }
     }
+    Ok(())
+}
+
+/// Whether every report passes the `--fail-on` gates; each one crossed is said.
+fn gates_pass(a: &AnalyzeArgs, gates: &[Gate], reports: &[Report]) -> bool {
     let failed: Vec<String> = reports
         .iter()
         .flat_map(|r| {
@@ -121,17 +164,9 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
         for f in &failed {
             eprintln!("gpcap: gate failed: {f}");
         }
-        return Ok(ExitCode::from(3));
+        return false;
     }
-    let unreadable = reports
-        .iter()
-        .flat_map(|r| &r.capture.files)
-        .any(|f| f.error.is_some() && f.frames == 0);
-    Ok(if unreadable {
-        ExitCode::from(2)
-    } else {
-        ExitCode::SUCCESS
-    })
+    true
 }
 
 /// The captures interleaved by timestamp into a temporary pcapng (removed on drop).

@@ -138,7 +138,7 @@ fn pump(session: &mut Session, cap: &LiveCapture, wait: Duration) -> Result<()> 
     Ok(())
 }
 
-fn drive(a: &LiveArgs, name: &str, mut cap: LiveCapture, choice: Choice) -> Result<ExitCode> {
+fn drive(a: &LiveArgs, name: &str, cap: LiveCapture, choice: Choice) -> Result<ExitCode> {
     let stop = Arc::new(AtomicBool::new(false));
     if a.no_tui {
         // The first signal stops the capture and prints the report; a second one exits.
@@ -148,15 +148,14 @@ fn drive(a: &LiveArgs, name: &str, mut cap: LiveCapture, choice: Choice) -> Resu
         }
     }
     let start = Instant::now();
-    let over = |stop: &AtomicBool| {
-        stop.load(Ordering::Relaxed) || a.duration.is_some_and(|d| start.elapsed().as_secs_f64() >= d)
-    };
+    let over =
+        || stop.load(Ordering::Relaxed) || a.duration.is_some_and(|d| start.elapsed().as_secs_f64() >= d);
 
     // The protocol: from the definition or flags, else identified from the first traffic.
     let mut early: Vec<gpcap::live::Captured> = Vec::new();
     let cfg = resolve(&choice, |ident| {
         let until = Instant::now() + Duration::from_secs(3);
-        while Instant::now() < until && early.len() < 2000 && !over(&stop) {
+        while Instant::now() < until && early.len() < 2000 && !over() {
             if let Some(c) = cap.next(Duration::from_millis(50)) {
                 ident.frame(c.linktype, &c.data);
                 early.push(c);
@@ -174,6 +173,22 @@ fn drive(a: &LiveArgs, name: &str, mut cap: LiveCapture, choice: Choice) -> Resu
         ix.keep_frames = true;
         ix
     });
+    let session = open_session(a, &cfg, &cap, index, &early)?;
+    if a.no_tui {
+        return report_until_stopped(a, name, cap, session, &over, start);
+    }
+    show_until_quit(a, name, cap, session, rx, cfg, start)
+}
+
+/// The session the capture is fed to (writing `--write` as it goes), with the frames
+/// read while the protocol was being identified.
+fn open_session(
+    a: &LiveArgs,
+    cfg: &gpcap::Config,
+    cap: &LiveCapture,
+    index: Option<IndexSink>,
+    early: &[gpcap::live::Captured],
+) -> Result<Session> {
     let mut session = Session::new(cfg.clone(), cap.linktype, index, a.write.as_deref())
         .map_err(|e| Error::io(a.write.as_deref().unwrap_or(Path::new("--write")).display(), e))?;
     session
@@ -187,95 +202,83 @@ fn drive(a: &LiveArgs, name: &str, mut cap: LiveCapture, choice: Choice) -> Resu
             data: &c.data,
         }))
         .map_err(|e| Error::io("--write", e))?;
+    Ok(session)
+}
 
-    if a.no_tui {
-        let mut next_report = Instant::now() + Duration::from_secs_f64(a.interval.max(0.1));
-        let print = |r: &Report, s: &LiveStats, last: bool| {
-            if a.json {
-                let v = serde_json::json!({"live": s, "final": last, "elapsed_s": start.elapsed().as_secs_f64(), "report": r});
-                outln!("{v}");
-            } else {
-                outln!(
-                    "Live capture on {name}: {:.1} s, {}{}",
-                    start.elapsed().as_secs_f64(),
-                    stats_line(s),
-                    if last { " (final)" } else { "" }
-                );
-                out!("{}", present::tables::render(r));
-            }
-        };
-        while !over(&stop) && cap.is_running() {
-            pump(&mut session, &cap, Duration::from_millis(50))?;
-            if Instant::now() >= next_report {
-                next_report += Duration::from_secs_f64(a.interval.max(0.1));
-                print(&session.report(), &cap.stats(), false);
-            }
+/// `--no-tui`: a report every `--interval` seconds until the capture stops (a signal,
+/// `--duration`, the stream's end), then the final one with every frame captured.
+fn report_until_stopped(
+    a: &LiveArgs,
+    name: &str,
+    mut cap: LiveCapture,
+    mut session: Session,
+    over: &dyn Fn() -> bool,
+    start: Instant,
+) -> Result<ExitCode> {
+    let mut next_report = Instant::now() + Duration::from_secs_f64(a.interval.max(0.1));
+    let print = |r: &Report, s: &LiveStats, last: bool| {
+        if a.json {
+            let v = serde_json::json!({"live": s, "final": last, "elapsed_s": start.elapsed().as_secs_f64(), "report": r});
+            outln!("{v}");
+        } else {
+            outln!(
+                "Live capture on {name}: {:.1} s, {}{}",
+                start.elapsed().as_secs_f64(),
+                stats_line(s),
+                if last { " (final)" } else { "" }
+            );
+            out!("{}", present::tables::render(r));
         }
-        let stats = cap.stop();
-        // Everything captured is analyzed (and written) before the final report.
-        while let Some(batch) = cap.next_batch(Duration::ZERO) {
-            let fed = session.feed_frames(batch.frames());
-            cap.recycle(batch);
-            if fed.is_err() {
-                break;
-            }
+    };
+    while !over() && cap.is_running() {
+        pump(&mut session, &cap, Duration::from_millis(50))?;
+        if Instant::now() >= next_report {
+            next_report += Duration::from_secs_f64(a.interval.max(0.1));
+            print(&session.report(), &cap.stats(), false);
         }
-        let stats = LiveStats {
-            captured: stats.captured.max(session.frames()),
-            ..cap.stats()
-        };
-        let failure = cap.failure.lock().ok().and_then(|f| f.clone());
-        let report = session.finish().map_err(|e| Error::io("--write", e))?;
-        print(&report, &stats, true);
-        if let Some(f) = failure {
-            return Err(Error::Usage(format!(
-                "capture from {name} stopped: {f} (the {} frames captured before are in the report{})",
-                stats.captured,
-                if a.write.is_some() { " and in --write" } else { "" }
-            )));
-        }
-        return Ok(ExitCode::SUCCESS);
     }
+    let stats = cap.stop();
+    // Everything captured is analyzed (and written) before the final report.
+    while let Some(batch) = cap.next_batch(Duration::ZERO) {
+        let fed = session.feed_frames(batch.frames());
+        cap.recycle(batch);
+        if fed.is_err() {
+            break;
+        }
+    }
+    let stats = LiveStats {
+        captured: stats.captured.max(session.frames()),
+        ..cap.stats()
+    };
+    let failure = cap.failure.lock().ok().and_then(|f| f.clone());
+    let report = session.finish().map_err(|e| Error::io("--write", e))?;
+    print(&report, &stats, true);
+    if let Some(f) = failure {
+        return Err(Error::Usage(format!(
+            "capture from {name} stopped: {f} (the {} frames captured before are in the report{})",
+            stats.captured,
+            if a.write.is_some() { " and in --write" } else { "" }
+        )));
+    }
+    Ok(ExitCode::SUCCESS)
+}
 
-    // The terminal UI: analysis on its own thread, the screen on this one.
+/// The terminal UI: analysis on its own thread, the screen on this one, until the user
+/// quits (or `--duration` ends); a capture that broke off is an error after.
+fn show_until_quit(
+    a: &LiveArgs,
+    name: &str,
+    cap: LiveCapture,
+    session: Session,
+    rx: std::sync::mpsc::Receiver<gpcap::sinks::index::Update>,
+    cfg: gpcap::Config,
+    start: Instant,
+) -> Result<ExitCode> {
     let analysis_stop = Arc::new(AtomicBool::new(false));
     let astop = analysis_stop.clone();
     let failure = cap.failure.clone();
     let source = name.to_string();
-    let analysis = std::thread::spawn(move || {
-        let mut last = Instant::now();
-        while !astop.load(Ordering::Relaxed) {
-            let running = cap.is_running();
-            if pump(&mut session, &cap, Duration::from_millis(50)).is_err() {
-                break;
-            }
-            // A stream that ended: everything it held is analyzed, the report is final.
-            if !running {
-                while let Some(batch) = cap.next_batch(Duration::ZERO) {
-                    let _ = session.feed_frames(batch.frames());
-                    cap.recycle(batch);
-                }
-                let why = cap.failure.lock().ok().and_then(|f| f.clone());
-                let line = format!("{} · the stream ended", stats_line(&cap.stats()));
-                if let Some(ix) = session.index.as_mut() {
-                    ix.live_status(line);
-                }
-                let _ = session.finish_with(why.map(|w| format!("capture from {source} stopped: {w}")));
-                return;
-            }
-            if last.elapsed() > Duration::from_secs(1) {
-                last = Instant::now();
-                let report = session.report();
-                let line = stats_line(&cap.stats());
-                if let Some(ix) = session.index.as_mut() {
-                    ix.live_status(line);
-                    ix.report(report);
-                }
-            }
-        }
-        cap.stop();
-        let _ = session.finish();
-    });
+    let analysis = std::thread::spawn(move || analyze_live(session, cap, &astop, &source));
     let mut index = Index::new(Path::new(name));
     index.name = format!("live {name}");
     let mut app = App::new(index, rx, cfg);
@@ -293,4 +296,41 @@ fn drive(a: &LiveArgs, name: &str, mut cap: LiveCapture, choice: Choice) -> Resu
         Some(f) => Err(Error::Usage(format!("capture from {name} stopped: {f}"))),
         None => Ok(ExitCode::SUCCESS),
     }
+}
+
+/// The TUI's analysis thread: feeds the session until told to stop, sends the index a
+/// report each second, and finishes it when the stream ends.
+fn analyze_live(mut session: Session, mut cap: LiveCapture, stop: &AtomicBool, source: &str) {
+    let mut last = Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        let running = cap.is_running();
+        if pump(&mut session, &cap, Duration::from_millis(50)).is_err() {
+            break;
+        }
+        // A stream that ended: everything it held is analyzed, the report is final.
+        if !running {
+            while let Some(batch) = cap.next_batch(Duration::ZERO) {
+                let _ = session.feed_frames(batch.frames());
+                cap.recycle(batch);
+            }
+            let why = cap.failure.lock().ok().and_then(|f| f.clone());
+            let line = format!("{} · the stream ended", stats_line(&cap.stats()));
+            if let Some(ix) = session.index.as_mut() {
+                ix.live_status(line);
+            }
+            let _ = session.finish_with(why.map(|w| format!("capture from {source} stopped: {w}")));
+            return;
+        }
+        if last.elapsed() > Duration::from_secs(1) {
+            last = Instant::now();
+            let report = session.report();
+            let line = stats_line(&cap.stats());
+            if let Some(ix) = session.index.as_mut() {
+                ix.live_status(line);
+                ix.report(report);
+            }
+        }
+    }
+    cap.stop();
+    let _ = session.finish();
 }
