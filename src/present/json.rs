@@ -270,76 +270,13 @@ fn packet(
 ) {
     let mut first = true;
     w.push(b'{');
-    if let Some(p) = program {
-        if let Some(ack) = d.ack {
-            key(w, &mut first, "ack");
-            int(w, ack);
-        }
-        if let Some(bits) = d.ack_bits {
-            key(w, &mut first, "ack_bits");
-            int(w, bits);
-        }
-        if let Some(at) = placed {
-            key(w, &mut first, "at_bit");
-            opt_int(w, at.in_datagram());
-        }
-        key(w, &mut first, "crc_ok");
-        opt_bool(w, e.crc.map(|c| c == CrcStatus::Ok));
-        key(w, &mut first, "dst");
-        socket(w, e.flow.map(|f| f.dst));
-        key(w, &mut first, "fault");
-        match &d.fault {
-            Some(f) => {
-                let shift = placed.map_or(0, |a| a.bit);
-                w.extend_from_slice(b"{\"bit\":");
-                int(w, f.bit + shift);
-                w.extend_from_slice(b",\"field\":");
-                string(w, &f.field);
-                w.extend_from_slice(b",\"kind\":\"");
-                w.extend_from_slice(f.kind.code().as_bytes());
-                w.extend_from_slice(b"\",\"reason\":");
-                string(w, &f.reason);
-                w.push(b'}');
-            }
-            None => w.extend_from_slice(b"null"),
-        }
-        key(w, &mut first, "fields");
-        let inside = Inside {
-            carried: e.carried,
-            at: placed.unwrap_or(Anchor::DATAGRAM),
-        };
-        fields_in(w, p, d, e.payload, scratch, &inside);
-        key(w, &mut first, "fragment");
-        fragment(w, d.fragment);
-    } else {
-        key(w, &mut first, "crc_ok");
-        opt_bool(w, e.crc.map(|c| c == CrcStatus::Ok));
-        key(w, &mut first, "dst");
-        socket(w, e.flow.map(|f| f.dst));
-        key(w, &mut first, "fault");
-        match e.fault {
-            Some(f) => {
-                w.extend_from_slice(b"{\"kind\":\"");
-                w.extend_from_slice(f.code().as_bytes());
-                w.extend_from_slice(b"\"}");
-            }
-            None => w.extend_from_slice(b"null"),
-        }
-        key(w, &mut first, "fields");
-        w.extend_from_slice(b"[]");
-        key(w, &mut first, "fragment");
-        fragment(w, e.fragment);
+    match program {
+        Some(p) => dissected_keys(w, &mut first, p, e, d, scratch, placed),
+        None => bare_keys(w, &mut first, e),
     }
     if e.kind == Kind::Reassembled {
         key(w, &mut first, "fragment_frames");
-        w.push(b'[');
-        for (i, f) in e.fragment_frames.iter().enumerate() {
-            if i > 0 {
-                w.push(b',');
-            }
-            int(w, *f);
-        }
-        w.push(b']');
+        int_list(w, e.fragment_frames);
     }
     key(w, &mut first, "frame");
     int(w, e.frame);
@@ -373,6 +310,93 @@ fn packet(
         }
     }
     w.push(b'}');
+}
+
+/// The keys up to `fragment` of a packet read with a definition: acks, where an inner
+/// layer's packet lies, the checksum, the fault with its bit, the field tree.
+fn dissected_keys(
+    w: &mut Vec<u8>,
+    first: &mut bool,
+    p: &Program,
+    e: &PacketEvent,
+    d: &Dissection,
+    scratch: &mut JsonScratch,
+    placed: Placed,
+) {
+    if let Some(ack) = d.ack {
+        key(w, first, "ack");
+        int(w, ack);
+    }
+    if let Some(bits) = d.ack_bits {
+        key(w, first, "ack_bits");
+        int(w, bits);
+    }
+    if let Some(at) = placed {
+        key(w, first, "at_bit");
+        opt_int(w, at.in_datagram());
+    }
+    key(w, first, "crc_ok");
+    opt_bool(w, e.crc.map(|c| c == CrcStatus::Ok));
+    key(w, first, "dst");
+    socket(w, e.flow.map(|f| f.dst));
+    key(w, first, "fault");
+    match &d.fault {
+        Some(f) => {
+            let shift = placed.map_or(0, |a| a.bit);
+            w.extend_from_slice(b"{\"bit\":");
+            int(w, f.bit + shift);
+            w.extend_from_slice(b",\"field\":");
+            string(w, &f.field);
+            w.extend_from_slice(b",\"kind\":\"");
+            w.extend_from_slice(f.kind.code().as_bytes());
+            w.extend_from_slice(b"\",\"reason\":");
+            string(w, &f.reason);
+            w.push(b'}');
+        }
+        None => w.extend_from_slice(b"null"),
+    }
+    key(w, first, "fields");
+    let inside = Inside {
+        carried: e.carried,
+        at: placed.unwrap_or(Anchor::DATAGRAM),
+    };
+    fields_in(w, p, d, e.payload, scratch, &inside);
+    key(w, first, "fragment");
+    fragment(w, d.fragment);
+}
+
+/// The keys up to `fragment` of a packet without a definition: the fault's kind alone,
+/// no fields.
+fn bare_keys(w: &mut Vec<u8>, first: &mut bool, e: &PacketEvent) {
+    key(w, first, "crc_ok");
+    opt_bool(w, e.crc.map(|c| c == CrcStatus::Ok));
+    key(w, first, "dst");
+    socket(w, e.flow.map(|f| f.dst));
+    key(w, first, "fault");
+    match e.fault {
+        Some(f) => {
+            w.extend_from_slice(b"{\"kind\":\"");
+            w.extend_from_slice(f.code().as_bytes());
+            w.extend_from_slice(b"\"}");
+        }
+        None => w.extend_from_slice(b"null"),
+    }
+    key(w, first, "fields");
+    w.extend_from_slice(b"[]");
+    key(w, first, "fragment");
+    fragment(w, e.fragment);
+}
+
+/// `[a,b,c]`.
+fn int_list(w: &mut Vec<u8>, xs: &[u64]) {
+    w.push(b'[');
+    for (i, f) in xs.iter().enumerate() {
+        if i > 0 {
+            w.push(b',');
+        }
+        int(w, *f);
+    }
+    w.push(b']');
 }
 
 /// `"a.b.c.d:port"` (IPv6 through its `Display`).

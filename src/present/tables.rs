@@ -535,8 +535,18 @@ pub fn render_reassembly(r: &Report) -> String {
     }
     let _ = writeln!(out, "Fragment reassembly");
     warn(&mut out, r, "fragment and single-datagram loss");
+    let _ = writeln!(out, "{}\n", kv(&reassembly_rows(a)));
+    if !a.rows.is_empty() {
+        amplification(&mut out, r);
+    }
+    out
+}
+
+/// The reassembly summary: what was seen, reassembled, lost, wasted, refused, given up
+/// and counted apart.
+fn reassembly_rows(a: &crate::analysis::ReassemblyReport) -> Vec<(&'static str, String)> {
     let at = &a.attacks;
-    let rows = vec![
+    let mut rows = vec![
         ("fragmented packets seen", a.packets_seen.to_string()),
         (
             "reassembled",
@@ -591,7 +601,6 @@ pub fn render_reassembly(r: &Report) -> String {
             ),
         ),
     ];
-    let mut rows = rows;
     if a.counted_apart.flows > 0 {
         rows.push((
             "counted apart (not loss)",
@@ -603,47 +612,49 @@ pub fn render_reassembly(r: &Report) -> String {
             ),
         ));
     }
-    let _ = writeln!(out, "{}\n", kv(&rows));
-    if !a.rows.is_empty() {
-        let _ = writeln!(out, "Fragment-loss amplification");
-        warn(&mut out, r, "the observed loss and amplification");
-        let mut t = table(&[
-            "fragments",
-            "seen",
-            "completed",
-            "lost",
-            "observed loss (95% CI)",
-            "predicted 1-(1-p)^n",
-            "amplification",
-            "bytes wasted",
+    rows
+}
+
+/// The fragment-loss amplification table, one row per fragment count, and its finding.
+fn amplification(out: &mut String, r: &Report) {
+    let a = &r.reassembly;
+    let _ = writeln!(out, "Fragment-loss amplification");
+    warn(out, r, "the observed loss and amplification");
+    let mut t = table(&[
+        "fragments",
+        "seen",
+        "completed",
+        "lost",
+        "observed loss (95% CI)",
+        "predicted 1-(1-p)^n",
+        "amplification",
+        "bytes wasted",
+    ]);
+    for x in &a.rows {
+        t.add_row(vec![
+            x.fragments.to_string(),
+            x.seen.to_string(),
+            x.completed.to_string(),
+            x.lost.to_string(),
+            format!(
+                "{} ({}–{})",
+                pct(x.observed_loss),
+                pct(x.observed_low),
+                pct(x.observed_high)
+            ),
+            pct(x.predicted_loss),
+            x.amplification
+                .map(|v| format!("{v:.1}×"))
+                .unwrap_or_else(|| "-".into()),
+            x.bytes_wasted.to_string(),
         ]);
-        for x in &a.rows {
-            t.add_row(vec![
-                x.fragments.to_string(),
-                x.seen.to_string(),
-                x.completed.to_string(),
-                x.lost.to_string(),
-                format!(
-                    "{} ({}–{})",
-                    pct(x.observed_loss),
-                    pct(x.observed_low),
-                    pct(x.observed_high)
-                ),
-                pct(x.predicted_loss),
-                x.amplification
-                    .map(|v| format!("{v:.1}×"))
-                    .unwrap_or_else(|| "-".into()),
-                x.bytes_wasted.to_string(),
-            ]);
-        }
-        right(&mut t, 0);
-        let _ = writeln!(out, "{t}");
-        if let Some(f) = &a.finding {
-            let _ = writeln!(out, "Finding: {f}");
-        }
-        let _ = writeln!(out);
     }
-    out
+    right(&mut t, 0);
+    let _ = writeln!(out, "{t}");
+    if let Some(f) = &a.finding {
+        let _ = writeln!(out, "Finding: {f}");
+    }
+    let _ = writeln!(out);
 }
 
 const SHOWN_SIZES: usize = 40;

@@ -153,59 +153,12 @@ impl<W: Write> Printer<W> {
         let empty = crate::dissect::Dissection::default();
         let d = e.dissection.unwrap_or(&empty);
         if matches!(self.format, Format::Json | Format::JsonLines) {
-            if self.format == Format::Json && !self.first {
-                self.buf.write_all(b",\n")?;
-            }
-            self.first = false;
-            present::json::write_packet(
-                &mut self.buf,
-                self.program.as_deref(),
-                e,
-                d,
-                note.as_deref(),
-                &mut self.json,
-            );
-            if self.format == Format::JsonLines {
-                self.buf.push(b'\n');
-            }
-            return Ok(());
+            return self.json_packet(e, d, note.as_deref());
         }
         let flow = e.flow.map(|f| f.to_string()).unwrap_or_default();
         let time = e.ts_ns as f64 / 1e9;
-        let crc_text = match e.crc {
-            Some(CrcStatus::Ok) => "CRC ok".to_string(),
-            Some(CrcStatus::Mismatch { stored, computed }) => {
-                format!("CRC MISMATCH (stored 0x{stored:08x}, expected 0x{computed:08x})")
-            }
-            Some(CrcStatus::TooShort { len }) => format!("too short for a CRC ({len} bytes)"),
-            None if e.status == crate::engine::Status::Truncated => "truncated, not validated".into(),
-            None if self
-                .program
-                .as_ref()
-                .is_some_and(|p| !p.params.checksum.is_crc32()) =>
-            {
-                "no checksum".into()
-            }
-            None => "CRC not checked".into(),
-        };
-        let name = |t: u32| {
-            self.program
-                .as_ref()
-                .and_then(|p| p.type_name(t))
-                .unwrap_or(if self.program.is_some() {
-                    "undefined"
-                } else {
-                    "reference layout"
-                })
-                .to_string()
-        };
-        let ptype = d.packet_type.or(e.packet_type);
-        let t = ptype
-            .map(|t| format!("type {t} ({})", name(t)))
-            .unwrap_or_else(|| match e.kind {
-                Kind::Reassembled => "message (bytes)".into(),
-                _ => "no header".into(),
-            });
+        let crc_text = self.crc_text(e);
+        let t = self.type_text(e, d);
         writeln!(
             self.buf,
             "Frame {}: {} bytes, {flow}, {time:.6} s",
@@ -230,6 +183,73 @@ impl<W: Write> Printer<W> {
             "{protocol} {t}, sequence {}, {crc_text}",
             seq.map(|s| s.to_string()).unwrap_or_else(|| "?".into())
         )?;
+        self.body(e, d)?;
+        writeln!(self.buf)
+    }
+    /// One packet as a JSON object: an element of `--json`'s array, or a line of
+    /// `--jsonl`.
+    fn json_packet(
+        &mut self,
+        e: &PacketEvent,
+        d: &crate::dissect::Dissection,
+        note: Option<&str>,
+    ) -> std::io::Result<()> {
+        if self.format == Format::Json && !self.first {
+            self.buf.write_all(b",\n")?;
+        }
+        self.first = false;
+        present::json::write_packet(&mut self.buf, self.program.as_deref(), e, d, note, &mut self.json);
+        if self.format == Format::JsonLines {
+            self.buf.push(b'\n');
+        }
+        Ok(())
+    }
+
+    /// What the checksum said, in words.
+    fn crc_text(&self, e: &PacketEvent) -> String {
+        match e.crc {
+            Some(CrcStatus::Ok) => "CRC ok".to_string(),
+            Some(CrcStatus::Mismatch { stored, computed }) => {
+                format!("CRC MISMATCH (stored 0x{stored:08x}, expected 0x{computed:08x})")
+            }
+            Some(CrcStatus::TooShort { len }) => format!("too short for a CRC ({len} bytes)"),
+            None if e.status == crate::engine::Status::Truncated => "truncated, not validated".into(),
+            None if self
+                .program
+                .as_ref()
+                .is_some_and(|p| !p.params.checksum.is_crc32()) =>
+            {
+                "no checksum".into()
+            }
+            None => "CRC not checked".into(),
+        }
+    }
+
+    /// `type N (name)`, or what a packet without a header is.
+    fn type_text(&self, e: &PacketEvent, d: &crate::dissect::Dissection) -> String {
+        let name = |t: u32| {
+            self.program
+                .as_ref()
+                .and_then(|p| p.type_name(t))
+                .unwrap_or(if self.program.is_some() {
+                    "undefined"
+                } else {
+                    "reference layout"
+                })
+                .to_string()
+        };
+        let ptype = d.packet_type.or(e.packet_type);
+        ptype
+            .map(|t| format!("type {t} ({})", name(t)))
+            .unwrap_or_else(|| match e.kind {
+                Kind::Reassembled => "message (bytes)".into(),
+                _ => "no header".into(),
+            })
+    }
+
+    /// The packet's body: its field tree, a reassembled message's bytes, or without a
+    /// definition the fragment and fault the reference header found.
+    fn body(&mut self, e: &PacketEvent, d: &crate::dissect::Dissection) -> std::io::Result<()> {
         match &self.program {
             // A message put back from fragments inside messages: the application's bytes.
             Some(_) if e.kind == Kind::Reassembled && d.fields.is_empty() && d.fault.is_none() => {
@@ -251,7 +271,7 @@ impl<W: Write> Printer<W> {
                 }
             }
         }
-        writeln!(self.buf)
+        Ok(())
     }
 }
 
