@@ -118,37 +118,8 @@ fn setopt<T>(fd: i32, level: i32, name: i32, value: &T) -> bool {
 impl Ring {
     fn open(o: &LiveOptions) -> Result<Ring, LiveError> {
         let iface = o.iface.as_str();
-        let name = std::ffi::CString::new(iface).map_err(|_| LiveError::Other {
-            iface: iface.into(),
-            message: "an interface name holds no NUL byte".into(),
-        })?;
-        // SAFETY: `name` is NUL-terminated and outlives the call.
-        let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
-        if index == 0 {
-            return Err(LiveError::NoSuchInterface {
-                iface: iface.into(),
-                available: interfaces()
-                    .map(|v| v.into_iter().map(|i| i.name).collect())
-                    .unwrap_or_default(),
-            });
-        }
-        // ARPHRD_ETHER and ARPHRD_LOOPBACK carry Ethernet headers; ARPHRD_NONE (tun) raw IP.
-        let arphrd = std::fs::read_to_string(format!("/sys/class/net/{iface}/type"))
-            .ok()
-            .and_then(|t| t.trim().parse::<u32>().ok())
-            .unwrap_or(1);
-        let (link, linktype) = match arphrd {
-            1 | 772 => (Link::Ethernet, crate::decode::linktype::ETHERNET),
-            65534 => (Link::RawIp, crate::decode::linktype::RAW),
-            other => {
-                return Err(LiveError::Other {
-                    iface: iface.into(),
-                    message: format!(
-                        "its link type (ARPHRD {other}) is not Ethernet or raw IP; the libpcap build (--features libpcap) captures it"
-                    ),
-                });
-            }
-        };
+        let index = if_index(iface)?;
+        let (link, linktype, arphrd) = link_of(iface)?;
         // Protocol 0: nothing arrives before the filter is attached and the socket bound.
         // SAFETY: plain socket(2); the descriptor is owned right below.
         let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, 0) };
@@ -161,33 +132,7 @@ impl Ring {
         if !setopt(fd, libc::SOL_PACKET, libc::PACKET_VERSION, &v3) {
             return Err(os_error(iface, "TPACKET_V3 is not available"));
         }
-        let blocks = (o.buffer.max(BLOCK as i32 * 2) as usize).div_ceil(BLOCK);
-        let req = libc::tpacket_req3 {
-            tp_block_size: BLOCK as u32,
-            tp_block_nr: blocks as u32,
-            tp_frame_size: FRAME as u32,
-            tp_frame_nr: (BLOCK / FRAME * blocks) as u32,
-            tp_retire_blk_tov: BLOCK_TIMEOUT_MS,
-            tp_sizeof_priv: 0,
-            tp_feature_req_word: 0,
-        };
-        if !setopt(fd, libc::SOL_PACKET, libc::PACKET_RX_RING, &req) {
-            return Err(os_error(iface, "cannot set up the receive ring"));
-        }
-        // SAFETY: maps the ring the kernel just allocated for this socket, whole.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                blocks * BLOCK,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(os_error(iface, "cannot map the receive ring"));
-        }
+        let (base, blocks) = map_ring(fd, iface, o.buffer)?;
         let ring = Ring {
             sock,
             base: base.cast(),
@@ -208,16 +153,7 @@ impl Ring {
         if !setopt(fd, libc::SOL_SOCKET, libc::SO_ATTACH_FILTER, &fprog) {
             return Err(os_error(iface, "the kernel refused the capture filter"));
         }
-        // SAFETY: a zeroed sockaddr_ll is valid; the fields set are plain integers.
-        let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        addr.sll_family = libc::AF_PACKET as u16;
-        addr.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
-        addr.sll_ifindex = index as i32;
-        let len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
-        // SAFETY: `addr` is a valid sockaddr_ll of `len` bytes.
-        if unsafe { libc::bind(fd, (&raw const addr).cast(), len) } < 0 {
-            return Err(os_error(iface, "cannot bind to the interface"));
-        }
+        bind(fd, iface, index)?;
         Ok(ring)
     }
 
@@ -391,4 +327,94 @@ pub(super) fn run(o: LiveOptions, s: Start) {
     }
     feeder.flush();
     publish(&ring, feeder.captured);
+}
+
+/// The interface's index, or the interfaces there are when it does not exist.
+fn if_index(iface: &str) -> Result<libc::c_uint, LiveError> {
+    let name = std::ffi::CString::new(iface).map_err(|_| LiveError::Other {
+        iface: iface.into(),
+        message: "an interface name holds no NUL byte".into(),
+    })?;
+    // SAFETY: `name` is NUL-terminated and outlives the call.
+    let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
+    if index == 0 {
+        return Err(LiveError::NoSuchInterface {
+            iface: iface.into(),
+            available: interfaces()
+                .map(|v| v.into_iter().map(|i| i.name).collect())
+                .unwrap_or_default(),
+        });
+    }
+    Ok(index)
+}
+
+/// The interface's link (ARPHRD_ETHER and ARPHRD_LOOPBACK carry Ethernet headers;
+/// ARPHRD_NONE, a tun, raw IP), its pcap link type and its ARPHRD number.
+fn link_of(iface: &str) -> Result<(Link, i32, u32), LiveError> {
+    // ARPHRD_ETHER and ARPHRD_LOOPBACK carry Ethernet headers; ARPHRD_NONE (tun) raw IP.
+    let arphrd = std::fs::read_to_string(format!("/sys/class/net/{iface}/type"))
+        .ok()
+        .and_then(|t| t.trim().parse::<u32>().ok())
+        .unwrap_or(1);
+    let (link, linktype) = match arphrd {
+        1 | 772 => (Link::Ethernet, crate::decode::linktype::ETHERNET),
+        65534 => (Link::RawIp, crate::decode::linktype::RAW),
+        other => {
+            return Err(LiveError::Other {
+                iface: iface.into(),
+                message: format!(
+                    "its link type (ARPHRD {other}) is not Ethernet or raw IP; the libpcap build (--features libpcap) captures it"
+                ),
+            });
+        }
+    };
+    Ok((link, linktype, arphrd))
+}
+
+/// Sets up the TPACKET_V3 receive ring of `buffer` bytes (two blocks at least) on the
+/// socket and maps it, whole: its base and its number of blocks.
+fn map_ring(fd: libc::c_int, iface: &str, buffer: i32) -> Result<(*mut libc::c_void, usize), LiveError> {
+    let blocks = (buffer.max(BLOCK as i32 * 2) as usize).div_ceil(BLOCK);
+    let req = libc::tpacket_req3 {
+        tp_block_size: BLOCK as u32,
+        tp_block_nr: blocks as u32,
+        tp_frame_size: FRAME as u32,
+        tp_frame_nr: (BLOCK / FRAME * blocks) as u32,
+        tp_retire_blk_tov: BLOCK_TIMEOUT_MS,
+        tp_sizeof_priv: 0,
+        tp_feature_req_word: 0,
+    };
+    if !setopt(fd, libc::SOL_PACKET, libc::PACKET_RX_RING, &req) {
+        return Err(os_error(iface, "cannot set up the receive ring"));
+    }
+    // SAFETY: maps the ring the kernel just allocated for this socket, whole.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            blocks * BLOCK,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return Err(os_error(iface, "cannot map the receive ring"));
+    }
+    Ok((base, blocks))
+}
+
+/// Binds the socket to the interface, for every protocol.
+fn bind(fd: libc::c_int, iface: &str, index: libc::c_uint) -> Result<(), LiveError> {
+    // SAFETY: a zeroed sockaddr_ll is valid; the fields set are plain integers.
+    let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    addr.sll_family = libc::AF_PACKET as u16;
+    addr.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
+    addr.sll_ifindex = index as i32;
+    let len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+    // SAFETY: `addr` is a valid sockaddr_ll of `len` bytes.
+    if unsafe { libc::bind(fd, (&raw const addr).cast(), len) } < 0 {
+        return Err(os_error(iface, "cannot bind to the interface"));
+    }
+    Ok(())
 }

@@ -157,28 +157,7 @@ impl<'d> Compiler<'d> {
         Program::declare_role(roles, role);
         for &id in &nodes {
             let node = self.nodes[id as usize].clone();
-            let kind_ok = match (role, &node.kind.plain()) {
-                (_, Kind::Derived(_)) => role != Role::Crc,
-                (Role::Crc, Kind::Bits(32)) => true,
-                (Role::AckBits, Kind::Bits(_)) => true,
-                (Role::Sequence, Kind::Bits(_) | Kind::Int { .. } | Kind::Uint64 | Kind::LeUint(_)) => true,
-                (Role::ProtocolId, Kind::Bits(_) | Kind::Uint64 | Kind::LeUint(_)) => true,
-                (Role::Ack, Kind::Bits(b)) => *b <= 16,
-                (Role::FragmentId | Role::FragmentCount, Kind::Bits(_) | Kind::LeUint(_) | Kind::Uint64)
-                    if self.message_roles =>
-                {
-                    true
-                }
-                (
-                    Role::FragmentOffset | Role::FragmentTotal | Role::SendTime | Role::AckTime,
-                    Kind::Bits(_) | Kind::LeUint(_) | Kind::Uint64,
-                ) => true,
-                (Role::FragmentData, Kind::Bytes(_)) if self.message_roles => true,
-                (Role::Type | Role::FragmentId | Role::FragmentCount, Kind::Bits(b)) => *b <= 16,
-                (Role::Type | Role::FragmentId | Role::FragmentCount, Kind::Int { .. }) => true,
-                (Role::FragmentData, Kind::Rest { .. }) => true,
-                _ => false,
-            };
+            let kind_ok = self.kind_fits(role, &node.kind.plain());
             if !kind_ok {
                 ok = false;
                 self.error(
@@ -189,24 +168,7 @@ impl<'d> Compiler<'d> {
                         node.kind.name()
                     ),
                     "wrong kind for its role",
-                    Some(match role {
-                        Role::Crc => "the CRC is `bits 32`".into(),
-                        Role::FragmentData if self.message_roles => {
-                            "fragment data is `bytes` or `rest`".into()
-                        }
-                        Role::FragmentData => "fragment data is `rest`".into(),
-                        Role::FragmentOffset | Role::FragmentTotal | Role::SendTime | Role::AckTime => {
-                            "use `bits N`, `le-uint` or `derived`".into()
-                        }
-                        Role::FragmentId | Role::FragmentCount if self.message_roles => {
-                            "use `bits N` (N ≤ 32), `int MIN MAX`, `le-uint` or `derived`".into()
-                        }
-                        Role::AckBits => "use `bits N` (N ≤ 32) or `derived`".into(),
-                        Role::Sequence => "use `bits N`, `int`, `uint64`, `le-uint` or `derived`".into(),
-                        Role::ProtocolId => "use `bits N`, `uint64` or `le-uint`".into(),
-                        Role::Ack => "use `bits N` (N ≤ 16) or `derived`".into(),
-                        _ => "use `bits N` (N ≤ 16), `int MIN MAX` or `derived`".into(),
-                    }),
+                    Some(self.kind_hint(role)),
                 );
             }
         }
@@ -231,6 +193,52 @@ impl<'d> Compiler<'d> {
             );
         }
         ok
+    }
+
+    /// Whether a field of this kind can carry the role.
+    fn kind_fits(&self, role: Role, kind: &Kind) -> bool {
+        match (role, kind) {
+            (_, Kind::Derived(_)) => role != Role::Crc,
+            (Role::Crc, Kind::Bits(32)) => true,
+            (Role::AckBits, Kind::Bits(_)) => true,
+            (Role::Sequence, Kind::Bits(_) | Kind::Int { .. } | Kind::Uint64 | Kind::LeUint(_)) => true,
+            (Role::ProtocolId, Kind::Bits(_) | Kind::Uint64 | Kind::LeUint(_)) => true,
+            (Role::Ack, Kind::Bits(b)) => *b <= 16,
+            (Role::FragmentId | Role::FragmentCount, Kind::Bits(_) | Kind::LeUint(_) | Kind::Uint64)
+                if self.message_roles =>
+            {
+                true
+            }
+            (
+                Role::FragmentOffset | Role::FragmentTotal | Role::SendTime | Role::AckTime,
+                Kind::Bits(_) | Kind::LeUint(_) | Kind::Uint64,
+            ) => true,
+            (Role::FragmentData, Kind::Bytes(_)) if self.message_roles => true,
+            (Role::Type | Role::FragmentId | Role::FragmentCount, Kind::Bits(b)) => *b <= 16,
+            (Role::Type | Role::FragmentId | Role::FragmentCount, Kind::Int { .. }) => true,
+            (Role::FragmentData, Kind::Rest { .. }) => true,
+            _ => false,
+        }
+    }
+
+    /// What a field of the role may be, for the diagnostic when it is not.
+    fn kind_hint(&self, role: Role) -> String {
+        match role {
+            Role::Crc => "the CRC is `bits 32`".into(),
+            Role::FragmentData if self.message_roles => "fragment data is `bytes` or `rest`".into(),
+            Role::FragmentData => "fragment data is `rest`".into(),
+            Role::FragmentOffset | Role::FragmentTotal | Role::SendTime | Role::AckTime => {
+                "use `bits N`, `le-uint` or `derived`".into()
+            }
+            Role::FragmentId | Role::FragmentCount if self.message_roles => {
+                "use `bits N` (N ≤ 32), `int MIN MAX`, `le-uint` or `derived`".into()
+            }
+            Role::AckBits => "use `bits N` (N ≤ 32) or `derived`".into(),
+            Role::Sequence => "use `bits N`, `int`, `uint64`, `le-uint` or `derived`".into(),
+            Role::ProtocolId => "use `bits N`, `uint64` or `le-uint`".into(),
+            Role::Ack => "use `bits N` (N ≤ 16) or `derived`".into(),
+            _ => "use `bits N` (N ≤ 16), `int MIN MAX` or `derived`".into(),
+        }
     }
 
     /// `role=sequence stream="NAME" key="FIELD FIELD"` in a message: one counter per
