@@ -696,7 +696,60 @@ impl Report {
             }
             (a, b) => a.or(b),
         };
-        let (c, d) = (&mut self.capture, o.capture);
+        self.capture.merge(o.capture);
+        let (v, w) = (&mut self.validation, o.validation);
+        v.examined += w.examined;
+        v.crc_ok += w.crc_ok;
+        v.crc_mismatch += w.crc_mismatch;
+        v.too_short += w.too_short;
+        v.crc_unverified += w.crc_unverified;
+        v.truncated += w.truncated;
+        add_map(&mut v.header_errors, w.header_errors);
+        v.packets += w.packets;
+        v.fragments += w.fragments;
+        self.first_failure = match (self.first_failure.take(), o.first_failure) {
+            (Some(a), Some(b)) => Some(if (b.file, b.frame) < (a.file, a.frame) {
+                b
+            } else {
+                a
+            }),
+            (a, b) => a.or(b),
+        };
+        let m = &mut self.malformed;
+        m.total += o.malformed.total;
+        add_map(&mut m.by_cause, o.malformed.by_cause);
+        merge_listed(&mut m.examples, o.malformed.examples, |e| e.frame, 20);
+        let r = &mut self.reassembly;
+        r.completed += o.reassembly.completed;
+        r.dissected_ok += o.reassembly.dissected_ok;
+        r.malformed += o.reassembly.malformed;
+        r.crc_fail += o.reassembly.crc_fail;
+        r.peak_bytes += o.reassembly.peak_bytes;
+        r.attacks.add(&o.reassembly.attacks);
+        for (n, cs) in o.reassembly.by_count {
+            r.by_count.entry(n).or_default().add(&cs);
+        }
+        self.mtu.merge(o.mtu);
+        let t = &mut self.timeline;
+        if t.seconds.len() < o.timeline.seconds.len() {
+            t.seconds.resize(o.timeline.seconds.len(), Second::default());
+        }
+        for (a, b) in t.seconds.iter_mut().zip(o.timeline.seconds) {
+            a.datagrams += b.datagrams;
+            a.lost = a.lost.saturating_add(b.lost);
+        }
+        t.start_ns = t.start_ns.or(o.timeline.start_ns);
+        match (&mut self.messages, o.messages) {
+            (Some(a), Some(b)) => a.merge(b),
+            (a, b) => *a = a.take().or(b),
+        }
+    }
+}
+
+impl CaptureSummary {
+    /// Adds a shard's capture counters; files by position, times by their extremes.
+    fn merge(&mut self, d: CaptureSummary) {
+        let c = self;
         for (i, f) in d.files.into_iter().enumerate() {
             match c.files.get_mut(i) {
                 Some(mine) => {
@@ -732,39 +785,13 @@ impl Report {
         c.acks_not_tracked += d.acks_not_tracked;
         c.burst_window_capped += d.burst_window_capped;
         c.ip_defrag.add(&d.ip_defrag);
-        let (v, w) = (&mut self.validation, o.validation);
-        v.examined += w.examined;
-        v.crc_ok += w.crc_ok;
-        v.crc_mismatch += w.crc_mismatch;
-        v.too_short += w.too_short;
-        v.crc_unverified += w.crc_unverified;
-        v.truncated += w.truncated;
-        add_map(&mut v.header_errors, w.header_errors);
-        v.packets += w.packets;
-        v.fragments += w.fragments;
-        self.first_failure = match (self.first_failure.take(), o.first_failure) {
-            (Some(a), Some(b)) => Some(if (b.file, b.frame) < (a.file, a.frame) {
-                b
-            } else {
-                a
-            }),
-            (a, b) => a.or(b),
-        };
-        let m = &mut self.malformed;
-        m.total += o.malformed.total;
-        add_map(&mut m.by_cause, o.malformed.by_cause);
-        merge_listed(&mut m.examples, o.malformed.examples, |e| e.frame, 20);
-        let r = &mut self.reassembly;
-        r.completed += o.reassembly.completed;
-        r.dissected_ok += o.reassembly.dissected_ok;
-        r.malformed += o.reassembly.malformed;
-        r.crc_fail += o.reassembly.crc_fail;
-        r.peak_bytes += o.reassembly.peak_bytes;
-        r.attacks.add(&o.reassembly.attacks);
-        for (n, cs) in o.reassembly.by_count {
-            r.by_count.entry(n).or_default().add(&cs);
-        }
-        let (m, n) = (&mut self.mtu, o.mtu);
+    }
+}
+
+impl MtuReport {
+    /// Adds a shard's MTU findings, the lists kept in frame order.
+    fn merge(&mut self, n: MtuReport) {
+        let m = self;
         m.over_budget += n.over_budget;
         m.over_link_mtu += n.over_link_mtu;
         m.df_over_link_mtu += n.df_over_link_mtu;
@@ -776,19 +803,6 @@ impl Report {
         m.df_over_path_mtu += n.df_over_path_mtu;
         m.gaps += n.gaps;
         m.gaps_after_path_mtu += n.gaps_after_path_mtu;
-        let t = &mut self.timeline;
-        if t.seconds.len() < o.timeline.seconds.len() {
-            t.seconds.resize(o.timeline.seconds.len(), Second::default());
-        }
-        for (a, b) in t.seconds.iter_mut().zip(o.timeline.seconds) {
-            a.datagrams += b.datagrams;
-            a.lost = a.lost.saturating_add(b.lost);
-        }
-        t.start_ns = t.start_ns.or(o.timeline.start_ns);
-        match (&mut self.messages, o.messages) {
-            (Some(a), Some(b)) => a.merge(b),
-            (a, b) => *a = a.take().or(b),
-        }
     }
 }
 
