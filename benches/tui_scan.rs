@@ -63,7 +63,7 @@ fn main() {
             / rows,
         (after.saturating_sub(before) * 1024) as f64 / rows
     );
-    let filter = gpcap::filter::Filter::parse(&filter, cfg.program.as_deref()).expect("filter");
+    let filter = gpcap::Filter::parse(&filter, cfg.program.as_deref()).expect("filter");
     let engine = timed("one engine pass (before)", || {
         let (tx, rx) = std::sync::mpsc::channel();
         gpcap::sinks::select::scan(&path, cfg.clone(), filter.clone(), tx, Default::default());

@@ -34,12 +34,18 @@
 //! The pipeline, one module each, none of which prints:
 //! [`capture`] (pcap/pcapng records) → [`decode`] (link/IP/UDP, IP defragmentation) →
 //! [`validate`] (checksum, header, sequence numbers) → [`dissect`] (definitions run on the
-//! shared [`bits`] reader) → [`engine`] (one event per frame and per reassembled packet)
-//! → [`sinks`] (statistics and the report, the TUI's index, printers, writers), fed by
-//! [`run`] (serial, pipelined or sharded runs over captures, chosen there) →
-//! presentation ([`present`] text and JSON, `tui` with the `tui` feature).
-//! [`generate`] writes traffic from a definition; [`identify`] recovers protocol ids.
-//! These modules are public for the `gpcap` binary and the tests; outside the surface
+//! shared [`bits`] reader) → the engine (one [`PacketEvent`] per frame and per
+//! reassembled packet, into a [`Sink`]) → [`sinks`] (statistics and the report, the
+//! TUI's index, printers, writers), fed by [`run`] (serial, pipelined or sharded runs
+//! over captures, chosen there) → presentation ([`present`] text and JSON, `tui` with
+//! the `tui` feature). [`generate`] writes traffic from a definition; [`identify`]
+//! recovers protocol ids.
+//!
+//! The engine and the filter are private: what a caller needs of them is re-exported
+//! here ([`Engine`] to feed frames of your own, [`Config`], [`Filter`]) or in a small
+//! documented module ([`resolve`], [`layers`], [`reassembly`], [`limits`]); their
+//! batches, prepared frames, joins and flow tables are not reachable from outside. The
+//! other modules are public for the `gpcap` binary and the tests; outside the surface
 //! above they change without notice. Their own submodules are crate-private unless
 //! something outside the crate names them: what the binary or a test needs is
 //! re-exported by the parent module (`capture::PcapWriter`, `generate::PacketWriter`).
@@ -50,9 +56,9 @@ pub mod capture;
 pub mod decode;
 pub mod decrypt;
 pub mod dissect;
-pub mod engine;
+mod engine;
 pub(crate) mod error;
-pub mod filter;
+mod filter;
 pub mod generate;
 pub mod identify;
 pub mod live;
@@ -68,8 +74,37 @@ pub use capture::CaptureError;
 pub use dissect::{
     DefinitionError, Dissection, Dissector, Fault, FaultKind, Field, Label, Program, Value, label_name,
 };
-pub use engine::{Config, FileEnd, Flow, FlowEnd, Kind, Needs, PacketEvent, Sink, Status, Summary};
+pub use engine::{Config, Engine, FileEnd, Flow, FlowEnd, Kind, Needs, PacketEvent, Sink, Status, Summary};
 pub use error::{Error, Thread};
+pub use filter::Filter;
 pub use run::{FileOutcome, Merge, Mode, run_threads};
 pub use sinks::analysis;
 pub use sinks::analysis::{Report, Statistics};
+
+/// Which protocol a run reads: from a definition or flags ([`Choice`](resolve::Choice)),
+/// else identified from the traffic, and the [`Config`] that results.
+pub mod resolve {
+    pub use crate::engine::resolve::{Choice, Resolved, resolve};
+}
+
+/// Stacked definitions (`-d outer.kdl -d inner.kdl`): the layers a [`Config`] carries,
+/// and the program whose fields a packet shows.
+pub mod layers {
+    pub use crate::engine::layers::{Stack, shown_program};
+}
+
+/// The articles' fragment reassembly, one flow's table at a time: the rules (id or
+/// count out of range, count changed, oversize, short non-last, duplicate, stale) and
+/// the memory budget, usable apart from the engine (the tests and the fuzz target
+/// drive it fragment by fragment).
+pub mod reassembly {
+    pub use crate::engine::reassembly::{
+        AttackCounters, BUFFER_ENTRIES, Budget, CountStats, FlowReassembly, FragmentIn, MAX_FRAGMENT_COUNT,
+        Outcome,
+    };
+}
+
+/// The engine's bounds: flows tracked, the memory of their state, frames a batch.
+pub mod limits {
+    pub use crate::engine::{BATCH_FRAMES, FLOW_STATE_BUDGET, MAX_FLOWS};
+}

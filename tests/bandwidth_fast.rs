@@ -5,9 +5,9 @@
 
 mod common;
 
+use gpcap::Flow;
 use gpcap::analysis::Config;
 use gpcap::dissect;
-use gpcap::engine::Flow;
 use gpcap::run::run_files;
 use gpcap::sinks::bandwidth::{Bandwidth, Options, fast, run};
 use proptest::prelude::*;
@@ -103,9 +103,9 @@ struct ByType(
     Arc<gpcap::dissect::Program>,
 );
 
-impl gpcap::engine::Sink for ByType {
-    fn packet(&mut self, e: &gpcap::engine::PacketEvent<'_>) -> Flow {
-        if e.status != gpcap::engine::Status::Ok || e.fault.is_some() || e.fragment.is_some() {
+impl gpcap::Sink for ByType {
+    fn packet(&mut self, e: &gpcap::PacketEvent<'_>) -> Flow {
+        if e.status != gpcap::Status::Ok || e.fault.is_some() || e.fragment.is_some() {
             return Flow::Continue;
         }
         let ty = e.packet_type.unwrap_or(0);

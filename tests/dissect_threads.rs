@@ -4,7 +4,7 @@
 
 mod common;
 
-use gpcap::filter::Filter;
+use gpcap::Filter;
 use gpcap::run::run_files;
 use gpcap::sinks::ordered::{DissectPrinter, OrderedPrinter};
 use gpcap::sinks::printer::Format;

@@ -7,7 +7,7 @@ mod common;
 
 use common::gpcap_ok as gpcap;
 use gpcap::dissect::{self, Dissector, Program};
-use gpcap::engine::{Config, Engine, Flow, Kind, PacketEvent, Sink};
+use gpcap::{Config, Engine, Flow, Kind, PacketEvent, Sink};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::net::SocketAddr;

@@ -8,7 +8,7 @@ mod common;
 
 use common::{gpcap_ok as gpcap, gpcap_run};
 use gpcap::dissect::{self, Program};
-use gpcap::engine::{Config, Engine, Flow, Kind, PacketEvent, Sink, Status};
+use gpcap::{Config, Engine, Flow, Kind, PacketEvent, Sink, Status};
 use serde_json::Value;
 use std::sync::Arc;
 

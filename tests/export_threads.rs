@@ -7,7 +7,7 @@ mod common;
 
 use arrow_array::RecordBatch;
 use common::BUNDLED;
-use gpcap::engine::Config;
+use gpcap::Config;
 use gpcap::run::run_files;
 use gpcap::sinks::export::Export;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -147,11 +147,11 @@ fn an_export_dropped_midway_on_several_cores_leaves_nothing() {
     let mut sink = Export::new(&dir, &[], "c.pcap", cfg.clone()).unwrap().threads(3);
     let seen = std::cell::Cell::new(0u64);
     struct Counting<'a>(&'a mut Export, &'a std::cell::Cell<u64>);
-    impl gpcap::engine::Sink for Counting<'_> {
+    impl gpcap::Sink for Counting<'_> {
         fn needs(&self) -> gpcap::Needs {
             self.0.needs()
         }
-        fn packet(&mut self, e: &gpcap::engine::PacketEvent<'_>) -> gpcap::Flow {
+        fn packet(&mut self, e: &gpcap::PacketEvent<'_>) -> gpcap::Flow {
             self.1.set(self.1.get() + 1);
             let flow = self.0.packet(e);
             flow.and(gpcap::Flow::stop_if(self.1.get() >= 2200))

@@ -116,7 +116,7 @@ fn exports_of_random_definitions_read_back_with_distinct_columns() {
             ));
         }
         common::udp_capture(&pcap, datagrams);
-        let cfg = gpcap::engine::Config::from_program(Arc::new(p));
+        let cfg = gpcap::Config::from_program(Arc::new(p));
         let ds = dir.join("ds");
         let keys = vec![("day".to_string(), "1".to_string())];
         let Ok(mut sink) = gpcap::sinks::export::Export::new(&ds, &keys, "c.pcap", cfg.clone()) else {

@@ -185,9 +185,9 @@ fn the_text_report_names_each_layer() {
 /// Layers are per conversation: shards by address pair give the sequential report.
 #[test]
 fn sharded_layers_equal_sequential() {
+    use gpcap::Config;
     use gpcap::analysis::Analyzer;
-    use gpcap::engine::Config;
-    use gpcap::engine::layers::Stack;
+    use gpcap::layers::Stack;
     use std::sync::Arc;
     let dir = std::env::temp_dir().join(format!("gpcap-layers-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -235,9 +235,9 @@ fn sharded_layers_equal_sequential() {
 /// several cores: each shard's inner engine held a whole table). They are the run's.
 #[test]
 fn inner_layers_keep_to_the_runs_flow_table() {
+    use gpcap::Config;
     use gpcap::analysis::Analyzer;
-    use gpcap::engine::Config;
-    use gpcap::engine::layers::Stack;
+    use gpcap::layers::Stack;
     use std::sync::Arc;
     let dir = std::env::temp_dir().join(format!("gpcap-layers-table-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

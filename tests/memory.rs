@@ -125,7 +125,7 @@ fn one_datagram_flows_hold_little() {
         })
         .collect();
     let (peak, tracked, _) = analyze(d, "flood");
-    assert_eq!(tracked, gpcap::engine::MAX_FLOWS);
+    assert_eq!(tracked, gpcap::limits::MAX_FLOWS);
     let per_flow = peak / tracked;
     assert!(per_flow < 6 * 1024, "{per_flow} bytes a flow ({peak} in all)");
 }
@@ -148,7 +148,7 @@ const UNBUDGETED_PER_FLOW: usize = 6 * 1024;
 fn acking_flows_share_the_flow_state_budget() {
     let server: SocketAddr = "10.255.0.1:40000".parse().unwrap();
     let mut d = Vec::new();
-    for i in 0..gpcap::engine::MAX_FLOWS / 2 + 100 {
+    for i in 0..gpcap::limits::MAX_FLOWS / 2 + 100 {
         let c = client(i);
         d.push((c, server, whole(0, 0, 0)));
         d.push((c, server, whole(1023, 0, 0)));
@@ -158,8 +158,8 @@ fn acking_flows_share_the_flow_state_budget() {
     }
     let (peak, report) = analyze_with(d, "acking", |_| {});
     let tracked = report.flows.len();
-    assert_eq!(tracked, gpcap::engine::MAX_FLOWS);
-    let bound = tracked * UNBUDGETED_PER_FLOW + gpcap::engine::FLOW_STATE_BUDGET + FIXED;
+    assert_eq!(tracked, gpcap::limits::MAX_FLOWS);
+    let bound = tracked * UNBUDGETED_PER_FLOW + gpcap::limits::FLOW_STATE_BUDGET + FIXED;
     assert!(peak <= bound, "{peak} bytes for {tracked} flows (bound {bound})");
     let dropped = report.flows.iter().filter(|f| f.acks_not_tracked).count();
     assert!(dropped > 0, "the flood fits the budget: make it bigger");
@@ -209,7 +209,7 @@ fn per_sender_spaces_are_bounded_like_flows() {
     let client: SocketAddr = "10.255.0.1:50000".parse().unwrap();
     common::udp_capture(
         &path,
-        (0..gpcap::engine::MAX_FLOWS + 600).map(|i| {
+        (0..gpcap::limits::MAX_FLOWS + 600).map(|i| {
             let server: SocketAddr = format!("10.{}.{}.{}:40000", i >> 16 & 255, i >> 8 & 255, i & 255)
                 .parse()
                 .unwrap();
@@ -228,7 +228,7 @@ fn per_sender_spaces_are_bounded_like_flows() {
     }
     let report = a.finish();
     let _ = std::fs::remove_dir_all(dir);
-    assert_eq!(report.sender_spaces.len(), gpcap::engine::MAX_FLOWS);
+    assert_eq!(report.sender_spaces.len(), gpcap::limits::MAX_FLOWS);
 }
 
 /// The flood the process's memory is held against: `pairs` client flows that ack with
@@ -297,7 +297,7 @@ fn a_flood_with_every_budget_full_stays_under_200_mb() {
     let dir = std::env::temp_dir().join(format!("gpcap-memory-rss-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("flood.pcap");
-    flood_capture(&path, gpcap::engine::MAX_FLOWS / 2, 4, 40_000);
+    flood_capture(&path, gpcap::limits::MAX_FLOWS / 2, 4, 40_000);
     let def = concat!(env!("CARGO_MANIFEST_DIR"), "/dissectors/reliable.kdl");
     let capture = path.to_str().unwrap();
     for threads in ["1", "2"] {

@@ -7,8 +7,8 @@ mod common;
 
 use gpcap::Mode;
 use gpcap::decrypt::keys::{Secrets, key_from_hex, parse_keylog};
-use gpcap::engine::layers::Stack;
-use gpcap::engine::resolve::{Choice, resolve};
+use gpcap::layers::Stack;
+use gpcap::resolve::{Choice, resolve};
 use gpcap::validate::ProtocolId;
 use serde_json::Value;
 use std::path::PathBuf;

@@ -5,13 +5,13 @@
 mod common;
 
 use common::BUNDLED;
+use gpcap::Filter;
 use gpcap::analysis::Config;
 use gpcap::dissect;
-use gpcap::engine::{Flow, Kind, Needs, PacketEvent, Sink};
-use gpcap::filter::Filter;
 use gpcap::run::run_files;
 use gpcap::sinks::index::status;
 use gpcap::tui::{App, Index, load};
+use gpcap::{Flow, Kind, Needs, PacketEvent, Sink};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;

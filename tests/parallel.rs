@@ -236,7 +236,7 @@ fn hostile(path: &Path) -> Config {
         send(&mut put, &d, 100 + seq as u32, 1500, &all);
     }
     // More flows than the engine tracks.
-    for k in 0..gpcap::engine::MAX_FLOWS as u32 + 1 {
+    for k in 0..gpcap::limits::MAX_FLOWS as u32 + 1 {
         let src: SocketAddr = SocketAddr::new(std::net::Ipv4Addr::from(0x0a0a_0000 + k).into(), 40_000);
         let f = link.frame(&ip_packets(src, server, &whole, k, false, 1500)[0], false);
         put(&f, f.len());
@@ -353,7 +353,7 @@ fn untracked_flows_are_validated() {
         .unwrap();
     let mut bad = whole.clone();
     bad[0] ^= 1;
-    let cap = gpcap::engine::MAX_FLOWS as u32;
+    let cap = gpcap::limits::MAX_FLOWS as u32;
     common::udp_capture(
         &path,
         (0..cap + 3).map(|k| {
@@ -494,9 +494,9 @@ proptest::proptest! {
 /// CRC fails. The worker's verdict must not be taken for the packet completed.
 #[test]
 fn a_worker_joining_other_copies_does_not_decide() {
-    use gpcap::engine::BATCH_FRAMES;
     use gpcap::generate::PacketWriter;
     use gpcap::generate::Rng;
+    use gpcap::limits::BATCH_FRAMES;
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let program = Arc::new(dissect::load(&root.join("dissectors/article.kdl")).unwrap());
     let mut w = PacketWriter::new(&program);

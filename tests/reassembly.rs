@@ -4,7 +4,7 @@
 use gpcap::analysis::{Analyzer, Config, Report, predicted_loss};
 use gpcap::capture::CaptureReader;
 use gpcap::capture::PcapWriter;
-use gpcap::engine::reassembly::{Budget, FlowReassembly, FragmentIn, Outcome};
+use gpcap::reassembly::{Budget, FlowReassembly, FragmentIn, Outcome};
 use gpcap::validate::HeaderFormat;
 use gpcap::validate::article::{self, Body, PacketB};
 use gpcap::validate::write_fragments;

@@ -707,8 +707,8 @@ fn layered_app() -> App {
 
 fn layered_cfg() -> (Config, std::path::PathBuf) {
     use gpcap::decrypt::keys::{Secrets, key_from_hex};
-    use gpcap::engine::layers::Stack;
-    use gpcap::engine::resolve::{Choice, resolve};
+    use gpcap::layers::Stack;
+    use gpcap::resolve::{Choice, resolve};
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let def = |n: &str| Arc::new(dissect::load(&root.join("dissectors").join(n)).unwrap());
     let dir = root.join("tests/fixtures/netcode-reliable");

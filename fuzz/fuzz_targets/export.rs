@@ -64,7 +64,7 @@ fuzz_target!(|data: &[u8]| {
             k += 1;
         }
     }
-    let cfg = gpcap::engine::Config::from_program(Arc::new(p));
+    let cfg = gpcap::Config::from_program(Arc::new(p));
     let ds = dir.join("ds");
     let keys = vec![("day".to_string(), "1".to_string())];
     if let Ok(mut sink) = gpcap::sinks::export::Export::new(&ds, &keys, "c.pcap", cfg.clone()) {

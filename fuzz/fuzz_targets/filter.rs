@@ -2,8 +2,8 @@
 //! parsed filter evaluated on every packet of a bundled capture without a panic.
 #![no_main]
 
-use gpcap::engine::{Config, PacketEvent};
-use gpcap::filter::Filter;
+use gpcap::{Config, PacketEvent};
+use gpcap::Filter;
 use gpcap::sinks::index::{Index, load};
 use libfuzzer_sys::fuzz_target;
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! its fragments, and nothing held after the end of the capture.
 #![no_main]
 
-use gpcap::engine::reassembly::{Budget, FlowReassembly, FragmentIn, Outcome};
+use gpcap::reassembly::{Budget, FlowReassembly, FragmentIn, Outcome};
 use gpcap::validate::HeaderFormat;
 use libfuzzer_sys::fuzz_target;
 

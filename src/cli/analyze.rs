@@ -3,11 +3,11 @@
 use super::args::AnalyzeArgs;
 use super::{Result, json_or_text, progress_bar};
 use crate::outln;
+use gpcap::Config;
 use gpcap::analysis::gates::Gate;
 use gpcap::analysis::{Conversations, Report};
-use gpcap::engine::Config;
-use gpcap::engine::resolve::{Resolved, resolve};
 use gpcap::present;
+use gpcap::resolve::{Resolved, resolve};
 use gpcap::run::sample_files;
 use std::path::PathBuf;
 use std::process::ExitCode;

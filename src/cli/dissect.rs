@@ -3,8 +3,8 @@
 use super::Result;
 use super::args::DissectArgs;
 use crate::cli::Error;
-use gpcap::engine::resolve::resolve;
-use gpcap::filter::Filter;
+use gpcap::Filter;
+use gpcap::resolve::resolve;
 use gpcap::run::{run_files, sample_files};
 use gpcap::sinks::ordered::DissectPrinter;
 use gpcap::sinks::printer::Format;
@@ -24,7 +24,7 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
     }
     let cfg = resolved.cfg;
     // With keys, trees are read with the decrypted view (it names every field of both).
-    let shown = gpcap::engine::layers::shown_program(&cfg);
+    let shown = gpcap::layers::shown_program(&cfg);
     let layers = cfg.stack.as_ref().map(|s| s.layers.clone()).unwrap_or_default();
     let mut filter = match &a.filter {
         // `reliable.sequence > 10`: the inner layers' names prefix their fields.

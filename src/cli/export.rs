@@ -16,7 +16,7 @@ pub fn run(_: &ExportArgs) -> Result<ExitCode> {
 pub fn run(a: &ExportArgs) -> Result<ExitCode> {
     use super::progress_bar;
     use crate::cli::Error;
-    use gpcap::engine::resolve::resolve;
+    use gpcap::resolve::resolve;
     use gpcap::run::{Until, run_files, sample_files};
     use gpcap::sinks::export::Export;
 

@@ -3,7 +3,7 @@
 use super::args::GenArgs;
 use super::{Result, load_program};
 use crate::cli::Error;
-use gpcap::engine::Config;
+use gpcap::Config;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -172,7 +172,7 @@ fn check(
         // Sealed traffic is checked decrypted: every packet must open.
         let mut secrets = gpcap::decrypt::keys::Secrets::default();
         gpcap::decrypt::keys::keylog(path, &mut secrets).map_err(Error::Usage)?;
-        cfg.stack = Some(std::sync::Arc::new(gpcap::engine::layers::Stack {
+        cfg.stack = Some(std::sync::Arc::new(gpcap::layers::Stack {
             secrets: Some(std::sync::Arc::new(secrets)),
             ..Default::default()
         }));

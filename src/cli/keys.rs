@@ -6,7 +6,7 @@ use super::{Result, load_program};
 use crate::cli::Error;
 use gpcap::decrypt::keys::{self, Secrets};
 use gpcap::dissect::Program;
-use gpcap::engine::layers::Stack;
+use gpcap::layers::Stack;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

@@ -19,7 +19,7 @@ pub mod tui;
 use args::ProtocolArgs;
 pub use error::Error;
 use gpcap::dissect::Program;
-use gpcap::engine::resolve::Choice;
+use gpcap::resolve::Choice;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::sync::Arc;

@@ -5,7 +5,7 @@ use super::Result;
 use super::args::ReplayArgs;
 use crate::cli::Error;
 use crate::outln;
-use gpcap::engine::resolve::resolve;
+use gpcap::resolve::resolve;
 use gpcap::run::{run_files, sample_files};
 use gpcap::sinks::replay::Replay;
 use std::process::ExitCode;

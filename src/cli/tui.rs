@@ -4,7 +4,7 @@ use super::Result;
 use super::args::TuiArgs;
 use crate::cli::Error;
 use gpcap::capture::CaptureReader;
-use gpcap::engine::resolve::resolve;
+use gpcap::resolve::resolve;
 use gpcap::run::sample_files;
 use gpcap::tui::{App, Index, load};
 use std::io::IsTerminal;

@@ -28,13 +28,11 @@ mod validator;
 
 pub use batch::BATCH_FRAMES;
 pub(crate) use batch::{Batch, Found, Recycler};
-pub use carried::Carried;
 pub use config::{Config, FLOW_STATE_BUDGET, PortSet};
 pub use event::{FlowId, Kind, Layer, PackedFlow, PacketEvent, Status};
 pub(crate) use join::Joined;
 pub use reassembly::{AttackCounters, CountStats};
-pub use seq::{SeqEvent, SeqStats};
-pub use streams::StreamEnd;
+pub use seq::SeqStats;
 pub(crate) use validator::Validator;
 pub use validator::Verdict;
 
@@ -301,6 +299,10 @@ struct FlowState {
     messages: Option<Box<msgfrag::MessageReassembly>>,
 }
 
+/// Frames in, events out: each frame decoded, validated, reassembled and dissected as
+/// the [`Config`] says, one [`PacketEvent`] per datagram and per reassembled packet
+/// handed to a [`Sink`]. [`crate::run`] drives it over captures; feed it frames of your
+/// own with [`Engine::frame`] and end with [`Engine::finish`].
 #[derive(Clone)]
 pub struct Engine {
     cfg: Config,
@@ -520,19 +522,19 @@ impl Engine {
 
     /// Keeps a [`MemoryMark`] for every frame that changes reassembly memory, for
     /// [`Engine::take_memory_log`].
-    pub fn log_memory(&mut self) {
+    pub(crate) fn log_memory(&mut self) {
         self.memory_log.get_or_insert_with(Vec::new);
     }
 
     /// The marks since the last call.
-    pub fn take_memory_log(&mut self) -> Vec<MemoryMark> {
+    pub(crate) fn take_memory_log(&mut self) -> Vec<MemoryMark> {
         self.memory_log.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// Bytes the engine holds for its flows, outside the reassembly budget (which counts
     /// the data being reassembled): flow states, their sequence trackers and tables, the
     /// flow index and per-sender spaces. The memory accounting a property test bounds.
-    pub fn state_bytes(&self) -> usize {
+    pub(crate) fn state_bytes(&self) -> usize {
         use std::mem::size_of;
         let flows: usize = self
             .flows
