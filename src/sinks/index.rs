@@ -16,8 +16,10 @@ use std::sync::mpsc::Sender;
 
 mod rows;
 mod scan;
-pub use rows::{CHUNK, Chunk, Rows};
-pub use scan::{Snapshot, needs_kept, put_back, scan};
+pub(crate) use rows::CHUNK;
+pub use rows::{Chunk, Rows};
+pub(crate) use scan::needs_kept;
+pub use scan::{Snapshot, put_back, scan};
 
 pub mod status {
     pub const CRC_OK: u16 = 1;
@@ -207,7 +209,7 @@ const MAX_FRAG_PACKETS: usize = 200_000;
 /// reassembled packets), with the frames of reassembled packets' fragments: 1.7 bytes a
 /// packet of a 10M-frame capture. Past it a reassembled packet keeps only its fragments'
 /// frames and is put back together from them when shown or filtered.
-pub const KEPT_BYTES: usize = 16 << 20;
+pub(crate) const KEPT_BYTES: usize = 16 << 20;
 
 /// Bytes of a row that no single frame holds.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -630,7 +632,7 @@ fn icmp_row(i: &IcmpTooBig) -> IcmpRow {
 }
 
 /// The status bits of an event.
-pub fn status_bits(e: &PacketEvent) -> u16 {
+pub(crate) fn status_bits(e: &PacketEvent) -> u16 {
     let mut st = match e.kind {
         Kind::Game => status::GAME,
         Kind::Reassembled => status::GAME | status::REASSEMBLED,

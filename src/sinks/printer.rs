@@ -277,7 +277,7 @@ impl<W: Write> Printer<W> {
 
 /// What the sequence analysis said of a datagram, as `analyze` counts it: ` late`,
 /// ` dup`, or ` gap N` (N sequences skipped just before it).
-pub fn seq_note(e: Option<SeqEvent>) -> String {
+pub(crate) fn seq_note(e: Option<SeqEvent>) -> String {
     match e {
         Some(SeqEvent::Late) => " late".into(),
         Some(SeqEvent::Duplicate) => " dup".into(),
@@ -354,7 +354,7 @@ impl<W: Write> Sink for Printer<W> {
 }
 
 /// What a packet's first line notes: reassembled from fragments or from IP fragments.
-pub fn note(e: &PacketEvent) -> Option<String> {
+pub(crate) fn note(e: &PacketEvent) -> Option<String> {
     match e.kind {
         Kind::Reassembled => Some(format!(
             "packet reassembled from {} fragments, completed by this frame",

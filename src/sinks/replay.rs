@@ -16,7 +16,7 @@ use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
 /// Datagrams handed to the kernel per call.
-pub const BATCH: usize = 64;
+pub(crate) const BATCH: usize = 64;
 
 /// What a replay sent.
 #[derive(Debug, Clone, Default, Serialize)]

@@ -10,7 +10,7 @@ use super::Row;
 use std::sync::Arc;
 
 /// Rows a chunk holds.
-pub const CHUNK: usize = 1024;
+pub(crate) const CHUNK: usize = 1024;
 
 /// One row in 7 words (see [`Packed::pack`] for the bits).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

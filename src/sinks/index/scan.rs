@@ -130,7 +130,7 @@ fn row_of_frame(rows: &Rows, frame: u64) -> Option<usize> {
 }
 
 /// Whether the engine kept the bytes of this row (no single frame holds them).
-pub fn needs_kept(r: &Row) -> bool {
+pub(crate) fn needs_kept(r: &Row) -> bool {
     r.has(status::REASSEMBLED) || (r.has(status::GAME) && r.has(status::IP_FRAG))
 }
 
