@@ -156,7 +156,7 @@ fn opt_bool(w: &mut Vec<u8>, v: Option<bool>) {
 
 /// A float at its resolution, as the tree shows it (`float_text`), read back as an f64
 /// and written as JSON writes it: `false` (nothing written) when not finite.
-pub fn float(w: &mut Vec<u8>, x: f32, decimals: Option<usize>) -> bool {
+pub(crate) fn float(w: &mut Vec<u8>, x: f32, decimals: Option<usize>) -> bool {
     if float_fast(w, x, decimals) {
         return true;
     }
@@ -425,7 +425,7 @@ fn socket(w: &mut Vec<u8>, a: Option<std::net::SocketAddr>) {
 /// datagram, or inside a packet an inner layer reassembled): its fields' bit offsets
 /// are written from there.
 #[derive(Clone, Copy)]
-pub struct Inside<'a> {
+pub(crate) struct Inside<'a> {
     pub carried: &'a [Carried],
     pub at: Anchor,
 }
@@ -440,7 +440,7 @@ pub fn fields(w: &mut Vec<u8>, p: &Program, d: &Dissection, data: &[u8], s: &mut
 }
 
 /// [`fields`], with what inner layers read nested under the fields that carried it.
-pub fn fields_in(
+pub(crate) fn fields_in(
     w: &mut Vec<u8>,
     p: &Program,
     d: &Dissection,

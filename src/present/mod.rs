@@ -33,7 +33,7 @@ pub fn clip(s: &str, max: usize) -> String {
 }
 
 /// The bytes of a text field as shown: a fixed-length `text` without the NULs that pad it.
-pub fn text_bytes<'a>(kind: &str, b: &'a [u8]) -> &'a [u8] {
+pub(crate) fn text_bytes<'a>(kind: &str, b: &'a [u8]) -> &'a [u8] {
     match kind {
         "text" => &b[..b.iter().rposition(|&x| x != 0).map_or(0, |i| i + 1)],
         _ => b,

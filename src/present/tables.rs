@@ -447,7 +447,7 @@ fn render_messages(out: &mut String, m: &crate::analysis::MessageReport) {
 }
 
 /// What each direction's peer acknowledged (definitions with ack roles).
-pub fn render_acks(r: &Report) -> String {
+pub(crate) fn render_acks(r: &Report) -> String {
     let mut out = String::new();
     let flows: Vec<&crate::analysis::FlowStats> = r.flows.iter().filter(|f| f.acks.is_some()).collect();
     let dropped = r.capture.acks_not_tracked;
@@ -660,7 +660,7 @@ fn amplification(out: &mut String, r: &Report) {
 const SHOWN_SIZES: usize = 40;
 
 /// MTU diagnosis.
-pub fn render_mtu(r: &Report) -> String {
+pub(crate) fn render_mtu(r: &Report) -> String {
     let mut out = String::new();
     let m = &r.mtu;
     let _ = writeln!(

@@ -23,7 +23,7 @@ pub fn field_bit_pattern(p: &Program, f: &Field, data: &[u8]) -> String {
 }
 
 /// [`bit_pattern`], with offsets counted from each byte's high bit when `msb`.
-pub fn bit_pattern_in(data: &[u8], bit_offset: u64, bit_len: u64, msb: bool) -> String {
+pub(crate) fn bit_pattern_in(data: &[u8], bit_offset: u64, bit_len: u64, msb: bool) -> String {
     let mut s = String::new();
     bit_pattern_into(&mut s, data, bit_offset, bit_len, msb);
     s
@@ -134,7 +134,7 @@ pub fn value_text(p: &Program, f: &Field, data: &[u8]) -> String {
 /// A datagram's messages by type, runs of one type counted: `acknowledge×2
 /// send_reliable` (a message whose header could not be read is `?`). At most about
 /// `max` characters, an ellipsis marking a cut.
-pub fn messages_summary(p: &Program, d: &Dissection, max: usize) -> String {
+pub(crate) fn messages_summary(p: &Program, d: &Dissection, max: usize) -> String {
     let mut out = String::new();
     let mut runs = d.messages.chunk_by(|a, b| a.type_id == b.type_id).peekable();
     while let Some(run) = runs.next() {
@@ -170,7 +170,13 @@ pub fn text_tree_carried(p: &Program, d: &Dissection, data: &[u8], carried: &[Ca
 }
 
 /// [`text_tree_carried`] written at the end of `out` (a printer's reused buffer).
-pub fn write_tree_carried(out: &mut String, p: &Program, d: &Dissection, data: &[u8], carried: &[Carried]) {
+pub(crate) fn write_tree_carried(
+    out: &mut String,
+    p: &Program,
+    d: &Dissection,
+    data: &[u8],
+    carried: &[Carried],
+) {
     write_tree(out, p, d, data, 1, carried, Anchor::DATAGRAM);
 }
 

@@ -135,7 +135,7 @@ pub fn pipelinable(cfg: &Config) -> bool {
 
 /// Whether shards by address pair see every sequence space whole (see
 /// [`sharded::shardable`]).
-pub fn shardable(cfg: &Config) -> bool {
+pub(crate) fn shardable(cfg: &Config) -> bool {
     sharded::shardable(cfg)
 }
 
@@ -161,7 +161,8 @@ fn serial(captures: &[PathBuf], cfg: Config, progress: Progress) -> Result<Repor
     Ok(stats.report())
 }
 
-pub use sharded::{Sharded, busiest_shard_share, release_freed_memory, shard_files};
+pub use sharded::busiest_shard_share;
+pub(crate) use sharded::{release_freed_memory, shard_files};
 
 /// Runs a batch's frames through `a`'s stateful stage with what was found in them (the
 /// pipeline's ordered stage), or whole when nothing was (shards), then sends its emptied
