@@ -76,7 +76,7 @@ pub use dissect::{
 };
 pub use engine::{Config, Engine, FileEnd, Flow, FlowEnd, Kind, Needs, PacketEvent, Sink, Status, Summary};
 pub use error::{Error, Thread};
-pub use filter::Filter;
+pub use filter::{Filter, FilterError};
 pub use run::{FileOutcome, Merge, Mode, run_threads};
 pub use sinks::analysis;
 pub use sinks::analysis::{Report, Statistics};

@@ -85,7 +85,7 @@ impl Config {
         self.program.as_ref().map_or(16, |p| p.sequence_bits)
     }
 
-    /// A datagram between these ports belongs to the protocol (a scan: see [`PortSet`]
+    /// A datagram between these ports belongs to the protocol (a scan: see `PortSet`
     /// for the per-datagram test).
     pub fn on_port(&self, src: u16, dst: u16) -> bool {
         self.any_port || self.ports.contains(&src) || self.ports.contains(&dst)

@@ -301,7 +301,7 @@ struct FlowState {
 
 /// Frames in, events out: each frame decoded, validated, reassembled and dissected as
 /// the [`Config`] says, one [`PacketEvent`] per datagram and per reassembled packet
-/// handed to a [`Sink`]. [`crate::run`] drives it over captures; feed it frames of your
+/// handed to a [`Sink`]. [`run`](fn@crate::run) drives it over captures; feed it frames of your
 /// own with [`Engine::frame`] and end with [`Engine::finish`].
 #[derive(Clone)]
 pub struct Engine {

@@ -349,7 +349,7 @@ pub struct Index {
     pub frags: Vec<FragPacket>,
     /// Shared with a field scan (settled once the capture is indexed).
     pub kept: Arc<HashMap<u32, Kept>>,
-    /// Rows whose bytes no single frame holds ([`needs_kept`]): all kept when `kept`
+    /// Rows whose bytes no single frame holds (`needs_kept`): all kept when `kept`
     /// has as many.
     pub needs_kept: u64,
     /// Reassembled packets not kept: their fragments' frames (shared with a field scan).
@@ -456,7 +456,7 @@ pub struct IndexSink {
     frags_sent_at: std::time::Instant,
     kept: Vec<(u32, Kept)>,
     kept_bytes: usize,
-    /// Bytes of rows kept at most ([`KEPT_BYTES`]; tests lower it).
+    /// Bytes of rows kept at most (`KEPT_BYTES`; tests lower it).
     pub kept_limit: usize,
     fragments: Fragments,
     icmp: Vec<(u32, IcmpRow)>,

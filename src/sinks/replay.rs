@@ -2,7 +2,7 @@
 //! traffic: load a test server, or drive `gpcap live`). An engine sink: the datagrams are
 //! the ones `analyze` counts, IP-fragmented ones put back together, each payload sent as
 //! captured. Paced by the capture's timestamps times a speed, or as fast as the socket
-//! takes them; on Linux in batches of [`BATCH`] with one `sendmmsg` call each.
+//! takes them; on Linux in batches of `BATCH` with one `sendmmsg` call each.
 //!
 //! On Linux the datagrams can also go out as Ethernet frames on an interface through a
 //! packet socket ([`Replay::on_link`]): no local IP or UDP stack on the way, so a

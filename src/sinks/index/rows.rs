@@ -218,7 +218,7 @@ impl Rows {
             .flat_map(|c| (0..c.len()).filter_map(move |i| c.get(i)))
     }
 
-    /// The chunks in order: every one but the last holds [`CHUNK`] rows.
+    /// The chunks in order: every one but the last holds `CHUNK` rows.
     pub fn chunks(&self) -> &[Arc<Chunk>] {
         &self.chunks
     }
