@@ -345,11 +345,11 @@ impl<'a> Parser<'a> {
 
     /// `ip.src == ADDR` and its kin: an address without a port, compared with == or !=.
     fn ip_address(&mut self, word: &str, end: End) -> Result<Node, FilterError> {
-        let cmp = self.cmp(&word)?;
+        let cmp = self.cmp(word)?;
         if !matches!(cmp, Cmp::Eq | Cmp::Ne) {
             return Err(self.err(format!("`{word}` compares with == or !=")));
         }
-        let (ip, port) = self.address(&word)?;
+        let (ip, port) = self.address(word)?;
         if port.is_some() {
             return Err(self.err(format!(
                 "`{word}` is an address without a port (ports: udp.srcport, udp.dstport)"
