@@ -159,12 +159,15 @@ pub struct Decryptor {
     ciphers: HashMap<SocketAddr, Connection>,
     report: Report,
     /// Each flow's counters and replay window, found with one lookup a packet.
-    flows: HashMap<FlowId, FlowState>,
+    flows: FlowTable,
     /// Flows with counters, and with a replay window (each at most [`MAX_CONNECTIONS`]).
     counted: usize,
     windowed: usize,
     /// Connections learnt so far: a new one from the same client starts fresh windows.
     learnt: u32,
+    /// Something reads the plaintext: without, a sealed packet's MAC is checked and its
+    /// body left sealed (the same outcome; no plaintext is handed back).
+    read: bool,
 }
 
 /// A client's connection: its keys, their ciphers, and which connection it is (a client
@@ -184,6 +187,38 @@ struct Connection {
 struct FlowState {
     counts: Option<Counts>,
     window: Option<(u32, ReplayWindow)>,
+}
+
+/// The flows' states: by the engine's number for the flow when it has one (an index,
+/// not a hash of two addresses), in a map for flows past the engine's table.
+#[derive(Clone, Default)]
+struct FlowTable {
+    numbered: Vec<Option<(FlowId, FlowState)>>,
+    map: HashMap<FlowId, FlowState>,
+}
+
+impl FlowTable {
+    /// The flow's state, made when `make` (`index`: the engine's number for it).
+    fn get(&mut self, flow: FlowId, index: Option<u32>, make: bool) -> Option<&mut FlowState> {
+        let Some(i) = index.map(|i| i as usize) else {
+            return match self.map.entry(flow) {
+                Entry::Occupied(e) => Some(e.into_mut()),
+                Entry::Vacant(e) if make => Some(e.insert(FlowState::default())),
+                Entry::Vacant(_) => None,
+            };
+        };
+        if self.numbered.len() <= i {
+            if !make {
+                return None;
+            }
+            self.numbered.resize_with(i + 1, || None);
+        }
+        let slot = &mut self.numbered[i];
+        if slot.is_none() && make {
+            *slot = Some((flow, FlowState::default()));
+        }
+        slot.as_mut().map(|(_, s)| s)
+    }
 }
 
 /// Packet types netcode.c's replay protection judges: keep-alive, payload and disconnect
@@ -219,20 +254,28 @@ impl Decryptor {
                 keys: keys.into(),
                 ..Report::default()
             },
-            flows: HashMap::new(),
+            flows: FlowTable::default(),
             counted: 0,
             windowed: 0,
             learnt,
+            read: true,
         }
     }
 
+    /// Whether anything reads the plaintext of sealed packets (it does unless said).
+    pub fn read_plaintext(&mut self, read: bool) {
+        self.read = read;
+    }
+
     /// Decrypts a netcode datagram of `flow` into `out` (header then plaintext).
-    /// `sequence` is the header's (role=sequence), `ptype` the packet type; `ahead`,
-    /// what a worker made of it and the buffer its plaintext is in
-    /// ([`ahead::Opener`]).
+    /// `index` is the engine's number for the flow, if it has one; `sequence` is the
+    /// header's (role=sequence), `ptype` the packet type; `ahead`, what a worker made of
+    /// it and the buffer its plaintext is in ([`ahead::Opener`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn datagram(
         &mut self,
         flow: FlowId,
+        index: Option<u32>,
         sequence: u64,
         ptype: u32,
         payload: &[u8],
@@ -248,22 +291,23 @@ impl Decryptor {
         if o == Outcome::Clear {
             return o;
         }
-        let o = self.account(flow, o, judged.map(|c| (c, sequence)));
+        let o = self.account((flow, index), o, judged.map(|c| (c, sequence)));
         self.report.total.count(o);
         o
     }
 
     /// The flow's part, with one lookup: the replay protection on a packet that opened
     /// (`judged`: its connection and sequence), then the flow's counters.
-    fn account(&mut self, flow: FlowId, o: Outcome, judged: Option<(u32, u64)>) -> Outcome {
+    fn account(
+        &mut self,
+        (flow, index): (FlowId, Option<u32>),
+        o: Outcome,
+        judged: Option<(u32, u64)>,
+    ) -> Outcome {
         let room = (self.counted < MAX_CONNECTIONS, self.windowed < MAX_CONNECTIONS);
-        let mut st = match self.flows.entry(flow) {
-            Entry::Occupied(e) => Some(e.into_mut()),
-            Entry::Vacant(e) if room.0 || (room.1 && judged.is_some()) => {
-                Some(e.insert(FlowState::default()))
-            }
-            Entry::Vacant(_) => None,
-        };
+        let mut st = self
+            .flows
+            .get(flow, index, room.0 || (room.1 && judged.is_some()));
         let mut o = o;
         if let Some((connection, sequence)) = judged {
             let w = match st.as_deref_mut().map(|s| &mut s.window) {
@@ -346,41 +390,45 @@ impl Decryptor {
         out: &mut Vec<u8>,
         ahead: Option<(&Opened, &[u8])>,
     ) -> (Outcome, Option<u32>) {
+        let read = self.read;
+        // netcode.c judges keep-alives, payloads and disconnects for replay.
+        let judged = |connection| (ptype >= FIRST_JUDGED_TYPE).then_some(connection);
+        // What a worker made of it under the very key this stage holds. The worker split
+        // the datagram: with nothing to read, its bytes are not touched again here (they
+        // were in another core's cache).
+        if let Some((a, buffer)) = ahead.filter(|(a, _)| self.holds(flow, a) && (a.read || !read)) {
+            let Some(plain) = a.body(buffer) else {
+                return (Outcome::MacFailure, None);
+            };
+            if read {
+                out.extend_from_slice(netcode::split(payload).map_or(&[][..], |(h, _)| h));
+                out.extend_from_slice(plain);
+            }
+            return (Outcome::Decrypted, judged(a.connection));
+        }
         let Some((h, body)) = netcode::split(payload) else {
             return (Outcome::Clear, None);
         };
-        out.extend_from_slice(h);
-        let connection = match ahead.filter(|(a, _)| self.holds(flow, a)) {
-            // What the worker made of it under the very key this stage holds.
-            Some((a, buffer)) => match a.body(buffer) {
-                Some(plain) => {
-                    out.extend_from_slice(plain);
-                    a.connection
-                }
-                None => {
-                    out.clear();
-                    return (Outcome::MacFailure, None);
-                }
-            },
+        if read {
+            out.extend_from_slice(h);
+        }
+        let (cipher, connection) = match self.connection(flow) {
+            Some((c, true)) => (&c.ciphers.client_to_server, c.id),
+            Some((c, false)) => (&c.ciphers.server_to_client, c.id),
             None => {
-                let (cipher, connection) = match self.connection(flow) {
-                    Some((c, true)) => (&c.ciphers.client_to_server, c.id),
-                    Some((c, false)) => (&c.ciphers.server_to_client, c.id),
-                    None => {
-                        out.clear();
-                        return (Outcome::NoKey, None);
-                    }
-                };
-                if !cipher.open(self.protocol_id, sequence, h, body, out) {
-                    out.clear();
-                    return (Outcome::MacFailure, None);
-                }
-                connection
+                out.clear();
+                return (Outcome::NoKey, None);
             }
         };
-        // netcode.c judges keep-alives, payloads and disconnects for replay.
-        let judged = (ptype >= FIRST_JUDGED_TYPE).then_some(connection);
-        (Outcome::Decrypted, judged)
+        let opened = match read {
+            true => cipher.open(self.protocol_id, sequence, h, body, out),
+            false => cipher.verify(self.protocol_id, sequence, h, body),
+        };
+        if !opened {
+            out.clear();
+            return (Outcome::MacFailure, None);
+        }
+        (Outcome::Decrypted, judged(connection))
     }
 
     /// The flow's connection, and whether the flow's source is its client.
@@ -405,7 +453,8 @@ impl Decryptor {
     /// The counters, flows in address order.
     pub fn finish(&self) -> Report {
         let mut r = self.report.clone();
-        r.flows = (self.flows.iter())
+        let numbered = self.flows.numbered.iter().flatten().map(|(f, s)| (f, s));
+        r.flows = (self.flows.map.iter().chain(numbered))
             .filter_map(|(f, s)| {
                 Some(FlowCounts {
                     src: f.src,

@@ -177,20 +177,15 @@ impl StackState {
             });
             inner.len() - 1
         };
-        for (node, name) in &view.params.dissect_as {
-            if let Some(at) = stack.layers.iter().position(|l| l.params.name == *name) {
-                targets.push((*node, layer_for(at, &mut inner)));
-            }
-        }
-        if view.params.dissect_as.is_empty() && !stack.layers.is_empty() {
-            for (i, n) in view.nodes.iter().enumerate() {
-                if matches!(n.kind, FieldKind::Rest { .. }) && n.role.is_none() {
-                    targets.push((i as NodeId, layer_for(0, &mut inner)));
-                }
-            }
+        for (node, at) in carried_fields(&view, stack) {
+            targets.push((node, layer_for(at, &mut inner)));
         }
         if decryptor.is_none() && targets.is_empty() {
             return None;
+        }
+        let mut decryptor = decryptor;
+        if let Some(d) = &mut decryptor {
+            d.read_plaintext(reads_plaintext(record, &targets));
         }
         Some(StackState {
             decryptor,
@@ -218,6 +213,7 @@ impl StackState {
         ports: (u16, u16),
         bytes: &[u8],
         (sequence, ptype): (Option<u64>, Option<u32>),
+        index: Option<u32>,
         ahead: Option<(&Opened, &[u8])>,
     ) -> Outcome {
         self.begin();
@@ -227,7 +223,7 @@ impl StackState {
                     src: std::net::SocketAddr::new(ip.src, ports.0),
                     dst: std::net::SocketAddr::new(ip.dst, ports.1),
                 };
-                d.datagram(flow, seq, t, bytes, &mut self.plain, ahead)
+                d.datagram(flow, index, seq, t, bytes, &mut self.plain, ahead)
             }
             (Some(_), _, _) => Outcome::NoKey,
             (None, _, _) => Outcome::Clear,
@@ -324,14 +320,46 @@ impl StackState {
     }
 }
 
+/// The fields of `view` whose bytes go to an inner layer, each with the index in
+/// `stack.layers` of the definition that reads them: the fields named by
+/// `dissect-as`, or else every plain `rest` field, read by the next layer.
+fn carried_fields(view: &Program, stack: &Stack) -> Vec<(NodeId, usize)> {
+    let mut fields = Vec::new();
+    for (node, name) in &view.params.dissect_as {
+        if let Some(at) = stack.layers.iter().position(|l| l.params.name == *name) {
+            fields.push((*node, at));
+        }
+    }
+    if view.params.dissect_as.is_empty() && !stack.layers.is_empty() {
+        for (i, n) in view.nodes.iter().enumerate() {
+            if matches!(n.kind, FieldKind::Rest { .. }) && n.role.is_none() {
+                fields.push((i as NodeId, 0));
+            }
+        }
+    }
+    fields
+}
+
+/// Whether a decrypted packet's plaintext is read: by a recorded field tree, or by an
+/// inner layer. Otherwise (`analyze` of the encrypted layer alone) only the verdict
+/// counts, and checking the MAC gives it.
+fn reads_plaintext<T>(record: bool, carried: &[T]) -> bool {
+    record || !carried.is_empty()
+}
+
 /// What opens `cfg`'s sealed packets ahead of the ordered stage: the key log's ciphers
 /// when the outermost layer is encrypted and keys were given with a key log (the
-/// ordered stage's decryptor is made on the same conditions, with the same protocol id).
-pub fn opener(cfg: &super::Config) -> Option<Opener> {
+/// ordered stage's decryptor is made on the same conditions, with the same protocol id),
+/// decrypting the bodies when an engine with `needs` would read them. An engine that
+/// reads them takes only what was decrypted, and opens the rest itself.
+pub fn opener(cfg: &super::Config, needs: Needs) -> Option<Opener> {
     let p = cfg.program.as_ref()?;
-    let secrets = cfg.stack.as_ref()?.secrets.as_ref()?;
+    let stack = cfg.stack.as_ref()?;
+    let secrets = stack.secrets.as_ref()?;
     p.params.encryption.as_ref()?;
-    Opener::new(secrets, p.params.protocol_id.map_or(0, |p| p.value))
+    let view = p.params.plaintext.as_ref().unwrap_or(p);
+    let read = reads_plaintext(needs.fields, &carried_fields(view, stack));
+    Opener::new(secrets, p.params.protocol_id.map_or(0, |p| p.value), read)
 }
 
 impl super::Prepared {

@@ -852,6 +852,7 @@ impl Engine {
                     (sport, dport),
                     payload,
                     (v.sequence, v.packet_type),
+                    e.flow_index,
                     preset.opened.filter(|_| ip_fragments <= 1),
                 );
                 if let (s, Some(kind)) = layers::status_after(o, e.status) {
@@ -999,6 +1000,7 @@ impl Engine {
                 (sport, dport),
                 &self.reassembled,
                 (v.sequence, v.packet_type),
+                Some(index),
                 None,
             );
             st.decrypted = false;

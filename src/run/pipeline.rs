@@ -10,7 +10,7 @@ use super::{analyze_batch, thread_failed};
 use crate::analysis::{Analyzer, Report};
 use crate::capture::{CaptureError, Frame};
 use crate::engine::join::Joiner;
-use crate::engine::{Batch, Config, Engine, FileEnd, Found, Recycler, Validator, layers};
+use crate::engine::{Batch, Config, Engine, FileEnd, Found, Needs, Recycler, Validator, layers};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -53,8 +53,9 @@ pub fn analyze_files(
     let (work_tx, work_rx) = sync_channel::<(u64, Msg)>(workers * 2);
     let (done_tx, done_rx) = sync_channel::<(u64, Msg)>(workers * 2);
     let work_rx = Arc::new(Mutex::new(work_rx));
-    // Sealed packets of a key log's connections open on the workers.
-    let opener = layers::opener(&cfg).map(Arc::new);
+    // Sealed packets of a key log's connections open on the workers (the analyzer
+    // records no field trees).
+    let opener = layers::opener(&cfg, Needs::default()).map(Arc::new);
     let mut threads = Vec::new();
     for _ in 0..workers {
         let rx = work_rx.clone();
