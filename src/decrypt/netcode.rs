@@ -99,7 +99,7 @@ impl PacketCipher {
     /// verdict for runs where nothing reads the plaintext (the MAC is over the
     /// ciphertext, so the body's keystream is never needed; RFC 8439 section 2.8).
     pub fn verify(&self, protocol_id: u64, sequence: u64, header: &[u8], body: &[u8]) -> bool {
-        use chacha20::cipher::{KeyIvInit, StreamCipher};
+        use chacha20::cipher::{KeyIvInit, StreamCipherCore};
         use poly1305::universal_hash::{KeyInit as _, UniversalHash};
         let (Some(&prefix), Some(n)) = (header.first(), body.len().checked_sub(MAC)) else {
             return false;
@@ -108,9 +108,15 @@ impl PacketCipher {
         let Ok(tag) = <&poly1305::Tag>::try_from(mac) else {
             return false;
         };
-        // The one-time key is the first half of keystream block 0.
-        let mut one_time = poly1305::Key::default();
-        chacha20::ChaCha20::new(&self.1.into(), &nonce(sequence)).apply_keystream(&mut one_time);
+        // The one-time key is the first half of keystream block 0, written straight
+        // from the core (the stream wrapper's buffering cost more than the block).
+        let mut block = Default::default();
+        chacha20::ChaChaCore::<chacha20::R20, chacha20::variants::Ietf>::new(
+            &self.1.into(),
+            &nonce(sequence),
+        )
+        .write_keystream_block(&mut block);
+        let one_time = poly1305::Key::try_from(&block[..32]).unwrap_or_default();
         let mut m = poly1305::Poly1305::new(&one_time);
         let ad = additional(protocol_id, prefix);
         m.update_padded(&ad);
