@@ -28,6 +28,15 @@ pub const MAX_PREVIOUS: usize = 1 << 21;
 /// count as `not_tracked`.
 pub const MAX_STATES: usize = 1 << 16;
 
+/// Flows whose previous packets are found by index, not hashed.
+const DENSE_FLOWS: usize = 1 << 16;
+
+/// Packet types found by index.
+const DENSE_TYPES: usize = 1 << 10;
+
+/// No previous packet kept yet.
+const NO_STATE: u32 = u32::MAX;
+
 /// Entries of the part-path cache.
 const PART_CACHE: usize = 256;
 
@@ -98,29 +107,32 @@ pub struct Key {
     pub cat: Category,
 }
 
-/// One row's counters.
+/// One row's counters. Laid out as read per field (`repr(C)`): the counters every
+/// occurrence adds to, then the integer values' figures, so that a field touches a line
+/// or three of its row, not six (rows did not fit the first-level cache).
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub struct Acc {
-    pub key: Key,
     pub bits: u64,
     pub occurrences: u64,
     /// Packets (or frames, for rows outside a packet type) the row appears in.
     pub packets: u64,
     /// The widest occurrence, in bits.
     pub declared: u64,
+    /// The last packet counted in `packets`.
+    last_packet: u64,
+    /// The field's kind as the tree names it, and a compressed float's step.
+    pub kind: &'static str,
+    /// Its index among the rows of its packet type (where a flow's previous packet of
+    /// the type keeps its values).
+    local: u32,
     pub ints: Option<IntStats>,
+    pub key: Key,
+    pub step: f64,
     pub floats: Option<FloatStats>,
     /// Floats quantized at `resolution` (`--what-if`, or a compressed float's own).
     pub quantized: Option<IntStats>,
     pub resolution: Option<(f64, &'static str)>,
-    /// The field's kind as the tree names it, and a compressed float's step.
-    pub kind: &'static str,
-    pub step: f64,
-    /// The last packet counted in `packets`.
-    last_packet: u64,
-    /// Its index among the rows of its packet type (where a flow's previous packet of
-    /// the type keeps its values).
-    local: u32,
 }
 
 /// Options of the profile.
@@ -173,6 +185,13 @@ pub struct Bandwidth {
     /// their flows are disjoint.
     state_ids: HashMap<(u32, u32), u32>,
     states: Vec<Previous>,
+    /// The same index by flow × packet type, for flows below [`DENSE_FLOWS`] and the
+    /// definition's types: two loads, not a hash, per packet ([`NO_STATE`]: none yet).
+    flow_states: Vec<u32>,
+    /// By packet type of the definition: its direction, and its packets so far (folded
+    /// into `type_packets` when the profile is read or merged).
+    type_dirs: Vec<u8>,
+    dense_packets: Vec<u64>,
     /// Values `previous` holds, all flows together, and the most it held.
     stored: usize,
     peak_stored: usize,
@@ -218,10 +237,17 @@ struct Counting {
     covered: u64,
 }
 
-/// One flow and type's previous packet: each row's values by occurrence.
+/// One flow and type's previous packet: each row's values by occurrence, in one
+/// contiguous array (a row's range grows by moving it to the end, the holes left behind
+/// compacted away): a `Vec` per row was a pointer to chase, and a line to miss, per
+/// field of every packet.
 #[derive(Debug, Clone, Default)]
 struct Previous {
-    rows: Vec<Vec<i128>>,
+    /// By row (its index among its type's): (start in `values`, values, room).
+    rows: Vec<(u32, u32, u32)>,
+    values: Vec<i128>,
+    /// Room the rows hold in `values` (the rest is holes).
+    room: usize,
 }
 
 impl Previous {
@@ -231,15 +257,76 @@ impl Previous {
     #[inline]
     fn prefetch(&self) {
         #[cfg(target_arch = "x86_64")]
-        for row in &self.rows {
-            for line in row.chunks(4) {
-                // SAFETY: a prefetch is a hint; it reads nothing and faults on nothing.
-                unsafe {
-                    use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-                    _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast());
+        {
+            // The values kept, not the room after them (a big packet's room stays).
+            for &(start, len, _) in &self.rows {
+                let Some(row) = self.values.get(start as usize..(start + len) as usize) else {
+                    continue;
+                };
+                for line in row.chunks(4) {
+                    // SAFETY: a prefetch is a hint; it reads nothing and faults on nothing.
+                    unsafe {
+                        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+                        _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast());
+                    }
                 }
             }
         }
+    }
+
+    /// Row `row`'s value `ord` (None: not kept).
+    #[inline(always)]
+    fn get_mut(&mut self, row: usize, ord: u32) -> Option<&mut i128> {
+        let &(start, len, _) = self.rows.get(row)?;
+        if ord >= len {
+            return None;
+        }
+        self.values.get_mut((start + ord) as usize)
+    }
+
+    /// Keeps `v` after row `row`'s values.
+    fn push(&mut self, row: usize, v: i128) {
+        if self.rows.len() <= row {
+            self.rows.resize(row + 1, (0, 0, 0));
+        }
+        let (_, len, room) = self.rows[row];
+        if len == room {
+            self.grow(row);
+        }
+        let start = self.rows[row].0;
+        if let Some(x) = self.values.get_mut((start + len) as usize) {
+            *x = v;
+            self.rows[row].1 += 1;
+        }
+    }
+
+    /// Twice the room for row `row`, at the end (holes compacted first when they are
+    /// most of the array).
+    #[cold]
+    fn grow(&mut self, row: usize) {
+        if self.values.len() > 2 * self.room + 64 {
+            self.compact();
+        }
+        let (start, len, room) = self.rows[row];
+        let more = (room * 2).max(4);
+        let at = self.values.len();
+        self.values.resize(at + more as usize, 0);
+        self.values
+            .copy_within(start as usize..(start + len) as usize, at);
+        self.rows[row] = (at as u32, len, more);
+        self.room += (more - room) as usize;
+    }
+
+    /// The rows' ranges moved together, holes gone.
+    fn compact(&mut self) {
+        let mut values = Vec::with_capacity(self.room);
+        for r in &mut self.rows {
+            let (start, _, room) = *r;
+            let at = values.len() as u32;
+            values.extend_from_slice(&self.values[start as usize..(start + room) as usize]);
+            r.0 = at;
+        }
+        self.values = values;
     }
 }
 
@@ -268,6 +355,9 @@ impl Bandwidth {
             rows: Vec::new(),
             state_ids: HashMap::new(),
             states: Vec::new(),
+            flow_states: Vec::new(),
+            type_dirs: Vec::new(),
+            dense_packets: Vec::new(),
             stored: 0,
             peak_stored: 0,
             type_rows: HashMap::new(),
@@ -289,6 +379,12 @@ impl Bandwidth {
             fast: None,
         };
         b.path_by_text("");
+        let types = b
+            .program
+            .as_deref()
+            .map_or(0, |p| p.by_type.len().min(DENSE_TYPES));
+        b.type_dirs = (0..types as u32).map(|t| b.direction(Some(t))).collect();
+        b.dense_packets = vec![0; types];
         b
     }
 
@@ -553,27 +649,27 @@ impl Bandwidth {
     /// previous packet of the type taken out.
     fn begin_packet(&mut self, e: &PacketEvent<'_>) -> Counting {
         let type_id = e.packet_type.unwrap_or(NONE);
-        let dir = self.direction(e.packet_type);
-        *self.type_packets.entry((dir, type_id)).or_default() += 1;
+        let dir = match (
+            self.type_dirs.get(type_id as usize),
+            self.dense_packets.get_mut(type_id as usize),
+        ) {
+            (Some(&dir), Some(n)) => {
+                *n += 1;
+                dir
+            }
+            _ => {
+                let dir = self.direction(e.packet_type);
+                *self.type_packets.entry((dir, type_id)).or_default() += 1;
+                dir
+            }
+        };
         let total = e.payload.len() as u64 * 8;
         // A fragment's data (from its first byte) belongs to the packet it is put back into.
         let data_at = match (e.kind, e.fragment) {
             (Kind::Game, Some(f)) => Some((f.data_offset as u64 * 8).min(total)),
             _ => None,
         };
-        // Past the cap of kept states, a new flow and type gets no deltas.
-        let state = e
-            .flow_index
-            .and_then(|f| match self.state_ids.get(&(f, type_id)) {
-                Some(&i) => Some(i),
-                None if self.state_ids.len() < MAX_STATES => {
-                    let i = self.states.len() as u32;
-                    self.states.push(Previous::default());
-                    self.state_ids.insert((f, type_id), i);
-                    Some(i)
-                }
-                None => None,
-            });
+        let state = e.flow_index.and_then(|f| self.state_of(f, type_id));
         let prev = state
             .and_then(|i| self.states.get_mut(i as usize))
             .map(std::mem::take)
@@ -588,6 +684,47 @@ impl Bandwidth {
             keep: state.is_some(),
             prev,
             covered: 0,
+        }
+    }
+
+    /// Where flow `flow`'s previous packet of `type_id` is kept: past the cap of kept
+    /// states, a new flow and type gets none (and no deltas).
+    #[inline]
+    fn state_of(&mut self, flow: u32, type_id: u32) -> Option<u32> {
+        let types = self.type_dirs.len();
+        let dense = (flow as usize) < DENSE_FLOWS && (type_id as usize) < types;
+        let at = flow as usize * types + type_id as usize;
+        let found = if dense {
+            if self.flow_states.len() <= at {
+                self.flow_states.resize((flow as usize + 1) * types, NO_STATE);
+            }
+            self.flow_states[at]
+        } else {
+            self.state_ids.get(&(flow, type_id)).copied().unwrap_or(NO_STATE)
+        };
+        if found != NO_STATE {
+            return Some(found);
+        }
+        if self.states.len() >= MAX_STATES {
+            return None;
+        }
+        let i = self.states.len() as u32;
+        self.states.push(Previous::default());
+        if dense {
+            self.flow_states[at] = i;
+        } else {
+            self.state_ids.insert((flow, type_id), i);
+        }
+        Some(i)
+    }
+
+    /// The packets counted by index into `type_packets`.
+    fn fold_types(&mut self) {
+        for (t, n) in self.dense_packets.iter_mut().enumerate() {
+            if *n > 0 {
+                let dir = self.type_dirs.get(t).copied().unwrap_or(0);
+                *self.type_packets.entry((dir, t as u32)).or_default() += std::mem::take(n);
+            }
         }
     }
 
@@ -758,15 +895,11 @@ impl Bandwidth {
         if self.ordinals.len() <= local {
             self.ordinals.resize(local + 1, 0);
         }
-        if prev.rows.len() <= local {
-            prev.rows.resize(local + 1, Vec::new());
-        }
-        let ord = self.ordinals[local] as usize;
+        let ord = self.ordinals[local];
         if ord == 0 {
             self.touched.push(local as u32);
         }
         self.ordinals[local] += 1;
-        let slot = &mut prev.rows[local];
         let r = &mut self.rows[row];
         let Some(s) = (if quantized {
             r.quantized.as_mut()
@@ -775,11 +908,11 @@ impl Bandwidth {
         }) else {
             return;
         };
-        if let Some(p) = slot.get_mut(ord) {
+        if let Some(p) = prev.get_mut(local, ord) {
             s.add_delta(value - *p);
             *p = value;
         } else if tracked_flow && self.stored < MAX_PREVIOUS {
-            slot.push(value);
+            prev.push(local, value);
             self.stored += 1;
             self.peak_stored = self.peak_stored.max(self.stored);
         } else {
@@ -790,11 +923,11 @@ impl Bandwidth {
     /// Forgets the occurrences the packet did not have: the next packet compares with
     /// this one only.
     fn end_packet(&mut self, prev: &mut Previous) {
-        for (row, slot) in prev.rows.iter_mut().enumerate() {
-            let keep = self.ordinals.get(row).copied().unwrap_or(0) as usize;
-            if slot.len() > keep {
-                self.stored -= slot.len() - keep;
-                slot.truncate(keep);
+        for (row, r) in prev.rows.iter_mut().enumerate() {
+            let keep = self.ordinals.get(row).copied().unwrap_or(0);
+            if r.1 > keep {
+                self.stored -= (r.1 - keep) as usize;
+                r.1 = keep;
             }
         }
         for &row in &self.touched {
@@ -806,7 +939,9 @@ impl Bandwidth {
     }
 
     /// Folds in a shard of the same capture (disjoint flows; frames counted once).
-    pub fn merge(&mut self, o: Bandwidth) {
+    pub fn merge(&mut self, mut o: Bandwidth) {
+        self.fold_types();
+        o.fold_types();
         for r in o.rows {
             let path = o.paths.get(r.key.path as usize).cloned().unwrap_or_default();
             let pid = self.path_by_text(&path);
@@ -850,7 +985,7 @@ impl Bandwidth {
     /// capture must be profiled on one core. Flows are disjoint among shards, so at any
     /// moment the whole's count is the shards' sum, never over the sum of their peaks.
     pub fn shards_may_reach_caps(shards: &[Bandwidth]) -> bool {
-        let states: usize = shards.iter().map(|b| b.state_ids.len()).sum();
+        let states: usize = shards.iter().map(|b| b.states.len()).sum();
         let stored: usize = shards.iter().map(|b| b.peak_stored).sum();
         states >= MAX_STATES || stored >= MAX_PREVIOUS
     }
@@ -905,6 +1040,7 @@ impl Bandwidth {
 
     /// The finished profile.
     pub fn report(mut self) -> BandwidthReport {
+        self.fold_types();
         self.close();
         report::build(&self)
     }
@@ -1062,5 +1198,63 @@ impl Sink for Bandwidth {
     fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
         self.take(e);
         Flow::Continue
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Previous;
+
+    /// The flat previous values hold what a `Vec` per row would, through rows that grow
+    /// past their room (moved to the end), shrink, and holes compacted away.
+    #[test]
+    fn flat_previous_values_are_a_vec_per_row() {
+        let mut flat = Previous::default();
+        let mut model: Vec<Vec<i128>> = Vec::new();
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for step in 0..20_000i128 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let row = (x % 7) as usize;
+            if model.len() <= row {
+                model.resize(row + 1, Vec::new());
+            }
+            match (x >> 8) % 5 {
+                // Shorter, as a packet with fewer occurrences leaves it.
+                0 => {
+                    let keep = ((x >> 16) % 40) as u32;
+                    if let Some(r) = flat.rows.get_mut(row)
+                        && r.1 > keep
+                    {
+                        r.1 = keep;
+                    }
+                    model[row].truncate(keep as usize);
+                }
+                1 | 2 => {
+                    flat.push(row, step);
+                    model[row].push(step);
+                }
+                _ => {
+                    let ord = ((x >> 16) % 50) as u32;
+                    if let Some(p) = flat.get_mut(row, ord) {
+                        *p = -step;
+                    }
+                    if let Some(p) = model[row].get_mut(ord as usize) {
+                        *p = -step;
+                    }
+                }
+            }
+            for (r, want) in model.iter().enumerate() {
+                let got: Vec<i128> = (0..want.len() as u32 + 1)
+                    .map_while(|o| flat.get_mut(r, o).map(|v| *v))
+                    .collect();
+                assert_eq!(&got, want, "row {r} after step {step}");
+            }
+        }
+        assert!(
+            flat.values.len() <= 2 * flat.room + 64 + 2 * 64,
+            "holes are compacted"
+        );
     }
 }

@@ -29,6 +29,7 @@ pub const SMALL: u64 = 1 << 12;
 
 /// Integer values (raw integers, booleans, or floats quantized at a resolution).
 #[derive(Debug, Clone, Default)]
+#[repr(C)]
 pub struct IntStats {
     pub n: u64,
     pub min: i128,
@@ -39,12 +40,13 @@ pub struct IntStats {
     /// Values below [`SMALL`] are counted in `small` (grown to the largest seen), the
     /// others in `wide`.
     small: Vec<u32>,
-    wide: HashMap<u64, u32>,
     /// Distinct values in `small` and `wide` together.
     distinct: usize,
     pub capped: bool,
     /// Deltas against the previous packet of the same type and flow.
     pub delta: Delta,
+    /// Values at or above [`SMALL`] (the rest are in `small`).
+    wide: HashMap<u64, u32>,
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
