@@ -1,6 +1,6 @@
 //! `gpcap export`: the engine's events as an Apache Parquet dataset that DuckDB,
 //! DataFusion, Spark or ClickHouse query in place. One sink per capture, writing Hive
-//! partitions (`TABLE/capture=NAME/part-0.parquet`), so captures exported anywhere, in
+//! partitions (`TABLE/capture=NAME/part-N.parquet`), so captures exported anywhere, in
 //! any order, form one dataset. Rows are streamed: a batch is built every
 //! [`BATCH_ROWS`] rows and row groups are flushed as they fill, so memory stays bounded
 //! whatever the capture's size. The layout is documented in docs/export.md
@@ -9,6 +9,7 @@
 mod columns;
 mod layers;
 mod parallel;
+mod parts;
 mod report;
 mod rows;
 
@@ -17,11 +18,9 @@ use crate::dissect::Program;
 use crate::engine::{FileEnd, Flow, FlowEnd, Needs, PacketEvent, Sink, Summary};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
-use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use rows::{Chunk, Packets, Rows};
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -101,18 +100,20 @@ pub struct ExportError {
     pub reason: String,
 }
 
-/// A table's Parquet file in its partition, written to a temporary name; the export
-/// renames every table's file once all are complete ([`Export::close`]), so a failed job
-/// leaves nothing that looks finished, and a dropped table removes its temporary file.
+/// A table's Parquet files in its partition ([`parts::Parts`]), written to temporary
+/// names; the export renames every table's files once all are complete
+/// ([`Export::close`]), so a failed job leaves nothing that looks finished, and a
+/// dropped table removes its temporary files.
 /// Encoding and compression run on a thread of the table's own, so that they overlap
 /// the dissection feeding it; at most two batches wait for it (memory stays bounded).
 struct Table {
     batches: Option<std::sync::mpsc::SyncSender<RecordBatch>>,
     /// Set by `close`: without it the writer leaves only its temporary file.
     complete: Arc<std::sync::atomic::AtomicBool>,
-    writer: Option<std::thread::JoinHandle<Result<(), ExportError>>>,
-    /// Where the file is written, and its final name.
-    tmp: PathBuf,
+    /// The writer thread, which ends with the number of files written.
+    writer: Option<std::thread::JoinHandle<Result<usize, ExportError>>>,
+    /// The partition's directory, and its first file's final name (for errors).
+    part: PathBuf,
     path: PathBuf,
     schema: SchemaRef,
 }
@@ -152,18 +153,21 @@ impl Table {
             part.push(format!("{}={}", partition_value(k), partition_value(v)));
         }
         part.push(format!("capture={}", partition_value(capture)));
-        let path = part.join("part-0.parquet");
+        let path = parts::final_name(&part, 0);
         let fail = |e: &dyn std::fmt::Display| ExportError {
             path: path.display().to_string(),
             reason: e.to_string(),
         };
         std::fs::create_dir_all(&part).map_err(|e| fail(&e))?;
-        let tmp = part.join(".part-0.parquet.tmp");
-        let file = File::create(&tmp).map_err(|e| fail(&e))?;
         let props = encodings(&schema, dictionary, WriterProperties::builder())
             .map_err(|e| fail(&e))?
             .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).map_err(|e| fail(&e))?))
             .set_max_row_group_size(GROUP_ROWS)
+            // Statistics per column chunk (what engines prune row groups by), not per
+            // page: the page index was kept in memory for every page until the file
+            // closed.
+            .set_statistics_enabled(parquet::file::properties::EnabledStatistics::Chunk)
+            .set_offset_index_disabled(true)
             // A dictionary past 256 KiB falls back to plain (1 MiB a column by default: the
             // dictionaries of a row group were 10 MB of the export's memory).
             .set_dictionary_page_size_limit(256 << 10)
@@ -172,41 +176,31 @@ impl Table {
                 parquet::file::metadata::KeyValue::new("gpcap.capture".into(), capture.to_string()),
             ]))
             .build();
-        let mut writer = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|e| fail(&e))?;
+        let mut files = parts::Parts::new(&part, schema.clone(), props, group_bytes, parts::PART_GROUPS)?;
         let (tx, rx) = std::sync::mpsc::sync_channel::<RecordBatch>(2);
-        let final_path = path.clone();
         let complete = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let done = complete.clone();
         let thread = std::thread::Builder::new()
             .name(format!("gpcap-export-{table}"))
             .spawn(move || {
-                let fail = |e: &dyn std::fmt::Display| ExportError {
-                    path: final_path.display().to_string(),
-                    reason: e.to_string(),
-                };
                 let closed = (|| {
                     for batch in rx {
-                        writer.write(&batch).map_err(|e| fail(&e))?;
-                        // Its memory, not only its encoded size: buffered pages and
-                        // dictionaries held twice the estimate (158 MiB peak, 2 cores).
-                        if writer.memory_size().max(writer.in_progress_size()) > group_bytes {
-                            writer.flush().map_err(|e| fail(&e))?;
-                        }
+                        files.write(&batch)?;
                     }
-                    writer.close().map(drop).map_err(|e| fail(&e))
+                    files.close()
                 })();
                 if closed.is_err() || !done.load(std::sync::atomic::Ordering::Acquire) {
                     // Failed or abandoned (an error elsewhere): no file left behind.
-                    let _ = std::fs::remove_file(&tmp);
+                    files.remove();
                 }
-                closed
+                closed.map(|()| files.files)
             })
             .map_err(|e| fail(&e))?;
         Ok(Table {
             batches: Some(tx),
             complete,
             writer: Some(thread),
-            tmp: part.join(".part-0.parquet.tmp"),
+            part,
             path,
             schema,
         })
@@ -225,22 +219,25 @@ impl Table {
         Ok(())
     }
 
-    /// Ends the file: the writer drains what is queued and closes it, still under its
-    /// temporary name.
-    fn close(mut self) -> Result<Staged, ExportError> {
+    /// Ends the files: the writer drains what is queued and closes them, still under
+    /// their temporary names.
+    fn close(mut self) -> Result<Vec<Staged>, ExportError> {
         self.complete.store(true, std::sync::atomic::Ordering::Release);
-        self.wait()?;
-        Ok(Staged {
-            tmp: self.tmp.clone(),
-            path: self.path.clone(),
-        })
+        let files = self.wait()?;
+        Ok((0..files)
+            .map(|k| Staged {
+                tmp: parts::temporary_name(&self.part, k),
+                path: parts::final_name(&self.part, k),
+            })
+            .collect())
     }
 
-    fn wait(&mut self) -> Result<(), ExportError> {
+    /// Waits for the writer; the number of files it wrote.
+    fn wait(&mut self) -> Result<usize, ExportError> {
         self.batches = None;
         match self.writer.take() {
             Some(t) => t.join().map_err(|_| self.fail(&"the writer thread failed"))?,
-            None => Ok(()),
+            None => Ok(0),
         }
     }
 
@@ -546,7 +543,7 @@ impl Export {
         let mut staged = Vec::new();
         let outcome = (|| {
             for t in std::mem::take(&mut self.tables).into_iter().flatten() {
-                staged.push(t.close()?);
+                staged.extend(t.close()?);
             }
             let field_bits = report
                 .bandwidth
@@ -563,7 +560,7 @@ impl Export {
                     GROUP_BYTES,
                 )?;
                 t.write(columns)?;
-                staged.push(t.close()?);
+                staged.extend(t.close()?);
             }
             Ok(())
         })();
@@ -623,8 +620,10 @@ fn write_chunk(tables: &mut [Option<Table>], written: &mut [u64], error: &mut Op
 }
 
 /// Commits an export: this capture's partition of every table not written now (a packet
-/// type since renamed or removed) is removed, then every file is renamed to its final
-/// name, so "a capture exported again replaces its partition" holds for every table.
+/// type since renamed or removed) is removed, and so are the parts of a partition written
+/// now that an earlier export had beyond this one's, then every file is renamed to its
+/// final name, so "a capture exported again replaces its partition" holds for every
+/// table.
 fn replace_partitions(
     dir: &Path,
     keys: &[(String, String)],
@@ -632,6 +631,7 @@ fn replace_partitions(
     staged: &[Staged],
 ) -> Result<(), ExportError> {
     let written: std::collections::HashSet<&Path> = staged.iter().filter_map(|s| s.path.parent()).collect();
+    let now: std::collections::HashSet<&Path> = staged.iter().map(|s| s.path.as_path()).collect();
     let mut partition = PathBuf::new();
     for (k, v) in keys {
         partition.push(format!("{}={}", partition_value(k), partition_value(v)));
@@ -639,10 +639,15 @@ fn replace_partitions(
     partition.push(format!("capture={}", partition_value(capture)));
     for table in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let part = table.path().join(&partition);
-        if written.contains(part.as_path()) {
-            continue;
+        let kept = written.contains(part.as_path());
+        let mut removed = false;
+        for f in std::fs::read_dir(&part).into_iter().flatten().flatten() {
+            let (name, path) = (f.file_name(), f.path());
+            if parts::is_part(&name.to_string_lossy()) && !(kept && now.contains(path.as_path())) {
+                removed |= std::fs::remove_file(&path).is_ok();
+            }
         }
-        if std::fs::remove_file(part.join("part-0.parquet")).is_ok() {
+        if removed && !kept {
             let _ = std::fs::remove_dir(&part);
         }
     }
