@@ -399,7 +399,10 @@ impl CaptureReader {
         }
     }
 
-    /// pcap-parser's next frame: where its data lies in the parser's buffer, and the rest.
+    /// The next frame pcap-parser reads (pcapng, and pcap where the fast path does not
+    /// go): its place in the parser's buffer and the frame without its bytes. A step at a
+    /// time: what the parser gave ([`CaptureReader::block_step`],
+    /// [`CaptureReader::error_step`]), then done with ([`CaptureReader::take_step`]).
     fn next_parsed(
         &mut self,
         inner: &mut Box<dyn PcapReaderIterator + Send>,
@@ -412,213 +415,245 @@ impl CaptureReader {
             return Ok(None);
         }
         loop {
-            enum Step {
-                Frame {
-                    consumed: usize,
-                    start: usize,
-                    len: usize,
-                    ts_ns: i64,
-                    linktype: i32,
-                    interface: u32,
-                    origlen: u32,
-                },
-                Skip(usize),
-                Refill,
-                End,
-                Fail(Kind),
-            }
             let base = inner.data().as_ptr() as usize;
             let step = match inner.next() {
-                Ok((consumed, block)) => {
-                    let locate = |data: &[u8]| (data.as_ptr() as usize).wrapping_sub(base);
-                    match block {
-                        PcapBlockOwned::LegacyHeader(h) => {
-                            self.legacy = Some(Interface {
-                                linktype: h.network.0,
-                                resolution: Resolution::Decimal(if h.is_nanosecond_precision() {
-                                    9
-                                } else {
-                                    6
-                                }),
-                                offset_s: 0,
-                            });
-                            Step::Skip(consumed)
-                        }
-                        PcapBlockOwned::Legacy(b) => {
-                            let i = self.legacy.unwrap_or(Interface {
-                                linktype: 1,
-                                resolution: Resolution::Decimal(6),
-                                offset_s: 0,
-                            });
-                            let frac = i.resolution.nanos(b.ts_usec as u64);
-                            Step::Frame {
-                                consumed,
-                                start: locate(b.data),
-                                len: b.data.len(),
-                                ts_ns: b.ts_sec as i64 * 1_000_000_000 + frac,
-                                linktype: i.linktype,
-                                interface: 0,
-                                origlen: b.origlen,
-                            }
-                        }
-                        PcapBlockOwned::NG(Block::SectionHeader(shb)) => {
-                            self.ng_big_endian = Some(shb.big_endian());
-                            self.interfaces.clear();
-                            Step::Skip(consumed)
-                        }
-                        PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => {
-                            self.interfaces.push(Interface {
-                                linktype: idb.linktype.0,
-                                resolution: Resolution::from_tsresol(idb.if_tsresol),
-                                offset_s: idb.ts_offset(),
-                            });
-                            Step::Skip(consumed)
-                        }
-                        PcapBlockOwned::NG(Block::EnhancedPacket(epb)) => {
-                            match self.interfaces.get(epb.if_id as usize).copied() {
-                                None => Step::Fail(
-                                    Malformed::UnknownInterface {
-                                        id: epb.if_id,
-                                        described: self.interfaces.len(),
-                                    }
-                                    .into(),
-                                ),
-                                Some(i) => {
-                                    let units = (epb.ts_high as u64) << 32 | epb.ts_low as u64;
-                                    let ns = i.resolution.nanos(units);
-                                    Step::Frame {
-                                        consumed,
-                                        start: locate(epb.data),
-                                        len: (epb.caplen as usize).min(epb.data.len()),
-                                        ts_ns: ns.saturating_add(i.offset_s.saturating_mul(1_000_000_000)),
-                                        linktype: i.linktype,
-                                        interface: epb.if_id,
-                                        origlen: epb.origlen,
-                                    }
-                                }
-                            }
-                        }
-                        PcapBlockOwned::NG(Block::SimplePacket(spb)) => {
-                            let i = self.interfaces.first().copied();
-                            match i {
-                                None => Step::Fail(Malformed::SimpleBeforeInterface.into()),
-                                Some(i) => Step::Frame {
-                                    consumed,
-                                    start: locate(spb.data),
-                                    len: spb.data.len().min(spb.origlen as usize),
-                                    ts_ns: 0,
-                                    linktype: i.linktype,
-                                    interface: 0,
-                                    origlen: spb.origlen,
-                                },
-                            }
-                        }
-                        PcapBlockOwned::NG(_) => Step::Skip(consumed),
-                    }
+                Ok((consumed, block)) => self.block_step(consumed, block, base),
+                Err(e) => {
+                    let e = Parse::of(&e);
+                    self.error_step(e, inner)
                 }
-                Err(PcapError::Eof) => Step::End,
-                Err(PcapError::Incomplete(_)) | Err(PcapError::UnexpectedEof) => {
-                    if inner.reader_exhausted() {
-                        let rest = inner.data();
-                        let left = rest.len();
-                        match self.ng_big_endian.and_then(|be| bad_block_length(rest, be)) {
-                            Some(problem) => Step::Fail(Malformed::BlockLength(problem).into()),
-                            None => {
-                                if left > 0 {
-                                    self.truncated_tail = Some(self.error_at(
-                                        inner.consumed() as u64,
-                                        Truncation::LastRecord { bytes: left },
-                                    ));
-                                }
-                                Step::End
-                            }
-                        }
-                    } else {
-                        Step::Refill
-                    }
-                }
-                Err(PcapError::BufferTooSmall) => Step::Refill,
-                Err(e) => Step::Fail(match e {
-                    PcapError::NomError(..) | PcapError::OwnedNomError(..) => self
-                        .ng_big_endian
-                        .and_then(|be| bad_block_length(inner.data(), be))
-                        .map_or(Malformed::Record.into(), |b| Malformed::BlockLength(b).into()),
-                    PcapError::ReadError => Malformed::ReadFailed.into(),
-                    PcapError::HeaderNotRecognized => Malformed::UnknownSection.into(),
-                    PcapError::BufferTooSmall => Malformed::LargerThanBuffer.into(),
-                    PcapError::Eof | PcapError::UnexpectedEof | PcapError::Incomplete(_) => {
-                        Truncation::InsideRecord.into()
-                    }
-                }),
             };
-            match step {
-                Step::Frame {
-                    consumed,
-                    start,
-                    len,
-                    ts_ns,
-                    linktype,
-                    interface,
-                    origlen,
-                } => {
-                    self.pending = consumed;
-                    self.frames += 1;
-                    let offset = inner.consumed() as u64;
-                    return Ok(Some((
-                        start,
-                        len,
-                        Frame {
-                            number: self.frames,
-                            ts_ns,
-                            linktype,
-                            interface,
-                            origlen: origlen.max(len as u32),
-                            offset,
-                            data: &[],
-                        },
-                    )));
-                }
-                Step::Skip(n) => inner.consume(n),
-                Step::Refill => {
-                    // A block larger than the buffer: grow it (bounded), then refill.
-                    let full = inner.position() == 0 && inner.data().len() >= self.capacity / 2;
-                    if full {
-                        if self.capacity >= MAX_BLOCK {
-                            self.done = true;
-                            return Err(self.error_at(
-                                inner.consumed() as u64,
-                                Malformed::TooLarge {
-                                    max_mib: MAX_BLOCK >> 20,
-                                },
-                            ));
-                        }
-                        self.capacity *= 2;
-                        inner.grow(self.capacity);
-                    }
-                    let failed = inner.refill().err().map(|e| Malformed::Refill(parser_error(&e)));
-                    if let Some(m) = failed {
-                        self.done = true;
-                        return Err(self.error_at(inner.consumed() as u64, m));
-                    }
-                }
-                Step::End => {
-                    self.done = true;
-                    if self.truncated_tail.is_none()
-                        && self
-                            .gzip_cut
-                            .as_ref()
-                            .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
-                    {
-                        self.truncated_tail =
-                            Some(self.error_at(inner.consumed() as u64, Truncation::GzipCut));
-                    }
-                    return Ok(None);
-                }
-                Step::Fail(m) => {
-                    self.done = true;
-                    return Err(self.error_at(inner.consumed() as u64, m));
-                }
+            if let Some(done) = self.take_step(step, inner) {
+                return done;
             }
+        }
+    }
+
+    /// What a block read is: a frame (where its bytes are, from `base`, the start of the
+    /// parser's buffer), a header or section to learn from and skip, or a frame of an
+    /// interface never described.
+    fn block_step(&mut self, consumed: usize, block: PcapBlockOwned<'_>, base: usize) -> Step {
+        let locate = |data: &[u8]| (data.as_ptr() as usize).wrapping_sub(base);
+        match block {
+            PcapBlockOwned::LegacyHeader(h) => {
+                let digits = if h.is_nanosecond_precision() { 9 } else { 6 };
+                self.legacy = Some(Interface {
+                    linktype: h.network.0,
+                    resolution: Resolution::Decimal(digits),
+                    offset_s: 0,
+                });
+                Step::Skip(consumed)
+            }
+            PcapBlockOwned::Legacy(b) => {
+                let i = self.legacy.unwrap_or(Interface {
+                    linktype: 1,
+                    resolution: Resolution::Decimal(6),
+                    offset_s: 0,
+                });
+                let frac = i.resolution.nanos(b.ts_usec as u64);
+                Step::Frame(Located {
+                    consumed,
+                    start: locate(b.data),
+                    len: b.data.len(),
+                    ts_ns: b.ts_sec as i64 * 1_000_000_000 + frac,
+                    linktype: i.linktype,
+                    interface: 0,
+                    origlen: b.origlen,
+                })
+            }
+            PcapBlockOwned::NG(Block::SectionHeader(shb)) => {
+                self.ng_big_endian = Some(shb.big_endian());
+                self.interfaces.clear();
+                Step::Skip(consumed)
+            }
+            PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => {
+                self.interfaces.push(Interface {
+                    linktype: idb.linktype.0,
+                    resolution: Resolution::from_tsresol(idb.if_tsresol),
+                    offset_s: idb.ts_offset(),
+                });
+                Step::Skip(consumed)
+            }
+            PcapBlockOwned::NG(Block::EnhancedPacket(epb)) => {
+                self.enhanced_step(consumed, &epb, locate(epb.data))
+            }
+            PcapBlockOwned::NG(Block::SimplePacket(spb)) => match self.interfaces.first().copied() {
+                None => Step::Fail(Malformed::SimpleBeforeInterface.into()),
+                Some(i) => Step::Frame(Located {
+                    consumed,
+                    start: locate(spb.data),
+                    len: spb.data.len().min(spb.origlen as usize),
+                    ts_ns: 0,
+                    linktype: i.linktype,
+                    interface: 0,
+                    origlen: spb.origlen,
+                }),
+            },
+            PcapBlockOwned::NG(_) => Step::Skip(consumed),
+        }
+    }
+
+    /// An enhanced packet block (its bytes at `start`): a frame of the interface it
+    /// names, timed in that interface's resolution and offset.
+    fn enhanced_step(&self, consumed: usize, epb: &pcap_parser::EnhancedPacketBlock, start: usize) -> Step {
+        let Some(i) = self.interfaces.get(epb.if_id as usize).copied() else {
+            return Step::Fail(
+                Malformed::UnknownInterface {
+                    id: epb.if_id,
+                    described: self.interfaces.len(),
+                }
+                .into(),
+            );
+        };
+        let units = (epb.ts_high as u64) << 32 | epb.ts_low as u64;
+        let ns = i.resolution.nanos(units);
+        Step::Frame(Located {
+            consumed,
+            start,
+            len: (epb.caplen as usize).min(epb.data.len()),
+            ts_ns: ns.saturating_add(i.offset_s.saturating_mul(1_000_000_000)),
+            linktype: i.linktype,
+            interface: epb.if_id,
+            origlen: epb.origlen,
+        })
+    }
+
+    /// What the parser's error means here: more to read (a refill), the end (with a
+    /// last record cut short, or a bad block length, said), or a capture that does not
+    /// parse.
+    fn error_step(&mut self, e: Parse, inner: &mut Box<dyn PcapReaderIterator + Send>) -> Step {
+        match e {
+            Parse::Eof => Step::End,
+            Parse::Incomplete if inner.reader_exhausted() => {
+                let rest = inner.data();
+                let left = rest.len();
+                if let Some(problem) = self.ng_big_endian.and_then(|be| bad_block_length(rest, be)) {
+                    return Step::Fail(Malformed::BlockLength(problem).into());
+                }
+                if left > 0 {
+                    self.truncated_tail =
+                        Some(self.error_at(inner.consumed() as u64, Truncation::LastRecord { bytes: left }));
+                }
+                Step::End
+            }
+            Parse::Incomplete | Parse::BufferTooSmall => Step::Refill,
+            Parse::Nom => Step::Fail(
+                self.ng_big_endian
+                    .and_then(|be| bad_block_length(inner.data(), be))
+                    .map_or(Malformed::Record.into(), |b| Malformed::BlockLength(b).into()),
+            ),
+            Parse::Read => Step::Fail(Malformed::ReadFailed.into()),
+            Parse::UnknownHeader => Step::Fail(Malformed::UnknownSection.into()),
+        }
+    }
+
+    /// Does what `step` says: the frame to hand out, the end, or an error (`Some`), or
+    /// a block skipped or the buffer refilled (None: read on).
+    #[allow(clippy::type_complexity)]
+    fn take_step(
+        &mut self,
+        step: Step,
+        inner: &mut Box<dyn PcapReaderIterator + Send>,
+    ) -> Option<Result<Option<(usize, usize, Frame<'static>)>, CaptureError>> {
+        match step {
+            Step::Frame(at) => {
+                self.pending = at.consumed;
+                self.frames += 1;
+                let frame = Frame {
+                    number: self.frames,
+                    ts_ns: at.ts_ns,
+                    linktype: at.linktype,
+                    interface: at.interface,
+                    origlen: at.origlen.max(at.len as u32),
+                    offset: inner.consumed() as u64,
+                    data: &[],
+                };
+                Some(Ok(Some((at.start, at.len, frame))))
+            }
+            Step::Skip(n) => {
+                inner.consume(n);
+                None
+            }
+            Step::Refill => self.refill(inner).err().map(Err),
+            Step::End => {
+                self.done = true;
+                let cut = self.gzip_cut.as_ref().is_some_and(|c| c.load(Relaxed));
+                if self.truncated_tail.is_none() && cut {
+                    self.truncated_tail = Some(self.error_at(inner.consumed() as u64, Truncation::GzipCut));
+                }
+                Some(Ok(None))
+            }
+            Step::Fail(m) => {
+                self.done = true;
+                Some(Err(self.error_at(inner.consumed() as u64, m)))
+            }
+        }
+    }
+
+    /// More of the capture into the parser's buffer, grown first (up to [`MAX_BLOCK`])
+    /// when a block does not fit in it.
+    fn refill(&mut self, inner: &mut Box<dyn PcapReaderIterator + Send>) -> Result<(), CaptureError> {
+        let full = inner.position() == 0 && inner.data().len() >= self.capacity / 2;
+        if full {
+            if self.capacity >= MAX_BLOCK {
+                self.done = true;
+                let max_mib = MAX_BLOCK >> 20;
+                return Err(self.error_at(inner.consumed() as u64, Malformed::TooLarge { max_mib }));
+            }
+            self.capacity *= 2;
+            inner.grow(self.capacity);
+        }
+        if let Err(e) = inner.refill() {
+            self.done = true;
+            let m = Malformed::Refill(parser_error(&e));
+            return Err(self.error_at(inner.consumed() as u64, m));
+        }
+        Ok(())
+    }
+}
+
+/// What one read of pcap-parser gave ([`CaptureReader::next_parsed`]'s steps).
+enum Step {
+    Frame(Located),
+    Skip(usize),
+    Refill,
+    End,
+    Fail(Kind),
+}
+
+/// A frame pcap-parser read: bytes consumed, where its data is in the parser's buffer,
+/// and what its block says of it.
+struct Located {
+    consumed: usize,
+    start: usize,
+    len: usize,
+    ts_ns: i64,
+    linktype: i32,
+    interface: u32,
+    origlen: u32,
+}
+
+/// pcap-parser's error, without the borrow of its buffer.
+#[derive(Clone, Copy)]
+enum Parse {
+    Eof,
+    /// Incomplete, or an unexpected end: more to read, or a last record cut short.
+    Incomplete,
+    BufferTooSmall,
+    Nom,
+    Read,
+    UnknownHeader,
+}
+
+impl Parse {
+    fn of(e: &PcapError<&[u8]>) -> Parse {
+        match e {
+            PcapError::Eof => Parse::Eof,
+            PcapError::Incomplete(_) | PcapError::UnexpectedEof => Parse::Incomplete,
+            PcapError::BufferTooSmall => Parse::BufferTooSmall,
+            PcapError::NomError(..) | PcapError::OwnedNomError(..) => Parse::Nom,
+            PcapError::ReadError => Parse::Read,
+            PcapError::HeaderNotRecognized => Parse::UnknownHeader,
         }
     }
 }
