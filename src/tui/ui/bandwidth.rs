@@ -79,13 +79,7 @@ pub(super) fn draw_bandwidth(f: &mut Frame, app: &mut App, area: Rect) {
             }
         })
         .collect();
-    let constraints: Vec<Constraint> = widths.iter().flatten().map(|&w| Constraint::Length(w)).collect();
-    let header: Vec<String> = header
-        .into_iter()
-        .enumerate()
-        .filter(|(k, _)| kept(*k))
-        .map(|(_, h)| h)
-        .collect();
+    let (constraints, header) = super::kept_columns(&widths, header.into());
     let title = match &app.bits.drill {
         None => format!(
             " Bandwidth by type · Enter: its fields · s: sort ({}) ",

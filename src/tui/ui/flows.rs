@@ -52,13 +52,7 @@ pub(super) fn draw_flows(f: &mut Frame, app: &mut App, ix: &Index, area: Rect) {
     );
     let kept = |k: usize| widths[k].is_some();
     let rows = flow_rows(app, &shown, &texts, &kept);
-    let constraints: Vec<Constraint> = widths.iter().flatten().map(|&w| Constraint::Length(w)).collect();
-    let header: Vec<String> = header
-        .into_iter()
-        .enumerate()
-        .filter(|(k, _)| kept(*k))
-        .map(|(_, h)| h)
-        .collect();
+    let (constraints, header) = super::kept_columns(&widths, header);
     let t = Table::new(rows, constraints)
         .header(TRow::new(header).style(Style::default().add_modifier(Modifier::BOLD)))
         .block(Block::default().borders(Borders::ALL).title(format!(

@@ -194,6 +194,18 @@ pub(super) fn fit(
         .collect()
 }
 
+/// The columns `fit` kept: their widths as constraints and their headers, in order.
+pub(super) fn kept_columns(widths: &[Option<u16>], header: Vec<String>) -> (Vec<Constraint>, Vec<String>) {
+    let constraints = widths.iter().flatten().map(|&w| Constraint::Length(w)).collect();
+    let header = header
+        .into_iter()
+        .zip(widths)
+        .filter(|(_, w)| w.is_some())
+        .map(|(h, _)| h)
+        .collect();
+    (constraints, header)
+}
+
 /// The rows of a bordered table with a header line: where its body is drawn, for
 /// scrolling and for mouse clicks.
 pub(super) fn table_body(area: Rect) -> Rect {
