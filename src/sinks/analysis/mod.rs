@@ -688,7 +688,11 @@ impl Statistics {
     /// fragment's copy of the header is not read until its packet is complete (as
     /// reliable.io's receiver does), so the reassembled packet brings them.
     fn ack(&mut self, e: &PacketEvent) {
-        let (true, Some(ack), Some(bits), Some(key)) = (self.ack_analysis, e.ack, e.ack_bits, e.flow) else {
+        // Most protocols carry no acks: decided before the flow's key is copied out.
+        if !self.ack_analysis || e.ack.is_none() {
+            return;
+        }
+        let (Some(ack), Some(bits), Some(key)) = (e.ack, e.ack_bits, e.flow) else {
             return;
         };
         let back = FlowId {

@@ -645,6 +645,11 @@ impl MessageReport {
 pub struct Timeline {
     pub start_ns: Option<i64>,
     pub seconds: Vec<Second>,
+    /// The second [`Timeline::slot`] found last: the start it was found from, the offsets
+    /// from it (ns) that fall in it, and its index. Frames come in time order, so most
+    /// fall in it without a 64-bit division.
+    #[serde(skip)]
+    last: (i64, i64, i64, usize),
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize)]
@@ -659,14 +664,24 @@ const TIMELINE_MAX: usize = 86_400;
 impl Timeline {
     /// The bucket for a timestamp (None before the start or past the limit).
     pub fn slot(&mut self, ts_ns: i64) -> Option<&mut Second> {
+        const NS: i64 = 1_000_000_000;
         let start = *self.start_ns.get_or_insert(ts_ns);
-        let s = usize::try_from(ts_ns.saturating_sub(start) / 1_000_000_000).ok()?;
+        let d = ts_ns.saturating_sub(start);
+        let (from, lo, hi, at) = self.last;
+        if from == start && d >= lo && d < hi {
+            return self.seconds.get_mut(at);
+        }
+        let s = usize::try_from(d / NS).ok()?;
         if s >= TIMELINE_MAX {
             return None;
         }
         if self.seconds.len() <= s {
             self.seconds.resize(s + 1, Second::default());
         }
+        // The offsets that divide to `s` (the division truncates: less than a second
+        // before the start is second 0 too).
+        let lo = if s == 0 { 1 - NS } else { s as i64 * NS };
+        self.last = (start, lo, (s as i64 + 1) * NS, s);
         self.seconds.get_mut(s)
     }
 }
@@ -1123,5 +1138,52 @@ impl Conversations {
             identification: r.identification,
             conversations,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Timeline;
+
+    /// The second a timestamp falls in, remembered or not, is the one the division gives:
+    /// in order, out of order, less than a second before the start, long before it, past
+    /// the day kept, and after the start moved.
+    #[test]
+    fn a_remembered_second_is_the_divided_one() {
+        const NS: i64 = 1_000_000_000;
+        let start = 5 * NS + 123;
+        let offsets = [
+            0,
+            1,
+            NS - 1,
+            NS,
+            NS + 7,
+            -1,
+            1 - NS,
+            -NS,
+            -5 * NS,
+            3 * NS,
+            NS - 1,
+            2 * NS,
+            86_399 * NS,
+            86_400 * NS,
+            0,
+            i64::MIN / 2,
+        ];
+        let mut t = Timeline::default();
+        t.start_ns = Some(start);
+        for (i, d) in offsets.into_iter().enumerate() {
+            let want = usize::try_from(d / NS).ok().filter(|&s| s < super::TIMELINE_MAX);
+            if let Some(s) = t.slot(start + d) {
+                s.datagrams += 1 << i;
+            }
+            let got = want.map(|s| t.seconds[s].datagrams >> i & 1);
+            assert_eq!(got, want.map(|_| 1), "offset {d}");
+        }
+        // Another start (shards set it before reading): nothing remembered from the old one.
+        t.start_ns = Some(start + NS);
+        let before = t.seconds[0].datagrams;
+        t.slot(start + NS + 10).unwrap().datagrams += 1;
+        assert_eq!(t.seconds[0].datagrams, before + 1);
     }
 }
