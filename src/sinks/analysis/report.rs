@@ -1170,8 +1170,10 @@ mod tests {
             0,
             i64::MIN / 2,
         ];
-        let mut t = Timeline::default();
-        t.start_ns = Some(start);
+        let mut t = Timeline {
+            start_ns: Some(start),
+            ..Timeline::default()
+        };
         for (i, d) in offsets.into_iter().enumerate() {
             let want = usize::try_from(d / NS).ok().filter(|&s| s < super::TIMELINE_MAX);
             if let Some(s) = t.slot(start + d) {
