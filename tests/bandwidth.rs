@@ -376,11 +376,18 @@ fn sharded(paths: &[PathBuf], cfg: &Config, opts: &Options, shards: usize) -> se
     serde_json::to_value(r.bandwidth.unwrap()).unwrap()
 }
 
+/// The profile counted in the ordered stage of a pipeline of `workers` validation
+/// threads (None: the definition needs field trees, and is not pipelined).
+fn pipelined(paths: &[PathBuf], cfg: &Config, opts: &Options, workers: usize) -> Option<serde_json::Value> {
+    let r = run::pipelined(paths, cfg, opts, workers, &mut |_, _| {}).unwrap()?;
+    Some(serde_json::to_value(r.bandwidth.unwrap()).unwrap())
+}
+
 /// `analyze --bits` on several cores gives the profile of one core: every bundled
 /// capture and captures `gen` writes from article.kdl and example-shooter.kdl (many
 /// clients), with a `--what-if` resolution too, on 2, 3 and 5 shards. A row a later
 /// shard met first kept no kind when merged (a boolean lost `always`, a compressed
-/// float its declared resolution).
+/// float its declared resolution). Pipelined (one client), the same profile too.
 #[test]
 fn sharded_profiles_equal_the_sequential_one() {
     let mut cases: Vec<(PathBuf, &str, Options)> = common::BUNDLED
@@ -411,6 +418,13 @@ fn sharded_profiles_equal_the_sequential_one() {
             assert!(
                 sharded(&paths, &cfg, opts, shards) == one,
                 "{} on {shards} shards differs from one core",
+                path.display()
+            );
+        }
+        for workers in [1, 3] {
+            assert!(
+                pipelined(&paths, &cfg, opts, workers).is_none_or(|p| p == one),
+                "{} pipelined with {workers} workers differs from one core",
                 path.display()
             );
         }

@@ -7,10 +7,10 @@
 
 use super::files::{Progress, Reading, each_file};
 use super::{analyze_batch, thread_failed};
-use crate::analysis::{Analyzer, Report};
+use crate::analysis::{Analyzer, Report, Statistics};
 use crate::capture::{CaptureError, Frame};
 use crate::engine::join::Joiner;
-use crate::engine::{Batch, Config, Engine, FileEnd, Found, Needs, Recycler, Validator, layers};
+use crate::engine::{Batch, Config, Engine, FileEnd, Found, Needs, Recycler, Sink, Validator, layers};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -48,6 +48,20 @@ pub fn analyze_files(
     workers: usize,
     progress: Progress,
 ) -> Result<Report, CaptureError> {
+    let analyzer = Analyzer::new(cfg.clone());
+    run_pipelined(paths, cfg, analyzer, workers, progress).map(|(stats, _)| stats.report())
+}
+
+/// [`analyze_files`] with `analyzer` (and its other sink, such as the bandwidth profile
+/// of `analyze --bits`) as the ordered stage: the finished statistics and that sink,
+/// the same as a sequential run's.
+pub fn run_pipelined<X: Sink + Send + 'static>(
+    paths: &[PathBuf],
+    cfg: Config,
+    analyzer: Analyzer<X>,
+    workers: usize,
+    progress: Progress,
+) -> Result<(Statistics, X), CaptureError> {
     let workers = workers.max(1);
     // Bounded queues: memory stays a few batches whatever the capture's size.
     let (work_tx, work_rx) = sync_channel::<(u64, Msg)>(workers * 2);
@@ -101,9 +115,8 @@ pub fn analyze_files(
     drop(done_tx);
     let pool = Recycler::<(Batch, Found)>::new(workers * 4 + 4);
     let analyzer = {
-        let cfg = cfg.clone();
         let back = pool.returner();
-        std::thread::spawn(move || ordered(Analyzer::new(cfg), done_rx, back))
+        std::thread::spawn(move || ordered(analyzer, done_rx, back))
     };
     let mut reading = Reader {
         tx: &work_tx,
@@ -163,7 +176,11 @@ impl Reading for Reader<'_> {
 }
 
 /// The analyzer's side: messages back in reading order, frames with their verdicts.
-fn ordered(mut a: Analyzer, rx: Receiver<(u64, Msg)>, back: SyncSender<(Batch, Found)>) -> Report {
+fn ordered<X: Sink>(
+    mut a: Analyzer<X>,
+    rx: Receiver<(u64, Msg)>,
+    back: SyncSender<(Batch, Found)>,
+) -> (Statistics, X) {
     let mut waiting: BTreeMap<u64, Msg> = BTreeMap::new();
     let mut next = 0u64;
     for (seq, msg) in rx {
@@ -177,5 +194,5 @@ fn ordered(mut a: Analyzer, rx: Receiver<(u64, Msg)>, back: SyncSender<(Batch, F
             }
         }
     }
-    a.finish()
+    a.finish_parts()
 }

@@ -27,8 +27,14 @@ pub fn analyze_sharded(
             .first()
             .is_some_and(|p| parallel::busiest_shard_share(p, shards) < 0.75)
     };
-    if shards <= 1 || !parallel::shardable(&cfg) || !spread() {
+    if shards <= 1 {
         return analyze_files(captures, cfg, opts, progress);
+    }
+    if !parallel::shardable(&cfg) || !spread() {
+        return match pipelined(captures, &cfg, &opts, shards, progress)? {
+            Some(report) => Ok(report),
+            None => analyze_files(captures, cfg, opts, progress),
+        };
     }
     match shard_profile(captures, &cfg, &opts, shards, progress)? {
         Some(report) => Ok(report),
@@ -66,6 +72,29 @@ pub fn shard_profile(
         whole.merge(p);
     }
     report.bandwidth = Some(whole.report());
+    Ok(Some(report))
+}
+
+/// The report and profile of `captures` with `workers` validation threads ahead of the
+/// ordered stage that counts the profile, as `analyze` runs one busy flow (`None`: the
+/// profile needs field trees, which only the ordered stage could record). The ordered
+/// stage is the sequential run with the verdicts handed in: the same profile.
+pub fn pipelined(
+    captures: &[PathBuf],
+    cfg: &Config,
+    opts: &Options,
+    workers: usize,
+    progress: &mut dyn FnMut(usize, u64),
+) -> Result<Option<Report>, CaptureError> {
+    if opts.trees || !parallel::pipelinable(cfg) || !super::fast::eligible(cfg) {
+        return Ok(None);
+    }
+    let (bandwidth, record) = Bandwidth::for_config(cfg, opts.clone(), true);
+    let analyzer = Analyzer::with_sink(cfg.clone(), record, bandwidth);
+    let (stats, bandwidth) =
+        crate::run::pipeline::run_pipelined(captures, cfg.clone(), analyzer, workers, progress)?;
+    let mut report = stats.report();
+    report.bandwidth = Some(bandwidth.report());
     Ok(Some(report))
 }
 
