@@ -422,7 +422,7 @@ impl Decryptor {
         };
         let opened = match read {
             true => cipher.open(self.protocol_id, sequence, h, body, out),
-            false => cipher.verify(self.protocol_id, sequence, h, body),
+            false => cipher.verify(self.protocol_id, sequence, h, body, out),
         };
         if !opened {
             out.clear();
