@@ -165,8 +165,8 @@ pub struct Decryptor {
     windowed: usize,
     /// Connections learnt so far: a new one from the same client starts fresh windows.
     learnt: u32,
-    /// Something reads the plaintext: without, a sealed packet's MAC is checked and its
-    /// body left sealed (the same outcome; no plaintext is handed back).
+    /// Something reads the plaintext: without, only a sealed packet's verdict is kept
+    /// (the same outcome; no plaintext is handed back).
     read: bool,
 }
 
