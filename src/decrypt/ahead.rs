@@ -43,21 +43,54 @@ pub fn logged(secrets: &Secrets) -> impl Iterator<Item = (u32, SocketAddr, &Conn
 /// The key log's ciphers by client, shared by a pipeline's workers.
 pub struct Opener {
     protocol_id: u64,
-    by_client: HashMap<SocketAddr, (u32, ConnectionCiphers)>,
+    by_client: Clients,
     read: bool,
+}
+
+/// A key log's connections by client address, looked up once or twice a packet: IPv4
+/// clients by the address as one integer (hashing a `SocketAddr` part by part cost
+/// more than the map's probe), IPv6 ones by their `SocketAddr`.
+#[derive(Default)]
+struct Clients {
+    v4: HashMap<u64, (u32, ConnectionCiphers)>,
+    v6: HashMap<SocketAddr, (u32, ConnectionCiphers)>,
+}
+
+impl Clients {
+    fn key(a: &SocketAddr) -> Option<u64> {
+        match a {
+            SocketAddr::V4(v) => Some(u64::from(v.ip().to_bits()) << 16 | u64::from(v.port())),
+            SocketAddr::V6(_) => None,
+        }
+    }
+
+    fn insert(&mut self, a: SocketAddr, c: (u32, ConnectionCiphers)) {
+        match Self::key(&a) {
+            Some(k) => self.v4.insert(k, c),
+            None => self.v6.insert(a, c),
+        };
+    }
+
+    fn get(&self, a: &SocketAddr) -> Option<&(u32, ConnectionCiphers)> {
+        match Self::key(a) {
+            Some(k) => self.v4.get(&k),
+            None => self.v6.get(a),
+        }
+    }
 }
 
 impl Opener {
     /// `None` when there is no key log (keys learnt from requests need order). `read`:
     /// something reads the plaintext (an inner layer, a field tree); without, a packet's
-    /// MAC is checked and its body left sealed — the same verdict, at about half the cost.
+    /// MAC is checked and the plaintext dropped (the same verdict; nothing kept).
     pub fn new(secrets: &Secrets, protocol_id: u64, read: bool) -> Option<Self> {
         if secrets.connections.is_empty() {
             return None;
         }
-        let by_client = logged(secrets)
-            .map(|(i, a, k)| (a, (i, ConnectionCiphers::new(k))))
-            .collect();
+        let mut by_client = Clients::default();
+        for (i, a, k) in logged(secrets) {
+            by_client.insert(a, (i, ConnectionCiphers::new(k)));
+        }
         Some(Opener {
             protocol_id,
             by_client,
@@ -92,7 +125,7 @@ impl Opener {
         let at = buffer.len();
         let opened = match self.read {
             true => cipher.open(self.protocol_id, sequence, header, body, buffer),
-            false => cipher.verify(self.protocol_id, sequence, header, body),
+            false => cipher.verify(self.protocol_id, sequence, header, body, buffer),
         };
         Some(Opened {
             connection: *connection,
@@ -224,6 +257,31 @@ mod tests {
             o.open((up.src, up.dst), 1, 0, &sealed(1, 1), &mut Vec::new())
                 .is_none()
         );
+    }
+
+    /// Clients of either IP version are found, and only at their own address and port
+    /// (an IPv4 address and its IPv6-mapped form are two clients).
+    #[test]
+    fn clients_are_found_by_address_and_port() {
+        let v6: SocketAddr = "[2001:db8::1]:5000".parse().unwrap();
+        let mapped: SocketAddr = "[::ffff:10.0.0.1]:5000".parse().unwrap();
+        let mut s = Secrets::default();
+        s.connections.insert(client(), keys(1, 2));
+        s.connections.insert(v6, keys(3, 4));
+        let o = Opener::new(&s, ID, true).unwrap();
+        let opens = |flow: (SocketAddr, SocketAddr), key| {
+            let mut buffer = Vec::new();
+            let a = o.open(flow, 7, 5, &sealed(key, 7), &mut buffer)?;
+            Some((a.to_server, a.body(&buffer).map(<[u8]>::to_vec)))
+        };
+        let inside = Some(b"inside".to_vec());
+        assert_eq!(opens((client(), server()), 1), Some((true, inside.clone())));
+        assert_eq!(opens((server(), client()), 2), Some((false, inside.clone())));
+        assert_eq!(opens((v6, server()), 3), Some((true, inside.clone())));
+        assert_eq!(opens((server(), v6), 4), Some((false, inside)));
+        assert_eq!(opens((mapped, server()), 1), None);
+        let other_port: SocketAddr = "10.0.0.1:5001".parse().unwrap();
+        assert_eq!(opens((other_port, server()), 1), None);
     }
 
     /// With the private key a request may give a logged client other keys: what a worker

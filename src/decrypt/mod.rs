@@ -165,8 +165,8 @@ pub struct Decryptor {
     windowed: usize,
     /// Connections learnt so far: a new one from the same client starts fresh windows.
     learnt: u32,
-    /// Something reads the plaintext: without, a sealed packet's MAC is checked and its
-    /// body left sealed (the same outcome; no plaintext is handed back).
+    /// Something reads the plaintext: without, only a sealed packet's verdict is kept
+    /// (the same outcome; no plaintext is handed back).
     read: bool,
 }
 
@@ -422,7 +422,7 @@ impl Decryptor {
         };
         let opened = match read {
             true => cipher.open(self.protocol_id, sequence, h, body, out),
-            false => cipher.verify(self.protocol_id, sequence, h, body),
+            false => cipher.verify(self.protocol_id, sequence, h, body, out),
         };
         if !opened {
             out.clear();

@@ -2,10 +2,16 @@
 //! connection request (XChaCha20-Poly1305 under the server's private key) and every
 //! later packet (ChaCha20-Poly1305 IETF under the connection's key for its direction).
 //! Both read and write, so `gen` writes what `analyze` reads.
+//!
+//! Two AEAD crates: a sealed packet is opened by ring's ChaCha20-Poly1305 (BoringSSL's
+//! assembly; 218 ns for a 150-byte packet where RustCrypto's open took 609 ns and its
+//! MAC check alone 299 ns), and ring has no XChaCha20, so RustCrypto's
+//! `chacha20poly1305` opens connect tokens (one per connection).
 
 use super::keys::{ConnectionKeys, Key};
 use chacha20poly1305::aead::AeadInOut;
-use chacha20poly1305::{ChaCha20Poly1305, KeyInit, Nonce, Tag, XChaCha20Poly1305, XNonce};
+use chacha20poly1305::{KeyInit, Tag, XChaCha20Poly1305, XNonce};
+use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, Nonce, UnboundKey};
 
 /// `"NETCODE 1.02"` and its NUL: the version info in every additional data.
 pub const VERSION: &[u8; 13] = b"NETCODE 1.02\0";
@@ -88,44 +94,31 @@ pub fn split(payload: &[u8]) -> Option<(&[u8], &[u8])> {
 
 /// A connection's cipher for one direction, made once.
 #[derive(Clone)]
-pub struct PacketCipher(ChaCha20Poly1305, Key);
+pub struct PacketCipher(LessSafeKey);
 
 impl PacketCipher {
     pub fn new(key: &Key) -> Self {
-        PacketCipher(ChaCha20Poly1305::new(key.into()), *key)
+        // A 32-byte key is the only thing `UnboundKey::new` checks.
+        let key = UnboundKey::new(&CHACHA20_POLY1305, key).unwrap_or_else(|_| unreachable!());
+        PacketCipher(LessSafeKey::new(key))
     }
 
-    /// Whether a packet's MAC holds, without decrypting its body: [`Self::open`]'s
-    /// verdict for runs where nothing reads the plaintext (the MAC is over the
-    /// ciphertext, so the body's keystream is never needed; RFC 8439 section 2.8).
-    pub fn verify(&self, protocol_id: u64, sequence: u64, header: &[u8], body: &[u8]) -> bool {
-        use chacha20::cipher::{KeyIvInit, StreamCipherCore};
-        use poly1305::universal_hash::{KeyInit as _, UniversalHash};
-        let (Some(&prefix), Some(n)) = (header.first(), body.len().checked_sub(MAC)) else {
-            return false;
-        };
-        let (ct, mac) = body.split_at(n);
-        let Ok(tag) = <&poly1305::Tag>::try_from(mac) else {
-            return false;
-        };
-        // The one-time key is the first half of keystream block 0, written straight
-        // from the core (the stream wrapper's buffering cost more than the block).
-        let mut block = Default::default();
-        chacha20::ChaChaCore::<chacha20::R20, chacha20::variants::Ietf>::new(
-            &self.1.into(),
-            &nonce(sequence),
-        )
-        .write_keystream_block(&mut block);
-        let one_time = poly1305::Key::try_from(&block[..32]).unwrap_or_default();
-        let mut m = poly1305::Poly1305::new(&one_time);
-        let ad = additional(protocol_id, prefix);
-        m.update_padded(&ad);
-        m.update_padded(ct);
-        let mut lengths = poly1305::Block::default();
-        lengths[..8].copy_from_slice(&(ad.len() as u64).to_le_bytes());
-        lengths[8..].copy_from_slice(&(ct.len() as u64).to_le_bytes());
-        m.update(&[lengths]);
-        m.verify(tag).is_ok()
+    /// Whether a packet's MAC holds, for runs where nothing reads the plaintext: the
+    /// body is opened into `scratch` (cleared after), which costs less with ring's
+    /// assembly than RustCrypto's MAC check without decrypting (218 against 299 ns on
+    /// a 150-byte packet).
+    pub fn verify(
+        &self,
+        protocol_id: u64,
+        sequence: u64,
+        header: &[u8],
+        body: &[u8],
+        scratch: &mut Vec<u8>,
+    ) -> bool {
+        let start = scratch.len();
+        let ok = self.open(protocol_id, sequence, header, body, scratch);
+        scratch.truncate(start);
+        ok
     }
 
     /// Opens a packet's body: `header` is the prefix byte and the sequence bytes, `body`
@@ -143,18 +136,19 @@ impl PacketCipher {
             return false;
         };
         let (ct, mac) = body.split_at(n);
-        let Ok(tag) = <&Tag>::try_from(mac) else {
+        let Ok(tag) = ring::aead::Tag::try_from(mac) else {
             return false;
         };
         let start = out.len();
         out.extend_from_slice(ct);
         let ok = self
             .0
-            .decrypt_inout_detached(
-                &nonce(sequence),
-                &additional(protocol_id, prefix),
-                (&mut out[start..]).into(),
+            .open_in_place_separate_tag(
+                nonce(sequence),
+                Aad::from(additional(protocol_id, prefix)),
                 tag,
+                &mut out[start..],
+                0..,
             )
             .is_ok();
         if !ok {
@@ -165,15 +159,14 @@ impl PacketCipher {
 
     /// Seals `body` in place and appends its MAC (`gen`).
     pub fn seal(&self, protocol_id: u64, sequence: u64, prefix: u8, body: &mut Vec<u8>) {
-        let tag = self
-            .0
-            .encrypt_inout_detached(
-                &nonce(sequence),
-                &additional(protocol_id, prefix),
-                body.as_mut_slice().into(),
-            )
-            .unwrap_or_default();
-        body.extend_from_slice(&tag);
+        // Refused only past ChaCha20's 256 GiB a message.
+        if let Ok(tag) = self.0.seal_in_place_separate_tag(
+            nonce(sequence),
+            Aad::from(additional(protocol_id, prefix)),
+            body,
+        ) {
+            body.extend_from_slice(tag.as_ref());
+        }
     }
 }
 
@@ -181,7 +174,7 @@ impl PacketCipher {
 fn nonce(sequence: u64) -> Nonce {
     let mut n = [0u8; 12];
     n[4..].copy_from_slice(&sequence.to_le_bytes());
-    Nonce::from(n)
+    Nonce::assume_unique_for_key(n)
 }
 
 /// Version info, protocol id, prefix byte (netcode.c:1621-1627).
@@ -249,12 +242,89 @@ mod tests {
             for (i, (s, prefix, b)) in cases.iter().enumerate() {
                 let mut out = Vec::new();
                 let opened = c.open(42, *s, &[*prefix], b, &mut out);
-                assert_eq!(c.verify(42, *s, &[*prefix], b), opened, "length {len}, case {i}");
+                let mut scratch = vec![1, 2];
+                let verified = c.verify(42, *s, &[*prefix], b, &mut scratch);
+                assert_eq!(verified, opened, "length {len}, case {i}");
+                assert_eq!(scratch, [1, 2]);
                 assert_eq!(opened, i == 0, "length {len}, case {i}");
             }
         }
-        assert!(!c.verify(42, 1, &[], &[0; 20]));
-        assert!(!PacketCipher::new(&[8; 32]).verify(43, 1, &[0x25], &[0; 16]));
+        assert!(!c.verify(42, 1, &[], &[0; 20], &mut Vec::new()));
+        assert!(!PacketCipher::new(&[8; 32]).verify(43, 1, &[0x25], &[0; 16], &mut Vec::new()));
+    }
+
+    /// RustCrypto's ChaCha20-Poly1305 (IETF) over netcode's nonce and additional data.
+    fn rustcrypto(key: &Key) -> chacha20poly1305::ChaCha20Poly1305 {
+        chacha20poly1305::ChaCha20Poly1305::new(key.into())
+    }
+
+    fn rc_nonce(sequence: u64) -> chacha20poly1305::Nonce {
+        let mut n = [0u8; 12];
+        n[4..].copy_from_slice(&sequence.to_le_bytes());
+        n.into()
+    }
+
+    /// RustCrypto's verdict on `body` (ciphertext and MAC), and its plaintext.
+    fn rc_open(key: &Key, id: u64, seq: u64, prefix: u8, body: &[u8]) -> Option<Vec<u8>> {
+        let n = body.len().checked_sub(MAC)?;
+        let mut plain = body[..n].to_vec();
+        let tag: &Tag = body[n..].try_into().ok()?;
+        rustcrypto(key)
+            .decrypt_inout_detached(
+                &rc_nonce(seq),
+                &additional(id, prefix),
+                plain.as_mut_slice().into(),
+                tag,
+            )
+            .ok()?;
+        Some(plain)
+    }
+
+    /// ring (packets) and RustCrypto (the construction netcode.c uses through libsodium)
+    /// are one AEAD: what either seals the other opens, at every length a game packet
+    /// has, and both refuse a flipped byte, another sequence, prefix, protocol id or key.
+    #[test]
+    fn ring_and_rustcrypto_agree() {
+        let key = [0x5a; 32];
+        let c = PacketCipher::new(&key);
+        for len in 0..=1200usize {
+            let plain: Vec<u8> = (0..len).map(|i| (i * 31 + len) as u8).collect();
+            let seq = 0x0123_4567_89ab_0000 + len as u64;
+            let mut by_ring = plain.clone();
+            c.seal(7, seq, 0x15, &mut by_ring);
+            let mut by_rc = plain.clone();
+            let tag = rustcrypto(&key)
+                .encrypt_inout_detached(&rc_nonce(seq), &additional(7, 0x15), by_rc.as_mut_slice().into())
+                .unwrap();
+            by_rc.extend_from_slice(&tag);
+            assert_eq!(by_ring, by_rc, "length {len}");
+            assert_eq!(rc_open(&key, 7, seq, 0x15, &by_ring).as_ref(), Some(&plain));
+            let mut out = Vec::new();
+            assert!(c.open(7, seq, &[0x15], &by_rc, &mut out));
+            assert_eq!(out, plain);
+            let mut bad = vec![(seq + 1, 0x15, 7, by_rc.clone()), (seq, 0x16, 7, by_rc.clone())];
+            bad.push((seq, 0x15, 8, by_rc.clone()));
+            for at in [0, by_rc.len() / 2, by_rc.len() - 1] {
+                let mut b = by_rc.clone();
+                b[at] ^= 1 << (len % 8);
+                bad.push((seq, 0x15, 7, b));
+            }
+            for (i, (s, prefix, id, b)) in bad.iter().enumerate() {
+                let mut out = Vec::new();
+                assert!(
+                    !c.open(*id, *s, &[*prefix], b, &mut out),
+                    "length {len}, case {i}"
+                );
+                assert!(out.is_empty());
+                assert!(
+                    rc_open(&key, *id, *s, *prefix, b).is_none(),
+                    "length {len}, case {i}"
+                );
+            }
+            let other = [0x5b; 32];
+            assert!(!PacketCipher::new(&other).open(7, seq, &[0x15], &by_rc, &mut out));
+            assert!(rc_open(&other, 7, seq, 0x15, &by_ring).is_none());
+        }
     }
 
     #[test]

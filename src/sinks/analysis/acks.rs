@@ -80,6 +80,11 @@ impl AckFacts {
     }
 }
 
+/// A word's `n` lowest bits (`n` ≤ 64).
+fn low(n: usize) -> u64 {
+    u64::MAX.checked_shr(64 - n as u32).unwrap_or(0)
+}
+
 /// Settled sequences kept per direction (24 bytes each).
 const MAX_LOG: usize = 1 << 24;
 
@@ -345,16 +350,7 @@ impl AckTracker {
             if from > self.highest + 1 {
                 self.settle_run(self.highest + 1, from - 1);
             }
-            for k in from..=ext {
-                let old = k - len;
-                if old >= first && !self.is_acked(old) {
-                    self.settle_run(old, old);
-                    self.log(old, self.sent_ns[self.index(old)], Settled::NEVER);
-                }
-                let i = self.index(k);
-                self.sent_ns[i] = NOT_CAPTURED;
-                self.set_acked(k, false);
-            }
+            self.evict(from, ext, first);
             self.stats.sequences = self.stats.sequences.saturating_add((ext - self.highest) as u64);
             self.highest = ext;
         }
@@ -363,6 +359,57 @@ impl AckTracker {
             if self.sent_ns[i] == NOT_CAPTURED {
                 self.sent_ns[i] = ts_ns;
             }
+        }
+    }
+
+    /// The window moves up to `ext`: the slots of `from..=ext` are taken from the
+    /// sequences a window's length older, which are settled as never acked when not
+    /// acked (and sent: not older than `first`), in order. A word of slots at a time, a
+    /// run of unacked sequences at once: random sequences (a payload that is not the
+    /// protocol) jump past the whole window on every packet.
+    fn evict(&mut self, from: i128, ext: i128, first: i128) {
+        let len = self.sent_ns.len() as i128;
+        let mut k = from;
+        while k <= ext {
+            let i = self.index(k);
+            let c = ((ext - k + 1) as usize).min(64 - i % 64).min(len as usize - i);
+            let slots = low(c);
+            let sent = low((first + len - k).clamp(0, c as i128) as usize);
+            let mut unacked = !(self.acked[i / 64] >> (i % 64)) & slots & !sent;
+            while unacked != 0 {
+                let at = unacked.trailing_zeros();
+                let run = (!(unacked >> at)).trailing_zeros();
+                let a = k + at as i128;
+                let b = a + run as i128 - 1;
+                self.settle_each(a - len, b - len);
+                if self.log.is_some() {
+                    for x in a..=b {
+                        self.log(x - len, self.sent_ns[self.index(x)], Settled::NEVER);
+                    }
+                }
+                unacked &= !(low(run as usize) << at);
+            }
+            self.sent_ns[i..i + c].fill(NOT_CAPTURED);
+            self.acked[i / 64] &= !(slots << (i % 64));
+            k += c as i128;
+        }
+    }
+
+    /// Sequences `a..=b` (extended) settled as never acked, as many calls of
+    /// [`Self::settle_run`] for each in turn would: with the list of runs full, the
+    /// last run still grows from the first of them that follows it.
+    fn settle_each(&mut self, a: i128, b: i128) {
+        let mask = self.mask();
+        let runs = &self.stats.never_acked_runs;
+        if runs.len() < MAX_RUNS {
+            return self.settle_run(a, b);
+        }
+        self.stats.never_acked = self.stats.never_acked.saturating_add((b - a + 1) as u64);
+        let (span, a, b) = ((b - a) as u64, a as u64 & mask, b as u64 & mask);
+        if let Some(last) = self.stats.never_acked_runs.last_mut()
+            && last.1.wrapping_add(1).wrapping_sub(a) & mask <= span
+        {
+            last.1 = b;
         }
     }
 
@@ -709,6 +756,105 @@ mod tests {
         for us in [0u64, 31, 32, 33, 1000, 123_456, 10_000_000] {
             let v = bucket_value(bucket_of(us));
             assert!((v - us as f64).abs() <= us as f64 * 0.02 + 0.5, "{us} -> {v}");
+        }
+    }
+}
+
+/// The eviction word by word against the sequence-at-a-time loop it replaced: the same
+/// tracker after any mix of steps, jumps past the window, acks and wraps, with and
+/// without the log, before and after the list of runs fills.
+#[cfg(test)]
+mod eviction {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// `AckTracker::sent` as it was: each skipped slot settled and cleared in turn.
+    fn sent_one_by_one(t: &mut AckTracker, s: u64, ts_ns: i64) {
+        let s = s & t.mask();
+        let Some(first) = t.first else {
+            return t.sent(s, ts_ns);
+        };
+        let ext = t.extend(s, t.bits);
+        if ext > t.highest {
+            let most = if t.peer_acks { WINDOW } else { UNACKED_WINDOW };
+            t.grow((ext - first + 1).min(most));
+            let len = t.sent_ns.len() as i128;
+            let from = (t.highest + 1).max(ext - len + 1);
+            if from > t.highest + 1 {
+                t.settle_run(t.highest + 1, from - 1);
+            }
+            for k in from..=ext {
+                let old = k - len;
+                if old >= first && !t.is_acked(old) {
+                    t.settle_run(old, old);
+                    t.log(old, t.sent_ns[t.index(old)], Settled::NEVER);
+                }
+                let i = t.index(k);
+                t.sent_ns[i] = NOT_CAPTURED;
+                t.set_acked(k, false);
+            }
+            t.stats.sequences = t.stats.sequences.saturating_add((ext - t.highest) as u64);
+            t.highest = ext;
+        }
+        if ext > t.highest - t.sent_ns.len() as i128 && ext >= first {
+            let i = t.index(ext);
+            if t.sent_ns[i] == NOT_CAPTURED {
+                t.sent_ns[i] = ts_ns;
+            }
+        }
+    }
+
+    /// Steps: (kind, value): a sequence a little ahead or behind, one anywhere, an ack
+    /// near the newest with random bits.
+    fn run(bits: u32, log: bool, steps: &[(u8, u64, u32)]) {
+        let (mut new, mut old) = (AckTracker::new(bits), AckTracker::new(bits));
+        if log {
+            new.keep_log();
+            old.keep_log();
+        }
+        let mut seq = 0u64;
+        for (n, &(kind, v, b)) in steps.iter().enumerate() {
+            let ts = n as i64 * 1_000_000;
+            match kind % 4 {
+                0 => seq = seq.wrapping_add(v % 40),
+                1 => seq = v,
+                2 => seq = seq.wrapping_sub(v % 8),
+                _ => {
+                    let ack = seq.wrapping_sub(v % 4);
+                    new.acked(ack, bits, b, ts, Some(n as u32));
+                    old.acked(ack, bits, b, ts, Some(n as u32));
+                    continue;
+                }
+            }
+            new.sent(seq, ts);
+            sent_one_by_one(&mut old, seq, ts);
+            assert_eq!(format!("{new:?}"), format!("{old:?}"), "step {n}");
+        }
+        assert_eq!(new.finish_logged(), old.finish_logged());
+    }
+
+    proptest! {
+        #[test]
+        fn word_by_word_is_one_by_one(
+            bits in prop::sample::select(vec![1u32, 3, 8, 12, 16, 32, 64]),
+            log: bool,
+            steps in prop::collection::vec((0u8..4, any::<u64>(), any::<u32>()), 0..300),
+        ) {
+            run(bits, log, &steps);
+        }
+    }
+
+    /// Past the 256 runs listed: jumps whose never-acked runs meet the last one listed.
+    #[test]
+    fn full_runs_grow_as_one_by_one() {
+        for bits in [8u32, 10, 16] {
+            let mut steps = Vec::new();
+            for n in 0..2_000u64 {
+                steps.push((1, n * 1_500 + n % 7, 0));
+                steps.push((3, n % 3, 0x5555_5555 ^ n as u32));
+                steps.push((0, n % 40, 0));
+            }
+            run(bits, bits != 10, &steps);
         }
     }
 }
