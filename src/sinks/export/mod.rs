@@ -161,7 +161,9 @@ impl Table {
         std::fs::create_dir_all(&part).map_err(|e| fail(&e))?;
         let props = encodings(&schema, dictionary, WriterProperties::builder())
             .map_err(|e| fail(&e))?
-            .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).map_err(|e| fail(&e))?))
+            // Level 1: level 3 cost 5% more of the export's CPU for files 1% smaller (a
+            // 214 MB capture: 292 MB against 295; floats split by byte barely compress).
+            .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).map_err(|e| fail(&e))?))
             .set_max_row_group_size(GROUP_ROWS)
             // Statistics per column chunk (what engines prune row groups by), not per
             // page: the page index was kept in memory for every page until the file

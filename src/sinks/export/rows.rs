@@ -206,12 +206,8 @@ impl Packets {
         self.ts_ns.append_value(e.ts_ns);
         match e.flow {
             Some(f) => {
-                // Written into the column's buffer: no string per packet.
-                use std::fmt::Write;
-                let _ = write!(self.src_ip, "{}", f.src.ip());
-                self.src_ip.append_value("");
-                let _ = write!(self.dst_ip, "{}", f.dst.ip());
-                self.dst_ip.append_value("");
+                append_ip(&mut self.src_ip, f.src.ip());
+                append_ip(&mut self.dst_ip, f.dst.ip());
             }
             None => {
                 self.src_ip.append_null();
@@ -307,6 +303,43 @@ impl Packets {
     }
 }
 
+/// Appends address `ip` as text, as `Display` writes it, without a string per packet:
+/// an IPv4 address by hand (formatting it was 2% of an export's CPU), IPv6 through
+/// `Display` into the column's buffer.
+fn append_ip(b: &mut StringBuilder, ip: std::net::IpAddr) {
+    match ip {
+        std::net::IpAddr::V4(v4) => {
+            let mut buf = [0u8; 15];
+            let mut n = 0;
+            for (k, octet) in v4.octets().into_iter().enumerate() {
+                if k > 0 {
+                    buf[n] = b'.';
+                    n += 1;
+                }
+                let digits = [octet / 100, octet / 10 % 10, octet % 10];
+                let skip = if octet >= 100 {
+                    0
+                } else if octet >= 10 {
+                    1
+                } else {
+                    2
+                };
+                for d in &digits[skip..] {
+                    buf[n] = b'0' + d;
+                    n += 1;
+                }
+            }
+            // Digits and dots only: always UTF-8.
+            b.append_value(std::str::from_utf8(&buf[..n]).unwrap_or_default());
+        }
+        std::net::IpAddr::V6(v6) => {
+            use std::fmt::Write;
+            let _ = write!(b, "{v6}");
+            b.append_value("");
+        }
+    }
+}
+
 /// One packet type's rows: its columns and the key columns.
 pub(super) struct TypeRows {
     pub columns: TypeColumns,
@@ -355,8 +388,10 @@ pub(super) struct Rows {
     pub packets: Packets,
     /// By packet type id.
     pub types: Vec<Option<TypeRows>>,
-    /// The current packet's subtree ends (reused).
+    /// The current packet's subtree ends, and the stack that finds them (reused: no
+    /// allocation per packet).
     end: Vec<u32>,
+    open: Vec<u32>,
 }
 
 impl Rows {
@@ -397,6 +432,7 @@ impl Rows {
             packets,
             types,
             end: Vec::new(),
+            open: Vec::new(),
         }
     }
 
@@ -436,7 +472,7 @@ impl Rows {
     pub fn add(&mut self, e: &PacketEvent<'_>, out: &mut dyn FnMut(Chunk)) {
         // The tree's shape, once for every table the packet fills.
         match e.dissection {
-            Some(d) => d.subtree_ends(&mut self.end),
+            Some(d) => d.subtree_ends_with(&mut self.end, &mut self.open),
             None => self.end.clear(),
         }
         self.packets.append(e, self.program.as_deref(), &self.end);
@@ -522,5 +558,38 @@ impl Rows {
             }
             at = next;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::Array;
+
+    /// Addresses read as `Display` writes them, IPv4 written by hand included.
+    #[test]
+    fn addresses_as_display_writes_them() {
+        let ips: Vec<std::net::IpAddr> = [
+            "0.0.0.0",
+            "10.0.0.1",
+            "192.168.100.255",
+            "9.99.100.199",
+            "255.255.255.255",
+            "::1",
+            "2001:db8::7",
+            "::ffff:10.1.2.3",
+        ]
+        .iter()
+        .map(|s| s.parse().unwrap())
+        .collect();
+        let mut b = StringBuilder::new();
+        for ip in &ips {
+            append_ip(&mut b, *ip);
+        }
+        let a = b.finish();
+        for (k, ip) in ips.iter().enumerate() {
+            assert_eq!(a.value(k), ip.to_string());
+        }
+        assert_eq!(a.len(), ips.len());
     }
 }
