@@ -234,17 +234,28 @@ impl Dissection {
     /// Where each field's subtree ends: fields are in pre-order, so field `i`'s
     /// descendants are `i + 1 .. end[i]`, and its next sibling starts at `end[i]`.
     pub fn subtree_ends(&self, end: &mut Vec<u32>) {
-        self.subtree_ends_with(end, &mut Vec::with_capacity(8));
-    }
-
-    /// [`Dissection::subtree_ends`] with a stack the caller keeps (no allocation per
-    /// packet on a printer's path).
-    pub fn subtree_ends_with(&self, end: &mut Vec<u32>, open: &mut Vec<u32>) {
-        let n = self.fields.len();
+        // Backwards, each field's end raises its parent's: no stack to keep.
         end.clear();
-        end.resize(n, n as u32);
-        open.clear();
-        for (i, f) in self.fields.iter().enumerate() {
+        end.extend((1..=self.fields.len()).map(|i| i as u32));
+        for (i, f) in self.fields.iter().enumerate().rev() {
+            let p = f.parent as usize;
+            if p < i {
+                end[p] = end[p].max(end[i]);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The ends as the stack of open fields finds them (the form this replaced).
+    fn ends_by_stack(d: &Dissection) -> Vec<u32> {
+        let n = d.fields.len();
+        let (mut end, mut open) = (vec![n as u32; n], Vec::<u32>::new());
+        for (i, f) in d.fields.iter().enumerate() {
             while let Some(&top) = open.last() {
                 if f.parent == top {
                     break;
@@ -253,6 +264,36 @@ impl Dissection {
                 open.pop();
             }
             open.push(i as u32);
+        }
+        end
+    }
+
+    proptest! {
+        /// Any tree in pre-order: each field's parent is the root or one of the fields
+        /// still open (`ups`: how many levels each field climbs before it is placed).
+        #[test]
+        fn backward_ends_are_the_stack_ends(ups in prop::collection::vec(0usize..4, 0..200)) {
+            let mut path: Vec<u32> = Vec::new();
+            let mut fields = Vec::new();
+            for (i, up) in ups.into_iter().enumerate() {
+                path.truncate(path.len().saturating_sub(up));
+                fields.push(Field {
+                    node: 0,
+                    label: Label::Node(0),
+                    kind: "bits",
+                    parent: path.last().copied().unwrap_or(ROOT),
+                    depth: path.len() as u16,
+                    bit_offset: 0,
+                    bit_len: 1,
+                    raw: 0,
+                    value: Value::UInt(0),
+                });
+                path.push(i as u32);
+            }
+            let d = Dissection { fields, ..Dissection::default() };
+            let mut end = vec![7];
+            d.subtree_ends(&mut end);
+            prop_assert_eq!(end, ends_by_stack(&d));
         }
     }
 }

@@ -93,9 +93,7 @@ pub fn pipelined(
     let analyzer = Analyzer::with_sink(cfg.clone(), record, bandwidth);
     let (stats, bandwidth) =
         crate::run::pipeline::run_pipelined(captures, cfg.clone(), analyzer, workers, progress)?;
-    let mut report = stats.report();
-    report.bandwidth = Some(bandwidth.report());
-    Ok(Some(report))
+    Ok(Some(profiled(stats, bandwidth)))
 }
 
 /// The report of `captures` with its `bandwidth` profile, on one core: counted from the
@@ -111,9 +109,14 @@ pub fn analyze_files(
     let mut sinks = (Statistics::new(cfg.clone()), bandwidth);
     run_files(captures, cfg, &mut sinks, progress)?;
     let (stats, bandwidth) = sinks;
+    Ok(profiled(stats, bandwidth))
+}
+
+/// The report of a run's statistics with the profile counted beside them.
+fn profiled(stats: Statistics, bandwidth: Bandwidth) -> Report {
     let mut report = stats.report();
     report.bandwidth = Some(bandwidth.report());
-    Ok(report)
+    report
 }
 
 /// Checks each `--what-if` path against the definition: a path it lacks is named with

@@ -388,10 +388,8 @@ pub(super) struct Rows {
     pub packets: Packets,
     /// By packet type id.
     pub types: Vec<Option<TypeRows>>,
-    /// The current packet's subtree ends, and the stack that finds them (reused: no
-    /// allocation per packet).
+    /// The current packet's subtree ends (reused: no allocation per packet).
     end: Vec<u32>,
-    open: Vec<u32>,
 }
 
 impl Rows {
@@ -432,7 +430,6 @@ impl Rows {
             packets,
             types,
             end: Vec::new(),
-            open: Vec::new(),
         }
     }
 
@@ -472,7 +469,7 @@ impl Rows {
     pub fn add(&mut self, e: &PacketEvent<'_>, out: &mut dyn FnMut(Chunk)) {
         // The tree's shape, once for every table the packet fills.
         match e.dissection {
-            Some(d) => d.subtree_ends_with(&mut self.end, &mut self.open),
+            Some(d) => d.subtree_ends(&mut self.end),
             None => self.end.clear(),
         }
         self.packets.append(e, self.program.as_deref(), &self.end);
