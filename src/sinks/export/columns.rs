@@ -92,7 +92,7 @@ impl Int {
     }
 
     fn finish(&mut self) -> ArrayRef {
-        each_int!(self, b => Arc::new(b.finish()))
+        each_int!(self, b => Arc::new(b.refill()))
     }
 
     fn data_type(&self) -> DataType {
@@ -451,15 +451,15 @@ impl Col {
     fn finish(&mut self) -> ArrayRef {
         match self {
             Col::Int(b) => b.finish(),
-            Col::Bool(b) => Arc::new(b.finish()),
-            Col::F32(b) => Arc::new(b.finish()),
-            Col::F64(b) => Arc::new(b.finish()),
-            Col::Str(b) => Arc::new(b.finish()),
-            Col::Bin(b) => Arc::new(b.finish()),
+            Col::Bool(b) => Arc::new(b.refill()),
+            Col::F32(b) => Arc::new(b.refill()),
+            Col::F64(b) => Arc::new(b.refill()),
+            Col::Str(b) => Arc::new(b.refill()),
+            Col::Bin(b) => Arc::new(b.refill()),
             Col::EnumName { names, keys } => {
                 let values =
                     arrow_array::StringArray::from_iter_values(names.iter().map(|(_, n)| n.as_str()));
-                match arrow_array::DictionaryArray::try_new(keys.finish(), Arc::new(values)) {
+                match arrow_array::DictionaryArray::try_new(keys.refill(), Arc::new(values)) {
                     Ok(a) => Arc::new(a),
                     // Keys are positions in `names`: unreachable.
                     Err(_) => arrow_array::new_null_array(&self.data_type(), 0),
@@ -472,31 +472,26 @@ impl Col {
                     .collect();
                 let arrays: Vec<ArrayRef> = parts
                     .iter_mut()
-                    .map(|(_, b)| Arc::new(b.finish()) as ArrayRef)
+                    .map(|(_, b)| Arc::new(b.refill()) as ArrayRef)
                     .collect();
-                let nulls = NullBuffer::from(std::mem::take(valid));
-                struct_array(fields, arrays, nulls)
+                let (len, nulls) = nulls_of(valid);
+                struct_array(fields, arrays, len, nulls)
             }
             Col::Group { fields, valid } => {
                 let schema = group_fields(fields);
                 let arrays: Vec<ArrayRef> = fields.iter_mut().map(|c| c.col.finish()).collect();
-                let nulls = NullBuffer::from(std::mem::take(valid));
-                struct_array(schema, arrays, nulls)
+                let (len, nulls) = nulls_of(valid);
+                struct_array(schema, arrays, len, nulls)
             }
             Col::List { elem, offsets, valid } => {
                 let field = Arc::new(Field::new("item", elem.data_type(), true));
                 let values = elem.finish();
-                let mut offs = std::mem::take(offsets);
+                let mut offs = std::mem::replace(offsets, Vec::with_capacity(offsets.len()));
                 if offs.is_empty() {
                     offs.push(0);
                 }
-                let nulls = NullBuffer::from(std::mem::take(valid));
-                match ListArray::try_new(
-                    field,
-                    OffsetBuffer::new(ScalarBuffer::from(offs)),
-                    values,
-                    Some(nulls),
-                ) {
+                let (_, nulls) = nulls_of(valid);
+                match ListArray::try_new(field, OffsetBuffer::new(ScalarBuffer::from(offs)), values, nulls) {
                     Ok(a) => Arc::new(a),
                     // Offsets are built monotonic over the values appended: unreachable.
                     Err(_) => arrow_array::new_null_array(&self.data_type(), 0),
@@ -513,12 +508,59 @@ fn group_fields(fields: &[Column]) -> Fields {
         .collect()
 }
 
-fn struct_array(fields: Fields, arrays: Vec<ArrayRef>, nulls: NullBuffer) -> ArrayRef {
-    let len = nulls.len();
-    if fields.is_empty() {
-        return Arc::new(StructArray::new_empty_fields(len, Some(nulls)));
+/// Rows `valid` as a null buffer, None when every row is valid (the Parquet writer then
+/// skips a check per row and per leaf below); `valid` is emptied, its room kept. Also
+/// the number of rows.
+pub(super) fn nulls_of(valid: &mut Vec<bool>) -> (usize, Option<NullBuffer>) {
+    let len = valid.len();
+    let nulls = (!valid.iter().all(|v| *v)).then(|| NullBuffer::from(valid.as_slice()));
+    valid.clear();
+    (len, nulls)
+}
+
+/// Finishes a builder into its array and leaves it room for as many rows again: left
+/// empty, each builder regrew from nothing for every batch (reallocations and copies).
+pub(super) trait Refill {
+    type Array;
+    fn refill(&mut self) -> Self::Array;
+}
+
+impl<T: arrow_array::ArrowPrimitiveType> Refill for PrimitiveBuilder<T> {
+    type Array = arrow_array::PrimitiveArray<T>;
+    fn refill(&mut self) -> Self::Array {
+        let rows = self.len();
+        let a = self.finish();
+        *self =
+            PrimitiveBuilder::with_capacity(rows).with_data_type(arrow_array::Array::data_type(&a).clone());
+        a
     }
-    match StructArray::try_new(fields.clone(), arrays, Some(nulls)) {
+}
+
+impl Refill for BooleanBuilder {
+    type Array = arrow_array::BooleanArray;
+    fn refill(&mut self) -> Self::Array {
+        let rows = self.len();
+        let a = self.finish();
+        *self = BooleanBuilder::with_capacity(rows);
+        a
+    }
+}
+
+impl<T: arrow_array::types::ByteArrayType> Refill for GenericByteBuilder<T> {
+    type Array = arrow_array::GenericByteArray<T>;
+    fn refill(&mut self) -> Self::Array {
+        let (rows, bytes) = (self.len(), self.values_slice().len());
+        let a = self.finish();
+        *self = GenericByteBuilder::with_capacity(rows, bytes);
+        a
+    }
+}
+
+fn struct_array(fields: Fields, arrays: Vec<ArrayRef>, len: usize, nulls: Option<NullBuffer>) -> ArrayRef {
+    if fields.is_empty() {
+        return Arc::new(StructArray::new_empty_fields(len, nulls));
+    }
+    match StructArray::try_new(fields.clone(), arrays, nulls) {
         Ok(a) => Arc::new(a),
         // Every child gets one value per row: unreachable.
         Err(_) => arrow_array::new_null_array(&DataType::Struct(fields), len),
