@@ -125,6 +125,7 @@ enum Col {
     Group {
         fields: Vec<Column>,
         valid: Vec<bool>,
+        find: Lookup,
     },
     /// An enum field's name, beside its value: a dictionary of the enum's names, keyed by
     /// their position in the definition (null for a value the enum does not name).
@@ -156,15 +157,80 @@ pub struct Column {
 pub struct TypeColumns {
     fields: Vec<Column>,
     pub rows: usize,
-    /// The column each definition node fills, to place a row's fields in one pass (each
-    /// column searching the fields made a 5,000-field type quadratic: 25 s for 900 rows),
-    /// indexed by node id (`u32::MAX`: none; hashing each field was 1% of an export).
+    /// Which field fills each column.
+    find: Lookup,
+}
+
+/// Places the fields of a row (or of a group's children) in their columns in one pass:
+/// each column searching the fields made a 5,000-field type quadratic (25 s for 900
+/// rows), and searching a group's children for each of its columns was a tenth of the
+/// rows' CPU.
+struct Lookup {
+    /// The column each definition node fills, indexed by node id less `base`
+    /// (`u32::MAX`: none; hashing each field was 1% of an export).
+    base: u32,
     column_of: Vec<u32>,
-    /// Per column: the row's field that fills it (reused).
-    at: Vec<Option<u32>>,
+    /// The column of a relative list element's `index`, which no node fills.
+    index: Option<u32>,
     /// Per column: the earlier column read from the same field (an enum's name column
     /// takes its value column's field).
     same_as: Vec<Option<usize>>,
+    /// Per column: the field that fills it in the row being appended (reused).
+    at: Vec<Option<u32>>,
+}
+
+impl Lookup {
+    fn new(fields: &[Column]) -> Lookup {
+        let nodes = || fields.iter().flat_map(|c| c.nodes.iter().copied());
+        let base = nodes().min().unwrap_or(0);
+        let size = nodes().max().map_or(0, |n| (n - base) as usize + 1);
+        let mut column_of = vec![u32::MAX; size];
+        let mut same_as = vec![None; fields.len()];
+        let mut index = None;
+        for (i, c) in fields.iter().enumerate() {
+            if c.nodes.is_empty() && c.name == "index" {
+                index = Some(i as u32);
+            }
+            for &n in &c.nodes {
+                let slot = &mut column_of[(n - base) as usize];
+                if *slot == u32::MAX {
+                    *slot = i as u32;
+                } else if *slot as usize != i {
+                    same_as[i] = Some(*slot as usize);
+                }
+            }
+        }
+        Lookup {
+            base,
+            column_of,
+            index,
+            same_as,
+            at: vec![None; fields.len()],
+        }
+    }
+
+    /// Finds each column's field among `fields` (the first that fills it).
+    fn place(&mut self, d: &Dissection, fields: impl Iterator<Item = u32>) {
+        self.at.iter_mut().for_each(|a| *a = None);
+        for i in fields {
+            let c = match d.fields[i as usize].label {
+                Label::Node(n) => n
+                    .checked_sub(self.base)
+                    .and_then(|k| self.column_of.get(k as usize))
+                    .copied(),
+                Label::Part("index") => self.index,
+                _ => None,
+            };
+            if let Some(at) = c.and_then(|c| self.at.get_mut(c as usize)) {
+                at.get_or_insert(i);
+            }
+        }
+        for c in 0..self.at.len() {
+            if let Some(first) = self.same_as[c] {
+                self.at[c] = self.at[first];
+            }
+        }
+    }
 }
 
 impl TypeColumns {
@@ -178,25 +244,10 @@ impl TypeColumns {
             lay_out(p, b, &mut after, 0);
             fields.extend(after);
         }
-        let nodes = fields.iter().flat_map(|c| c.nodes.iter().copied()).max();
-        let mut column_of = vec![u32::MAX; nodes.map_or(0, |n| n as usize + 1)];
-        let mut same_as = vec![None; fields.len()];
-        for (i, c) in fields.iter().enumerate() {
-            for &n in &c.nodes {
-                let slot = &mut column_of[n as usize];
-                if *slot == u32::MAX {
-                    *slot = i as u32;
-                } else if *slot as usize != i {
-                    same_as[i] = Some(*slot as usize);
-                }
-            }
-        }
         TypeColumns {
-            same_as,
-            at: vec![None; fields.len()],
+            find: Lookup::new(&fields),
             fields,
             rows: 0,
-            column_of,
         }
     }
 
@@ -222,23 +273,9 @@ impl TypeColumns {
 
     /// One row from the fields `from..to` of the tree: a message's subtree.
     pub fn append_range(&mut self, d: &Dissection, end: &[u32], payload: &[u8], from: u32, to: u32) {
-        let roots = Children::new(end, from, to);
         let t = Tree { d, end, payload };
-        self.at.iter_mut().for_each(|a| *a = None);
-        for i in roots {
-            if let Label::Node(n) = d.fields[i as usize].label
-                && let Some(&c) = self.column_of.get(n as usize)
-                && let Some(at) = self.at.get_mut(c as usize)
-            {
-                at.get_or_insert(i);
-            }
-        }
-        for c in 0..self.at.len() {
-            if let Some(first) = self.same_as[c] {
-                self.at[c] = self.at[first];
-            }
-        }
-        for (c, at) in self.fields.iter_mut().zip(&self.at) {
+        self.find.place(d, Children::new(end, from, to));
+        for (c, at) in self.fields.iter_mut().zip(&self.find.at) {
             c.col.append(&t, *at);
         }
         self.rows += 1;
@@ -267,10 +304,6 @@ struct Tree<'a> {
 }
 
 impl Tree<'_> {
-    fn is(&self, i: u32, nodes: &[NodeId]) -> bool {
-        matches!(self.d.fields[i as usize].label, Label::Node(n) if nodes.contains(&n))
-    }
-
     fn children(&self, i: u32) -> Children<'_> {
         Children::new(self.end, i + 1, self.end[i as usize])
     }
@@ -425,8 +458,14 @@ impl Col {
                 }
                 valid.push(xs.is_some());
             }
-            Col::Group { fields, valid } => {
-                append_group(fields, t, at);
+            Col::Group { fields, valid, find } => {
+                match at {
+                    Some(g) => find.place(t.d, t.children(g)),
+                    None => find.at.iter_mut().for_each(|a| *a = None),
+                }
+                for (c, at) in fields.iter_mut().zip(&find.at) {
+                    c.col.append(t, *at);
+                }
                 valid.push(at.is_some());
             }
             Col::List { elem, offsets, valid } => {
@@ -477,7 +516,7 @@ impl Col {
                 let (len, nulls) = nulls_of(valid);
                 struct_array(fields, arrays, len, nulls)
             }
-            Col::Group { fields, valid } => {
+            Col::Group { fields, valid, .. } => {
                 let schema = group_fields(fields);
                 let arrays: Vec<ArrayRef> = fields.iter_mut().map(|c| c.col.finish()).collect();
                 let (len, nulls) = nulls_of(valid);
@@ -567,32 +606,6 @@ fn struct_array(fields: Fields, arrays: Vec<ArrayRef>, len: usize, nulls: Option
     }
 }
 
-/// Fills a group's columns from the children of field `at` (null for each, when none).
-fn append_group(fields: &mut [Column], t: &Tree, at: Option<u32>) {
-    // Columns follow the fields' order: each search starts after the last field found
-    // (one pass for a row in order), then looks at the fields before it.
-    let mut from = at.map(|g| t.children(g));
-    for c in fields.iter_mut() {
-        let matches = |i: &u32| {
-            let f = &t.d.fields[*i as usize];
-            t.is(*i, &c.nodes) || (c.nodes.is_empty() && f.label == Label::Part("index"))
-        };
-        let child = at.and_then(|g| {
-            let rest = from.clone()?;
-            let start = rest.at;
-            let mut after = rest;
-            match after.find(matches) {
-                Some(i) => {
-                    from = Some(after);
-                    Some(i)
-                }
-                None => t.children(g).take_while(|&i| i < start).find(matches),
-            }
-        });
-        c.col.append(t, child);
-    }
-}
-
 /// Renames columns so that no two are equal ignoring case (DuckDB and Spark fold case)
 /// and none takes a name in `reserved` (the table's key columns and partitions): the
 /// later one gets `_2`, `_3`… Groups' fields likewise, among themselves.
@@ -642,6 +655,7 @@ fn lay_out(p: &Program, b: Block, out: &mut Vec<Column>, nest: u32) {
                 let mut fields = Vec::new();
                 lay_out(p, *body, &mut fields, nest + 1);
                 Col::Group {
+                    find: Lookup::new(&fields),
                     fields,
                     valid: Vec::new(),
                 }
@@ -659,6 +673,7 @@ fn lay_out(p: &Program, b: Block, out: &mut Vec<Column>, nest: u32) {
                 lay_out(p, *body, &mut fields, nest + 1);
                 Col::List {
                     elem: Box::new(Col::Group {
+                        find: Lookup::new(&fields),
                         fields,
                         valid: Vec::new(),
                     }),
