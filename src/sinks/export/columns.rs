@@ -761,3 +761,46 @@ fn distinct(kind: &Kind) -> Option<u64> {
 /// Leaves of at most this many distinct values by the definition (an enum, a small
 /// `int`) are written by dictionary; others plain ([`super::encodings`]).
 pub(super) const DICTIONARY_VALUES: u64 = 1 << 8;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::Array;
+
+    /// A builder refilled after a batch makes the next batch's array of the same type
+    /// (a timestamp keeps its zone) and holds only the new rows.
+    #[test]
+    fn refilled_builders_keep_their_type_and_start_empty() {
+        let mut ts = TimestampMicrosecondBuilder::new().with_timezone("UTC");
+        ts.append_value(1);
+        ts.append_null();
+        let first = ts.refill();
+        ts.append_value(2);
+        let second = ts.refill();
+        assert_eq!(first.data_type(), second.data_type());
+        assert_eq!((first.len(), first.null_count()), (2, 1));
+        assert_eq!((second.len(), second.value(0)), (1, 2));
+        let mut s = StringBuilder::new();
+        s.append_value("datagram");
+        s.refill();
+        s.append_value("reassembled");
+        assert_eq!(s.refill().value(0), "reassembled");
+        let mut b = BooleanBuilder::new();
+        b.append_value(true);
+        b.refill();
+        assert_eq!(b.refill().len(), 0);
+    }
+
+    /// No null buffer when every row is valid; the rows counted either way, and the
+    /// flags emptied for the next batch.
+    #[test]
+    fn null_buffers_only_where_a_row_is_null() {
+        let mut valid = vec![true, true, true];
+        assert_eq!(nulls_of(&mut valid), (3, None));
+        assert!(valid.is_empty());
+        let mut valid = vec![true, false, true];
+        let (len, nulls) = nulls_of(&mut valid);
+        assert_eq!((len, nulls.map(|n| n.null_count())), (3, Some(1)));
+        assert_eq!(nulls_of(&mut Vec::new()), (0, None));
+    }
+}
