@@ -92,7 +92,7 @@ impl Int {
     }
 
     fn finish(&mut self) -> ArrayRef {
-        each_int!(self, b => Arc::new(b.finish()))
+        each_int!(self, b => Arc::new(b.refill()))
     }
 
     fn data_type(&self) -> DataType {
@@ -125,6 +125,7 @@ enum Col {
     Group {
         fields: Vec<Column>,
         valid: Vec<bool>,
+        find: Lookup,
     },
     /// An enum field's name, beside its value: a dictionary of the enum's names, keyed by
     /// their position in the definition (null for a value the enum does not name).
@@ -156,15 +157,80 @@ pub struct Column {
 pub struct TypeColumns {
     fields: Vec<Column>,
     pub rows: usize,
-    /// The column each definition node fills, to place a row's fields in one pass (each
-    /// column searching the fields made a 5,000-field type quadratic: 25 s for 900 rows),
-    /// indexed by node id (`u32::MAX`: none; hashing each field was 1% of an export).
+    /// Which field fills each column.
+    find: Lookup,
+}
+
+/// Places the fields of a row (or of a group's children) in their columns in one pass:
+/// each column searching the fields made a 5,000-field type quadratic (25 s for 900
+/// rows), and searching a group's children for each of its columns was a tenth of the
+/// rows' CPU.
+struct Lookup {
+    /// The column each definition node fills, indexed by node id less `base`
+    /// (`u32::MAX`: none; hashing each field was 1% of an export).
+    base: u32,
     column_of: Vec<u32>,
-    /// Per column: the row's field that fills it (reused).
-    at: Vec<Option<u32>>,
+    /// The column of a relative list element's `index`, which no node fills.
+    index: Option<u32>,
     /// Per column: the earlier column read from the same field (an enum's name column
     /// takes its value column's field).
     same_as: Vec<Option<usize>>,
+    /// Per column: the field that fills it in the row being appended (reused).
+    at: Vec<Option<u32>>,
+}
+
+impl Lookup {
+    fn new(fields: &[Column]) -> Lookup {
+        let nodes = || fields.iter().flat_map(|c| c.nodes.iter().copied());
+        let base = nodes().min().unwrap_or(0);
+        let size = nodes().max().map_or(0, |n| (n - base) as usize + 1);
+        let mut column_of = vec![u32::MAX; size];
+        let mut same_as = vec![None; fields.len()];
+        let mut index = None;
+        for (i, c) in fields.iter().enumerate() {
+            if c.nodes.is_empty() && c.name == "index" {
+                index = Some(i as u32);
+            }
+            for &n in &c.nodes {
+                let slot = &mut column_of[(n - base) as usize];
+                if *slot == u32::MAX {
+                    *slot = i as u32;
+                } else if *slot as usize != i {
+                    same_as[i] = Some(*slot as usize);
+                }
+            }
+        }
+        Lookup {
+            base,
+            column_of,
+            index,
+            same_as,
+            at: vec![None; fields.len()],
+        }
+    }
+
+    /// Finds each column's field among `fields` (the first that fills it).
+    fn place(&mut self, d: &Dissection, fields: impl Iterator<Item = u32>) {
+        self.at.iter_mut().for_each(|a| *a = None);
+        for i in fields {
+            let c = match d.fields[i as usize].label {
+                Label::Node(n) => n
+                    .checked_sub(self.base)
+                    .and_then(|k| self.column_of.get(k as usize))
+                    .copied(),
+                Label::Part("index") => self.index,
+                _ => None,
+            };
+            if let Some(at) = c.and_then(|c| self.at.get_mut(c as usize)) {
+                at.get_or_insert(i);
+            }
+        }
+        for c in 0..self.at.len() {
+            if let Some(first) = self.same_as[c] {
+                self.at[c] = self.at[first];
+            }
+        }
+    }
 }
 
 impl TypeColumns {
@@ -178,25 +244,10 @@ impl TypeColumns {
             lay_out(p, b, &mut after, 0);
             fields.extend(after);
         }
-        let nodes = fields.iter().flat_map(|c| c.nodes.iter().copied()).max();
-        let mut column_of = vec![u32::MAX; nodes.map_or(0, |n| n as usize + 1)];
-        let mut same_as = vec![None; fields.len()];
-        for (i, c) in fields.iter().enumerate() {
-            for &n in &c.nodes {
-                let slot = &mut column_of[n as usize];
-                if *slot == u32::MAX {
-                    *slot = i as u32;
-                } else if *slot as usize != i {
-                    same_as[i] = Some(*slot as usize);
-                }
-            }
-        }
         TypeColumns {
-            same_as,
-            at: vec![None; fields.len()],
+            find: Lookup::new(&fields),
             fields,
             rows: 0,
-            column_of,
         }
     }
 
@@ -222,23 +273,9 @@ impl TypeColumns {
 
     /// One row from the fields `from..to` of the tree: a message's subtree.
     pub fn append_range(&mut self, d: &Dissection, end: &[u32], payload: &[u8], from: u32, to: u32) {
-        let roots = Children::new(end, from, to);
         let t = Tree { d, end, payload };
-        self.at.iter_mut().for_each(|a| *a = None);
-        for i in roots {
-            if let Label::Node(n) = d.fields[i as usize].label
-                && let Some(&c) = self.column_of.get(n as usize)
-                && let Some(at) = self.at.get_mut(c as usize)
-            {
-                at.get_or_insert(i);
-            }
-        }
-        for c in 0..self.at.len() {
-            if let Some(first) = self.same_as[c] {
-                self.at[c] = self.at[first];
-            }
-        }
-        for (c, at) in self.fields.iter_mut().zip(&self.at) {
+        self.find.place(d, Children::new(end, from, to));
+        for (c, at) in self.fields.iter_mut().zip(&self.find.at) {
             c.col.append(&t, *at);
         }
         self.rows += 1;
@@ -267,10 +304,6 @@ struct Tree<'a> {
 }
 
 impl Tree<'_> {
-    fn is(&self, i: u32, nodes: &[NodeId]) -> bool {
-        matches!(self.d.fields[i as usize].label, Label::Node(n) if nodes.contains(&n))
-    }
-
     fn children(&self, i: u32) -> Children<'_> {
         Children::new(self.end, i + 1, self.end[i as usize])
     }
@@ -425,8 +458,14 @@ impl Col {
                 }
                 valid.push(xs.is_some());
             }
-            Col::Group { fields, valid } => {
-                append_group(fields, t, at);
+            Col::Group { fields, valid, find } => {
+                match at {
+                    Some(g) => find.place(t.d, t.children(g)),
+                    None => find.at.iter_mut().for_each(|a| *a = None),
+                }
+                for (c, at) in fields.iter_mut().zip(&find.at) {
+                    c.col.append(t, *at);
+                }
                 valid.push(at.is_some());
             }
             Col::List { elem, offsets, valid } => {
@@ -451,15 +490,15 @@ impl Col {
     fn finish(&mut self) -> ArrayRef {
         match self {
             Col::Int(b) => b.finish(),
-            Col::Bool(b) => Arc::new(b.finish()),
-            Col::F32(b) => Arc::new(b.finish()),
-            Col::F64(b) => Arc::new(b.finish()),
-            Col::Str(b) => Arc::new(b.finish()),
-            Col::Bin(b) => Arc::new(b.finish()),
+            Col::Bool(b) => Arc::new(b.refill()),
+            Col::F32(b) => Arc::new(b.refill()),
+            Col::F64(b) => Arc::new(b.refill()),
+            Col::Str(b) => Arc::new(b.refill()),
+            Col::Bin(b) => Arc::new(b.refill()),
             Col::EnumName { names, keys } => {
                 let values =
                     arrow_array::StringArray::from_iter_values(names.iter().map(|(_, n)| n.as_str()));
-                match arrow_array::DictionaryArray::try_new(keys.finish(), Arc::new(values)) {
+                match arrow_array::DictionaryArray::try_new(keys.refill(), Arc::new(values)) {
                     Ok(a) => Arc::new(a),
                     // Keys are positions in `names`: unreachable.
                     Err(_) => arrow_array::new_null_array(&self.data_type(), 0),
@@ -472,31 +511,26 @@ impl Col {
                     .collect();
                 let arrays: Vec<ArrayRef> = parts
                     .iter_mut()
-                    .map(|(_, b)| Arc::new(b.finish()) as ArrayRef)
+                    .map(|(_, b)| Arc::new(b.refill()) as ArrayRef)
                     .collect();
-                let nulls = NullBuffer::from(std::mem::take(valid));
-                struct_array(fields, arrays, nulls)
+                let (len, nulls) = nulls_of(valid);
+                struct_array(fields, arrays, len, nulls)
             }
-            Col::Group { fields, valid } => {
+            Col::Group { fields, valid, .. } => {
                 let schema = group_fields(fields);
                 let arrays: Vec<ArrayRef> = fields.iter_mut().map(|c| c.col.finish()).collect();
-                let nulls = NullBuffer::from(std::mem::take(valid));
-                struct_array(schema, arrays, nulls)
+                let (len, nulls) = nulls_of(valid);
+                struct_array(schema, arrays, len, nulls)
             }
             Col::List { elem, offsets, valid } => {
                 let field = Arc::new(Field::new("item", elem.data_type(), true));
                 let values = elem.finish();
-                let mut offs = std::mem::take(offsets);
+                let mut offs = std::mem::replace(offsets, Vec::with_capacity(offsets.len()));
                 if offs.is_empty() {
                     offs.push(0);
                 }
-                let nulls = NullBuffer::from(std::mem::take(valid));
-                match ListArray::try_new(
-                    field,
-                    OffsetBuffer::new(ScalarBuffer::from(offs)),
-                    values,
-                    Some(nulls),
-                ) {
+                let (_, nulls) = nulls_of(valid);
+                match ListArray::try_new(field, OffsetBuffer::new(ScalarBuffer::from(offs)), values, nulls) {
                     Ok(a) => Arc::new(a),
                     // Offsets are built monotonic over the values appended: unreachable.
                     Err(_) => arrow_array::new_null_array(&self.data_type(), 0),
@@ -513,41 +547,62 @@ fn group_fields(fields: &[Column]) -> Fields {
         .collect()
 }
 
-fn struct_array(fields: Fields, arrays: Vec<ArrayRef>, nulls: NullBuffer) -> ArrayRef {
-    let len = nulls.len();
-    if fields.is_empty() {
-        return Arc::new(StructArray::new_empty_fields(len, Some(nulls)));
-    }
-    match StructArray::try_new(fields.clone(), arrays, Some(nulls)) {
-        Ok(a) => Arc::new(a),
-        // Every child gets one value per row: unreachable.
-        Err(_) => arrow_array::new_null_array(&DataType::Struct(fields), len),
+/// Rows `valid` as a null buffer, None when every row is valid (the Parquet writer then
+/// skips a check per row and per leaf below); `valid` is emptied, its room kept. Also
+/// the number of rows.
+pub(super) fn nulls_of(valid: &mut Vec<bool>) -> (usize, Option<NullBuffer>) {
+    let len = valid.len();
+    let nulls = (!valid.iter().all(|v| *v)).then(|| NullBuffer::from(valid.as_slice()));
+    valid.clear();
+    (len, nulls)
+}
+
+/// Finishes a builder into its array and leaves it room for as many rows again: left
+/// empty, each builder regrew from nothing for every batch (reallocations and copies).
+pub(super) trait Refill {
+    type Array;
+    fn refill(&mut self) -> Self::Array;
+}
+
+impl<T: arrow_array::ArrowPrimitiveType> Refill for PrimitiveBuilder<T> {
+    type Array = arrow_array::PrimitiveArray<T>;
+    fn refill(&mut self) -> Self::Array {
+        let rows = self.len();
+        let a = self.finish();
+        *self =
+            PrimitiveBuilder::with_capacity(rows).with_data_type(arrow_array::Array::data_type(&a).clone());
+        a
     }
 }
 
-/// Fills a group's columns from the children of field `at` (null for each, when none).
-fn append_group(fields: &mut [Column], t: &Tree, at: Option<u32>) {
-    // Columns follow the fields' order: each search starts after the last field found
-    // (one pass for a row in order), then looks at the fields before it.
-    let mut from = at.map(|g| t.children(g));
-    for c in fields.iter_mut() {
-        let matches = |i: &u32| {
-            let f = &t.d.fields[*i as usize];
-            t.is(*i, &c.nodes) || (c.nodes.is_empty() && f.label == Label::Part("index"))
-        };
-        let child = at.and_then(|g| {
-            let rest = from.clone()?;
-            let start = rest.at;
-            let mut after = rest;
-            match after.find(matches) {
-                Some(i) => {
-                    from = Some(after);
-                    Some(i)
-                }
-                None => t.children(g).take_while(|&i| i < start).find(matches),
-            }
-        });
-        c.col.append(t, child);
+impl Refill for BooleanBuilder {
+    type Array = arrow_array::BooleanArray;
+    fn refill(&mut self) -> Self::Array {
+        let rows = self.len();
+        let a = self.finish();
+        *self = BooleanBuilder::with_capacity(rows);
+        a
+    }
+}
+
+impl<T: arrow_array::types::ByteArrayType> Refill for GenericByteBuilder<T> {
+    type Array = arrow_array::GenericByteArray<T>;
+    fn refill(&mut self) -> Self::Array {
+        let (rows, bytes) = (self.len(), self.values_slice().len());
+        let a = self.finish();
+        *self = GenericByteBuilder::with_capacity(rows, bytes);
+        a
+    }
+}
+
+fn struct_array(fields: Fields, arrays: Vec<ArrayRef>, len: usize, nulls: Option<NullBuffer>) -> ArrayRef {
+    if fields.is_empty() {
+        return Arc::new(StructArray::new_empty_fields(len, nulls));
+    }
+    match StructArray::try_new(fields.clone(), arrays, nulls) {
+        Ok(a) => Arc::new(a),
+        // Every child gets one value per row: unreachable.
+        Err(_) => arrow_array::new_null_array(&DataType::Struct(fields), len),
     }
 }
 
@@ -600,6 +655,7 @@ fn lay_out(p: &Program, b: Block, out: &mut Vec<Column>, nest: u32) {
                 let mut fields = Vec::new();
                 lay_out(p, *body, &mut fields, nest + 1);
                 Col::Group {
+                    find: Lookup::new(&fields),
                     fields,
                     valid: Vec::new(),
                 }
@@ -617,6 +673,7 @@ fn lay_out(p: &Program, b: Block, out: &mut Vec<Column>, nest: u32) {
                 lay_out(p, *body, &mut fields, nest + 1);
                 Col::List {
                     elem: Box::new(Col::Group {
+                        find: Lookup::new(&fields),
                         fields,
                         valid: Vec::new(),
                     }),
@@ -704,3 +761,46 @@ fn distinct(kind: &Kind) -> Option<u64> {
 /// Leaves of at most this many distinct values by the definition (an enum, a small
 /// `int`) are written by dictionary; others plain ([`super::encodings`]).
 pub(super) const DICTIONARY_VALUES: u64 = 1 << 8;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::Array;
+
+    /// A builder refilled after a batch makes the next batch's array of the same type
+    /// (a timestamp keeps its zone) and holds only the new rows.
+    #[test]
+    fn refilled_builders_keep_their_type_and_start_empty() {
+        let mut ts = TimestampMicrosecondBuilder::new().with_timezone("UTC");
+        ts.append_value(1);
+        ts.append_null();
+        let first = ts.refill();
+        ts.append_value(2);
+        let second = ts.refill();
+        assert_eq!(first.data_type(), second.data_type());
+        assert_eq!((first.len(), first.null_count()), (2, 1));
+        assert_eq!((second.len(), second.value(0)), (1, 2));
+        let mut s = StringBuilder::new();
+        s.append_value("datagram");
+        s.refill();
+        s.append_value("reassembled");
+        assert_eq!(s.refill().value(0), "reassembled");
+        let mut b = BooleanBuilder::new();
+        b.append_value(true);
+        b.refill();
+        assert_eq!(b.refill().len(), 0);
+    }
+
+    /// No null buffer when every row is valid; the rows counted either way, and the
+    /// flags emptied for the next batch.
+    #[test]
+    fn null_buffers_only_where_a_row_is_null() {
+        let mut valid = vec![true, true, true];
+        assert_eq!(nulls_of(&mut valid), (3, None));
+        assert!(valid.is_empty());
+        let mut valid = vec![true, false, true];
+        let (len, nulls) = nulls_of(&mut valid);
+        assert_eq!((len, nulls.map(|n| n.null_count())), (3, Some(1)));
+        assert_eq!(nulls_of(&mut Vec::new()), (0, None));
+    }
+}

@@ -4,7 +4,7 @@
 //! builder runs on the reading thread (one core) and on each export worker (several), so
 //! the rows are the same either way.
 
-use super::columns::TypeColumns;
+use super::columns::{Refill, TypeColumns};
 use super::{BATCH_FIELDS, BATCH_ROWS, partition_value};
 use crate::dissect::{Dissection, Label, Program, program::Block};
 use crate::engine::{Kind, PacketEvent};
@@ -46,9 +46,8 @@ impl HeaderColumns {
 
     fn finish(&mut self) -> ArrayRef {
         let fields: arrow_schema::Fields = self.columns.schema_fields().into();
-        let nulls = arrow_buffer::NullBuffer::from(std::mem::take(&mut self.valid));
-        let len = nulls.len();
-        match arrow_array::StructArray::try_new(fields.clone(), self.columns.finish(), Some(nulls)) {
+        let (len, nulls) = super::columns::nulls_of(&mut self.valid);
+        match arrow_array::StructArray::try_new(fields.clone(), self.columns.finish(), nulls) {
             Ok(a) => Arc::new(a),
             // Every column gets one value per row: unreachable.
             Err(_) => arrow_array::new_null_array(&DataType::Struct(fields), len),
@@ -263,35 +262,35 @@ impl Packets {
     fn finish(&mut self) -> Vec<ArrayRef> {
         self.rows = 0;
         let mut c: Vec<ArrayRef> = vec![
-            Arc::new(self.frame.finish()),
-            Arc::new(self.row.finish()),
-            Arc::new(self.ts.finish()),
-            Arc::new(self.ts_ns.finish()),
-            Arc::new(self.src_ip.finish()),
-            Arc::new(self.src_port.finish()),
-            Arc::new(self.dst_ip.finish()),
-            Arc::new(self.dst_port.finish()),
-            Arc::new(self.size.finish()),
-            Arc::new(self.wire_len.finish()),
-            Arc::new(self.ip_fragments.finish()),
-            Arc::new(self.over_budget.finish()),
-            Arc::new(self.status.finish()),
-            Arc::new(self.crc_ok.finish()),
-            Arc::new(self.fault_kind.finish()),
-            Arc::new(self.fault_field.finish()),
-            Arc::new(self.fault_bit.finish()),
-            Arc::new(self.sequence.finish()),
-            Arc::new(self.type_id.finish()),
-            Arc::new(self.type_name.finish()),
-            Arc::new(self.fragment_id.finish()),
-            Arc::new(self.fragment_count.finish()),
-            Arc::new(self.opens.finish()),
-            Arc::new(self.completes.finish()),
+            Arc::new(self.frame.refill()),
+            Arc::new(self.row.refill()),
+            Arc::new(self.ts.refill()),
+            Arc::new(self.ts_ns.refill()),
+            Arc::new(self.src_ip.refill()),
+            Arc::new(self.src_port.refill()),
+            Arc::new(self.dst_ip.refill()),
+            Arc::new(self.dst_port.refill()),
+            Arc::new(self.size.refill()),
+            Arc::new(self.wire_len.refill()),
+            Arc::new(self.ip_fragments.refill()),
+            Arc::new(self.over_budget.refill()),
+            Arc::new(self.status.refill()),
+            Arc::new(self.crc_ok.refill()),
+            Arc::new(self.fault_kind.refill()),
+            Arc::new(self.fault_field.refill()),
+            Arc::new(self.fault_bit.refill()),
+            Arc::new(self.sequence.refill()),
+            Arc::new(self.type_id.refill()),
+            Arc::new(self.type_name.refill()),
+            Arc::new(self.fragment_id.refill()),
+            Arc::new(self.fragment_count.refill()),
+            Arc::new(self.opens.refill()),
+            Arc::new(self.completes.refill()),
             Arc::new(self.fragment_frames.finish()),
         ];
         if self.acks {
-            c.push(Arc::new(self.ack.finish()));
-            c.push(Arc::new(self.ack_bits.finish()));
+            c.push(Arc::new(self.ack.refill()));
+            c.push(Arc::new(self.ack_bits.refill()));
         }
         if let Some(h) = &mut self.header {
             c.push(h.finish());
@@ -368,7 +367,7 @@ impl TypeRows {
     fn finish(&mut self) -> Vec<ArrayRef> {
         self.fields = 0;
         let mut cols: Vec<ArrayRef> =
-            vec![Arc::new(self.frame.finish()), Arc::new(self.reassembled.finish())];
+            vec![Arc::new(self.frame.refill()), Arc::new(self.reassembled.refill())];
         cols.extend(self.columns.finish());
         cols
     }
