@@ -340,7 +340,7 @@ impl Walker<'_> {
                     let ladder = (plan.leaves.entries.len() as u32 + e) * 8;
                     self.relative_list(list, max, entry, depth, ladder)?;
                 }
-                Op::Node(_) => return Err(GiveUp),
+                Op::Node(_) => self.node(at, ctx)?,
                 Op::Return => return Ok(()),
             }
         }
@@ -359,6 +359,121 @@ impl Walker<'_> {
             c = self.ctx(c, Label::Node(s));
         }
         Ok((self.ctx(c, Label::Node(e.node)), index))
+    }
+
+    /// The node op `at` leaves to the interpreter, when the walk reads it as the
+    /// interpreter records it: a string, bytes, padding, a check.
+    fn node(&mut self, at: usize, ctx: u32) -> Walk {
+        let p = self.p;
+        let table = &p.plan.leaves;
+        let (index, [e]) = table.of(at) else {
+            return Err(GiveUp);
+        };
+        let e = *e;
+        let node = p.nodes.get(e.node as usize).ok_or(GiveUp)?;
+        let slot = index * 8;
+        let mut c = ctx;
+        for i in 0..e.chain.1 {
+            let s = *table.chains.get((e.chain.0 + i) as usize).ok_or(GiveUp)?;
+            c = self.ctx(c, Label::Node(s));
+        }
+        match node.kind {
+            Kind::Check { .. } => self.leaf(e.node, &node.kind, Label::Node(e.node), c, slot),
+            Kind::Align => self.align(e.node, c, slot + 7),
+            Kind::String { max } => {
+                // A group: its length, padding, its bytes.
+                let top = i64::from(max) - 1;
+                let width = crate::bits::int_width(0, top).ok_or(GiveUp)?;
+                let group = self.ctx(c, Label::Node(e.node));
+                let start = self.pos;
+                let len = self.bits(width)?;
+                if i64::from(len) > top {
+                    return Err(GiveUp);
+                }
+                self.log.push(Logged {
+                    ctx: group,
+                    label: Label::Part("length"),
+                    node: e.node,
+                    kind: "int",
+                    bit_offset: start,
+                    bits: u64::from(width),
+                    raw: u64::from(len),
+                    value: Value::Int(i64::from(len)),
+                    valued: true,
+                    slot: slot + 1,
+                });
+                self.align(e.node, group, slot + 7)?;
+                self.bytes(
+                    e.node,
+                    "bytes",
+                    group,
+                    Label::Part("data"),
+                    u64::from(len),
+                    slot + 2,
+                )
+            }
+            Kind::Bytes(count) => {
+                let n = match count {
+                    Count::Const(n) => n,
+                    Count::Expr(x) => eval(p.expr(x), &self.log.slots).map_err(|_| GiveUp)?.max(0) as u64,
+                };
+                self.align(e.node, c, slot + 7)?;
+                self.bytes(e.node, node.kind.name(), c, Label::Node(e.node), n, slot)
+            }
+            _ => Err(GiveUp),
+        }
+    }
+
+    /// Padding to the next byte, zero, as the interpreter records it (none: nothing).
+    fn align(&mut self, id: NodeId, ctx: u32, slot: u32) -> Walk {
+        let pad = ((8 - self.pos % 8) % 8) as u32;
+        if pad == 0 {
+            return Ok(());
+        }
+        let at = self.pos;
+        if self.bits(pad)? != 0 {
+            return Err(GiveUp);
+        }
+        self.log.push(Logged {
+            ctx,
+            label: Label::Part("align"),
+            node: id,
+            kind: "align",
+            bit_offset: at,
+            bits: u64::from(pad),
+            raw: 0,
+            value: Value::UInt(0),
+            valued: true,
+            slot,
+        });
+        Ok(())
+    }
+
+    /// `n` whole bytes (the walk is byte aligned).
+    fn bytes(&mut self, id: NodeId, kind: &'static str, ctx: u32, label: Label, n: u64, slot: u32) -> Walk {
+        let at = self.pos;
+        let bits = n.checked_mul(8).ok_or(GiveUp)?;
+        let end = at.checked_add(bits).ok_or(GiveUp)?;
+        if end > self.data.len() as u64 * 8 {
+            return Err(GiveUp);
+        }
+        self.pos = end;
+        self.log.push(Logged {
+            ctx,
+            label,
+            node: id,
+            kind,
+            bit_offset: at,
+            bits,
+            raw: 0,
+            value: Value::Bytes {
+                offset: (at / 8) as usize,
+                len: n as usize,
+            },
+            valued: true,
+            slot,
+        });
+        Ok(())
     }
 
     /// The leaves of run op `at`.
