@@ -31,6 +31,9 @@ pub struct Fast {
     slot_rows: Vec<(SlotKey, usize, Category)>,
     /// By compact slot ([`crate::dissect::leaves::compact_slot`]): where its records go.
     compact: Vec<Desc>,
+    /// Descriptors displaced from `compact` by another key (a header's slots take
+    /// each packet type's in turn), found again here instead of resolved.
+    spare: hashbrown::HashMap<(u32, (u32, u8, u32)), Desc>,
     /// By packet type: datagrams the walk read, and gave up on.
     walks: Vec<(u32, u32)>,
     /// Datagrams counted from the plan, and from a tree.
@@ -69,12 +72,16 @@ impl Fast {
                 program.plan.leaves.slots()
             ],
             compact: vec![Desc::UNSET; program.plan.leaves.slots() * 4],
+            spare: hashbrown::HashMap::new(),
             walks: Vec::new(),
             planned: 0,
             trees: 0,
         }
     }
 }
+
+/// Displaced descriptors kept at most (then forgotten: they are resolved again).
+const SPARE: usize = 1 << 16;
 
 /// Walks given up on a type, none read, before its datagrams go straight to a tree.
 const HOPELESS: u32 = 64;
@@ -160,16 +167,30 @@ impl Bandwidth {
                 let Some(&d) = f.compact.get(r.slot as usize) else {
                     continue;
                 };
-                let d = if d.key == (at.type_id, at.dir, parent) {
+                let key = (at.type_id, at.dir, parent);
+                let d = if d.key == key {
                     d
                 } else {
-                    let d = self.resolve(r.slot, &at, parent);
+                    let d = match f.spare.get(&(r.slot, key)) {
+                        Some(&d) => d,
+                        None => self.resolve(r.slot, &at, parent),
+                    };
                     if let Some(c) = f.compact.get_mut(r.slot as usize) {
-                        *c = d;
+                        let old = std::mem::replace(c, d);
+                        if old.key.1 != u8::MAX {
+                            if f.spare.len() >= SPARE {
+                                f.spare.clear();
+                            }
+                            f.spare.insert((r.slot, old.key), old);
+                        }
                     }
                     d
                 };
-                self.count_compact(&mut at, &d, r.value);
+                // Unset: the table has no such leaf, which the walk never logs.
+                debug_assert!(d.key.1 != u8::MAX, "compact slot {} resolved", r.slot);
+                if d.key.1 != u8::MAX {
+                    self.count_compact(&mut at, &d, r.value);
+                }
                 continue;
             }
             let Some(l) = f.log.leaves.get(r.value as usize) else {
@@ -221,6 +242,8 @@ enum Mode {
     Float(CompressedFloat),
     /// A smallest-three's component (its float only).
     Component(u32),
+    /// As the tree's field would be: a component at a `--what-if` resolution.
+    ComponentAt(u32),
 }
 
 /// Where a compact slot's records go, for the key it was resolved for: (type,
@@ -326,6 +349,7 @@ impl Bandwidth {
         let mode = match mode {
             _ if !cat.has_values() => Mode::None,
             Mode::Quantized(cf) if r.resolution.is_some() => Mode::Float(cf),
+            Mode::Component(b) if r.resolution.is_some() => Mode::ComponentAt(b),
             m => m,
         };
         if cat.has_values() && r.kind.is_empty() {
@@ -379,6 +403,14 @@ impl Bandwidth {
                 }
             }
             Mode::Component(b) => {
+                // A float, no resolution: no integer, no delta.
+                if let Some(r) = self.rows.get_mut(row) {
+                    let f = f64::from(smallest_three_component(v as u32, b));
+                    r.floats.get_or_insert_with(Default::default).add(f);
+                }
+                return;
+            }
+            Mode::ComponentAt(b) => {
                 let f = Value::Float(smallest_three_component(v as u32, b));
                 match self.values(row, d.node, "bits", v as u64, f) {
                     Some(x) => x,
