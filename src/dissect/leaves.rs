@@ -10,7 +10,7 @@
 
 use super::expr::eval;
 use super::model::{Label, Value};
-use super::plan::{NO_ENTRY, Op};
+use super::plan::{NO_ENTRY, NO_SLOT, Op};
 use super::prims::{self, Raw};
 use super::program::{Count, Kind, NodeId, Program};
 use crate::bits::{BitReader, Prim, RELATIVE_INDEX_LADDER, ReadStream};
@@ -154,6 +154,39 @@ impl Logged {
     }
 }
 
+/// A fixed-width leaf or part (an integer, bits, a boolean, a compressed float, the
+/// parts of a compressed vector or a smallest-three) as the profile counts it, read
+/// with no field made: which leaf of the plan it is ([`compact_slot`]), the context of
+/// the run that read it (its structs and group are the same in every datagram, so the
+/// slot says them), and its value (an integer's, a compressed float's integer).
+/// [`GENERAL`] in `slot`: the field is `value`, an index of [`LeafLog::leaves`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rec {
+    pub slot: u32,
+    pub ctx: u32,
+    pub value: i64,
+}
+
+/// A [`Rec`] standing for a [`Logged`] field.
+pub const GENERAL: u32 = u32::MAX;
+
+/// The slot of a compact record: the leaf's [`Logged::slot`] (entry × 8), its part
+/// (0 the leaf, 1… its parts), and a smallest-three's largest component (which names
+/// its parts), or 1 for the index flags of a list's `end`.
+#[inline(always)]
+pub fn compact_slot(slot: u32, part: u32, largest: u32) -> u32 {
+    (slot + part) * 4 + largest
+}
+
+/// (leaf slot, part, largest) of a compact slot.
+pub fn compact_parts(slot: u32) -> (u32, u32, u32) {
+    let s = slot / 4;
+    (s - s % 8, s % 8, slot % 4)
+}
+
+/// The flags of a relative list's index ladder, by ladder slot.
+pub const LADDER_FLAGS: [&str; 6] = ["plus_one", "upto_5", "upto_13", "upto_29", "upto_61", "upto_125"];
+
 /// The root context (the datagram).
 pub const ROOT_CTX: u32 = 0;
 
@@ -166,8 +199,51 @@ pub struct LeafLog {
     /// Each group as (its parent context, its label); the first is the root.
     pub ctxs: Vec<(u32, Label)>,
     pub leaves: Vec<Logged>,
+    /// Every field of the datagram in order: compact, or one of `leaves`.
+    pub recs: Vec<Rec>,
     slots: Vec<i64>,
     trace: Vec<Prim>,
+    /// By table entry, how a plain leaf is read, for the program at `plain_for`.
+    plain: Vec<Plain>,
+    plain_for: (usize, usize),
+}
+
+/// A leaf of one field read the same way whatever its kind (bits, bool, int,
+/// compressed float): `width` bits, at most `max`, `bias` added, the value to slot
+/// `var`. Reading them without matching the kind saved the walk a mispredicted jump
+/// per leaf.
+#[derive(Debug, Clone, Copy, Default)]
+struct Plain {
+    plain: bool,
+    width: u32,
+    max: u32,
+    bias: i64,
+    var: u16,
+}
+
+impl Plain {
+    fn of(p: &Program, e: &Entry) -> Plain {
+        let Some(node) = p.nodes.get(e.node as usize) else {
+            return Plain::default();
+        };
+        let (width, max, bias) = match node.kind {
+            Kind::Bits(n) if n <= 32 => (n, u32::MAX, 0),
+            Kind::Bool => (1, u32::MAX, 0),
+            Kind::Int { min, max } => match crate::bits::int_width(min, max) {
+                Some(w) => (w, (max as i128 - min as i128) as u32, min),
+                None => return Plain::default(),
+            },
+            Kind::CompressedFloat(cf) if cf.bits <= 32 => (cf.bits, cf.max_int, 0),
+            _ => return Plain::default(),
+        };
+        Plain {
+            plain: true,
+            width,
+            max,
+            bias,
+            var: node.slot.unwrap_or(NO_SLOT),
+        }
+    }
 }
 
 /// The walk gave up: the datagram is for the field tree.
@@ -176,14 +252,31 @@ struct GiveUp;
 type Walk<T = ()> = Result<T, GiveUp>;
 
 impl LeafLog {
+    /// A field as the tree would hold it, in its place among the compact ones.
+    fn push(&mut self, l: Logged) {
+        self.recs.push(Rec {
+            slot: GENERAL,
+            ctx: 0,
+            value: self.leaves.len() as i64,
+        });
+        self.leaves.push(l);
+    }
+
     /// Logs the leaves of `data`, a datagram of type `ty` that validated without a
     /// fault. False: the plan cannot say (the log is then meaningless).
     pub fn read(&mut self, p: &Program, data: &[u8], ty: u32) -> bool {
         self.ctxs.clear();
         self.leaves.clear();
+        self.recs.clear();
         self.ctxs.push((u32::MAX, Label::Index(0)));
         self.slots.clear();
         self.slots.resize(p.slot_count, 0);
+        let table = &p.plan.leaves;
+        let this = (p as *const Program as usize, table.entries.len());
+        if self.plain_for != this {
+            self.plain = table.entries.iter().map(|e| Plain::of(p, e)).collect();
+            self.plain_for = this;
+        }
         let mut w = Walker {
             p,
             data,
@@ -294,7 +387,7 @@ impl Walker<'_> {
                     let ladder = (plan.leaves.entries.len() as u32 + e) * 8;
                     self.relative_list(list, max, entry, depth, ladder)?;
                 }
-                Op::Node(_) => return Err(GiveUp),
+                Op::Node(_) => self.node(at, ctx)?,
                 Op::Return => return Ok(()),
             }
         }
@@ -315,20 +408,234 @@ impl Walker<'_> {
         Ok((self.ctx(c, Label::Node(e.node)), index))
     }
 
+    /// The node op `at` leaves to the interpreter, when the walk reads it as the
+    /// interpreter records it: a string, bytes, padding, a check.
+    fn node(&mut self, at: usize, ctx: u32) -> Walk {
+        let p = self.p;
+        let table = &p.plan.leaves;
+        let (index, [e]) = table.of(at) else {
+            return Err(GiveUp);
+        };
+        let e = *e;
+        let node = p.nodes.get(e.node as usize).ok_or(GiveUp)?;
+        let slot = index * 8;
+        let mut c = ctx;
+        for i in 0..e.chain.1 {
+            let s = *table.chains.get((e.chain.0 + i) as usize).ok_or(GiveUp)?;
+            c = self.ctx(c, Label::Node(s));
+        }
+        match node.kind {
+            Kind::Check { .. } => self.leaf(e.node, &node.kind, Label::Node(e.node), c, slot),
+            Kind::Align => self.align(e.node, c, slot + 7),
+            Kind::String { max } => {
+                // A group: its length, padding, its bytes.
+                let top = i64::from(max) - 1;
+                let width = crate::bits::int_width(0, top).ok_or(GiveUp)?;
+                let group = self.ctx(c, Label::Node(e.node));
+                let start = self.pos;
+                let len = self.bits(width)?;
+                if i64::from(len) > top {
+                    return Err(GiveUp);
+                }
+                self.log.push(Logged {
+                    ctx: group,
+                    label: Label::Part("length"),
+                    node: e.node,
+                    kind: "int",
+                    bit_offset: start,
+                    bits: u64::from(width),
+                    raw: u64::from(len),
+                    value: Value::Int(i64::from(len)),
+                    valued: true,
+                    slot: slot + 1,
+                });
+                self.align(e.node, group, slot + 7)?;
+                self.bytes(
+                    e.node,
+                    "bytes",
+                    group,
+                    Label::Part("data"),
+                    u64::from(len),
+                    slot + 2,
+                )
+            }
+            Kind::Bytes(count) => {
+                let n = match count {
+                    Count::Const(n) => n,
+                    Count::Expr(x) => eval(p.expr(x), &self.log.slots).map_err(|_| GiveUp)?.max(0) as u64,
+                };
+                self.align(e.node, c, slot + 7)?;
+                self.bytes(e.node, node.kind.name(), c, Label::Node(e.node), n, slot)
+            }
+            _ => Err(GiveUp),
+        }
+    }
+
+    /// Padding to the next byte, zero, as the interpreter records it (none: nothing).
+    fn align(&mut self, id: NodeId, ctx: u32, slot: u32) -> Walk {
+        let pad = ((8 - self.pos % 8) % 8) as u32;
+        if pad == 0 {
+            return Ok(());
+        }
+        let at = self.pos;
+        if self.bits(pad)? != 0 {
+            return Err(GiveUp);
+        }
+        self.log.push(Logged {
+            ctx,
+            label: Label::Part("align"),
+            node: id,
+            kind: "align",
+            bit_offset: at,
+            bits: u64::from(pad),
+            raw: 0,
+            value: Value::UInt(0),
+            valued: true,
+            slot,
+        });
+        Ok(())
+    }
+
+    /// `n` whole bytes (the walk is byte aligned).
+    fn bytes(&mut self, id: NodeId, kind: &'static str, ctx: u32, label: Label, n: u64, slot: u32) -> Walk {
+        let at = self.pos;
+        let bits = n.checked_mul(8).ok_or(GiveUp)?;
+        let end = at.checked_add(bits).ok_or(GiveUp)?;
+        if end > self.data.len() as u64 * 8 {
+            return Err(GiveUp);
+        }
+        self.pos = end;
+        self.log.push(Logged {
+            ctx,
+            label,
+            node: id,
+            kind,
+            bit_offset: at,
+            bits,
+            raw: 0,
+            value: Value::Bytes {
+                offset: (at / 8) as usize,
+                len: n as usize,
+            },
+            valued: true,
+            slot,
+        });
+        Ok(())
+    }
+
     /// The leaves of run op `at`.
     fn run(&mut self, at: usize, ctx: u32) -> Walk {
         let p = self.p;
         let table = &p.plan.leaves;
         let (first, entries) = table.of(at);
         for (i, e) in entries.iter().enumerate() {
+            let slot = (first + i as u32) * 8;
+            let k = self
+                .log
+                .plain
+                .get(first as usize + i)
+                .copied()
+                .unwrap_or_default();
+            if k.plain {
+                let raw = self.bits(k.width)?;
+                if raw > k.max {
+                    return Err(GiveUp);
+                }
+                let value = k.bias + i64::from(raw);
+                if k.var != NO_SLOT
+                    && let Some(x) = self.log.slots.get_mut(k.var as usize)
+                {
+                    *x = value;
+                }
+                self.rec(compact_slot(slot, 0, 0), ctx, value, k.width);
+                continue;
+            }
+            let node = p.nodes.get(e.node as usize).ok_or(GiveUp)?;
+            if self.compact(&node.kind, node.slot, ctx, slot)? {
+                continue;
+            }
             let mut c = ctx;
             for &s in table.chain(e) {
                 c = self.ctx(c, Label::Node(s));
             }
-            let kind = &p.nodes.get(e.node as usize).ok_or(GiveUp)?.kind;
-            self.leaf(e.node, kind, Label::Node(e.node), c, (first + i as u32) * 8)?;
+            self.leaf(e.node, &node.kind, Label::Node(e.node), c, slot)?;
         }
         Ok(())
+    }
+
+    /// A fixed-width leaf at `slot` of a run under context `ctx`, logged compact
+    /// (false: not one of those kinds, nothing read).
+    #[inline]
+    fn compact(&mut self, kind: &Kind, var: Option<u16>, ctx: u32, slot: u32) -> Walk<bool> {
+        let (value, width) = match *kind {
+            Kind::Bits(n) => (i64::from(self.bits(n)?), n),
+            Kind::Bool => (i64::from(self.bits(1)?), 1),
+            Kind::Int { min, max } => {
+                let width = crate::bits::int_width(min, max).ok_or(GiveUp)?;
+                let v = min + i64::from(self.bits(width)?);
+                if v > max {
+                    return Err(GiveUp);
+                }
+                (v, width)
+            }
+            Kind::CompressedFloat(cf) => (i64::from(self.quantized(&cf)?), cf.bits),
+            Kind::CompressedVector(cf) => {
+                for part in 1..=3 {
+                    let v = self.quantized(&cf)?;
+                    self.rec(compact_slot(slot, part, 0), ctx, i64::from(v), cf.bits);
+                }
+                return Ok(true);
+            }
+            Kind::SmallestThree(b) => {
+                if !(2..=10).contains(&b) {
+                    return Err(GiveUp);
+                }
+                let largest = self.bits(2)?;
+                self.rec(compact_slot(slot, 1, 0), ctx, i64::from(largest), 2);
+                for part in 2..=4 {
+                    let v = self.bits(b)?;
+                    self.rec(compact_slot(slot, part, largest), ctx, i64::from(v), b);
+                }
+                return Ok(true);
+            }
+            _ => return Ok(false),
+        };
+        if let Some(s) = var
+            && let Some(x) = self.log.slots.get_mut(s as usize)
+        {
+            *x = value;
+        }
+        self.rec(compact_slot(slot, 0, 0), ctx, value, width);
+        Ok(true)
+    }
+
+    #[inline(always)]
+    fn rec(&mut self, slot: u32, ctx: u32, value: i64, width: u32) {
+        if width > 0 {
+            self.log.recs.push(Rec { slot, ctx, value });
+        }
+    }
+
+    /// `width` (≤ 32) bits at the walk's position.
+    #[inline(always)]
+    fn bits(&mut self, width: u32) -> Walk<u32> {
+        let end = self.pos + u64::from(width);
+        if width > 32 || end > self.data.len() as u64 * 8 {
+            return Err(GiveUp);
+        }
+        let v = BitReader::peek_at(self.data, self.pos, width);
+        self.pos = end;
+        Ok(v)
+    }
+
+    /// A compressed float's integer, at most its `max_int`.
+    #[inline(always)]
+    fn quantized(&mut self, cf: &crate::bits::CompressedFloat) -> Walk<u32> {
+        let v = self.bits(cf.bits)?;
+        if v > cf.max_int {
+            return Err(GiveUp);
+        }
+        Ok(v)
     }
 
     /// One leaf, as the interpreter records it: one field, or a group and its parts
@@ -348,7 +655,7 @@ impl Walker<'_> {
         self.pos = r.bits_read();
         if fields == 1 {
             let (bits, value) = prims::single(kind, raw.0[0], true);
-            self.log.leaves.push(Logged {
+            self.log.push(Logged {
                 ctx,
                 label,
                 node: id,
@@ -369,7 +676,7 @@ impl Walker<'_> {
         }
         let group = self.ctx(ctx, label);
         let at = self.log.leaves.len();
-        self.log.leaves.push(Logged {
+        self.log.push(Logged {
             ctx,
             label,
             node: id,
@@ -394,7 +701,7 @@ impl Walker<'_> {
                 }
                 None => (ctx, label, 0),
             };
-            log.leaves.push(Logged::read(f, ctx, label, id, slot + at));
+            log.push(Logged::read(f, ctx, label, id, slot + at));
         });
         let total = self.pos - start;
         if let Some(g) = self.log.leaves.get_mut(at) {
@@ -419,66 +726,97 @@ impl Walker<'_> {
                 Some("align") => (Label::Part("align"), 7),
                 _ => (label, 0),
             };
-            log.leaves.push(Logged::read(f, ctx, label, id, slot + at));
+            log.push(Logged::read(f, ctx, label, id, slot + at));
         });
         self.log.trace = trace;
         res.map(|_| ()).map_err(|_| GiveUp)
     }
 
-    /// A relative list's elements: the index ladder, then the body, until `max`.
+    /// A relative list's elements: the index ladder, then the body, until `max`. An
+    /// element's path is its list's, so its fields are logged under the list's context
+    /// `list`; the sentinel's index is the list's `end`, its flags moved under it.
     fn relative_list(&mut self, list: u32, max: i64, entry: u32, depth: u32, ladder: u32) -> Walk {
         let limit = self.p.limits.max_elements;
+        let node = match self.log.ctxs.get(list as usize) {
+            Some(&(_, Label::Node(n))) => n,
+            _ => u32::MAX,
+        };
         let mut previous = -1i64;
         let mut i = 0u64;
         loop {
             if i > limit {
                 return Err(GiveUp);
             }
-            let element = self.ctx(list, Label::Index(i as u32));
-            let index = self.relative_index(element, previous, max, ladder)?;
+            let first = self.log.recs.len();
+            let (index, at) = self.relative_index(list, node, previous, max, ladder)?;
             previous = index;
             if index == max {
-                // The sentinel is the list's `end`, not an element.
-                if let Some(c) = self.log.ctxs.get_mut(element as usize) {
-                    c.1 = Label::Part("end");
+                let end = self.ctx(list, Label::Part("end"));
+                let index = at.map(|_| self.ctx(end, Label::Part("index")));
+                let log = &mut *self.log;
+                for r in log.recs.get_mut(first..).unwrap_or(&mut []) {
+                    match (r.slot, index) {
+                        (GENERAL, Some(index)) => {
+                            if let Some(l) = log.leaves.get_mut(r.value as usize) {
+                                // Its own slot too (7: the ladder's last is free).
+                                l.ctx = index;
+                                l.slot += 1;
+                            }
+                        }
+                        (GENERAL, None) => {}
+                        // A slot of its own (the `end` variant): its row is not
+                        // the elements' flags', and would be resolved twice a list.
+                        _ => {
+                            r.ctx = end;
+                            r.slot |= 1;
+                        }
+                    }
                 }
                 return Ok(());
             }
-            self.ops(entry, element, depth + 1)?;
+            self.ops(entry, list, depth + 1)?;
             i += 1;
         }
     }
 
-    fn relative_index(&mut self, element: u32, previous: i64, max: i64, ladder: u32) -> Walk<i64> {
-        const RUNGS: [&str; 5] = ["upto_5", "upto_13", "upto_29", "upto_61", "upto_125"];
-        let index = self.ctx(element, Label::Part("index"));
-        let node = self.list_node(element);
-        let diff = if self.flag(index, node, "plus_one", ladder)? {
+    /// An element's index, its flags logged compact under `list` (their path: the
+    /// list's `index.` and the flag), its difference (of a width the rung says) under
+    /// a context of its own, returned (None: none read).
+    fn relative_index(
+        &mut self,
+        list: u32,
+        node: NodeId,
+        previous: i64,
+        max: i64,
+        ladder: u32,
+    ) -> Walk<(i64, Option<u32>)> {
+        let mut at: Option<u32> = None;
+        let diff = if self.flag(list, ladder)? {
             1
         } else {
             let mut range = (126, max + 1);
             for (k, rung) in RELATIVE_INDEX_LADDER.into_iter().enumerate() {
-                if self.flag(index, node, RUNGS[k], ladder + 1 + k as u32)? {
+                if self.flag(list, ladder + 1 + k as u32)? {
                     range = rung;
                     break;
                 }
             }
             let (lo, hi) = range;
             let width = crate::bits::int_width(lo, hi).unwrap_or(0);
-            let at = self.pos;
-            let mut r = BitReader::at(self.data, at);
-            let raw = r.read_bits(width).map_err(|_| GiveUp)?;
-            self.pos = r.bits_read();
+            let start = self.pos;
+            let raw = self.bits(width)?;
             let d = lo + i64::from(raw);
             if d > hi {
                 return Err(GiveUp);
             }
-            self.log.leaves.push(Logged {
+            let index = self.ctx(list, Label::Part("index"));
+            at = Some(index);
+            self.log.push(Logged {
                 ctx: index,
                 label: Label::Part("difference"),
                 node,
                 kind: "int",
-                bit_offset: at,
+                bit_offset: start,
                 bits: u64::from(width),
                 raw: u64::from(raw),
                 value: Value::Int(d),
@@ -491,35 +829,13 @@ impl Walker<'_> {
         if index > max {
             return Err(GiveUp);
         }
-        Ok(index)
+        Ok((index, at))
     }
 
-    /// The list node an element's context belongs to.
-    fn list_node(&self, element: u32) -> NodeId {
-        let parent = self.log.ctxs.get(element as usize).map_or(u32::MAX, |c| c.0);
-        match self.log.ctxs.get(parent as usize) {
-            Some(&(_, Label::Node(n))) => n,
-            _ => u32::MAX,
-        }
-    }
-
-    fn flag(&mut self, ctx: u32, node: NodeId, name: &'static str, slot: u32) -> Walk<bool> {
-        let at = self.pos;
-        let mut r = BitReader::at(self.data, at);
-        let v = r.read_bits(1).map_err(|_| GiveUp)?;
-        self.pos = r.bits_read();
-        self.log.leaves.push(Logged {
-            ctx,
-            label: Label::Part(name),
-            node,
-            kind: "bool",
-            bit_offset: at,
-            bits: 1,
-            raw: u64::from(v),
-            value: Value::Bool(v != 0),
-            valued: true,
-            slot,
-        });
+    /// One flag of the index ladder, at ladder slot `slot`.
+    fn flag(&mut self, list: u32, slot: u32) -> Walk<bool> {
+        let v = self.bits(1)?;
+        self.rec(compact_slot(slot, 0, 0), list, i64::from(v), 1);
         Ok(v != 0)
     }
 }

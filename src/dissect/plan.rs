@@ -527,7 +527,8 @@ impl Ops<'_> {
                         self.run(l);
                         self.leaves.push(self.ops.len() - 1, id);
                     }
-                    None => self.ops.push(Op::Node(id)),
+                    // In the leaf table: the profile's walk reads strings and bytes.
+                    None => self.ops.push_node(&mut self.leaves, id, Op::Node(id)),
                 },
             }
         }

@@ -168,7 +168,7 @@ const XYZW: [&str; 4] = ["x", "y", "z", "w"];
 const SMALLEST: [[&str; 3]; 4] = [["y", "z", "w"], ["x", "z", "w"], ["x", "y", "w"], ["x", "y", "z"]];
 
 #[inline]
-fn part_name(kind: &Kind, k: usize, largest: u64) -> &'static str {
+pub fn part_name(kind: &Kind, k: usize, largest: u64) -> &'static str {
     match kind {
         Kind::SmallestThree(_) if k == 0 => "largest",
         Kind::SmallestThree(_) => SMALLEST[(largest & 3) as usize]

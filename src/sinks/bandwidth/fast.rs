@@ -1,14 +1,18 @@
 //! The profile counted from the validation plan: a datagram the plan reads is walked
 //! once more over the plan's leaf table ([`crate::dissect::leaves`]), its leaves logged
 //! into a reused buffer and counted into the same rows, values and deltas as the field
-//! tree's — without the tree. A datagram the plan cannot say (a fault, a fragment, a
+//! tree's — without the tree. Fixed-width leaves come as compact records (slot,
+//! value) whose row and way of counting are resolved once per slot ([`Desc`]), not per
+//! occurrence. A datagram the plan cannot say (a fault, a fragment, a
 //! node only the interpreter reads) is dissected into a tree here and counted as before:
 //! `tests/bandwidth_fast.rs` holds the two ways equal.
 
-use super::{Bandwidth, Category, Key, NONE};
-use crate::dissect::leaves::LeafLog;
+use super::{Bandwidth, Category, Counting, Key, NONE};
+use crate::bits::{CompressedFloat, smallest_three_component};
+use crate::dissect::leaves::{GENERAL, LADDER_FLAGS, LeafLog, compact_parts};
 use crate::dissect::plan::NO_ENTRY;
-use crate::dissect::{Dissection, Dissector, Label};
+use crate::dissect::program::Kind as NodeKind;
+use crate::dissect::{Dissection, Dissector, Label, Value, prims};
 use crate::engine::{Config, Kind, PacketEvent, Status};
 
 type SlotKey = (u32, u8, u32, Label);
@@ -25,6 +29,11 @@ pub struct Fast {
     /// By leaf slot ([`crate::dissect::leaves::Logged::slot`]): the (type, direction,
     /// parent path, label) last there, and the row and category it went to.
     slot_rows: Vec<(SlotKey, usize, Category)>,
+    /// By compact slot ([`crate::dissect::leaves::compact_slot`]): where its records go.
+    compact: Vec<Desc>,
+    /// Descriptors displaced from `compact` by another key (a header's slots take
+    /// each packet type's in turn), found again here instead of resolved.
+    spare: hashbrown::HashMap<(u32, (u32, u8, u32)), Desc>,
     /// By packet type: datagrams the walk read, and gave up on.
     walks: Vec<(u32, u32)>,
     /// Datagrams counted from the plan, and from a tree.
@@ -62,12 +71,17 @@ impl Fast {
                 ((NONE, 0, NONE, Label::Index(0)), 0, Category::Field);
                 program.plan.leaves.slots()
             ],
+            compact: vec![Desc::UNSET; program.plan.leaves.slots() * 4],
+            spare: hashbrown::HashMap::new(),
             walks: Vec::new(),
             planned: 0,
             trees: 0,
         }
     }
 }
+
+/// Displaced descriptors kept at most (then forgotten: they are resolved again).
+const SPARE: usize = 1 << 16;
 
 /// Walks given up on a type, none read, before its datagrams go straight to a tree.
 const HOPELESS: u32 = 64;
@@ -147,7 +161,41 @@ impl Bandwidth {
             };
             f.ctx_paths.push(pid);
         }
-        for l in &f.log.leaves {
+        for r in &f.log.recs {
+            if r.slot != GENERAL {
+                let parent = f.ctx_paths.get(r.ctx as usize).copied().unwrap_or(0);
+                let Some(&d) = f.compact.get(r.slot as usize) else {
+                    continue;
+                };
+                let key = (at.type_id, at.dir, parent);
+                let d = if d.key == key {
+                    d
+                } else {
+                    let d = match f.spare.get(&(r.slot, key)) {
+                        Some(&d) => d,
+                        None => self.resolve(r.slot, &at, parent),
+                    };
+                    if let Some(c) = f.compact.get_mut(r.slot as usize) {
+                        let old = std::mem::replace(c, d);
+                        if old.key.1 != u8::MAX {
+                            if f.spare.len() >= SPARE {
+                                f.spare.clear();
+                            }
+                            f.spare.insert((r.slot, old.key), old);
+                        }
+                    }
+                    d
+                };
+                // Unset: the table has no such leaf, which the walk never logs.
+                debug_assert!(d.key.1 != u8::MAX, "compact slot {} resolved", r.slot);
+                if d.key.1 != u8::MAX {
+                    self.count_compact(&mut at, &d, r.value);
+                }
+                continue;
+            }
+            let Some(l) = f.log.leaves.get(r.value as usize) else {
+                continue;
+            };
             if l.bits == 0 {
                 continue;
             }
@@ -178,6 +226,199 @@ impl Bandwidth {
             self.count_row(&mut at, row, cat, l.node, l.kind, l.bits, value);
         }
         self.end_packet_bits(at, None);
+    }
+}
+
+/// How a compact record's value is counted.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Mode {
+    /// Not at all (a row without value estimates).
+    None,
+    /// An integer (int, bits, bool, a smallest-three's largest).
+    Int,
+    /// A compressed float's integer, and its float (no resolution to quantize at).
+    Quantized(CompressedFloat),
+    /// As the tree's field would be: a compressed float at a `--what-if` resolution.
+    Float(CompressedFloat),
+    /// A smallest-three's component (its float only).
+    Component(u32),
+    /// As the tree's field would be: a component at a `--what-if` resolution.
+    ComponentAt(u32),
+}
+
+/// Where a compact slot's records go, for the key it was resolved for: (type,
+/// direction, path of the run's context).
+#[derive(Debug, Clone, Copy)]
+struct Desc {
+    key: (u32, u8, u32),
+    row: usize,
+    bits: u64,
+    node: u32,
+    mode: Mode,
+}
+
+impl Desc {
+    const UNSET: Desc = Desc {
+        key: (NONE, u8::MAX, NONE),
+        row: 0,
+        bits: 0,
+        node: NONE,
+        mode: Mode::None,
+    };
+}
+
+impl Bandwidth {
+    /// The row of compact slot `slot` under a run whose context has path `parent`, and
+    /// how its values count: the path the tree would give it (the run's structs, the
+    /// leaf, its part).
+    #[cold]
+    fn resolve(&mut self, slot: u32, at: &Counting, parent: u32) -> Desc {
+        let Some(p) = self.program.clone() else {
+            return Desc::UNSET;
+        };
+        let (leaf, part, largest) = compact_parts(slot);
+        let table = &p.plan.leaves;
+        let n = table.entries.len() as u32;
+        if leaf / 8 >= n {
+            // A relative list's index flag: `index.plus_one` under the list's path.
+            let Some(e) = table.entries.get((leaf / 8 - n) as usize).copied() else {
+                return Desc::UNSET;
+            };
+            let Some(&flag) = LADDER_FLAGS.get(part as usize) else {
+                return Desc::UNSET;
+            };
+            let path = self.label_path(parent, Label::Part("index"));
+            let path = self.label_path(path, Label::Part(flag));
+            return self.compact_row(at, parent, path, e.node, ("bool", 1, Mode::Int));
+        }
+        let Some(e) = table.entries.get((leaf / 8) as usize).copied() else {
+            return Desc::UNSET;
+        };
+        let Some(kind) = p.nodes.get(e.node as usize).map(|n| &n.kind) else {
+            return Desc::UNSET;
+        };
+        let mut path = parent;
+        for &s in table
+            .chains
+            .get(e.chain.0 as usize..(e.chain.0 + e.chain.1) as usize)
+            .unwrap_or(&[])
+        {
+            path = self.label_path(path, Label::Node(s));
+        }
+        path = self.label_path(path, Label::Node(e.node));
+        let (name, bits, mode) = match *kind {
+            NodeKind::CompressedVector(cf) if part > 0 => {
+                path = self.label_path(path, Label::Part(prims::part_name(kind, part as usize - 1, 0)));
+                ("compressed-float", cf.bits, Mode::Quantized(cf))
+            }
+            NodeKind::SmallestThree(b) if part > 0 => {
+                let k = part as usize - 1;
+                path = self.label_path(path, Label::Part(prims::part_name(kind, k, u64::from(largest))));
+                let mode = if k == 0 { Mode::Int } else { Mode::Component(b) };
+                ("bits", if k == 0 { 2 } else { b }, mode)
+            }
+            NodeKind::CompressedFloat(cf) => ("compressed-float", cf.bits, Mode::Quantized(cf)),
+            NodeKind::Bits(n) => ("bits", n, Mode::Int),
+            NodeKind::Bool => ("bool", 1, Mode::Int),
+            NodeKind::Int { min, max } => ("int", crate::bits::int_width(min, max).unwrap_or(0), Mode::Int),
+            _ => return Desc::UNSET,
+        };
+        self.compact_row(at, parent, path, e.node, (name, bits, mode))
+    }
+
+    /// The row of path `path` for a compact slot of node `node`, as `name` in `bits`
+    /// bits counted as `mode`: the kind and step its values say set, as `values` would
+    /// set them on the first.
+    fn compact_row(
+        &mut self,
+        at: &Counting,
+        parent: u32,
+        path: u32,
+        node: u32,
+        (name, bits, mode): (&'static str, u32, Mode),
+    ) -> Desc {
+        let cat = self.category(name, node);
+        let row = self.row(Key {
+            dir: at.dir,
+            type_id: at.type_id,
+            msg_type: NONE,
+            path,
+            cat,
+        });
+        let r = &mut self.rows[row];
+        let mode = match mode {
+            _ if !cat.has_values() => Mode::None,
+            Mode::Quantized(cf) if r.resolution.is_some() => Mode::Float(cf),
+            Mode::Component(b) if r.resolution.is_some() => Mode::ComponentAt(b),
+            m => m,
+        };
+        if cat.has_values() && r.kind.is_empty() {
+            // What `values` would have set on the first value.
+            r.kind = name;
+            r.step = match mode {
+                Mode::Quantized(cf) | Mode::Float(cf) if cf.max_int > 0 => {
+                    f64::from(cf.max - cf.min) / f64::from(cf.max_int)
+                }
+                _ => 0.0,
+            };
+        }
+        Desc {
+            key: (at.type_id, at.dir, parent),
+            row,
+            bits: u64::from(bits),
+            node,
+            mode,
+        }
+    }
+
+    /// One compact record of value `v` into the row `d` names.
+    #[inline]
+    fn count_compact(&mut self, at: &mut Counting, d: &Desc, v: i64) {
+        let row = d.row;
+        self.add_to(row, d.bits);
+        at.covered += d.bits;
+        let value = match d.mode {
+            Mode::None => return,
+            Mode::Int => {
+                let v = i128::from(v);
+                if let Some(r) = self.rows.get_mut(row) {
+                    r.ints.get_or_insert_with(Default::default).add(v);
+                }
+                (v, false)
+            }
+            Mode::Quantized(cf) => {
+                let v = i128::from(v);
+                if let Some(r) = self.rows.get_mut(row) {
+                    let f = f64::from(cf.dequantize(v as u32));
+                    r.floats.get_or_insert_with(Default::default).add(f);
+                    r.ints.get_or_insert_with(Default::default).add(v);
+                }
+                (v, false)
+            }
+            Mode::Float(cf) => {
+                let f = Value::Float(cf.dequantize(v as u32));
+                match self.values(row, d.node, "compressed-float", v as u64, f) {
+                    Some(x) => x,
+                    None => return,
+                }
+            }
+            Mode::Component(b) => {
+                // A float, no resolution: no integer, no delta.
+                if let Some(r) = self.rows.get_mut(row) {
+                    let f = f64::from(smallest_three_component(v as u32, b));
+                    r.floats.get_or_insert_with(Default::default).add(f);
+                }
+                return;
+            }
+            Mode::ComponentAt(b) => {
+                let f = Value::Float(smallest_three_component(v as u32, b));
+                match self.values(row, d.node, "bits", v as u64, f) {
+                    Some(x) => x,
+                    None => return,
+                }
+            }
+        };
+        self.delta(&mut at.prev, at.keep, row, value);
     }
 }
 

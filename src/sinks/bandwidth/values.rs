@@ -62,6 +62,7 @@ pub struct Delta {
 }
 
 impl IntStats {
+    #[inline(always)]
     pub fn add(&mut self, v: i128) {
         if self.n == 0 {
             self.min = v;
