@@ -386,6 +386,53 @@ fn export_keeps_header_fields_and_enum_names() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// Regression: a field named alike in both branches of an if/else, an enum in one and a
+/// plain int in the other, is one `state` column, and `state_name` named the plain
+/// branch's values with the enum's names (top level), and, once groups found their
+/// columns the top level's way, inside a struct too. The name is there exactly where
+/// the enum's branch was read.
+#[test]
+fn export_names_only_the_enum_branch_s_values() {
+    let dir = std::env::temp_dir().join(format!("gpcap-export-branches-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let root = env!("CARGO_MANIFEST_DIR");
+    let def = format!("{root}/tests/fixtures/enum-branches.kdl");
+    let pcap = dir.join("b.pcap");
+    let out = dir.join("out");
+    let p = pcap.to_str().unwrap();
+    gpcap_ok(&["gen", "-d", &def, "-o", p, "--clients", "1", "--duration", "1"]);
+    gpcap_ok(&["export", "-d", &def, p, "-o", out.to_str().unwrap()]);
+    let names = ["calm", "angry", "sad"];
+    let (mut named, mut plain) = (0, 0);
+    for b in read(&out.join("type_p").join("capture=b.pcap").join("part-0.parquet")) {
+        let nested = column(&b, "nested").as_struct();
+        let levels = [
+            (column(&b, "named"), column(&b, "state"), column(&b, "state_name")),
+            (
+                nested.column_by_name("named").unwrap(),
+                nested.column_by_name("state").unwrap(),
+                nested.column_by_name("state_name").unwrap(),
+            ),
+        ];
+        for (flag, state, name) in levels {
+            for i in 0..b.num_rows() {
+                let got = name_at(name, i);
+                if cell(flag, i) == Value::Bool(true) {
+                    let v = cell(state, i).as_i64().unwrap() as usize;
+                    assert_eq!(got, Value::from(names[v]), "row {i}");
+                    named += 1;
+                } else {
+                    assert_eq!(got, Value::Null, "row {i}: the plain branch has no name");
+                    plain += 1;
+                }
+            }
+        }
+    }
+    assert!(named > 20 && plain > 20, "{named} {plain}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Every message of a datagram is a row of its message type's table, in datagram order
 /// (the type tables of ENet's commands were written empty): rows per type equal
 /// `analyze`'s messages by type, and frame 117's five acknowledgements read back in order.

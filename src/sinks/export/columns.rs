@@ -173,8 +173,10 @@ struct Lookup {
     /// The column of a relative list element's `index`, which no node fills.
     index: Option<u32>,
     /// Per column: the earlier column read from the same field (an enum's name column
-    /// takes its value column's field).
-    same_as: Vec<Option<usize>>,
+    /// takes its value column's field), and the nodes it takes it from: a value column
+    /// merged from two branches (`if` → an enum, `else` → a plain int of the same name)
+    /// fills the name column only from the enum's.
+    same_as: Vec<Option<(usize, Vec<NodeId>)>>,
     /// Per column: the field that fills it in the row being appended (reused).
     at: Vec<Option<u32>>,
 }
@@ -196,7 +198,7 @@ impl Lookup {
                 if *slot == u32::MAX {
                     *slot = i as u32;
                 } else if *slot as usize != i {
-                    same_as[i] = Some(*slot as usize);
+                    same_as[i] = Some((*slot as usize, c.nodes.clone()));
                 }
             }
         }
@@ -226,8 +228,10 @@ impl Lookup {
             }
         }
         for c in 0..self.at.len() {
-            if let Some(first) = self.same_as[c] {
-                self.at[c] = self.at[first];
+            if let Some((first, nodes)) = &self.same_as[c] {
+                let own =
+                    |&i: &u32| matches!(d.fields[i as usize].label, Label::Node(n) if nodes.contains(&n));
+                self.at[c] = self.at[*first].filter(own);
             }
         }
     }
