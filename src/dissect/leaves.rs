@@ -572,7 +572,8 @@ impl Walker<'_> {
             Kind::Bool => (i64::from(self.bits(1)?), 1),
             Kind::Int { min, max } => {
                 let width = crate::bits::int_width(min, max).ok_or(GiveUp)?;
-                let v = min + i64::from(self.bits(width)?);
+                // Near i64::MAX, `min + raw` may be past i64 as well as past `max`.
+                let v = min.checked_add(i64::from(self.bits(width)?)).ok_or(GiveUp)?;
                 if v > max {
                     return Err(GiveUp);
                 }

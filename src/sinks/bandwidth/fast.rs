@@ -31,6 +31,8 @@ pub struct Fast {
     slot_rows: Vec<(SlotKey, usize, Category)>,
     /// By compact slot ([`crate::dissect::leaves::compact_slot`]): where its records go.
     compact: Vec<Desc>,
+    /// Compact slots the plan's leaf table names.
+    compact_slots: u32,
     /// Descriptors displaced from `compact` by another key (a header's slots take
     /// each packet type's in turn), found again here instead of resolved.
     spare: hashbrown::HashMap<(u32, (u32, u8, u32)), Desc>,
@@ -71,13 +73,26 @@ impl Fast {
                 ((NONE, 0, NONE, Label::Index(0)), 0, Category::Field);
                 program.plan.leaves.slots()
             ],
-            compact: vec![Desc::UNSET; program.plan.leaves.slots() * 4],
+            compact: Vec::new(),
+            compact_slots: (program.plan.leaves.slots() * 4).min(u32::MAX as usize) as u32,
             spare: hashbrown::HashMap::new(),
             walks: Vec::new(),
             planned: 0,
             trees: 0,
         }
     }
+}
+
+/// Compact slot `slot`'s descriptor in `table`, grown to it on first sight: sized by
+/// the slots the datagrams use, not by every slot the plan could name (`limit`: four per
+/// part of each leaf-table entry, most never logged).
+#[inline]
+fn compact_desc(table: &mut Vec<Desc>, limit: u32, slot: u32) -> Option<Desc> {
+    let i = slot as usize;
+    if i >= table.len() && slot < limit {
+        table.resize(i + 1, Desc::UNSET);
+    }
+    table.get(i).copied()
 }
 
 /// Displaced descriptors kept at most (then forgotten: they are resolved again).
@@ -164,7 +179,7 @@ impl Bandwidth {
         for r in &f.log.recs {
             if r.slot != GENERAL {
                 let parent = f.ctx_paths.get(r.ctx as usize).copied().unwrap_or(0);
-                let Some(&d) = f.compact.get(r.slot as usize) else {
+                let Some(d) = compact_desc(&mut f.compact, f.compact_slots, r.slot) else {
                     continue;
                 };
                 let key = (at.type_id, at.dir, parent);
