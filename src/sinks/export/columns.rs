@@ -170,6 +170,10 @@ struct Lookup {
     /// (`u32::MAX`: none; hashing each field was 1% of an export).
     base: u32,
     column_of: Vec<u32>,
+    /// (node, column), sorted, instead of `column_of` when the nodes are few and far
+    /// apart (a group whose fields' ids span a big definition: a table over the span
+    /// per group could take gigabytes).
+    sparse: Vec<(NodeId, u32)>,
     /// The column of a relative list element's `index`, which no node fills.
     index: Option<u32>,
     /// Per column: the earlier column read from the same field (an enum's name column
@@ -186,7 +190,8 @@ impl Lookup {
         let nodes = || fields.iter().flat_map(|c| c.nodes.iter().copied());
         let base = nodes().min().unwrap_or(0);
         let size = nodes().max().map_or(0, |n| (n - base) as usize + 1);
-        let mut column_of = vec![u32::MAX; size];
+        // Each node's first column; a later column of the same node reads that one's.
+        let mut first: hashbrown::HashMap<NodeId, u32> = hashbrown::HashMap::new();
         let mut same_as = vec![None; fields.len()];
         let mut index = None;
         for (i, c) in fields.iter().enumerate() {
@@ -194,17 +199,28 @@ impl Lookup {
                 index = Some(i as u32);
             }
             for &n in &c.nodes {
-                let slot = &mut column_of[(n - base) as usize];
-                if *slot == u32::MAX {
-                    *slot = i as u32;
-                } else if *slot as usize != i {
+                let slot = first.entry(n).or_insert(i as u32);
+                if *slot as usize != i {
                     same_as[i] = Some((*slot as usize, c.nodes.clone()));
+                }
+            }
+        }
+        let (mut column_of, mut sparse) = (Vec::new(), Vec::new());
+        if size > 16 * first.len() + 256 {
+            sparse = first.into_iter().collect();
+            sparse.sort_unstable();
+        } else {
+            column_of = vec![u32::MAX; size];
+            for (n, c) in first {
+                if let Some(x) = column_of.get_mut((n - base) as usize) {
+                    *x = c;
                 }
             }
         }
         Lookup {
             base,
             column_of,
+            sparse,
             index,
             same_as,
             at: vec![None; fields.len()],
@@ -216,10 +232,17 @@ impl Lookup {
         self.at.iter_mut().for_each(|a| *a = None);
         for i in fields {
             let c = match d.fields[i as usize].label {
+                Label::Node(n) if self.column_of.is_empty() => self
+                    .sparse
+                    .binary_search_by_key(&n, |p| p.0)
+                    .ok()
+                    .and_then(|k| self.sparse.get(k))
+                    .map(|p| p.1),
                 Label::Node(n) => n
                     .checked_sub(self.base)
                     .and_then(|k| self.column_of.get(k as usize))
-                    .copied(),
+                    .copied()
+                    .filter(|&c| c != u32::MAX),
                 Label::Part("index") => self.index,
                 _ => None,
             };
@@ -793,6 +816,28 @@ mod tests {
         b.append_value(true);
         b.refill();
         assert_eq!(b.refill().len(), 0);
+    }
+
+    /// A group whose few nodes lie far apart in a big definition is looked up in a
+    /// sorted list, not a table over the whole span (which a hostile definition could
+    /// make gigabytes); the first column of a node fills it, a later one reads it.
+    #[test]
+    fn few_far_nodes_are_looked_up_sparsely() {
+        let column = |name: &str, nodes: Vec<NodeId>| Column {
+            name: name.into(),
+            nodes,
+            col: Col::Bool(BooleanBuilder::new()),
+            values: None,
+        };
+        let far = [column("a", vec![3, 60_000]), column("a_name", vec![3])];
+        let l = Lookup::new(&far);
+        assert!(l.column_of.is_empty());
+        assert_eq!(l.sparse, [(3, 0), (60_000, 0)]);
+        assert_eq!(l.same_as[1], Some((0, vec![3])));
+        let near = [column("a", vec![3, 9]), column("b", vec![5])];
+        let l = Lookup::new(&near);
+        assert_eq!(l.column_of, [0, u32::MAX, 1, u32::MAX, u32::MAX, u32::MAX, 0]);
+        assert!(l.sparse.is_empty());
     }
 
     /// No null buffer when every row is valid; the rows counted either way, and the
