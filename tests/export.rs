@@ -433,6 +433,54 @@ fn export_names_only_the_enum_branch_s_values() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Three branches named `state` — a float, then two enums of one name set — are
+/// `state` (the float), `state_2` and `state_3`, and one `state_name` beside them: the
+/// third branch's value and name were both null (its name column read through the
+/// second branch's, and its value column through the name column).
+#[test]
+fn export_names_each_enum_branch_from_its_own_value_column() {
+    let dir = std::env::temp_dir().join(format!("gpcap-export-three-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let root = env!("CARGO_MANIFEST_DIR");
+    let def = format!("{root}/tests/fixtures/enum-three-branches.kdl");
+    let pcap = dir.join("t.pcap");
+    let out = dir.join("out");
+    let p = pcap.to_str().unwrap();
+    gpcap_ok(&["gen", "-d", &def, "-o", p, "--clients", "1", "--duration", "1"]);
+    gpcap_ok(&["export", "-d", &def, p, "-o", out.to_str().unwrap()]);
+    let names = ["calm", "angry", "sad"];
+    let mut seen = [0; 3];
+    for b in read(&out.join("type_p").join("capture=t.pcap").join("part-0.parquet")) {
+        let (which, name) = (column(&b, "which"), column(&b, "state_name"));
+        for i in 0..b.num_rows() {
+            let w = cell(which, i).as_i64().unwrap() as usize;
+            seen[w] += 1;
+            let value = |c: &str| cell(column(&b, c), i);
+            match w {
+                0 => {
+                    assert!(value("state").is_number(), "row {i}");
+                    assert_eq!(name_at(name, i), Value::Null, "row {i}");
+                }
+                _ => {
+                    let (own, other) = if w == 1 {
+                        ("state_2", "state_3")
+                    } else {
+                        ("state_3", "state_2")
+                    };
+                    let v = value(own)
+                        .as_i64()
+                        .unwrap_or_else(|| panic!("row {i}: {own} is null"));
+                    assert_eq!(value(other), Value::Null, "row {i}");
+                    assert_eq!(name_at(name, i), Value::from(names[v as usize]), "row {i}");
+                }
+            }
+        }
+    }
+    assert!(seen.iter().all(|&n| n > 5), "{seen:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Every message of a datagram is a row of its message type's table, in datagram order
 /// (the type tables of ENet's commands were written empty): rows per type equal
 /// `analyze`'s messages by type, and frame 117's five acknowledgements read back in order.

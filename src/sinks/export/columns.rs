@@ -176,11 +176,12 @@ struct Lookup {
     sparse: Vec<(NodeId, u32)>,
     /// The column of a relative list element's `index`, which no node fills.
     index: Option<u32>,
-    /// Per column: the earlier column read from the same field (an enum's name column
-    /// takes its value column's field), and the nodes it takes it from: a value column
-    /// merged from two branches (`if` → an enum, `else` → a plain int of the same name)
-    /// fills the name column only from the enum's.
-    same_as: Vec<Option<(usize, Vec<NodeId>)>>,
+    /// Per enum name column: each of its nodes with the value column that node fills
+    /// (the name is read from that column's field). A value column merged from two
+    /// branches (`if` → an enum, `else` → a plain int of the same name) fills the name
+    /// only where the enum's node was read; a name column shared by two enums' value
+    /// columns reads each from its own, never from another name column.
+    same_as: Vec<Option<Vec<(NodeId, u32)>>>,
     /// Per column: the field that fills it in the row being appended (reused).
     at: Vec<Option<u32>>,
 }
@@ -190,21 +191,32 @@ impl Lookup {
         let nodes = || fields.iter().flat_map(|c| c.nodes.iter().copied());
         let base = nodes().min().unwrap_or(0);
         let size = nodes().max().map_or(0, |n| (n - base) as usize + 1);
-        // Each node's first column; a later column of the same node reads that one's.
+        // Each node's value column (one: `add` puts a node in one); an enum's name
+        // column reads the field its value column found.
+        let is_name = |c: &Column| matches!(c.col, Col::EnumName { .. });
         let mut first: hashbrown::HashMap<NodeId, u32> = hashbrown::HashMap::new();
-        let mut same_as = vec![None; fields.len()];
         let mut index = None;
         for (i, c) in fields.iter().enumerate() {
             if c.nodes.is_empty() && c.name == "index" {
                 index = Some(i as u32);
             }
-            for &n in &c.nodes {
-                let slot = first.entry(n).or_insert(i as u32);
-                if *slot as usize != i {
-                    same_as[i] = Some((*slot as usize, c.nodes.clone()));
+            if !is_name(c) {
+                for &n in &c.nodes {
+                    first.entry(n).or_insert(i as u32);
                 }
             }
         }
+        let same_as = fields
+            .iter()
+            .map(|c| {
+                is_name(c).then(|| {
+                    c.nodes
+                        .iter()
+                        .filter_map(|n| Some((*n, *first.get(n)?)))
+                        .collect()
+                })
+            })
+            .collect();
         let (mut column_of, mut sparse) = (Vec::new(), Vec::new());
         if size > 16 * first.len() + 256 {
             sparse = first.into_iter().collect();
@@ -251,10 +263,12 @@ impl Lookup {
             }
         }
         for c in 0..self.at.len() {
-            if let Some((first, nodes)) = &self.same_as[c] {
-                let own =
-                    |&i: &u32| matches!(d.fields[i as usize].label, Label::Node(n) if nodes.contains(&n));
-                self.at[c] = self.at[*first].filter(own);
+            if let Some(sources) = &self.same_as[c] {
+                let found = sources.iter().find_map(|&(node, from)| {
+                    let i = (*self.at.get(from as usize)?)?;
+                    matches!(d.fields[i as usize].label, Label::Node(n) if n == node).then_some(i)
+                });
+                self.at[c] = found;
             }
         }
     }
@@ -829,11 +843,27 @@ mod tests {
             col: Col::Bool(BooleanBuilder::new()),
             values: None,
         };
-        let far = [column("a", vec![3, 60_000]), column("a_name", vec![3])];
+        let name = |name: &str, nodes: Vec<NodeId>| Column {
+            col: Col::EnumName {
+                names: Arc::new([]),
+                keys: UInt16Builder::new(),
+            },
+            ..column(name, nodes)
+        };
+        let far = [column("a", vec![3, 60_000]), name("a_name", vec![3])];
         let l = Lookup::new(&far);
         assert!(l.column_of.is_empty());
         assert_eq!(l.sparse, [(3, 0), (60_000, 0)]);
-        assert_eq!(l.same_as[1], Some((0, vec![3])));
+        assert_eq!(l.same_as[1], Some(vec![(3, 0)]));
+        // A name column shared by two enums' value columns reads each node from its own.
+        let three = [
+            column("s", vec![1]),
+            column("s_2", vec![2]),
+            name("s_name", vec![2, 4]),
+            column("s_3", vec![4]),
+        ];
+        let l = Lookup::new(&three);
+        assert_eq!(l.same_as, [None, None, Some(vec![(2, 1), (4, 3)]), None]);
         let near = [column("a", vec![3, 9]), column("b", vec![5])];
         let l = Lookup::new(&near);
         assert_eq!(l.column_of, [0, u32::MAX, 1, u32::MAX, u32::MAX, u32::MAX, 0]);
