@@ -7,6 +7,8 @@
 //! node only the interpreter reads) is dissected into a tree here and counted as before:
 //! `tests/bandwidth_fast.rs` holds the two ways equal.
 
+use super::slots::Slots;
+use super::values::Delta;
 use super::{Bandwidth, Category, Counting, Key, NONE};
 use crate::bits::{CompressedFloat, smallest_three_component};
 use crate::dissect::leaves::{GENERAL, LADDER_FLAGS, LeafLog, compact_parts};
@@ -20,6 +22,9 @@ type SlotKey = (u32, u8, u32, Label);
 /// What the plan-counted profile keeps between datagrams.
 #[derive(Clone)]
 pub struct Fast {
+    /// The profile's program, held here so that a datagram's walk needs no clone of it
+    /// (an atomic increment and decrement per datagram).
+    program: std::sync::Arc<crate::dissect::Program>,
     log: LeafLog,
     /// Datagrams the plan cannot say, dissected here.
     dissector: Dissector,
@@ -28,11 +33,9 @@ pub struct Fast {
     ctx_paths: Vec<u32>,
     /// By leaf slot ([`crate::dissect::leaves::Logged::slot`]): the (type, direction,
     /// parent path, label) last there, and the row and category it went to.
-    slot_rows: Vec<(SlotKey, usize, Category)>,
+    slot_rows: Slots<(SlotKey, usize, Category)>,
     /// By compact slot ([`crate::dissect::leaves::compact_slot`]): where its records go.
-    compact: Vec<Desc>,
-    /// Compact slots the plan's leaf table names.
-    compact_slots: u32,
+    compact: Slots<Desc>,
     /// Descriptors displaced from `compact` by another key (a header's slots take
     /// each packet type's in turn), found again here instead of resolved.
     spare: hashbrown::HashMap<(u32, (u32, u8, u32)), Desc>,
@@ -65,16 +68,16 @@ pub fn eligible(cfg: &Config) -> bool {
 impl Fast {
     pub fn new(program: std::sync::Arc<crate::dissect::Program>) -> Self {
         Fast {
+            program: program.clone(),
             log: LeafLog::default(),
             dissector: Dissector::new(program.clone()),
             tree: Dissection::default(),
             ctx_paths: Vec::new(),
-            slot_rows: vec![
-                ((NONE, 0, NONE, Label::Index(0)), 0, Category::Field);
-                program.plan.leaves.slots()
-            ],
-            compact: Vec::new(),
-            compact_slots: (program.plan.leaves.slots() * 4).min(u32::MAX as usize) as u32,
+            slot_rows: Slots::new(
+                slot_limit(program.plan.leaves.slots()),
+                ((NONE, 0, NONE, Label::Index(0)), 0, Category::Field),
+            ),
+            compact: Slots::new(slot_limit(program.plan.leaves.slots() * 4), Desc::UNSET),
             spare: hashbrown::HashMap::new(),
             walks: Vec::new(),
             planned: 0,
@@ -83,16 +86,9 @@ impl Fast {
     }
 }
 
-/// Compact slot `slot`'s descriptor in `table`, grown to it on first sight: sized by
-/// the slots the datagrams use, not by every slot the plan could name (`limit`: four per
-/// part of each leaf-table entry, most never logged).
-#[inline]
-fn compact_desc(table: &mut Vec<Desc>, limit: u32, slot: u32) -> Option<Desc> {
-    let i = slot as usize;
-    if i >= table.len() && slot < limit {
-        table.resize(i + 1, Desc::UNSET);
-    }
-    table.get(i).copied()
+/// `n` slots as a limit (a definition past `u32` slots names no more).
+fn slot_limit(n: usize) -> u32 {
+    n.min(u32::MAX as usize) as u32
 }
 
 /// Displaced descriptors kept at most (then forgotten: they are resolved again).
@@ -135,12 +131,12 @@ impl Bandwidth {
     /// Counts `e` when the engine carries no tree: from the plan, or a tree made here.
     /// A reassembled packet counts only when read field by field, as with trees.
     pub(super) fn packet_untreed(&mut self, e: &PacketEvent<'_>) {
-        let (Some(mut f), Some(p)) = (self.fast.take(), self.program.clone()) else {
+        let Some(mut f) = self.fast.take() else {
             return;
         };
         let ty = e.packet_type.unwrap_or(0);
         let walk = e.status == Status::Ok && e.fault.is_none() && e.fragment.is_none() && f.worth(ty);
-        let read = walk && f.log.read(&p, e.payload, ty);
+        let read = walk && f.log.read(&f.program, e.payload, ty);
         if walk {
             f.tally(ty, read);
         }
@@ -179,32 +175,29 @@ impl Bandwidth {
         for r in &f.log.recs {
             if r.slot != GENERAL {
                 let parent = f.ctx_paths.get(r.ctx as usize).copied().unwrap_or(0);
-                let Some(d) = compact_desc(&mut f.compact, f.compact_slots, r.slot) else {
+                let key = (at.type_id, at.dir, parent);
+                let Some(d) = f.compact.get_mut(r.slot) else {
                     continue;
                 };
-                let key = (at.type_id, at.dir, parent);
-                let d = if d.key == key {
-                    d
-                } else {
-                    let d = match f.spare.get(&(r.slot, key)) {
-                        Some(&d) => d,
+                if d.key != key {
+                    let new = match f.spare.remove(&(r.slot, key)) {
+                        Some(d) => d,
                         None => self.resolve(r.slot, &at, parent),
                     };
-                    if let Some(c) = f.compact.get_mut(r.slot as usize) {
-                        let old = std::mem::replace(c, d);
-                        if old.key.1 != u8::MAX {
-                            if f.spare.len() >= SPARE {
-                                f.spare.clear();
-                            }
-                            f.spare.insert((r.slot, old.key), old);
+                    let mut old = std::mem::replace(d, new);
+                    if old.key.1 != u8::MAX {
+                        // Kept folded: what it counted is in its row.
+                        self.fold_desc(&mut old);
+                        if f.spare.len() >= SPARE {
+                            f.spare.clear();
                         }
+                        f.spare.insert((r.slot, old.key), old);
                     }
-                    d
-                };
+                }
                 // Unset: the table has no such leaf, which the walk never logs.
                 debug_assert!(d.key.1 != u8::MAX, "compact slot {} resolved", r.slot);
                 if d.key.1 != u8::MAX {
-                    self.count_compact(&mut at, &d, r.value);
+                    self.count_compact(&mut at, d, r.value);
                 }
                 continue;
             }
@@ -219,8 +212,8 @@ impl Bandwidth {
             // smallest-three's parts are named by the largest) under the same parent,
             // in datagrams of the same type.
             let key = (at.type_id, at.dir, parent, l.label);
-            let (row, cat) = match f.slot_rows.get(l.slot as usize) {
-                Some(&(k, row, cat)) if same(k, key) => (row, cat),
+            let (row, cat) = match f.slot_rows.get(l.slot) {
+                Some((k, row, cat)) if same(k, key) => (row, cat),
                 _ => {
                     let pid = self.label_path(parent, l.label);
                     let cat = self.category(l.kind, l.node);
@@ -231,9 +224,7 @@ impl Bandwidth {
                         path: pid,
                         cat,
                     });
-                    if let Some(c) = f.slot_rows.get_mut(l.slot as usize) {
-                        *c = (key, row, cat);
-                    }
+                    f.slot_rows.set(l.slot, (key, row, cat));
                     (row, cat)
                 }
             };
@@ -251,11 +242,14 @@ enum Mode {
     None,
     /// An integer (int, bits, bool, a smallest-three's largest).
     Int,
-    /// A compressed float's integer, and its float (no resolution to quantize at).
+    /// A compressed float's integer, and its float (no resolution to quantize at): the
+    /// floats' range from the integers' ([`derivable`]).
     Quantized(CompressedFloat),
+    /// The same, each float dequantized as it comes (a float that may not be finite).
+    QuantizedEach(CompressedFloat),
     /// As the tree's field would be: a compressed float at a `--what-if` resolution.
     Float(CompressedFloat),
-    /// A smallest-three's component (its float only).
+    /// A smallest-three's component (its float only, its range from the integers').
     Component(u32),
     /// As the tree's field would be: a component at a `--what-if` resolution.
     ComponentAt(u32),
@@ -263,6 +257,9 @@ enum Mode {
 
 /// Where a compact slot's records go, for the key it was resolved for: (type,
 /// direction, path of the run's context).
+/// What its records add to the row is kept here and folded into the row when the
+/// descriptor is displaced or the profile read ([`Bandwidth::fold_desc`]): a row's
+/// counters, range and packets were a line or three to touch per record.
 #[derive(Debug, Clone, Copy)]
 struct Desc {
     key: (u32, u8, u32),
@@ -270,6 +267,20 @@ struct Desc {
     bits: u64,
     node: u32,
     mode: Mode,
+    /// Records since the last fold.
+    occurrences: u64,
+    /// Values since the last fold (of the modes whose range is kept here), their range.
+    values: u64,
+    min: i64,
+    max: i64,
+    /// The packet it last counted in its row's packets.
+    last_packet: u64,
+    /// Its row's distinct values are capped: no more to count there.
+    capped: bool,
+    /// Its row's index among its type's, where previous values are kept.
+    local: u32,
+    /// Deltas since the last fold.
+    delta: Delta,
 }
 
 impl Desc {
@@ -279,7 +290,41 @@ impl Desc {
         bits: 0,
         node: NONE,
         mode: Mode::None,
+        occurrences: 0,
+        values: 0,
+        min: 0,
+        max: 0,
+        last_packet: 0,
+        capped: false,
+        local: 0,
+        delta: Delta {
+            samples: 0,
+            bits: 0,
+            width: 0,
+            not_tracked: 0,
+        },
     };
+
+    /// One more value in the range kept here.
+    #[inline(always)]
+    fn range(&mut self, v: i64) {
+        if self.values == 0 {
+            self.min = v;
+            self.max = v;
+        } else {
+            self.min = self.min.min(v);
+            self.max = self.max.max(v);
+        }
+        self.values += 1;
+    }
+}
+
+/// Whether every integer a compressed float can carry (`0..=max_int`) dequantizes to a
+/// finite float: then, dequantizing being monotonic (each step of it is a correctly
+/// rounded operation by a constant), the floats' range is the range of its integers'
+/// floats, and the floats need not be made one by one.
+fn derivable(cf: &CompressedFloat) -> bool {
+    cf.max_int > 0 && cf.dequantize(0).is_finite() && cf.dequantize(cf.max_int).is_finite()
 }
 
 impl Bandwidth {
@@ -364,6 +409,7 @@ impl Bandwidth {
         let mode = match mode {
             _ if !cat.has_values() => Mode::None,
             Mode::Quantized(cf) if r.resolution.is_some() => Mode::Float(cf),
+            Mode::Quantized(cf) if !derivable(&cf) => Mode::QuantizedEach(cf),
             Mode::Component(b) if r.resolution.is_some() => Mode::ComponentAt(b),
             m => m,
         };
@@ -371,7 +417,7 @@ impl Bandwidth {
             // What `values` would have set on the first value.
             r.kind = name;
             r.step = match mode {
-                Mode::Quantized(cf) | Mode::Float(cf) if cf.max_int > 0 => {
+                Mode::Quantized(cf) | Mode::QuantizedEach(cf) | Mode::Float(cf) if cf.max_int > 0 => {
                     f64::from(cf.max - cf.min) / f64::from(cf.max_int)
                 }
                 _ => 0.0,
@@ -383,25 +429,46 @@ impl Bandwidth {
             bits: u64::from(bits),
             node,
             mode,
+            local: self.rows[row].local,
+            ..Desc::UNSET
         }
     }
 
-    /// One compact record of value `v` into the row `d` names.
+    /// One compact record of value `v` for the row `d` names: counted in `d`, the
+    /// distinct values and the delta in the row.
     #[inline]
-    fn count_compact(&mut self, at: &mut Counting, d: &Desc, v: i64) {
+    fn count_compact(&mut self, at: &mut Counting, d: &mut Desc, v: i64) {
         let row = d.row;
-        self.add_to(row, d.bits);
+        d.occurrences += 1;
         at.covered += d.bits;
+        if d.last_packet != self.events {
+            d.last_packet = self.events;
+            self.count_packet(row);
+        }
         let value = match d.mode {
             Mode::None => return,
-            Mode::Int => {
-                let v = i128::from(v);
-                if let Some(r) = self.rows.get_mut(row) {
-                    r.ints.get_or_insert_with(Default::default).add(v);
-                }
-                (v, false)
+            Mode::Component(_) => {
+                // A float, no resolution: no integer, no delta.
+                d.range(v);
+                return;
             }
-            Mode::Quantized(cf) => {
+            Mode::Int | Mode::Quantized(_) => {
+                d.range(v);
+                let v = i128::from(v);
+                if !d.capped
+                    && let Some(r) = self.rows.get_mut(row)
+                {
+                    let s = r.ints.get_or_insert_with(Default::default);
+                    s.tally(v);
+                    d.capped = s.capped;
+                }
+                // The row's integers are there (made by the first value): its delta.
+                let ord = self.ordinal(d.local);
+                let seen = self.previous(&mut at.prev, at.keep, d.local, ord, v);
+                d.delta.see(seen);
+                return;
+            }
+            Mode::QuantizedEach(cf) => {
                 let v = i128::from(v);
                 if let Some(r) = self.rows.get_mut(row) {
                     let f = f64::from(cf.dequantize(v as u32));
@@ -417,14 +484,6 @@ impl Bandwidth {
                     None => return,
                 }
             }
-            Mode::Component(b) => {
-                // A float, no resolution: no integer, no delta.
-                if let Some(r) = self.rows.get_mut(row) {
-                    let f = f64::from(smallest_three_component(v as u32, b));
-                    r.floats.get_or_insert_with(Default::default).add(f);
-                }
-                return;
-            }
             Mode::ComponentAt(b) => {
                 let f = Value::Float(smallest_three_component(v as u32, b));
                 match self.values(row, d.node, "bits", v as u64, f) {
@@ -434,6 +493,60 @@ impl Bandwidth {
             }
         };
         self.delta(&mut at.prev, at.keep, row, value);
+    }
+
+    /// What `d` counted since its last fold, into its row: as many records counted
+    /// there one by one would have left it.
+    fn fold_desc(&mut self, d: &mut Desc) {
+        if d.occurrences == 0 {
+            return;
+        }
+        let Some(r) = self.rows.get_mut(d.row) else {
+            return;
+        };
+        r.bits += d.occurrences * d.bits;
+        r.occurrences += d.occurrences;
+        r.declared = r.declared.max(d.bits);
+        let (n, lo, hi) = (d.values, d.min, d.max);
+        if n > 0 {
+            match d.mode {
+                Mode::Int => {
+                    let s = r.ints.get_or_insert_with(Default::default);
+                    s.absorb(n, lo.into(), hi.into());
+                    s.delta.merge(&d.delta);
+                }
+                Mode::Quantized(cf) => {
+                    let s = r.ints.get_or_insert_with(Default::default);
+                    s.absorb(n, lo.into(), hi.into());
+                    s.delta.merge(&d.delta);
+                    let f = |v: i64| f64::from(cf.dequantize(v as u32));
+                    r.floats
+                        .get_or_insert_with(Default::default)
+                        .absorb(n, f(lo), f(hi));
+                }
+                Mode::Component(b) => {
+                    let f = |v: i64| f64::from(smallest_three_component(v as u32, b));
+                    r.floats
+                        .get_or_insert_with(Default::default)
+                        .absorb(n, f(lo), f(hi));
+                }
+                _ => {}
+            }
+        }
+        d.occurrences = 0;
+        d.values = 0;
+        d.delta = Desc::UNSET.delta;
+    }
+
+    /// Every descriptor's counts into its row, before the rows are read or merged.
+    pub(super) fn fold_fast(&mut self) {
+        let Some(mut f) = self.fast.take() else {
+            return;
+        };
+        for d in f.compact.values_mut() {
+            self.fold_desc(d);
+        }
+        self.fast = Some(f);
     }
 }
 

@@ -10,6 +10,7 @@ pub mod fast;
 pub(crate) mod parquet;
 pub(crate) mod report;
 pub mod run;
+mod slots;
 pub(crate) mod values;
 
 use crate::dissect::program::{Kind as NodeKind, Program, Side};
@@ -18,7 +19,7 @@ use crate::engine::{Flow, Kind, Needs, PacketEvent, Sink, Status};
 use hashbrown::HashMap;
 pub use report::{BandwidthReport, Row};
 use std::sync::Arc;
-use values::{FloatStats, IntStats};
+use values::{FloatStats, IntStats, Seen};
 
 /// Previous values remembered for deltas, over every flow, type and field (16 bytes
 /// each).
@@ -220,7 +221,9 @@ pub struct Bandwidth {
     ordinals: Vec<u32>,
     touched: Vec<u32>,
     /// Counting from the plan, the engine recording no trees ([`fast::eligible`]).
-    pub fast: Option<fast::Fast>,
+    /// Boxed: taken out and put back per datagram, which moved the whole state (a
+    /// kilobyte) twice per datagram.
+    pub fast: Option<Box<fast::Fast>>,
 }
 
 /// A packet being counted: its row keys, its flow's previous packet of the type, the
@@ -391,7 +394,7 @@ impl Bandwidth {
     /// A profile counted from the plan ([`fast`]): its engine must record no trees.
     pub fn planned(program: Arc<Program>, opts: Options) -> Self {
         let mut b = Bandwidth::new(Some(program.clone()), opts);
-        b.fast = Some(fast::Fast::new(program));
+        b.fast = Some(Box::new(fast::Fast::new(program)));
         b
     }
 
@@ -532,12 +535,20 @@ impl Bandwidth {
     /// [`Self::add`] to row `i`.
     #[inline]
     fn add_to(&mut self, i: usize, bits: u64) {
-        let seq = self.events;
         let r = &mut self.rows[i];
         r.bits += bits;
         r.occurrences += 1;
         r.declared = r.declared.max(bits);
-        if r.last_packet != seq {
+        self.count_packet(i);
+    }
+
+    /// Row `i` appears in the packet being counted (once, however often).
+    #[inline]
+    fn count_packet(&mut self, i: usize) {
+        let seq = self.events;
+        if let Some(r) = self.rows.get_mut(i)
+            && r.last_packet != seq
+        {
             r.last_packet = seq;
             r.packets += 1;
         }
@@ -891,7 +902,33 @@ impl Bandwidth {
         (value, quantized): (i128, bool),
     ) {
         // Rows of one packet type, by their index within it.
-        let local = self.rows[row].local as usize;
+        let local = self.rows[row].local;
+        let ord = self.ordinal(local);
+        let stats = |r: &mut Acc| {
+            if quantized {
+                r.quantized.is_some()
+            } else {
+                r.ints.is_some()
+            }
+        };
+        if !stats(&mut self.rows[row]) {
+            return;
+        }
+        let seen = self.previous(prev, tracked_flow, local, ord, value);
+        let r = &mut self.rows[row];
+        if let Some(s) = if quantized {
+            r.quantized.as_mut()
+        } else {
+            r.ints.as_mut()
+        } {
+            s.delta.see(seen);
+        }
+    }
+
+    /// The occurrence in this packet of the row at `local` among its type's, from 0.
+    #[inline(always)]
+    fn ordinal(&mut self, local: u32) -> u32 {
+        let local = local as usize;
         if self.ordinals.len() <= local {
             self.ordinals.resize(local + 1, 0);
         }
@@ -900,23 +937,31 @@ impl Bandwidth {
             self.touched.push(local as u32);
         }
         self.ordinals[local] += 1;
-        let r = &mut self.rows[row];
-        let Some(s) = (if quantized {
-            r.quantized.as_mut()
-        } else {
-            r.ints.as_mut()
-        }) else {
-            return;
-        };
-        if let Some(p) = prev.get_mut(local, ord) {
-            s.add_delta(value - *p);
+        ord
+    }
+
+    /// `value`, occurrence `ord` of the row at `local`, against the same occurrence in
+    /// the previous packet `prev`, which it replaces (or joins, while there is room).
+    #[inline(always)]
+    fn previous(
+        &mut self,
+        prev: &mut Previous,
+        tracked_flow: bool,
+        local: u32,
+        ord: u32,
+        value: i128,
+    ) -> Seen {
+        if let Some(p) = prev.get_mut(local as usize, ord) {
+            let d = value - *p;
             *p = value;
+            Seen::Delta(d)
         } else if tracked_flow && self.stored < MAX_PREVIOUS {
-            prev.push(local, value);
+            prev.push(local as usize, value);
             self.stored += 1;
             self.peak_stored = self.peak_stored.max(self.stored);
+            Seen::Kept
         } else {
-            s.delta.not_tracked += 1;
+            Seen::NotTracked
         }
     }
 
@@ -942,6 +987,8 @@ impl Bandwidth {
     pub fn merge(&mut self, mut o: Bandwidth) {
         self.fold_types();
         o.fold_types();
+        self.fold_fast();
+        o.fold_fast();
         for r in o.rows {
             let path = o.paths.get(r.key.path as usize).cloned().unwrap_or_default();
             let pid = self.path_by_text(&path);
@@ -1041,6 +1088,7 @@ impl Bandwidth {
     /// The finished profile.
     pub fn report(mut self) -> BandwidthReport {
         self.fold_types();
+        self.fold_fast();
         self.close();
         report::build(&self)
     }

@@ -77,6 +77,32 @@ impl IntStats {
         }
     }
 
+    /// Value `v` counted among the distinct values only: its number and range come
+    /// later, with others', through [`Self::absorb`] (the plan-counted profile keeps
+    /// those beside each leaf, not in the row).
+    #[inline(always)]
+    pub fn tally(&mut self, v: i128) {
+        if !self.capped {
+            self.count(v as u64, 1);
+        }
+    }
+
+    /// `n` more values, from `min` to `max` (each already [`Self::tally`]ed): as many
+    /// [`Self::add`]s would leave the number and range.
+    pub fn absorb(&mut self, n: u64, min: i128, max: i128) {
+        if n == 0 {
+            return;
+        }
+        if self.n == 0 {
+            self.min = min;
+            self.max = max;
+        } else {
+            self.min = self.min.min(min);
+            self.max = self.max.max(max);
+        }
+        self.n += n;
+    }
+
     /// `c` more of value `k`; past [`MAX_DISTINCT`] values the row is capped (merging,
     /// `cap_after`: the check comes after every value is in, as a whole run's would).
     #[inline]
@@ -154,10 +180,7 @@ impl IntStats {
     }
 
     pub fn add_delta(&mut self, d: i128) {
-        let w = width_of(zigzag(d));
-        self.delta.samples += 1;
-        self.delta.bits += u64::from(w);
-        self.delta.width = self.delta.width.max(w);
+        self.delta.add(d);
     }
 
     /// Bits the observed range needs (`max - min` as an offset from `min`).
@@ -208,10 +231,46 @@ impl IntStats {
         if self.capped {
             self.cap();
         }
-        self.delta.samples += o.delta.samples;
-        self.delta.bits += o.delta.bits;
-        self.delta.width = self.delta.width.max(o.delta.width);
-        self.delta.not_tracked += o.delta.not_tracked;
+        self.delta.merge(&o.delta);
+    }
+}
+
+/// What a value's same occurrence in the flow's previous packet of the type said.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Seen {
+    /// It was there: the value less it.
+    Delta(i128),
+    /// It was not, and the value is now kept for the next packet.
+    Kept,
+    /// It was not, and there was no room to keep the value.
+    NotTracked,
+}
+
+impl Delta {
+    /// One more difference from the previous value.
+    #[inline(always)]
+    pub fn add(&mut self, d: i128) {
+        let w = width_of(zigzag(d));
+        self.samples += 1;
+        self.bits += u64::from(w);
+        self.width = self.width.max(w);
+    }
+
+    /// What the previous packet said of one value.
+    #[inline(always)]
+    pub fn see(&mut self, seen: Seen) {
+        match seen {
+            Seen::Delta(d) => self.add(d),
+            Seen::Kept => {}
+            Seen::NotTracked => self.not_tracked += 1,
+        }
+    }
+
+    pub fn merge(&mut self, o: &Delta) {
+        self.samples += o.samples;
+        self.bits += o.bits;
+        self.width = self.width.max(o.width);
+        self.not_tracked += o.not_tracked;
     }
 }
 
@@ -239,6 +298,17 @@ impl FloatStats {
             self.max = self.max.max(v);
         }
         self.n += 1;
+    }
+
+    /// `n` more finite values between `a` and `b` (either way round), both among them:
+    /// as many [`Self::add`]s would leave the number and range.
+    pub fn absorb(&mut self, n: u64, a: f64, b: f64) {
+        self.merge(&FloatStats {
+            n,
+            min: a.min(b),
+            max: a.max(b),
+            not_finite: 0,
+        });
     }
 
     pub fn merge(&mut self, o: &FloatStats) {
