@@ -33,6 +33,9 @@ pub struct Table {
     pub chains: Vec<NodeId>,
     /// Each op's entries (first, count).
     pub by_op: Vec<(u32, u32)>,
+    /// By entry, how a plain leaf is read: made with the plan, so that a log never
+    /// reads one program's entries with another's widths.
+    plain: Vec<Plain>,
     /// The structs open while a block is flattened.
     stack: Vec<NodeId>,
 }
@@ -78,8 +81,10 @@ impl Table {
         self.chains.append(&mut other.chains);
     }
 
-    /// Indexes the entries by op, once every block is in.
-    pub(super) fn index(&mut self, ops: usize) {
+    /// Indexes the entries by op, and says how each plain leaf of program `p` is read,
+    /// once every block is in.
+    pub(super) fn index(&mut self, p: &Program, ops: usize) {
+        self.plain = self.entries.iter().map(|e| Plain::of(p, e)).collect();
         self.by_op = vec![(0, 0); ops];
         for (i, e) in self.entries.iter().enumerate() {
             if let Some(r) = self.by_op.get_mut(e.op as usize) {
@@ -203,16 +208,13 @@ pub struct LeafLog {
     pub recs: Vec<Rec>,
     slots: Vec<i64>,
     trace: Vec<Prim>,
-    /// By table entry, how a plain leaf is read, for the program at `plain_for`.
-    plain: Vec<Plain>,
-    plain_for: (usize, usize),
 }
 
 /// A leaf of one field read the same way whatever its kind (bits, bool, int,
 /// compressed float): `width` bits, at most `max`, `bias` added, the value to slot
 /// `var`. Reading them without matching the kind saved the walk a mispredicted jump
 /// per leaf.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 struct Plain {
     plain: bool,
     width: u32,
@@ -271,12 +273,6 @@ impl LeafLog {
         self.ctxs.push((u32::MAX, Label::Index(0)));
         self.slots.clear();
         self.slots.resize(p.slot_count, 0);
-        let table = &p.plan.leaves;
-        let this = (p as *const Program as usize, table.entries.len());
-        if self.plain_for != this {
-            self.plain = table.entries.iter().map(|e| Plain::of(p, e)).collect();
-            self.plain_for = this;
-        }
         let mut w = Walker {
             p,
             data,
@@ -530,12 +526,7 @@ impl Walker<'_> {
         let (first, entries) = table.of(at);
         for (i, e) in entries.iter().enumerate() {
             let slot = (first + i as u32) * 8;
-            let k = self
-                .log
-                .plain
-                .get(first as usize + i)
-                .copied()
-                .unwrap_or_default();
+            let k = table.plain.get(first as usize + i).copied().unwrap_or_default();
             if k.plain {
                 let raw = self.bits(k.width)?;
                 if raw > k.max {

@@ -266,7 +266,7 @@ impl Plan {
             plan.checks.extend(block.checks);
             plan.at[b.start as usize] = start;
         }
-        plan.leaves.index(plan.ops.len());
+        plan.leaves.index(p, plan.ops.len());
         plan.header = plan.entry(p.header).unwrap_or(NO_ENTRY);
         plan.bodies = (0..p.by_type.len() as u32)
             .map(|t| p.packet(t).and_then(|d| plan.entry(d.body)).unwrap_or(NO_ENTRY))
