@@ -105,8 +105,21 @@ impl IntStats {
 
     /// `c` more of value `k`; past [`MAX_DISTINCT`] values the row is capped (merging,
     /// `cap_after`: the check comes after every value is in, as a whole run's would).
-    #[inline]
+    #[inline(always)]
     fn count(&mut self, k: u64, c: u32) {
+        // Mostly a narrow value seen before: one increment, in line.
+        if let Some(s) = self.small.get_mut(k as usize)
+            && *s != 0
+        {
+            *s += c;
+            return;
+        }
+        self.count_new(k, c);
+    }
+
+    /// [`Self::count`] of a value not in the table yet, or wide.
+    #[inline(never)]
+    fn count_new(&mut self, k: u64, c: u32) {
         let full = self.distinct >= MAX_DISTINCT;
         let slot = if k < SMALL {
             self.fit(k);
