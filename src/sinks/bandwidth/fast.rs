@@ -188,6 +188,7 @@ impl Bandwidth {
                     if old.key.1 != u8::MAX {
                         // Kept folded: what it counted is in its row.
                         self.fold_desc(&mut old);
+                        debug_assert_eq!(old.occurrences, 0, "spare descriptors are folded");
                         if f.spare.len() >= SPARE {
                             f.spare.clear();
                         }
@@ -498,27 +499,30 @@ impl Bandwidth {
     /// What `d` counted since its last fold, into its row: as many records counted
     /// there one by one would have left it.
     fn fold_desc(&mut self, d: &mut Desc) {
-        if d.occurrences == 0 {
+        let (occurrences, n, lo, hi, delta) = (d.occurrences, d.values, d.min, d.max, d.delta);
+        d.occurrences = 0;
+        d.values = 0;
+        d.delta = Desc::UNSET.delta;
+        if occurrences == 0 {
             return;
         }
         let Some(r) = self.rows.get_mut(d.row) else {
             return;
         };
-        r.bits += d.occurrences * d.bits;
-        r.occurrences += d.occurrences;
+        r.bits += occurrences * d.bits;
+        r.occurrences += occurrences;
         r.declared = r.declared.max(d.bits);
-        let (n, lo, hi) = (d.values, d.min, d.max);
         if n > 0 {
             match d.mode {
                 Mode::Int => {
                     let s = r.ints.get_or_insert_with(Default::default);
                     s.absorb(n, lo.into(), hi.into());
-                    s.delta.merge(&d.delta);
+                    s.delta.merge(&delta);
                 }
                 Mode::Quantized(cf) => {
                     let s = r.ints.get_or_insert_with(Default::default);
                     s.absorb(n, lo.into(), hi.into());
-                    s.delta.merge(&d.delta);
+                    s.delta.merge(&delta);
                     let f = |v: i64| f64::from(cf.dequantize(v as u32));
                     r.floats
                         .get_or_insert_with(Default::default)
@@ -533,9 +537,6 @@ impl Bandwidth {
                 _ => {}
             }
         }
-        d.occurrences = 0;
-        d.values = 0;
-        d.delta = Desc::UNSET.delta;
     }
 
     /// Every descriptor's counts into its row, before the rows are read or merged.
