@@ -289,8 +289,22 @@ impl Previous {
 
     /// Keeps `v` after row `row`'s values (a third of a scene's values: a packet with
     /// more objects than its flow's previous one).
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, row: usize, v: i128) {
+        let (start, len) = match self.rows.get(row) {
+            Some(&(start, len, room)) if len < room => (start, len),
+            _ => self.make_room(row),
+        };
+        if let Some(x) = self.values.get_mut((start + len) as usize) {
+            *x = v;
+            self.rows[row].1 += 1;
+        }
+    }
+
+    /// Room for one more value of row `row` (a row not met yet, or full): its (start,
+    /// values).
+    #[cold]
+    fn make_room(&mut self, row: usize) -> (u32, u32) {
         if self.rows.len() <= row {
             self.rows.resize(row + 1, (0, 0, 0));
         }
@@ -298,16 +312,12 @@ impl Previous {
         if len == room {
             self.grow(row);
         }
-        let start = self.rows[row].0;
-        if let Some(x) = self.values.get_mut((start + len) as usize) {
-            *x = v;
-            self.rows[row].1 += 1;
-        }
+        let (start, len, _) = self.rows[row];
+        (start, len)
     }
 
     /// Twice the room for row `row`, at the end (holes compacted first when they are
     /// most of the array).
-    #[cold]
     fn grow(&mut self, row: usize) {
         if self.values.len() > 2 * self.room + 64 {
             self.compact();
