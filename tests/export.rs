@@ -386,6 +386,22 @@ fn export_keeps_header_fields_and_enum_names() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// A second of one client's traffic generated from fixture `fixture` as `NAME.pcap` in
+/// a folder of its own, and exported: (the folder, the dataset).
+fn generated_and_exported(fixture: &str, name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("gpcap-export-{fixture}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let root = env!("CARGO_MANIFEST_DIR");
+    let def = format!("{root}/tests/fixtures/{fixture}.kdl");
+    let pcap = dir.join(format!("{name}.pcap"));
+    let out = dir.join("out");
+    let p = pcap.to_str().unwrap();
+    gpcap_ok(&["gen", "-d", &def, "-o", p, "--clients", "1", "--duration", "1"]);
+    gpcap_ok(&["export", "-d", &def, p, "-o", out.to_str().unwrap()]);
+    (dir, out)
+}
+
 /// Regression: a field named alike in both branches of an if/else, an enum in one and a
 /// plain int in the other, is one `state` column, and `state_name` named the plain
 /// branch's values with the enum's names (top level), and, once groups found their
@@ -393,16 +409,7 @@ fn export_keeps_header_fields_and_enum_names() {
 /// the enum's branch was read.
 #[test]
 fn export_names_only_the_enum_branch_s_values() {
-    let dir = std::env::temp_dir().join(format!("gpcap-export-branches-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let root = env!("CARGO_MANIFEST_DIR");
-    let def = format!("{root}/tests/fixtures/enum-branches.kdl");
-    let pcap = dir.join("b.pcap");
-    let out = dir.join("out");
-    let p = pcap.to_str().unwrap();
-    gpcap_ok(&["gen", "-d", &def, "-o", p, "--clients", "1", "--duration", "1"]);
-    gpcap_ok(&["export", "-d", &def, p, "-o", out.to_str().unwrap()]);
+    let (dir, out) = generated_and_exported("enum-branches", "b");
     let names = ["calm", "angry", "sad"];
     let (mut named, mut plain) = (0, 0);
     for b in read(&out.join("type_p").join("capture=b.pcap").join("part-0.parquet")) {
@@ -439,16 +446,7 @@ fn export_names_only_the_enum_branch_s_values() {
 /// second branch's, and its value column through the name column).
 #[test]
 fn export_names_each_enum_branch_from_its_own_value_column() {
-    let dir = std::env::temp_dir().join(format!("gpcap-export-three-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let root = env!("CARGO_MANIFEST_DIR");
-    let def = format!("{root}/tests/fixtures/enum-three-branches.kdl");
-    let pcap = dir.join("t.pcap");
-    let out = dir.join("out");
-    let p = pcap.to_str().unwrap();
-    gpcap_ok(&["gen", "-d", &def, "-o", p, "--clients", "1", "--duration", "1"]);
-    gpcap_ok(&["export", "-d", &def, p, "-o", out.to_str().unwrap()]);
+    let (dir, out) = generated_and_exported("enum-three-branches", "t");
     let names = ["calm", "angry", "sad"];
     let mut seen = [0; 3];
     for b in read(&out.join("type_p").join("capture=t.pcap").join("part-0.parquet")) {

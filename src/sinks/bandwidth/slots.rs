@@ -52,18 +52,7 @@ impl<T: Copy> Slots<T> {
     /// slots).
     #[inline]
     pub(super) fn set(&mut self, slot: u32, v: T) -> Option<T> {
-        if slot >= self.limit {
-            return None;
-        }
-        if self.dense() {
-            let i = slot as usize;
-            if i >= self.table.len() {
-                self.table.resize(i + 1, self.unset);
-            }
-            self.table.get_mut(i).map(|x| std::mem::replace(x, v))
-        } else {
-            Some(self.map.insert(slot, v).unwrap_or(self.unset))
-        }
+        self.get_mut(slot).map(|x| std::mem::replace(x, v))
     }
 
     /// Slot `slot`'s entry to change (made `unset` when never set; None past the plan's

@@ -224,14 +224,7 @@ impl IntStats {
         if o.n == 0 {
             return;
         }
-        if self.n == 0 {
-            self.min = o.min;
-            self.max = o.max;
-        } else {
-            self.min = self.min.min(o.min);
-            self.max = self.max.max(o.max);
-        }
-        self.n += o.n;
+        self.absorb(o.n, o.min, o.max);
         self.capped |= o.capped;
         if !self.capped {
             for (v, c) in o.counts() {
