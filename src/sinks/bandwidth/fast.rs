@@ -562,3 +562,30 @@ fn same(a: SlotKey, b: SlotKey) -> bool {
     };
     label && (a.0, a.1, a.2) == (b.0, b.1, b.2)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A big definition's profile holds the slots its datagrams reach, not the span of
+    /// its slots: nothing up front (every slot's row was allocated at the start), and
+    /// one entry for a slot past all the others (as a relative list's index flags are),
+    /// where the table grew to it (about 100 MB per shard for 60k fields).
+    #[test]
+    fn a_big_definition_costs_the_slots_met() {
+        let mut text = String::from(
+            "protocol \"big\" {\n    id 1\n    ports 1\n    types 2\n}\nheader {\n    bits crc 32 role=crc\n    bits sequence 16 role=sequence\n    int type 0 1 role=type\n}\npacket 1 \"p\" {\n",
+        );
+        for i in 0..3000 {
+            text.push_str(&format!("    bool f{i}\n"));
+        }
+        text.push_str("}\n");
+        let program = crate::compile_definition("big.kdl", &text).unwrap();
+        let span = program.plan.leaves.slots() * 4;
+        assert!(span > super::super::slots::DENSE_SLOTS as usize, "{span}");
+        let mut f = Fast::new(program);
+        assert_eq!(f.slot_rows.held() + f.compact.held(), 0);
+        assert!(f.compact.get_mut(span as u32 - 1).is_some());
+        assert_eq!(f.compact.held(), 1);
+    }
+}
