@@ -244,10 +244,10 @@ enum Mode {
     /// An integer (int, bits, bool, a smallest-three's largest).
     Int,
     /// A compressed float's integer, and its float (no resolution to quantize at): the
-    /// floats' range from the integers' ([`derivable`]).
+    /// floats' range is made from the integers' when folded, dequantizing being
+    /// monotonic (each step a correctly rounded operation by a constant) and finite on
+    /// every integer it can carry (`CompressedFloat::new` holds the range finite).
     Quantized(CompressedFloat),
-    /// The same, each float dequantized as it comes (a float that may not be finite).
-    QuantizedEach(CompressedFloat),
     /// As the tree's field would be: a compressed float at a `--what-if` resolution.
     Float(CompressedFloat),
     /// A smallest-three's component (its float only, its range from the integers').
@@ -258,6 +258,7 @@ enum Mode {
 
 /// Where a compact slot's records go, for the key it was resolved for: (type,
 /// direction, path of the run's context).
+///
 /// What its records add to the row is kept here and folded into the row when the
 /// descriptor is displaced or the profile read ([`Bandwidth::fold_desc`]): a row's
 /// counters, range and packets were a line or three to touch per record.
@@ -318,14 +319,6 @@ impl Desc {
         }
         self.values += 1;
     }
-}
-
-/// Whether every integer a compressed float can carry (`0..=max_int`) dequantizes to a
-/// finite float: then, dequantizing being monotonic (each step of it is a correctly
-/// rounded operation by a constant), the floats' range is the range of its integers'
-/// floats, and the floats need not be made one by one.
-fn derivable(cf: &CompressedFloat) -> bool {
-    cf.max_int > 0 && cf.dequantize(0).is_finite() && cf.dequantize(cf.max_int).is_finite()
 }
 
 impl Bandwidth {
@@ -410,7 +403,6 @@ impl Bandwidth {
         let mode = match mode {
             _ if !cat.has_values() => Mode::None,
             Mode::Quantized(cf) if r.resolution.is_some() => Mode::Float(cf),
-            Mode::Quantized(cf) if !derivable(&cf) => Mode::QuantizedEach(cf),
             Mode::Component(b) if r.resolution.is_some() => Mode::ComponentAt(b),
             m => m,
         };
@@ -418,7 +410,7 @@ impl Bandwidth {
             // What `values` would have set on the first value.
             r.kind = name;
             r.step = match mode {
-                Mode::Quantized(cf) | Mode::QuantizedEach(cf) | Mode::Float(cf) if cf.max_int > 0 => {
+                Mode::Quantized(cf) | Mode::Float(cf) if cf.max_int > 0 => {
                     f64::from(cf.max - cf.min) / f64::from(cf.max_int)
                 }
                 _ => 0.0,
@@ -469,15 +461,6 @@ impl Bandwidth {
                 d.delta.see(seen);
                 return;
             }
-            Mode::QuantizedEach(cf) => {
-                let v = i128::from(v);
-                if let Some(r) = self.rows.get_mut(row) {
-                    let f = f64::from(cf.dequantize(v as u32));
-                    r.floats.get_or_insert_with(Default::default).add(f);
-                    r.ints.get_or_insert_with(Default::default).add(v);
-                }
-                (v, false)
-            }
             Mode::Float(cf) => {
                 let f = Value::Float(cf.dequantize(v as u32));
                 match self.values(row, d.node, "compressed-float", v as u64, f) {
@@ -502,7 +485,7 @@ impl Bandwidth {
         let (occurrences, n, lo, hi, delta) = (d.occurrences, d.values, d.min, d.max, d.delta);
         d.occurrences = 0;
         d.values = 0;
-        d.delta = Desc::UNSET.delta;
+        d.delta = Delta::default();
         if occurrences == 0 {
             return;
         }
@@ -512,30 +495,21 @@ impl Bandwidth {
         r.bits += occurrences * d.bits;
         r.occurrences += occurrences;
         r.declared = r.declared.max(d.bits);
-        if n > 0 {
-            match d.mode {
-                Mode::Int => {
-                    let s = r.ints.get_or_insert_with(Default::default);
-                    s.absorb(n, lo.into(), hi.into());
-                    s.delta.merge(&delta);
-                }
-                Mode::Quantized(cf) => {
-                    let s = r.ints.get_or_insert_with(Default::default);
-                    s.absorb(n, lo.into(), hi.into());
-                    s.delta.merge(&delta);
-                    let f = |v: i64| f64::from(cf.dequantize(v as u32));
-                    r.floats
-                        .get_or_insert_with(Default::default)
-                        .absorb(n, f(lo), f(hi));
-                }
-                Mode::Component(b) => {
-                    let f = |v: i64| f64::from(smallest_three_component(v as u32, b));
-                    r.floats
-                        .get_or_insert_with(Default::default)
-                        .absorb(n, f(lo), f(hi));
-                }
-                _ => {}
-            }
+        if n == 0 {
+            return;
+        }
+        if matches!(d.mode, Mode::Int | Mode::Quantized(_)) {
+            let s = r.ints.get_or_insert_with(Default::default);
+            s.absorb(n, lo.into(), hi.into());
+            s.delta.merge(&delta);
+        }
+        let float = |v: i64| match d.mode {
+            Mode::Quantized(cf) => Some(f64::from(cf.dequantize(v as u32))),
+            Mode::Component(b) => Some(f64::from(smallest_three_component(v as u32, b))),
+            _ => None,
+        };
+        if let (Some(a), Some(b)) = (float(lo), float(hi)) {
+            r.floats.get_or_insert_with(Default::default).absorb(n, a, b);
         }
     }
 

@@ -136,6 +136,18 @@ pub struct Acc {
     pub resolution: Option<(f64, &'static str)>,
 }
 
+impl Acc {
+    /// The integer figures a value of this row goes to: floats quantized at a
+    /// resolution, or integers.
+    fn values_mut(&mut self, quantized: bool) -> Option<&mut IntStats> {
+        if quantized {
+            self.quantized.as_mut()
+        } else {
+            self.ints.as_mut()
+        }
+    }
+}
+
 /// Options of the profile.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
@@ -916,23 +928,11 @@ impl Bandwidth {
         // Rows of one packet type, by their index within it.
         let local = self.rows[row].local;
         let ord = self.ordinal(local);
-        let stats = |r: &mut Acc| {
-            if quantized {
-                r.quantized.is_some()
-            } else {
-                r.ints.is_some()
-            }
-        };
-        if !stats(&mut self.rows[row]) {
+        if self.rows[row].values_mut(quantized).is_none() {
             return;
         }
         let seen = self.previous(prev, tracked_flow, local, ord, value);
-        let r = &mut self.rows[row];
-        if let Some(s) = if quantized {
-            r.quantized.as_mut()
-        } else {
-            r.ints.as_mut()
-        } {
+        if let Some(s) = self.rows[row].values_mut(quantized) {
             s.delta.see(seen);
         }
     }

@@ -192,10 +192,6 @@ impl IntStats {
         }
     }
 
-    pub fn add_delta(&mut self, d: i128) {
-        self.delta.add(d);
-    }
-
     /// Bits the observed range needs (`max - min` as an offset from `min`).
     pub fn range_bits(&self) -> u32 {
         width_of(self.max.abs_diff(self.min))
