@@ -188,3 +188,21 @@ fn unreadable_input_names_file_and_offset() {
         "junk.bin: not a pcap or pcapng file (unknown magic) at byte offset 0 (after frame 0)"
     );
 }
+
+/// Regression: a classic pcap header whose link type carries FCS bits above the low 26
+/// (0x30000001, as in tcpdump's aarp-heapoverflow-1.pcap) was "unsupported linktype
+/// 805306369"; libpcap masks them off (`LT_LINKTYPE`), and so does the reader, on the
+/// general path (a stream) and the fast one (a file).
+#[test]
+fn link_type_bits_above_the_low_26_are_masked_off() {
+    let bytes = pcap(0x3000_0001, &[ether(0x0800, &udp_v4(&game_payload(1)), &[])]);
+    let mut r = CaptureReader::from_read("mem", std::io::Cursor::new(bytes.clone())).unwrap();
+    assert_eq!(r.next_frame().unwrap().unwrap().linktype, 1);
+    assert_game(&analyze(bytes.clone()), 1);
+    let path = std::env::temp_dir().join(format!("gpcap-fcs-bits-{}.pcap", std::process::id()));
+    std::fs::write(&path, &bytes).unwrap();
+    let mut r = CaptureReader::open(&path).unwrap();
+    let linktype = r.next_frame().unwrap().unwrap().linktype;
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(linktype, 1);
+}

@@ -34,11 +34,11 @@ impl LegacyHeader {
             _ => return None,
         };
         let raw = [head[20], head[21], head[22], head[23]];
-        let linktype = if big_endian {
-            i32::from_be_bytes(raw)
+        let linktype = super::link_type(if big_endian {
+            u32::from_be_bytes(raw)
         } else {
-            i32::from_le_bytes(raw)
-        };
+            u32::from_le_bytes(raw)
+        });
         let raw = [head[16], head[17], head[18], head[19]];
         let snaplen = if big_endian {
             u32::from_be_bytes(raw)

@@ -438,7 +438,7 @@ impl CaptureReader {
             PcapBlockOwned::LegacyHeader(h) => {
                 let digits = if h.is_nanosecond_precision() { 9 } else { 6 };
                 self.legacy = Some(Interface {
-                    linktype: h.network.0,
+                    linktype: super::link_type(h.network.0 as u32),
                     resolution: Resolution::Decimal(digits),
                     offset_s: 0,
                 });
