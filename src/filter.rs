@@ -85,6 +85,42 @@ enum Flag {
     Replayed,
     /// An encrypted body whose MAC failed (`mac_failure`).
     MacFailure,
+    /// Wireshark's protocol words: `udp` (every datagram has it), `ip` (IPv4), `ipv6`.
+    Udp,
+    Ipv4,
+    Ipv6,
+}
+
+/// An address, or a network: the addresses whose first `prefix` bits are its own.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Net {
+    ip: IpAddr,
+    prefix: u8,
+}
+
+impl Net {
+    fn host(ip: IpAddr) -> Net {
+        let prefix = if ip.is_ipv4() { 32 } else { 128 };
+        Net { ip, prefix }
+    }
+
+    /// `ip/prefix`, when the prefix fits the address's family.
+    fn new(ip: IpAddr, prefix: u8) -> Option<Net> {
+        (prefix <= Net::host(ip).prefix).then_some(Net { ip, prefix })
+    }
+
+    /// Whether `a` is this address, or in this network (same family).
+    fn holds(&self, a: IpAddr) -> bool {
+        let keep = |bits: u32, x: u128| match self.prefix {
+            0 => 0,
+            p => x >> (bits - p as u32),
+        };
+        match (self.ip, a) {
+            (IpAddr::V4(n), IpAddr::V4(a)) => keep(32, u32::from(n).into()) == keep(32, u32::from(a).into()),
+            (IpAddr::V6(n), IpAddr::V6(a)) => keep(128, n.into()) == keep(128, a.into()),
+            _ => false,
+        }
+    }
 }
 
 /// Which end of a datagram an address test looks at.
@@ -99,7 +135,8 @@ enum End {
 enum Node {
     Compare(Field, Cmp, i128),
     Flag(Flag),
-    Addr(End, IpAddr, Option<u16>),
+    /// An address (or a network: its first `prefix` bits) and maybe a port.
+    Addr(End, Net, Option<u16>),
     Dissected(Box<FieldTest>),
     /// A test of a datagram of an inner layer (its index in the stack) the packet carries.
     Layer(usize, Box<Node>),
@@ -303,8 +340,10 @@ impl<'a> Parser<'a> {
             return Ok(e);
         }
         let compared = self.peek().is_some_and(is_cmp);
-        // `gap` alone is the flag, `gap > 3` the gap's size.
-        if let Some(f) = flag_named(&word).filter(|_| !(compared && word == "gap")) {
+        // `gap` alone is the flag, `gap > 3` the gap's size; `udp`, `ip` and `ipv6`
+        // compared are a dissected field of that name (netcode's address `ipv6`).
+        let field_too = matches!(word.as_str(), "gap" | "udp" | "ip" | "ipv6");
+        if let Some(f) = flag_named(&word).filter(|_| !(compared && field_too)) {
             if f == Flag::NeverAcked {
                 self.acks(&word)?;
             }
@@ -316,8 +355,8 @@ impl<'a> Parser<'a> {
             "dst" => Some(End::Dst),
             _ => None,
         } {
-            let (ip, port) = self.address(&word)?;
-            return Ok(Node::Addr(end, ip, port));
+            let (net, port) = self.address(&word)?;
+            return Ok(Node::Addr(end, net, port));
         }
         if let Some(end) = match word.as_str() {
             "ip.src" | "ipv6.src" => Some(End::Src),
@@ -349,13 +388,13 @@ impl<'a> Parser<'a> {
         if !matches!(cmp, Cmp::Eq | Cmp::Ne) {
             return Err(self.err(format!("`{word}` compares with == or !=")));
         }
-        let (ip, port) = self.address(word)?;
+        let (net, port) = self.address(word)?;
         if port.is_some() {
             return Err(self.err(format!(
                 "`{word}` is an address without a port (ports: udp.srcport, udp.dstport)"
             )));
         }
-        let node = Node::Addr(end, ip, None);
+        let node = Node::Addr(end, net, None);
         Ok(if cmp == Cmp::Ne {
             Node::Not(Box::new(node))
         } else {
@@ -441,11 +480,29 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    /// `ip`, `ip:port` or `[ipv6]:port` after `word`.
-    fn address(&mut self, word: &str) -> Result<(IpAddr, Option<u16>), FilterError> {
+    /// `ip`, `ip:port`, `[ipv6]:port` or a network `ip/bits` (as Wireshark's
+    /// `ip.src == 10.0.0.0/24`) after `word`.
+    fn address(&mut self, word: &str) -> Result<(Net, Option<u16>), FilterError> {
         let Some(addr) = self.peek().map(str::to_string) else {
             return Err(self.err(format!("`{word}` needs an address, like {word} 10.0.0.1:40000")));
         };
+        if let Some((ip, bits)) = addr.split_once('/') {
+            let ip = ip
+                .strip_prefix('[')
+                .and_then(|a| a.strip_suffix(']'))
+                .unwrap_or(ip);
+            let net = ip
+                .parse::<IpAddr>()
+                .ok()
+                .and_then(|ip| Net::new(ip, bits.parse().ok()?));
+            let Some(net) = net else {
+                return Err(self.err(format!(
+                    "`{addr}` is not a network (an address, `/`, and 0 to 32 bits for IPv4 or 0 to 128 for IPv6, without a port)"
+                )));
+            };
+            self.pos += 1;
+            return Ok((net, None));
+        }
         let parsed = addr
             .parse::<SocketAddr>()
             .map(|s| (s.ip(), Some(s.port())))
@@ -457,11 +514,13 @@ impl<'a> Parser<'a> {
                     .unwrap_or(&addr);
                 bare.parse::<IpAddr>().map(|ip| (ip, None))
             });
-        let Ok(found) = parsed else {
-            return Err(self.err(format!("`{addr}` is not an address (ip, ip:port or [ipv6]:port)")));
+        let Ok((ip, port)) = parsed else {
+            return Err(self.err(format!(
+                "`{addr}` is not an address (ip, ip:port, [ipv6]:port, or a network ip/bits)"
+            )));
         };
         self.pos += 1;
-        Ok(found)
+        Ok((Net::host(ip), port))
     }
 
     fn type_id(&self, name: &str) -> Option<u32> {
@@ -844,6 +903,9 @@ const FLAG_NAMES: &[&str] = &[
     "never_acked",
     "replayed",
     "mac_failure",
+    "udp",
+    "ip",
+    "ipv6",
     "flow",
     "src",
     "dst",
@@ -886,6 +948,9 @@ fn flag_named(word: &str) -> Option<Flag> {
         "never_acked" | "never-acked" => Flag::NeverAcked,
         "replayed" | "replay" => Flag::Replayed,
         "mac_failure" | "mac-failure" => Flag::MacFailure,
+        "udp" => Flag::Udp,
+        "ip" => Flag::Ipv4,
+        "ipv6" => Flag::Ipv6,
         _ => return None,
     })
 }
@@ -1115,6 +1180,9 @@ fn eval(n: &Node, f: &PacketEvent, cx: &Context) -> bool {
             Flag::OverBudget => f.over_budget,
             Flag::Truncated => f.truncated || f.snaplen_cut(),
             Flag::Game => f.is_game(),
+            Flag::Udp => f.flow.is_some(),
+            Flag::Ipv4 => f.flow.is_some_and(|fl| fl.src.is_ipv4()),
+            Flag::Ipv6 => f.flow.is_some_and(|fl| fl.src.is_ipv6()),
             Flag::Reassembled => f.kind == Kind::Reassembled,
             Flag::Late => f.seq_event == Some(SeqEvent::Late),
             Flag::Dup => f.seq_event == Some(SeqEvent::Duplicate),
@@ -1123,9 +1191,9 @@ fn eval(n: &Node, f: &PacketEvent, cx: &Context) -> bool {
             Flag::Replayed => f.fault == Some(FaultKind::Replayed),
             Flag::MacFailure => f.fault == Some(FaultKind::Mac),
         },
-        Node::Addr(end, ip, port) => {
+        Node::Addr(end, net, port) => {
             let Some(fl) = f.flow else { return false };
-            let at = |a: SocketAddr| a.ip() == *ip && port.is_none_or(|p| a.port() == p);
+            let at = |a: SocketAddr| net.holds(a.ip()) && port.is_none_or(|p| a.port() == p);
             match end {
                 End::Src => at(fl.src),
                 End::Dst => at(fl.dst),
@@ -1455,6 +1523,11 @@ mod tests {
             "frame.number == 10 or not frame == 10",
             "not (dst 10.0.0.1) and host 10.0.0.2",
             "over_budget",
+            // Networks, as Wireshark writes them (a new user's trial typed one).
+            "ip.src == 10.0.0.0/24 && ip.dst == 10.0.0.0/30",
+            "ip.addr == 10.0.0.0/8 && src 10.0.0.1/32 && host 0.0.0.0/0",
+            "ip.src != 10.0.1.0/24 && not ip.src == ::/0",
+            "udp && ip && not ipv6",
         ] {
             assert!(m(yes), "{yes}");
         }
@@ -1465,6 +1538,10 @@ mod tests {
             "udp.port != 50000",
             "udp.srcport > 40000",
             "late or dup or gap",
+            "ip.src == 10.0.0.2/32",
+            "ip.dst == 10.0.0.4/31",
+            "ipv6",
+            "not udp",
         ] {
             assert!(!m(no), "{no}");
         }
@@ -1475,6 +1552,15 @@ mod tests {
                 .contains("without a port")
         );
         assert!(parse("ip.src > 10.0.0.1").is_err());
+        for bad in [
+            "ip.src == 10.0.0.0/33",
+            "host ::/129",
+            "src 10.0.0.0/x",
+            "ip.src == 10.0.0.0/24:5",
+        ] {
+            let e = parse(bad).unwrap_err();
+            assert!(e.message.contains("is not a network"), "{bad}: {}", e.message);
+        }
     }
 
     #[test]
@@ -1538,7 +1624,7 @@ mod tests {
         fn any_filter_text_is_parsed_or_refused(words in proptest::collection::vec(
             proptest::sample::select(vec![
                 "src", "dst", "flow", "host", "ip.src", "udp.port", "udp.srcport", "time",
-                "frame.time_epoch", "gap", "late", "dup", "rtt", "never_acked", "and", "or",
+                "frame.time_epoch", "gap", "late", "dup", "rtt", "never_acked", "and", "or", "udp", "ip",
                 "not", "(", ")", "==", "!=", ">", "<=", "10.0.0.1", "10.0.0.1:40000",
                 "[::1]:5", "5", "-1", "2.5s", "250ms", "2026-11-22T10:00:05", "\"2026-02-30 1:2\"",
                 "9999-12-31T23:59:60.999999999Z", "-", ".", "objects.at_rest", "lat", "x",
