@@ -446,14 +446,20 @@ fn traffic_without_a_game_protocol_gets_its_conversations() {
 #[test]
 fn several_captures_say_how_they_combine() {
     let two = ["captures/clean.pcap", "captures/lossy-bursts.pcap"];
-    // These two overlap in time: read as one trace they are refused (tests/fit.rs).
+    // These two overlap in time: read as one trace they are refused (tests/fit.rs), and
+    // the note that they were read as one is not said before the refusal (a new user's
+    // trial found the two contradicting each other).
     let (code, _, err) = gpcap(&["analyze", "-d", "dissectors/article.kdl", two[0], two[1]]);
     assert_eq!(code, 2);
+    assert!(!err.contains("analyzed as one trace"), "{err}");
+    assert!(err.contains("overlap in time"), "{err}");
+    let apart = ["captures/article.pcap", "captures/clean.pcap"];
+    let (code, _, err) = gpcap(&["analyze", "-d", "dissectors/article.kdl", apart[0], apart[1]]);
+    assert_eq!(code, 0, "{err}");
     assert!(
         err.contains("2 captures analyzed as one trace in the order given"),
         "{err}"
     );
-    assert!(err.contains("overlap in time"), "{err}");
     let (code, out, err) = gpcap(&[
         "analyze",
         "-d",
@@ -645,4 +651,103 @@ fn dissect_write_keeps_every_fragment_of_a_selected_packet() {
     assert_eq!(code, 2);
     assert!(err.contains("/nonexistent-dir/x.pcapng"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Regression (a new user's trial): a definition whose ports the capture never uses said
+/// "Fit: good" over 0 datagrams, and `--fail-on fit` passed. Nothing was judged: the fit
+/// says so and why, a hint names the id and ports the traffic validates with, and a gate
+/// has nothing to gate (exit 2).
+#[test]
+fn a_definition_that_meets_no_datagram_is_not_said_to_fit() {
+    let base = [
+        "analyze",
+        "captures/clean.pcap",
+        "-d",
+        "dissectors/example-shooter.kdl",
+    ];
+    let (code, out, err) = gpcap(&[&base[..], &["--json"]].concat());
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["fit"]["verdict"], "nothing_judged");
+    assert_eq!(
+        v["fit"]["rests_on"][0],
+        "none of the 1558 UDP datagrams is on the protocol's ports (27015 27016)"
+    );
+    assert!(
+        err.contains("no datagram on the definition's ports, and 96 of 96 sampled datagrams validate with another protocol id, 0x55667788 (ports 40000 50000 50001)"),
+        "{err}"
+    );
+    let (code, out, err) = gpcap(&[&base[..], &["--fail-on", "fit"]].concat());
+    assert_eq!(code, 2, "{err}");
+    assert!(out.starts_with("Fit: nothing judged\n"), "{out}");
+    assert!(
+        err.contains("gpcap: nothing to gate: none of the 1558 UDP datagrams is on the protocol's ports"),
+        "{err}"
+    );
+    // The right id on the wrong port: the hint names the ports to pass.
+    let (code, _, err) = gpcap(&[
+        "analyze",
+        "captures/clean.pcap",
+        "-d",
+        "dissectors/article.kdl",
+        "--port",
+        "9",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("validate with its id 0x55667788 on ports 40000 50000 50001: check the definition's `ports`, or pass --port 40000 --port 50000 --port 50001"),
+        "{err}"
+    );
+}
+
+/// Regression (a new user's trial): a capture cut inside a record, or with a corrupt
+/// record, exited 0 from analyze, dissect and export (tcpdump exits 1, tshark 2), so a
+/// pipeline could not tell frames were lost; identify did not mention it at all. Each
+/// shows what was read, names where reading stopped, and exits 2.
+#[test]
+fn a_capture_read_only_in_part_exits_2_after_what_was_read() {
+    let dir = std::env::temp_dir().join(format!("gpcap-cut-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let whole =
+        std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("captures/clean.pcap")).unwrap();
+    let cut = dir.join("cut.pcap");
+    std::fs::write(&cut, &whole[..5000]).unwrap();
+    let c = cut.to_str().unwrap();
+    let tail = "cut.pcap: last record truncated (17 bytes of an incomplete record) at byte offset 4983 (after frame 54)";
+    let (code, out, err) = gpcap(&["analyze", "-d", "dissectors/article.kdl", c, "--json"]);
+    assert_eq!(code, 2, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["capture"]["frames"], 54);
+    assert!(err.contains(tail), "{err}");
+    let (code, out, err) = gpcap(&["dissect", "-d", "dissectors/article.kdl", c, "--brief"]);
+    assert_eq!((code, out.lines().count()), (2, 54), "{err}");
+    assert!(err.contains(tail), "{err}");
+    let (code, out, err) = gpcap(&["identify", c]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.contains("0x55667788") && err.contains(tail), "{out}{err}");
+    let ds = dir.join("ds");
+    let (code, _, err) = gpcap(&[
+        "export",
+        "-d",
+        "dissectors/article.kdl",
+        c,
+        "-o",
+        ds.to_str().unwrap(),
+    ]);
+    if !err.contains("not compiled in") {
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains(tail) && err.contains("cut.pcap: 54 frames"), "{err}");
+        assert!(
+            ds.join("packets/capture=cut.pcap/part-0.parquet").exists(),
+            "{err}"
+        );
+    }
+    // A file that cannot be opened names no offset: nothing of it was read.
+    let (code, _, err) = gpcap(&["analyze", "-d", "dissectors/article.kdl", "/nonexistent/x.pcap"]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        err.trim(),
+        "gpcap: /nonexistent/x.pcap: cannot open: No such file or directory (os error 2)"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

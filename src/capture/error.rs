@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 /// A capture that could not be opened or read on, or a frame that is not where it was.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{file}: {kind} at byte offset {offset} (after frame {frame})")]
+#[error("{file}: {kind}{}", self.location())]
 pub struct CaptureError {
     /// The file as it is shown to people (a stream read from `-` keeps that name).
     pub file: String,
@@ -19,6 +19,15 @@ pub struct CaptureError {
 }
 
 impl CaptureError {
+    /// Where in the file, in words: nothing for a file that could not be opened (no byte
+    /// of it was read).
+    fn location(&self) -> String {
+        match self.kind {
+            CaptureErrorKind::Io { op: IoOp::Open, .. } => String::new(),
+            _ => format!(" at byte offset {} (after frame {})", self.offset, self.frame),
+        }
+    }
+
     /// Nothing read yet: offset and frame 0.
     pub fn at_start(file: impl Into<String>, kind: CaptureErrorKind) -> Self {
         CaptureError {
@@ -163,7 +172,7 @@ pub enum Malformed {
     TooLarge { max_mib: usize },
     /// A classic pcap record header claiming more than the snaplen allows.
     #[error(
-        "corrupt record header: it claims {caplen} captured bytes, more than the file allows; reading stopped here, the {frames_before} frames before it are analyzed"
+        "corrupt record header: it claims {caplen} captured bytes, more than the file allows; reading stopped here"
     )]
     CorruptHeader { caplen: u32, frames_before: u64 },
     #[error("record data outside the read buffer")]

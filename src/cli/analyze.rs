@@ -54,14 +54,35 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
             a.threads,
         )?);
     }
+    // Said once the trace was accepted (captures that overlap in time are refused).
+    if merged.is_none() && !a.per_file && a.captures.len() > 1 {
+        eprintln!(
+            "gpcap: note: {} captures analyzed as one trace in the order given: a flow continues from one file into the next (--per-file reports each alone)",
+            a.captures.len()
+        );
+    }
     print_reports(a, &reports)?;
+    if !gates.is_empty()
+        && let Some(r) = reports.iter().find(|r| r.validation.examined == 0)
+    {
+        // A gate passed on traffic the protocol never saw would pass a wrong definition.
+        let why = r
+            .fit
+            .rests_on
+            .first()
+            .map_or("no datagram was judged", String::as_str);
+        eprintln!("gpcap: nothing to gate: {why}");
+        return Ok(ExitCode::from(2));
+    }
     if !gates_pass(a, &gates, &reports) {
         return Ok(ExitCode::from(3));
     }
+    // A capture not read to its end (corrupt, cut inside a record) fails the run, as in
+    // tcpdump and tshark, after the report of what was read.
     let unreadable = reports
         .iter()
         .flat_map(|r| &r.capture.files)
-        .any(|f| f.error.is_some() && f.frames == 0);
+        .any(|f| f.error.is_some() || f.truncated_tail.is_some());
     Ok(if unreadable {
         ExitCode::from(2)
     } else {
@@ -76,12 +97,6 @@ fn groups<'a>(a: &'a AnalyzeArgs, merged: Option<&'a Merged>) -> Vec<&'a [PathBu
     } else if a.per_file {
         a.captures.chunks(1).collect()
     } else {
-        if a.captures.len() > 1 {
-            eprintln!(
-                "gpcap: note: {} captures analyzed as one trace in the order given: a flow continues from one file into the next (--per-file reports each alone)",
-                a.captures.len()
-            );
-        }
         vec![&a.captures[..]]
     }
 }
@@ -219,30 +234,43 @@ fn refuse_overlap(r: &Report) -> Result<()> {
     )))
 }
 
-/// When every datagram fails the CRC, the id given is likely not the traffic's: the id
-/// the traffic validates with, if the identifier finds one.
+/// When every datagram fails the CRC, the id given is likely not the traffic's; when
+/// none is on the protocol's ports, the ports (or the whole definition) are: the id and
+/// ports the traffic validates with, if the identifier finds them.
 fn other_protocol_id(captures: &[PathBuf], r: &Report) -> Option<String> {
     let v = &r.validation;
     let given = r.protocol.protocol_id?;
-    if v.crc_ok > 0 || v.crc_mismatch == 0 {
+    let off_ports = v.examined == 0 && r.capture.other_udp > 0;
+    if !off_ports && (v.crc_ok > 0 || v.crc_mismatch == 0) {
         return None;
     }
     let mut ident = gpcap::identify::Identifier::default();
     sample_files(captures, &mut ident).ok()?;
     let id = ident.finish();
-    let best = id.best().filter(|b| b.protocol_id != given)?;
-    Some(format!(
-        "no datagram passed the CRC with protocol id {given}, but {} of {} sampled datagrams validate with {} (ports {}): check the definition's `id`, or pass --protocol-id {}",
-        best.datagrams,
-        id.sampled,
-        best.protocol_id,
-        best.ports
-            .iter()
-            .map(|p| p.to_string())
-            .collect::<Vec<_>>()
-            .join(" "),
-        best.protocol_id
-    ))
+    let best = id.best().filter(|b| off_ports || b.protocol_id != given)?;
+    let ports = best.ports.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+    let (n, of, found) = (best.datagrams, id.sampled, best.protocol_id);
+    let shown = match ports.len() {
+        0..=8 => ports.join(" "),
+        all => format!("{} … ({all} in all)", ports[..8].join(" ")),
+    };
+    Some(if !off_ports {
+        format!(
+            "no datagram passed the CRC with protocol id {given}, but {n} of {of} sampled datagrams validate with {found} (ports {shown}): check the definition's `id`, or pass --protocol-id {found}"
+        )
+    } else if found == given {
+        let flags = match ports.len() {
+            0..=8 => format!("--port {}", ports.join(" --port ")),
+            _ => "--any-port".to_string(),
+        };
+        format!(
+            "no datagram on the definition's ports, but {n} of {of} sampled datagrams validate with its id {given} on ports {shown}: check the definition's `ports`, or pass {flags}"
+        )
+    } else {
+        format!(
+            "no datagram on the definition's ports, and {n} of {of} sampled datagrams validate with another protocol id, {found} (ports {shown}): this capture is likely another protocol's; pass its definition, or --protocol-id {found} --any-port"
+        )
+    })
 }
 
 /// Nothing decrypted and no connection request opened: when the requests carry another
@@ -379,7 +407,7 @@ pub fn analyze_files(captures: &[PathBuf], cfg: Config, threads: Option<u32>) ->
             eprintln!("gpcap: {e}");
         }
         if let Some(t) = &f.truncated_tail {
-            eprintln!("gpcap: warning: {t}");
+            eprintln!("gpcap: {t}");
         }
     }
     Ok(report)

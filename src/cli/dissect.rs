@@ -65,14 +65,7 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
         &mut (&mut printer, select.as_mut()),
         &mut |_, _| {},
     )?;
-    for o in &outcomes {
-        if let Some(e) = &o.end.error {
-            eprintln!("gpcap: {e}");
-        }
-        if let Some(t) = &o.end.truncated_tail {
-            eprintln!("gpcap: warning: {t}");
-        }
-    }
+    let cut_short = crate::cli::say_ends(outcomes.iter().map(|o| &o.end));
     if let (Some(to), Some(select)) = (&a.write, &select) {
         let n = write_frames(&a.capture, &select.frames, to).map_err(|e| Error::Usage(e.to_string()))?;
         eprintln!(
@@ -104,7 +97,11 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
             format!("--frame {n}: frame {n} carries no game datagram (or the filter excludes it)")
         }));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(if cut_short {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// Standard output without its line buffer, which scans every byte written for a newline:

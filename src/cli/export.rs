@@ -58,6 +58,7 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
     let stopped = || stop.load(std::sync::atomic::Ordering::Relaxed);
     limit_arenas();
     let mut committed = Vec::new();
+    let mut cut_short = false;
     for path in &a.captures {
         let name = capture_name(path);
         let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
@@ -97,14 +98,7 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
             );
             return Ok(ExitCode::from(130));
         }
-        for o in &outcomes {
-            if let Some(e) = &o.end.error {
-                eprintln!("gpcap: {e}");
-            }
-            if let Some(t) = &o.end.truncated_tail {
-                eprintln!("gpcap: warning: {t}");
-            }
-        }
+        cut_short |= crate::cli::say_ends(outcomes.iter().map(|o| &o.end));
         let done = sink.close()?;
         let report = &done.report;
         let tables: Vec<String> = done.rows.iter().map(|(t, n)| format!("{t} {n}")).collect();
@@ -116,7 +110,13 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
         );
         committed.push(name);
     }
-    Ok(ExitCode::SUCCESS)
+    // A capture read only in part is exported as far as it was read (its partition holds
+    // those frames) and fails the run: a pipeline sees the loss in the exit status.
+    Ok(if cut_short {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// Two malloc arenas for the export's dozen threads (engine, row workers, ordered stage,

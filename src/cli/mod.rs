@@ -71,6 +71,22 @@ pub fn one_malloc_arena() {
     }
 }
 
+/// Says how each capture that stopped short ended (a corrupt record, a file cut inside
+/// one), and whether any did: the command then exits 2 after showing what was read.
+pub fn say_ends<'a>(ends: impl IntoIterator<Item = &'a gpcap::FileEnd>) -> bool {
+    let mut short = false;
+    for end in ends {
+        if let Some(e) = &end.error {
+            eprintln!("gpcap: {e}");
+        }
+        if let Some(t) = &end.truncated_tail {
+            eprintln!("gpcap: {t}");
+        }
+        short |= end.error.is_some() || end.truncated_tail.is_some();
+    }
+    short
+}
+
 /// Colours for diagnostics on a terminal, unless NO_COLOR says otherwise.
 pub fn color() -> bool {
     std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()

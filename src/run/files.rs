@@ -168,14 +168,28 @@ fn run_engine<S: Sink + ?Sized>(
 }
 
 /// Feeds the identifier the first datagrams of each capture, until it has what it needs.
+/// A read error ends a capture's sample; the analysis that follows reports it.
 pub fn sample_files(paths: &[PathBuf], ident: &mut crate::identify::Identifier) -> Result<(), CaptureError> {
+    sample_ends(paths, ident).map(drop)
+}
+
+/// [`sample_files`], with how each capture's sample ended: a read error or a cut last
+/// record met before the identifier had what it needs (`identify` says them).
+pub fn sample_ends(
+    paths: &[PathBuf],
+    ident: &mut crate::identify::Identifier,
+) -> Result<Vec<FileEnd>, CaptureError> {
+    let mut ends = Vec::new();
     for path in paths {
         let mut r = CaptureReader::open(path)?;
-        // A read error ends the sample; analysis reports it.
-        let _ = read_frames(&mut r, 0, &mut |_, _| {}, |f| {
+        let error = read_frames(&mut r, 0, &mut |_, _| {}, |f| {
             ident.frame(f.linktype, f.data);
             !ident.saturated()
         });
+        ends.push(FileEnd {
+            error,
+            truncated_tail: r.truncated_tail.clone(),
+        });
     }
-    Ok(())
+    Ok(ends)
 }

@@ -16,7 +16,7 @@ pub(crate) mod pipeline;
 mod session;
 pub(crate) mod sharded;
 
-pub use files::{FileOutcome, Progress, run_files, sample_files};
+pub use files::{FileOutcome, Progress, run_files, sample_ends, sample_files};
 pub use session::Session;
 
 use crate::analysis::{Analyzer, Report, Statistics};

@@ -9,12 +9,15 @@
 use super::report::{FlowId, FlowStats, Report};
 use serde::Serialize;
 
-/// Good, doubtful or does not fit, ordered from best to worst.
+/// Good, doubtful or does not fit, ordered from best to worst; nothing judged when no
+/// datagram could be (none on the protocol's ports, or none passed its checksum): a
+/// description that meets no traffic has not been shown to fit it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     #[default]
     Good,
+    NothingJudged,
     Doubtful,
     DoesNotFit,
 }
@@ -23,6 +26,7 @@ impl Verdict {
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Good => "good",
+            Verdict::NothingJudged => "nothing judged",
             Verdict::Doubtful => "doubtful",
             Verdict::DoesNotFit => "does not fit",
         }
@@ -191,6 +195,11 @@ impl Fit {
             first_failure: r.first_failure.clone(),
             ..Fit::default()
         };
+        if datagrams == 0 {
+            fit.verdict = Verdict::NothingJudged;
+            fit.rests_on.push(nothing_judged(r));
+            return fit;
+        }
         for (n, what, limits) in [
             (header_errors, "fail the header", HEADER),
             (body_errors, "fail the body", BODY),
@@ -242,15 +251,46 @@ impl Fit {
         self.verdict == Verdict::Good
     }
 
-    /// The warning printed above a table whose figures rest on the fit.
+    /// The warning printed above a table whose figures rest on the fit (none when nothing
+    /// was judged: such tables are empty, and the Fit line says why).
     pub fn warning(&self, what: &str) -> Option<String> {
-        (!self.is_good()).then(|| {
+        (!self.is_good() && self.verdict != Verdict::NothingJudged).then(|| {
             format!(
                 "(fit {}: {what} rest on fields that may not be the traffic's — see Fit)",
                 self.verdict.as_str()
             )
         })
     }
+}
+
+/// Why no datagram was judged: no UDP at all, none on the protocol's ports, or none of
+/// those passed the checksum.
+fn nothing_judged(r: &Report) -> String {
+    let (c, v) = (&r.capture, &r.validation);
+    if c.udp_datagrams == 0 {
+        return "the capture holds no UDP datagram".into();
+    }
+    let none_of = |n: u64, what: &str| match n {
+        1 => format!("the one {what}"),
+        n => format!("none of the {n} {what}s"),
+    };
+    if v.examined == 0 {
+        let ports: Vec<String> = r.protocol.ports.iter().map(|p| p.to_string()).collect();
+        let verb = if c.udp_datagrams == 1 { "is not" } else { "is" };
+        return format!(
+            "{} {verb} on the protocol's ports ({})",
+            none_of(c.udp_datagrams, "UDP datagram"),
+            ports.join(" ")
+        );
+    }
+    let verb = if v.examined == 1 { "did not pass" } else { "passed" };
+    format!(
+        "{} on the protocol's ports {verb} validation ({} failed the checksum, {} too short, {} cut short)",
+        none_of(v.examined, "datagram"),
+        v.crc_mismatch,
+        v.too_short,
+        v.truncated
+    )
 }
 
 /// Reads the captures again up to the first failure, to name its field and bit.
