@@ -751,3 +751,44 @@ fn a_capture_read_only_in_part_exits_2_after_what_was_read() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `dissect -c N` stops after N packets shown, as tcpdump's and tshark's `-c` do (a new
+/// user's trial typed it first), the same on one thread and two, and `-w` writes the
+/// frames of those packets. Regression found with it: `-w` also wrote the datagrams on
+/// other ports, which dissect does not show ("wrote 1183 frames of 1183 packets" under
+/// 1112 packets printed).
+#[test]
+fn dissect_count_stops_after_n_packets_and_write_takes_only_those_shown() {
+    let dir = std::env::temp_dir().join(format!("gpcap-count-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let base = [
+        "dissect",
+        "captures/vlan-corrupt.pcap",
+        "-d",
+        "dissectors/article.kdl",
+        "--brief",
+    ];
+    let mut outs = Vec::new();
+    for threads in ["1", "2"] {
+        let to = dir.join(format!("first-{threads}.pcapng"));
+        let args = [
+            &base[..],
+            &["-c", "5", "--threads", threads, "-w", to.to_str().unwrap()],
+        ]
+        .concat();
+        let (code, out, err) = gpcap(&args);
+        assert_eq!((code, out.lines().count()), (0, 5), "{err}");
+        assert!(err.contains("wrote 5 frames of 5 packets"), "{err}");
+        outs.push(out);
+    }
+    assert_eq!(outs[0], outs[1]);
+    let (_, all, _) = gpcap(&base);
+    assert!(all.starts_with(&outs[0]));
+    let to = dir.join("all.pcapng");
+    let (code, out, err) = gpcap(&[&base[..], &["-w", to.to_str().unwrap()]].concat());
+    assert_eq!((code, out.lines().count()), (0, 1112), "{err}");
+    assert!(err.contains("wrote 1112 frames of 1112 packets"), "{err}");
+    let (code, _, err) = gpcap(&[&base[..], &["-c", "0"]].concat());
+    assert_eq!(code, 2, "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

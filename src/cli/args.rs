@@ -211,6 +211,10 @@ pub struct DissectArgs {
     /// Only this frame (1-based, as tshark numbers them).
     #[arg(long, value_parser = frame_number)]
     pub frame: Option<u64>,
+    /// Stop after this many packets shown (as tcpdump's and tshark's `-c`); the rest of
+    /// the capture is not read.
+    #[arg(short = 'c', long = "count", value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
     /// One compact JSON object per packet, in an array (fields in docs/json.md).
     #[arg(long, conflicts_with_all = ["brief", "jsonl"])]
     pub json: bool,

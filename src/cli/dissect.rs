@@ -54,10 +54,12 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
     let mut select = a.write.as_ref().map(|_| {
         let mut s = Select::new(filter.clone());
         s.keep_rows = false;
+        s.game_only = true;
+        s.limit = a.count;
         s
     });
     let threads = gpcap::run_threads(captures, a.threads);
-    let mut printer = DissectPrinter::new(out, shown, filter, format, a.frame, threads);
+    let mut printer = DissectPrinter::new(out, shown, filter, format, a.frame, threads).limit(a.count);
     // The printer says what the engine must record and when output can no longer go on.
     let outcomes = run_files(
         captures,

@@ -360,7 +360,7 @@ impl Sink for OrderedPrinter {
 
     fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
         self.take(e);
-        Flow::stop_if(self.is_done())
+        Flow::stop_if(self.is_done() || self.select.full())
     }
 }
 
@@ -389,6 +389,15 @@ impl DissectPrinter {
         p.only = only;
         p.begin();
         DissectPrinter::One(Box::new(p))
+    }
+
+    /// At most `n` packets printed (`-c`); reading stops at the last.
+    pub fn limit(mut self, n: Option<u64>) -> Self {
+        match &mut self {
+            DissectPrinter::One(p) => p.limit = n,
+            DissectPrinter::Many(p) => p.select.limit = n,
+        }
+        self
     }
 
     /// Packets selected for printing.

@@ -29,6 +29,8 @@ pub struct Printer<W: Write> {
     filter: Filter,
     /// Only this frame.
     pub only: Option<u64>,
+    /// At most this many packets (`-c`, as tcpdump and tshark count).
+    pub limit: Option<u64>,
     format: Format,
     first: bool,
     /// Packets printed.
@@ -53,6 +55,7 @@ impl<W: Write> Printer<W> {
             program,
             filter,
             only: None,
+            limit: None,
             format,
             first: true,
             printed: 0,
@@ -67,6 +70,11 @@ impl<W: Write> Printer<W> {
     /// Output can no longer be written.
     pub fn is_done(&self) -> bool {
         self.error.is_some()
+    }
+
+    /// As many packets as `limit` allows have been selected: reading may stop.
+    pub fn full(&self) -> bool {
+        self.limit.is_some_and(|n| self.printed >= n)
     }
 
     /// Opens the JSON array.
@@ -292,7 +300,7 @@ impl<W: Write> Printer<W> {
     /// first frame.
     pub fn selects(&mut self, e: &PacketEvent<'_>) -> bool {
         self.filter.start(e.ts_ns);
-        if self.error.is_some() || !e.is_game() {
+        if self.error.is_some() || !e.is_game() || self.full() {
             return false;
         }
         if self.only.is_some_and(|n| n != e.frame) || !self.filter.matches(e) {
@@ -348,8 +356,8 @@ impl<W: Write> Sink for Printer<W> {
         if self.selects(e) {
             self.print(e);
         }
-        // Output can no longer be written: reading stops.
-        Flow::stop_if(self.is_done())
+        // Output can no longer be written, or the packets asked for are out: reading stops.
+        Flow::stop_if(self.is_done() || self.full())
     }
 }
 

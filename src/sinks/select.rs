@@ -56,6 +56,11 @@ pub struct Select {
     pub frames: FrameSet,
     /// Events selected.
     pub selected: u64,
+    /// At most this many (`dissect -c`).
+    pub limit: Option<u64>,
+    /// Game packets only, as `dissect` prints them (its `-w` writes the frames of the
+    /// packets shown); the TUI lists every datagram.
+    pub game_only: bool,
 }
 
 impl Select {
@@ -67,7 +72,14 @@ impl Select {
             keep_rows: true,
             frames: FrameSet::default(),
             selected: 0,
+            limit: None,
+            game_only: false,
         }
+    }
+
+    /// As many events as `limit` allows have been selected.
+    pub fn full(&self) -> bool {
+        self.limit.is_some_and(|n| self.selected >= n)
     }
 
     /// The positions selected since the last call.
@@ -82,7 +94,7 @@ impl Select {
         let position = self.position;
         self.position = self.position.saturating_add(1);
         self.filter.start(e.ts_ns);
-        if !self.filter.matches(e) {
+        if self.full() || (self.game_only && !e.is_game()) || !self.filter.matches(e) {
             return;
         }
         self.selected += 1;
