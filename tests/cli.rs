@@ -94,6 +94,30 @@ fn check_reports_diagnostics_and_exit_1() {
         "{err}"
     );
     assert!(err.contains("did you mean `float`?"), "{err}");
+    // Regression (a new user's trial): one unclosed block gave five follow-on errors, two
+    // of which printed the rest of the file (158 lines); each now shows its first line.
+    let article = std::fs::read_to_string("dissectors/article.kdl").unwrap();
+    std::fs::write(
+        &bad,
+        article.replace("    int a -10 10\n", "    int a -10 10 {{\n"),
+    )
+    .unwrap();
+    let (code, _, err) = gpcap(&["check", bad.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(err.starts_with(&format!("{}:39:19: ", bad.display())), "{err}");
+    assert!(
+        err.lines().count() < 60 && !err.contains("packet 2 \"B\""),
+        "{err}"
+    );
+    // Regression (a new user's trial): a directory was a definition error at `DIR:1:1`
+    // (exit 1); it cannot be read, as a missing file cannot (exit 2).
+    let (code, _, err) = gpcap(&["check", dir.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.starts_with(&format!("gpcap: {}: ", dir.display())) && !err.contains(":1:1"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -243,6 +267,18 @@ fn tui_without_a_terminal_is_a_clear_error() {
     assert!(out.is_empty());
     assert!(err.starts_with("gpcap: tui needs a terminal"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
+    // Regression (a new user's trial): a filter that does not parse opened the TUI with
+    // the error on its status line, where dissect refuses it; refused the same way.
+    let (code, _, err) = gpcap(&[
+        "tui",
+        "captures/article.pcap",
+        "-d",
+        "dissectors/article.kdl",
+        "--filter",
+        "seq >",
+    ]);
+    assert_eq!(code, 2);
+    assert_eq!(err.trim(), "gpcap: --filter: column 6: expected a value");
 }
 
 /// Regression: dissect exited 0 when its output could not be written (a full disk).
@@ -261,6 +297,19 @@ fn dissect_fails_when_its_output_cannot_be_written() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("stdout") && err.contains("No space left"), "{err}");
+    // Regression (a new user's trial): `-w` into a directory that does not exist failed
+    // only after every packet had been printed; it fails before the first.
+    let (code, out, err) = gpcap(&[
+        "dissect",
+        "captures/clean.pcap",
+        "-d",
+        "dissectors/article.kdl",
+        "--brief",
+        "-w",
+        "/nonexistent/x.pcapng",
+    ]);
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    assert!(err.contains("/nonexistent/x.pcapng"), "{err}");
 }
 
 /// Regression: out-of-range flags were accepted (`--vlan 5000` was written as VLAN 904,

@@ -114,10 +114,10 @@ fn highlighted(a: &mut App, w: u16, h: u16) -> Vec<(usize, bool)> {
 fn dissect_shows_msb_fields_bits_where_they_are() {
     let text = gpcap(&["dissect", "-d", DEF, CAPTURE, "--frame", "117"]);
     for want in [
-        "    0... .... = sent_time_flag: False  [bit 0, 1 bits]",
+        "    0... .... = sent_time_flag: False  [bit 0, 1 bit]",
         "    ..00 .... = session: 0  [bit 2, 2 bits]",
         "    .... 0000 0000 0000 = peer_id: 0  [bit 4, 12 bits]",
-        "            0... .... = acknowledge: False  [bit 304, 1 bits]",
+        "            0... .... = acknowledge: False  [bit 304, 1 bit]",
         "            .... 0001 = command: acknowledge (1)  [bit 308, 4 bits]",
         "            0000 0000 0000 0110 = reliable_sequence: 6  [bit 320, 16 bits]",
     ] {

@@ -246,6 +246,15 @@ fn filter_errors_are_shown_not_applied() {
     assert_eq!(a.view.len(), all);
     let (msg, err) = a.message.clone().unwrap();
     assert!(err && msg.contains("no packet type is named `bogus`"), "{msg}");
+    // Regression (a new user's trial): the prompt closed on the error, so the keys typed
+    // next ran as commands (`c` opened the column chooser). It stays open with the text,
+    // to be mended.
+    keys(
+        &mut a,
+        "Backspace Backspace Backspace Backspace Backspace text:C Enter",
+    );
+    assert_eq!(a.filter.text, "type == C");
+    assert!(a.view.len() < all && !a.view.is_empty());
 }
 
 #[test]

@@ -79,7 +79,7 @@ pub enum Command {
     Export(ExportArgs),
     /// Recover protocol ids and the game's flows from the traffic alone.
     Identify {
-        /// pcap or pcapng files (gzip-compressed ones too).
+        /// pcap or pcapng files (gzip-compressed ones too); `-` or a FIFO is read once.
         #[arg(required = true)]
         captures: Vec<PathBuf>,
         /// Print the identification as JSON.
@@ -120,7 +120,8 @@ pub struct AnalyzeArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub threads: Option<u32>,
     /// Where the bits go: the table "Bandwidth by field" (and `bandwidth` in --json),
-    /// every datagram dissected field by field (on one core).
+    /// every datagram dissected field by field (on every core, as the report: the
+    /// figures are the same on one).
     #[arg(long)]
     pub bits: bool,
     /// Rows of "Bandwidth by field" to print, largest first (1 to 100000; default 30).

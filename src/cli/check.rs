@@ -8,7 +8,8 @@ use std::process::ExitCode;
 
 pub fn run(path: &Path) -> Result<ExitCode> {
     // A file that cannot be read is an input error (2), not a definition error (1).
-    std::fs::metadata(path).map_err(|e| crate::cli::Error::io(path.display(), e))?;
+    // Read, not only looked up: a directory or a file without read permission exists.
+    std::fs::read(path).map_err(|e| crate::cli::Error::io(path.display(), e))?;
     match dissect::load(path) {
         Ok(p) => {
             outln!(

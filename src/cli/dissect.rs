@@ -8,7 +8,7 @@ use gpcap::resolve::resolve;
 use gpcap::run::{run_files, sample_files};
 use gpcap::sinks::ordered::DissectPrinter;
 use gpcap::sinks::printer::Format;
-use gpcap::sinks::select::{Select, write_frames};
+use gpcap::sinks::select::{Select, check_writable, write_frames};
 use std::process::ExitCode;
 
 pub fn run(a: &DissectArgs) -> Result<ExitCode> {
@@ -22,18 +22,14 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
             "gpcap: no definition (-d): headers are read with the reference layout, bodies are not dissected"
         );
     }
+    if let Some(to) = &a.write {
+        check_writable(to).map_err(|e| Error::Usage(e.to_string()))?;
+    }
     let cfg = resolved.cfg;
     // With keys, trees are read with the decrypted view (it names every field of both).
     let shown = gpcap::layers::shown_program(&cfg);
-    let layers = cfg.stack.as_ref().map(|s| s.layers.clone()).unwrap_or_default();
     let mut filter = match &a.filter {
-        // `reliable.sequence > 10`: the inner layers' names prefix their fields.
-        Some(text) => {
-            Filter::parse_stacked(text, shown.as_ref(), &layers).map_err(|error| gpcap::Error::Filter {
-                option: "--filter",
-                error,
-            })?
-        }
+        Some(text) => crate::cli::display_filter(text, &cfg)?,
         None => Filter::all(),
     };
     if filter.needs_acks() {

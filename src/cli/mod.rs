@@ -71,6 +71,20 @@ pub fn one_malloc_arena() {
     }
 }
 
+/// A `--filter` as dissect and the TUI read it: the shown program's fields, and the
+/// inner layers' prefixed by their names (`reliable.sequence > 10`).
+pub fn display_filter(text: &str, cfg: &gpcap::Config) -> Result<gpcap::Filter> {
+    let shown = gpcap::layers::shown_program(cfg);
+    let layers = cfg.stack.as_ref().map(|s| s.layers.clone()).unwrap_or_default();
+    gpcap::Filter::parse_stacked(text, shown.as_ref(), &layers).map_err(|error| {
+        gpcap::Error::Filter {
+            option: "--filter",
+            error,
+        }
+        .into()
+    })
+}
+
 /// Says how each capture that stopped short ended (a corrupt record, a file cut inside
 /// one), and whether any did: the command then exits 2 after showing what was read.
 pub fn say_ends<'a>(ends: impl IntoIterator<Item = &'a gpcap::FileEnd>) -> bool {

@@ -31,16 +31,20 @@ pub fn run(a: &TuiArgs) -> Result<ExitCode> {
             mtu: None,
         });
     }
-    // Fail before the screen changes if the file cannot be read at all.
+    // Fail before the screen changes if the file cannot be read at all, or the filter
+    // given does not parse (refused as dissect refuses it).
     CaptureReader::open(&a.capture)?;
+    let captures = std::slice::from_ref(&a.capture);
+    // With keys and inner layers, the list and the tree are the run's (as dissect's).
+    let cfg = resolve(&a.protocol.choice()?, |i| sample_files(captures, i))?.cfg;
+    if let Some(text) = &a.filter {
+        super::display_filter(text, &cfg)?;
+    }
     if !std::io::stdout().is_terminal() {
         return Err(Error::Usage(
             "tui needs a terminal (stdout is not one); use `gpcap analyze` or `gpcap dissect` for output to a file or pipe".into(),
         ));
     }
-    let captures = std::slice::from_ref(&a.capture);
-    // With keys and inner layers, the list and the tree are the run's (as dissect's).
-    let cfg = resolve(&a.protocol.choice()?, |i| sample_files(captures, i))?.cfg;
     let (tx, rx) = std::sync::mpsc::channel();
     let path = a.capture.clone();
     let loader_cfg = cfg.clone();

@@ -65,7 +65,24 @@ pub fn render(errors: &[DefinitionError], color: bool) -> String {
     for e in errors {
         out.push_str(&e.short());
         out.push('\n');
-        let _ = handler.render_report(&mut out, e);
+        let _ = handler.render_report(&mut out, &first_lines(e));
     }
     out
+}
+
+/// Lines of a span shown at most: a syntax error's span can run to the end of the file
+/// (an unclosed block), and each of its follow-on errors printed it all again.
+const SPAN_LINES: usize = 3;
+
+/// `e` with its span cut to its first line when it covers more than [`SPAN_LINES`].
+fn first_lines(e: &DefinitionError) -> DefinitionError {
+    let text = e.src.inner().as_str();
+    let (at, len) = (e.span.offset().min(text.len()), e.span.len());
+    let spanned = text.get(at..(at + len).min(text.len())).unwrap_or("");
+    let mut short = e.clone();
+    if spanned.matches('\n').count() > SPAN_LINES {
+        let line = spanned.find('\n').unwrap_or(0);
+        short.span = SourceSpan::new(at.into(), line);
+    }
+    short
 }

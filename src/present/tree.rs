@@ -214,10 +214,10 @@ fn write_tree(
             name(out, f);
             let _ = writeln!(
                 out,
-                "{}{}  [bit {at}, {} bits]",
+                "{}{}  [bit {at}, {}]",
                 if value.is_empty() { "" } else { ": " },
                 value,
-                f.bit_len
+                crate::present::count(f.bit_len, "bit")
             );
         } else if f.bit_len <= 32 {
             let msb = matches!(
@@ -227,10 +227,18 @@ fn write_tree(
             bit_pattern_into(out, data, f.bit_offset, f.bit_len, msb);
             out.push_str(" = ");
             name(out, f);
-            let _ = writeln!(out, ": {value}  [bit {at}, {} bits]", f.bit_len);
+            let _ = writeln!(
+                out,
+                ": {value}  [bit {at}, {}]",
+                crate::present::count(f.bit_len, "bit")
+            );
         } else {
             name(out, f);
-            let _ = writeln!(out, ": {value}  [bit {at}, {} bits]", f.bit_len);
+            let _ = writeln!(
+                out,
+                ": {value}  [bit {at}, {}]",
+                crate::present::count(f.bit_len, "bit")
+            );
         }
         for c in carried.iter().filter(|c| c.carrier == (f.node, f.bit_offset)) {
             write_carried(out, c, base, f.depth as usize + level + 1);

@@ -126,14 +126,28 @@ impl Sink for Select {
     }
 }
 
+/// Where [`write_frames`] writes before its file is complete.
+fn partial_name(to: &Path) -> std::path::PathBuf {
+    let mut partial = to.as_os_str().to_owned();
+    partial.push(".partial");
+    partial.into()
+}
+
+/// Whether [`write_frames`] will be able to create its file: checked before the run, so
+/// that an output that cannot be written fails at once, not after every packet is shown.
+pub fn check_writable(to: &Path) -> Result<(), WriteError> {
+    let partial = partial_name(to);
+    std::fs::File::create(&partial).map_err(|e| WriteError::Output(to.display().to_string(), e))?;
+    let _ = std::fs::remove_file(&partial);
+    Ok(())
+}
+
 /// Copies the frames of `frames` from the capture at `from` to a pcapng file at `to`, in
 /// capture order, with their timestamps and original lengths; how many were written.
 /// Written under a temporary name and renamed when complete, so that a failure leaves
 /// nothing behind.
 pub fn write_frames(from: &Path, frames: &FrameSet, to: &Path) -> Result<u64, WriteError> {
-    let mut partial = to.as_os_str().to_owned();
-    partial.push(".partial");
-    let partial = std::path::PathBuf::from(partial);
+    let partial = partial_name(to);
     let result = (|| {
         let file =
             std::fs::File::create(&partial).map_err(|e| WriteError::Output(to.display().to_string(), e))?;

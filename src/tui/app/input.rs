@@ -81,7 +81,15 @@ impl App {
 
     pub(super) fn submit(&mut self, ask: Ask, text: &str) {
         match ask {
-            Ask::Filter => self.apply_filter(text),
+            // A filter that does not parse stays in its prompt, to be mended rather than
+            // typed again (and the keys that follow are not taken as commands).
+            Ask::Filter => match self.parse_filter(text) {
+                Err(e) => {
+                    self.open(Ask::Filter, text);
+                    self.message = Some((format!("filter: {e}"), true));
+                }
+                Ok(_) => self.apply_filter(text),
+            },
             Ask::Goto => match text.trim().parse::<u64>() {
                 Ok(n) => {
                     self.tab = Tab::Packets;
@@ -105,7 +113,10 @@ impl App {
                     self.find = Some(f);
                     self.find_next(1);
                 }
-                Err(e) => self.message = Some((format!("find: {e}"), true)),
+                Err(e) => {
+                    self.open(Ask::Find, text);
+                    self.message = Some((format!("find: {e}"), true));
+                }
             },
             Ask::Write => self.ask_write(text.trim()),
             Ask::Replace => match (text.trim(), self.pending_write.take()) {
