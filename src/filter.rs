@@ -340,10 +340,12 @@ impl<'a> Parser<'a> {
             return Ok(e);
         }
         let compared = self.peek().is_some_and(is_cmp);
-        // `gap` alone is the flag, `gap > 3` the gap's size; `udp`, `ip` and `ipv6`
-        // compared are a dissected field of that name (netcode's address `ipv6`).
-        let field_too = matches!(word.as_str(), "gap" | "udp" | "ip" | "ipv6");
-        if let Some(f) = flag_named(&word).filter(|_| !(compared && field_too)) {
+        // `gap` alone is the flag, `gap > 3` the gap's size; `udp`, `ip` and `ipv6` are a
+        // definition's own field when it has one of that name (netcode's address `ipv6`).
+        let protocol_word = matches!(word.as_str(), "udp" | "ip" | "ipv6");
+        let own_field = protocol_word && self.names_a_field(&word);
+        let flag_here = !(own_field || compared && word == "gap");
+        if let Some(f) = flag_named(&word).filter(|_| flag_here) {
             if f == Flag::NeverAcked {
                 self.acks(&word)?;
             }
@@ -478,6 +480,15 @@ impl<'a> Parser<'a> {
         self.needs_acks = true;
         self.needs_engine = true;
         Ok(())
+    }
+
+    /// Whether the definition has a field `word` names, alone or as the last part of a
+    /// path (`ipv6` for `…address.ipv6`).
+    fn names_a_field(&self, word: &str) -> bool {
+        let suffix = format!(".{word}");
+        self.paths
+            .iter()
+            .any(|e| e.path == word || strip_indices(&e.path).ends_with(&suffix))
     }
 
     /// `ip`, `ip:port`, `[ipv6]:port` or a network `ip/bits` (as Wireshark's
