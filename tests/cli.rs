@@ -310,6 +310,44 @@ fn dissect_fails_when_its_output_cannot_be_written() {
     ]);
     assert_eq!((code, out.as_str()), (2, ""), "{err}");
     assert!(err.contains("/nonexistent/x.pcapng"), "{err}");
+    // A directory is no file to write either (review: its `.partial` was left behind).
+    let dir = std::env::temp_dir().join(format!("gpcap-wdir-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (code, out, err) = gpcap(&[
+        "dissect",
+        "captures/clean.pcap",
+        "-d",
+        "dissectors/article.kdl",
+        "-w",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    assert!(err.contains("it is a directory"), "{err}");
+    // With --frame, the frame shown is the frame written (review: it wrote frame 1).
+    let one = dir.join("f50.pcapng");
+    let (code, out, err) = gpcap(&[
+        "dissect",
+        "captures/clean.pcap",
+        "-d",
+        "dissectors/article.kdl",
+        "--brief",
+        "--frame",
+        "50",
+        "-w",
+        one.to_str().unwrap(),
+    ]);
+    assert_eq!((code, out.lines().count()), (0, 1), "{err}");
+    assert!(err.contains("wrote 1 frame of 1 packet"), "{err}");
+    let (_, again, _) = gpcap(&[
+        "dissect",
+        one.to_str().unwrap(),
+        "-d",
+        "dissectors/article.kdl",
+        "--brief",
+    ]);
+    assert_eq!(again.split_once(' ').unwrap().1, out.split_once(' ').unwrap().1);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(!std::path::Path::new(&format!("{}.partial", dir.display())).exists());
 }
 
 /// Regression: out-of-range flags were accepted (`--vlan 5000` was written as VLAN 904,
@@ -747,6 +785,36 @@ fn a_definition_that_meets_no_datagram_is_not_said_to_fit() {
         err.contains("validate with its id 0x55667788 on ports 40000 50000 50001: check the definition's `ports`, or pass --port 40000 --port 50000 --port 50001"),
         "{err}"
     );
+    // With --per-file each capture is gated on its own: a gate crossed in one (3) is
+    // said and wins over nothing to gate in another (2), which is said too.
+    let dns = std::env::temp_dir().join(format!("gpcap-dns-gate-{}.pcap", std::process::id()));
+    let (a, b): (std::net::SocketAddr, std::net::SocketAddr) =
+        ("10.0.0.1:5353".parse().unwrap(), "10.0.0.2:53".parse().unwrap());
+    common::udp_capture(&dns, (0..30u32).map(|k| (a, b, vec![k as u8; 40])));
+    let d = dns.to_str().unwrap();
+    let gated = [
+        "analyze",
+        "-d",
+        "dissectors/article.kdl",
+        "--per-file",
+        "--fail-on",
+        "crc",
+    ];
+    let (code, _, err) = gpcap(&[&gated[..], &["captures/article.pcap", d]].concat());
+    assert_eq!(code, 3, "{err}");
+    assert!(
+        err.contains("gate failed: captures/article.pcap: crc: 7 datagrams failed the CRC"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "nothing to gate: {d}: none of the 30 UDP datagrams is on the protocol's ports"
+        )),
+        "{err}"
+    );
+    let (code, _, err) = gpcap(&[&gated[..], &[d]].concat());
+    assert_eq!(code, 2, "{err}");
+    let _ = std::fs::remove_file(&dns);
 }
 
 /// Regression (a new user's trial): a capture cut inside a record, or with a corrupt

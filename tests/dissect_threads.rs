@@ -40,6 +40,18 @@ fn cases() -> Vec<(PathBuf, PathBuf)> {
 }
 
 fn printed(capture: &Path, def: &Path, format: Format, filter: Option<&str>, threads: usize) -> Vec<u8> {
+    printed_at_most(capture, def, format, filter, threads, None)
+}
+
+/// [`printed`], stopping after `limit` packets (`dissect -c`).
+fn printed_at_most(
+    capture: &Path,
+    def: &Path,
+    format: Format,
+    filter: Option<&str>,
+    threads: usize,
+    limit: Option<u64>,
+) -> Vec<u8> {
     let program = gpcap::load_definition(def).unwrap();
     let cfg = gpcap::Config::from_program(program.clone());
     let filter = filter.map_or_else(Filter::all, |f| Filter::parse(f, Some(&program)).unwrap());
@@ -51,7 +63,8 @@ fn printed(capture: &Path, def: &Path, format: Format, filter: Option<&str>, thr
         format,
         None,
         threads,
-    );
+    )
+    .limit(limit);
     let paths = [capture.to_path_buf()];
     run_files(&paths, cfg, &mut p, &mut |_, _| {}).unwrap();
     p.end().unwrap();
@@ -106,6 +119,31 @@ fn jsonl_is_the_bytes_it_always_was() {
                 (len, hash),
                 "{name} on {threads} thread(s)"
             );
+        }
+    }
+}
+
+/// `dissect -c N`: the first N packets shown, the same bytes on one core or several,
+/// with or without a filter (a reassembled packet's counts once).
+#[test]
+fn a_count_prints_the_first_packets_on_one_core_or_several() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (capture, def) = (
+        root.join("captures/article.pcap"),
+        root.join("dissectors/article.kdl"),
+    );
+    for filter in [None, Some("reassembled"), Some("size > 100")] {
+        let all = printed(&capture, &def, Format::JsonLines, filter, 1);
+        let total = all.split(|&b| b == b'\n').filter(|l| !l.is_empty()).count() as u64;
+        for limit in [1, 7, 500, total + 1] {
+            let one = printed_at_most(&capture, &def, Format::JsonLines, filter, 1, Some(limit));
+            let lines = one.split(|&b| b == b'\n').filter(|l| !l.is_empty()).count() as u64;
+            assert_eq!(lines, limit.min(total), "{filter:?} -c {limit}");
+            assert!(all.starts_with(&one), "{filter:?} -c {limit}");
+            for threads in [2, 3] {
+                let many = printed_at_most(&capture, &def, Format::JsonLines, filter, threads, Some(limit));
+                assert!(one == many, "{filter:?} -c {limit} on {threads} threads");
+            }
         }
     }
 }

@@ -62,20 +62,25 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
         );
     }
     print_reports(a, &reports)?;
-    if !gates.is_empty()
-        && let Some(r) = reports.iter().find(|r| r.validation.examined == 0)
-    {
+    // A crossed gate (3) before nothing to gate and unreadable input (2).
+    if !gates.is_empty() {
         // A gate passed on traffic the protocol never saw would pass a wrong definition.
-        let why = r
-            .fit
-            .rests_on
-            .first()
-            .map_or("no datagram was judged", String::as_str);
-        eprintln!("gpcap: nothing to gate: {why}");
-        return Ok(ExitCode::from(2));
-    }
-    if !gates_pass(a, &gates, &reports) {
-        return Ok(ExitCode::from(3));
+        let (empty, judged): (Vec<&Report>, Vec<&Report>) =
+            reports.iter().partition(|r| r.validation.examined == 0);
+        for r in &empty {
+            let why = r
+                .fit
+                .rests_on
+                .first()
+                .map_or("no datagram was judged", String::as_str);
+            eprintln!("gpcap: nothing to gate: {}{why}", per_file_name(a, r));
+        }
+        if !gates_pass(a, &gates, &judged) {
+            return Ok(ExitCode::from(3));
+        }
+        if !empty.is_empty() {
+            return Ok(ExitCode::from(2));
+        }
     }
     // A capture not read to its end (corrupt, cut inside a record) fails the run, as in
     // tcpdump and tshark, after the report of what was read.
@@ -88,6 +93,14 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// `FILE: ` naming a report's capture with `--per-file`, else nothing.
+fn per_file_name(a: &AnalyzeArgs, r: &Report) -> String {
+    match r.capture.files.first() {
+        Some(f) if a.per_file => format!("{}: ", f.name),
+        _ => String::new(),
+    }
 }
 
 /// One trace of every capture (or of the merged one), or one report per capture.
@@ -119,7 +132,9 @@ fn analyze_group(
         f.name = m.name.clone();
     }
     report.identification = resolved.identification.clone();
+    let judged = report.fit.verdict != gpcap::analysis::fit::Verdict::NothingJudged;
     if !report.fit.is_good()
+        && judged
         && let Some(first) = report.fit.first_failure.as_mut()
     {
         // Names the field and bit (the counters keep only the frame and cause).
@@ -159,20 +174,13 @@ fn print_reports(a: &AnalyzeArgs, reports: &[Report]) -> Result<()> {
 }
 
 /// Whether every report passes the `--fail-on` gates; each one crossed is said.
-fn gates_pass(a: &AnalyzeArgs, gates: &[Gate], reports: &[Report]) -> bool {
+fn gates_pass(a: &AnalyzeArgs, gates: &[Gate], reports: &[&Report]) -> bool {
     let failed: Vec<String> = reports
         .iter()
         .flat_map(|r| {
-            let file = r
-                .capture
-                .files
-                .first()
-                .map(|f| f.name.as_str())
-                .unwrap_or_default();
-            gates.iter().filter_map(move |g| {
-                let m = g.crossed(r)?;
-                Some(if a.per_file { format!("{file}: {m}") } else { m })
-            })
+            gates
+                .iter()
+                .filter_map(move |g| Some(format!("{}{}", per_file_name(a, r), g.crossed(r)?)))
         })
         .collect();
     if !failed.is_empty() {

@@ -213,7 +213,8 @@ pub struct DissectArgs {
     #[arg(long, value_parser = frame_number)]
     pub frame: Option<u64>,
     /// Stop after this many packets shown (as tcpdump's and tshark's `-c`); the rest of
-    /// the capture is not read.
+    /// the capture is not read (but for a filter on `rtt` or `never_acked`, which reads
+    /// it all first to settle the acks).
     #[arg(short = 'c', long = "count", value_parser = clap::value_parser!(u64).range(1..))]
     pub count: Option<u64>,
     /// One compact JSON object per packet, in an array (fields in docs/json.md).

@@ -52,6 +52,7 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
         s.keep_rows = false;
         s.game_only = true;
         s.limit = a.count;
+        s.only = a.frame;
         s
     });
     let threads = gpcap::run_threads(captures, a.threads);
@@ -64,17 +65,23 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
         &mut |_, _| {},
     )?;
     let cut_short = crate::cli::say_ends(outcomes.iter().map(|o| &o.end));
-    if let (Some(to), Some(select)) = (&a.write, &select) {
-        let n = write_frames(&a.capture, &select.frames, to).map_err(|e| Error::Usage(e.to_string()))?;
+    let written = match (&a.write, &select) {
+        (Some(to), Some(select)) => Some((write_frames(&a.capture, &select.frames, to), select.selected, to)),
+        _ => None,
+    };
+    let printed = printer.printed();
+    // The output is finished (flushed, a JSON array closed) whether or not the file was.
+    let ended = printer.end();
+    if let Some((result, selected, to)) = written {
+        let n = result.map_err(|e| Error::Usage(e.to_string()))?;
         eprintln!(
             "gpcap: wrote {} of {} to {}",
             gpcap::present::count(n, "frame"),
-            gpcap::present::count(select.selected, "packet"),
+            gpcap::present::count(selected, "packet"),
             to.display()
         );
     }
-    let printed = printer.printed();
-    match printer.end() {
+    match ended {
         Err(gpcap::Error::Output(source)) if source.kind() == std::io::ErrorKind::BrokenPipe => {
             return Ok(ExitCode::SUCCESS);
         }

@@ -166,6 +166,10 @@ fn drive(a: &LiveArgs, name: &str, cap: LiveCapture, choice: Choice) -> Result<E
         Ok(())
     })?
     .cfg;
+    // A display filter that does not parse is refused, as dissect and `tui FILE` do.
+    if let Some(f) = &a.display_filter {
+        super::display_filter(f, &cfg)?;
+    }
     let (tx, rx) = std::sync::mpsc::channel();
     // Reports alone need no per-packet rows: a long --no-tui run keeps bounded memory.
     let index = (!a.no_tui).then(|| {

@@ -74,13 +74,14 @@ pub fn render(errors: &[DefinitionError], color: bool) -> String {
 /// (an unclosed block), and each of its follow-on errors printed it all again.
 const SPAN_LINES: usize = 3;
 
-/// `e` with its span cut to its first line when it covers more than [`SPAN_LINES`].
+/// `e` with its span cut to its first line when it covers more than [`SPAN_LINES`] (as
+/// many line breaks as that).
 fn first_lines(e: &DefinitionError) -> DefinitionError {
     let text = e.src.inner().as_str();
     let (at, len) = (e.span.offset().min(text.len()), e.span.len());
     let spanned = text.get(at..(at + len).min(text.len())).unwrap_or("");
     let mut short = e.clone();
-    if spanned.matches('\n').count() > SPAN_LINES {
+    if spanned.matches('\n').count() >= SPAN_LINES {
         let line = spanned.find('\n').unwrap_or(0);
         short.span = SourceSpan::new(at.into(), line);
     }

@@ -58,6 +58,8 @@ pub struct Select {
     pub selected: u64,
     /// At most this many (`dissect -c`).
     pub limit: Option<u64>,
+    /// Only this frame (`dissect --frame`).
+    pub only: Option<u64>,
     /// Game packets only, as `dissect` prints them (its `-w` writes the frames of the
     /// packets shown); the TUI lists every datagram.
     pub game_only: bool,
@@ -73,6 +75,7 @@ impl Select {
             frames: FrameSet::default(),
             selected: 0,
             limit: None,
+            only: None,
             game_only: false,
         }
     }
@@ -94,7 +97,8 @@ impl Select {
         let position = self.position;
         self.position = self.position.saturating_add(1);
         self.filter.start(e.ts_ns);
-        if self.full() || (self.game_only && !e.is_game()) || !self.filter.matches(e) {
+        let other_frame = self.only.is_some_and(|n| n != e.frame);
+        if self.full() || other_frame || (self.game_only && !e.is_game()) || !self.filter.matches(e) {
             return;
         }
         self.selected += 1;
@@ -136,9 +140,24 @@ fn partial_name(to: &Path) -> std::path::PathBuf {
 /// Whether [`write_frames`] will be able to create its file: checked before the run, so
 /// that an output that cannot be written fails at once, not after every packet is shown.
 pub fn check_writable(to: &Path) -> Result<(), WriteError> {
+    let fail = |e| WriteError::Output(to.display().to_string(), e);
+    if to.is_dir() {
+        return Err(fail(std::io::Error::new(
+            std::io::ErrorKind::IsADirectory,
+            "it is a directory",
+        )));
+    }
     let partial = partial_name(to);
-    std::fs::File::create(&partial).map_err(|e| WriteError::Output(to.display().to_string(), e))?;
-    let _ = std::fs::remove_file(&partial);
+    let existed = partial.exists();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&partial)
+        .map_err(fail)?;
+    if !existed {
+        let _ = std::fs::remove_file(&partial);
+    }
     Ok(())
 }
 
@@ -166,10 +185,13 @@ pub fn write_frames(from: &Path, frames: &FrameSet, to: &Path) -> Result<u64, Wr
         Ok(written)
     })();
     match result {
-        Ok(n) => {
-            std::fs::rename(&partial, to).map_err(|e| WriteError::Output(to.display().to_string(), e))?;
-            Ok(n)
-        }
+        Ok(n) => match std::fs::rename(&partial, to) {
+            Ok(()) => Ok(n),
+            Err(e) => {
+                let _ = std::fs::remove_file(&partial);
+                Err(WriteError::Output(to.display().to_string(), e))
+            }
+        },
         Err(e) => {
             let _ = std::fs::remove_file(&partial);
             Err(e)
