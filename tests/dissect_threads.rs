@@ -123,6 +123,11 @@ fn jsonl_is_the_bytes_it_always_was() {
     }
 }
 
+/// Packets in JSON Lines output: its non-empty lines.
+fn packets(jsonl: &[u8]) -> u64 {
+    jsonl.split(|&b| b == b'\n').filter(|l| !l.is_empty()).count() as u64
+}
+
 /// `dissect -c N`: the first N packets shown, the same bytes on one core or several,
 /// with or without a filter (a reassembled packet's counts once).
 #[test]
@@ -134,11 +139,10 @@ fn a_count_prints_the_first_packets_on_one_core_or_several() {
     );
     for filter in [None, Some("reassembled"), Some("size > 100")] {
         let all = printed(&capture, &def, Format::JsonLines, filter, 1);
-        let total = all.split(|&b| b == b'\n').filter(|l| !l.is_empty()).count() as u64;
+        let total = packets(&all);
         for limit in [1, 7, 500, total + 1] {
             let one = printed_at_most(&capture, &def, Format::JsonLines, filter, 1, Some(limit));
-            let lines = one.split(|&b| b == b'\n').filter(|l| !l.is_empty()).count() as u64;
-            assert_eq!(lines, limit.min(total), "{filter:?} -c {limit}");
+            assert_eq!(packets(&one), limit.min(total), "{filter:?} -c {limit}");
             assert!(all.starts_with(&one), "{filter:?} -c {limit}");
             for threads in [2, 3] {
                 let many = printed_at_most(&capture, &def, Format::JsonLines, filter, threads, Some(limit));
