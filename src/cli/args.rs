@@ -74,6 +74,9 @@ pub enum Command {
     /// Browse a capture in the terminal: packets, fields and bits, flows, reassembly,
     /// loss and MTU.
     Tui(TuiArgs),
+    /// Compare two captures of one session at two points (client and server, either side
+    /// of a router): where datagrams were lost, duplicated, reordered and delayed.
+    Diff(super::diff::DiffArgs),
     /// Write captures as a Parquet dataset (packets, one table per packet type with
     /// typed field columns, flows and the report's tables) for DuckDB, Spark, DataFusion.
     Export(ExportArgs),
@@ -517,6 +520,8 @@ pub struct GenArgs {
     /// Write only the truth's summary line, not a line per datagram (large captures).
     #[arg(long = "summary-only")]
     pub summary_only: bool,
+    #[command(flatten)]
+    pub points: super::gen_points::PointsArgs,
 }
 
 fn parse_protocol_id(s: &str) -> Result<ProtocolId, String> {

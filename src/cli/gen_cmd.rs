@@ -10,6 +10,9 @@ use std::process::ExitCode;
 
 pub fn run(a: &GenArgs) -> Result<ExitCode> {
     use gpcap::generate::sim::{Emit, simulate_into};
+    if let Some(second) = &a.points.second_point {
+        return super::gen_points::run(a, second);
+    }
     if a.vlan.is_some() && a.linktype != "ethernet" {
         return Err(Error::Usage(format!(
             "--vlan needs --linktype ethernet (a VLAN tag is part of the Ethernet header, not of {})",
@@ -210,13 +213,13 @@ fn check(
 /// A file written under a temporary name beside its own and renamed into place by
 /// `commit`; dropped uncommitted, the temporary file is removed. Paths that are not
 /// regular files (`/dev/stdout`, a pipe) are written directly.
-struct Staged {
+pub(super) struct Staged {
     path: PathBuf,
     temp: Option<PathBuf>,
 }
 
 impl Staged {
-    fn create(path: &std::path::Path) -> Result<(Staged, std::fs::File)> {
+    pub(super) fn create(path: &std::path::Path) -> Result<(Staged, std::fs::File)> {
         let special = std::fs::metadata(path).is_ok_and(|m| !m.is_file());
         let temp = (!special).then(|| {
             let mut name = path.file_name().unwrap_or_default().to_os_string();
@@ -232,7 +235,7 @@ impl Staged {
         Ok((staged, file))
     }
 
-    fn commit(mut self) -> Result<()> {
+    pub(super) fn commit(mut self) -> Result<()> {
         if let Some(temp) = self.temp.take() {
             std::fs::rename(&temp, &self.path).map_err(|e| {
                 let _ = std::fs::remove_file(&temp);

@@ -4,10 +4,13 @@
 pub mod analyze;
 pub mod args;
 pub mod check;
+pub mod diff;
+pub mod diff_tui;
 pub mod dissect;
 mod error;
 pub mod export;
 pub mod gen_cmd;
+pub mod gen_points;
 pub mod identify;
 pub mod input;
 pub mod keys;

@@ -5,6 +5,8 @@ pub(crate) mod check;
 pub(crate) mod encrypt;
 pub(crate) mod net;
 pub(crate) mod packet;
+pub mod points;
+pub mod points_check;
 pub(crate) mod rng;
 pub mod sim;
 mod words;

@@ -3,6 +3,8 @@
 
 #[cfg(feature = "cli")]
 pub mod bandwidth;
+#[cfg(feature = "cli")]
+pub mod diff;
 pub(crate) mod fit;
 pub(crate) mod info;
 pub mod json;

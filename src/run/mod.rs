@@ -10,6 +10,7 @@
 //!
 //! Every run reads its captures through one file loop ([`files::each_file`]).
 
+pub mod diff;
 pub(crate) mod files;
 mod peak;
 pub(crate) mod pipeline;

@@ -3,6 +3,7 @@
 
 pub mod analysis;
 pub mod bandwidth;
+pub mod diff;
 #[cfg(feature = "export")]
 pub mod export;
 pub mod index;
