@@ -6,6 +6,8 @@
 //! waits in its point's window until the other point has read `window` past it; then
 //! its fate at this point is settled and it leaves. Whatever the clocks' offset, a
 //! window holds `window` of traffic (and never more than `max_pending` datagrams).
+//! Until the first datagram is found at both points nothing leaves but what a full
+//! window pushes out: captures that began minutes apart still meet.
 //!
 //! A flow at A is paired with a flow at B when they have the same addresses and ports,
 //! or (through NAT) when three of their datagrams are identical. A datagram's identity
@@ -411,6 +413,10 @@ impl Matcher {
             };
             let limit = match by {
                 None => f64::INFINITY,
+                // Until a datagram is found at both points the clocks' alignment is a
+                // guess (the captures' first datagrams): nothing leaves but what a full
+                // window pushes out, so captures that began far apart still meet.
+                Some(_) if self.align.is_none() => f64::NEG_INFINITY,
                 Some(z) => match self.sides[z].last_ts {
                     Some(t) => self.aligned_with(z, t, off) - w,
                     None => f64::NEG_INFINITY,

@@ -14,6 +14,7 @@ pub mod report;
 pub mod sighting;
 pub mod timeline;
 
+pub use crate::engine::FlowId;
 pub use delays::{Delay, Spike};
 pub use matcher::{Matcher, Options};
 pub use report::{ClockMode, DiffReport, Direction, Verdict, build};

@@ -153,7 +153,8 @@ pub struct Direction {
     pub reordered: u64,
     /// Seen downstream between datagrams both saw, never upstream.
     pub downstream_only: u64,
-    /// Seen upstream before (after) the downstream capture ran: not compared.
+    /// Seen upstream but not compared: before (after) the downstream capture ran, or
+    /// before the flows were paired and out of the matching window.
     pub not_compared: u64,
     /// Checksum failures at the downstream point (damaged on the way, or at capture).
     pub damaged_downstream: u64,
@@ -351,10 +352,13 @@ fn fit_clocks(m: &Matcher, mode: ClockMode, ups: &[(usize, String)]) -> Fitted {
     let mut usable = true;
     if skew.abs() * 1e6 > MAX_SKEW_PPM {
         clock.status = ClockStatus::NotFitted;
+        let at_bound = skew.abs() * 1e6 >= 2.0 * MAX_SKEW_PPM * 0.999;
         clock.reason = Some(format!(
-            "the delays drift by {:.0} ppm, beyond any clock's {MAX_SKEW_PPM:.0}: a clock stepped or was slewed during the capture",
+            "the delays drift by {}{:.0} ppm, beyond any clock's {MAX_SKEW_PPM:.0}: a clock stepped or was slewed during the capture; no delay is given",
+            if at_bound { "more than " } else { "" },
             skew.abs() * 1e6
         ));
+        clock.skew_ppm = None;
         usable = false;
     }
     // The offset, from each conversation that goes both ways.
@@ -370,7 +374,7 @@ fn fit_clocks(m: &Matcher, mode: ClockMode, ups: &[(usize, String)]) -> Fitted {
             offsets.push((a - b) / 2.0);
         }
     }
-    let offset = median(offsets);
+    let offset = median(offsets).filter(|_| usable);
     clock.offset_ms = offset.map(|o| o / 1e6);
     Fitted {
         clock,
@@ -549,7 +553,7 @@ fn direction(m: &mut Matcher, p: usize, up: usize, by: String, f: &Fitted) -> Di
         duplicated_before: has_seq.then_some(v.extra),
         reordered: v.reordered,
         downstream_only: w.only,
-        not_compared,
+        not_compared: not_compared + flow(up).map_or(0, |f| f.unpaired),
         damaged_downstream: flow(down).map_or(0, |f| f.damaged),
         bursts,
         fragments: fragments
@@ -638,6 +642,8 @@ pub fn build(mut m: Matcher, names: [String; 2], mode: ClockMode) -> DiffReport 
                 "the delays' floor moves by {:.1} ms across the capture: a clock stepped, or the route changed; no line fits the clocks, so no delay is given",
                 s / 1e6
             ));
+            fitted.clock.offset_ms = None;
+            fitted.clock.skew_ppm = None;
             fitted.usable = false;
         }
     }
