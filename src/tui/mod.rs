@@ -4,6 +4,7 @@
 
 pub(crate) mod app;
 pub(crate) mod bits;
+pub mod diff;
 pub(crate) mod keys;
 pub(crate) mod layered;
 pub(crate) mod prompt;
