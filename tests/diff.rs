@@ -645,3 +645,107 @@ fn the_window_is_bounded_whatever_the_offset() {
         assert_eq!(m.open_entries(), 0);
     }
 }
+
+/// `-o DIR`: the tables read back hold the report's figures, row for row.
+#[cfg(feature = "export")]
+#[test]
+fn the_tables_hold_the_report() {
+    use arrow_array::{Array, StringArray, UInt64Array};
+    let dir = scratch("export");
+    let (a, b) = points(
+        &dir,
+        "dissectors/article.kdl",
+        &[
+            "--loss",
+            "0.05",
+            "--dup",
+            "0.03",
+            "--reorder",
+            "0.05",
+            "--big",
+            "0.4",
+            "--jitter",
+            "5",
+            "--nat",
+        ],
+        false,
+    );
+    let out = dir.join("out");
+    let (_, r) = diff(&a, &b, &["-o", out.to_str().unwrap()]);
+    let read = |table: &str| {
+        let path = out.join(table).join("diff=a.pcap+b.pcap").join("part-0.parquet");
+        let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+            .unwrap()
+            .build()
+            .unwrap();
+        reader.map(|b| b.unwrap()).collect::<Vec<_>>()
+    };
+    let directions = read("diff_directions");
+    let rows: usize = directions.iter().map(|b| b.num_rows()).sum();
+    assert_eq!(rows, r["directions"].as_array().unwrap().len());
+    let b = &directions[0];
+    let col = |name: &str| {
+        b.column_by_name(name)
+            .unwrap()
+            .as_any()
+            .downcast_ref::<UInt64Array>()
+            .unwrap()
+            .clone()
+    };
+    let up = b
+        .column_by_name("upstream")
+        .unwrap()
+        .as_any()
+        .downcast_ref::<StringArray>()
+        .unwrap()
+        .clone();
+    for (k, d) in r["directions"].as_array().unwrap().iter().enumerate() {
+        for f in ["sent", "arrived", "lost", "duplicated", "reordered"] {
+            assert_eq!(Some(col(f).value(k)), d[f].as_u64(), "{f}");
+        }
+        assert_eq!(Some(up.value(k)), d["upstream"].as_str());
+    }
+    let events: usize = read("diff_events").iter().map(|b| b.num_rows()).sum();
+    let listed: usize = r["directions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            ["lost", "late", "reordered", "duplicated"]
+                .iter()
+                .map(|k| d["events"][k].as_array().unwrap().len())
+                .sum::<usize>()
+        })
+        .sum();
+    assert_eq!(events, listed);
+    let fragments = read("diff_fragments");
+    let lost: u64 = fragments
+        .iter()
+        .map(|b| {
+            b.column_by_name("lost")
+                .unwrap()
+                .as_any()
+                .downcast_ref::<UInt64Array>()
+                .unwrap()
+                .iter()
+                .flatten()
+                .sum::<u64>()
+        })
+        .sum();
+    let want: u64 = r["directions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|d| {
+            d["fragments"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| f["lost"].as_u64().unwrap())
+        })
+        .sum();
+    assert_eq!(lost, want);
+    assert!(want > 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -96,7 +96,7 @@ pub fn run(a: &DiffArgs) -> Result<ExitCode> {
     })
 }
 
-#[cfg(any())]
+#[cfg(feature = "export")]
 fn write_tables(dir: &std::path::Path, r: &gpcap::sinks::diff::DiffReport) -> Result<()> {
     let n = gpcap::sinks::export::diff::write(dir, r).map_err(|e| Error::Usage(e.to_string()))?;
     eprintln!(
@@ -107,7 +107,7 @@ fn write_tables(dir: &std::path::Path, r: &gpcap::sinks::diff::DiffReport) -> Re
     Ok(())
 }
 
-#[cfg(all())]
+#[cfg(not(feature = "export"))]
 fn write_tables(_: &std::path::Path, _: &gpcap::sinks::diff::DiffReport) -> Result<()> {
     Err(Error::Usage(
         "-o needs the `export` feature (on by default)".into(),

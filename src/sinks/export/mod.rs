@@ -7,6 +7,7 @@
 //! ([`SCHEMA_VERSION`]).
 
 mod columns;
+pub mod diff;
 mod layers;
 mod parallel;
 mod parts;
