@@ -30,7 +30,9 @@ fn read_side(
     back: Receiver<Vec<Seen>>,
 ) -> Result<FileOutcome, CaptureError> {
     let mut sink = Sightings::new(|batch: &mut Vec<Seen>| {
-        let fresh = back.try_recv().unwrap_or_default();
+        let fresh = back
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(crate::sinks::diff::sighting::BATCH));
         let full = std::mem::replace(batch, fresh);
         Flow::stop_if(tx.send(full).is_err())
     });

@@ -70,9 +70,9 @@ fn ms(ns: f64) -> f64 {
 }
 
 /// The figures of `d` (in upstream order), and its late datagrams.
-pub fn summarize(d: &mut [Delayed], stride: u64, above_floor: bool) -> (Delay, Vec<Delayed>) {
+pub fn summarize(d: &[Delayed], stride: u64, above_floor: bool) -> (Delay, Vec<Delayed>) {
     let mut sorted: Vec<f64> = d.iter().map(|x| x.delay_ns).collect();
-    sorted.sort_by(f64::total_cmp);
+    sorted.sort_unstable_by(f64::total_cmp);
     let p = |q| percentile(&sorted, q);
     let (p25, p50, p75) = (p(0.25), p(0.5), p(0.75));
     let threshold = p50 + (3.0 * (p75 - p25)).max(10e6);
@@ -120,15 +120,17 @@ pub fn summarize(d: &mut [Delayed], stride: u64, above_floor: bool) -> (Delay, V
 }
 
 /// RFC 3550 §6.4.1 over arrivals in order at the downstream point, averaged.
-fn jitter(d: &mut [Delayed]) -> f64 {
-    d.sort_by_key(|x| x.down_ns);
+fn jitter(d: &[Delayed]) -> f64 {
+    let mut arrivals: Vec<(i64, i64)> = d.iter().map(|x| (x.down_ns, x.up_ns)).collect();
+    if !arrivals.is_sorted() {
+        arrivals.sort_unstable();
+    }
     let (mut j, mut sum) = (0.0f64, 0.0f64);
-    for w in d.windows(2) {
-        let dd = (w[1].down_ns - w[0].down_ns) as f64 - (w[1].up_ns - w[0].up_ns) as f64;
+    for w in arrivals.windows(2) {
+        let dd = (w[1].0 - w[0].0) as f64 - (w[1].1 - w[0].1) as f64;
         j += (dd.abs() - j) / 16.0;
         sum += j;
     }
-    d.sort_by_key(|x| x.up_ns);
     if d.len() < 2 {
         0.0
     } else {

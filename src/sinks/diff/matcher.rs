@@ -27,6 +27,8 @@ pub const B: usize = 1;
 const NONE: u32 = u32::MAX;
 /// Identical datagrams that pair two flows of different addresses.
 const VOTES: u32 = 3;
+/// Settled identities swept out of the key table at once, at least.
+const SWEEP: usize = 4096;
 /// Candidate pairs remembered at most (a flood of flows sharing payloads).
 const MAX_VOTES: usize = 1 << 20;
 
@@ -45,7 +47,7 @@ impl Default for Options {
         Options {
             window_ns: 10_000_000_000,
             max_pending: 1 << 19,
-            max_samples: 1 << 21,
+            max_samples: 1 << 20,
         }
     }
 }
@@ -93,7 +95,6 @@ pub struct Side {
 /// One identity: its copies at both points.
 struct Entry {
     pair: u32,
-    hash: u64,
     copies: [u16; 2],
     refs: u32,
     /// The point's first copy has left its window: no copy joins any more.
@@ -104,6 +105,8 @@ struct Entry {
     seq: Option<u64>,
     fragment: Option<(u16, u16)>,
     next: u32,
+    /// Settled, waiting for the next sweep to leave its chain.
+    dead: bool,
 }
 
 pub struct Matcher {
@@ -111,7 +114,12 @@ pub struct Matcher {
     pub sides: [Side; 2],
     pub pairs: Vec<Pair>,
     entries: Vec<Entry>,
-    free: Vec<u32>,
+    /// Entries to reuse, the longest settled first: entries are then taken in about the
+    /// order their datagrams arrive and settle a window later in that order, which the
+    /// cache's prefetcher follows (reused last-freed-first, they were scattered).
+    free: VecDeque<u32>,
+    /// Settled identities still in their chains (see `sweep`).
+    dead: Vec<u32>,
     keys: HashMap<(u32, u64), u32>,
     votes: HashMap<(u32, u32), u32>,
     /// For datagrams of unpaired flows: the latest with this hash at each point.
@@ -132,7 +140,8 @@ impl Matcher {
             sides: Default::default(),
             pairs: Vec::new(),
             entries: Vec::new(),
-            free: Vec::new(),
+            free: VecDeque::new(),
+            dead: Vec::new(),
             keys: HashMap::new(),
             votes: HashMap::new(),
             hashes: HashMap::new(),
@@ -331,7 +340,8 @@ impl Matcher {
             return;
         };
         let key = (p, s.hash);
-        let joinable = |e: &Entry| !e.closed[x] && !e.closed[y] && (s.seq.is_some() || e.copies[x] == 0);
+        let joinable =
+            |e: &Entry| !e.dead && !e.closed[x] && !e.closed[y] && (s.seq.is_some() || e.copies[x] == 0);
         let mut e = self.keys.get(&key).copied().unwrap_or(NONE);
         let mut last = NONE;
         while e != NONE && !joinable(&self.entries[e as usize]) {
@@ -374,7 +384,6 @@ impl Matcher {
     fn new_entry(&mut self, pair: u32, s: &Sighting) -> u32 {
         let e = Entry {
             pair,
-            hash: s.hash,
             copies: [0; 2],
             refs: 0,
             closed: [false; 2],
@@ -384,8 +393,9 @@ impl Matcher {
             seq: s.seq,
             fragment: s.fragment,
             next: NONE,
+            dead: false,
         };
-        match self.free.pop() {
+        match self.free.pop_front() {
             Some(i) => {
                 self.entries[i as usize] = e;
                 i
@@ -565,7 +575,7 @@ impl Matcher {
     /// An identity whose every copy has left: copies beyond the other point's.
     fn finalize(&mut self, e: u32) {
         let en = &self.entries[e as usize];
-        let (p, c, hash, next) = (en.pair as usize, en.copies, en.hash, en.next);
+        let (p, c) = (en.pair as usize, en.copies);
         let ev = |x: usize| Event {
             frame: en.frame[x],
             ts_ns: en.t[x],
@@ -591,29 +601,35 @@ impl Matcher {
         for x in [A, B] {
             pair.views[x].extra += c[x].saturating_sub(1) as u64;
         }
-        // Out of its chain of identities.
-        let key = (p as u32, hash);
-        match self.keys.get(&key).copied() {
-            Some(h) if h == e => {
-                if next == NONE {
-                    self.keys.remove(&key);
-                } else {
-                    self.keys.insert(key, next);
-                }
-            }
-            Some(mut h) => {
-                while h != NONE {
-                    let n = self.entries[h as usize].next;
-                    if n == e {
-                        self.entries[h as usize].next = next;
-                        break;
-                    }
-                    h = n;
-                }
-            }
-            None => {}
+        // Out of its chain of identities at the next sweep: a removal now would miss the
+        // cache (the key was last touched a window ago), a sweep reads the table in order.
+        self.entries[e as usize].dead = true;
+        self.dead.push(e);
+        if self.dead.len() >= SWEEP && self.dead.len() * 2 >= self.keys.len() {
+            self.sweep();
         }
-        self.free.push(e);
+    }
+
+    /// Drops the settled identities from their chains and the key table, and frees them.
+    fn sweep(&mut self) {
+        let entries = &mut self.entries;
+        let alive = |entries: &[Entry], mut h: u32| {
+            while h != NONE && entries[h as usize].dead {
+                h = entries[h as usize].next;
+            }
+            h
+        };
+        self.keys.retain(|_, head| {
+            *head = alive(entries, *head);
+            let mut cur = *head;
+            while cur != NONE {
+                let n = alive(entries, entries[cur as usize].next);
+                entries[cur as usize].next = n;
+                cur = n;
+            }
+            *head != NONE
+        });
+        self.free.extend(self.dead.drain(..));
     }
 
     /// Datagrams waiting in both windows (for tests of the bound).
@@ -623,6 +639,6 @@ impl Matcher {
 
     /// Identities open (for tests: every one is settled at the end).
     pub fn open_entries(&self) -> usize {
-        self.entries.len() - self.free.len()
+        self.entries.len() - self.free.len() - self.dead.len()
     }
 }

@@ -51,6 +51,17 @@ pub enum ClockStatus {
     NotFitted,
 }
 
+impl ClockStatus {
+    /// The word every output uses.
+    pub fn word(self) -> &'static str {
+        match self {
+            ClockStatus::Fitted => "fitted",
+            ClockStatus::Same => "same",
+            ClockStatus::NotFitted => "not_fitted",
+        }
+    }
+}
+
 /// One capture point.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Point {
@@ -199,22 +210,17 @@ pub struct DiffReport {
 
 pub const POINT: [&str; 2] = ["A", "B"];
 
-/// Delays as the clocks read them, per pair: `tb - ta` over `ta - origin`.
-fn raw(m: &Matcher, p: usize) -> Vec<(f64, f64)> {
-    let origin = m.origin.unwrap_or(0);
-    m.pairs[p]
-        .samples
-        .iter()
-        .map(|s| ((s.ta - origin) as f64, (s.tb - s.ta) as f64))
-        .collect()
+/// Delays as the clocks read them, per pair: `tb - ta`.
+fn raw(m: &Matcher, p: usize) -> Vec<f64> {
+    m.pairs[p].samples.iter().map(|s| (s.tb - s.ta) as f64).collect()
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
     if v.is_empty() {
         return None;
     }
-    v.sort_by(f64::total_cmp);
-    Some(v[v.len() / 2])
+    let k = v.len() / 2;
+    Some(*v.select_nth_unstable_by(k, f64::total_cmp).1)
 }
 
 /// The reverse direction's pair, by A's addresses.
@@ -427,7 +433,10 @@ fn delays_of(m: &Matcher, p: usize, up: usize, f: &Fitted) -> (Vec<Delayed>, boo
             }
         })
         .collect();
-    out.sort_by_key(|d| d.up_ns);
+    // In A's order: already the upstream order when A is upstream.
+    if !out.is_sorted_by_key(|d| d.up_ns) {
+        out.sort_unstable_by_key(|d| (d.up_ns, d.event.frame));
+    }
     (out, above_floor)
 }
 
@@ -473,9 +482,15 @@ fn within_downstream(m: &Matcher, p: usize, up: usize, run: &Run, d: &[Delayed])
 }
 
 /// The direction of pair `p`, upstream `up`.
-fn direction(m: &mut Matcher, p: usize, up: usize, by: String, f: &Fitted) -> Direction {
+fn direction(
+    m: &mut Matcher,
+    p: usize,
+    up: usize,
+    by: String,
+    f: &Fitted,
+    (d, above_floor): (Vec<Delayed>, bool),
+) -> Direction {
     let down = 1 - up;
-    let (mut d, above_floor) = delays_of(m, p, up, f);
     let mut not_compared = 0;
     for lead in [true, false] {
         let view = &mut m.pairs[p].views[up];
@@ -527,7 +542,7 @@ fn direction(m: &mut Matcher, p: usize, up: usize, by: String, f: &Fitted) -> Di
     } else if d.is_empty() {
         (None, Some("no datagram was seen at both points".into()))
     } else {
-        let (delay, late) = delays::summarize(&mut d, pair.stride, above_floor);
+        let (delay, late) = delays::summarize(&d, pair.stride, above_floor);
         events.late = late.iter().map(|x| x.event).collect();
         let note = above_floor.then(|| {
             "delays above this direction's floor: with traffic one way only the clocks' offset cannot be told from the path's fixed delay (--clock same when the captures share a clock)".to_string()
@@ -623,17 +638,19 @@ pub fn pairing_words(ids: [FlowId; 2], by: PairedBy, first: Option<u64>, last: O
 /// The report, once both captures have been read to their end.
 pub fn build(mut m: Matcher, names: [String; 2], mode: ClockMode) -> DiffReport {
     let points = [point(&m, A, &names[A]), point(&m, B, &names[B])];
-    let medians: Vec<Option<f64>> = (0..m.pairs.len())
-        .map(|p| median(raw(&m, p).into_iter().map(|(_, y)| y).collect()))
-        .collect();
+    let medians: Vec<Option<f64>> = (0..m.pairs.len()).map(|p| median(raw(&m, p))).collect();
     let ups = orient(&m, mode, &medians);
     let mut fitted = fit_clocks(&m, mode, &ups);
     let mut notes = Vec::new();
     // A floor that moves is a clock that stepped (or a route that changed): one line
     // cannot take it out.
+    let mut delays: Vec<Option<(Vec<Delayed>, bool)>> = (0..m.pairs.len())
+        .map(|p| Some(delays_of(&m, p, ups[p].0, &fitted)))
+        .collect();
     if fitted.clock.status == ClockStatus::Fitted {
-        let spread = (0..m.pairs.len())
-            .filter_map(|p| floor_spread(&delays_of(&m, p, ups[p].0, &fitted).0))
+        let spread = delays
+            .iter()
+            .filter_map(|d| d.as_ref().and_then(|d| floor_spread(&d.0)))
             .reduce(f64::max);
         fitted.clock.floor_spread_ms = spread.map(|s| s / 1e6);
         if let Some(s) = spread.filter(|&s| s > FLOOR_SPREAD_NS) {
@@ -659,7 +676,8 @@ pub fn build(mut m: Matcher, names: [String; 2], mode: ClockMode) -> DiffReport 
             ));
             continue;
         }
-        let mut d = direction(&mut m, p, *up, by.clone(), &fitted);
+        let taken = delays[p].take().unwrap_or_default();
+        let mut d = direction(&mut m, p, *up, by.clone(), &fitted, taken);
         if d.downstream_only > 0 {
             notes.push(format!(
                 "{}: {} seen downstream only, between datagrams both saw: missed by the upstream capture, altered on the way, or delayed beyond the matching window",
