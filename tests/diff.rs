@@ -231,7 +231,8 @@ fn a_wrong_figure_fails_the_check() {
         gpcap::generate::points_check::compare(&t, &report),
         Vec::<String>::new()
     );
-    let moved: [(&str, fn(&mut PointsTruth)); 6] = [
+    type Change = fn(&mut PointsTruth);
+    let moved: [(&str, Change); 6] = [
         ("lost between", |t| t.directions[0].lost_between += 1),
         ("lost before", |t| t.directions[1].lost_before += 1),
         ("duplicated", |t| t.directions[0].duplicated += 1),
@@ -747,5 +748,41 @@ fn the_tables_hold_the_report() {
         .sum();
     assert_eq!(lost, want);
     assert!(want > 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A capture cut inside a record: what was read is compared, the cut is said, exit 2;
+/// a window out of range and a missing capture are refused before anything is read.
+#[test]
+fn a_capture_cut_short_and_bad_flags() {
+    let dir = scratch("cut");
+    let (a, b) = points(
+        &dir,
+        "dissectors/article.kdl",
+        &["--duration", "5", "--loss", "0.02"],
+        false,
+    );
+    let bytes = std::fs::read(&b).unwrap();
+    let cut = dir.join("cut.pcap");
+    std::fs::write(&cut, &bytes[..bytes.len() * 2 / 3 + 7]).unwrap();
+    let (code, out, err) =
+        common::gpcap_run(&["diff", "-d", "dissectors/article.kdl", &a, cut.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.contains("Directions"), "{out}");
+    assert!(err.contains("cut.pcap"), "{err}");
+    for args in [
+        vec!["--window", "0"],
+        vec!["--window", "601"],
+        vec!["--clock", "maybe"],
+    ] {
+        let mut all = vec!["diff", "-d", "dissectors/article.kdl", &a, &b];
+        all.extend(args.iter());
+        let (code, _, err) = common::gpcap_run(&all);
+        assert_eq!(code, 2, "{args:?}: {err}");
+    }
+    let (code, _, err) =
+        common::gpcap_run(&["diff", "-d", "dissectors/article.kdl", &a, "/nonexistent.pcap"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("/nonexistent.pcap"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -290,7 +290,7 @@ impl Matcher {
         let other = slot[y];
         slot[x] = Some((f, id));
         let Some((g, gid)) = other else { return };
-        if self.rec(y, gid).is_none() || !self.flow_mut(y, g).is_some_and(|g| g.pair.is_none()) {
+        if self.rec(y, gid).is_none() || self.flow_mut(y, g).is_none_or(|g| g.pair.is_some()) {
             return;
         }
         let key = if x == A { (f, g) } else { (g, f) };
@@ -498,7 +498,7 @@ impl Matcher {
             frame: rec.s.frame,
             ts_ns: rec.s.ts_ns,
             seq,
-            fragment: fragment.map(|(id, n)| (id, n)),
+            fragment,
         };
         let on_a = |ts: i64, x: usize, off: f64| if x == A { ts } else { (ts as f64 - off) as i64 };
         let off = self.align.unwrap_or(0.0);
