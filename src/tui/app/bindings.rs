@@ -75,7 +75,7 @@ pub(super) const BINDINGS: &[Binding] = &[
         a.help_scroll = 0;
     }),
     bind(&[Char('/')], always, |a, _| {
-        a.open(Ask::Filter, &a.filter.text.clone())
+        a.offer(Ask::Filter, &a.filter.text.clone())
     }),
     bind(&[Char('f')], ctrl, |a, _| a.open(Ask::Find, "")),
     bind(&[Char('F')], always, |a, _| a.open(Ask::Find, "")),
@@ -101,6 +101,10 @@ pub(super) const BINDINGS: &[Binding] = &[
         a.mode = Mode::Columns;
         a.column_cursor = 0;
     }),
+    bind(&[Char('+'), Char('=')], on_packets, |a, _| a.resize_list(LIST_STEP as i16)),
+    bind(&[Char('-')], on_packets, |a, _| a.resize_list(-(LIST_STEP as i16))),
+    bind(&[Char('<')], on_packets, |a, _| a.resize_tree(-(LIST_STEP as i16))),
+    bind(&[Char('>')], on_packets, |a, _| a.resize_tree(LIST_STEP as i16)),
     bind(&[Char('y')], always, |a, _| a.copy(false)),
     bind(&[Char('Y')], always, |a, _| a.copy(true)),
     bind(&[Char('a')], in_tree, |a, _| a.apply_field(false)),

@@ -60,8 +60,10 @@ pub(super) fn draw_hex(f: &mut Frame, app: &App, area: Rect) {
         }));
     }
     let height = area.height.saturating_sub(2) as usize;
-    // 16 bytes a line when the pane is wide enough, as in Wireshark; else 8.
-    let per: usize = if area.width >= 76 { 16 } else { 8 };
+    let inner = area.width.saturating_sub(2) as usize;
+    // The lines above the dump (a fault, a doc, a bit pattern) wrap: they are read whole.
+    let mut lines: Vec<Line> = lines.into_iter().flat_map(|l| wrapped(l, inner)).collect();
+    let per = bytes_per_line(inner);
     let first_line = if b0 != u64::MAX {
         (b0 / 8) as usize / per
     } else {
@@ -73,6 +75,25 @@ pub(super) fn draw_hex(f: &mut Frame, app: &App, area: Rect) {
         lines.push(hex_row(app, n * per, chunk, per, (b0, b1)));
     }
     f.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+/// 16 bytes a line when the pane holds them whole (offset, hex and text), as in
+/// Wireshark; else 8, else 4: the text column is never cut.
+fn bytes_per_line(inner: usize) -> usize {
+    [16, 8, 4].into_iter().find(|&n| 6 + 4 * n <= inner).unwrap_or(4)
+}
+
+/// A line of one style in lines of `width` characters.
+fn wrapped(line: Line<'static>, width: usize) -> Vec<Line<'static>> {
+    let text: String = line.spans.iter().map(|s| s.content.to_string()).collect();
+    if text.chars().count() <= width {
+        return vec![line];
+    }
+    let st = line.spans.first().map(|s| s.style).unwrap_or_default();
+    crate::present::wrap(&text, width)
+        .into_iter()
+        .map(|t| Line::from(Span::styled(t, st)))
+        .collect()
 }
 
 /// What an inner layer's row says about its bits here: where they are, its doc, its
@@ -121,7 +142,7 @@ fn field_lines(app: &App, fl: &crate::dissect::Field, data: &[u8], lines: &mut V
 /// One line of the dump: the offset, `per` bytes in hex (the selected bits `b0..b1`
 /// highlighted, bytes they cover in part underlined), then as text.
 fn hex_row(app: &App, at: usize, chunk: &[u8], per: usize, (b0, b1): (u64, u64)) -> Line<'static> {
-    let mut spans = vec![Span::raw(format!("{at:04x}  "))];
+    let mut spans = vec![Span::raw(format!("{at:04x} "))];
     for (k, b) in chunk.iter().enumerate() {
         let byte = (at + k) as u64;
         let lo = byte * 8;

@@ -107,13 +107,16 @@ pub fn status_text(r: &Row) -> (String, Color) {
 
 pub fn draw(f: &mut Frame, app: &mut App) {
     let area = f.area();
+    // An open prompt's note (a refused filter, where a file goes) takes the key hints'
+    // line, and up to two more when it is long.
+    let under = statusline::prompt_note_lines(app, area.width).len().max(1) as u16;
     let chunks = Layout::default()
         .direction(Direction::Vertical)
         .constraints([
             Constraint::Length(1),
             Constraint::Min(3),
             Constraint::Length(1),
-            Constraint::Length(1),
+            Constraint::Length(under),
         ])
         .split(area);
     // The index is the app's own: lend it to the drawing functions for this frame.

@@ -66,7 +66,10 @@ fn time_text(app: &App, ix: &Index, r: &Row, prev_ts: Option<i64>) -> String {
 pub(super) fn draw_packets(f: &mut Frame, app: &mut App, ix: &Index, area: Rect) {
     let rows = Layout::default()
         .direction(Direction::Vertical)
-        .constraints([Constraint::Percentage(45), Constraint::Percentage(55)])
+        .constraints([
+            Constraint::Percentage(app.list_share),
+            Constraint::Percentage(100 - app.list_share),
+        ])
         .split(area);
     // The list.
     app.areas.list = table_body(rows[0]);
@@ -135,7 +138,10 @@ pub(super) fn draw_packets(f: &mut Frame, app: &mut App, ix: &Index, area: Rect)
 
     let bottom = Layout::default()
         .direction(Direction::Horizontal)
-        .constraints([Constraint::Percentage(50), Constraint::Percentage(50)])
+        .constraints([
+            Constraint::Percentage(app.tree_share),
+            Constraint::Percentage(100 - app.tree_share),
+        ])
         .split(rows[1]);
     draw_tree(f, app, bottom[0]);
     draw_hex(f, app, bottom[1]);

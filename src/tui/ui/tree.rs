@@ -110,7 +110,8 @@ fn tree_line(
         } else {
             style(app, Color::Magenta).add_modifier(Modifier::BOLD)
         };
-        return Some(Line::from(Span::styled(text, fault_style)));
+        // Cut with `…` on a narrow pane: the Bytes pane says it whole.
+        return Some(Line::from(Span::styled(crate::present::clip(&text, width), fault_style)));
     };
     let name = match fl.label {
         Label::Index(k) => format!("[{k}]"),
@@ -147,8 +148,10 @@ fn tree_line(
     Some(placed(app, text, place, st, chosen, width))
 }
 
-/// A tree row, with where it is right-aligned when there is room.
+/// A tree row, with where it is right-aligned when there is room; a row wider than the
+/// pane ends in `…` (the Bytes pane shows the selected field's place and bits whole).
 fn placed(app: &App, text: String, place: String, st: Style, chosen: bool, width: usize) -> Line<'static> {
+    let text = crate::present::clip(&text, width);
     let used = text.chars().count();
     let mut spans = vec![Span::styled(text, st)];
     if used + place.chars().count() + 2 <= width {
