@@ -908,3 +908,28 @@ fn the_list_has_room_at_80x24_and_grows_at_200x50() {
     keys(&mut a, "- -");
     assert!(rows(&screen(&mut a, 200, 50)) < rows(&big));
 }
+
+// The frame's headers are the tree's first rows (closed), the bytes the whole frame:
+// opened, a header field's bits are highlighted where they are in the frame.
+snap!(
+    packets_headers_in_the_tree,
+    "mtu-df.pcap",
+    "article.kdl",
+    "Down Down Down Down t Home Down Space Down Down Down Down Down Down Down Down Down Down Down Down Down"
+);
+
+/// `a` on a header field filters on it as Wireshark names it (`ip.ttl == 64`), and the
+/// filter selects as `dissect --filter` does.
+#[test]
+fn a_header_field_becomes_a_wireshark_filter() {
+    let mut a = app("mtu-df.pcap", "article.kdl");
+    let all = a.view.len();
+    let ttl = "t Home Down Space".to_string() + &" Down".repeat(13);
+    keys(&mut a, &ttl);
+    let d = a.detail.as_ref().unwrap();
+    let (_, f) = d.header_at(a.field).expect("a header row");
+    assert_eq!(f.map(|f| f.name), Some("ip.ttl"));
+    keys(&mut a, "a");
+    assert_eq!(a.filter.text, "ip.ttl == 64");
+    assert_eq!(a.view.len(), all);
+}

@@ -48,7 +48,7 @@ fn navigate_to_a_malformed_packet() {
         "detail:\n{detail}"
     );
     assert!(
-        detail.contains("past_end at bit 336 (byte 42)"),
+        detail.contains("past_end at bit 336 (payload byte 42, frame byte 84)"),
         "detail:\n{detail}"
     );
 }

@@ -4,12 +4,14 @@
 #[cfg(feature = "cli")]
 pub mod bandwidth;
 pub(crate) mod fit;
+pub mod headers;
 pub(crate) mod info;
 pub mod json;
 #[cfg(feature = "cli")]
 pub(crate) mod layers;
 #[cfg(feature = "cli")]
 pub mod tables;
+pub mod time;
 pub mod tree;
 
 /// `n` and the noun, plural when `n` is not 1: "1 packet type", "2 packet types".

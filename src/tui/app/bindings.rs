@@ -147,12 +147,7 @@ pub(super) const BINDINGS: &[Binding] = &[
     ),
     bind(&[Char('t'), Enter], tree_ahead, |a, _| a.focus = Focus::Tree),
     bind(&[Char('t')], always, |a, _| a.focus = Focus::List),
-    bind(&[Enter, Char(' ')], in_tree, |a, _| {
-        let f = a.field as u32;
-        if !a.collapsed.remove(&f) {
-            a.collapsed.insert(f);
-        }
-    }),
+    bind(&[Enter, Char(' ')], in_tree, |a, _| a.fold()),
     bind(&[Left], on_mtu, |a, _| a.mtu_flow = a.mtu_flow.saturating_sub(1)),
     bind(&[Right], on_mtu, |a, _| a.mtu_flow += 1),
     bind(&[Left], always, |a, _| a.focus = Focus::List),

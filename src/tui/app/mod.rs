@@ -28,7 +28,7 @@ mod navigation;
 mod output;
 mod tables;
 
-pub use detail::Detail;
+pub use detail::{Detail, header_row};
 pub(crate) use detail::filter_value;
 use navigation::Jump;
 pub use tables::{FLOW_COLUMNS, FRAG_COLUMNS};
@@ -253,6 +253,8 @@ pub struct App {
     pub field: usize,
     pub tree_scroll: usize,
     pub collapsed: HashSet<u32>,
+    /// The frame's headers opened in the tree (by layer; all closed at first).
+    pub headers_open: HashSet<u32>,
     pub detail: Option<Detail>,
     pub message: Option<(String, bool)>,
     pub help: bool,
@@ -360,6 +362,7 @@ impl App {
             field: 0,
             tree_scroll: 0,
             collapsed: HashSet::new(),
+            headers_open: HashSet::new(),
             detail: None,
             message: None,
             help: false,

@@ -85,6 +85,9 @@ fn tree_line(
     } else {
         Style::default()
     };
+    if let Some((l, f)) = detail.header_at(i) {
+        return Some(header_line(app, detail, l, f, i, st, chosen, width));
+    }
     if let Some(r) = detail.layer_row(i) {
         // What an inner layer read: its packet's line, or one of its fields.
         let text = format!("{pointer}{}{}", "  ".repeat(r.depth as usize), r.text);
@@ -146,6 +149,34 @@ fn tree_line(
         format!("@{}+{}", fl.bit_offset, fl.bit_len)
     };
     Some(placed(app, text, place, st, chosen, width))
+}
+
+/// A header's row: its title (▸ closed, ▾ open), or one of its fields with its bits and
+/// Wireshark's name for it right-aligned (what a filter names).
+#[allow(clippy::too_many_arguments)]
+fn header_line(
+    app: &App,
+    detail: &crate::tui::app::Detail,
+    l: &crate::decode::headers::HeaderLayer,
+    f: Option<&crate::decode::headers::HeaderField>,
+    id: usize,
+    st: Style,
+    chosen: bool,
+    width: usize,
+) -> Line<'static> {
+    let pointer = if chosen { "›" } else { " " };
+    let Some(f) = f else {
+        let open = crate::tui::app::header_row(id).is_some_and(|(k, _)| app.headers_open.contains(&(k as u32)));
+        let text = format!(
+            "{pointer}{}{}",
+            if open { "▾ " } else { "▸ " },
+            crate::present::headers::title(l)
+        );
+        let st = if chosen { st } else { style(app, Color::Blue) };
+        return placed(app, text, format!("@{}+{}", l.at * 8, l.len * 8), st, chosen, width);
+    };
+    let text = format!("{pointer}    {}", crate::present::headers::field_line(&detail.frame, f));
+    placed(app, text, f.name.to_string(), st, chosen, width)
 }
 
 /// A tree row, with where it is right-aligned when there is room; a row wider than the
