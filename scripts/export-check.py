@@ -48,10 +48,10 @@ for capture in captures:
         label = f"{name}, layer {layer}"
         report = next(x for x in report["layers"] if x["name"] == layer)
     want_flows = {
-        (f["src"], f["dst"]): (f["datagrams"], f["crc_fail"], [t for t in f["types"]]) for f in report["flows"]
+        (f["src"], f["dst"]): (f["datagrams"], f["crc_mismatch"], [t for t in f["types"]]) for f in report["flows"]
     }
     got = {}
-    for src, dst, datagrams, crc_fail in db.execute(
+    for src, dst, datagrams, crc_mismatch in db.execute(
         """
         select endpoint(src_ip, src_port), endpoint(dst_ip, dst_port),
                count(*), count(*) filter (status = 'crc_mismatch')
@@ -59,7 +59,7 @@ for capture in captures:
         """,
         [name],
     ).fetchall():
-        got[(src, dst)] = [datagrams, crc_fail, [0] * len(report["flows"][0]["types"]) if report["flows"] else []]
+        got[(src, dst)] = [datagrams, crc_mismatch, [0] * len(report["flows"][0]["types"]) if report["flows"] else []]
     for src, dst, type_id, n in db.execute(
         """
         select endpoint(src_ip, src_port), endpoint(dst_ip, dst_port), type_id, count(*)

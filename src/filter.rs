@@ -68,7 +68,11 @@ enum Cmp {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Flag {
+    /// A CRC mismatch or a datagram too short for a CRC (`crc.fail`).
     CrcFail,
+    /// A CRC mismatch (`crc_mismatch`, as analyze counts it), and too short for one.
+    CrcMismatch,
+    TooShort,
     CrcOk,
     Frag,
     IpFrag,
@@ -1096,7 +1100,7 @@ impl FieldPath {
 }
 
 const BUILTIN_FIELDS: &str = "type seq size frame time gap rtt frag.id frag.count ack ack_bits frame.len frame.cap_len udp.srcport udp.dstport udp.port udp.length ip.src ip.dst ip.addr ip.ttl ip.flags.df eth.src vlan.id (and Wireshark's other eth/vlan/ip/ipv6/udp header fields)";
-const FLAGS: &str = "crc.fail crc.ok frag reassembled ipfrag malformed over-budget truncated game late dup gap replayed mac_failure eth vlan ip ipv6 udp";
+const FLAGS: &str = "crc_ok crc_mismatch too_short crc.fail frag reassembled ip_fragmented malformed over_budget truncated game late dup gap replayed mac_failure eth vlan ip ipv6 udp";
 
 /// Built-in names compared with a value, for "did you mean".
 const FIELD_NAMES: &[&str] = &[
@@ -1126,13 +1130,15 @@ const FIELD_NAMES: &[&str] = &[
 ];
 /// Built-in names that stand alone (flags, and the address words).
 const FLAG_NAMES: &[&str] = &[
+    "crc_mismatch",
+    "crc_ok",
+    "too_short",
     "crc.fail",
-    "crc.ok",
     "frag",
     "reassembled",
-    "ipfrag",
+    "ip_fragmented",
     "malformed",
-    "over-budget",
+    "over_budget",
     "truncated",
     "game",
     "late",
@@ -1180,9 +1186,11 @@ fn is_cmp(t: &str) -> bool {
 fn flag_named(word: &str) -> Option<Flag> {
     Some(match word {
         "crc.fail" | "crc.bad" => Flag::CrcFail,
-        "crc.ok" | "ok" => Flag::CrcOk,
+        "crc_mismatch" => Flag::CrcMismatch,
+        "too_short" => Flag::TooShort,
+        "crc_ok" | "crc.ok" | "ok" => Flag::CrcOk,
         "frag" | "fragment" => Flag::Frag,
-        "ipfrag" | "ip.frag" => Flag::IpFrag,
+        "ip_fragmented" | "ipfrag" | "ip.frag" => Flag::IpFrag,
         "malformed" => Flag::Malformed,
         "over-budget" | "over_budget" | "oversize" => Flag::OverBudget,
         "truncated" => Flag::Truncated,
@@ -1424,6 +1432,8 @@ fn eval(n: &Node, f: &PacketEvent, cx: &Context) -> bool {
         Node::Or(a, b) => eval(a, f, cx) || eval(b, f, cx),
         Node::Flag(flag) => match flag {
             Flag::CrcFail => f.status.crc_failed(),
+            Flag::CrcMismatch => f.status == crate::engine::Status::CrcMismatch,
+            Flag::TooShort => f.status == crate::engine::Status::TooShort,
             Flag::CrcOk => f.crc_ok(),
             Flag::Frag => f.fragment.is_some(),
             Flag::IpFrag => f.ip_fragments > 1,

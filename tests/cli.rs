@@ -14,7 +14,7 @@ fn quick_start_needs_no_configuration() {
         out.starts_with("Protocol id 0x55667788 identified from the traffic"),
         "{out}"
     );
-    assert!(out.contains("│ crc ok                    ┆ 1156"), "{out}");
+    assert!(out.contains("│ crc_ok                    ┆ 1156"), "{out}");
 }
 
 #[test]
@@ -140,7 +140,7 @@ fn dissect_filters_and_shows_reassembled_packets() {
         out.contains("[packet reassembled from 3 fragments, completed by this frame]\n[fragments in frames"),
         "{out}"
     );
-    assert!(out.contains("article type 2 (B), sequence 100, CRC ok"), "{out}");
+    assert!(out.contains("article type 2 (B), sequence 100, crc_ok"), "{out}");
     // A reassembled packet is an event like any other: filters see its type and size.
     let (code, out, _) = gpcap(&[
         "dissect",
@@ -478,7 +478,7 @@ fn gen_leaves_nothing_behind_when_it_fails() {
 fn a_wrong_protocol_id_gets_the_identified_one_as_a_hint() {
     let (code, out, err) = gpcap(&["analyze", "--protocol-id", "0x12345678", "captures/clean.pcap"]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("│ crc ok                    ┆ 0"), "{out}");
+    assert!(out.contains("│ crc_ok                    ┆ 0"), "{out}");
     assert!(
         err.contains("no datagram passed the CRC with protocol id 0x12345678")
             && err.contains("validate with 0x55667788")

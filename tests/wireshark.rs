@@ -192,7 +192,7 @@ fn the_tree_starts_with_the_frame_and_its_headers() {
     assert!(out.contains("= Don't fragment: Set"), "{out}");
     assert!(out.contains("\nUser Datagram Protocol, Src Port: 50000, Dst Port: 40000\n"), "{out}");
     assert!(out.contains("Length: 177"), "{out}");
-    assert!(out.contains("article type 2 (B), sequence 65513, CRC ok, 169 bytes"), "{out}");
+    assert!(out.contains("article type 2 (B), sequence 65513, crc_ok, 169 bytes"), "{out}");
 }
 
 /// "Did you mean" answers with a name of the same kind that is near: a packet type for

@@ -109,6 +109,13 @@ fn render_capture(out: &mut String, c: &crate::analysis::CaptureSummary) {
         ),
         ("icmp too-big", c.icmp_too_big.to_string()),
     ];
+    if !c.vlans.is_empty() {
+        let mut vlans: Vec<String> = c.vlans.iter().take(8).map(|(id, n)| format!("{id} ({n} frames)")).collect();
+        if c.vlans.len() > 8 {
+            vlans.push(format!("and {} more", c.vlans.len() - 8));
+        }
+        rows.push(("802.1Q VLANs", vlans.join(", ")));
+    }
     if !c.not_udp.is_empty() {
         rows.push((
             "not udp",
@@ -146,7 +153,7 @@ pub fn render_conversations(r: &crate::analysis::Conversations) -> String {
     let mut out = String::new();
     render_capture(&mut out, &r.capture);
     let _ = writeln!(out, "UDP conversations");
-    let mut t = table(&[&["conversation"], &TRAFFIC[..], &["p50 size", "ip-frag"]].concat());
+    let mut t = table(&[&["conversation"], &TRAFFIC[..], &["p50 size", "ip_fragmented"]].concat());
     const SHOWN: usize = 40;
     for crate::analysis::Conversation(f) in r.conversations.iter().take(SHOWN) {
         let mut row = traffic_cells(f);
@@ -182,6 +189,26 @@ pub fn render(r: &Report) -> String {
     out.push_str(&render_mtu(r));
     out.push_str(&super::layers::render(r));
     out
+}
+
+/// The mismatches, and how many are on flows whose mismatches validate with another
+/// protocol id: another protocol or version, not damage.
+fn crc_mismatch_text(r: &Report) -> String {
+    let n = r.validation.crc_mismatch;
+    let other: Vec<&crate::analysis::FlowStats> = r.flows.iter().filter(|f| f.crc_other_id.is_some()).collect();
+    if other.is_empty() {
+        return n.to_string();
+    }
+    let on: u64 = other.iter().map(|f| f.crc_fail).sum();
+    let mut ids: Vec<&str> = other.iter().filter_map(|f| f.crc_other_id.as_ref()).map(|o| o.id.as_str()).collect();
+    ids.sort();
+    ids.dedup();
+    format!(
+        "{n} ({on} on {} whose mismatches validate with protocol id {}: another protocol or version, not damage; {} other)",
+        super::count(other.len() as u64, "flow"),
+        ids.join(", "),
+        n.saturating_sub(on)
+    )
 }
 
 /// Protocol validation: what was examined and how it validated.
@@ -224,9 +251,9 @@ fn render_validation(out: &mut String, r: &Report) {
             },
         ),
         ("datagrams examined", v.examined.to_string()),
-        ("crc ok", v.crc_ok.to_string()),
-        ("crc mismatch", v.crc_mismatch.to_string()),
-        ("too short", v.too_short.to_string()),
+        ("crc_ok", v.crc_ok.to_string()),
+        ("crc_mismatch", crc_mismatch_text(r)),
+        ("too_short", v.too_short.to_string()),
         ("truncated (not validated)", v.truncated.to_string()),
         ("packets", v.packets.to_string()),
         ("fragments", v.fragments.to_string()),
@@ -238,7 +265,7 @@ fn render_validation(out: &mut String, r: &Report) {
         rows.insert(2, ("validation", rule.clone()));
         if v.crc_unverified > 0 {
             rows.push((
-                "crc unverified",
+                "crc_unverified",
                 format!(
                     "{} (the value standing in the checksum was never sent in their conversation)",
                     v.crc_unverified
@@ -250,7 +277,7 @@ fn render_validation(out: &mut String, r: &Report) {
             2,
             (
                 "validation",
-                "no checksum declared: a datagram on the ports whose header reads cleanly (counted as \"crc ok\")".into(),
+                "no checksum declared: a datagram on the ports whose header reads cleanly (counted as \"crc_ok\")".into(),
             ),
         );
     }
@@ -269,7 +296,7 @@ fn render_validation(out: &mut String, r: &Report) {
             })
             .collect();
         rows.push((
-            "wrong direction",
+            "wrong_direction",
             if worst.is_empty() {
                 "0 (every packet type came from the side it is declared from)".into()
             } else {
@@ -288,7 +315,7 @@ fn render_flows(out: &mut String, r: &Report) {
         &[
             &["flow"],
             &TRAFFIC[..],
-            &["crc ok", "crc fail", "lost", "dup", "late", "frags", "ip-frag"],
+            &["crc_ok", "crc_mismatch", "lost", "dup", "late", "frags", "ip_fragmented"],
         ]
         .concat(),
     );
@@ -323,10 +350,19 @@ fn render_flows(out: &mut String, r: &Report) {
             crate::engine::seq::MAX_JUMP
         );
     }
+    for f in r.flows.iter().filter(|f| f.crc_other_id.is_some()) {
+        if let Some(o) = &f.crc_other_id {
+            let _ = writeln!(
+                out,
+                "({} → {}: {} of its first {} crc_mismatch datagrams validate with protocol id {}: another protocol or version on the ports, not damage)",
+                f.src, f.dst, o.matching, o.sampled, o.id
+            );
+        }
+    }
     if let Some(u) = &r.untracked {
         let _ = writeln!(
             out,
-            "({} datagrams of flows past the flow table were validated and counted together — {} CRC ok, {} CRC mismatch, {} malformed — without sequence or reassembly analysis)",
+            "({} datagrams of flows past the flow table were validated and counted together — {} crc_ok, {} crc_mismatch, {} malformed — without sequence or reassembly analysis)",
             r.capture.flows_not_tracked, u.crc_ok, u.crc_fail, u.malformed
         );
     }
@@ -551,7 +587,7 @@ fn reassembly_rows(a: &crate::analysis::ReassemblyReport) -> Vec<(&'static str, 
         (
             "reassembled",
             format!(
-                "{} ({} dissected ok, {} malformed, {} crc fail)",
+                "{} ({} dissected ok, {} malformed, {} crc_mismatch)",
                 a.completed, a.dissected_ok, a.malformed, a.crc_fail
             ),
         ),
@@ -579,7 +615,7 @@ fn reassembly_rows(a: &crate::analysis::ReassemblyReport) -> Vec<(&'static str, 
         (
             "refused fragments",
             format!(
-                "id out of range {}, count out of range {}, count changed {}, oversize {}, short non-last {}, duplicate {}, stale {}{}",
+                "id_out_of_range {}, count_out_of_range {}, count_changed {}, oversize {}, short_non_last {}, duplicate {}, stale {}{}",
                 at.id_out_of_range,
                 at.count_out_of_range,
                 at.count_changed,
@@ -589,14 +625,14 @@ fn reassembly_rows(a: &crate::analysis::ReassemblyReport) -> Vec<(&'static str, 
                 at.stale,
                 match at.offset_past_total {
                     0 => String::new(),
-                    n => format!(", offset past total {n}"),
+                    n => format!(", offset_past_total {n}"),
                 }
             ),
         ),
         (
             "packets given up",
             format!(
-                "evicted incomplete {}, evicted for memory {}, incomplete at end {}",
+                "evicted_incomplete {}, evicted_for_memory {}, incomplete_at_end {}",
                 at.evicted_incomplete, at.evicted_for_memory, at.incomplete_at_end
             ),
         ),
@@ -651,6 +687,13 @@ fn amplification(out: &mut String, r: &Report) {
     }
     right(&mut t, 0);
     let _ = writeln!(out, "{t}");
+    if a.rows.iter().any(|x| x.seen < crate::analysis::MIN_SAMPLE && x.seen > 0) {
+        let _ = writeln!(
+            out,
+            "(amplification `-`: fewer than {} packets of that fragment count were seen, too few to compare; lost and its interval say what there is)",
+            crate::analysis::MIN_SAMPLE
+        );
+    }
     if let Some(f) = &a.finding {
         let _ = writeln!(out, "Finding: {f}");
     }
@@ -659,23 +702,43 @@ fn amplification(out: &mut String, r: &Report) {
 
 const SHOWN_SIZES: usize = 40;
 
+/// The IP-fragmented game datagrams, and those the link MTU does not explain: fragmented
+/// at a smaller MTU on their path (the fragments show it).
+fn ip_fragmented_text(m: &crate::analysis::MtuReport) -> String {
+    let within = m.ip_fragmented_within_link_mtu;
+    match m.fragment_mtu {
+        Some(f) if within > 0 => format!(
+            "{} ({within} of them within the link MTU of {}: fragmented at {f} bytes, the largest IP fragment — the path's MTU is smaller; --link-mtu {f} counts against it)",
+            m.ip_fragmented, m.link_mtu
+        ),
+        Some(f) => format!("{} (fragmented at {f} bytes, the largest IP fragment)", m.ip_fragmented),
+        None => m.ip_fragmented.to_string(),
+    }
+}
+
 /// MTU diagnosis.
 pub(crate) fn render_mtu(r: &Report) -> String {
     let mut out = String::new();
     let m = &r.mtu;
+    let seen = match m.fragment_mtu {
+        Some(f) if f < m.link_mtu && m.ip_fragmented_within_link_mtu > 0 => {
+            format!("; the IP fragments show {f}")
+        }
+        _ => String::new(),
+    };
     let _ = writeln!(
         out,
-        "MTU diagnosis (budget {} bytes, link MTU {})",
+        "MTU diagnosis (budget {} bytes, link MTU {}{seen})",
         m.budget, m.link_mtu
     );
     warn(&mut out, r, "the sizes before loss bursts");
     let rows = vec![
-        ("udp payloads over budget", m.over_budget.to_string()),
+        ("udp payloads over_budget", m.over_budget.to_string()),
         (
             "ip datagrams over link MTU",
             format!("{} ({} with don't-fragment)", m.over_link_mtu, m.df_over_link_mtu),
         ),
-        ("ip-fragmented game datagrams", m.ip_fragmented.to_string()),
+        ("ip_fragmented game datagrams", ip_fragmented_text(m)),
         (
             "ip datagrams never reassembled",
             m.ip_never_reassembled.to_string(),
@@ -691,7 +754,7 @@ pub(crate) fn render_mtu(r: &Report) -> String {
                 "no loss bursts".into()
             } else {
                 format!(
-                    "{}: mean {:.0} B, {} over budget before; mean {:.0} B, {} over budget otherwise",
+                    "{}: mean {:.0} B, {} over_budget before; mean {:.0} B, {} over_budget otherwise",
                     super::count(m.bursts.bursts, "burst"),
                     m.bursts.before_mean_size,
                     pct(m.bursts.before_over_budget),
@@ -707,8 +770,10 @@ pub(crate) fn render_mtu(r: &Report) -> String {
         rows.push((
             "sequence gaps after an ICMP",
             format!(
-                "{} of the {} gaps follow a datagram over the path MTU",
-                m.gaps_after_path_mtu, m.gaps
+                "{} of the {} gaps follow a datagram over the path MTU (a gap is a run of lost sequences: {} sequences lost in all)",
+                m.gaps_after_path_mtu,
+                m.gaps,
+                r.flows.iter().map(|f| f.seq.lost).sum::<u64>()
             ),
         ));
     }
@@ -742,7 +807,7 @@ pub(crate) fn render_mtu(r: &Report) -> String {
         game.truncate(SHOWN_SIZES);
     }
     if !game.is_empty() {
-        let mut t = table(&["flow", "p50", "p95", "p99", "max", "over budget", "ip-fragmented"]);
+        let mut t = table(&["flow", "p50", "p95", "p99", "max", "over_budget", "ip_fragmented"]);
         for f in game {
             t.add_row(vec![
                 f.id().to_string(),

@@ -286,11 +286,11 @@ impl<W: Write> Printer<W> {
     /// What the checksum said, in words.
     fn crc_text(&self, e: &PacketEvent) -> String {
         match e.crc {
-            Some(CrcStatus::Ok) => "CRC ok".to_string(),
+            Some(CrcStatus::Ok) => "crc_ok".to_string(),
             Some(CrcStatus::Mismatch { stored, computed }) => {
-                format!("CRC MISMATCH (stored 0x{stored:08x}, expected 0x{computed:08x})")
+                format!("crc_mismatch (stored 0x{stored:08x}, expected 0x{computed:08x})")
             }
-            Some(CrcStatus::TooShort { len }) => format!("too short for a CRC ({len} bytes)"),
+            Some(CrcStatus::TooShort { len }) => format!("too_short for a CRC ({len} bytes)"),
             None if e.status == crate::engine::Status::Truncated => "truncated, not validated".into(),
             None if self
                 .program
@@ -299,7 +299,7 @@ impl<W: Write> Printer<W> {
             {
                 "no checksum".into()
             }
-            None => "CRC not checked".into(),
+            None => "crc not checked".into(),
         }
     }
 

@@ -424,7 +424,7 @@ impl App {
             return said(format!("reassembled from {} fragments", r.frag_count));
         }
         if r.has(status::CRC_FAIL) {
-            return said("CRC mismatch: not the protocol's, or damaged".into());
+            return said("crc_mismatch: not the protocol's, or damaged".into());
         }
         if r.frag_count > 0 {
             return said(format!(
