@@ -159,3 +159,36 @@ fn prompts_show_their_errors_and_typing_replaces_the_offered_name() {
         "typed over the offered name:\n{typed}"
     );
 }
+
+/// `analyze` on an 80-column terminal fits its tables to it (the width is the tty's), and
+/// piped it prints them whole, as tshark's output to a pipe is never folded.
+#[test]
+fn analyze_fits_the_terminal_and_not_a_pipe() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        common::skipped(module_path!(), "tmux is not installed");
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_gpcap");
+    let root = env!("CARGO_MANIFEST_DIR");
+    let session = format!("gpcap-e2e-width-{}", std::process::id());
+    let cmd = format!(
+        "cd {root} && {bin} analyze captures/mtu-df.pcap -d dissectors/article.kdl; echo DONE; sleep 30"
+    );
+    tmux(&["new-session", "-d", "-s", &session, "-x", "80", "-y", "200", &cmd]);
+    let screen = wait_for(&session, "DONE");
+    let history = tmux(&["capture-pane", "-p", "-J", "-S", "-1000", "-t", &session]);
+    let _ = tmux(&["kill-session", "-t", &session]);
+    assert!(screen.contains("DONE"), "{screen}");
+    assert!(history.contains("(left out for 80 columns: secs, kbit/s"), "{history}");
+    for line in history.lines() {
+        assert!(line.chars().count() <= 80, "{} columns: {line}", line.chars().count());
+    }
+    let piped = Command::new(bin)
+        .current_dir(root)
+        .args(["analyze", "captures/mtu-df.pcap", "-d", "dissectors/article.kdl"])
+        .output()
+        .unwrap();
+    let piped = String::from_utf8_lossy(&piped.stdout);
+    assert!(!piped.contains("left out for"), "{piped}");
+    assert!(piped.lines().any(|l| l.chars().count() > 120));
+}

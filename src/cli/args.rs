@@ -85,6 +85,9 @@ pub enum Command {
         /// Print the identification as JSON.
         #[arg(long)]
         json: bool,
+        /// Tables with every column, as wide as they are (default on a terminal: its width).
+        #[arg(long)]
+        wide: bool,
     },
 }
 
@@ -93,6 +96,11 @@ pub struct AnalyzeArgs {
     /// pcap or pcapng files (gzip-compressed ones too); `-` or a FIFO is read once.
     #[arg(required = true)]
     pub captures: Vec<PathBuf>,
+    /// Tables with every column, as wide as they are. On a terminal they are fitted to
+    /// its width (columns left out by priority, long cells wrapped, said under each
+    /// table); to a file or a pipe they are always whole.
+    #[arg(long)]
+    pub wide: bool,
     #[command(flatten)]
     pub protocol: ProtocolArgs,
     /// Print the report as JSON (schema in docs/json.md).
@@ -319,6 +327,10 @@ pub struct LiveArgs {
     /// Bytes kept of each frame (64 to 262144).
     #[arg(long, default_value_t = 65535, value_parser = clap::value_parser!(i32).range(64..=262144))]
     pub snaplen: i32,
+    /// Report tables with every column, as wide as they are (default on a terminal: its
+    /// width).
+    #[arg(long)]
+    pub wide: bool,
     /// Print reports instead of opening the terminal UI.
     #[arg(long = "no-tui")]
     pub no_tui: bool,

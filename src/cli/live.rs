@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 pub fn run(a: &LiveArgs) -> Result<ExitCode> {
+    super::set_wide(a.wide);
     let Some(source) = a.iface.clone().filter(|_| !a.list) else {
         let list = interfaces().map_err(Error::Usage)?;
         for i in list {
@@ -269,7 +270,7 @@ fn report_until_stopped(
                 stats_line_with(s, Some(r.capture.frames)),
                 if last { " (final)" } else { "" }
             );
-            out!("{}", present::tables::render(r));
+            out!("{}", present::tables::fitted(super::table_width(), || present::tables::render(r)));
         }
     };
     while !over() && cap.is_running() {

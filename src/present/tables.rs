@@ -1,8 +1,120 @@
-//! The analysis report as comfy-table tables.
+//! The analysis report as comfy-table tables, fitted to a width when there is one (a
+//! terminal's): columns left out by each table's stated priority, then long cells
+//! wrapped — numbers are never cut — and a line under the table naming what was left out.
 
 use crate::analysis::Report;
-use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets};
+use comfy_table::{Cell, CellAlignment, ColumnConstraint, ContentArrangement, Table, presets};
+use std::cell::Cell as Shared;
 use std::fmt::Write;
+
+thread_local! {
+    /// The width tables are fitted to while rendering (`None`: as wide as they are).
+    static WIDTH: Shared<Option<usize>> = const { Shared::new(None) };
+}
+
+/// Runs `f` with tables fitted to `width` columns (`None`: every column, as wide as it
+/// needs: `--wide`, or output that is not a terminal).
+pub fn with_width<T>(width: Option<usize>, f: impl FnOnce() -> T) -> T {
+    let before = WIDTH.with(|w| w.replace(width.map(|w| w.max(40))));
+    let out = f();
+    WIDTH.with(|w| w.set(before));
+    out
+}
+
+/// The whole report fitted to `width` (see [`fitted`]).
+pub fn render_at(r: &Report, width: Option<usize>) -> String {
+    fitted(width, || render(r))
+}
+
+/// What `render` writes, fitted to `width`: its tables (see [`with_width`]) and its lines
+/// of prose, folded at spaces with their indentation kept.
+pub fn fitted(width: Option<usize>, render: impl FnOnce() -> String) -> String {
+    let text = with_width(width, render);
+    let Some(width) = width.map(|w| w.max(40)) else {
+        return text;
+    };
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches('\n');
+        let table = body.starts_with(['┌', '│', '├', '╞', '└']);
+        if table || body.chars().count() <= width {
+            out.push_str(line);
+            continue;
+        }
+        let indent: String = body.chars().take_while(|c| *c == ' ').collect();
+        let room = width.saturating_sub(indent.len()).max(20);
+        for part in super::wrap(body.trim_start(), room) {
+            let _ = writeln!(out, "{indent}{part}");
+        }
+        if !line.ends_with('\n') {
+            out.pop();
+        }
+    }
+    out
+}
+
+/// A table as text, fitted to the width in force: the columns of `drop` left out in that
+/// order until it fits (never the first), then the widest text columns wrapped; the
+/// columns left out are named under it.
+pub(crate) fn shown(mut t: Table, drop: &[usize]) -> String {
+    let Some(width) = WIDTH.with(Shared::get) else {
+        return t.to_string();
+    };
+    let widths = t.column_max_content_widths();
+    let mut shown: Vec<bool> = vec![true; widths.len()];
+    let total = |shown: &[bool]| -> usize {
+        let cols = shown.iter().filter(|s| **s).count();
+        widths.iter().zip(shown).filter(|(_, s)| **s).map(|(w, _)| *w as usize + 2).sum::<usize>() + cols + 1
+    };
+    let names: Vec<String> = t
+        .header()
+        .map(|h| h.cell_iter().map(|c| c.content()).collect())
+        .unwrap_or_default();
+    let mut left_out = Vec::new();
+    for &k in drop {
+        if total(&shown) <= width {
+            break;
+        }
+        if k == 0 || k >= shown.len() {
+            continue;
+        }
+        shown[k] = false;
+        if let Some(c) = t.column_mut(k) {
+            c.set_constraint(ColumnConstraint::Hidden);
+        }
+        left_out.push(names.get(k).cloned().unwrap_or_default());
+    }
+    if total(&shown) > width {
+        // Numbers keep their width; text columns wrap into what is left.
+        let numeric: Vec<bool> = (0..widths.len()).map(|k| numbers_only(&t, k)).collect();
+        for (k, n) in numeric.iter().enumerate() {
+            if *n && shown[k] && let Some(c) = t.column_mut(k) {
+                c.set_constraint(ColumnConstraint::ContentWidth);
+            }
+        }
+        t.set_content_arrangement(ContentArrangement::Dynamic);
+        t.set_width(width.min(u16::MAX as usize) as u16);
+    }
+    let mut out = t.to_string();
+    if !left_out.is_empty() {
+        let _ = write!(
+            out,
+            "\n(left out for {width} columns: {}; --wide shows every column)",
+            left_out.join(", ")
+        );
+    }
+    out
+}
+
+/// Whether every cell of column `k` (the header aside) is a number, a percentage, a
+/// ratio or `-`: what must never be wrapped.
+fn numbers_only(t: &Table, k: usize) -> bool {
+    t.column_cells_iter(k).flatten().all(|c| {
+        c.content()
+            .chars()
+            .all(|ch| ch.is_ascii_digit() || ".-%×() –".contains(ch))
+    })
+}
 
 pub(crate) fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
@@ -25,14 +137,15 @@ fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
 }
 
-fn kv(rows: &[(&str, String)]) -> Table {
+/// Two columns, a name and its value, fitted to the width in force (values wrap).
+fn kv(rows: &[(&str, String)]) -> String {
     let mut t = Table::new();
     t.load_style(presets::UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Disabled);
     for (k, v) in rows {
         t.add_row(vec![k.to_string(), v.clone()]);
     }
-    t
+    shown(t, &[])
 }
 
 /// The fit's warning above a table whose figures rest on it.
@@ -161,7 +274,7 @@ pub fn render_conversations(r: &crate::analysis::Conversations) -> String {
         t.add_row(row);
     }
     right(&mut t, 1);
-    let _ = writeln!(out, "{t}");
+    let _ = writeln!(out, "{}", shown(t, &[3, 5, 7, 2, 6, 8, 4]));
     more_rows(&mut out, r.conversations.len(), SHOWN, "conversations");
     let _ = writeln!(out, "\n{}", r.note);
     out
@@ -339,7 +452,8 @@ fn render_flows(out: &mut String, r: &Report) {
         t.add_row(row);
     }
     right(&mut t, 1);
-    let _ = writeln!(out, "{t}");
+    // Left out first: the rates and sizes (the JSON has them), then the rarer verdicts.
+    let _ = writeln!(out, "{}", shown(t, &[3, 5, 2, 6, 7, 4, 12, 13, 10]));
     more_rows(out, r.flows.len(), SHOWN, "flows");
     let jumps: u64 = r.flows.iter().map(|f| f.seq.jumps).sum();
     if jumps > 0 {
@@ -393,7 +507,7 @@ fn render_types(out: &mut String, r: &Report) {
         }
         right(&mut t, 2);
         right(&mut t, 3);
-        let _ = writeln!(out, "{t}");
+        let _ = writeln!(out, "{}", shown(t, &[]));
         let _ = writeln!(
             out,
             "(datagrams as received, fragments as their own type; reassembled packets by the type of the whole packet)\n"
@@ -410,7 +524,7 @@ fn render_malformed(out: &mut String, r: &Report) {
             t.add_row(vec![k.clone(), n.to_string()]);
         }
         right(&mut t, 1);
-        let _ = writeln!(out, "{t}");
+        let _ = writeln!(out, "{}", shown(t, &[]));
     }
 }
 
@@ -447,7 +561,7 @@ fn render_streams(out: &mut String, r: &Report) {
     }
     right(&mut t, 2);
     let _ = writeln!(out, "Message streams");
-    let _ = writeln!(out, "{t}");
+    let _ = writeln!(out, "{}", shown(t, &[2, 5]));
     let _ = writeln!(
         out,
         "(a counter per flow, stream and key value — `flows[].streams` in JSON; lost: sequences skipped and never seen, dup: extra copies)\n"
@@ -467,7 +581,7 @@ fn render_messages(out: &mut String, m: &crate::analysis::MessageReport) {
         t.add_row(vec!["(header unreadable)".into(), m.unreadable.to_string()]);
     }
     right(&mut t, 1);
-    let _ = writeln!(out, "{t}");
+    let _ = writeln!(out, "{}", shown(t, &[]));
     let several: u64 = m
         .per_datagram
         .iter()
@@ -532,7 +646,7 @@ pub(crate) fn render_acks(r: &Report) -> String {
     for c in 1..10 {
         right(&mut t, c);
     }
-    let _ = writeln!(out, "{t}");
+    let _ = writeln!(out, "{}", shown(t, &[9, 8, 7, 1, 2, 5]));
     more_rows(&mut out, flows.len(), 40, "flows");
     let end: u64 = flows
         .iter()
@@ -686,7 +800,7 @@ fn amplification(out: &mut String, r: &Report) {
         ]);
     }
     right(&mut t, 0);
-    let _ = writeln!(out, "{t}");
+    let _ = writeln!(out, "{}", shown(t, &[7, 2, 5]));
     if a.rows.iter().any(|x| x.seen < crate::analysis::MIN_SAMPLE && x.seen > 0) {
         let _ = writeln!(
             out,
@@ -799,7 +913,7 @@ pub(crate) fn render_mtu(r: &Report) -> String {
                 i.quoted_ip_len.map(|x| x.to_string()).unwrap_or_default(),
             ]);
         }
-        let _ = writeln!(out, "{t}");
+        let _ = writeln!(out, "{}", shown(t, &[1]));
     }
     let mut game: Vec<_> = r.flows.iter().filter(|f| f.is_game()).collect();
     if game.len() > SHOWN_SIZES {
@@ -820,7 +934,7 @@ pub(crate) fn render_mtu(r: &Report) -> String {
             ]);
         }
         right(&mut t, 1);
-        let _ = writeln!(out, "Payload sizes per flow\n{t}");
+        let _ = writeln!(out, "Payload sizes per flow\n{}", shown(t, &[3, 2]));
     }
     out
 }
@@ -851,7 +965,7 @@ pub fn render_identification(id: &crate::identify::Identification) -> String {
             c.sequence_increments.map(pct).unwrap_or_else(|| "-".into()),
         ]);
     }
-    let _ = writeln!(out, "{t}");
+    let _ = writeln!(out, "{}", shown(t, &[4]));
     for c in &id.candidates {
         let mut t = table(&["flow", "sampled", "valid", "share"]);
         for f in &c.flows {
@@ -863,7 +977,7 @@ pub fn render_identification(id: &crate::identify::Identification) -> String {
             ]);
         }
         right(&mut t, 1);
-        let _ = writeln!(out, "Flows validated by {}\n{t}", c.protocol_id);
+        let _ = writeln!(out, "Flows validated by {}\n{}", c.protocol_id, shown(t, &[1]));
     }
     out
 }
