@@ -909,3 +909,37 @@ fn dissect_count_stops_after_n_packets_and_write_takes_only_those_shown() {
     assert_eq!(code, 2, "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Traffic that is not the game's is named by its well-known ports, as Wireshark names
+/// it (a new user saw DNS as `udp  udp`): the conversations of a capture without a game
+/// protocol, in text and JSON.
+#[test]
+fn conversations_name_well_known_services() {
+    let dir = std::env::temp_dir().join(format!("gpcap-services-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("services.pcap");
+    let a: std::net::SocketAddr = "10.0.0.1:53124".parse().unwrap();
+    let dns: std::net::SocketAddr = "10.0.0.53:53".parse().unwrap();
+    let quic: std::net::SocketAddr = "10.0.0.9:443".parse().unwrap();
+    let other: std::net::SocketAddr = "10.0.0.7:41999".parse().unwrap();
+    let mut datagrams = Vec::new();
+    for k in 0..6u8 {
+        datagrams.push((a, dns, vec![k; 30]));
+        datagrams.push((a, quic, vec![k; 1200]));
+        datagrams.push((a, other, vec![k; 60]));
+    }
+    common::udp_capture(&path, datagrams);
+    let p = path.to_str().unwrap();
+    let (_, text, err) = common::gpcap_run(&["analyze", p]);
+    assert!(text.contains("UDP conversations"), "{text}{err}");
+    let row = |port: &str| text.lines().find(|l| l.contains(port)).unwrap_or_default().to_string();
+    assert!(row("10.0.0.53:53").contains("DNS"), "{text}");
+    assert!(row("10.0.0.9:443").contains("QUIC"), "{text}");
+    assert!(row("10.0.0.7:41999").contains("┆ -       │"), "{text}");
+    let (_, json, _) = common::gpcap_run(&["analyze", p, "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let services: Vec<&serde_json::Value> = v["conversations"].as_array().unwrap().iter().map(|c| &c["service"]).collect();
+    assert!(services.contains(&&serde_json::json!("DNS")) && services.contains(&&serde_json::json!("QUIC")));
+    assert!(services.contains(&&serde_json::Value::Null));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -933,3 +933,15 @@ fn a_header_field_becomes_a_wireshark_filter() {
     assert_eq!(a.filter.text, "ip.ttl == 64");
     assert_eq!(a.view.len(), all);
 }
+
+/// A datagram that is not the game's shows its well-known service in the Type and Info
+/// columns (it read `udp  udp`).
+#[test]
+fn other_udp_rows_name_their_service() {
+    let mut a = app("article.pcap", "article.kdl");
+    keys(&mut a, "/ text:udp.port~==~53 Enter");
+    assert!(!a.view.is_empty());
+    let s = screen(&mut a, 200, 50);
+    let row = s.lines().find(|l| l.contains(":53 ")).unwrap_or_default();
+    assert!(row.contains(" DNS ") && row.contains("DNS (udp") && row.contains("other_udp"), "{s}");
+}

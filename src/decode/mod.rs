@@ -3,6 +3,7 @@
 
 pub mod headers;
 pub(crate) mod ipfrag;
+pub mod services;
 pub(crate) mod link;
 
 pub use ipfrag::IpDefrag;

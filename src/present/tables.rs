@@ -266,14 +266,19 @@ pub fn render_conversations(r: &crate::analysis::Conversations) -> String {
     let mut out = String::new();
     render_capture(&mut out, &r.capture);
     let _ = writeln!(out, "UDP conversations");
-    let mut t = table(&[&["conversation"], &TRAFFIC[..], &["p50 size", "ip_fragmented"]].concat());
+    let mut t = table(&[&["conversation"], &TRAFFIC[..], &["p50 size", "ip_fragmented", "service"]].concat());
     const SHOWN: usize = 40;
     for crate::analysis::Conversation(f) in r.conversations.iter().take(SHOWN) {
         let mut row = traffic_cells(f);
         row.extend([f.sizes.p50.to_string(), f.ip_fragmented.to_string()]);
+        // The well-known service on its ports, as Wireshark would name it.
+        row.push(crate::decode::services::service(f.src.port(), f.dst.port()).unwrap_or("-").to_string());
         t.add_row(row);
     }
     right(&mut t, 1);
+    if let Some(c) = t.column_mut(9) {
+        c.set_cell_alignment(CellAlignment::Left);
+    }
     let _ = writeln!(out, "{}", shown(t, &[3, 5, 7, 2, 6, 8, 4]));
     more_rows(&mut out, r.conversations.len(), SHOWN, "conversations");
     let _ = writeln!(out, "\n{}", r.note);

@@ -1141,7 +1141,7 @@ impl Serialize for Conversation {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         let f = &self.0;
-        let mut m = s.serialize_struct("Conversation", 13)?;
+        let mut m = s.serialize_struct("Conversation", 14)?;
         m.serialize_field("src", &f.src)?;
         m.serialize_field("dst", &f.dst)?;
         m.serialize_field("datagrams", &f.datagrams)?;
@@ -1155,6 +1155,8 @@ impl Serialize for Conversation {
         m.serialize_field("largest_ip", &f.largest_ip)?;
         m.serialize_field("ip_fragmented", &f.ip_fragmented)?;
         m.serialize_field("sizes", &f.sizes)?;
+        // The well-known service on its ports (`DNS`, `QUIC`, `STUN`), or null.
+        m.serialize_field("service", &crate::decode::services::service(f.src.port(), f.dst.port()))?;
         m.end()
     }
 }

@@ -435,6 +435,16 @@ impl App {
         if let Some(i) = ix.icmp.get(&row_index) {
             return said(i.info.clone());
         }
+        if r.has(status::OTHER_UDP) {
+            // What it is, by its ports, and that it is not the game's.
+            let f = ix.flows.get(r.flow as usize);
+            let service = f.and_then(|f| crate::decode::services::service(f.src.port(), f.dst.port()));
+            return said(match (service, f) {
+                (Some(s), Some(f)) => format!("{s} (udp {} → {}), not on the protocol's ports", f.src.port(), f.dst.port()),
+                (None, Some(f)) => format!("udp {} → {}, not on the protocol's ports", f.src.port(), f.dst.port()),
+                _ => "udp, not on the protocol's ports".into(),
+            });
+        }
         if !r.has(status::GAME) {
             return said(crate::tui::ui::status_of(&r).0.to_string());
         }

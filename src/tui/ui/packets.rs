@@ -29,6 +29,11 @@ fn cell(app: &mut App, ix: &Index, c: Column, row: u32, r: &Row, prev_ts: Option
             .unwrap_or_else(|| r.ptype.to_string()),
         // A datagram of messages (no packet type): the message types it holds.
         Column::Type if game_row(r) => app.message_types_of(ix, row).unwrap_or_default(),
+        // Not the game's: the well-known service on its ports (DNS, QUIC, STUN…).
+        Column::Type if r.has(status::OTHER_UDP) => flow
+            .and_then(|f| crate::decode::services::service(f.src.port(), f.dst.port()))
+            .unwrap_or("")
+            .to_string(),
         Column::Frag if r.has(status::REASSEMBLED) => format!("×{}", r.frag_count),
         // The id as the tree's `fragment_id` reads: from 0.
         Column::Frag if r.frag_count > 0 => format!("{} of {}", r.frag_id, r.frag_count),
