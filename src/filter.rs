@@ -412,7 +412,10 @@ impl<'a> Parser<'a> {
             self.pos -= 1;
             return self.dissected();
         };
-        if matches!(field, Field::Ack | Field::AckBits | Field::FrameLen | Field::CapLen) {
+        if matches!(
+            field,
+            Field::Ack | Field::AckBits | Field::FrameLen | Field::CapLen
+        ) {
             self.needs_engine = true;
         }
         if self.peek() == Some("in") {
@@ -503,7 +506,9 @@ impl<'a> Parser<'a> {
                 Holds::Mac => {
                     let macs: Option<Vec<[u8; 6]>> = set.iter().map(|(a, _)| wire::parse_mac(a)).collect();
                     let Some(macs) = macs else {
-                        return Err(self.err(format!("`{name} in {{…}}` takes MAC addresses, like 02:00:00:00:00:01")));
+                        return Err(self.err(format!(
+                            "`{name} in {{…}}` takes MAC addresses, like 02:00:00:00:00:01"
+                        )));
                     };
                     HeaderTest::MacIn(macs)
                 }
@@ -794,9 +799,7 @@ impl<'a> Parser<'a> {
             Some("matches") => {
                 self.pos += 1;
                 if !matches!(info.holds, Holds::Text | Holds::Bytes) {
-                    return Err(self.err(format!(
-                        "`{word}` is not text or bytes: `matches` does not apply"
-                    )));
+                    return Err(self.err(format!("`{word}` is not text or bytes: `matches` does not apply")));
                 }
                 match self.peek() {
                     Some(v) if v.starts_with('"') => {
@@ -945,7 +948,11 @@ impl<'a> Parser<'a> {
         let names: Vec<&'static str> = if self.compared() {
             FIELD_NAMES.iter().copied().chain(headers).collect()
         } else {
-            FLAG_NAMES.iter().copied().chain(wire::HEADER_WORDS.iter().copied()).collect()
+            FLAG_NAMES
+                .iter()
+                .copied()
+                .chain(wire::HEADER_WORDS.iter().copied())
+                .collect()
         };
         closest(&names, word).map(str::to_string)
     }
@@ -968,7 +975,16 @@ impl<'a> Parser<'a> {
             .map(|t| (crate::dissect::paths::distance(t, head), *t))
             .filter(|(_, t)| wire::plausible(head, t))
             .min_by_key(|(d, _)| *d)
-            .map(|(d, t)| (d, if rest.is_empty() { t.to_string() } else { format!("{t}.{rest}") }));
+            .map(|(d, t)| {
+                (
+                    d,
+                    if rest.is_empty() {
+                        t.to_string()
+                    } else {
+                        format!("{t}.{rest}")
+                    },
+                )
+            });
         let path = nearest(&self.paths, word)
             .filter(|n| wire::plausible(word, n) || n.ends_with(&format!(".{word}")))
             .map(|n| (crate::dissect::paths::distance(n, word), n.to_string()));
@@ -1481,7 +1497,9 @@ fn eval(n: &Node, f: &PacketEvent, cx: &Context) -> bool {
             }
         }
         Node::Compare(field, cmp, v) => {
-            let Some(x) = field_value(*field, f, cx) else { return *cmp == Cmp::Ne };
+            let Some(x) = field_value(*field, f, cx) else {
+                return *cmp == Cmp::Ne;
+            };
             ordered(*cmp, x.cmp(v))
         }
         Node::Dissected(t) => field_test(t, f),
@@ -1493,28 +1511,28 @@ fn eval(n: &Node, f: &PacketEvent, cx: &Context) -> bool {
 
 /// A built-in field's value in the packet (`None`: it has none).
 fn field_value(field: Field, f: &PacketEvent, cx: &Context) -> Option<i128> {
-            match field {
-                Field::Type => f.packet_type.map(i128::from),
-                Field::Seq => f.sequence.map(i128::from),
-                Field::Size => f.flow.map(|_| f.size as i128),
-                Field::Frame => Some(f.frame as i128),
-                Field::FragId => f.fragment.map(|x| x.id as i128),
-                Field::FragCount => f.fragment.map(|x| x.count as i128),
-                Field::Ack => f.ack.map(i128::from),
-                Field::AckBits => f.ack_bits.map(i128::from),
-                Field::SrcPort => f.flow.map(|fl| fl.src.port() as i128),
-                Field::DstPort => f.flow.map(|fl| fl.dst.port() as i128),
-                Field::Port => None,
-                Field::Time => Some(f.ts_ns as i128 - cx.origin as i128),
-                Field::Rtt => cx.settled(f).filter(|&us| us != Settled::NEVER).map(i128::from),
-                Field::Epoch => Some(f.ts_ns as i128),
-                Field::Gap => match f.seq_event {
-                    Some(SeqEvent::New { gap }) => Some(gap as i128),
-                    _ => None,
-                },
-                Field::FrameLen => Some(f.wire_len as i128),
-                Field::CapLen => Some(f.frame_data.len() as i128),
-            }
+    match field {
+        Field::Type => f.packet_type.map(i128::from),
+        Field::Seq => f.sequence.map(i128::from),
+        Field::Size => f.flow.map(|_| f.size as i128),
+        Field::Frame => Some(f.frame as i128),
+        Field::FragId => f.fragment.map(|x| x.id as i128),
+        Field::FragCount => f.fragment.map(|x| x.count as i128),
+        Field::Ack => f.ack.map(i128::from),
+        Field::AckBits => f.ack_bits.map(i128::from),
+        Field::SrcPort => f.flow.map(|fl| fl.src.port() as i128),
+        Field::DstPort => f.flow.map(|fl| fl.dst.port() as i128),
+        Field::Port => None,
+        Field::Time => Some(f.ts_ns as i128 - cx.origin as i128),
+        Field::Rtt => cx.settled(f).filter(|&us| us != Settled::NEVER).map(i128::from),
+        Field::Epoch => Some(f.ts_ns as i128),
+        Field::Gap => match f.seq_event {
+            Some(SeqEvent::New { gap }) => Some(gap as i128),
+            _ => None,
+        },
+        Field::FrameLen => Some(f.wire_len as i128),
+        Field::CapLen => Some(f.frame_data.len() as i128),
+    }
 }
 
 /// [`eval`] in three values: `None` where the field tree or the ack roles decide.

@@ -135,15 +135,27 @@ fn reports_fit_80_columns() {
         let (report, _) = analyze(capture, def);
         let text = gpcap::present::tables::render_at(&report, Some(80));
         for line in text.lines() {
-            assert!(line.chars().count() <= 80, "{capture}: {} columns: {line}", line.chars().count());
+            assert!(
+                line.chars().count() <= 80,
+                "{capture}: {} columns: {line}",
+                line.chars().count()
+            );
         }
-        assert!(text.contains("(left out for 80 columns: secs, kbit/s"), "{capture}:\n{text}");
+        assert!(
+            text.contains("(left out for 80 columns: secs, kbit/s"),
+            "{capture}:\n{text}"
+        );
         // The numbers a reader needs stay, whole: each flow's datagrams and loss.
         for f in &report.flows {
-            let row = text
-                .lines()
-                .find(|l| l.contains(&format!(" {} ", f.datagrams)) && l.contains(&format!(" {} ", f.seq.lost)));
-            assert!(row.is_some(), "{capture}: flow {} → {} lost its numbers:\n{text}", f.src, f.dst);
+            let row = text.lines().find(|l| {
+                l.contains(&format!(" {} ", f.datagrams)) && l.contains(&format!(" {} ", f.seq.lost))
+            });
+            assert!(
+                row.is_some(),
+                "{capture}: flow {} → {} lost its numbers:\n{text}",
+                f.src,
+                f.dst
+            );
         }
         // Without a width (--wide, or not a terminal) it is the report as before.
         assert_eq!(

@@ -932,13 +932,23 @@ fn conversations_name_well_known_services() {
     let p = path.to_str().unwrap();
     let (_, text, err) = common::gpcap_run(&["analyze", p]);
     assert!(text.contains("UDP conversations"), "{text}{err}");
-    let row = |port: &str| text.lines().find(|l| l.contains(port)).unwrap_or_default().to_string();
+    let row = |port: &str| {
+        text.lines()
+            .find(|l| l.contains(port))
+            .unwrap_or_default()
+            .to_string()
+    };
     assert!(row("10.0.0.53:53").contains("DNS"), "{text}");
     assert!(row("10.0.0.9:443").contains("QUIC"), "{text}");
     assert!(row("10.0.0.7:41999").contains("┆ -       │"), "{text}");
     let (_, json, _) = common::gpcap_run(&["analyze", p, "--json"]);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    let services: Vec<&serde_json::Value> = v["conversations"].as_array().unwrap().iter().map(|c| &c["service"]).collect();
+    let services: Vec<&serde_json::Value> = v["conversations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["service"])
+        .collect();
     assert!(services.contains(&&serde_json::json!("DNS")) && services.contains(&&serde_json::json!("QUIC")));
     assert!(services.contains(&&serde_json::Value::Null));
     let _ = std::fs::remove_dir_all(&dir);

@@ -17,18 +17,32 @@ fn analyze(capture: &str, def: &str) -> (String, serde_json::Value) {
 fn mtu_ignored_says_why_more_were_fragmented_than_over_the_link_mtu() {
     let (text, r) = analyze("captures/mtu-ignored.pcap", "dissectors/article.kdl");
     let m = &r["mtu"];
-    assert_eq!((m["ip_fragmented"].as_u64(), m["over_link_mtu"].as_u64()), (Some(45), Some(44)));
+    assert_eq!(
+        (m["ip_fragmented"].as_u64(), m["over_link_mtu"].as_u64()),
+        (Some(45), Some(44))
+    );
     assert_eq!(m["ip_fragmented_within_link_mtu"], 1);
     assert_eq!(m["fragment_mtu"], 1396);
-    assert!(text.contains("link MTU 1500; the IP fragments show 1396"), "{text}");
-    assert!(text.contains("45 (1 of them within the link MTU of 1500: fragmented at 1396 bytes"), "{text}");
+    assert!(
+        text.contains("link MTU 1500; the IP fragments show 1396"),
+        "{text}"
+    );
+    assert!(
+        text.contains("45 (1 of them within the link MTU of 1500: fragmented at 1396 bytes"),
+        "{text}"
+    );
 }
 
 /// "24 of the 24 gaps" beside 25 sequences lost: a gap is a run, one of them of two.
 #[test]
 fn mtu_df_says_gaps_are_runs_of_lost_sequences() {
     let (text, r) = analyze("captures/mtu-df.pcap", "dissectors/article.kdl");
-    let lost: u64 = r["flows"].as_array().unwrap().iter().map(|f| f["seq"]["lost"].as_u64().unwrap()).sum();
+    let lost: u64 = r["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["seq"]["lost"].as_u64().unwrap())
+        .sum();
     assert_eq!((lost, r["mtu"]["gaps"].as_u64()), (25, Some(24)));
     assert!(
         text.contains("24 of the 24 gaps follow a datagram over the path MTU (a gap is a run of lost sequences: 25 sequences lost in all)"),
@@ -47,10 +61,19 @@ fn no_amplification_from_a_handful_of_packets() {
         }
     }
     assert!(!text.contains("50.0×"), "{text}");
-    assert!(text.contains("(amplification `-`: fewer than 20 packets"), "{text}");
+    assert!(
+        text.contains("(amplification `-`: fewer than 20 packets"),
+        "{text}"
+    );
     // Rows with enough packets keep their ratio.
     let (_, r) = analyze("captures/lossy-bursts.pcap", "dissectors/article.kdl");
-    assert!(r["reassembly"]["rows"].as_array().unwrap().iter().any(|x| x["amplification"].is_f64()));
+    assert!(
+        r["reassembly"]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["amplification"].is_f64())
+    );
 }
 
 /// VLAN 42 was nowhere in vlan-corrupt's summary, and its 12 CRC failures of another
@@ -59,16 +82,31 @@ fn no_amplification_from_a_handful_of_packets() {
 fn vlan_and_another_protocol_id_are_said() {
     let (text, r) = analyze("captures/vlan-corrupt.pcap", "dissectors/example-shooter.kdl");
     assert_eq!(r["capture"]["vlans"], serde_json::json!({"42": 1183}));
-    assert!(text.contains("│ 802.1Q VLANs         ┆ 42 (1183 frames)"), "{text}");
+    assert!(
+        text.contains("│ 802.1Q VLANs         ┆ 42 (1183 frames)"),
+        "{text}"
+    );
     let flows = r["flows"].as_array().unwrap();
     let other: Vec<&serde_json::Value> = flows.iter().filter(|f| !f["crc_other_id"].is_null()).collect();
     assert_eq!(other.len(), 1);
     assert_eq!(other[0]["src"], "10.0.9.9:50009");
-    assert_eq!(other[0]["crc_other_id"], serde_json::json!({"id": "0x0BADF00D", "sampled": 12, "matching": 12}));
-    assert!(text.contains("37 (12 on 1 flow whose mismatches validate with protocol id 0x0BADF00D"), "{text}");
+    assert_eq!(
+        other[0]["crc_other_id"],
+        serde_json::json!({"id": "0x0BADF00D", "sampled": 12, "matching": 12})
+    );
+    assert!(
+        text.contains("37 (12 on 1 flow whose mismatches validate with protocol id 0x0BADF00D"),
+        "{text}"
+    );
     // The corrupted datagrams of the game's own flows solve to a different id each.
     let (_, r) = analyze("captures/lossy-bursts.pcap", "dissectors/article.kdl");
-    assert!(r["flows"].as_array().unwrap().iter().all(|f| f["crc_other_id"].is_null()));
+    assert!(
+        r["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["crc_other_id"].is_null())
+    );
 }
 
 /// captures/README.md said attacks.pcap breaks each rule three times; stale is once and a
@@ -90,7 +128,16 @@ fn the_attacks_capture_is_described_as_it_is() {
         assert_eq!(a[k], n, "{k}");
     }
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/captures/README.md")).unwrap();
-    let row = readme.lines().find(|l| l.starts_with("| `attacks.pcap`")).unwrap();
-    assert!(!row.contains("each fragment rule of SPEC §1 three times"), "{row}");
-    assert!(row.contains("`stale` 1") && row.contains("`count_out_of_range` 0"), "{row}");
+    let row = readme
+        .lines()
+        .find(|l| l.starts_with("| `attacks.pcap`"))
+        .unwrap();
+    assert!(
+        !row.contains("each fragment rule of SPEC §1 three times"),
+        "{row}"
+    );
+    assert!(
+        row.contains("`stale` 1") && row.contains("`count_out_of_range` 0"),
+        "{row}"
+    );
 }

@@ -176,7 +176,11 @@ fn the_tree_has_every_message_with_its_fields() {
     keys(&mut a, &"Down ".repeat(40));
     assert_eq!(paths[a.field], "messages[4].received_sent_time");
     for (w, h) in [(80u16, 24u16), (200, 50)] {
-        assert_eq!(highlighted(&mut a, w, h), [(UDP + 44, true), (UDP + 45, true)], "{w}x{h}");
+        assert_eq!(
+            highlighted(&mut a, w, h),
+            [(UDP + 44, true), (UDP + 45, true)],
+            "{w}x{h}"
+        );
         insta::assert_snapshot!(format!("enet_messages_last_field_{w}x{h}"), screen(&mut a, w, h));
     }
     // The header's peer id: the low nibble of byte 0 and byte 1.

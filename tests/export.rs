@@ -636,12 +636,24 @@ fn zero_configuration_exports_the_same_header_columns() {
     let capture = format!("{root}/captures/lossy-bursts.pcap");
     let (zero, with) = (dir.join("zero"), dir.join("with"));
     gpcap_ok(&["export", &capture, "-o", zero.to_str().unwrap()]);
-    gpcap_ok(&["export", &capture, "-d", &format!("{root}/dissectors/article.kdl"), "-o", with.to_str().unwrap()]);
-    let part = |d: &Path| d.join("packets").join("capture=lossy-bursts.pcap").join("part-0.parquet");
+    gpcap_ok(&[
+        "export",
+        &capture,
+        "-d",
+        &format!("{root}/dissectors/article.kdl"),
+        "-o",
+        with.to_str().unwrap(),
+    ]);
+    let part = |d: &Path| {
+        d.join("packets")
+            .join("capture=lossy-bursts.pcap")
+            .join("part-0.parquet")
+    };
     let (z, w) = (read(&part(&zero)), read(&part(&with)));
     for name in ["header", "fragment_header"] {
         let types = |b: &RecordBatch| {
-            let DataType::Struct(fields) = b.schema().field_with_name(name).unwrap().data_type().clone() else {
+            let DataType::Struct(fields) = b.schema().field_with_name(name).unwrap().data_type().clone()
+            else {
                 panic!("{name} is not a struct")
             };
             fields

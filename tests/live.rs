@@ -322,7 +322,16 @@ fn live_no_tui_reports_early_consistently_and_ends_once() {
     }
     let port = "40127";
     let child = Command::new(env!("CARGO_BIN_EXE_gpcap"))
-        .args(["live", "lo", "--no-tui", "--json", "--duration", "7.5", "--interval", "2.5"])
+        .args([
+            "live",
+            "lo",
+            "--no-tui",
+            "--json",
+            "--duration",
+            "7.5",
+            "--interval",
+            "2.5",
+        ])
         .args(["--port", port])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -349,16 +358,26 @@ fn live_no_tui_reports_early_consistently_and_ends_once() {
         .collect();
     let first = reports.first().expect("a report");
     // Identification takes up to 3 s, the first report a second more.
-    assert!(first["elapsed_s"].as_f64().unwrap() < 4.8, "first report at {first}");
+    assert!(
+        first["elapsed_s"].as_f64().unwrap() < 4.8,
+        "first report at {first}"
+    );
     for r in &reports {
-        let (captured, frames) = (r["live"]["captured"].as_u64(), r["report"]["capture"]["frames"].as_u64());
+        let (captured, frames) = (
+            r["live"]["captured"].as_u64(),
+            r["report"]["capture"]["frames"].as_u64(),
+        );
         assert!(captured >= frames, "captured {captured:?} < frames {frames:?}");
     }
     let finals = reports.iter().filter(|r| r["final"] == true).count();
     assert_eq!(finals, 1);
     assert_eq!(reports.last().unwrap()["final"], true);
     for r in &reports[..reports.len() - 1] {
-        assert!(r["elapsed_s"].as_f64().unwrap() < 7.5, "a periodic report as the capture stopped: {}", r["elapsed_s"]);
+        assert!(
+            r["elapsed_s"].as_f64().unwrap() < 7.5,
+            "a periodic report as the capture stopped: {}",
+            r["elapsed_s"]
+        );
     }
 }
 

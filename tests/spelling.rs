@@ -53,10 +53,16 @@ fn analyze_text_and_json_spell_states_alike() {
         assert!(!json.contains("\"crc_fail\""), "{capture}: JSON says crc_fail");
         for state in ["crc_ok", "crc_mismatch"] {
             assert!(text.contains(state), "{capture}: text lacks `{state}`");
-            assert!(json.contains(&format!("\"{state}\"")), "{capture}: JSON lacks `{state}`");
+            assert!(
+                json.contains(&format!("\"{state}\"")),
+                "{capture}: JSON lacks `{state}`"
+            );
         }
         if text.contains("Fragment reassembly") {
-            assert!(text.contains("incomplete_at_end"), "{capture}: text lacks incomplete_at_end");
+            assert!(
+                text.contains("incomplete_at_end"),
+                "{capture}: text lacks incomplete_at_end"
+            );
         }
     }
 }
@@ -73,9 +79,20 @@ fn filters_take_the_json_names() {
     ]);
     let r: serde_json::Value = serde_json::from_str(&json).unwrap();
     let mismatches = r["validation"]["crc_mismatch"].as_u64().unwrap();
-    let flows: u64 = r["flows"].as_array().unwrap().iter().map(|f| f["crc_mismatch"].as_u64().unwrap()).sum();
+    let flows: u64 = r["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["crc_mismatch"].as_u64().unwrap())
+        .sum();
     assert_eq!(flows, mismatches);
-    for word in ["crc_mismatch", "ip_fragmented", "over_budget", "too_short", "crc_ok"] {
+    for word in [
+        "crc_mismatch",
+        "ip_fragmented",
+        "over_budget",
+        "too_short",
+        "crc_ok",
+    ] {
         let (code, _, err) = gpcap_run(&[
             "dissect",
             "captures/vlan-corrupt.pcap",

@@ -897,12 +897,19 @@ snap!(packets_shrunk, "clean.pcap", "article.kdl", "- - t < <");
 /// and a cut cell ends in `…`; at 200×50 the list takes the room the panes do not need.
 #[test]
 fn the_list_has_room_at_80x24_and_grows_at_200x50() {
-    let rows = |s: &str| s.lines().filter(|l| l.starts_with("│ ") && l.contains(" 10.0.")).count();
+    let rows = |s: &str| {
+        s.lines()
+            .filter(|l| l.starts_with("│ ") && l.contains(" 10.0."))
+            .count()
+    };
     let mut a = app("clean.pcap", "article.kdl");
     let small = screen(&mut a, 80, 24);
     assert!(rows(&small) > 6, "{small}");
     let hints = small.lines().last().unwrap();
-    assert!(hints.starts_with("q quit  ? help") && !hints.ends_with(" c"), "{hints}");
+    assert!(
+        hints.starts_with("q quit  ? help") && !hints.ends_with(" c"),
+        "{hints}"
+    );
     let big = screen(&mut a, 200, 50);
     assert!(rows(&big) >= 25, "{big}");
     keys(&mut a, "- -");
@@ -943,5 +950,8 @@ fn other_udp_rows_name_their_service() {
     assert!(!a.view.is_empty());
     let s = screen(&mut a, 200, 50);
     let row = s.lines().find(|l| l.contains(":53 ")).unwrap_or_default();
-    assert!(row.contains(" DNS ") && row.contains("DNS (udp") && row.contains("other_udp"), "{s}");
+    assert!(
+        row.contains(" DNS ") && row.contains("DNS (udp") && row.contains("other_udp"),
+        "{s}"
+    );
 }

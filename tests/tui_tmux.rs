@@ -179,9 +179,16 @@ fn analyze_fits_the_terminal_and_not_a_pipe() {
     let history = tmux(&["capture-pane", "-p", "-J", "-S", "-1000", "-t", &session]);
     let _ = tmux(&["kill-session", "-t", &session]);
     assert!(screen.contains("DONE"), "{screen}");
-    assert!(history.contains("(left out for 80 columns: secs, kbit/s"), "{history}");
+    assert!(
+        history.contains("(left out for 80 columns: secs, kbit/s"),
+        "{history}"
+    );
     for line in history.lines() {
-        assert!(line.chars().count() <= 80, "{} columns: {line}", line.chars().count());
+        assert!(
+            line.chars().count() <= 80,
+            "{} columns: {line}",
+            line.chars().count()
+        );
     }
     let piped = Command::new(bin)
         .current_dir(root)

@@ -70,7 +70,11 @@ fn header_fields_are_read_from_the_frame() {
         assert_eq!(lines.len(), 1, "{t} should select frame 5");
         // Word operators, as Wireshark's.
         let words = t.replace(" == ", " eq ").replace(" && ", " and ");
-        assert_eq!(count(capture, &format!("frame.number eq 5 and {words}")), 1, "{words}");
+        assert_eq!(
+            count(capture, &format!("frame.number eq 5 and {words}")),
+            1,
+            "{words}"
+        );
     }
 }
 
@@ -82,7 +86,11 @@ fn frame_len_and_ip_fields_over_a_capture() {
     let all = count(capture, "");
     let over_300 = frames(capture).iter().filter(|(orig, _)| *orig > 300).count();
     let lines = brief(capture, "frame.len > 300 && !reassembled");
-    assert!(over_300 > 0 && lines.len() <= over_300, "{} of {over_300}", lines.len());
+    assert!(
+        over_300 > 0 && lines.len() <= over_300,
+        "{} of {over_300}",
+        lines.len()
+    );
     assert_eq!(count(capture, "ip.ttl == 64"), all);
     assert_eq!(count(capture, "ip.ttl != 64"), 0);
     assert_eq!(count(capture, "ip.flags.df == 1"), all);
@@ -96,13 +104,29 @@ fn sets_word_operators_and_matches() {
     assert!(either > 0);
     assert_eq!(count(capture, "udp.port in {40000 50001}"), either);
     assert_eq!(count(capture, "udp.port in {40000, 50001}"), either);
-    assert_eq!(count(capture, "!(udp.port in {40000 50001})"), count(capture, "") - either);
+    assert_eq!(
+        count(capture, "!(udp.port in {40000 50001})"),
+        count(capture, "") - either
+    );
     let range = count(capture, "seq >= 7000 && seq <= 8000");
     assert!(range > 0);
     assert_eq!(count(capture, "seq in {7000..8000}"), range);
-    assert_eq!(count(capture, "type in {scene A}"), count(capture, "type == scene || type == A"));
-    assert_eq!(count(capture, "ip.src in {10.0.0.1 10.0.1.2}"), count(capture, "ip.src == 10.0.0.1 or ip.src == 10.0.1.2"));
-    for (word, sym) in [("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<="), ("ne", "!="), ("eq", "==")] {
+    assert_eq!(
+        count(capture, "type in {scene A}"),
+        count(capture, "type == scene || type == A")
+    );
+    assert_eq!(
+        count(capture, "ip.src in {10.0.0.1 10.0.1.2}"),
+        count(capture, "ip.src == 10.0.0.1 or ip.src == 10.0.1.2")
+    );
+    for (word, sym) in [
+        ("gt", ">"),
+        ("ge", ">="),
+        ("lt", "<"),
+        ("le", "<="),
+        ("ne", "!="),
+        ("eq", "=="),
+    ] {
         assert_eq!(
             count(capture, &format!("size {word} 40 and not frag")),
             count(capture, &format!("size {sym} 40 && !frag")),
@@ -116,15 +140,30 @@ fn sets_word_operators_and_matches() {
         .lines()
         .map(|l| {
             let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            let name = v["fields"].as_array().unwrap().iter().find(|f| f["path"] == "name").unwrap();
+            let name = v["fields"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|f| f["path"] == "name")
+                .unwrap();
             name["value"].as_str().unwrap().to_string()
         })
         .collect();
-    let want = names.iter().filter(|n| n.starts_with('q') || n.ends_with("vb")).count();
+    let want = names
+        .iter()
+        .filter(|n| n.starts_with('q') || n.ends_with("vb"))
+        .count();
     assert!(want > 0);
     assert_eq!(count(capture, r#"misc.name matches "^q|vb$""#), want);
     assert_eq!(count(capture, r#"misc.name matches "^Q|VB$""#), want);
-    let (code, _, err) = gpcap_run(&["dissect", capture, "-d", DEF, "--filter", r#"misc.name matches "(""#]);
+    let (code, _, err) = gpcap_run(&[
+        "dissect",
+        capture,
+        "-d",
+        DEF,
+        "--filter",
+        r#"misc.name matches "(""#,
+    ]);
     assert_eq!(code, 2);
     assert!(err.contains("regular expression"), "{err}");
 }
@@ -132,7 +171,16 @@ fn sets_word_operators_and_matches() {
 /// tshark's `-r FILE` and `-Y FILTER` (clap answered "to pass '-r' as a value, use '-- -r'").
 #[test]
 fn dissect_takes_r_and_y() {
-    let (code, out, err) = gpcap_run(&["dissect", "-r", "captures/clean.pcap", "-d", DEF, "--brief", "-Y", "type == scene"]);
+    let (code, out, err) = gpcap_run(&[
+        "dissect",
+        "-r",
+        "captures/clean.pcap",
+        "-d",
+        DEF,
+        "--brief",
+        "-Y",
+        "type == scene",
+    ]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(out.lines().count(), count("captures/clean.pcap", "type == scene"));
     assert!(out.lines().count() > 0);
@@ -146,7 +194,17 @@ fn time_formats_as_tshark() {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpcap"))
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .env("TZ", "UTC")
-            .args(["dissect", "captures/mtu-df.pcap", "-d", DEF, "--brief", "-t", fmt, "-c", "3"])
+            .args([
+                "dissect",
+                "captures/mtu-df.pcap",
+                "-d",
+                DEF,
+                "--brief",
+                "-t",
+                fmt,
+                "-c",
+                "3",
+            ])
             .args(["--filter", filter])
             .output()
             .unwrap();
@@ -159,15 +217,24 @@ fn time_formats_as_tshark() {
     };
     // To the microsecond, rounded (the capture holds nanoseconds: 1700000000.033728133,
     // .050291499, .050394799).
-    assert_eq!(time("e", ""), ["1700000000.033728", "1700000000.050291", "1700000000.050395"]);
+    assert_eq!(
+        time("e", ""),
+        ["1700000000.033728", "1700000000.050291", "1700000000.050395"]
+    );
     assert_eq!(time("r", ""), ["0.000000", "0.016563", "0.016667"]);
     assert_eq!(time("d", ""), ["0.000000", "0.016563", "0.000103"]);
-    assert_eq!(time("u", ""), ["22:13:20.033728", "22:13:20.050291", "22:13:20.050395"]);
+    assert_eq!(
+        time("u", ""),
+        ["22:13:20.033728", "22:13:20.050291", "22:13:20.050395"]
+    );
     // `ud` and `ad` carry the date, then a space and the time (as tshark): the brief
     // line's second word is the date.
     assert_eq!(time("ud", ""), ["2023-11-14", "2023-11-14", "2023-11-14"]);
     assert_eq!(time("ad", ""), ["2023-11-14", "2023-11-14", "2023-11-14"]);
-    assert_eq!(time("a", ""), ["22:13:20.033728", "22:13:20.050291", "22:13:20.050395"]);
+    assert_eq!(
+        time("a", ""),
+        ["22:13:20.033728", "22:13:20.050291", "22:13:20.050395"]
+    );
     // d counts from the previous packet captured, dd from the previous one shown.
     let shown = time("dd", "type == C");
     let captured = time("d", "type == C");
@@ -185,14 +252,29 @@ fn the_tree_starts_with_the_frame_and_its_headers() {
     let (code, out, err) = gpcap_run(&["dissect", "captures/mtu-df.pcap", "-d", DEF, "--frame", "5"]);
     assert_eq!(code, 0, "{err}");
     let lines: Vec<&str> = out.lines().collect();
-    assert!(lines[0].starts_with("Frame 5: 211 bytes on wire (1688 bits), 211 bytes captured (1688 bits)"), "{out}");
-    assert!(out.contains("\nEthernet II, Src: 02:00:00:00:00:01, Dst: 02:00:00:00:00:02\n"), "{out}");
-    assert!(out.contains("\nInternet Protocol Version 4, Src: 10.0.1.1, Dst: 10.0.0.1\n"), "{out}");
+    assert!(
+        lines[0].starts_with("Frame 5: 211 bytes on wire (1688 bits), 211 bytes captured (1688 bits)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("\nEthernet II, Src: 02:00:00:00:00:01, Dst: 02:00:00:00:00:02\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("\nInternet Protocol Version 4, Src: 10.0.1.1, Dst: 10.0.0.1\n"),
+        "{out}"
+    );
     assert!(out.contains("= Time to Live: 64"), "{out}");
     assert!(out.contains("= Don't fragment: Set"), "{out}");
-    assert!(out.contains("\nUser Datagram Protocol, Src Port: 50000, Dst Port: 40000\n"), "{out}");
+    assert!(
+        out.contains("\nUser Datagram Protocol, Src Port: 50000, Dst Port: 40000\n"),
+        "{out}"
+    );
     assert!(out.contains("Length: 177"), "{out}");
-    assert!(out.contains("article type 2 (B), sequence 65513, crc_ok, 169 bytes"), "{out}");
+    assert!(
+        out.contains("article type 2 (B), sequence 65513, crc_ok, 169 bytes"),
+        "{out}"
+    );
 }
 
 /// "Did you mean" answers with a name of the same kind that is near: a packet type for
@@ -203,7 +285,10 @@ fn suggestions_make_sense() {
     let e = err("scen");
     assert!(e.contains("did you mean `scene`?"), "{e}");
     let e = err("sceen.objects");
-    assert!(e.contains("did you mean `scene.objects`?") || e.contains("`scene`"), "{e}");
+    assert!(
+        e.contains("did you mean `scene.objects`?") || e.contains("`scene`"),
+        "{e}"
+    );
     let e = err("etj");
     assert!(e.contains("did you mean `eth`?"), "{e}");
     let e = err("xq");

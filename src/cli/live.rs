@@ -227,7 +227,10 @@ fn open_session(
 /// seconds of silence while it identifies the protocol and waits for the interval.
 fn say_what_comes(a: &LiveArgs, name: &str, choice: &Choice) {
     let (identify, after) = if choice.program.is_none() && choice.protocol_id.is_none() {
-        (" — the protocol is identified from the first 3 s of traffic", " after that")
+        (
+            " — the protocol is identified from the first 3 s of traffic",
+            " after that",
+        )
     } else {
         ("", "")
     };
@@ -270,7 +273,10 @@ fn report_until_stopped(
                 stats_line_with(s, Some(r.capture.frames)),
                 if last { " (final)" } else { "" }
             );
-            out!("{}", present::tables::fitted(super::table_width(), || present::tables::render(r)));
+            out!(
+                "{}",
+                present::tables::fitted(super::table_width(), || present::tables::render(r))
+            );
         }
     };
     while !over() && cap.is_running() {

@@ -66,7 +66,11 @@ fn say_what_was_not_sent(a: &ReplayArgs, sent: &gpcap::sinks::replay::Replayed) 
     let dest = to.as_deref().or(a.iface.as_deref()).unwrap_or("?");
     if sent.errors > 0 {
         let unit = if a.iface.is_some() { "frames" } else { "datagrams" };
-        let total = if a.iface.is_some() { sent.frames } else { sent.datagrams } + sent.errors;
+        let total = if a.iface.is_some() {
+            sent.frames
+        } else {
+            sent.datagrams
+        } + sent.errors;
         let why = sent.first_error.as_deref().unwrap_or("refused");
         let hint = if why.contains("refused") && a.iface.is_none() {
             " — nothing listens there: the host answered with ICMP port unreachable"
@@ -85,7 +89,11 @@ fn say_what_was_not_sent(a: &ReplayArgs, sent: &gpcap::sinks::replay::Replayed) 
             format!("at most {} sockets are opened", gpcap::sinks::replay::MAX_SOCKETS)
         };
         let n = sent.shared_directions;
-        let (these, share) = if n == 1 { ("direction", "shares") } else { ("directions", "share") };
+        let (these, share) = if n == 1 {
+            ("direction", "shares")
+        } else {
+            ("directions", "share")
+        };
         eprintln!(
             "gpcap: replay: {n} captured {these} {share} another's socket ({why}): a receiver sees them merged into one flow"
         );

@@ -32,7 +32,11 @@ pub struct HeaderField {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Met {
     /// A header of `len` bytes at byte `at`: `eth`, `vlan`, `sll`, `null`, `ip`, `ipv6`, `udp`.
-    Layer { proto: &'static str, at: usize, len: usize },
+    Layer {
+        proto: &'static str,
+        at: usize,
+        len: usize,
+    },
     Field(HeaderField),
 }
 
@@ -114,7 +118,11 @@ impl Walk<'_, '_> {
             v = v << 8 | b as u128;
         }
         let tail = last * 8 - (bit + n as usize);
-        let mask = if n >= 64 { u64::MAX as u128 } else { (1u128 << n) - 1 };
+        let mask = if n >= 64 {
+            u64::MAX as u128
+        } else {
+            (1u128 << n) - 1
+        };
         Some(((v >> tail) & mask) as u64)
     }
 
@@ -166,7 +174,13 @@ impl Walk<'_, '_> {
                 .map(IpAddr::from)
         };
         if let Some(ip) = ip {
-            self.emit(name, label, at * 8, if v6 { 128 } else { 32 }, HeaderValue::Ip(ip));
+            self.emit(
+                name,
+                label,
+                at * 8,
+                if v6 { 128 } else { 32 },
+                HeaderValue::Ip(ip),
+            );
         }
     }
 }
@@ -174,7 +188,11 @@ impl Walk<'_, '_> {
 /// Walks the frame's headers in order, handing each header and field to `visit` until it
 /// returns false or a header is cut short.
 pub fn walk(linktype: i32, data: &[u8], visit: &mut dyn FnMut(Met) -> bool) {
-    let mut w = Walk { data, visit, go: true };
+    let mut w = Walk {
+        data,
+        visit,
+        go: true,
+    };
     let Some((at, next)) = link(&mut w, linktype) else {
         return;
     };
@@ -301,7 +319,13 @@ fn ipv4(w: &mut Walk, at: usize) -> Option<usize> {
     }
     let b = at * 8;
     w.num("ip.version", "Version", b, 4);
-    w.emit("ip.hdr_len", "Header Length", b + 4, 4, HeaderValue::Num(ihl as u64));
+    w.emit(
+        "ip.hdr_len",
+        "Header Length",
+        b + 4,
+        4,
+        HeaderValue::Num(ihl as u64),
+    );
     w.num("ip.dsfield", "Differentiated Services Field", b + 8, 8);
     w.num("ip.dsfield.dscp", "Differentiated Services Codepoint", b + 8, 6);
     w.num("ip.dsfield.ecn", "Explicit Congestion Notification", b + 14, 2);
@@ -313,7 +337,13 @@ fn ipv4(w: &mut Walk, at: usize) -> Option<usize> {
     w.num("ip.flags.mf", "More fragments", b + 50, 1);
     // In bytes, as Wireshark shows it (the header counts 8-byte units).
     let offset = w.bits(b + 51, 13)? * 8;
-    w.emit("ip.frag_offset", "Fragment Offset", b + 51, 13, HeaderValue::Num(offset));
+    w.emit(
+        "ip.frag_offset",
+        "Fragment Offset",
+        b + 51,
+        13,
+        HeaderValue::Num(offset),
+    );
     w.num("ip.ttl", "Time to Live", b + 64, 8);
     w.num("ip.proto", "Protocol", b + 72, 8);
     w.num("ip.checksum", "Header Checksum", b + 80, 16);
@@ -399,11 +429,17 @@ mod tests {
         assert_eq!(l[2].get("ip.ttl"), Some(HeaderValue::Num(64)));
         assert_eq!(l[2].get("ip.flags.df"), Some(HeaderValue::Num(1)));
         assert_eq!(l[2].get("ip.len"), Some(HeaderValue::Num(20 + 8 + 27)));
-        assert_eq!(l[2].get("ip.src"), Some(HeaderValue::Ip("10.0.0.1".parse().unwrap())));
+        assert_eq!(
+            l[2].get("ip.src"),
+            Some(HeaderValue::Ip("10.0.0.1".parse().unwrap()))
+        );
         assert_eq!(l[3].get("udp.length"), Some(HeaderValue::Num(8 + 27)));
         assert_eq!(l[3].at, 14 + 4 + 20);
         assert_eq!(value(ETHERNET, &f, "udp.dstport"), Some(HeaderValue::Num(50000)));
-        assert_eq!(value(ETHERNET, &frame(None, false), "ip.flags.df"), Some(HeaderValue::Num(0)));
+        assert_eq!(
+            value(ETHERNET, &frame(None, false), "ip.flags.df"),
+            Some(HeaderValue::Num(0))
+        );
         assert!(has(ETHERNET, &f, "vlan") && !has(ETHERNET, &frame(None, true), "vlan"));
     }
 

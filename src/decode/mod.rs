@@ -3,8 +3,8 @@
 
 pub mod headers;
 pub(crate) mod ipfrag;
-pub mod services;
 pub(crate) mod link;
+pub mod services;
 
 pub use ipfrag::IpDefrag;
 

@@ -39,7 +39,12 @@ const SERVICES: &[(u16, &str)] = &[
 /// The well-known service of a datagram between these ports: the lower port's when both
 /// are known (a client's ephemeral port is the higher one).
 pub fn service(a: u16, b: u16) -> Option<&'static str> {
-    let name = |p: u16| SERVICES.binary_search_by_key(&p, |(q, _)| *q).ok().map(|i| SERVICES[i].1);
+    let name = |p: u16| {
+        SERVICES
+            .binary_search_by_key(&p, |(q, _)| *q)
+            .ok()
+            .map(|i| SERVICES[i].1)
+    };
     let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
     name(lo).or_else(|| name(hi))
 }
@@ -48,7 +53,10 @@ pub fn service(a: u16, b: u16) -> Option<&'static str> {
 mod tests {
     #[test]
     fn ports_name_services() {
-        assert!(super::SERVICES.windows(2).all(|w| w[0].0 < w[1].0), "sorted by port");
+        assert!(
+            super::SERVICES.windows(2).all(|w| w[0].0 < w[1].0),
+            "sorted by port"
+        );
         assert_eq!(super::service(53124, 53), Some("DNS"));
         assert_eq!(super::service(443, 61000), Some("QUIC"));
         assert_eq!(super::service(3478, 3478), Some("STUN"));

@@ -23,8 +23,16 @@ pub fn title(l: &HeaderLayer) -> String {
         ),
         "sll" => "Linux cooked capture".to_string(),
         "null" => format!("Null/Loopback, Family: {}", v("null.family")),
-        "ip" => format!("Internet Protocol Version 4, Src: {}, Dst: {}", v("ip.src"), v("ip.dst")),
-        "ipv6" => format!("Internet Protocol Version 6, Src: {}, Dst: {}", v("ipv6.src"), v("ipv6.dst")),
+        "ip" => format!(
+            "Internet Protocol Version 4, Src: {}, Dst: {}",
+            v("ip.src"),
+            v("ip.dst")
+        ),
+        "ipv6" => format!(
+            "Internet Protocol Version 6, Src: {}, Dst: {}",
+            v("ipv6.src"),
+            v("ipv6.dst")
+        ),
         "udp" => format!(
             "User Datagram Protocol, Src Port: {}, Dst Port: {}",
             v("udp.srcport"),

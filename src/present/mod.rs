@@ -74,7 +74,10 @@ pub(crate) fn text_bytes<'a>(kind: &str, b: &'a [u8]) -> &'a [u8] {
 mod tests {
     #[test]
     fn wrap_breaks_at_spaces_and_long_words() {
-        assert_eq!(super::wrap("filter: no field sizee", 10), ["filter: no", "field", "sizee"]);
+        assert_eq!(
+            super::wrap("filter: no field sizee", 10),
+            ["filter: no", "field", "sizee"]
+        );
         assert_eq!(super::wrap("abcdefghijkl", 5), ["abcde", "fghij", "kl"]);
         assert_eq!(super::wrap("", 5), [""]);
     }

@@ -64,7 +64,14 @@ pub(crate) fn shown(mut t: Table, drop: &[usize]) -> String {
     let mut shown: Vec<bool> = vec![true; widths.len()];
     let total = |shown: &[bool]| -> usize {
         let cols = shown.iter().filter(|s| **s).count();
-        widths.iter().zip(shown).filter(|(_, s)| **s).map(|(w, _)| *w as usize + 2).sum::<usize>() + cols + 1
+        widths
+            .iter()
+            .zip(shown)
+            .filter(|(_, s)| **s)
+            .map(|(w, _)| *w as usize + 2)
+            .sum::<usize>()
+            + cols
+            + 1
     };
     let names: Vec<String> = t
         .header()
@@ -88,7 +95,10 @@ pub(crate) fn shown(mut t: Table, drop: &[usize]) -> String {
         // Numbers keep their width; text columns wrap into what is left.
         let numeric: Vec<bool> = (0..widths.len()).map(|k| numbers_only(&t, k)).collect();
         for (k, n) in numeric.iter().enumerate() {
-            if *n && shown[k] && let Some(c) = t.column_mut(k) {
+            if *n
+                && shown[k]
+                && let Some(c) = t.column_mut(k)
+            {
                 c.set_constraint(ColumnConstraint::ContentWidth);
             }
         }
@@ -223,7 +233,12 @@ fn render_capture(out: &mut String, c: &crate::analysis::CaptureSummary) {
         ("icmp too-big", c.icmp_too_big.to_string()),
     ];
     if !c.vlans.is_empty() {
-        let mut vlans: Vec<String> = c.vlans.iter().take(8).map(|(id, n)| format!("{id} ({n} frames)")).collect();
+        let mut vlans: Vec<String> = c
+            .vlans
+            .iter()
+            .take(8)
+            .map(|(id, n)| format!("{id} ({n} frames)"))
+            .collect();
         if c.vlans.len() > 8 {
             vlans.push(format!("and {} more", c.vlans.len() - 8));
         }
@@ -266,13 +281,24 @@ pub fn render_conversations(r: &crate::analysis::Conversations) -> String {
     let mut out = String::new();
     render_capture(&mut out, &r.capture);
     let _ = writeln!(out, "UDP conversations");
-    let mut t = table(&[&["conversation"], &TRAFFIC[..], &["p50 size", "ip_fragmented", "service"]].concat());
+    let mut t = table(
+        &[
+            &["conversation"],
+            &TRAFFIC[..],
+            &["p50 size", "ip_fragmented", "service"],
+        ]
+        .concat(),
+    );
     const SHOWN: usize = 40;
     for crate::analysis::Conversation(f) in r.conversations.iter().take(SHOWN) {
         let mut row = traffic_cells(f);
         row.extend([f.sizes.p50.to_string(), f.ip_fragmented.to_string()]);
         // The well-known service on its ports, as Wireshark would name it.
-        row.push(crate::decode::services::service(f.src.port(), f.dst.port()).unwrap_or("-").to_string());
+        row.push(
+            crate::decode::services::service(f.src.port(), f.dst.port())
+                .unwrap_or("-")
+                .to_string(),
+        );
         t.add_row(row);
     }
     right(&mut t, 1);
@@ -313,12 +339,17 @@ pub fn render(r: &Report) -> String {
 /// protocol id: another protocol or version, not damage.
 fn crc_mismatch_text(r: &Report) -> String {
     let n = r.validation.crc_mismatch;
-    let other: Vec<&crate::analysis::FlowStats> = r.flows.iter().filter(|f| f.crc_other_id.is_some()).collect();
+    let other: Vec<&crate::analysis::FlowStats> =
+        r.flows.iter().filter(|f| f.crc_other_id.is_some()).collect();
     if other.is_empty() {
         return n.to_string();
     }
     let on: u64 = other.iter().map(|f| f.crc_fail).sum();
-    let mut ids: Vec<&str> = other.iter().filter_map(|f| f.crc_other_id.as_ref()).map(|o| o.id.as_str()).collect();
+    let mut ids: Vec<&str> = other
+        .iter()
+        .filter_map(|f| f.crc_other_id.as_ref())
+        .map(|o| o.id.as_str())
+        .collect();
     ids.sort();
     ids.dedup();
     format!(
@@ -433,7 +464,15 @@ fn render_flows(out: &mut String, r: &Report) {
         &[
             &["flow"],
             &TRAFFIC[..],
-            &["crc_ok", "crc_mismatch", "lost", "dup", "late", "frags", "ip_fragmented"],
+            &[
+                "crc_ok",
+                "crc_mismatch",
+                "lost",
+                "dup",
+                "late",
+                "frags",
+                "ip_fragmented",
+            ],
         ]
         .concat(),
     );
@@ -806,7 +845,10 @@ fn amplification(out: &mut String, r: &Report) {
     }
     right(&mut t, 0);
     let _ = writeln!(out, "{}", shown(t, &[7, 2, 5]));
-    if a.rows.iter().any(|x| x.seen < crate::analysis::MIN_SAMPLE && x.seen > 0) {
+    if a.rows
+        .iter()
+        .any(|x| x.seen < crate::analysis::MIN_SAMPLE && x.seen > 0)
+    {
         let _ = writeln!(
             out,
             "(amplification `-`: fewer than {} packets of that fragment count were seen, too few to compare; lost and its interval say what there is)",
@@ -830,7 +872,10 @@ fn ip_fragmented_text(m: &crate::analysis::MtuReport) -> String {
             "{} ({within} of them within the link MTU of {}: fragmented at {f} bytes, the largest IP fragment — the path's MTU is smaller; --link-mtu {f} counts against it)",
             m.ip_fragmented, m.link_mtu
         ),
-        Some(f) => format!("{} (fragmented at {f} bytes, the largest IP fragment)", m.ip_fragmented),
+        Some(f) => format!(
+            "{} (fragmented at {f} bytes, the largest IP fragment)",
+            m.ip_fragmented
+        ),
         None => m.ip_fragmented.to_string(),
     }
 }

@@ -160,7 +160,10 @@ mod tests {
         assert_eq!(TimeFormat::Relative.text(t, t - 1_500_000), "0.001500");
         assert_eq!(TimeFormat::Delta.text(t, t + 1000), "-0.000001");
         assert_eq!(TimeFormat::UtcDate.text(-1_000, 0), "1969-12-31 23:59:59.999999");
-        assert_eq!(TimeFormat::Epoch.text(1_700_000_000_050_291_499, 0), "1700000000.050291");
+        assert_eq!(
+            TimeFormat::Epoch.text(1_700_000_000_050_291_499, 0),
+            "1700000000.050291"
+        );
         assert_eq!(TimeFormat::Relative.text(0, 1_500), "-0.000002");
         for d in [-800_000, -1, 0, 59, 19_675, 2_932_896] {
             let (y, m, day) = civil_from_days(d);

@@ -208,7 +208,10 @@ impl Replay {
         while done < n {
             // One call per run of messages from the same socket, in capture order.
             let socket = self.pieces[done].socket;
-            let run = self.pieces[done..n].iter().take_while(|p| p.socket == socket).count();
+            let run = self.pieces[done..n]
+                .iter()
+                .take_while(|p| p.socket == socket)
+                .count();
             let took = match self.out.send(socket, &slices[done..done + run]) {
                 Ok(0) => break,
                 Ok(k) => k,

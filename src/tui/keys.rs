@@ -75,7 +75,11 @@ pub const KEYS: &[Key] = &[
         "Packets",
         "give the list more / fewer rows (the field tree and bytes the rest)",
     ),
-    k(&["<", ">"], "Packets", "move the line between the field tree and the bytes"),
+    k(
+        &["<", ">"],
+        "Packets",
+        "move the line between the field tree and the bytes",
+    ),
     k(
         &["r"],
         "",

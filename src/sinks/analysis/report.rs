@@ -1156,7 +1156,10 @@ impl Serialize for Conversation {
         m.serialize_field("ip_fragmented", &f.ip_fragmented)?;
         m.serialize_field("sizes", &f.sizes)?;
         // The well-known service on its ports (`DNS`, `QUIC`, `STUN`), or null.
-        m.serialize_field("service", &crate::decode::services::service(f.src.port(), f.dst.port()))?;
+        m.serialize_field(
+            "service",
+            &crate::decode::services::service(f.src.port(), f.dst.port()),
+        )?;
         m.end()
     }
 }

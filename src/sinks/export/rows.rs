@@ -387,7 +387,11 @@ pub(super) struct Chunk {
 fn reference() -> Option<Arc<Program>> {
     static REFERENCE: std::sync::OnceLock<Option<Arc<Program>>> = std::sync::OnceLock::new();
     REFERENCE
-        .get_or_init(|| crate::dissect::compile("reference", include_str!("reference.kdl")).ok().map(Arc::new))
+        .get_or_init(|| {
+            crate::dissect::compile("reference", include_str!("reference.kdl"))
+                .ok()
+                .map(Arc::new)
+        })
         .clone()
 }
 

@@ -101,9 +101,15 @@ pub(super) const BINDINGS: &[Binding] = &[
         a.mode = Mode::Columns;
         a.column_cursor = 0;
     }),
-    bind(&[Char('+'), Char('=')], on_packets, |a, _| a.resize_list(LIST_STEP as i16)),
-    bind(&[Char('-')], on_packets, |a, _| a.resize_list(-(LIST_STEP as i16))),
-    bind(&[Char('<')], on_packets, |a, _| a.resize_tree(-(LIST_STEP as i16))),
+    bind(&[Char('+'), Char('=')], on_packets, |a, _| {
+        a.resize_list(LIST_STEP as i16)
+    }),
+    bind(&[Char('-')], on_packets, |a, _| {
+        a.resize_list(-(LIST_STEP as i16))
+    }),
+    bind(&[Char('<')], on_packets, |a, _| {
+        a.resize_tree(-(LIST_STEP as i16))
+    }),
     bind(&[Char('>')], on_packets, |a, _| a.resize_tree(LIST_STEP as i16)),
     bind(&[Char('y')], always, |a, _| a.copy(false)),
     bind(&[Char('Y')], always, |a, _| a.copy(true)),

@@ -35,7 +35,10 @@ impl Detail {
     pub fn header_at(
         &self,
         id: usize,
-    ) -> Option<(&crate::decode::headers::HeaderLayer, Option<&crate::decode::headers::HeaderField>)> {
+    ) -> Option<(
+        &crate::decode::headers::HeaderLayer,
+        Option<&crate::decode::headers::HeaderField>,
+    )> {
         let (layer, field) = header_row(id)?;
         let l = self.headers.get(layer)?;
         match field {
@@ -440,8 +443,16 @@ impl App {
             let f = ix.flows.get(r.flow as usize);
             let service = f.and_then(|f| crate::decode::services::service(f.src.port(), f.dst.port()));
             return said(match (service, f) {
-                (Some(s), Some(f)) => format!("{s} (udp {} → {}), not on the protocol's ports", f.src.port(), f.dst.port()),
-                (None, Some(f)) => format!("udp {} → {}, not on the protocol's ports", f.src.port(), f.dst.port()),
+                (Some(s), Some(f)) => format!(
+                    "{s} (udp {} → {}), not on the protocol's ports",
+                    f.src.port(),
+                    f.dst.port()
+                ),
+                (None, Some(f)) => format!(
+                    "udp {} → {}, not on the protocol's ports",
+                    f.src.port(),
+                    f.dst.port()
+                ),
                 _ => "udp, not on the protocol's ports".into(),
             });
         }

@@ -28,8 +28,8 @@ mod navigation;
 mod output;
 mod tables;
 
-pub use detail::{Detail, header_row};
 pub(crate) use detail::filter_value;
+pub use detail::{Detail, header_row};
 use navigation::Jump;
 pub use tables::{FLOW_COLUMNS, FRAG_COLUMNS};
 

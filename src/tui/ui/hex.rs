@@ -31,7 +31,10 @@ pub(super) fn draw_hex(f: &mut Frame, app: &App, area: Rect) {
     let header = detail.header_at(app.field).filter(|_| in_tree);
     let (b0, b1) = match (field, fault, layer.and_then(|r| r.bits), header) {
         (Some(fl), _, _, _) => (base + fl.bit_offset, base + fl.bit_offset + fl.bit_len),
-        (None, Some(fault), _, _) => (base + fault.bit, (data.len() as u64 * 8).max(base + fault.bit + 1)),
+        (None, Some(fault), _, _) => (
+            base + fault.bit,
+            (data.len() as u64 * 8).max(base + fault.bit + 1),
+        ),
         (None, None, Some((at, len)), _) => (base + at, base + at + len),
         (None, None, None, Some((_, Some(h)))) => (h.bit as u64, (h.bit + h.bits as usize) as u64),
         (None, None, None, Some((l, None))) => (l.at as u64 * 8, (l.at + l.len) as u64 * 8),

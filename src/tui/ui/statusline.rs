@@ -61,7 +61,12 @@ fn hints(app: &App) -> &'static [(&'static str, &'static str)] {
             ("←→ End", "edit it"),
             ("Esc", "cancel"),
         ],
-        (_, _, Mode::Prompt(_)) => &[("Enter", "apply"), ("Esc", "cancel"), ("↑↓", "earlier"), ("C-u", "clear")],
+        (_, _, Mode::Prompt(_)) => &[
+            ("Enter", "apply"),
+            ("Esc", "cancel"),
+            ("↑↓", "earlier"),
+            ("C-u", "clear"),
+        ],
         (_, _, Mode::Columns) => &[("↑↓", "choose"), ("Space", "show/hide"), ("Esc", "close")],
         (Tab::Packets, Focus::Tree, _) => &[
             ("q", "quit"),
@@ -101,7 +106,13 @@ fn hints(app: &App) -> &'static [(&'static str, &'static str)] {
             ("S", "reverse"),
             ("/", "filter"),
         ],
-        (Tab::Loss, _, _) => &[("q", "quit"), ("?", "help"), ("↑↓", "fragment counts"), ("1-6", "tabs"), ("/", "filter")],
+        (Tab::Loss, _, _) => &[
+            ("q", "quit"),
+            ("?", "help"),
+            ("↑↓", "fragment counts"),
+            ("1-6", "tabs"),
+            ("/", "filter"),
+        ],
         (Tab::Reassembly, _, _) => &[
             ("q", "quit"),
             ("?", "help"),
@@ -120,7 +131,13 @@ fn hints(app: &App) -> &'static [(&'static str, &'static str)] {
             ("s", "sort"),
             ("S", "reverse"),
         ],
-        (Tab::Mtu, _, _) => &[("q", "quit"), ("?", "help"), ("←→", "flow"), ("1-6", "tabs"), ("/", "filter")],
+        (Tab::Mtu, _, _) => &[
+            ("q", "quit"),
+            ("?", "help"),
+            ("←→", "flow"),
+            ("1-6", "tabs"),
+            ("/", "filter"),
+        ],
     }
 }
 
@@ -151,7 +168,11 @@ pub(super) fn prompt_note_lines(app: &App, width: u16) -> Vec<Line<'static>> {
     let Some((text, error)) = &p.note else {
         return Vec::new();
     };
-    let st = if *error { style(app, Color::Red) } else { Style::default() };
+    let st = if *error {
+        style(app, Color::Red)
+    } else {
+        Style::default()
+    };
     let mut lines: Vec<Line> = crate::present::wrap(text, width.max(10) as usize)
         .into_iter()
         .map(|l| Line::from(Span::styled(l, st)))

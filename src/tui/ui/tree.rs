@@ -114,7 +114,10 @@ fn tree_line(
             style(app, Color::Magenta).add_modifier(Modifier::BOLD)
         };
         // Cut with `…` on a narrow pane: the Bytes pane says it whole.
-        return Some(Line::from(Span::styled(crate::present::clip(&text, width), fault_style)));
+        return Some(Line::from(Span::styled(
+            crate::present::clip(&text, width),
+            fault_style,
+        )));
     };
     let name = match fl.label {
         Label::Index(k) => format!("[{k}]"),
@@ -166,16 +169,27 @@ fn header_line(
 ) -> Line<'static> {
     let pointer = if chosen { "›" } else { " " };
     let Some(f) = f else {
-        let open = crate::tui::app::header_row(id).is_some_and(|(k, _)| app.headers_open.contains(&(k as u32)));
+        let open =
+            crate::tui::app::header_row(id).is_some_and(|(k, _)| app.headers_open.contains(&(k as u32)));
         let text = format!(
             "{pointer}{}{}",
             if open { "▾ " } else { "▸ " },
             crate::present::headers::title(l)
         );
         let st = if chosen { st } else { style(app, Color::Blue) };
-        return placed(app, text, format!("@{}+{}", l.at * 8, l.len * 8), st, chosen, width);
+        return placed(
+            app,
+            text,
+            format!("@{}+{}", l.at * 8, l.len * 8),
+            st,
+            chosen,
+            width,
+        );
     };
-    let text = format!("{pointer}    {}", crate::present::headers::field_line(&detail.frame, f));
+    let text = format!(
+        "{pointer}    {}",
+        crate::present::headers::field_line(&detail.frame, f)
+    );
     placed(app, text, f.name.to_string(), st, chosen, width)
 }
 
