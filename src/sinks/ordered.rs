@@ -89,6 +89,8 @@ fn copy_into(to: &mut Dissection, from: &Dissection) {
 }
 
 impl Batch {
+    /// Copies `e` in (export's workers take their packets so).
+    #[cfg_attr(not(feature = "export"), allow(dead_code))]
     pub(crate) fn push(&mut self, e: &PacketEvent<'_>) {
         self.push_timed(e, 0);
     }
