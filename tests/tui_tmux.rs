@@ -42,7 +42,7 @@ fn navigate_to_a_malformed_packet() {
     tmux(&["send-keys", "-t", &session, "q"]);
     std::thread::sleep(Duration::from_millis(300));
     let _ = tmux(&["kill-session", "-t", &session]);
-    assert!(list.contains("MALFORMED"), "list:\n{list}");
+    assert!(list.contains(" malformed "), "list:\n{list}");
     assert!(
         detail.contains("[Malformed: past_end at bit"),
         "detail:\n{detail}"
