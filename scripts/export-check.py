@@ -48,10 +48,10 @@ for capture in captures:
         label = f"{name}, layer {layer}"
         report = next(x for x in report["layers"] if x["name"] == layer)
     want_flows = {
-        (f["src"], f["dst"]): (f["datagrams"], f["crc_fail"], [t for t in f["types"]]) for f in report["flows"]
+        (f["src"], f["dst"]): (f["datagrams"], f["crc_mismatch"], [t for t in f["types"]]) for f in report["flows"]
     }
     got = {}
-    for src, dst, datagrams, crc_fail in db.execute(
+    for src, dst, datagrams, crc_mismatch in db.execute(
         """
         select endpoint(src_ip, src_port), endpoint(dst_ip, dst_port),
                count(*), count(*) filter (status = 'crc_mismatch')
@@ -59,7 +59,7 @@ for capture in captures:
         """,
         [name],
     ).fetchall():
-        got[(src, dst)] = [datagrams, crc_fail, [0] * len(report["flows"][0]["types"]) if report["flows"] else []]
+        got[(src, dst)] = [datagrams, crc_mismatch, [0] * len(report["flows"][0]["types"]) if report["flows"] else []]
     for src, dst, type_id, n in db.execute(
         """
         select endpoint(src_ip, src_port), endpoint(dst_ip, dst_port), type_id, count(*)
@@ -103,7 +103,27 @@ for capture in captures:
     time_ok = per_second[0] == per_second[1] and per_second[2] == per_second[3]
     if not time_ok:
         print(f"  ts: {per_second} (distinct seconds by date_trunc, by time_bucket; rows; rows whose ts is ts_ns)")
-    ok = got == want_flows and got_rows == want_rows and time_ok
+    # The join docs/export.md gives: every type table's row meets exactly one `packets` row
+    # (a reassembled packet and the datagram that completed it share a frame: the key is
+    # (capture, frame, reassembled); on (capture, frame) alone they double-count).
+    join_ok = True
+    for table in sorted(d for d in os.listdir(dataset) if d.startswith("type_")):
+        rows, joined = db.execute(
+            f"""
+            with t as (select * from read_parquet('{dataset}/{table}/*/*.parquet', hive_partitioning = true)
+                       where capture = ?)
+            select (select count(*) from t), count(*)
+            from t join packets p
+              on p.capture = t.capture and p.frame = t.frame and (p.row = 'reassembled') = t.reassembled
+            """,
+            [name],
+        ).fetchall()[0]
+        if rows != joined:
+            join_ok = False
+            print(f"  {table}: {rows} rows, {joined} joined with packets")
+    # Sums as a client reads them: cast to BIGINT (DuckDB sums any integer into HUGEINT).
+    total = db.execute("select typeof(sum(size)::BIGINT) from packets where capture = ?", [name]).fetchall()[0][0]
+    ok = got == want_flows and got_rows == want_rows and time_ok and join_ok and total == "BIGINT"
     print(
         f"{label}: {len(got)} flows, {sum(v[0] for v in got.values())} datagrams, "
         f"{sum(v[1] for v in got.values())} CRC failures, "

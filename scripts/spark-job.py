@@ -120,7 +120,7 @@ def figures(spark: SparkSession, dataset: str) -> tuple[list[str], dict[str, Dat
         F.max_by("ts_ns", "frame").alias("last_ns"),
         F.max("size").alias("largest_payload"),
         crc_ok(F.lit(True)).alias("crc_ok"),
-        status["crc_mismatch"].alias("crc_fail"),
+        status["crc_mismatch"].alias("crc_mismatch"),
         status["too_short"].alias("too_short"),
         status["truncated"].alias("truncated"),
         # A body a key did not open, or a replay, is counted by cause only, not against
@@ -162,7 +162,7 @@ def figures(spark: SparkSession, dataset: str) -> tuple[list[str], dict[str, Dat
         )),
         count_if(r).alias("reassembled"),
         count_if(r & (F.col("status") == "ok")).alias("reassembled_ok"),
-        count_if(r & F.col("status").isin("crc_mismatch", "too_short")).alias("reassembled_crc_fail"),
+        count_if(r & F.col("status").isin("crc_mismatch", "too_short")).alias("reassembled_crc_mismatch"),
         count_if(r & ~F.col("status").isin("ok", "crc_mismatch", "too_short")).alias("reassembled_malformed"),
         F.min("ts_ns").alias("first_ns"),
         F.max("ts_ns").alias("last_ns"),
@@ -235,7 +235,7 @@ def collect(frames: dict[str, DataFrame]) -> dict[str, dict]:
         c["reassembled"] = {
             "completed": row["reassembled"],
             "dissected_ok": row["reassembled_ok"],
-            "crc_fail": row["reassembled_crc_fail"],
+            "crc_mismatch": row["reassembled_crc_mismatch"],
             "malformed": row["reassembled_malformed"],
         }
         c["ts"] = (row["ts_exact"], row["examined"] + row["reassembled"], row["seconds"])
@@ -282,11 +282,11 @@ def collect(frames: dict[str, DataFrame]) -> dict[str, dict]:
 
 CAPTURE_FIGURES = {
     "examined", "crc_ok", "crc_mismatch", "too_short", "truncated", "packets", "fragments",
-    "reassembled", "reassembled_ok", "reassembled_crc_fail", "reassembled_malformed",
+    "reassembled", "reassembled_ok", "reassembled_crc_mismatch", "reassembled_malformed",
     "first_ns", "last_ns", "ts_exact", "seconds",
 }
 FLOW_FIGURES = (
-    "datagrams", "bytes", "first_ns", "last_ns", "largest_payload", "crc_ok", "crc_fail",
+    "datagrams", "bytes", "first_ns", "last_ns", "largest_payload", "crc_ok", "crc_mismatch",
     "too_short", "truncated", "malformed", "fragments", "ip_fragmented", "over_budget",
 )
 PERCENTILES = {"p50": 0.50, "p95": 0.95, "p99": 0.99}
@@ -336,7 +336,7 @@ def project(report: dict) -> dict:
     mtu = {"ip_fragmented": len(m["ip_fragmented_list"]), "icmp_too_big": len(m["icmp"])}
     return {
         "validation": {k: v[k] for k in ("examined", "crc_ok", "crc_mismatch", "too_short", "truncated", "packets", "fragments")},
-        "reassembled": {k: r[k] for k in ("completed", "dissected_ok", "crc_fail", "malformed")},
+        "reassembled": {k: r[k] for k in ("completed", "dissected_ok", "crc_mismatch", "malformed")},
         "flows": flows,
         "malformed": dict(report["malformed"]["by_cause"]),
         "type_rows": type_rows,

@@ -25,6 +25,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 mod layers;
+mod wire;
 pub use layers::Stacked;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +43,9 @@ enum Field {
     DstPort,
     /// Either port (`udp.port`): any end satisfies, `!=` none is equal.
     Port,
+    /// The frame's bytes on the wire and as captured (`frame.len`, `frame.cap_len`).
+    FrameLen,
+    CapLen,
     /// Nanoseconds since the first frame of the run.
     Time,
     /// Nanoseconds since the Unix epoch (UTC).
@@ -64,7 +68,11 @@ enum Cmp {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Flag {
+    /// A CRC mismatch or a datagram too short for a CRC (`crc.fail`).
     CrcFail,
+    /// A CRC mismatch (`crc_mismatch`, as analyze counts it), and too short for one.
+    CrcMismatch,
+    TooShort,
     CrcOk,
     Frag,
     IpFrag,
@@ -134,6 +142,12 @@ enum End {
 #[derive(Debug, Clone, PartialEq)]
 enum Node {
     Compare(Field, Cmp, i128),
+    /// `FIELD in {a b c..d}`: any of the ranges.
+    In(Field, Vec<(i128, i128)>),
+    /// A field of the frame's own headers (`ip.ttl`, `eth.src`), read from its bytes.
+    Header(&'static str, wire::HeaderTest),
+    /// The frame has a header of this protocol (`eth`, `vlan`, `sll`).
+    Proto(&'static str),
     Flag(Flag),
     /// An address (or a network: its first `prefix` bits) and maybe a port.
     Addr(End, Net, Option<u16>),
@@ -159,6 +173,10 @@ enum Test {
     Exists,
     Compare(Cmp, Operand),
     Contains(Vec<u8>),
+    /// A regular expression over text or bytes.
+    Matches(wire::Pattern),
+    /// Equal to any of these values, or within a range (`in {1 3..5}`).
+    In(Vec<(Operand, Operand)>),
 }
 
 /// A test of a dissected field.
@@ -247,14 +265,14 @@ fn tokenize(s: &str) -> Result<Vec<(String, usize)>, FilterError> {
             continue;
         }
         let two: String = b[i..(i + 2).min(b.len())].iter().collect();
-        if ["&&", "||", "==", "!=", "<=", ">="].contains(&two.as_str()) {
+        if ["&&", "||", "==", "!=", "<=", ">=", "^^"].contains(&two.as_str()) {
             out.push((two, start));
             i += 2;
-        } else if "()!<>".contains(c) {
+        } else if "()!<>{},".contains(c) {
             out.push((c.to_string(), start));
             i += 1;
         } else {
-            while i < b.len() && !b[i].is_whitespace() && !"()!<>=&|".contains(b[i]) {
+            while i < b.len() && !b[i].is_whitespace() && !"()!<>=&|{},".contains(b[i]) {
                 i += 1;
             }
             // IPv6 addresses in brackets keep their colons; `=` never starts a word.
@@ -267,6 +285,7 @@ fn tokenize(s: &str) -> Result<Vec<(String, usize)>, FilterError> {
                 let word = match word.as_str() {
                     "and" => "&&".to_string(),
                     "or" => "||".to_string(),
+                    "xor" => "^^".to_string(),
                     "not" => "!".to_string(),
                     _ => word,
                 };
@@ -292,9 +311,18 @@ impl<'a> Parser<'a> {
 
     fn or(&mut self) -> Result<Node, FilterError> {
         let mut l = self.and()?;
-        while self.peek() == Some("||") {
+        while let Some(op @ ("||" | "^^")) = self.peek() {
+            let xor = op == "^^";
             self.pos += 1;
-            l = Node::Or(Box::new(l), Box::new(self.and()?));
+            let r = self.and()?;
+            l = if xor {
+                // Exactly one of the two (Wireshark's `xor`).
+                let one = Node::And(Box::new(l.clone()), Box::new(Node::Not(Box::new(r.clone()))));
+                let other = Node::And(Box::new(Node::Not(Box::new(l))), Box::new(r));
+                Node::Or(Box::new(one), Box::new(other))
+            } else {
+                Node::Or(Box::new(l), Box::new(r))
+            };
         }
         Ok(l)
     }
@@ -339,7 +367,7 @@ impl<'a> Parser<'a> {
             self.pos += 1;
             return Ok(e);
         }
-        let compared = self.peek().is_some_and(is_cmp);
+        let compared = self.peek().is_some_and(|t| is_cmp(t) || t == "in");
         // `gap` alone is the flag, `gap > 3` the gap's size; `udp`, `ip` and `ipv6` are a
         // definition's own field when it has one of that name (netcode's address `ipv6`).
         let protocol_word = matches!(word.as_str(), "udp" | "ip" | "ipv6");
@@ -360,6 +388,18 @@ impl<'a> Parser<'a> {
             let (net, port) = self.address(&word)?;
             return Ok(Node::Addr(end, net, port));
         }
+        if let Some(proto) = wire::HEADER_WORDS.iter().find(|w| **w == word)
+            && !compared
+            && !self.names_a_field(&word)
+        {
+            self.needs_engine = true;
+            return Ok(Node::Proto(proto));
+        }
+        if let Some((name, holds)) = wire::header_field(&word)
+            && !self.paths.iter().any(|e| e.path == word)
+        {
+            return self.header(name, holds);
+        }
         if let Some(end) = match word.as_str() {
             "ip.src" | "ipv6.src" => Some(End::Src),
             "ip.dst" | "ipv6.dst" => Some(End::Dst),
@@ -372,8 +412,24 @@ impl<'a> Parser<'a> {
             self.pos -= 1;
             return self.dissected();
         };
-        if matches!(field, Field::Ack | Field::AckBits) {
+        if matches!(
+            field,
+            Field::Ack | Field::AckBits | Field::FrameLen | Field::CapLen
+        ) {
             self.needs_engine = true;
+        }
+        if self.peek() == Some("in") {
+            self.pos += 1;
+            let mut ranges = Vec::new();
+            for (lo, hi) in self.set(&word)? {
+                let (f, a) = self.value_at(field, &lo)?;
+                let (_, b) = self.value_at(field, &hi)?;
+                if f != field {
+                    return Err(self.err(format!("`{word} in {{…}}` takes values, not dates")));
+                }
+                ranges.push((a.min(b), a.max(b)));
+            }
+            return Ok(Node::In(field, ranges));
         }
         let cmp = self.cmp(&word)?;
         let Some(v) = self.peek().map(str::to_string) else {
@@ -384,8 +440,127 @@ impl<'a> Parser<'a> {
         Ok(Node::Compare(field, cmp, value))
     }
 
+    /// `{a b, c..d}` after `in`: its members as (low, high) texts, `a` as (a, a).
+    fn set(&mut self, word: &str) -> Result<Vec<(String, String)>, FilterError> {
+        if self.peek() != Some("{") {
+            return Err(self.err(format!("`{word} in` needs a set, like {word} in {{1 2 5..9}}")));
+        }
+        self.pos += 1;
+        let mut out = Vec::new();
+        loop {
+            match self.peek() {
+                Some("}") => break,
+                Some(",") => self.pos += 1,
+                Some(t)
+                    if !matches!(
+                        t,
+                        "(" | ")" | "{" | "!" | "<" | ">" | "&&" | "||" | "==" | "!=" | "<=" | ">=" | "^^"
+                    ) =>
+                {
+                    let t = t.to_string();
+                    let member = match t.split_once("..") {
+                        Some((a, b)) if !a.is_empty() && !b.is_empty() => (a.to_string(), b.to_string()),
+                        _ => (t.clone(), t),
+                    };
+                    out.push(member);
+                    self.pos += 1;
+                }
+                _ => return Err(self.err("expected a value or `}` in the set")),
+            }
+        }
+        if out.is_empty() {
+            return Err(self.err("the set is empty"));
+        }
+        self.pos += 1;
+        Ok(out)
+    }
+
+    /// [`Parser::value`] of a set member, the error at the set's member.
+    fn value_at(&mut self, field: Field, v: &str) -> Result<(Field, i128), FilterError> {
+        self.pos -= 1;
+        let r = self.value(field, v);
+        self.pos += 1;
+        r
+    }
+
+    /// `ip.ttl > 3`, `eth.src == 02:00:00:00:00:01`, `vlan.id in {10 42}`, or the name
+    /// alone (the frame has the field): a field of the frame's own headers.
+    fn header(&mut self, name: &'static str, holds: wire::Holds) -> Result<Node, FilterError> {
+        use wire::{HeaderTest, Holds};
+        self.needs_engine = true;
+        if self.peek() == Some("in") {
+            self.pos += 1;
+            let set = self.set(name)?;
+            self.pos -= 1;
+            let test = match holds {
+                Holds::Num => {
+                    let mut ranges = Vec::new();
+                    for (a, b) in &set {
+                        let (Some(a), Some(b)) = (parse_int(a), parse_int(b)) else {
+                            return Err(self.err(format!("`{name} in {{…}}` takes numbers")));
+                        };
+                        ranges.push((a.min(b), a.max(b)));
+                    }
+                    HeaderTest::NumIn(ranges)
+                }
+                Holds::Mac => {
+                    let macs: Option<Vec<[u8; 6]>> = set.iter().map(|(a, _)| wire::parse_mac(a)).collect();
+                    let Some(macs) = macs else {
+                        return Err(self.err(format!(
+                            "`{name} in {{…}}` takes MAC addresses, like 02:00:00:00:00:01"
+                        )));
+                    };
+                    HeaderTest::MacIn(macs)
+                }
+            };
+            self.pos += 1;
+            return Ok(Node::Header(name, test));
+        }
+        if !self.peek().is_some_and(is_cmp) {
+            return Ok(Node::Header(name, HeaderTest::Exists));
+        }
+        let cmp = self.cmp(name)?;
+        let Some(v) = self.peek().map(str::to_string) else {
+            return Err(self.err("expected a value"));
+        };
+        let test = match holds {
+            Holds::Num => match parse_int(&v) {
+                Some(n) => HeaderTest::Num(cmp, n),
+                None => return Err(self.err(format!("`{v}` is not a number"))),
+            },
+            Holds::Mac => match (wire::parse_mac(&v), cmp) {
+                (Some(m), Cmp::Eq | Cmp::Ne) => HeaderTest::Mac(cmp, m),
+                (Some(_), _) => return Err(self.err(format!("`{name}` compares with == or !="))),
+                (None, _) => {
+                    return Err(self.err(format!("`{v}` is not a MAC address (like 02:00:00:00:00:01)")));
+                }
+            },
+        };
+        self.pos += 1;
+        Ok(Node::Header(name, test))
+    }
+
     /// `ip.src == ADDR` and its kin: an address without a port, compared with == or !=.
     fn ip_address(&mut self, word: &str, end: End) -> Result<Node, FilterError> {
+        if self.peek() == Some("in") {
+            self.pos += 1;
+            let set = self.set(word)?;
+            let mut any: Option<Node> = None;
+            for (a, b) in &set {
+                let Some(net) = wire::parse_net(a).filter(|_| a == b) else {
+                    self.pos -= 1;
+                    return Err(self.err(format!(
+                        "`{a}` is not an address or a network (ip or ip/bits) for `{word} in {{…}}`"
+                    )));
+                };
+                let n = Node::Addr(end, net, None);
+                any = Some(match any {
+                    Some(prev) => Node::Or(Box::new(prev), Box::new(n)),
+                    None => n,
+                });
+            }
+            return Ok(any.unwrap_or(Node::True));
+        }
         let cmp = self.cmp(word)?;
         if !matches!(cmp, Cmp::Eq | Cmp::Ne) {
             return Err(self.err(format!("`{word}` compares with == or !=")));
@@ -409,15 +584,17 @@ impl<'a> Parser<'a> {
         Ok(Some(match word {
             "type" => Field::Type,
             "seq" | "sequence" => Field::Seq,
-            "size" | "len" | "udp.length" => Field::Size,
+            "size" | "len" => Field::Size,
             "frame" | "frame.number" => Field::Frame,
+            "frame.len" => Field::FrameLen,
+            "frame.cap_len" => Field::CapLen,
             "frag.id" => Field::FragId,
             "frag.count" => Field::FragCount,
             "udp.srcport" | "srcport" => Field::SrcPort,
             "udp.dstport" | "dstport" => Field::DstPort,
             "udp.port" | "port" => Field::Port,
             "time" | "frame.time_relative" => Field::Time,
-            "frame.time_epoch" | "time.epoch" => Field::Epoch,
+            "frame.time_epoch" | "time.epoch" | "frame.time" => Field::Epoch,
             "gap" => Field::Gap,
             "rtt" if !self.paths.iter().any(|e| e.path == word) => {
                 self.acks(word)?;
@@ -544,14 +721,10 @@ impl<'a> Parser<'a> {
     }
 
     fn cmp(&mut self, what: &str) -> Result<Cmp, FilterError> {
-        let cmp = match self.peek() {
-            Some("==") => Cmp::Eq,
-            Some("!=") => Cmp::Ne,
-            Some("<") => Cmp::Lt,
-            Some("<=") => Cmp::Le,
-            Some(">") => Cmp::Gt,
-            Some(">=") => Cmp::Ge,
-            _ => return Err(self.err(format!("`{what}` needs a comparison: == != < <= > >="))),
+        let Some(cmp) = self.peek().and_then(cmp_of) else {
+            return Err(self.err(format!(
+                "`{what}` needs a comparison: == != < <= > >= (or eq ne lt le gt ge), or in {{…}}"
+            )));
         };
         self.pos += 1;
         Ok(cmp)
@@ -623,7 +796,35 @@ impl<'a> Parser<'a> {
                     _ => return Err(self.err("`contains` needs a quoted string, like \"gg\"")),
                 }
             }
-            Some("==" | "!=" | "<" | "<=" | ">" | ">=") => {
+            Some("matches") => {
+                self.pos += 1;
+                if !matches!(info.holds, Holds::Text | Holds::Bytes) {
+                    return Err(self.err(format!("`{word}` is not text or bytes: `matches` does not apply")));
+                }
+                match self.peek() {
+                    Some(v) if v.starts_with('"') => {
+                        let text = String::from_utf8_lossy(unquote(v)).into_owned();
+                        let pattern = wire::Pattern::new(&text).map_err(|m| self.err(m))?;
+                        self.pos += 1;
+                        Test::Matches(pattern)
+                    }
+                    _ => return Err(self.err("`matches` needs a quoted regular expression, like \"^gg\"")),
+                }
+            }
+            Some("in") => {
+                self.pos += 1;
+                let set = self.set(&word)?;
+                self.pos -= 1;
+                let mut members = Vec::new();
+                for (a, b) in &set {
+                    let lo = self.operand(program, &info, &word, a)?;
+                    let hi = self.operand(program, &info, &word, b)?;
+                    members.push((lo, hi));
+                }
+                self.pos += 1;
+                Test::In(members)
+            }
+            Some(t) if cmp_of(t).is_some() => {
                 let cmp = self.cmp(&word)?;
                 let Some(v) = self.peek().map(str::to_string) else {
                     return Err(self.err("expected a value"));
@@ -722,10 +923,12 @@ impl<'a> Parser<'a> {
             return Err(self.err(format!("packet type {head} has no field `{rest}`{hint}")));
         }
         // A built-in name of the same kind (a flag alone, a field before a comparison)
-        // first, then the definition's paths, then built-in names of the other kind.
+        // first, then the definition's packet types and paths and the headers' names,
+        // then built-in names of the other kind — each only when it is near enough to be
+        // a slip (`scen` is `scene`, never `seq`; nothing is `t` for `eth`).
         let hint = self
             .builtin_hint(&plain)
-            .or_else(|| nearest(&self.paths, &plain))
+            .or_else(|| self.definition_hint(&plain))
             .or_else(|| self.other_kind_hint(&plain))
             .map(|n| format!("; did you mean `{n}`?"))
             .unwrap_or_else(|| format!(" (fields: {BUILTIN_FIELDS}; flags: {FLAGS}; src/dst/flow ADDR)"));
@@ -738,15 +941,57 @@ impl<'a> Parser<'a> {
         self.toks.get(self.pos + 1).is_some_and(|t| is_cmp(&t.0))
     }
 
-    /// The nearest built-in name of the kind the word is used as.
-    fn builtin_hint(&self, word: &str) -> Option<&'static str> {
-        let names = if self.compared() { FIELD_NAMES } else { FLAG_NAMES };
-        closest(names, word)
+    /// The nearest built-in name of the kind the word is used as (header fields among
+    /// the fields, header protocols among the flags).
+    fn builtin_hint(&self, word: &str) -> Option<String> {
+        let headers = wire::HEADER_FIELDS.iter().map(|(n, _)| *n);
+        let names: Vec<&'static str> = if self.compared() {
+            FIELD_NAMES.iter().copied().chain(headers).collect()
+        } else {
+            FLAG_NAMES
+                .iter()
+                .copied()
+                .chain(wire::HEADER_WORDS.iter().copied())
+                .collect()
+        };
+        closest(&names, word).map(str::to_string)
     }
 
-    fn other_kind_hint(&self, word: &str) -> Option<&'static str> {
+    fn other_kind_hint(&self, word: &str) -> Option<String> {
         let names = if self.compared() { FLAG_NAMES } else { FIELD_NAMES };
-        closest(names, word)
+        closest(names, word).map(str::to_string)
+    }
+
+    /// The definition's nearest packet type (a word alone, or a path's first part) or
+    /// path, when near enough.
+    fn definition_hint(&self, word: &str) -> Option<String> {
+        let types: Vec<&str> = self
+            .program
+            .map(|p| p.packets.iter().map(|d| d.name.as_str()).collect())
+            .unwrap_or_default();
+        let (head, rest) = word.split_once('.').unwrap_or((word, ""));
+        let typed = types
+            .iter()
+            .map(|t| (crate::dissect::paths::distance(t, head), *t))
+            .filter(|(_, t)| wire::plausible(head, t))
+            .min_by_key(|(d, _)| *d)
+            .map(|(d, t)| {
+                (
+                    d,
+                    if rest.is_empty() {
+                        t.to_string()
+                    } else {
+                        format!("{t}.{rest}")
+                    },
+                )
+            });
+        let path = nearest(&self.paths, word)
+            .filter(|n| wire::plausible(word, n) || n.ends_with(&format!(".{word}")))
+            .map(|n| (crate::dissect::paths::distance(n, word), n.to_string()));
+        match (typed, path) {
+            (Some(t), Some(p)) => Some(if t.0 <= p.0 { t.1 } else { p.1 }),
+            (t, p) => t.or(p).map(|x| x.1),
+        }
     }
 
     /// Every indexed segment names an array or list.
@@ -870,8 +1115,8 @@ impl FieldPath {
     }
 }
 
-const BUILTIN_FIELDS: &str = "type seq size frame time gap rtt frag.id frag.count ack ack_bits udp.srcport udp.dstport udp.port ip.src ip.dst ip.addr";
-const FLAGS: &str = "crc.fail crc.ok frag reassembled ipfrag malformed over-budget truncated game late dup gap replayed mac_failure";
+const BUILTIN_FIELDS: &str = "type seq size frame time gap rtt frag.id frag.count ack ack_bits frame.len frame.cap_len udp.srcport udp.dstport udp.port udp.length ip.src ip.dst ip.addr ip.ttl ip.flags.df eth.src vlan.id (and Wireshark's other eth/vlan/ip/ipv6/udp header fields)";
+const FLAGS: &str = "crc_ok crc_mismatch too_short crc.fail frag reassembled ip_fragmented malformed over_budget truncated game late dup gap replayed mac_failure eth vlan ip ipv6 udp";
 
 /// Built-in names compared with a value, for "did you mean".
 const FIELD_NAMES: &[&str] = &[
@@ -893,19 +1138,23 @@ const FIELD_NAMES: &[&str] = &[
     "ip.dst",
     "ip.addr",
     "frame.number",
+    "frame.len",
+    "frame.cap_len",
     "frame.time_relative",
     "frame.time_epoch",
     "rtt",
 ];
 /// Built-in names that stand alone (flags, and the address words).
 const FLAG_NAMES: &[&str] = &[
+    "crc_mismatch",
+    "crc_ok",
+    "too_short",
     "crc.fail",
-    "crc.ok",
     "frag",
     "reassembled",
-    "ipfrag",
+    "ip_fragmented",
     "malformed",
-    "over-budget",
+    "over_budget",
     "truncated",
     "game",
     "late",
@@ -924,30 +1173,40 @@ const FLAG_NAMES: &[&str] = &[
 
 /// The name of `names` nearest to `word`, when it is near enough to be a slip.
 fn closest(names: &[&'static str], word: &str) -> Option<&'static str> {
-    let limit = if word.chars().count() <= 2 {
-        1
-    } else {
-        2.max(word.len() / 4)
-    };
     names
         .iter()
         .map(|n| (crate::dissect::paths::distance(n, word), *n))
-        .filter(|(d, _)| *d <= limit)
+        .filter(|(_, n)| wire::plausible(word, n))
         .min_by_key(|(d, _)| *d)
         .map(|(_, n)| n)
 }
 
+/// A comparison, as a symbol or Wireshark's word for it.
+fn cmp_of(t: &str) -> Option<Cmp> {
+    Some(match t {
+        "==" | "eq" => Cmp::Eq,
+        "!=" | "ne" => Cmp::Ne,
+        "<" | "lt" => Cmp::Lt,
+        "<=" | "le" => Cmp::Le,
+        ">" | "gt" => Cmp::Gt,
+        ">=" | "ge" => Cmp::Ge,
+        _ => return None,
+    })
+}
+
 fn is_cmp(t: &str) -> bool {
-    matches!(t, "==" | "!=" | "<" | "<=" | ">" | ">=")
+    cmp_of(t).is_some()
 }
 
 /// A flag by any of its names.
 fn flag_named(word: &str) -> Option<Flag> {
     Some(match word {
         "crc.fail" | "crc.bad" => Flag::CrcFail,
-        "crc.ok" | "ok" => Flag::CrcOk,
+        "crc_mismatch" => Flag::CrcMismatch,
+        "too_short" => Flag::TooShort,
+        "crc_ok" | "crc.ok" | "ok" => Flag::CrcOk,
         "frag" | "fragment" => Flag::Frag,
-        "ipfrag" | "ip.frag" => Flag::IpFrag,
+        "ip_fragmented" | "ipfrag" | "ip.frag" => Flag::IpFrag,
         "malformed" => Flag::Malformed,
         "over-budget" | "over_budget" | "oversize" => Flag::OverBudget,
         "truncated" => Flag::Truncated,
@@ -1145,6 +1404,11 @@ impl Filter {
         self.root.names_layer()
     }
 
+    /// The filter reads the frame's own bytes (its headers, its lengths) somewhere.
+    pub fn reads_frames(&self) -> bool {
+        self.root.reads_frames()
+    }
+
     pub fn is_all(&self) -> bool {
         self.root == Node::True
     }
@@ -1184,6 +1448,8 @@ fn eval(n: &Node, f: &PacketEvent, cx: &Context) -> bool {
         Node::Or(a, b) => eval(a, f, cx) || eval(b, f, cx),
         Node::Flag(flag) => match flag {
             Flag::CrcFail => f.status.crc_failed(),
+            Flag::CrcMismatch => f.status == crate::engine::Status::CrcMismatch,
+            Flag::TooShort => f.status == crate::engine::Status::TooShort,
             Flag::CrcOk => f.crc_ok(),
             Flag::Frag => f.fragment.is_some(),
             Flag::IpFrag => f.ip_fragments > 1,
@@ -1211,6 +1477,15 @@ fn eval(n: &Node, f: &PacketEvent, cx: &Context) -> bool {
                 End::Either => at(fl.src) || at(fl.dst),
             }
         }
+        Node::Proto(p) => crate::decode::headers::has(f.linktype, f.frame_data, p),
+        Node::Header(name, t) => wire::eval(name, t, f),
+        Node::In(Field::Port, ranges) => f.flow.is_some_and(|fl| {
+            let inside = |p: u16| ranges.iter().any(|(a, b)| (*a..=*b).contains(&(p as i128)));
+            inside(fl.src.port()) || inside(fl.dst.port())
+        }),
+        Node::In(field, ranges) => {
+            field_value(*field, f, cx).is_some_and(|x| ranges.iter().any(|(a, b)| (*a..=*b).contains(&x)))
+        }
         Node::Compare(Field::Port, cmp, v) => {
             // Either end: any satisfies; `!=` is `!(udp.port == v)`.
             let Some(fl) = f.flow else { return *cmp == Cmp::Ne };
@@ -1222,33 +1497,41 @@ fn eval(n: &Node, f: &PacketEvent, cx: &Context) -> bool {
             }
         }
         Node::Compare(field, cmp, v) => {
-            let x = match field {
-                Field::Type => f.packet_type.map(i128::from),
-                Field::Seq => f.sequence.map(i128::from),
-                Field::Size => f.flow.map(|_| f.size as i128),
-                Field::Frame => Some(f.frame as i128),
-                Field::FragId => f.fragment.map(|x| x.id as i128),
-                Field::FragCount => f.fragment.map(|x| x.count as i128),
-                Field::Ack => f.ack.map(i128::from),
-                Field::AckBits => f.ack_bits.map(i128::from),
-                Field::SrcPort => f.flow.map(|fl| fl.src.port() as i128),
-                Field::DstPort => f.flow.map(|fl| fl.dst.port() as i128),
-                Field::Port => None,
-                Field::Time => Some(f.ts_ns as i128 - cx.origin as i128),
-                Field::Rtt => cx.settled(f).filter(|&us| us != Settled::NEVER).map(i128::from),
-                Field::Epoch => Some(f.ts_ns as i128),
-                Field::Gap => match f.seq_event {
-                    Some(SeqEvent::New { gap }) => Some(gap as i128),
-                    _ => None,
-                },
+            let Some(x) = field_value(*field, f, cx) else {
+                return *cmp == Cmp::Ne;
             };
-            let Some(x) = x else { return *cmp == Cmp::Ne };
             ordered(*cmp, x.cmp(v))
         }
         Node::Dissected(t) => field_test(t, f),
         Node::Layer(at, n) => cx
             .stacked
             .is_some_and(|s| layers::any_carried(s, *at, f, &|inner| eval(n, inner, cx))),
+    }
+}
+
+/// A built-in field's value in the packet (`None`: it has none).
+fn field_value(field: Field, f: &PacketEvent, cx: &Context) -> Option<i128> {
+    match field {
+        Field::Type => f.packet_type.map(i128::from),
+        Field::Seq => f.sequence.map(i128::from),
+        Field::Size => f.flow.map(|_| f.size as i128),
+        Field::Frame => Some(f.frame as i128),
+        Field::FragId => f.fragment.map(|x| x.id as i128),
+        Field::FragCount => f.fragment.map(|x| x.count as i128),
+        Field::Ack => f.ack.map(i128::from),
+        Field::AckBits => f.ack_bits.map(i128::from),
+        Field::SrcPort => f.flow.map(|fl| fl.src.port() as i128),
+        Field::DstPort => f.flow.map(|fl| fl.dst.port() as i128),
+        Field::Port => None,
+        Field::Time => Some(f.ts_ns as i128 - cx.origin as i128),
+        Field::Rtt => cx.settled(f).filter(|&us| us != Settled::NEVER).map(i128::from),
+        Field::Epoch => Some(f.ts_ns as i128),
+        Field::Gap => match f.seq_event {
+            Some(SeqEvent::New { gap }) => Some(gap as i128),
+            _ => None,
+        },
+        Field::FrameLen => Some(f.wire_len as i128),
+        Field::CapLen => Some(f.frame_data.len() as i128),
     }
 }
 
@@ -1276,12 +1559,28 @@ fn decide(n: &Node, f: &PacketEvent, cx: &Context) -> Option<bool> {
         Node::Dissected(t) if t.packet_type.is_some_and(|ty| f.packet_type != Some(ty)) => {
             Some(matches!(t.test, Test::Compare(Cmp::Ne, _)) && !t.all)
         }
-        Node::Dissected(_) | Node::Layer(..) | Node::Compare(Field::Ack | Field::AckBits, ..) => None,
+        Node::Dissected(_)
+        | Node::Layer(..)
+        | Node::Header(..)
+        | Node::Proto(_)
+        | Node::Compare(Field::Ack | Field::AckBits | Field::FrameLen | Field::CapLen, ..)
+        | Node::In(Field::Ack | Field::AckBits | Field::FrameLen | Field::CapLen, _) => None,
         n => Some(eval(n, f, cx)),
     }
 }
 
 impl Node {
+    /// A header field, a header's protocol or a frame length is tested somewhere.
+    fn reads_frames(&self) -> bool {
+        match self {
+            Node::Header(..) | Node::Proto(_) => true,
+            Node::Compare(f, ..) | Node::In(f, _) => matches!(f, Field::FrameLen | Field::CapLen),
+            Node::Not(a) | Node::Layer(_, a) => a.reads_frames(),
+            Node::And(a, b) | Node::Or(a, b) => a.reads_frames() || b.reads_frames(),
+            _ => false,
+        }
+    }
+
     /// The filter reads an inner layer somewhere.
     fn names_layer(&self) -> bool {
         match self {
@@ -1338,6 +1637,15 @@ fn occurrence(t: &FieldTest, v: Value, payload: &[u8]) -> bool {
     match &t.test {
         Test::Exists => true,
         Test::Contains(needle) => bytes_of(v, payload).is_some_and(|b| contains(b, needle)),
+        Test::Matches(p) => bytes_of(v, payload).is_some_and(|b| p.re.is_match(b)),
+        Test::In(members) => members.iter().any(|(lo, hi)| {
+            if lo == hi {
+                compare(t.holds, v, Cmp::Eq, lo, payload) == Some(true)
+            } else {
+                compare(t.holds, v, Cmp::Ge, lo, payload) == Some(true)
+                    && compare(t.holds, v, Cmp::Le, hi, payload) == Some(true)
+            }
+        }),
         Test::Compare(cmp, operand) => compare(t.holds, v, *cmp, operand, payload).unwrap_or(*cmp == Cmp::Ne),
     }
 }

@@ -17,7 +17,10 @@ fn main() -> ExitCode {
         Command::Dissect(a) => cli::dissect::run(a),
         Command::Check { dissector } => cli::check::run(dissector),
         Command::Export(a) => cli::export::run(a),
-        Command::Identify { captures, json } => cli::identify::run(captures, *json),
+        Command::Identify { captures, json, wide } => {
+            cli::set_wide(*wide);
+            cli::identify::run(captures, *json)
+        }
         Command::Gen(a) => cli::gen_cmd::run(a),
         Command::Live(a) => cli::live::run(a),
         Command::Send(a) => cli::send::run(a),

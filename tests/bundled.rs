@@ -116,3 +116,55 @@ fn single_datagram_baseline_is_singles_only() {
     assert_eq!(a.single_loss, 83.0 / 1693.0);
     assert_eq!(a.single_loss_scope, "same flows");
 }
+
+/// On an 80-column terminal every line of the report fits (the Flows table was ~150
+/// columns and the reassembly table ~135, wrapped by the terminal into unreadable rows):
+/// columns left out by priority and said, long cells wrapped, every flow's numbers whole.
+#[test]
+fn reports_fit_80_columns() {
+    for (capture, def) in [
+        ("clean.pcap", "article.kdl"),
+        ("lossy-bursts.pcap", "article.kdl"),
+        ("mtu-ignored.pcap", "article.kdl"),
+        ("mtu-df.pcap", "article.kdl"),
+        ("attacks.pcap", "article.kdl"),
+        ("ipv6-sll2.pcapng", "example-shooter.kdl"),
+        ("vlan-corrupt.pcap", "example-shooter.kdl"),
+        ("malformed.pcap", "article.kdl"),
+    ] {
+        let (report, _) = analyze(capture, def);
+        let text = gpcap::present::tables::render_at(&report, Some(80));
+        for line in text.lines() {
+            assert!(
+                line.chars().count() <= 80,
+                "{capture}: {} columns: {line}",
+                line.chars().count()
+            );
+        }
+        assert!(
+            text.contains("(left out for 80 columns: secs, kbit/s"),
+            "{capture}:\n{text}"
+        );
+        // The numbers a reader needs stay, whole: each flow's datagrams and loss.
+        for f in &report.flows {
+            let row = text.lines().find(|l| {
+                l.contains(&format!(" {} ", f.datagrams)) && l.contains(&format!(" {} ", f.seq.lost))
+            });
+            assert!(
+                row.is_some(),
+                "{capture}: flow {} → {} lost its numbers:\n{text}",
+                f.src,
+                f.dst
+            );
+        }
+        // Without a width (--wide, or not a terminal) it is the report as before.
+        assert_eq!(
+            gpcap::present::tables::render_at(&report, None),
+            gpcap::present::tables::render(&report)
+        );
+    }
+    insta::assert_snapshot!(
+        "vlan_corrupt_80_columns",
+        gpcap::present::tables::render_at(&analyze("vlan-corrupt.pcap", "example-shooter.kdl").0, Some(80))
+    );
+}

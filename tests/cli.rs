@@ -14,7 +14,7 @@ fn quick_start_needs_no_configuration() {
         out.starts_with("Protocol id 0x55667788 identified from the traffic"),
         "{out}"
     );
-    assert!(out.contains("│ crc ok                    ┆ 1156"), "{out}");
+    assert!(out.contains("│ crc_ok                    ┆ 1156"), "{out}");
 }
 
 #[test]
@@ -140,7 +140,7 @@ fn dissect_filters_and_shows_reassembled_packets() {
         out.contains("[packet reassembled from 3 fragments, completed by this frame]\n[fragments in frames"),
         "{out}"
     );
-    assert!(out.contains("article type 2 (B), sequence 100, CRC ok"), "{out}");
+    assert!(out.contains("article type 2 (B), sequence 100, crc_ok"), "{out}");
     // A reassembled packet is an event like any other: filters see its type and size.
     let (code, out, _) = gpcap(&[
         "dissect",
@@ -478,7 +478,7 @@ fn gen_leaves_nothing_behind_when_it_fails() {
 fn a_wrong_protocol_id_gets_the_identified_one_as_a_hint() {
     let (code, out, err) = gpcap(&["analyze", "--protocol-id", "0x12345678", "captures/clean.pcap"]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("│ crc ok                    ┆ 0"), "{out}");
+    assert!(out.contains("│ crc_ok                    ┆ 0"), "{out}");
     assert!(
         err.contains("no datagram passed the CRC with protocol id 0x12345678")
             && err.contains("validate with 0x55667788")
@@ -907,5 +907,49 @@ fn dissect_count_stops_after_n_packets_and_write_takes_only_those_shown() {
     assert!(err.contains("wrote 1112 frames of 1112 packets"), "{err}");
     let (code, _, err) = gpcap(&[&base[..], &["-c", "0"]].concat());
     assert_eq!(code, 2, "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Traffic that is not the game's is named by its well-known ports, as Wireshark names
+/// it (a new user saw DNS as `udp  udp`): the conversations of a capture without a game
+/// protocol, in text and JSON.
+#[test]
+fn conversations_name_well_known_services() {
+    let dir = std::env::temp_dir().join(format!("gpcap-services-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("services.pcap");
+    let a: std::net::SocketAddr = "10.0.0.1:53124".parse().unwrap();
+    let dns: std::net::SocketAddr = "10.0.0.53:53".parse().unwrap();
+    let quic: std::net::SocketAddr = "10.0.0.9:443".parse().unwrap();
+    let other: std::net::SocketAddr = "10.0.0.7:41999".parse().unwrap();
+    let mut datagrams = Vec::new();
+    for k in 0..6u8 {
+        datagrams.push((a, dns, vec![k; 30]));
+        datagrams.push((a, quic, vec![k; 1200]));
+        datagrams.push((a, other, vec![k; 60]));
+    }
+    common::udp_capture(&path, datagrams);
+    let p = path.to_str().unwrap();
+    let (_, text, err) = common::gpcap_run(&["analyze", p]);
+    assert!(text.contains("UDP conversations"), "{text}{err}");
+    let row = |port: &str| {
+        text.lines()
+            .find(|l| l.contains(port))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(row("10.0.0.53:53").contains("DNS"), "{text}");
+    assert!(row("10.0.0.9:443").contains("QUIC"), "{text}");
+    assert!(row("10.0.0.7:41999").contains("┆ -       │"), "{text}");
+    let (_, json, _) = common::gpcap_run(&["analyze", p, "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let services: Vec<&serde_json::Value> = v["conversations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["service"])
+        .collect();
+    assert!(services.contains(&&serde_json::json!("DNS")) && services.contains(&&serde_json::json!("QUIC")));
+    assert!(services.contains(&&serde_json::Value::Null));
     let _ = std::fs::remove_dir_all(&dir);
 }

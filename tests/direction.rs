@@ -136,7 +136,7 @@ fn wrong_direction_packets_are_counted() {
     assert_eq!(r.validation.wrong_direction, 5);
     let text = gpcap::present::tables::render(&r);
     assert!(
-        text.contains("│ wrong direction           ┆ 5 (2 from a client on 10.0.0.2:50000 → 10.0.0.1:27015; 3 from the server on 10.0.0.1:27015 → 10.0.0.2:50000)"),
+        text.contains("│ wrong_direction           ┆ 5 (2 from a client on 10.0.0.2:50000 → 10.0.0.1:27015; 3 from the server on 10.0.0.1:27015 → 10.0.0.2:50000)"),
         "{text}"
     );
     let _ = std::fs::remove_file(&path);

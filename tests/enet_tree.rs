@@ -72,6 +72,9 @@ fn screen(a: &mut App, w: u16, h: u16) -> String {
 
 /// The bytes the hex pane highlights, by offset: `true` for a byte the field covers
 /// whole, `false` for one it covers in part (underlined).
+/// Where the UDP payload starts in the frames of the capture (Ethernet, IPv4, UDP).
+const UDP: usize = 42;
+
 fn highlighted(a: &mut App, w: u16, h: u16) -> Vec<(usize, bool)> {
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
     t.draw(|f| gpcap::tui::draw(f, a)).unwrap();
@@ -79,7 +82,8 @@ fn highlighted(a: &mut App, w: u16, h: u16) -> Vec<(usize, bool)> {
     let mut out = Vec::new();
     for y in 0..h {
         let line: String = (0..w).map(|x| buf[(x, y)].symbol().to_string()).collect();
-        // A hex line: `│0010  00 03 …`, in the Bytes pane on the right.
+        // A hex line: `│0010 00 03 …`, in the Bytes pane on the right (offsets in the
+        // frame).
         let Some(at) = line
             .char_indices()
             .filter(|&(_, c)| c == '│')
@@ -89,15 +93,15 @@ fn highlighted(a: &mut App, w: u16, h: u16) -> Vec<(usize, bool)> {
             continue;
         };
         let col = line[..at].chars().count() as u16 + 1;
-        let head: String = (col..col + 6).map(|x| buf[(x, y)].symbol().to_string()).collect();
+        let head: String = (col..col + 5).map(|x| buf[(x, y)].symbol().to_string()).collect();
         let Some(base) = head
-            .strip_suffix("  ")
+            .strip_suffix(' ')
             .and_then(|o| usize::from_str_radix(o, 16).ok())
         else {
             continue;
         };
         for k in 0..16u16 {
-            let x = col + 6 + 3 * k;
+            let x = col + 5 + 3 * k;
             if x >= w || buf[(x, y)].symbol() == " " {
                 break;
             }
@@ -164,21 +168,26 @@ fn the_tree_has_every_message_with_its_fields() {
     assert_eq!(paths[a.field], "messages[0].command");
     assert_eq!((f.bit_offset, f.bit_len), (52, 4));
     for (w, h) in [(80u16, 24u16), (200, 50)] {
-        assert_eq!(highlighted(&mut a, w, h), [(6, false)], "{w}x{h}");
+        // The dump is the whole frame: the datagram from byte 42 (Ethernet, IPv4, UDP).
+        assert_eq!(highlighted(&mut a, w, h), [(UDP + 6, false)], "{w}x{h}");
         insta::assert_snapshot!(format!("enet_messages_command_{w}x{h}"), screen(&mut a, w, h));
     }
     // messages[4].received_sent_time: bits 352..368, bytes 44 and 45.
     keys(&mut a, &"Down ".repeat(40));
     assert_eq!(paths[a.field], "messages[4].received_sent_time");
     for (w, h) in [(80u16, 24u16), (200, 50)] {
-        assert_eq!(highlighted(&mut a, w, h), [(44, true), (45, true)], "{w}x{h}");
+        assert_eq!(
+            highlighted(&mut a, w, h),
+            [(UDP + 44, true), (UDP + 45, true)],
+            "{w}x{h}"
+        );
         insta::assert_snapshot!(format!("enet_messages_last_field_{w}x{h}"), screen(&mut a, w, h));
     }
     // The header's peer id: the low nibble of byte 0 and byte 1.
     let mut a = app(Path::new(DEF));
     keys(&mut a, "g text:117 Enter t Down Down Down");
     assert_eq!(paths[a.field], "peer_id");
-    assert_eq!(highlighted(&mut a, 80, 24), [(0, false), (1, true)]);
+    assert_eq!(highlighted(&mut a, 80, 24), [(UDP, false), (UDP + 1, true)]);
 }
 
 /// A message put back from fragments inside messages is the application's bytes, not a

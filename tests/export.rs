@@ -623,3 +623,69 @@ fn export_builds_dictionaries_only_where_they_pay() {
     assert!(scene[q].contains(&Encoding::BYTE_STREAM_SPLIT));
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// Zero configuration exports the header as the reference layout reads it: the same
+/// `header` and `fragment_header` columns, of the same types, as the article definition
+/// gives (they were missing, so `header.sequence` named a table that did not exist and a
+/// dataset of both held two schemas); the type is named by its number.
+#[test]
+fn zero_configuration_exports_the_same_header_columns() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let dir = std::env::temp_dir().join(format!("gpcap-export-zero-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let capture = format!("{root}/captures/lossy-bursts.pcap");
+    let (zero, with) = (dir.join("zero"), dir.join("with"));
+    gpcap_ok(&["export", &capture, "-o", zero.to_str().unwrap()]);
+    gpcap_ok(&[
+        "export",
+        &capture,
+        "-d",
+        &format!("{root}/dissectors/article.kdl"),
+        "-o",
+        with.to_str().unwrap(),
+    ]);
+    let part = |d: &Path| {
+        d.join("packets")
+            .join("capture=lossy-bursts.pcap")
+            .join("part-0.parquet")
+    };
+    let (z, w) = (read(&part(&zero)), read(&part(&with)));
+    for name in ["header", "fragment_header"] {
+        let types = |b: &RecordBatch| {
+            let DataType::Struct(fields) = b.schema().field_with_name(name).unwrap().data_type().clone()
+            else {
+                panic!("{name} is not a struct")
+            };
+            fields
+                .iter()
+                .map(|f| {
+                    let t = match f.data_type() {
+                        DataType::Dictionary(_, v) => (**v).clone(),
+                        t => t.clone(),
+                    };
+                    (f.name().clone(), t)
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(types(&z[0]), types(&w[0]), "{name}");
+    }
+    let (mut rows, mut read_back) = (0, 0);
+    for b in &z {
+        let seq = b.column_by_name("sequence").unwrap();
+        let header = b.column_by_name("header").unwrap().as_struct();
+        let hseq = header.column_by_name("sequence").unwrap();
+        let row = b.column_by_name("row").unwrap();
+        for i in 0..b.num_rows() {
+            if cell(row, i) != "datagram" {
+                continue;
+            }
+            rows += 1;
+            if !header.is_null(i) {
+                read_back += 1;
+                assert_eq!(cell(hseq, i), cell(seq, i), "row {i}");
+            }
+        }
+    }
+    assert_eq!((rows, read_back), (2185, 2185));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -310,6 +310,77 @@ fn sigint_ends_live_with_the_final_report() {
     assert!(last["live"]["captured"].is_u64(), "{last}");
 }
 
+/// A new user's trial of `live lo --no-tui` without `-d`: silent for seconds before the
+/// first report, `captured 100` above `frames 112` in one report, and the last report
+/// printed twice at the end. Now it says at once what it does, the first report comes a
+/// second after the protocol is known, no report has more frames than captured, and no
+/// periodic report comes once the capture is stopping (the final one only).
+#[test]
+fn live_no_tui_reports_early_consistently_and_ends_once() {
+    if !root() {
+        return;
+    }
+    let port = "40127";
+    let child = Command::new(env!("CARGO_BIN_EXE_gpcap"))
+        .args([
+            "live",
+            "lo",
+            "--no-tui",
+            "--json",
+            "--duration",
+            "7.5",
+            "--interval",
+            "2.5",
+        ])
+        .args(["--port", port])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("gpcap live");
+    std::thread::sleep(Duration::from_millis(300));
+    let sent = Command::new(env!("CARGO_BIN_EXE_gpcap"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["send", "-d", "dissectors/article.kdl", "--to"])
+        .arg(format!("127.0.0.1:{port}"))
+        .args(["--packets", "600", "--rate", "100"])
+        .output()
+        .unwrap();
+    assert!(sent.status.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("gpcap: capturing on lo — the protocol is identified from the first 3 s"),
+        "{stderr}"
+    );
+    let reports: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let first = reports.first().expect("a report");
+    // Identification takes up to 3 s, the first report a second more.
+    assert!(
+        first["elapsed_s"].as_f64().unwrap() < 4.8,
+        "first report at {first}"
+    );
+    for r in &reports {
+        let (captured, frames) = (
+            r["live"]["captured"].as_u64(),
+            r["report"]["capture"]["frames"].as_u64(),
+        );
+        assert!(captured >= frames, "captured {captured:?} < frames {frames:?}");
+    }
+    let finals = reports.iter().filter(|r| r["final"] == true).count();
+    assert_eq!(finals, 1);
+    assert_eq!(reports.last().unwrap()["final"], true);
+    for r in &reports[..reports.len() - 1] {
+        assert!(
+            r["elapsed_s"].as_f64().unwrap() < 7.5,
+            "a periodic report as the capture stopped: {}",
+            r["elapsed_s"]
+        );
+    }
+}
+
 /// `replay --iface` on one end of a veth pair feeds `live` on the other the capture's own
 /// datagrams, addresses and order: the live report equals `analyze`'s of the capture in
 /// every number but the clock's — game fragments, IP fragments (both links at MTU 1000),

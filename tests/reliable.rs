@@ -54,7 +54,7 @@ fn analyze_reproduces_the_truth_summary_per_direction() {
         assert_eq!(f["bytes"], t["payload_bytes_captured"], "{dir}");
         assert_eq!(f["largest_payload"], t["max_payload"], "{dir}");
         assert_eq!(f["malformed"], 0, "{dir}");
-        assert_eq!(f["crc_fail"], 0, "{dir}");
+        assert_eq!(f["crc_mismatch"], 0, "{dir}");
         // Type 0 is a whole message, type 1 the fragments.
         assert_eq!(f["types"][0], t["regular_datagrams_captured"], "{dir}");
         assert_eq!(f["types"][1], t["fragment_datagrams_captured"], "{dir}");

@@ -244,7 +244,7 @@ fn filter_errors_are_shown_not_applied() {
     let all = a.view.len();
     keys(&mut a, "/ text:type~==~bogus Enter");
     assert_eq!(a.view.len(), all);
-    let (msg, err) = a.message.clone().unwrap();
+    let (msg, err) = a.note().unwrap();
     assert!(err && msg.contains("no packet type is named `bogus`"), "{msg}");
     // Regression (a new user's trial): the prompt closed on the error, so the keys typed
     // next ran as commands (`c` opened the column chooser). It stays open with the text,
@@ -559,8 +559,8 @@ fn long_filters_are_drawn_and_the_limit_is_said() {
     keys(&mut a, "Enter");
     assert!(!a.message.as_ref().is_some_and(|m| m.1), "{:?}", a.message);
     assert_eq!(a.filter.text, long);
-    // Too much is refused whole, and said.
-    keys(&mut a, "/");
+    // Too much is refused whole, and said (End keeps the offered filter, to add to it).
+    keys(&mut a, "/ End");
     a.paste(&long);
     let s = screen(&mut a, 200, 50);
     assert!(s.contains("full: a prompt holds 4096 characters"), "{s}");
@@ -796,7 +796,7 @@ fn layers_in_the_filter_the_tree_and_the_dump() {
     assert_eq!(a.view.len(), 3383);
     // A misspelt layer field is refused with the layer's nearest, as in dissect.
     keys(&mut a, "/ C-u text:reliable.sequnce~>~10 Enter");
-    let (msg, err) = a.message.clone().unwrap();
+    let (msg, err) = a.note().unwrap();
     assert!(err && msg.contains("did you mean `reliable.sequence`?"), "{msg}");
     keys(&mut a, "Esc / C-u text:frame~==~20 Enter t");
     let d = a.detail.as_ref().unwrap();
@@ -863,5 +863,95 @@ fn layered_info_is_the_brief_lines() {
             "payload seq 2 · reliable seq 0 ack 65535 · snapshot",
             "payload seq 11 · reliable seq 1 fragment 8 of 9 · reliable seq 1 ack 1 reassembled from 9 · blob input",
         ]
+    );
+}
+
+// A refused filter stays in its prompt with the reason under it (it was made but never
+// drawn: the status line drew only the prompt while it was open).
+snap!(
+    prompt_refused_filter,
+    "clean.pcap",
+    "article.kdl",
+    "/ text:sizee~>~100 Enter"
+);
+// The find prompt's refusal, the same way.
+snap!(
+    prompt_refused_find,
+    "clean.pcap",
+    "article.kdl",
+    "F text:late~&&~(~size Enter"
+);
+// `w` offers a name, selected, with where a bare name goes under it; typing replaces it.
+snap!(prompt_write_offers_a_name, "clean.pcap", "article.kdl", "m w");
+snap!(
+    prompt_write_typed_over,
+    "clean.pcap",
+    "article.kdl",
+    "m w text:x.pcapng"
+);
+// The list's share of the height and the tree's of the width, moved by keys.
+snap!(packets_resized, "clean.pcap", "article.kdl", "+ + + t > >");
+snap!(packets_shrunk, "clean.pcap", "article.kdl", "- - t < <");
+
+/// At 80×24 the list shows more than six packets, every hint is whole (not `… c c`),
+/// and a cut cell ends in `…`; at 200×50 the list takes the room the panes do not need.
+#[test]
+fn the_list_has_room_at_80x24_and_grows_at_200x50() {
+    let rows = |s: &str| {
+        s.lines()
+            .filter(|l| l.starts_with("│ ") && l.contains(" 10.0."))
+            .count()
+    };
+    let mut a = app("clean.pcap", "article.kdl");
+    let small = screen(&mut a, 80, 24);
+    assert!(rows(&small) > 6, "{small}");
+    let hints = small.lines().last().unwrap();
+    assert!(
+        hints.starts_with("q quit  ? help") && !hints.ends_with(" c"),
+        "{hints}"
+    );
+    let big = screen(&mut a, 200, 50);
+    assert!(rows(&big) >= 25, "{big}");
+    keys(&mut a, "- -");
+    assert!(rows(&screen(&mut a, 200, 50)) < rows(&big));
+}
+
+// The frame's headers are the tree's first rows (closed), the bytes the whole frame:
+// opened, a header field's bits are highlighted where they are in the frame.
+snap!(
+    packets_headers_in_the_tree,
+    "mtu-df.pcap",
+    "article.kdl",
+    "Down Down Down Down t Home Down Space Down Down Down Down Down Down Down Down Down Down Down Down Down"
+);
+
+/// `a` on a header field filters on it as Wireshark names it (`ip.ttl == 64`), and the
+/// filter selects as `dissect --filter` does.
+#[test]
+fn a_header_field_becomes_a_wireshark_filter() {
+    let mut a = app("mtu-df.pcap", "article.kdl");
+    let all = a.view.len();
+    let ttl = "t Home Down Space".to_string() + &" Down".repeat(13);
+    keys(&mut a, &ttl);
+    let d = a.detail.as_ref().unwrap();
+    let (_, f) = d.header_at(a.field).expect("a header row");
+    assert_eq!(f.map(|f| f.name), Some("ip.ttl"));
+    keys(&mut a, "a");
+    assert_eq!(a.filter.text, "ip.ttl == 64");
+    assert_eq!(a.view.len(), all);
+}
+
+/// A datagram that is not the game's shows its well-known service in the Type and Info
+/// columns (it read `udp  udp`).
+#[test]
+fn other_udp_rows_name_their_service() {
+    let mut a = app("article.pcap", "article.kdl");
+    keys(&mut a, "/ text:udp.port~==~53 Enter");
+    assert!(!a.view.is_empty());
+    let s = screen(&mut a, 200, 50);
+    let row = s.lines().find(|l| l.contains(":53 ")).unwrap_or_default();
+    assert!(
+        row.contains(" DNS ") && row.contains("DNS (udp") && row.contains("other_udp"),
+        "{s}"
     );
 }

@@ -42,13 +42,13 @@ fn navigate_to_a_malformed_packet() {
     tmux(&["send-keys", "-t", &session, "q"]);
     std::thread::sleep(Duration::from_millis(300));
     let _ = tmux(&["kill-session", "-t", &session]);
-    assert!(list.contains("MALFORMED"), "list:\n{list}");
+    assert!(list.contains(" malformed "), "list:\n{list}");
     assert!(
         detail.contains("[Malformed: past_end at bit"),
         "detail:\n{detail}"
     );
     assert!(
-        detail.contains("past_end at bit 336 (byte 42)"),
+        detail.contains("past_end at bit 336 (payload byte 42, frame byte 84)"),
         "detail:\n{detail}"
     );
 }
@@ -108,4 +108,94 @@ fn filter_on_a_dissected_field_and_write_it() {
     assert_eq!(r["capture"]["frames"], 462);
     assert_eq!(r["reassembly"]["completed"], 89);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A new user's trial: `/ sizee > 100` Enter showed nothing (the error was made but the
+/// status line drew only the prompt), the find prompt hid its error the same way, and
+/// `w`'s prompt came pre-filled so that typing appended (`gpcap-marked.pcapngmarked…`).
+/// Now the reason is under the prompt, and the offered name is replaced by typing.
+#[test]
+fn prompts_show_their_errors_and_typing_replaces_the_offered_name() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        common::skipped(module_path!(), "tmux is not installed");
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_gpcap");
+    let root = env!("CARGO_MANIFEST_DIR");
+    let session = format!("gpcap-e2e-p-{}", std::process::id());
+    let cmd = format!("cd {root} && {bin} tui captures/clean.pcap -d dissectors/article.kdl");
+    tmux(&["new-session", "-d", "-s", &session, "-x", "80", "-y", "24", &cmd]);
+    wait_for(&session, "1558 frames");
+    tmux(&["send-keys", "-t", &session, "/"]);
+    tmux(&["send-keys", "-t", &session, "-l", "sizee > 100"]);
+    tmux(&["send-keys", "-t", &session, "Enter"]);
+    let refused = wait_for(&session, "did you mean");
+    tmux(&["send-keys", "-t", &session, "Escape"]);
+    tmux(&["send-keys", "-t", &session, "F"]);
+    tmux(&["send-keys", "-t", &session, "-l", "late && ("]);
+    tmux(&["send-keys", "-t", &session, "Enter"]);
+    let find = wait_for(&session, "find: column");
+    tmux(&["send-keys", "-t", &session, "Escape"]);
+    tmux(&["send-keys", "-t", &session, "m", "w"]);
+    let offered = wait_for(&session, "is written in");
+    tmux(&["send-keys", "-t", &session, "-l", "x.pcapng"]);
+    let typed = wait_for(&session, "write pcapng to: x.pcapng");
+    tmux(&["send-keys", "-t", &session, "Escape", "q"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let _ = tmux(&["kill-session", "-t", &session]);
+    assert!(
+        refused.contains("filter: sizee > 100")
+            && refused.contains("unknown field `sizee`; did you mean `size`?"),
+        "after a refused filter:\n{refused}"
+    );
+    assert!(find.contains("find: column"), "after a refused find:\n{find}");
+    assert!(
+        offered.contains("write pcapng to: gpcap-marked.pcapng")
+            && offered.contains(&format!("a name without a directory is written in {root}")),
+        "w:\n{offered}"
+    );
+    assert!(
+        typed.contains("write pcapng to: x.pcapng") && !typed.contains("pcapngx.pcapng"),
+        "typed over the offered name:\n{typed}"
+    );
+}
+
+/// `analyze` on an 80-column terminal fits its tables to it (the width is the tty's), and
+/// piped it prints them whole, as tshark's output to a pipe is never folded.
+#[test]
+fn analyze_fits_the_terminal_and_not_a_pipe() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        common::skipped(module_path!(), "tmux is not installed");
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_gpcap");
+    let root = env!("CARGO_MANIFEST_DIR");
+    let session = format!("gpcap-e2e-width-{}", std::process::id());
+    let cmd = format!(
+        "cd {root} && {bin} analyze captures/mtu-df.pcap -d dissectors/article.kdl; echo DONE; sleep 30"
+    );
+    tmux(&["new-session", "-d", "-s", &session, "-x", "80", "-y", "200", &cmd]);
+    let screen = wait_for(&session, "DONE");
+    let history = tmux(&["capture-pane", "-p", "-J", "-S", "-1000", "-t", &session]);
+    let _ = tmux(&["kill-session", "-t", &session]);
+    assert!(screen.contains("DONE"), "{screen}");
+    assert!(
+        history.contains("(left out for 80 columns: secs, kbit/s"),
+        "{history}"
+    );
+    for line in history.lines() {
+        assert!(
+            line.chars().count() <= 80,
+            "{} columns: {line}",
+            line.chars().count()
+        );
+    }
+    let piped = Command::new(bin)
+        .current_dir(root)
+        .args(["analyze", "captures/mtu-df.pcap", "-d", "dissectors/article.kdl"])
+        .output()
+        .unwrap();
+    let piped = String::from_utf8_lossy(&piped.stdout);
+    assert!(!piped.contains("left out for"), "{piped}");
+    assert!(piped.lines().any(|l| l.chars().count() > 120));
 }

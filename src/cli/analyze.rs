@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
+    super::set_wide(a.wide);
     let gates = a
         .fail_on
         .iter()

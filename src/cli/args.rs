@@ -88,6 +88,9 @@ pub enum Command {
         /// Print the identification as JSON.
         #[arg(long)]
         json: bool,
+        /// Tables with every column, as wide as they are (default on a terminal: its width).
+        #[arg(long)]
+        wide: bool,
     },
 }
 
@@ -96,6 +99,11 @@ pub struct AnalyzeArgs {
     /// pcap or pcapng files (gzip-compressed ones too); `-` or a FIFO is read once.
     #[arg(required = true)]
     pub captures: Vec<PathBuf>,
+    /// Tables with every column, as wide as they are. On a terminal they are fitted to
+    /// its width (columns left out by priority, long cells wrapped, said under each
+    /// table); to a file or a pipe they are always whole.
+    #[arg(long)]
+    pub wide: bool,
     #[command(flatten)]
     pub protocol: ProtocolArgs,
     /// Print the report as JSON (schema in docs/json.md).
@@ -209,7 +217,17 @@ pub struct ExportArgs {
 #[derive(Args)]
 pub struct DissectArgs {
     /// A pcap or pcapng file (gzip-compressed too); `-` or a FIFO is read once.
-    pub capture: PathBuf,
+    #[arg(required_unless_present = "read", conflicts_with = "read")]
+    pub capture: Option<PathBuf>,
+    /// The capture, as tshark's `-r FILE` (instead of naming it alone).
+    #[arg(short = 'r', long = "read-file", value_name = "FILE")]
+    pub read: Option<PathBuf>,
+    /// How times are shown, as tshark's -t: r since the first packet, d since the
+    /// previous packet captured, dd since the previous one shown, e seconds since the
+    /// epoch (the default), a/ad/adoy local time (with the date, with the day of the
+    /// year), u/ud/udoy UTC.
+    #[arg(short = 't', long = "time-format", value_name = "FORMAT", value_parser = time_format)]
+    pub time_format: Option<gpcap::sinks::printer::TimeFormat>,
     #[command(flatten)]
     pub protocol: ProtocolArgs,
     /// Only this frame (1-based, as tshark numbers them).
@@ -229,9 +247,10 @@ pub struct DissectArgs {
     /// One line per packet: frame, time, flow, type, sequence, size, status.
     #[arg(long)]
     pub brief: bool,
-    /// Show only packets matching this display filter (as in the TUI's `/`): built-in
-    /// fields and flags, and any dissected field by its path (README, Display filters).
-    #[arg(long)]
+    /// Show only packets matching this display filter (as in the TUI's `/`; tshark's
+    /// `-Y`): built-in fields and flags, Wireshark's header fields, and any dissected
+    /// field by its path (README, Display filters).
+    #[arg(long, short = 'Y')]
     pub filter: Option<String>,
     /// Also write the frames of the packets shown to this pcapng file (a reassembled
     /// packet brings all its fragments).
@@ -241,6 +260,31 @@ pub struct DissectArgs {
     /// packets are formatted on the others — the output is the same either way.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub threads: Option<u32>,
+}
+
+impl DissectArgs {
+    /// The capture, named alone or with `-r` (clap holds that one of them is given).
+    pub fn file(&self) -> &PathBuf {
+        static NONE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+        self.capture
+            .as_ref()
+            .or(self.read.as_ref())
+            .unwrap_or_else(|| NONE.get_or_init(PathBuf::new))
+    }
+
+    /// `-r FILE` becomes the capture named alone, so that `-` or a FIFO is read once too.
+    pub fn take_read(&mut self) -> Option<&mut PathBuf> {
+        if self.capture.is_none() {
+            self.capture = self.read.take();
+        }
+        self.capture.as_mut()
+    }
+}
+
+fn time_format(s: &str) -> Result<gpcap::sinks::printer::TimeFormat, String> {
+    gpcap::sinks::printer::TimeFormat::parse(s).ok_or_else(|| {
+        format!("`{s}` is not a time format: r, d, dd, e, a, ad, adoy, u, ud, udoy (as tshark's -t)")
+    })
 }
 
 #[derive(Args)]
@@ -286,6 +330,10 @@ pub struct LiveArgs {
     /// Bytes kept of each frame (64 to 262144).
     #[arg(long, default_value_t = 65535, value_parser = clap::value_parser!(i32).range(64..=262144))]
     pub snaplen: i32,
+    /// Report tables with every column, as wide as they are (default on a terminal: its
+    /// width).
+    #[arg(long)]
+    pub wide: bool,
     /// Print reports instead of opening the terminal UI.
     #[arg(long = "no-tui")]
     pub no_tui: bool,

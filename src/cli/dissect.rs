@@ -12,7 +12,8 @@ use gpcap::sinks::select::{Select, check_writable, write_frames};
 use std::process::ExitCode;
 
 pub fn run(a: &DissectArgs) -> Result<ExitCode> {
-    let captures = std::slice::from_ref(&a.capture);
+    let capture = a.file();
+    let captures = std::slice::from_ref(capture);
     let resolved = resolve(&a.protocol.choice()?, |i| sample_files(captures, i))?;
     if resolved.cfg.program.is_none() {
         if let Some(note) = resolved.note() {
@@ -56,7 +57,9 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
         s
     });
     let threads = gpcap::run_threads(captures, a.threads);
-    let mut printer = DissectPrinter::new(out, shown, filter, format, a.frame, threads).limit(a.count);
+    let mut printer = DissectPrinter::new(out, shown, filter, format, a.frame, threads)
+        .limit(a.count)
+        .times(a.time_format.unwrap_or_default());
     // The printer says what the engine must record and when output can no longer go on.
     let outcomes = run_files(
         captures,
@@ -66,7 +69,7 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
     )?;
     let cut_short = crate::cli::say_ends(outcomes.iter().map(|o| &o.end));
     let written = match (&a.write, &select) {
-        (Some(to), Some(select)) => Some((write_frames(&a.capture, &select.frames, to), select.selected, to)),
+        (Some(to), Some(select)) => Some((write_frames(capture, &select.frames, to), select.selected, to)),
         _ => None,
     };
     let printed = printer.printed();
@@ -95,7 +98,7 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
         return Err(Error::Usage(if n > frames {
             format!(
                 "--frame {n}: {} has {}",
-                a.capture.display(),
+                capture.display(),
                 gpcap::present::count(frames, "frame")
             )
         } else {

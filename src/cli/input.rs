@@ -33,7 +33,7 @@ pub fn spool(command: &mut Command) -> Result<Spooled> {
         Command::Export(a) => a.captures.iter_mut().collect(),
         Command::Replay(a) => a.captures.iter_mut().collect(),
         Command::Identify { captures, .. } => captures.iter_mut().collect(),
-        Command::Dissect(a) => vec![&mut a.capture],
+        Command::Dissect(a) => a.take_read().into_iter().collect(),
         _ => Vec::new(),
     };
     let mut spooled = Spooled::default();

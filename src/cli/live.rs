@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 pub fn run(a: &LiveArgs) -> Result<ExitCode> {
+    super::set_wide(a.wide);
     let Some(source) = a.iface.clone().filter(|_| !a.list) else {
         let list = interfaces().map_err(Error::Usage)?;
         for i in list {
@@ -112,8 +113,18 @@ fn open(a: &LiveArgs, source: &str, choice: &Choice) -> Result<LiveCapture> {
 }
 
 fn stats_line(s: &LiveStats) -> String {
+    stats_line_with(s, None)
+}
+
+/// The capture's counters beside a report of `analyzed` frames: the frames captured but
+/// not in the report yet are said, so that `captured` and the report's `frames` agree.
+fn stats_line_with(s: &LiveStats, analyzed: Option<u64>) -> String {
+    let queued = match analyzed {
+        Some(n) if s.captured > n => format!(" ({} not analyzed yet)", s.captured - n),
+        _ => String::new(),
+    };
     let mut line = format!(
-        "captured {} · kernel drops {} · interface drops {} · queue drops {}",
+        "captured {}{queued} · kernel drops {} · interface drops {} · queue drops {}",
         s.captured, s.kernel_dropped, s.if_dropped, s.queue_dropped
     );
     if let Some(d) = s.remote_dropped {
@@ -150,6 +161,9 @@ fn drive(a: &LiveArgs, name: &str, cap: LiveCapture, choice: Choice) -> Result<E
     let start = Instant::now();
     let over =
         || stop.load(Ordering::Relaxed) || a.duration.is_some_and(|d| start.elapsed().as_secs_f64() >= d);
+    if a.no_tui {
+        say_what_comes(a, name, &choice);
+    }
 
     // The protocol: from the definition or flags, else identified from the first traffic.
     let mut early: Vec<gpcap::live::Captured> = Vec::new();
@@ -209,8 +223,36 @@ fn open_session(
     Ok(session)
 }
 
-/// `--no-tui`: a report every `--interval` seconds until the capture stops (a signal,
-/// `--duration`, the stream's end), then the final one with every frame captured.
+/// `--no-tui` says at once what it does and when the first report comes, instead of
+/// seconds of silence while it identifies the protocol and waits for the interval.
+fn say_what_comes(a: &LiveArgs, name: &str, choice: &Choice) {
+    let (identify, after) = if choice.program.is_none() && choice.protocol_id.is_none() {
+        (
+            " — the protocol is identified from the first 3 s of traffic",
+            " after that",
+        )
+    } else {
+        ("", "")
+    };
+    let end = match a.duration {
+        Some(d) => format!("after {d} s (or Ctrl-C)"),
+        None => "at Ctrl-C".to_string(),
+    };
+    eprintln!(
+        "gpcap: capturing on {name}{identify}; a first report {} s{after}, then one every {} s, and the final one {end}",
+        first_report(a).as_secs_f64(),
+        a.interval.max(0.1)
+    );
+}
+
+/// When the first report comes: after a second of analysis (or the interval, if shorter).
+fn first_report(a: &LiveArgs) -> Duration {
+    Duration::from_secs_f64(a.interval.clamp(0.1, 1.0))
+}
+
+/// `--no-tui`: a report every `--interval` seconds (the first after a second) until the
+/// capture stops (a signal, `--duration`, the stream's end), then the final one with
+/// every frame captured — once: no periodic report when the capture is stopping.
 fn report_until_stopped(
     a: &LiveArgs,
     name: &str,
@@ -219,7 +261,7 @@ fn report_until_stopped(
     over: &dyn Fn() -> bool,
     start: Instant,
 ) -> Result<ExitCode> {
-    let mut next_report = Instant::now() + Duration::from_secs_f64(a.interval.max(0.1));
+    let mut next_report = Instant::now() + first_report(a);
     let print = |r: &Report, s: &LiveStats, last: bool| {
         if a.json {
             let v = serde_json::json!({"live": s, "final": last, "elapsed_s": start.elapsed().as_secs_f64(), "report": r});
@@ -228,17 +270,23 @@ fn report_until_stopped(
             outln!(
                 "Live capture on {name}: {:.1} s, {}{}",
                 start.elapsed().as_secs_f64(),
-                stats_line(s),
+                stats_line_with(s, Some(r.capture.frames)),
                 if last { " (final)" } else { "" }
             );
-            out!("{}", present::tables::render(r));
+            out!(
+                "{}",
+                present::tables::fitted(super::table_width(), || present::tables::render(r))
+            );
         }
     };
     while !over() && cap.is_running() {
         pump(&mut session, &cap, Duration::from_millis(50))?;
-        if Instant::now() >= next_report {
-            next_report += Duration::from_secs_f64(a.interval.max(0.1));
-            print(&session.report(), &cap.stats(), false);
+        // A capture stopping now gets its final report only.
+        if Instant::now() >= next_report && !over() && cap.is_running() {
+            next_report = Instant::now() + Duration::from_secs_f64(a.interval.max(0.1));
+            // The counters first: the report's frames are then never more than captured.
+            let stats = cap.stats();
+            print(&session.report(), &stats, false);
         }
     }
     let stats = cap.stop();

@@ -144,6 +144,30 @@ pub fn progress_bar(len: u64, message: &str) -> Option<indicatif::ProgressBar> {
 }
 
 /// Prints `value` as pretty JSON, or the text `render` makes of it.
+/// `--wide`: tables as wide as they are, whatever the terminal.
+static WIDE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Sets `--wide` for the command's tables.
+pub fn set_wide(wide: bool) {
+    WIDE.store(wide, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The width text tables are fitted to: the terminal's when standard output is one, as
+/// a terminal user reads them; none (every column, lines as long as they are) with
+/// `--wide` or when the output goes to a file or a pipe, as tshark and tcpdump never
+/// fold what a script or `less -S` reads.
+pub fn table_width() -> Option<usize> {
+    use std::io::IsTerminal;
+    if WIDE.load(std::sync::atomic::Ordering::Relaxed) || !std::io::stdout().is_terminal() {
+        return None;
+    }
+    ratatui::crossterm::terminal::size()
+        .ok()
+        .map(|(w, _)| w as usize)
+        .filter(|&w| w > 0)
+        .or(Some(80))
+}
+
 pub fn json_or_text<T: serde::Serialize>(
     json: bool,
     value: &T,
@@ -162,7 +186,7 @@ pub fn json_or_text<T: serde::Serialize>(
             stdout_failed(e);
         }
     } else {
-        out!("{}", render());
+        out!("{}", gpcap::present::tables::fitted(table_width(), render));
     }
     Ok(())
 }

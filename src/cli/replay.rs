@@ -49,7 +49,55 @@ pub fn run(a: &ReplayArgs) -> Result<ExitCode> {
         "{}",
         serde_json::to_string(&sent).map_err(|e| Error::io("stdout", std::io::Error::other(e)))?
     );
-    Ok(ExitCode::SUCCESS)
+    say_what_was_not_sent(a, &sent);
+    // A replay that lost datagrams on the way out did not do what was asked.
+    Ok(if sent.errors > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Datagrams refused and directions merged, said on stderr: the JSON on stdout counts
+/// them, but a person (or `live` on the other end) must not take a partial replay for a
+/// whole one.
+fn say_what_was_not_sent(a: &ReplayArgs, sent: &gpcap::sinks::replay::Replayed) {
+    let to = a.to.map(|t| t.to_string());
+    let dest = to.as_deref().or(a.iface.as_deref()).unwrap_or("?");
+    if sent.errors > 0 {
+        let unit = if a.iface.is_some() { "frames" } else { "datagrams" };
+        let total = if a.iface.is_some() {
+            sent.frames
+        } else {
+            sent.datagrams
+        } + sent.errors;
+        let why = sent.first_error.as_deref().unwrap_or("refused");
+        let hint = if why.contains("refused") && a.iface.is_none() {
+            " — nothing listens there: the host answered with ICMP port unreachable"
+        } else {
+            ""
+        };
+        eprintln!(
+            "gpcap: replay: {} of {total} {unit} not sent to {dest} (first: {why}){hint}",
+            sent.errors
+        );
+    }
+    if sent.shared_directions > 0 {
+        let why = if a.from.is_some_and(|f| f.port() != 0) {
+            "--from names one port".to_string()
+        } else {
+            format!("at most {} sockets are opened", gpcap::sinks::replay::MAX_SOCKETS)
+        };
+        let n = sent.shared_directions;
+        let (these, share) = if n == 1 {
+            ("direction", "shares")
+        } else {
+            ("directions", "share")
+        };
+        eprintln!(
+            "gpcap: replay: {n} captured {these} {share} another's socket ({why}): a receiver sees them merged into one flow"
+        );
+    }
 }
 
 #[cfg(target_os = "linux")]

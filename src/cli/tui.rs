@@ -14,6 +14,7 @@ pub fn run(a: &TuiArgs) -> Result<ExitCode> {
     // `-` and FIFOs are followed as live traffic: the list grows as the stream does.
     if super::input::is_stream(&a.capture) {
         return super::live::run(&super::args::LiveArgs {
+            wide: false,
             iface: Some(a.capture.display().to_string()),
             list: false,
             protocol: a.protocol.clone(),

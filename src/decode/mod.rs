@@ -1,8 +1,10 @@
 //! Decode: link → IP → UDP/ICMP of each frame (stateless), and IP defragmentation
 //! (the one stateful piece of decoding, run in the engine's ordered stage).
 
+pub mod headers;
 pub(crate) mod ipfrag;
 pub(crate) mod link;
+pub mod services;
 
 pub use ipfrag::IpDefrag;
 

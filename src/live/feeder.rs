@@ -12,6 +12,9 @@ pub(super) struct Feeder {
     tx: SyncSender<Batch>,
     spares: Receiver<Batch>,
     queue_dropped: Arc<AtomicU64>,
+    /// `captured` as the analysis side reads it at any moment: counted before a batch
+    /// is handed over, so it is never below the frames the analysis has taken.
+    handed: Arc<AtomicU64>,
     batch: Batch,
     since: Instant,
     polls: u32,
@@ -23,11 +26,17 @@ pub(super) struct Feeder {
 }
 
 impl Feeder {
-    pub fn new(tx: SyncSender<Batch>, spares: Receiver<Batch>, queue_dropped: Arc<AtomicU64>) -> Self {
+    pub fn new(
+        tx: SyncSender<Batch>,
+        spares: Receiver<Batch>,
+        queue_dropped: Arc<AtomicU64>,
+        handed: Arc<AtomicU64>,
+    ) -> Self {
         Feeder {
             tx,
             spares,
             queue_dropped,
+            handed,
             batch: Batch::with_capacity(BATCH, BATCH_BYTES),
             since: Instant::now(),
             polls: 0,
@@ -64,6 +73,7 @@ impl Feeder {
             .try_recv()
             .unwrap_or_else(|_| Batch::with_capacity(BATCH, BATCH_BYTES));
         let batch = std::mem::replace(&mut self.batch, next);
+        self.handed.fetch_add(n, Ordering::Relaxed);
         if self.blocking {
             return match self.tx.send(batch) {
                 Ok(()) => {
@@ -76,6 +86,7 @@ impl Feeder {
         match self.tx.try_send(batch) {
             Ok(()) => self.captured += n,
             Err(TrySendError::Full(mut dropped)) => {
+                self.handed.fetch_sub(n, Ordering::Relaxed);
                 self.queue_dropped.fetch_add(n, Ordering::Relaxed);
                 dropped.clear();
                 self.batch = dropped;

@@ -127,6 +127,9 @@ struct Shared {
     stop: Arc<AtomicBool>,
     stats: Arc<Mutex<LiveStats>>,
     queue_dropped: Arc<AtomicU64>,
+    /// Frames handed to the analysis, kept by the feeder as it hands them over: a report
+    /// reads it with the frames analyzed and never finds fewer captured than analyzed.
+    handed: Arc<AtomicU64>,
     failure: Arc<Mutex<Option<String>>>,
 }
 
@@ -199,10 +202,11 @@ impl LiveCapture {
             stop: Arc::new(AtomicBool::new(false)),
             stats: Arc::new(Mutex::new(LiveStats::default())),
             queue_dropped: Arc::new(AtomicU64::new(0)),
+            handed: Arc::new(AtomicU64::new(0)),
             failure: Arc::new(Mutex::new(None)),
         };
         let start = Start {
-            feeder: Feeder::new(tx, spares, shared.queue_dropped.clone()),
+            feeder: Feeder::new(tx, spares, shared.queue_dropped.clone(), shared.handed.clone()),
             ready,
             shared: shared.clone(),
         };
@@ -304,6 +308,7 @@ impl LiveCapture {
     pub fn stats(&self) -> LiveStats {
         let mut s = self.shared.stats.lock().map(|s| *s).unwrap_or_default();
         s.queue_dropped = self.shared.queue_dropped.load(Ordering::Relaxed);
+        s.captured = self.shared.handed.load(Ordering::Relaxed);
         s
     }
 

@@ -42,7 +42,8 @@ pub fn render(b: &BandwidthReport, top: usize) -> String {
             c.set_cell_alignment(CellAlignment::Right);
         }
     }
-    let _ = writeln!(out, "{t}");
+    // Left out first on a narrow terminal: the rates and shares the JSON has too.
+    let _ = writeln!(out, "{}", super::tables::shown(t, &[4, 3, 2, 6, 8]));
     if b.rows.len() > top {
         let rest: u64 = b.rows.iter().skip(top).map(|r| r.bits).sum();
         let _ = writeln!(

@@ -1,6 +1,6 @@
 //! Decryption and the protocols inside the outermost, after the outermost's report.
 
-use super::tables::{right, table};
+use super::tables::{right, shown, table};
 use crate::analysis::Report;
 use std::fmt::Write;
 
@@ -9,7 +9,7 @@ pub fn render(r: &Report) -> String {
     let mut out = String::new();
     if let Some(d) = &r.decryption {
         let _ = writeln!(out, "Decryption: {}", d.summary());
-        let mut t = table(&["flow", "decrypted", "replayed", "mac failures", "no key"]);
+        let mut t = table(&["flow", "decrypted", "replayed", "mac_failures", "no_key"]);
         for f in &d.flows {
             t.add_row(vec![
                 format!("{} → {}", f.src, f.dst),
@@ -20,7 +20,7 @@ pub fn render(r: &Report) -> String {
             ]);
         }
         right(&mut t, 1);
-        let _ = writeln!(out, "{t}\n");
+        let _ = writeln!(out, "{}\n", shown(t, &[]));
     }
     let mut outer = r.protocol.name.clone().unwrap_or_default();
     for l in &r.layers {

@@ -6,12 +6,14 @@ pub mod bandwidth;
 #[cfg(feature = "cli")]
 pub mod diff;
 pub(crate) mod fit;
+pub mod headers;
 pub(crate) mod info;
 pub mod json;
 #[cfg(feature = "cli")]
 pub(crate) mod layers;
 #[cfg(feature = "cli")]
 pub mod tables;
+pub mod time;
 pub mod tree;
 
 /// `n` and the noun, plural when `n` is not 1: "1 packet type", "2 packet types".
@@ -34,6 +36,34 @@ pub fn clip(s: &str, max: usize) -> String {
     out
 }
 
+/// `s` in lines of at most `width` characters, broken at spaces where it can be and
+/// inside a word only when the word alone is wider.
+pub fn wrap(s: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in s.split(' ') {
+        let mut word: Vec<char> = word.chars().collect();
+        let used = line.chars().count();
+        if used > 0 && used + 1 + word.len() <= width {
+            line.push(' ');
+            line.extend(word.iter());
+            continue;
+        }
+        if used > 0 {
+            lines.push(std::mem::take(&mut line));
+        }
+        while word.len() > width {
+            lines.push(word.drain(..width).collect());
+        }
+        line.extend(word.iter());
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
 /// The bytes of a text field as shown: a fixed-length `text` without the NULs that pad it.
 pub(crate) fn text_bytes<'a>(kind: &str, b: &'a [u8]) -> &'a [u8] {
     match kind {
@@ -44,6 +74,16 @@ pub(crate) fn text_bytes<'a>(kind: &str, b: &'a [u8]) -> &'a [u8] {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn wrap_breaks_at_spaces_and_long_words() {
+        assert_eq!(
+            super::wrap("filter: no field sizee", 10),
+            ["filter: no", "field", "sizee"]
+        );
+        assert_eq!(super::wrap("abcdefghijkl", 5), ["abcde", "fghij", "kl"]);
+        assert_eq!(super::wrap("", 5), [""]);
+    }
+
     #[test]
     fn count_agrees_with_its_number() {
         assert_eq!(super::count(1u32, "packet type"), "1 packet type");

@@ -1,8 +1,130 @@
-//! The analysis report as comfy-table tables.
+//! The analysis report as comfy-table tables, fitted to a width when there is one (a
+//! terminal's): columns left out by each table's stated priority, then long cells
+//! wrapped — numbers are never cut — and a line under the table naming what was left out.
 
 use crate::analysis::Report;
-use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets};
+use comfy_table::{Cell, CellAlignment, ColumnConstraint, ContentArrangement, Table, presets};
+use std::cell::Cell as Shared;
 use std::fmt::Write;
+
+thread_local! {
+    /// The width tables are fitted to while rendering (`None`: as wide as they are).
+    static WIDTH: Shared<Option<usize>> = const { Shared::new(None) };
+}
+
+/// Runs `f` with tables fitted to `width` columns (`None`: every column, as wide as it
+/// needs: `--wide`, or output that is not a terminal).
+pub fn with_width<T>(width: Option<usize>, f: impl FnOnce() -> T) -> T {
+    let before = WIDTH.with(|w| w.replace(width.map(|w| w.max(40))));
+    let out = f();
+    WIDTH.with(|w| w.set(before));
+    out
+}
+
+/// The whole report fitted to `width` (see [`fitted`]).
+pub fn render_at(r: &Report, width: Option<usize>) -> String {
+    fitted(width, || render(r))
+}
+
+/// What `render` writes, fitted to `width`: its tables (see [`with_width`]) and its lines
+/// of prose, folded at spaces with their indentation kept.
+pub fn fitted(width: Option<usize>, render: impl FnOnce() -> String) -> String {
+    let text = with_width(width, render);
+    let Some(width) = width.map(|w| w.max(40)) else {
+        return text;
+    };
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches('\n');
+        let table = body.starts_with(['┌', '│', '├', '╞', '└']);
+        if table || body.chars().count() <= width {
+            out.push_str(line);
+            continue;
+        }
+        let indent: String = body.chars().take_while(|c| *c == ' ').collect();
+        let room = width.saturating_sub(indent.len()).max(20);
+        for part in super::wrap(body.trim_start(), room) {
+            let _ = writeln!(out, "{indent}{part}");
+        }
+        if !line.ends_with('\n') {
+            out.pop();
+        }
+    }
+    out
+}
+
+/// A table as text, fitted to the width in force: the columns of `drop` left out in that
+/// order until it fits (never the first), then the widest text columns wrapped; the
+/// columns left out are named under it.
+pub(crate) fn shown(mut t: Table, drop: &[usize]) -> String {
+    let Some(width) = WIDTH.with(Shared::get) else {
+        return t.to_string();
+    };
+    let widths = t.column_max_content_widths();
+    let mut shown: Vec<bool> = vec![true; widths.len()];
+    let total = |shown: &[bool]| -> usize {
+        let cols = shown.iter().filter(|s| **s).count();
+        widths
+            .iter()
+            .zip(shown)
+            .filter(|(_, s)| **s)
+            .map(|(w, _)| *w as usize + 2)
+            .sum::<usize>()
+            + cols
+            + 1
+    };
+    let names: Vec<String> = t
+        .header()
+        .map(|h| h.cell_iter().map(|c| c.content()).collect())
+        .unwrap_or_default();
+    let mut left_out = Vec::new();
+    for &k in drop {
+        if total(&shown) <= width {
+            break;
+        }
+        if k == 0 || k >= shown.len() {
+            continue;
+        }
+        shown[k] = false;
+        if let Some(c) = t.column_mut(k) {
+            c.set_constraint(ColumnConstraint::Hidden);
+        }
+        left_out.push(names.get(k).cloned().unwrap_or_default());
+    }
+    if total(&shown) > width {
+        // Numbers keep their width; text columns wrap into what is left.
+        let numeric: Vec<bool> = (0..widths.len()).map(|k| numbers_only(&t, k)).collect();
+        for (k, n) in numeric.iter().enumerate() {
+            if *n
+                && shown[k]
+                && let Some(c) = t.column_mut(k)
+            {
+                c.set_constraint(ColumnConstraint::ContentWidth);
+            }
+        }
+        t.set_content_arrangement(ContentArrangement::Dynamic);
+        t.set_width(width.min(u16::MAX as usize) as u16);
+    }
+    let mut out = t.to_string();
+    if !left_out.is_empty() {
+        let _ = write!(
+            out,
+            "\n(left out for {width} columns: {}; --wide shows every column)",
+            left_out.join(", ")
+        );
+    }
+    out
+}
+
+/// Whether every cell of column `k` (the header aside) is a number, a percentage, a
+/// ratio or `-`: what must never be wrapped.
+fn numbers_only(t: &Table, k: usize) -> bool {
+    t.column_cells_iter(k).flatten().all(|c| {
+        c.content()
+            .chars()
+            .all(|ch| ch.is_ascii_digit() || ".-%×() –".contains(ch))
+    })
+}
 
 pub(crate) fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
@@ -25,14 +147,15 @@ fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
 }
 
-fn kv(rows: &[(&str, String)]) -> Table {
+/// Two columns, a name and its value, fitted to the width in force (values wrap).
+fn kv(rows: &[(&str, String)]) -> String {
     let mut t = Table::new();
     t.load_style(presets::UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Disabled);
     for (k, v) in rows {
         t.add_row(vec![k.to_string(), v.clone()]);
     }
-    t
+    shown(t, &[])
 }
 
 /// The fit's warning above a table whose figures rest on it.
@@ -109,6 +232,18 @@ fn render_capture(out: &mut String, c: &crate::analysis::CaptureSummary) {
         ),
         ("icmp too-big", c.icmp_too_big.to_string()),
     ];
+    if !c.vlans.is_empty() {
+        let mut vlans: Vec<String> = c
+            .vlans
+            .iter()
+            .take(8)
+            .map(|(id, n)| format!("{id} ({n} frames)"))
+            .collect();
+        if c.vlans.len() > 8 {
+            vlans.push(format!("and {} more", c.vlans.len() - 8));
+        }
+        rows.push(("802.1Q VLANs", vlans.join(", ")));
+    }
     if !c.not_udp.is_empty() {
         rows.push((
             "not udp",
@@ -146,15 +281,31 @@ pub fn render_conversations(r: &crate::analysis::Conversations) -> String {
     let mut out = String::new();
     render_capture(&mut out, &r.capture);
     let _ = writeln!(out, "UDP conversations");
-    let mut t = table(&[&["conversation"], &TRAFFIC[..], &["p50 size", "ip-frag"]].concat());
+    let mut t = table(
+        &[
+            &["conversation"],
+            &TRAFFIC[..],
+            &["p50 size", "ip_fragmented", "service"],
+        ]
+        .concat(),
+    );
     const SHOWN: usize = 40;
     for crate::analysis::Conversation(f) in r.conversations.iter().take(SHOWN) {
         let mut row = traffic_cells(f);
         row.extend([f.sizes.p50.to_string(), f.ip_fragmented.to_string()]);
+        // The well-known service on its ports, as Wireshark would name it.
+        row.push(
+            crate::decode::services::service(f.src.port(), f.dst.port())
+                .unwrap_or("-")
+                .to_string(),
+        );
         t.add_row(row);
     }
     right(&mut t, 1);
-    let _ = writeln!(out, "{t}");
+    if let Some(c) = t.column_mut(9) {
+        c.set_cell_alignment(CellAlignment::Left);
+    }
+    let _ = writeln!(out, "{}", shown(t, &[3, 5, 7, 2, 6, 8, 4]));
     more_rows(&mut out, r.conversations.len(), SHOWN, "conversations");
     let _ = writeln!(out, "\n{}", r.note);
     out
@@ -182,6 +333,31 @@ pub fn render(r: &Report) -> String {
     out.push_str(&render_mtu(r));
     out.push_str(&super::layers::render(r));
     out
+}
+
+/// The mismatches, and how many are on flows whose mismatches validate with another
+/// protocol id: another protocol or version, not damage.
+fn crc_mismatch_text(r: &Report) -> String {
+    let n = r.validation.crc_mismatch;
+    let other: Vec<&crate::analysis::FlowStats> =
+        r.flows.iter().filter(|f| f.crc_other_id.is_some()).collect();
+    if other.is_empty() {
+        return n.to_string();
+    }
+    let on: u64 = other.iter().map(|f| f.crc_fail).sum();
+    let mut ids: Vec<&str> = other
+        .iter()
+        .filter_map(|f| f.crc_other_id.as_ref())
+        .map(|o| o.id.as_str())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    format!(
+        "{n} ({on} on {} whose mismatches validate with protocol id {}: another protocol or version, not damage; {} other)",
+        super::count(other.len() as u64, "flow"),
+        ids.join(", "),
+        n.saturating_sub(on)
+    )
 }
 
 /// Protocol validation: what was examined and how it validated.
@@ -224,9 +400,9 @@ fn render_validation(out: &mut String, r: &Report) {
             },
         ),
         ("datagrams examined", v.examined.to_string()),
-        ("crc ok", v.crc_ok.to_string()),
-        ("crc mismatch", v.crc_mismatch.to_string()),
-        ("too short", v.too_short.to_string()),
+        ("crc_ok", v.crc_ok.to_string()),
+        ("crc_mismatch", crc_mismatch_text(r)),
+        ("too_short", v.too_short.to_string()),
         ("truncated (not validated)", v.truncated.to_string()),
         ("packets", v.packets.to_string()),
         ("fragments", v.fragments.to_string()),
@@ -238,7 +414,7 @@ fn render_validation(out: &mut String, r: &Report) {
         rows.insert(2, ("validation", rule.clone()));
         if v.crc_unverified > 0 {
             rows.push((
-                "crc unverified",
+                "crc_unverified",
                 format!(
                     "{} (the value standing in the checksum was never sent in their conversation)",
                     v.crc_unverified
@@ -250,7 +426,7 @@ fn render_validation(out: &mut String, r: &Report) {
             2,
             (
                 "validation",
-                "no checksum declared: a datagram on the ports whose header reads cleanly (counted as \"crc ok\")".into(),
+                "no checksum declared: a datagram on the ports whose header reads cleanly (counted as \"crc_ok\")".into(),
             ),
         );
     }
@@ -269,7 +445,7 @@ fn render_validation(out: &mut String, r: &Report) {
             })
             .collect();
         rows.push((
-            "wrong direction",
+            "wrong_direction",
             if worst.is_empty() {
                 "0 (every packet type came from the side it is declared from)".into()
             } else {
@@ -288,7 +464,15 @@ fn render_flows(out: &mut String, r: &Report) {
         &[
             &["flow"],
             &TRAFFIC[..],
-            &["crc ok", "crc fail", "lost", "dup", "late", "frags", "ip-frag"],
+            &[
+                "crc_ok",
+                "crc_mismatch",
+                "lost",
+                "dup",
+                "late",
+                "frags",
+                "ip_fragmented",
+            ],
         ]
         .concat(),
     );
@@ -312,7 +496,8 @@ fn render_flows(out: &mut String, r: &Report) {
         t.add_row(row);
     }
     right(&mut t, 1);
-    let _ = writeln!(out, "{t}");
+    // Left out first: the rates and sizes (the JSON has them), then the rarer verdicts.
+    let _ = writeln!(out, "{}", shown(t, &[3, 5, 2, 6, 7, 4, 12, 13, 10]));
     more_rows(out, r.flows.len(), SHOWN, "flows");
     let jumps: u64 = r.flows.iter().map(|f| f.seq.jumps).sum();
     if jumps > 0 {
@@ -323,10 +508,19 @@ fn render_flows(out: &mut String, r: &Report) {
             crate::engine::seq::MAX_JUMP
         );
     }
+    for f in r.flows.iter().filter(|f| f.crc_other_id.is_some()) {
+        if let Some(o) = &f.crc_other_id {
+            let _ = writeln!(
+                out,
+                "({} → {}: {} of its first {} crc_mismatch datagrams validate with protocol id {}: another protocol or version on the ports, not damage)",
+                f.src, f.dst, o.matching, o.sampled, o.id
+            );
+        }
+    }
     if let Some(u) = &r.untracked {
         let _ = writeln!(
             out,
-            "({} datagrams of flows past the flow table were validated and counted together — {} CRC ok, {} CRC mismatch, {} malformed — without sequence or reassembly analysis)",
+            "({} datagrams of flows past the flow table were validated and counted together — {} crc_ok, {} crc_mismatch, {} malformed — without sequence or reassembly analysis)",
             r.capture.flows_not_tracked, u.crc_ok, u.crc_fail, u.malformed
         );
     }
@@ -357,7 +551,7 @@ fn render_types(out: &mut String, r: &Report) {
         }
         right(&mut t, 2);
         right(&mut t, 3);
-        let _ = writeln!(out, "{t}");
+        let _ = writeln!(out, "{}", shown(t, &[]));
         let _ = writeln!(
             out,
             "(datagrams as received, fragments as their own type; reassembled packets by the type of the whole packet)\n"
@@ -374,7 +568,7 @@ fn render_malformed(out: &mut String, r: &Report) {
             t.add_row(vec![k.clone(), n.to_string()]);
         }
         right(&mut t, 1);
-        let _ = writeln!(out, "{t}");
+        let _ = writeln!(out, "{}", shown(t, &[]));
     }
 }
 
@@ -411,7 +605,7 @@ fn render_streams(out: &mut String, r: &Report) {
     }
     right(&mut t, 2);
     let _ = writeln!(out, "Message streams");
-    let _ = writeln!(out, "{t}");
+    let _ = writeln!(out, "{}", shown(t, &[2, 5]));
     let _ = writeln!(
         out,
         "(a counter per flow, stream and key value — `flows[].streams` in JSON; lost: sequences skipped and never seen, dup: extra copies)\n"
@@ -431,7 +625,7 @@ fn render_messages(out: &mut String, m: &crate::analysis::MessageReport) {
         t.add_row(vec!["(header unreadable)".into(), m.unreadable.to_string()]);
     }
     right(&mut t, 1);
-    let _ = writeln!(out, "{t}");
+    let _ = writeln!(out, "{}", shown(t, &[]));
     let several: u64 = m
         .per_datagram
         .iter()
@@ -496,7 +690,7 @@ pub(crate) fn render_acks(r: &Report) -> String {
     for c in 1..10 {
         right(&mut t, c);
     }
-    let _ = writeln!(out, "{t}");
+    let _ = writeln!(out, "{}", shown(t, &[9, 8, 7, 1, 2, 5]));
     more_rows(&mut out, flows.len(), 40, "flows");
     let end: u64 = flows
         .iter()
@@ -551,7 +745,7 @@ fn reassembly_rows(a: &crate::analysis::ReassemblyReport) -> Vec<(&'static str, 
         (
             "reassembled",
             format!(
-                "{} ({} dissected ok, {} malformed, {} crc fail)",
+                "{} ({} dissected ok, {} malformed, {} crc_mismatch)",
                 a.completed, a.dissected_ok, a.malformed, a.crc_fail
             ),
         ),
@@ -579,7 +773,7 @@ fn reassembly_rows(a: &crate::analysis::ReassemblyReport) -> Vec<(&'static str, 
         (
             "refused fragments",
             format!(
-                "id out of range {}, count out of range {}, count changed {}, oversize {}, short non-last {}, duplicate {}, stale {}{}",
+                "id_out_of_range {}, count_out_of_range {}, count_changed {}, oversize {}, short_non_last {}, duplicate {}, stale {}{}",
                 at.id_out_of_range,
                 at.count_out_of_range,
                 at.count_changed,
@@ -589,14 +783,14 @@ fn reassembly_rows(a: &crate::analysis::ReassemblyReport) -> Vec<(&'static str, 
                 at.stale,
                 match at.offset_past_total {
                     0 => String::new(),
-                    n => format!(", offset past total {n}"),
+                    n => format!(", offset_past_total {n}"),
                 }
             ),
         ),
         (
             "packets given up",
             format!(
-                "evicted incomplete {}, evicted for memory {}, incomplete at end {}",
+                "evicted_incomplete {}, evicted_for_memory {}, incomplete_at_end {}",
                 at.evicted_incomplete, at.evicted_for_memory, at.incomplete_at_end
             ),
         ),
@@ -650,7 +844,17 @@ fn amplification(out: &mut String, r: &Report) {
         ]);
     }
     right(&mut t, 0);
-    let _ = writeln!(out, "{t}");
+    let _ = writeln!(out, "{}", shown(t, &[7, 2, 5]));
+    if a.rows
+        .iter()
+        .any(|x| x.seen < crate::analysis::MIN_SAMPLE && x.seen > 0)
+    {
+        let _ = writeln!(
+            out,
+            "(amplification `-`: fewer than {} packets of that fragment count were seen, too few to compare; lost and its interval say what there is)",
+            crate::analysis::MIN_SAMPLE
+        );
+    }
     if let Some(f) = &a.finding {
         let _ = writeln!(out, "Finding: {f}");
     }
@@ -659,23 +863,46 @@ fn amplification(out: &mut String, r: &Report) {
 
 const SHOWN_SIZES: usize = 40;
 
+/// The IP-fragmented game datagrams, and those the link MTU does not explain: fragmented
+/// at a smaller MTU on their path (the fragments show it).
+fn ip_fragmented_text(m: &crate::analysis::MtuReport) -> String {
+    let within = m.ip_fragmented_within_link_mtu;
+    match m.fragment_mtu {
+        Some(f) if within > 0 => format!(
+            "{} ({within} of them within the link MTU of {}: fragmented at {f} bytes, the largest IP fragment — the path's MTU is smaller; --link-mtu {f} counts against it)",
+            m.ip_fragmented, m.link_mtu
+        ),
+        Some(f) => format!(
+            "{} (fragmented at {f} bytes, the largest IP fragment)",
+            m.ip_fragmented
+        ),
+        None => m.ip_fragmented.to_string(),
+    }
+}
+
 /// MTU diagnosis.
 pub(crate) fn render_mtu(r: &Report) -> String {
     let mut out = String::new();
     let m = &r.mtu;
+    let seen = match m.fragment_mtu {
+        Some(f) if f < m.link_mtu && m.ip_fragmented_within_link_mtu > 0 => {
+            format!("; the IP fragments show {f}")
+        }
+        _ => String::new(),
+    };
     let _ = writeln!(
         out,
-        "MTU diagnosis (budget {} bytes, link MTU {})",
+        "MTU diagnosis (budget {} bytes, link MTU {}{seen})",
         m.budget, m.link_mtu
     );
     warn(&mut out, r, "the sizes before loss bursts");
     let rows = vec![
-        ("udp payloads over budget", m.over_budget.to_string()),
+        ("udp payloads over_budget", m.over_budget.to_string()),
         (
             "ip datagrams over link MTU",
             format!("{} ({} with don't-fragment)", m.over_link_mtu, m.df_over_link_mtu),
         ),
-        ("ip-fragmented game datagrams", m.ip_fragmented.to_string()),
+        ("ip_fragmented game datagrams", ip_fragmented_text(m)),
         (
             "ip datagrams never reassembled",
             m.ip_never_reassembled.to_string(),
@@ -691,7 +918,7 @@ pub(crate) fn render_mtu(r: &Report) -> String {
                 "no loss bursts".into()
             } else {
                 format!(
-                    "{}: mean {:.0} B, {} over budget before; mean {:.0} B, {} over budget otherwise",
+                    "{}: mean {:.0} B, {} over_budget before; mean {:.0} B, {} over_budget otherwise",
                     super::count(m.bursts.bursts, "burst"),
                     m.bursts.before_mean_size,
                     pct(m.bursts.before_over_budget),
@@ -707,8 +934,10 @@ pub(crate) fn render_mtu(r: &Report) -> String {
         rows.push((
             "sequence gaps after an ICMP",
             format!(
-                "{} of the {} gaps follow a datagram over the path MTU",
-                m.gaps_after_path_mtu, m.gaps
+                "{} of the {} gaps follow a datagram over the path MTU (a gap is a run of lost sequences: {} sequences lost in all)",
+                m.gaps_after_path_mtu,
+                m.gaps,
+                r.flows.iter().map(|f| f.seq.lost).sum::<u64>()
             ),
         ));
     }
@@ -734,7 +963,7 @@ pub(crate) fn render_mtu(r: &Report) -> String {
                 i.quoted_ip_len.map(|x| x.to_string()).unwrap_or_default(),
             ]);
         }
-        let _ = writeln!(out, "{t}");
+        let _ = writeln!(out, "{}", shown(t, &[1]));
     }
     let mut game: Vec<_> = r.flows.iter().filter(|f| f.is_game()).collect();
     if game.len() > SHOWN_SIZES {
@@ -742,7 +971,7 @@ pub(crate) fn render_mtu(r: &Report) -> String {
         game.truncate(SHOWN_SIZES);
     }
     if !game.is_empty() {
-        let mut t = table(&["flow", "p50", "p95", "p99", "max", "over budget", "ip-fragmented"]);
+        let mut t = table(&["flow", "p50", "p95", "p99", "max", "over_budget", "ip_fragmented"]);
         for f in game {
             t.add_row(vec![
                 f.id().to_string(),
@@ -755,7 +984,7 @@ pub(crate) fn render_mtu(r: &Report) -> String {
             ]);
         }
         right(&mut t, 1);
-        let _ = writeln!(out, "Payload sizes per flow\n{t}");
+        let _ = writeln!(out, "Payload sizes per flow\n{}", shown(t, &[3, 2]));
     }
     out
 }
@@ -786,7 +1015,7 @@ pub fn render_identification(id: &crate::identify::Identification) -> String {
             c.sequence_increments.map(pct).unwrap_or_else(|| "-".into()),
         ]);
     }
-    let _ = writeln!(out, "{t}");
+    let _ = writeln!(out, "{}", shown(t, &[4]));
     for c in &id.candidates {
         let mut t = table(&["flow", "sampled", "valid", "share"]);
         for f in &c.flows {
@@ -798,7 +1027,7 @@ pub fn render_identification(id: &crate::identify::Identification) -> String {
             ]);
         }
         right(&mut t, 1);
-        let _ = writeln!(out, "Flows validated by {}\n{t}", c.protocol_id);
+        let _ = writeln!(out, "Flows validated by {}\n{}", c.protocol_id, shown(t, &[1]));
     }
     out
 }

@@ -32,6 +32,10 @@ const BATCH_FIELDS: usize = 8 << 10;
 struct Copied {
     event: PacketEvent<'static>,
     payload: Range<usize>,
+    /// The frame's bytes, when the batch keeps them (`dissect`'s tree shows its headers).
+    frame: Range<usize>,
+    /// What `-t r`, `d` and `dd` count its time from (set in reading order).
+    time_base: i64,
     fragment_frames: Range<usize>,
     dissection: Option<usize>,
     /// What inner layers read in it (an index of the batch's `carried`).
@@ -43,6 +47,8 @@ struct Copied {
 #[derive(Default)]
 pub(crate) struct Batch {
     first: bool,
+    /// Keep each packet's frame bytes too.
+    keep_frames: bool,
     packets: Vec<Copied>,
     bytes: Vec<u8>,
     frames: Vec<u64>,
@@ -83,7 +89,19 @@ fn copy_into(to: &mut Dissection, from: &Dissection) {
 }
 
 impl Batch {
+    /// Copies `e` in (export's workers take their packets so).
+    #[cfg_attr(not(feature = "export"), allow(dead_code))]
     pub(crate) fn push(&mut self, e: &PacketEvent<'_>) {
+        self.push_timed(e, 0);
+    }
+
+    /// As [`Batch::push`], with the reference its time counts from.
+    fn push_timed(&mut self, e: &PacketEvent<'_>, time_base: i64) {
+        let frame_at = self.bytes.len();
+        if self.keep_frames {
+            self.bytes.extend_from_slice(e.frame_data);
+        }
+        let frame = frame_at..self.bytes.len();
         let at = self.bytes.len();
         self.bytes.extend_from_slice(e.payload);
         let f = self.frames.len();
@@ -104,6 +122,8 @@ impl Batch {
         });
         self.packets.push(Copied {
             event: e.detached(),
+            frame,
+            time_base,
             payload: at..self.bytes.len(),
             fragment_frames: f..self.frames.len(),
             dissection,
@@ -154,10 +174,16 @@ impl Batch {
         self.carried.clear();
     }
 
+    /// Each packet's time reference (`-t`), in the order of [`Batch::events`].
+    fn time_bases(&self) -> impl Iterator<Item = i64> + '_ {
+        self.packets.iter().map(|c| c.time_base)
+    }
+
     /// Each packet's event as the engine handed it on.
     pub(crate) fn events(&self) -> impl Iterator<Item = PacketEvent<'_>> {
         self.packets.iter().map(|c| PacketEvent {
             payload: self.bytes.get(c.payload.clone()).unwrap_or(&[]),
+            frame_data: self.bytes.get(c.frame.clone()).unwrap_or(&[]),
             fragment_frames: self.frames.get(c.fragment_frames.clone()).unwrap_or(&[]),
             dissection: c.dissection.and_then(|i| self.trees.get(i)),
             carried: c
@@ -215,6 +241,8 @@ pub struct OrderedPrinter {
     stop: Arc<AtomicBool>,
     names: Vec<String>,
     pools: Arc<Pools>,
+    /// `-t`, read by the workers for each batch.
+    times: Arc<Mutex<super::printer::TimeFormat>>,
     /// Tests: formatting this frame fails, as a bug in a worker would.
     #[doc(hidden)]
     pub fail_on: Arc<Mutex<Option<u64>>>,
@@ -248,12 +276,13 @@ impl OrderedPrinter {
         let (done_tx, done_rx) = sync_channel::<(u64, Formatted)>(workers * 2);
         let work_rx = Arc::new(Mutex::new(work_rx));
         let pools = Arc::new(Pools::default());
+        let times = Arc::new(Mutex::new(super::printer::TimeFormat::default()));
         let threads = (0..workers)
             .map(|_| {
                 let (rx, tx) = (work_rx.clone(), done_tx.clone());
                 let p = Printer::new(std::io::sink(), program.clone(), Filter::all(), format);
-                let (fail_on, pools) = (fail_on.clone(), pools.clone());
-                std::thread::spawn(move || format_batches(p, rx, tx, fail_on, pools))
+                let (fail_on, pools, times) = (fail_on.clone(), pools.clone(), times.clone());
+                std::thread::spawn(move || format_batches(p, rx, tx, (fail_on, times), pools))
             })
             .collect();
         let writer = {
@@ -264,6 +293,7 @@ impl OrderedPrinter {
             select,
             batch: Batch {
                 first: true,
+                keep_frames: format == Format::Tree,
                 ..Batch::default()
             },
             seq: 0,
@@ -273,6 +303,7 @@ impl OrderedPrinter {
             stop,
             names: Vec::new(),
             pools,
+            times,
             fail_on,
         }
     }
@@ -280,6 +311,15 @@ impl OrderedPrinter {
     /// Packets selected for printing.
     pub fn printed(&self) -> u64 {
         self.select.printed
+    }
+
+    /// `-t`: the selecting printer keeps the references, the workers are told the
+    /// format (before anything is read).
+    fn set_times(&mut self, t: super::printer::TimeFormat) {
+        self.select.times = t;
+        if let Ok(mut f) = self.times.lock() {
+            *f = t;
+        }
     }
 
     /// Output can no longer be written: reading may stop.
@@ -290,6 +330,7 @@ impl OrderedPrinter {
     fn send(&mut self) {
         let mut next = self.pools.batches.take();
         next.first = self.select.printed == 0;
+        next.keep_frames = self.batch.keep_frames;
         let batch = std::mem::replace(&mut self.batch, next);
         let sent = self
             .work
@@ -338,7 +379,7 @@ impl OrderedPrinter {
         if !self.select.selects(e) {
             return;
         }
-        self.batch.push(e);
+        self.batch.push_timed(e, self.select.time_base);
         if self.batch.full() {
             self.send();
         }
@@ -389,6 +430,15 @@ impl DissectPrinter {
         p.only = only;
         p.begin();
         DissectPrinter::One(Box::new(p))
+    }
+
+    /// Times as tshark's `-t` shows them.
+    pub fn times(mut self, t: super::printer::TimeFormat) -> Self {
+        match &mut self {
+            DissectPrinter::One(p) => p.times = t,
+            DissectPrinter::Many(p) => p.set_times(t),
+        }
+        self
     }
 
     /// At most `n` packets printed (`-c`); reading stops at the last.
@@ -453,19 +503,21 @@ fn format_batches(
     mut p: Printer<std::io::Sink>,
     rx: Arc<Mutex<Receiver<(u64, Batch)>>>,
     tx: SyncSender<(u64, Formatted)>,
-    fail_on: Arc<Mutex<Option<u64>>>,
+    (fail_on, times): (Arc<Mutex<Option<u64>>>, Arc<Mutex<super::printer::TimeFormat>>),
     pools: Arc<Pools>,
 ) {
     loop {
         let next = rx.lock().map(|r| r.recv());
         let Ok(Ok((seq, mut batch))) = next else { break };
         let fail_on = fail_on.lock().map(|f| *f).unwrap_or(None);
+        p.times = times.lock().map(|t| *t).unwrap_or_default();
         let at = std::cell::Cell::new((0, 0, 0));
         let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             p.set_first(batch.first);
-            for e in batch.events() {
+            for (e, base) in batch.events().zip(batch.time_bases()) {
                 at.set((e.file, e.offset, e.frame));
                 assert!(fail_on != Some(e.frame), "formatting frame {} failed", e.frame);
+                p.time_base = base;
                 p.format(&e);
             }
             p.take_formatted(pools.bufs.take())

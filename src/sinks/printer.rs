@@ -7,6 +7,7 @@ use crate::engine::{Flow, Kind, Needs, PacketEvent, Sink};
 use crate::filter::Filter;
 use crate::present;
 use crate::validate::CrcStatus;
+pub use present::time::TimeFormat;
 use std::io::Write;
 use std::sync::Arc;
 
@@ -43,6 +44,23 @@ pub struct Printer<W: Write> {
     buf: Vec<u8>,
     /// A packet's text tree, reused.
     text: String,
+    /// How times are written (tshark's `-t`).
+    pub times: TimeFormat,
+    /// The reference of the packet being formatted for `-t r`, `d` and `dd` (set when it
+    /// is selected, in reading order; an ordered stage's workers are handed it).
+    pub time_base: i64,
+    /// The first frame's time, and the frames' times as they go by: (frame, time) of
+    /// the latest and the one before it, and the last packet shown's.
+    clock: Clock,
+}
+
+/// What `-t r`, `d` and `dd` count from, followed in reading order.
+#[derive(Debug, Clone, Copy, Default)]
+struct Clock {
+    first: Option<i64>,
+    latest: Option<(u64, i64)>,
+    before: Option<i64>,
+    shown: Option<i64>,
 }
 
 /// Bytes gathered before they are written: one large write instead of many small ones.
@@ -64,7 +82,40 @@ impl<W: Write> Printer<W> {
             info: present::info::Info::new(),
             buf: Vec::new(),
             text: String::new(),
+            times: TimeFormat::default(),
+            time_base: 0,
+            clock: Clock::default(),
         }
+    }
+
+    /// The packet's time as `-t` asks.
+    fn time(&self, ts_ns: i64) -> String {
+        self.times.text(ts_ns, self.time_base)
+    }
+
+    /// Follows the frames' times in reading order (every event, shown or not).
+    fn tick(&mut self, e: &PacketEvent) {
+        let c = &mut self.clock;
+        c.first.get_or_insert(e.ts_ns);
+        // A reassembled packet comes right after the frame that completed it: one frame.
+        if c.latest.is_some_and(|(f, _)| f == e.frame) {
+            return;
+        }
+        c.before = c.latest.map(|(_, t)| t);
+        c.latest = Some((e.frame, e.ts_ns));
+    }
+
+    /// `e` is shown: the reference its time counts from.
+    fn base_of(&mut self, e: &PacketEvent) -> i64 {
+        let c = &mut self.clock;
+        let base = match self.times {
+            TimeFormat::Relative => c.first.unwrap_or(e.ts_ns),
+            TimeFormat::Delta => c.before.unwrap_or(e.ts_ns),
+            TimeFormat::DeltaShown => c.shown.unwrap_or(e.ts_ns),
+            _ => 0,
+        };
+        c.shown = Some(e.ts_ns);
+        base
     }
 
     /// Output can no longer be written.
@@ -145,9 +196,9 @@ impl<W: Write> Printer<W> {
         };
         writeln!(
             self.buf,
-            "{} {:.6} {flow} {ty} seq {seq} {} bytes {}{analysis}{fault}{frag}{info}",
+            "{} {} {flow} {ty} seq {seq} {} bytes {}{analysis}{fault}{frag}{info}",
             e.frame,
-            e.ts_ns as f64 / 1e9,
+            self.time(e.ts_ns),
             e.size,
             e.status.code()
         )
@@ -164,13 +215,19 @@ impl<W: Write> Printer<W> {
             return self.json_packet(e, d, note.as_deref());
         }
         let flow = e.flow.map(|f| f.to_string()).unwrap_or_default();
-        let time = e.ts_ns as f64 / 1e9;
+        let unit = if self.times.is_seconds() { " s" } else { "" };
+        let time = self.time(e.ts_ns);
         let crc_text = self.crc_text(e);
         let t = self.type_text(e, d);
+        // The frame's own lengths, as Wireshark's first line (the game packet's size is
+        // on its protocol's line below).
+        let (wire, cap) = (e.wire_len as u64, e.frame_data.len() as u64);
         writeln!(
             self.buf,
-            "Frame {}: {} bytes, {flow}, {time:.6} s",
-            e.frame, e.size
+            "Frame {}: {wire} bytes on wire ({} bits), {cap} bytes captured ({} bits), {flow}, {time}{unit}",
+            e.frame,
+            wire * 8,
+            cap * 8
         )?;
         if let Some(n) = note {
             writeln!(self.buf, "[{n}]")?;
@@ -179,6 +236,19 @@ impl<W: Write> Printer<W> {
             let frames: Vec<String> = e.fragment_frames.iter().map(|f| f.to_string()).collect();
             writeln!(self.buf, "[fragments in frames {}]", frames.join(", "))?;
         }
+        // Link, IP and UDP, as the first layers of the tree.
+        let layers = crate::decode::headers::layers(e.linktype, e.frame_data);
+        self.text.clear();
+        present::headers::write_layers(&mut self.text, &layers, e.frame_data);
+        self.buf.extend_from_slice(self.text.as_bytes());
+        let size = match e.kind {
+            Kind::Reassembled => format!("{} bytes reassembled", e.size),
+            _ if e.ip_fragments > 1 => format!("{} bytes of UDP payload (IP-reassembled)", e.size),
+            _ => match layers.iter().find(|l| l.proto == "udp") {
+                Some(u) => format!("{} bytes of UDP payload at frame byte {}", e.size, u.at + u.len),
+                None => format!("{} bytes of UDP payload", e.size),
+            },
+        };
         let protocol = self
             .program
             .as_ref()
@@ -188,7 +258,7 @@ impl<W: Write> Printer<W> {
         let seq = d.sequence.or(e.sequence);
         writeln!(
             self.buf,
-            "{protocol} {t}, sequence {}, {crc_text}",
+            "{protocol} {t}, sequence {}, {crc_text}, {size} (bits below count from its first byte)",
             seq.map(|s| s.to_string()).unwrap_or_else(|| "?".into())
         )?;
         self.body(e, d)?;
@@ -216,11 +286,11 @@ impl<W: Write> Printer<W> {
     /// What the checksum said, in words.
     fn crc_text(&self, e: &PacketEvent) -> String {
         match e.crc {
-            Some(CrcStatus::Ok) => "CRC ok".to_string(),
+            Some(CrcStatus::Ok) => "crc_ok".to_string(),
             Some(CrcStatus::Mismatch { stored, computed }) => {
-                format!("CRC MISMATCH (stored 0x{stored:08x}, expected 0x{computed:08x})")
+                format!("crc_mismatch (stored 0x{stored:08x}, expected 0x{computed:08x})")
             }
-            Some(CrcStatus::TooShort { len }) => format!("too short for a CRC ({len} bytes)"),
+            Some(CrcStatus::TooShort { len }) => format!("too_short for a CRC ({len} bytes)"),
             None if e.status == crate::engine::Status::Truncated => "truncated, not validated".into(),
             None if self
                 .program
@@ -229,7 +299,7 @@ impl<W: Write> Printer<W> {
             {
                 "no checksum".into()
             }
-            None => "CRC not checked".into(),
+            None => "crc not checked".into(),
         }
     }
 
@@ -300,6 +370,7 @@ impl<W: Write> Printer<W> {
     /// first frame.
     pub fn selects(&mut self, e: &PacketEvent<'_>) -> bool {
         self.filter.start(e.ts_ns);
+        self.tick(e);
         if self.error.is_some() || !e.is_game() || self.full() {
             return false;
         }
@@ -307,6 +378,7 @@ impl<W: Write> Printer<W> {
             return false;
         }
         self.printed += 1;
+        self.time_base = self.base_of(e);
         true
     }
 

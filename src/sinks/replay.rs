@@ -27,17 +27,40 @@ pub struct Replayed {
     /// Link-layer frames handed to the interface (`--iface`: a datagram over the MTU
     /// goes as several IP fragments); 0 through a UDP socket.
     pub frames: u64,
-    /// Datagrams (or, with `--iface`, frames) refused: e.g. the receiver's port closed
-    /// (ECONNREFUSED), or a datagram whose addresses are not all IPv4 or all IPv6.
+    /// Datagrams (or, with `--iface`, frames) not sent: refused by the kernel (e.g. the
+    /// receiver's port closed: ECONNREFUSED), or a datagram whose addresses are not all
+    /// IPv4 or all IPv6.
     pub errors: u64,
+    /// The first refusal's words, to say why (`None` when everything was sent).
+    pub first_error: Option<String>,
+    /// UDP sockets sent from: one per captured direction (source and destination), so
+    /// a receiver sees each direction as a flow of its own; 0 with `--iface`.
+    pub sockets: u64,
+    /// Directions past [`MAX_SOCKETS`] (or all but the first, with a `--from` port),
+    /// sent from a socket another direction also uses.
+    pub shared_directions: u64,
     pub seconds: f64,
     pub datagrams_per_s: f64,
 }
 
+impl Replayed {
+    /// Counts a message the kernel refused, keeping the first reason.
+    fn refused(&mut self, e: &std::io::Error) {
+        self.errors += 1;
+        if self.first_error.is_none() {
+            self.first_error = Some(e.to_string());
+        }
+    }
+}
+
+/// Sockets a UDP replay opens at most, one per captured direction (file descriptors are
+/// finite; past this, directions share sockets round robin and the summary says how many).
+pub const MAX_SOCKETS: usize = 256;
+
 /// Where the datagrams go.
 enum Out {
-    /// A UDP socket connected to the destination.
-    Udp(UdpSocket),
+    /// UDP sockets connected to the destination, one per captured direction.
+    Udp(UdpOut),
     /// A packet socket bound to an interface.
     #[cfg(target_os = "linux")]
     Link(LinkOut),
@@ -53,12 +76,54 @@ struct LinkOut {
     ip_id: u32,
 }
 
-/// One message of the batch: where it ends in `buf`, and the UDP payload length when it
-/// is the last (or only) piece of its datagram.
+/// A UDP replay's sockets: each captured direction gets one of its own, bound to `from`
+/// (an ephemeral port unless `from` names one) and connected to `to`, so the kernel
+/// reports a refused destination on it.
+struct UdpOut {
+    from: SocketAddr,
+    to: SocketAddr,
+    sockets: Vec<UdpSocket>,
+    /// Captured direction (source, destination) → its socket.
+    by_direction: hashbrown::HashMap<(SocketAddr, SocketAddr), usize>,
+}
+
+impl UdpOut {
+    /// The socket of a captured direction, opened on first use.
+    fn socket_for(&mut self, dir: (SocketAddr, SocketAddr), sent: &mut Replayed) -> std::io::Result<usize> {
+        if let Some(&k) = self.by_direction.get(&dir) {
+            return Ok(k);
+        }
+        let met = self.by_direction.len();
+        // A port given with --from can be bound once: every direction shares it.
+        let k = if met < self.sockets.len() {
+            met
+        } else if self.sockets.len() >= MAX_SOCKETS || self.from.port() != 0 {
+            sent.shared_directions += 1;
+            met % self.sockets.len()
+        } else {
+            self.sockets.push(connected(self.from, self.to)?);
+            sent.sockets += 1;
+            self.sockets.len() - 1
+        };
+        self.by_direction.insert(dir, k);
+        Ok(k)
+    }
+}
+
+/// A UDP socket bound to `from` and connected to `to`.
+fn connected(from: SocketAddr, to: SocketAddr) -> std::io::Result<UdpSocket> {
+    let sock = UdpSocket::bind(from)?;
+    sock.connect(to)?;
+    Ok(sock)
+}
+
+/// One message of the batch: where it ends in `buf`, the UDP payload length when it is the
+/// last (or only) piece of its datagram, and the socket it leaves from (UDP).
 #[derive(Clone, Copy)]
 struct Piece {
     end: usize,
     datagram: Option<usize>,
+    socket: usize,
 }
 
 pub struct Replay {
@@ -79,11 +144,19 @@ pub struct Replay {
 }
 
 impl Replay {
-    /// A socket bound to `from` and connected to `to`.
+    /// Sockets bound to `from` and connected to `to`, one per captured direction (the
+    /// first is opened here, so that an address that cannot be bound fails at once).
     pub fn new(from: SocketAddr, to: SocketAddr, speed: f64) -> std::io::Result<Replay> {
-        let sock = UdpSocket::bind(from)?;
-        sock.connect(to)?;
-        Ok(Replay::with(Out::Udp(sock), speed))
+        let first = connected(from, to)?;
+        let out = UdpOut {
+            from,
+            to,
+            sockets: vec![first],
+            by_direction: Default::default(),
+        };
+        let mut r = Replay::with(Out::Udp(out), speed);
+        r.sent.sockets = 1;
+        Ok(r)
     }
 
     /// A packet socket on `iface` that sends each datagram as Ethernet + IP + UDP, from
@@ -133,13 +206,19 @@ impl Replay {
         let link = !matches!(self.out, Out::Udp(_));
         let mut done = 0;
         while done < n {
-            let took = match self.out.send(&slices[done..n]) {
+            // One call per run of messages from the same socket, in capture order.
+            let socket = self.pieces[done].socket;
+            let run = self.pieces[done..n]
+                .iter()
+                .take_while(|p| p.socket == socket)
+                .count();
+            let took = match self.out.send(socket, &slices[done..done + run]) {
                 Ok(0) => break,
                 Ok(k) => k,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(_) => {
+                Err(e) => {
                     // The message at the head was refused: count it, go on with the rest.
-                    self.sent.errors += 1;
+                    self.sent.refused(&e);
                     done += 1;
                     continue;
                 }
@@ -159,16 +238,17 @@ impl Replay {
     }
 
     /// Adds one message to the batch, sending the batch when full.
-    fn push(&mut self, message: &[u8], datagram: Option<usize>) {
+    fn push(&mut self, message: &[u8], datagram: Option<usize>, socket: usize) {
         self.buf.extend_from_slice(message);
-        self.ended(datagram);
+        self.ended(datagram, socket);
     }
 
     /// The message written at the end of `buf` is complete: sends the batch when full.
-    fn ended(&mut self, datagram: Option<usize>) {
+    fn ended(&mut self, datagram: Option<usize>, socket: usize) {
         self.pieces.push(Piece {
             end: self.buf.len(),
             datagram,
+            socket,
         });
         if self.pieces.len() >= BATCH {
             self.flush();
@@ -223,7 +303,13 @@ impl Replay {
         }
         self.pace(e.ts_ns);
         match &mut self.out {
-            Out::Udp(_) => self.push(e.payload, Some(e.payload.len())),
+            Out::Udp(u) => {
+                let Some(flow) = e.flow else { return };
+                match u.socket_for((flow.src, flow.dst), &mut self.sent) {
+                    Ok(socket) => self.push(e.payload, Some(e.payload.len()), socket),
+                    Err(err) => self.sent.refused(&err),
+                }
+            }
             #[cfg(target_os = "linux")]
             Out::Link(l) => {
                 let Some(flow) = e.flow else { return };
@@ -231,7 +317,12 @@ impl Replay {
                 let dst = l.to.unwrap_or(flow.dst);
                 // A UDP length field holds at most 65,535 bytes, header included.
                 if src.is_ipv4() != dst.is_ipv4() || e.payload.len() > 65_535 - 8 {
-                    self.sent.errors += 1;
+                    let why = if src.is_ipv4() != dst.is_ipv4() {
+                        "source and destination are not both IPv4 or both IPv6"
+                    } else {
+                        "over the 65,527 bytes a UDP datagram holds"
+                    };
+                    self.sent.refused(&std::io::Error::other(why));
                     return;
                 }
                 l.ip_id = l.ip_id.wrapping_add(1);
@@ -239,7 +330,7 @@ impl Replay {
                 let last = packets.len() - 1;
                 for (i, p) in packets.iter().enumerate() {
                     Link::Ethernet { vlan: None }.frame_into(&mut self.buf, p, src.is_ipv6());
-                    self.ended((i == last).then_some(e.payload.len()));
+                    self.ended((i == last).then_some(e.payload.len()), 0);
                 }
             }
         }
@@ -254,16 +345,16 @@ impl Sink for Replay {
 }
 
 impl Out {
-    /// Hands messages to the kernel; how many it took.
-    fn send(&self, messages: &[&[u8]]) -> std::io::Result<usize> {
+    /// Hands messages to the kernel from `socket` (UDP); how many it took.
+    fn send(&self, socket: usize, messages: &[&[u8]]) -> std::io::Result<usize> {
         match self {
             #[cfg(target_os = "linux")]
-            Out::Udp(s) => send_batch(std::os::fd::AsRawFd::as_raw_fd(s), messages),
+            Out::Udp(u) => send_batch(std::os::fd::AsRawFd::as_raw_fd(&u.sockets[socket]), messages),
             #[cfg(target_os = "linux")]
             Out::Link(l) => send_batch(std::os::fd::AsRawFd::as_raw_fd(&l.sock), messages),
             #[cfg(not(target_os = "linux"))]
-            Out::Udp(s) => match messages.first() {
-                Some(d) => s.send(d).map(|_| 1),
+            Out::Udp(u) => match messages.first() {
+                Some(d) => u.sockets[socket].send(d).map(|_| 1),
                 None => Ok(0),
             },
         }

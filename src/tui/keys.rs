@@ -32,7 +32,7 @@ pub const KEYS: &[Key] = &[
     k(
         &["/"],
         "",
-        "filter (see Display filters; a prompt holds 4,096 characters and says so)",
+        "filter (see Display filters; the current filter is offered selected: Enter keeps it, typing replaces it, ← → End edit it; a refused filter stays in the prompt with the reason under it; a prompt holds 4,096 characters and says so)",
     ),
     k(&["F", "Ctrl-F"], "", "find: a filter over the list's columns"),
     k(&["n", "N"], "", "next / previous packet found"),
@@ -70,6 +70,16 @@ pub const KEYS: &[Key] = &[
     ),
     k(&["d"], "", "time as relative, delta or absolute (UTC)"),
     k(&["c"], "Packets", "choose the list's columns"),
+    k(
+        &["+", "-"],
+        "Packets",
+        "give the list more / fewer rows (the field tree and bytes the rest)",
+    ),
+    k(
+        &["<", ">"],
+        "Packets",
+        "move the line between the field tree and the bytes",
+    ),
     k(
         &["r"],
         "",

@@ -36,6 +36,13 @@ pub struct Prompt {
     browsing: Option<usize>,
     /// Text was refused because the prompt is full (said on the prompt's line).
     pub refused: bool,
+    /// The text offered (the current filter, a file name) is selected: the first
+    /// character typed or pasted replaces it, a deleting key clears it, and a key that
+    /// moves the cursor keeps it to be edited — as a dialog's selected default.
+    pub selected: bool,
+    /// What the prompt says under its line while open: the last submit's error (`true`)
+    /// or a note (`false`).
+    pub note: Option<(String, bool)>,
 }
 
 /// What a key did to the prompt.
@@ -51,6 +58,7 @@ pub enum Edit {
 pub const MAX_CHARS: usize = 4096;
 
 impl Prompt {
+    /// A prompt holding `text`, the cursor after it (typing appends).
     pub fn new(ask: Ask, text: &str) -> Self {
         let text: Vec<char> = text.chars().take(MAX_CHARS).collect();
         Prompt {
@@ -59,7 +67,16 @@ impl Prompt {
             text,
             browsing: None,
             refused: false,
+            selected: false,
+            note: None,
         }
+    }
+
+    /// A prompt offering `text` selected: Enter takes it, typing replaces it.
+    pub fn offering(ask: Ask, text: &str) -> Self {
+        let mut p = Prompt::new(ask, text);
+        p.selected = !p.text.is_empty();
+        p
     }
 
     /// Characters held.
@@ -74,6 +91,9 @@ impl Prompt {
     /// Inserts pasted text whole at the cursor, or nothing when it does not fit (newlines
     /// read as spaces).
     pub fn paste(&mut self, s: &str) {
+        if std::mem::take(&mut self.selected) {
+            self.set("");
+        }
         let add: Vec<char> = s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
         if self.text.len() + add.len() > MAX_CHARS {
             self.refused = true;
@@ -128,6 +148,22 @@ impl Prompt {
         let alt = k.modifiers.contains(KeyModifiers::ALT);
         self.refused = false;
         self.cursor = self.cursor.min(self.text.len());
+        if std::mem::take(&mut self.selected) {
+            match k.code {
+                // Replaced by what is typed, or cleared by a key that deletes.
+                KeyCode::Char(_) if !ctrl && !alt => self.set(""),
+                KeyCode::Backspace | KeyCode::Delete => {
+                    self.set("");
+                    return Edit::Editing;
+                }
+                KeyCode::Char('u' | 'k' | 'w' | 'd') if ctrl => {
+                    self.set("");
+                    return Edit::Editing;
+                }
+                // Anything else (moving, history, Enter, Esc) keeps the text.
+                _ => {}
+            }
+        }
         match k.code {
             KeyCode::Esc => return Edit::Cancel,
             KeyCode::Char('c' | 'g') if ctrl => return Edit::Cancel,
@@ -245,6 +281,40 @@ mod tests {
         press(&mut p, KeyCode::Delete, none, &[]);
         assert_eq!(p.text(), "");
         assert_eq!(press(&mut p, KeyCode::Esc, none, &[]), Edit::Cancel);
+    }
+
+    /// An offered text is selected: typing replaces it (not `gpcap-marked.pcapngmarked…`),
+    /// Enter takes it as it is, and moving the cursor keeps it to be edited.
+    #[test]
+    fn offered_text_is_replaced_by_typing_and_kept_by_moving() {
+        let none = KeyModifiers::NONE;
+        let mut p = Prompt::offering(Ask::Write, "gpcap-marked.pcapng");
+        typed(&mut p, "x.pcapng");
+        assert_eq!(p.text(), "x.pcapng");
+        let mut p = Prompt::offering(Ask::Write, "gpcap-marked.pcapng");
+        assert_eq!(
+            press(&mut p, KeyCode::Enter, none, &[]),
+            Edit::Submit("gpcap-marked.pcapng".into())
+        );
+        let mut p = Prompt::offering(Ask::Filter, "late");
+        press(&mut p, KeyCode::End, none, &[]);
+        typed(&mut p, " && dup");
+        assert_eq!(p.text(), "late && dup");
+        let mut p = Prompt::offering(Ask::Filter, "late");
+        press(&mut p, KeyCode::Backspace, none, &[]);
+        assert_eq!(p.text(), "");
+        let mut p = Prompt::offering(Ask::Filter, "late");
+        p.paste("gap");
+        assert_eq!(p.text(), "gap");
+        // Mended after an error: not selected, typing appends.
+        let mut p = Prompt::new(Ask::Filter, "sizee > 100");
+        press(&mut p, KeyCode::Home, none, &[]);
+        press(&mut p, KeyCode::Right, none, &[]);
+        press(&mut p, KeyCode::Right, none, &[]);
+        press(&mut p, KeyCode::Right, none, &[]);
+        press(&mut p, KeyCode::Right, none, &[]);
+        press(&mut p, KeyCode::Delete, none, &[]);
+        assert_eq!(p.text(), "size > 100");
     }
 
     #[test]

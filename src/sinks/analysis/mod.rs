@@ -48,6 +48,30 @@ struct FlowState {
     /// Its burst window could not grow within the flow state budget: it samples fewer
     /// of the second's datagrams.
     burst_window_capped: bool,
+    /// The protocol ids its first CRC mismatches validate with (at most [`CRC_SAMPLES`]).
+    crc_ids: Vec<u32>,
+}
+
+/// CRC mismatches of a flow whose protocol id is solved: enough to see one id repeat,
+/// few enough to cost nothing on a capture of mismatches.
+const CRC_SAMPLES: usize = 16;
+
+/// The id most of a flow's solved mismatches share, when at least two and at least half
+/// do: one datagram solves to some id whatever it is, damage to a different one each time.
+fn other_id(ids: &[u32]) -> Option<report::OtherId> {
+    let mut best: Option<(u32, u32)> = None;
+    for &id in ids {
+        let n = ids.iter().filter(|&&x| x == id).count() as u32;
+        if best.is_none_or(|(_, m)| n > m) {
+            best = Some((id, n));
+        }
+    }
+    let (id, n) = best?;
+    (n >= 2 && 2 * n >= ids.len() as u32).then(|| report::OtherId {
+        id: format!("0x{id:08X}"),
+        sampled: ids.len() as u32,
+        matching: n,
+    })
 }
 
 impl FlowState {
@@ -61,6 +85,7 @@ impl FlowState {
             message_acks: None,
             acks_not_tracked: false,
             burst_window_capped: false,
+            crc_ids: Vec::new(),
         }
     }
 
@@ -368,6 +393,7 @@ impl Statistics {
             };
             stats.acks_not_tracked = fl.acks_not_tracked;
             stats.burst_window_capped = fl.burst_window_capped;
+            stats.crc_other_id = other_id(&fl.crc_ids);
             self.report.flows.push(stats);
         }
         let c = &mut self.report.capture;
@@ -429,6 +455,17 @@ impl Statistics {
         ) {
             c.ip_fragments += 1;
         }
+        if let Some(ip) = e.ip {
+            if let Some(v) = ip.vlan {
+                *c.vlans.entry(v).or_default() += 1;
+            }
+            // A fragment before a datagram's last is as large as the sender's MTU let it.
+            if matches!(e.layer, Layer::IpPiece { .. }) && ip.more_fragments {
+                let m = &mut self.report.mtu;
+                m.fragment_mtu = m.fragment_mtu.max(Some(ip.total_len));
+            }
+        }
+        let c = &mut self.report.capture;
         match e.layer {
             Layer::Udp => {}
             Layer::IpPiece { .. } => {}
@@ -554,6 +591,9 @@ impl Statistics {
         if !whole {
             s.ip_fragmented += 1;
             m.ip_fragmented += 1;
+            if ip.total_len <= self.cfg.link_mtu {
+                m.ip_fragmented_within_link_mtu += 1;
+            }
             if m.ip_fragmented_list.len() < MAX_LISTED {
                 m.ip_fragmented_list.push(IpFragFinding {
                     frame: e.frame,
@@ -572,6 +612,9 @@ impl Statistics {
             Status::CrcMismatch => {
                 s.crc_fail += 1;
                 v.crc_mismatch += 1;
+                if self.cfg.checksum.is_crc32() && flow.crc_ids.len() < CRC_SAMPLES {
+                    flow.crc_ids.extend(crate::identify::solve32(e.payload));
+                }
                 return;
             }
             Status::TooShort => {

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 
 /// JSON schema version; bumped on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct FileSummary {
@@ -80,6 +80,9 @@ pub struct CaptureSummary {
     pub ip_reassembled: u64,
     pub ip_defrag: DefragStats,
     pub icmp_too_big: u64,
+    /// Frames by 802.1Q VLAN id (the outer tag), when any frame had one.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub vlans: BTreeMap<u16, u64>,
     pub flows_not_tracked: u64,
     /// Tracked flows whose ack analysis went past the flow state budget: their `acks`
     /// are absent and `acks_not_tracked` set (the totals of ack figures are partial).
@@ -240,6 +243,8 @@ pub struct FlowStats {
     pub largest_payload: u32,
     pub largest_ip: u32,
     pub crc_ok: u64,
+    /// CRC mismatches, as every output spells the state (schema 2; `crc_fail` before).
+    #[serde(rename = "crc_mismatch")]
     pub crc_fail: u64,
     pub too_short: u64,
     pub truncated: u64,
@@ -281,6 +286,10 @@ pub struct FlowStats {
     /// Its sizes before loss bursts were sampled at the flow state budget.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub burst_window_capped: bool,
+    /// Its CRC mismatches validate with another protocol id, the same for most of those
+    /// sampled: another protocol or another version, not damage (null otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crc_other_id: Option<OtherId>,
     /// Datagrams whose header failed (of `malformed`), for the fit.
     #[serde(skip)]
     pub header_errors: u64,
@@ -293,6 +302,18 @@ pub struct FlowStats {
     /// The input files (bit i: file i, the 64th for all later ones) it has datagrams in.
     #[serde(skip)]
     pub file_mask: u64,
+}
+
+/// The protocol id a flow's CRC mismatches validate with (solved from each datagram, as
+/// `identify` solves ids: CRC32 is affine in the id).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OtherId {
+    /// `0x0BADF00D`.
+    pub id: String,
+    /// Mismatches solved (the flow's first ones, at most 16).
+    pub sampled: u32,
+    /// Of those, the ones this id validates.
+    pub matching: u32,
 }
 
 impl FlowStats {
@@ -365,6 +386,7 @@ impl FlowStats {
             acks: None,
             acks_not_tracked: false,
             burst_window_capped: false,
+            crc_other_id: None,
             sequence_spaces: Vec::new(),
             header_errors: 0,
             trailing: 0,
@@ -420,6 +442,12 @@ pub struct MtuReport {
     pub df_over_link_mtu: u64,
     /// Game datagrams that arrived IP-fragmented (and were reassembled).
     pub ip_fragmented: u64,
+    /// Of those, datagrams no larger than `link_mtu`: fragmented on a path whose MTU is
+    /// smaller than the link MTU assumed (see `fragment_mtu`).
+    pub ip_fragmented_within_link_mtu: u64,
+    /// The largest IP fragment that was not a datagram's last (any protocol): the MTU
+    /// the senders fragmented at, or less. Null without IP fragments.
+    pub fragment_mtu: Option<u32>,
     pub ip_fragmented_list: Vec<IpFragFinding>,
     /// IP-fragmented datagrams (any protocol) never reassembled.
     pub ip_never_reassembled: u64,
@@ -474,6 +502,7 @@ pub struct ReassemblyReport {
     pub completed: u64,
     pub dissected_ok: u64,
     pub malformed: u64,
+    #[serde(rename = "crc_mismatch")]
     pub crc_fail: u64,
     pub attacks: AttackCounters,
     #[serde(skip)]
@@ -796,6 +825,7 @@ impl CaptureSummary {
         c.ip_fragments += d.ip_fragments;
         c.ip_reassembled += d.ip_reassembled;
         c.icmp_too_big += d.icmp_too_big;
+        add_map(&mut c.vlans, d.vlans);
         c.flows_not_tracked += d.flows_not_tracked;
         c.acks_not_tracked += d.acks_not_tracked;
         c.burst_window_capped += d.burst_window_capped;
@@ -811,6 +841,8 @@ impl MtuReport {
         m.over_link_mtu += n.over_link_mtu;
         m.df_over_link_mtu += n.df_over_link_mtu;
         m.ip_fragmented += n.ip_fragmented;
+        m.ip_fragmented_within_link_mtu += n.ip_fragmented_within_link_mtu;
+        m.fragment_mtu = m.fragment_mtu.max(n.fragment_mtu);
         merge_listed(&mut m.ip_fragmented_list, n.ip_fragmented_list, |x| x.frame, 1000);
         m.fragments_over_size += n.fragments_over_size;
         m.icmp_total += n.icmp_total;
@@ -1094,7 +1126,10 @@ impl ReassemblyReport {
                     observed_low: lo,
                     observed_high: hi,
                     predicted_loss: predicted_loss(p, n),
-                    amplification: (r.single_loss > 0.0).then(|| observed / r.single_loss),
+                    // From fewer packets than a finding needs, a ratio says nothing (one
+                    // lost packet of one made 50×).
+                    amplification: (r.single_loss > 0.0 && s.seen >= MIN_SAMPLE)
+                        .then(|| observed / r.single_loss),
                     bytes_wasted: s.bytes_wasted,
                 }
             })
@@ -1106,7 +1141,7 @@ impl Serialize for Conversation {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         let f = &self.0;
-        let mut m = s.serialize_struct("Conversation", 13)?;
+        let mut m = s.serialize_struct("Conversation", 14)?;
         m.serialize_field("src", &f.src)?;
         m.serialize_field("dst", &f.dst)?;
         m.serialize_field("datagrams", &f.datagrams)?;
@@ -1120,6 +1155,11 @@ impl Serialize for Conversation {
         m.serialize_field("largest_ip", &f.largest_ip)?;
         m.serialize_field("ip_fragmented", &f.ip_fragmented)?;
         m.serialize_field("sizes", &f.sizes)?;
+        // The well-known service on its ports (`DNS`, `QUIC`, `STUN`), or null.
+        m.serialize_field(
+            "service",
+            &crate::decode::services::service(f.src.port(), f.dst.port()),
+        )?;
         m.end()
     }
 }

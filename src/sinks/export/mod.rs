@@ -28,7 +28,7 @@ use std::sync::Arc;
 pub use layers::layers_readable;
 
 /// The dataset layout's version, in every file's metadata (`gpcap.schema`).
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 /// Rows buffered per table before they become a batch.
 pub const BATCH_ROWS: usize = 8192;
 /// Dissected fields buffered per type table before its rows become a batch: rows of

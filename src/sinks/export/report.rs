@@ -75,7 +75,7 @@ pub fn tables(r: &Report) -> Vec<(&'static str, SchemaRef, Vec<ArrayRef>)> {
         .f64("duration_s", f.iter().map(|s| Some(s.duration_s)))
         .u32("largest_payload", f.iter().map(|s| s.largest_payload))
         .u64("crc_ok", f.iter().map(|s| s.crc_ok))
-        .u64("crc_fail", f.iter().map(|s| s.crc_fail))
+        .u64("crc_mismatch", f.iter().map(|s| s.crc_fail))
         .u64("too_short", f.iter().map(|s| s.too_short))
         .u64("truncated", f.iter().map(|s| s.truncated))
         .u64("malformed", f.iter().map(|s| s.malformed))

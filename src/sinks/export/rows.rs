@@ -381,9 +381,26 @@ pub(super) struct Chunk {
     pub columns: Vec<ArrayRef>,
 }
 
+/// The layout zero configuration reads headers with, as a definition: without one the
+/// `packets` table still has `header` and `fragment_header`, the article definition's
+/// columns (its type named by number), so a dataset has one schema.
+fn reference() -> Option<Arc<Program>> {
+    static REFERENCE: std::sync::OnceLock<Option<Arc<Program>>> = std::sync::OnceLock::new();
+    REFERENCE
+        .get_or_init(|| {
+            crate::dissect::compile("reference", include_str!("reference.kdl"))
+                .ok()
+                .map(Arc::new)
+        })
+        .clone()
+}
+
 /// The streamed tables' builders.
 pub(super) struct Rows {
     program: Option<Arc<Program>>,
+    /// Without a definition: the reference layout, read into `header` and
+    /// `fragment_header` for each datagram.
+    reference: Option<crate::dissect::Dissector>,
     pub packets: Packets,
     /// By packet type id.
     pub types: Vec<Option<TypeRows>>,
@@ -398,7 +415,8 @@ impl Rows {
         let acks = program.as_ref().is_some_and(|p| {
             p.has_role(crate::dissect::Role::Ack) || p.has_role(crate::dissect::Role::AckBits)
         });
-        let packets = Packets::new(acks, program.as_deref());
+        let reference = program.is_none().then(reference).flatten();
+        let packets = Packets::new(acks, program.as_deref().or(reference.as_deref()));
         let mut types = Vec::new();
         for def in program.iter().flat_map(|p| &p.packets) {
             let Some(p) = program.as_deref() else { break };
@@ -426,6 +444,7 @@ impl Rows {
         }
         Rows {
             program,
+            reference: reference.map(crate::dissect::Dissector::new),
             packets,
             types,
             end: Vec::new(),
@@ -466,6 +485,18 @@ impl Rows {
     /// Appends game packet `e`'s rows (its tree in `e.dissection`); a table's rows are
     /// handed to `out` as soon as they reach a batch.
     pub fn add(&mut self, e: &PacketEvent<'_>, out: &mut dyn FnMut(Chunk)) {
+        // Without a definition: the header as the reference layout reads it.
+        let read;
+        let e = match &mut self.reference {
+            Some(r) if e.kind == Kind::Game && !e.status.crc_failed() && !e.truncated => {
+                read = r.dissect(e.payload);
+                &PacketEvent {
+                    dissection: Some(&read),
+                    ..*e
+                }
+            }
+            _ => e,
+        };
         // The tree's shape, once for every table the packet fills.
         match e.dissection {
             Some(d) => d.subtree_ends(&mut self.end),

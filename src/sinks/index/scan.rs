@@ -60,7 +60,9 @@ impl Index {
         let whole = self.done && self.error.is_none() && self.store.is_none();
         // Reassembled packets not kept are put back together from their fragments.
         let kept = (self.kept.len() + self.fragments.len()) as u64 == self.needs_kept;
-        if !(stateless && whole && kept && !filter.reads_layers()) {
+        // The frames' own headers (`ip.ttl`, `frame.len`) are read in the engine's pass,
+        // which holds every frame a packet came in (a reassembled one: the last).
+        if !(stateless && whole && kept && !filter.reads_layers() && !filter.reads_frames()) {
             return None;
         }
         FrameAt::open(&self.path).ok().filter(FrameAt::seekable)?;

@@ -75,7 +75,7 @@ pub(super) const BINDINGS: &[Binding] = &[
         a.help_scroll = 0;
     }),
     bind(&[Char('/')], always, |a, _| {
-        a.open(Ask::Filter, &a.filter.text.clone())
+        a.offer(Ask::Filter, &a.filter.text.clone())
     }),
     bind(&[Char('f')], ctrl, |a, _| a.open(Ask::Find, "")),
     bind(&[Char('F')], always, |a, _| a.open(Ask::Find, "")),
@@ -101,6 +101,16 @@ pub(super) const BINDINGS: &[Binding] = &[
         a.mode = Mode::Columns;
         a.column_cursor = 0;
     }),
+    bind(&[Char('+'), Char('=')], on_packets, |a, _| {
+        a.resize_list(LIST_STEP as i16)
+    }),
+    bind(&[Char('-')], on_packets, |a, _| {
+        a.resize_list(-(LIST_STEP as i16))
+    }),
+    bind(&[Char('<')], on_packets, |a, _| {
+        a.resize_tree(-(LIST_STEP as i16))
+    }),
+    bind(&[Char('>')], on_packets, |a, _| a.resize_tree(LIST_STEP as i16)),
     bind(&[Char('y')], always, |a, _| a.copy(false)),
     bind(&[Char('Y')], always, |a, _| a.copy(true)),
     bind(&[Char('a')], in_tree, |a, _| a.apply_field(false)),
@@ -143,12 +153,7 @@ pub(super) const BINDINGS: &[Binding] = &[
     ),
     bind(&[Char('t'), Enter], tree_ahead, |a, _| a.focus = Focus::Tree),
     bind(&[Char('t')], always, |a, _| a.focus = Focus::List),
-    bind(&[Enter, Char(' ')], in_tree, |a, _| {
-        let f = a.field as u32;
-        if !a.collapsed.remove(&f) {
-            a.collapsed.insert(f);
-        }
-    }),
+    bind(&[Enter, Char(' ')], in_tree, |a, _| a.fold()),
     bind(&[Left], on_mtu, |a, _| a.mtu_flow = a.mtu_flow.saturating_sub(1)),
     bind(&[Right], on_mtu, |a, _| a.mtu_flow += 1),
     bind(&[Left], always, |a, _| a.focus = Focus::List),

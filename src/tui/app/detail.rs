@@ -14,9 +14,45 @@ pub struct Detail {
     /// What inner layers read in it, as rows of the tree after the fields that carried
     /// it (field indices past the fault: see [`Detail::layer_row`]).
     pub layer_rows: Vec<crate::tui::layered::LayerRow>,
+    /// The frame's link, IP and UDP headers: the tree's first rows (ids from
+    /// [`HEADER_ROWS`]); none for bytes no single frame holds.
+    pub headers: Vec<crate::decode::headers::HeaderLayer>,
+}
+
+/// Tree row ids of the frame's headers: `HEADER_ROWS + layer × 1024`, plus one more than
+/// the field's index for a field (the layer's title has none) — far past any field of a
+/// dissection.
+pub const HEADER_ROWS: usize = 1 << 40;
+
+/// A header's tree row: its layer, and the field (None: the layer's title).
+pub fn header_row(id: usize) -> Option<(usize, Option<usize>)> {
+    let k = id.checked_sub(HEADER_ROWS)?;
+    Some((k / 1024, (k % 1024).checked_sub(1)))
 }
 
 impl Detail {
+    /// The header and field at a tree row id.
+    pub fn header_at(
+        &self,
+        id: usize,
+    ) -> Option<(
+        &crate::decode::headers::HeaderLayer,
+        Option<&crate::decode::headers::HeaderField>,
+    )> {
+        let (layer, field) = header_row(id)?;
+        let l = self.headers.get(layer)?;
+        match field {
+            None => Some((l, None)),
+            Some(f) => Some((l, Some(l.fields.get(f)?))),
+        }
+    }
+
+    /// Where the UDP payload (or the packet shown) starts in `frame`, in bits: the
+    /// dissection's offsets count from there.
+    pub fn payload_bit(&self) -> u64 {
+        self.payload.map_or(0, |(a, _)| a as u64 * 8)
+    }
+
     /// The inner layers' row at tree index `i` (indices past the outer fields' fault).
     pub fn layer_row(&self, i: usize) -> Option<&crate::tui::layered::LayerRow> {
         let n = self.dissection.as_ref()?.fields.len();
@@ -32,6 +68,7 @@ impl Detail {
             dissection: None,
             note: Some(note),
             layer_rows: Vec::new(),
+            headers: Vec::new(),
         }
     }
 
@@ -123,6 +160,13 @@ impl App {
         };
         let rows = self.detail.as_ref().map_or(&[][..], |d| &d.layer_rows[..]);
         let mut out = Vec::new();
+        // The frame's headers first, each one line until opened (Space, Enter).
+        for (k, l) in self.detail.iter().flat_map(|d| d.headers.iter()).enumerate() {
+            out.push(HEADER_ROWS + k * 1024);
+            if self.headers_open.contains(&(k as u32)) {
+                out.extend((0..l.fields.len().min(1023)).map(|f| HEADER_ROWS + k * 1024 + f + 1));
+            }
+        }
         let mut hidden_below: Option<u16> = None;
         for (i, f) in d.fields.iter().enumerate() {
             if let Some(depth) = hidden_below {
@@ -157,11 +201,41 @@ impl App {
         Some((crate::dissect::paths::path_of(p, dis, self.field), value, f))
     }
 
+    /// Space or Enter in the tree: a header opens or closes, a group folds or unfolds.
+    pub(super) fn fold(&mut self) {
+        if let Some((layer, None)) = header_row(self.field) {
+            let k = layer as u32;
+            if !self.headers_open.remove(&k) {
+                self.headers_open.insert(k);
+            }
+            return;
+        }
+        let f = self.field as u32;
+        if !self.collapsed.remove(&f) {
+            self.collapsed.insert(f);
+        }
+    }
+
+    /// A header field as a filter term, Wireshark's way (`ip.ttl == 64`).
+    fn header_term(&self) -> Option<String> {
+        use crate::decode::headers::HeaderValue;
+        let (l, f) = self.detail.as_ref()?.header_at(self.field)?;
+        let Some(f) = f else {
+            return Some(l.proto.to_string());
+        };
+        Some(match f.value {
+            HeaderValue::Num(n) => format!("{} == {n}", f.name),
+            HeaderValue::Mac(m) => format!("{} == {}", f.name, crate::present::headers::mac(m)),
+            HeaderValue::Ip(ip) => format!("{} == {ip}", f.name),
+        })
+    }
+
     /// Filters on the selected field's value (`and`: added to the filter).
     pub(super) fn apply_field(&mut self, and: bool) {
         let layer = (self.detail.as_ref())
             .and_then(|d| d.layer_row(self.field))
-            .and_then(|r| r.term.clone());
+            .and_then(|r| r.term.clone())
+            .or_else(|| self.header_term());
         let term = match layer {
             Some(term) => term,
             None => {
@@ -226,6 +300,7 @@ impl App {
             }
         };
         let (payload, note) = payload_of(&row, &frame);
+        let headers = crate::decode::headers::layers(row.linktype as i32, &frame);
         let dissection = match payload {
             Some((a, b)) if self.program.is_some() && row.has(status::GAME) => {
                 self.validator.datagram(&frame[a..b]);
@@ -240,6 +315,7 @@ impl App {
             dissection,
             note,
             layer_rows: Vec::new(),
+            headers,
         })
     }
 
@@ -285,6 +361,7 @@ impl App {
             dissection,
             note: Some(note),
             layer_rows: Vec::new(),
+            headers: Vec::new(),
         }
     }
 
@@ -350,7 +427,7 @@ impl App {
             return said(format!("reassembled from {} fragments", r.frag_count));
         }
         if r.has(status::CRC_FAIL) {
-            return said("CRC mismatch: not the protocol's, or damaged".into());
+            return said("crc_mismatch: not the protocol's, or damaged".into());
         }
         if r.frag_count > 0 {
             return said(format!(
@@ -360,6 +437,24 @@ impl App {
         }
         if let Some(i) = ix.icmp.get(&row_index) {
             return said(i.info.clone());
+        }
+        if r.has(status::OTHER_UDP) {
+            // What it is, by its ports, and that it is not the game's.
+            let f = ix.flows.get(r.flow as usize);
+            let service = f.and_then(|f| crate::decode::services::service(f.src.port(), f.dst.port()));
+            return said(match (service, f) {
+                (Some(s), Some(f)) => format!(
+                    "{s} (udp {} → {}), not on the protocol's ports",
+                    f.src.port(),
+                    f.dst.port()
+                ),
+                (None, Some(f)) => format!(
+                    "udp {} → {}, not on the protocol's ports",
+                    f.src.port(),
+                    f.dst.port()
+                ),
+                _ => "udp, not on the protocol's ports".into(),
+            });
         }
         if !r.has(status::GAME) {
             return said(crate::tui::ui::status_of(&r).0.to_string());

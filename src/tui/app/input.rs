@@ -3,8 +3,23 @@
 use super::*;
 
 impl App {
+    /// Opens a prompt holding `text`, the cursor after it.
     pub(super) fn open(&mut self, ask: Ask, text: &str) {
         self.mode = Mode::Prompt(Prompt::new(ask, text));
+    }
+
+    /// Opens a prompt offering `text` selected (the current filter, a file name): Enter
+    /// takes it, typing replaces it, a cursor key keeps it to be edited.
+    pub(super) fn offer(&mut self, ask: Ask, text: &str) {
+        self.mode = Mode::Prompt(Prompt::offering(ask, text));
+    }
+
+    /// Opens a prompt holding the text that was just refused, the cursor after it, with
+    /// the refusal said under it until the prompt is submitted again or closed.
+    fn reopen_refused(&mut self, ask: Ask, text: &str, error: String) {
+        let mut p = Prompt::new(ask, text);
+        p.note = Some((error, true));
+        self.mode = Mode::Prompt(p);
     }
 
     /// Handles one key press.
@@ -68,11 +83,12 @@ impl App {
         } else {
             "gpcap-marked.pcapng"
         };
-        self.open(Ask::Write, name);
         let dir = std::env::current_dir()
             .map(|d| d.display().to_string())
             .unwrap_or_default();
-        self.message = Some((format!("a name without a directory is written in {dir}"), false));
+        let mut p = Prompt::offering(Ask::Write, name);
+        p.note = Some((format!("a name without a directory is written in {dir}"), false));
+        self.mode = Mode::Prompt(p);
     }
 
     pub(super) fn tab_index(&self) -> usize {
@@ -84,10 +100,7 @@ impl App {
             // A filter that does not parse stays in its prompt, to be mended rather than
             // typed again (and the keys that follow are not taken as commands).
             Ask::Filter => match self.parse_filter(text) {
-                Err(e) => {
-                    self.open(Ask::Filter, text);
-                    self.message = Some((format!("filter: {e}"), true));
-                }
+                Err(e) => self.reopen_refused(Ask::Filter, text, format!("filter: {e}")),
                 Ok(_) => self.apply_filter(text),
             },
             Ask::Goto => match text.trim().parse::<u64>() {
@@ -113,10 +126,7 @@ impl App {
                     self.find = Some(f);
                     self.find_next(1);
                 }
-                Err(e) => {
-                    self.open(Ask::Find, text);
-                    self.message = Some((format!("find: {e}"), true));
-                }
+                Err(e) => self.reopen_refused(Ask::Find, text, format!("find: {e}")),
             },
             Ask::Write => self.ask_write(text.trim()),
             Ask::Replace => match (text.trim(), self.pending_write.take()) {

@@ -28,8 +28,8 @@ mod navigation;
 mod output;
 mod tables;
 
-pub use detail::Detail;
 pub(crate) use detail::filter_value;
+pub use detail::{Detail, header_row};
 use navigation::Jump;
 pub use tables::{FLOW_COLUMNS, FRAG_COLUMNS};
 
@@ -253,6 +253,8 @@ pub struct App {
     pub field: usize,
     pub tree_scroll: usize,
     pub collapsed: HashSet<u32>,
+    /// The frame's headers opened in the tree (by layer; all closed at first).
+    pub headers_open: HashSet<u32>,
     pub detail: Option<Detail>,
     pub message: Option<(String, bool)>,
     pub help: bool,
@@ -263,6 +265,10 @@ pub struct App {
     /// The flow shown on the MTU tab.
     pub mtu_flow: usize,
     pub list_height: usize,
+    /// The Packets tab's split: the list's share of the height and the field tree's of
+    /// the width below it, in percent (`+` `-` `<` `>`).
+    pub list_share: u16,
+    pub tree_share: u16,
     pub live: bool,
     /// Close by itself at this time (live capture with --duration).
     pub quit_at: Option<std::time::Instant>,
@@ -304,7 +310,34 @@ pub struct App {
     replay: Option<super::layered::Replay>,
 }
 
+/// The list's share of the Packets tab's height by default, in percent: more than the
+/// panes below, whose trees are mostly short, and room for more than six rows at 80×24.
+pub const LIST_SHARE: u16 = 60;
+/// What `+` `-` `<` `>` move a split by, in percent.
+pub const LIST_STEP: u16 = 5;
+
 impl App {
+    /// `+` `-`: the list's share of the height, kept between 20% and 85%.
+    pub fn resize_list(&mut self, by: i16) {
+        self.list_share = (self.list_share as i16 + by).clamp(20, 85) as u16;
+        self.message = Some((format!("list {}% of the height", self.list_share), false));
+    }
+
+    /// `<` `>`: the field tree's share of the width, kept between 20% and 80%.
+    pub fn resize_tree(&mut self, by: i16) {
+        self.tree_share = (self.tree_share as i16 + by).clamp(20, 80) as u16;
+        self.message = Some((format!("fields {}% of the width", self.tree_share), false));
+    }
+
+    /// What the screen says under the list: an open prompt's note (its refusal or hint),
+    /// else the last message; `true` for an error.
+    pub fn note(&self) -> Option<(String, bool)> {
+        match &self.mode {
+            Mode::Prompt(p) if p.note.is_some() => p.note.clone(),
+            _ => self.message.clone(),
+        }
+    }
+
     pub fn new(index: Index, updates: Receiver<Update>, cfg: Config) -> Self {
         App {
             describe: crate::present::info::Info::new(),
@@ -329,6 +362,7 @@ impl App {
             field: 0,
             tree_scroll: 0,
             collapsed: HashSet::new(),
+            headers_open: HashSet::new(),
             detail: None,
             message: None,
             help: false,
@@ -337,6 +371,8 @@ impl App {
             color: std::env::var_os("NO_COLOR").is_none(),
             mtu_flow: 0,
             list_height: 10,
+            list_share: LIST_SHARE,
+            tree_share: 50,
             live: false,
             quit_at: None,
             history: HashMap::new(),

@@ -207,7 +207,7 @@ pub const FLOW_COLUMNS: [&str; 13] = [
     "loss",
     "dup",
     "late",
-    "crc fail",
+    "crc_mismatch",
     "largest",
     "frags",
     "acked",

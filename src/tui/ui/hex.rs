@@ -9,29 +9,35 @@ pub(super) fn draw_hex(f: &mut Frame, app: &App, area: Rect) {
         return;
     };
     let payload = detail.payload();
-    let data: &[u8] = if payload.is_empty() {
-        &detail.frame
-    } else {
-        payload
-    };
+    // The whole frame, as Wireshark's bytes pane (a packet no one frame holds: its bytes);
+    // the dissection's bits count from the payload's first byte, `base` bits in.
+    let data: &[u8] = &detail.frame;
+    let base = detail.payload_bit();
+    let in_tree = app.focus == Focus::Tree;
     let field = detail
         .dissection
         .as_ref()
         .and_then(|d| d.fields.get(app.field))
-        .filter(|_| app.focus == Focus::Tree);
+        .filter(|_| in_tree);
     // The fault's node (one past the last field): the bits from where reading failed to
     // the end of what was there.
     let fault = detail
         .dissection
         .as_ref()
-        .filter(|d| app.focus == Focus::Tree && app.field == d.fields.len())
+        .filter(|d| in_tree && app.field == d.fields.len())
         .and_then(|d| d.fault.as_ref());
     // A row an inner layer read: its bits in this datagram.
-    let layer = detail.layer_row(app.field).filter(|_| app.focus == Focus::Tree);
-    let (b0, b1) = match (field, fault, layer.and_then(|r| r.bits)) {
-        (Some(fl), _, _) => (fl.bit_offset, fl.bit_offset + fl.bit_len),
-        (None, Some(fault), _) => (fault.bit, (data.len() as u64 * 8).max(fault.bit + 1)),
-        (None, None, Some((at, len))) => (at, at + len),
+    let layer = detail.layer_row(app.field).filter(|_| in_tree);
+    let header = detail.header_at(app.field).filter(|_| in_tree);
+    let (b0, b1) = match (field, fault, layer.and_then(|r| r.bits), header) {
+        (Some(fl), _, _, _) => (base + fl.bit_offset, base + fl.bit_offset + fl.bit_len),
+        (None, Some(fault), _, _) => (
+            base + fault.bit,
+            (data.len() as u64 * 8).max(base + fault.bit + 1),
+        ),
+        (None, None, Some((at, len)), _) => (base + at, base + at + len),
+        (None, None, None, Some((_, Some(h)))) => (h.bit as u64, (h.bit + h.bits as usize) as u64),
+        (None, None, None, Some((l, None))) => (l.at as u64 * 8, (l.at + l.len) as u64 * 8),
         _ => (u64::MAX, u64::MAX),
     };
     let mut lines: Vec<Line> = Vec::new();
@@ -41,27 +47,42 @@ pub(super) fn draw_hex(f: &mut Frame, app: &App, area: Rect) {
     if let Some(fault) = fault {
         lines.push(Line::from(Span::styled(
             format!(
-                "{} at bit {} (byte {}): {}",
+                "{} at bit {} (payload byte {}, frame byte {}): {}",
                 fault.kind.code(),
                 fault.bit,
                 fault.bit / 8,
+                (base + fault.bit) / 8,
                 fault.reason
             ),
             style(app, Color::Magenta),
         )));
     }
     if let Some(fl) = field {
-        field_lines(app, fl, data, &mut lines);
+        field_lines(app, fl, payload, &mut lines);
+    } else if let Some((l, h)) = header {
+        lines.push(Line::from(match h {
+            Some(h) => format!("{} · frame bits {}+{}", h.name, h.bit, h.bits),
+            None => format!("{} header · frame bytes {}–{}", l.proto, l.at, l.at + l.len - 1),
+        }));
+        if let Some(bits) = h.and_then(|h| crate::present::headers::bit_pattern(data, h)) {
+            lines.push(Line::from(format!("bits: {bits}")));
+        }
     } else if fault.is_none() && layer.is_none() {
-        lines.push(Line::from(if payload.is_empty() {
-            "frame bytes"
-        } else {
-            "UDP payload"
+        lines.push(Line::from(match detail.payload {
+            Some((a, b)) if a > 0 => format!(
+                "frame: {} bytes · UDP payload {} bytes from byte {a}",
+                data.len(),
+                b - a
+            ),
+            Some(_) => format!("{} bytes", data.len()),
+            None => format!("frame: {} bytes", data.len()),
         }));
     }
     let height = area.height.saturating_sub(2) as usize;
-    // 16 bytes a line when the pane is wide enough, as in Wireshark; else 8.
-    let per: usize = if area.width >= 76 { 16 } else { 8 };
+    let inner = area.width.saturating_sub(2) as usize;
+    // The lines above the dump (a fault, a doc, a bit pattern) wrap: they are read whole.
+    let mut lines: Vec<Line> = lines.into_iter().flat_map(|l| wrapped(l, inner)).collect();
+    let per = bytes_per_line(inner);
     let first_line = if b0 != u64::MAX {
         (b0 / 8) as usize / per
     } else {
@@ -73,6 +94,25 @@ pub(super) fn draw_hex(f: &mut Frame, app: &App, area: Rect) {
         lines.push(hex_row(app, n * per, chunk, per, (b0, b1)));
     }
     f.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+/// 16 bytes a line when the pane holds them whole (offset, hex and text), as in
+/// Wireshark; else 8, else 4: the text column is never cut.
+fn bytes_per_line(inner: usize) -> usize {
+    [16, 8, 4].into_iter().find(|&n| 6 + 4 * n <= inner).unwrap_or(4)
+}
+
+/// A line of one style in lines of `width` characters.
+fn wrapped(line: Line<'static>, width: usize) -> Vec<Line<'static>> {
+    let text: String = line.spans.iter().map(|s| s.content.to_string()).collect();
+    if text.chars().count() <= width {
+        return vec![line];
+    }
+    let st = line.spans.first().map(|s| s.style).unwrap_or_default();
+    crate::present::wrap(&text, width)
+        .into_iter()
+        .map(|t| Line::from(Span::styled(t, st)))
+        .collect()
 }
 
 /// What an inner layer's row says about its bits here: where they are, its doc, its
@@ -121,7 +161,7 @@ fn field_lines(app: &App, fl: &crate::dissect::Field, data: &[u8], lines: &mut V
 /// One line of the dump: the offset, `per` bytes in hex (the selected bits `b0..b1`
 /// highlighted, bytes they cover in part underlined), then as text.
 fn hex_row(app: &App, at: usize, chunk: &[u8], per: usize, (b0, b1): (u64, u64)) -> Line<'static> {
-    let mut spans = vec![Span::raw(format!("{at:04x}  "))];
+    let mut spans = vec![Span::raw(format!("{at:04x} "))];
     for (k, b) in chunk.iter().enumerate() {
         let byte = (at + k) as u64;
         let lo = byte * 8;

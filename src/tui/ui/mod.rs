@@ -58,32 +58,34 @@ pub(super) fn selected_style(app: &App) -> Style {
     }
 }
 
-/// Status of a packet: word and colour.
+/// Status of a packet: word and colour. The words are the JSON's and the filter's
+/// (`crc_mismatch`, `ip_fragmented`, `over_budget`; a row's kind as `dissect --json`'s
+/// `kind`), one spelling everywhere.
 pub fn status_of(r: &Row) -> (&'static str, Color) {
     if r.has(status::CRC_FAIL) {
-        ("CRC FAIL", Color::Red)
+        ("crc_mismatch", Color::Red)
     } else if r.has(status::MALFORMED) {
-        ("MALFORMED", Color::Magenta)
+        ("malformed", Color::Magenta)
     } else if r.has(status::REASSEMBLED) {
         ("reassembled", Color::Blue)
     } else if r.has(status::TRUNCATED) {
         ("truncated", Color::DarkGray)
     } else if r.has(status::IP_FRAG) {
-        ("ip-frag", Color::Yellow)
+        ("ip_fragmented", Color::Yellow)
     } else if r.has(status::OVER_BUDGET) {
-        ("over budget", Color::Cyan)
+        ("over_budget", Color::Cyan)
     } else if r.has(status::GAME) {
         ("ok", Color::Green)
     } else if r.has(status::ICMP) {
         ("icmp", Color::Yellow)
     } else if r.has(status::IP_PIECE) {
-        ("ip piece", Color::DarkGray)
+        ("ip_piece", Color::DarkGray)
     } else if r.has(status::OTHER_UDP) {
-        ("udp", Color::Gray)
+        ("other_udp", Color::Gray)
     } else if r.has(status::BAD_FRAME) {
-        ("bad frame", Color::Red)
+        ("bad_frame", Color::Red)
     } else {
-        ("other", Color::Gray)
+        ("not_udp", Color::Gray)
     }
 }
 
@@ -107,13 +109,16 @@ pub fn status_text(r: &Row) -> (String, Color) {
 
 pub fn draw(f: &mut Frame, app: &mut App) {
     let area = f.area();
+    // An open prompt's note (a refused filter, where a file goes) takes the key hints'
+    // line, and up to two more when it is long.
+    let under = statusline::prompt_note_lines(app, area.width).len().max(1) as u16;
     let chunks = Layout::default()
         .direction(Direction::Vertical)
         .constraints([
             Constraint::Length(1),
             Constraint::Min(3),
             Constraint::Length(1),
-            Constraint::Length(1),
+            Constraint::Length(under),
         ])
         .split(area);
     // The index is the app's own: lend it to the drawing functions for this frame.

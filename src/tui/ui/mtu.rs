@@ -122,7 +122,7 @@ fn draw_size_chart(
 /// IP-fragmented datagrams.
 fn violations(app: &App, m: &crate::analysis::MtuReport) -> Vec<Line<'static>> {
     let mut lines = vec![Line::from(format!(
-        "over budget {} · over link MTU {} ({} don't-fragment) · IP-fragmented {} ({} never reassembled) · DF over path MTU {} · ICMP {}",
+        "over_budget {} · over link MTU {} ({} don't-fragment) · ip_fragmented {} ({} never reassembled) · DF over path MTU {} · ICMP {}",
         m.over_budget,
         m.over_link_mtu,
         m.df_over_link_mtu,

@@ -29,6 +29,11 @@ fn cell(app: &mut App, ix: &Index, c: Column, row: u32, r: &Row, prev_ts: Option
             .unwrap_or_else(|| r.ptype.to_string()),
         // A datagram of messages (no packet type): the message types it holds.
         Column::Type if game_row(r) => app.message_types_of(ix, row).unwrap_or_default(),
+        // Not the game's: the well-known service on its ports (DNS, QUIC, STUN…).
+        Column::Type if r.has(status::OTHER_UDP) => flow
+            .and_then(|f| crate::decode::services::service(f.src.port(), f.dst.port()))
+            .unwrap_or("")
+            .to_string(),
         Column::Frag if r.has(status::REASSEMBLED) => format!("×{}", r.frag_count),
         // The id as the tree's `fragment_id` reads: from 0.
         Column::Frag if r.frag_count > 0 => format!("{} of {}", r.frag_id, r.frag_count),
@@ -66,7 +71,10 @@ fn time_text(app: &App, ix: &Index, r: &Row, prev_ts: Option<i64>) -> String {
 pub(super) fn draw_packets(f: &mut Frame, app: &mut App, ix: &Index, area: Rect) {
     let rows = Layout::default()
         .direction(Direction::Vertical)
-        .constraints([Constraint::Percentage(45), Constraint::Percentage(55)])
+        .constraints([
+            Constraint::Percentage(app.list_share),
+            Constraint::Percentage(100 - app.list_share),
+        ])
         .split(area);
     // The list.
     app.areas.list = table_body(rows[0]);
@@ -135,7 +143,10 @@ pub(super) fn draw_packets(f: &mut Frame, app: &mut App, ix: &Index, area: Rect)
 
     let bottom = Layout::default()
         .direction(Direction::Horizontal)
-        .constraints([Constraint::Percentage(50), Constraint::Percentage(50)])
+        .constraints([
+            Constraint::Percentage(app.tree_share),
+            Constraint::Percentage(100 - app.tree_share),
+        ])
         .split(rows[1]);
     draw_tree(f, app, bottom[0]);
     draw_hex(f, app, bottom[1]);

@@ -31,14 +31,14 @@ fn counter_lines(r: &crate::analysis::Report, inner: usize) -> Vec<String> {
     // they need.
     let items = [
         format!("completed {}", r.reassembly.completed),
-        format!("never completed {}", a.incomplete_at_end),
-        format!("evicted {}", a.evicted_incomplete),
-        format!("evicted for memory {}", a.evicted_for_memory),
-        format!("id out of range {}", a.id_out_of_range),
-        format!("count out of range {}", a.count_out_of_range),
-        format!("count changed {}", a.count_changed),
+        format!("incomplete_at_end {}", a.incomplete_at_end),
+        format!("evicted_incomplete {}", a.evicted_incomplete),
+        format!("evicted_for_memory {}", a.evicted_for_memory),
+        format!("id_out_of_range {}", a.id_out_of_range),
+        format!("count_out_of_range {}", a.count_out_of_range),
+        format!("count_changed {}", a.count_changed),
         format!("oversize {}", a.oversize),
-        format!("short non-last {}", a.short_non_last),
+        format!("short_non_last {}", a.short_non_last),
         format!("duplicate {}", a.duplicate),
         format!("stale {}", a.stale),
     ];

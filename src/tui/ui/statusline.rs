@@ -52,23 +52,151 @@ fn fit_note(ix: &Index) -> String {
     }
 }
 
-pub(super) fn draw_keys(f: &mut Frame, app: &App, area: Rect) {
-    let keys = match (app.tab, app.focus, &app.mode) {
-        (_, _, Mode::Columns) => "↑↓ choose · Space show/hide · Esc close",
-        (Tab::Packets, Focus::Tree, _) => {
-            "q quit ? help ↑↓ field Space fold a filter on it A and it y copy Y as JSON Esc list"
+/// The key hints of where the app is, as (keys, what) pairs: drawn whole or not at all.
+fn hints(app: &App) -> &'static [(&'static str, &'static str)] {
+    match (app.tab, app.focus, &app.mode) {
+        (_, _, Mode::Prompt(p)) if p.selected => &[
+            ("Enter", "take it"),
+            ("type", "to replace it"),
+            ("←→ End", "edit it"),
+            ("Esc", "cancel"),
+        ],
+        (_, _, Mode::Prompt(_)) => &[
+            ("Enter", "apply"),
+            ("Esc", "cancel"),
+            ("↑↓", "earlier"),
+            ("C-u", "clear"),
+        ],
+        (_, _, Mode::Columns) => &[("↑↓", "choose"), ("Space", "show/hide"), ("Esc", "close")],
+        (Tab::Packets, Focus::Tree, _) => &[
+            ("q", "quit"),
+            ("?", "help"),
+            ("↑↓", "field"),
+            ("Space", "fold"),
+            ("a", "filter on it"),
+            ("A", "and it"),
+            ("y", "copy"),
+            ("Esc", "list"),
+            ("Y", "as JSON"),
+            ("+-", "list size"),
+            ("<>", "pane width"),
+        ],
+        (Tab::Packets, _, _) => &[
+            ("q", "quit"),
+            ("?", "help"),
+            ("/", "filter"),
+            ("F", "find"),
+            ("t", "fields"),
+            ("w", "write"),
+            ("m", "mark"),
+            ("]", "malformed"),
+            ("}", "gap"),
+            ("n", "next"),
+            ("d", "time"),
+            ("c", "columns"),
+            ("+-", "list size"),
+        ],
+        (Tab::Flows, _, _) => &[
+            ("q", "quit"),
+            ("?", "help"),
+            ("↑↓", "flow"),
+            ("Enter", "its packets"),
+            ("b", "both ways"),
+            ("s", "sort"),
+            ("S", "reverse"),
+            ("/", "filter"),
+        ],
+        (Tab::Loss, _, _) => &[
+            ("q", "quit"),
+            ("?", "help"),
+            ("↑↓", "fragment counts"),
+            ("1-6", "tabs"),
+            ("/", "filter"),
+        ],
+        (Tab::Reassembly, _, _) => &[
+            ("q", "quit"),
+            ("?", "help"),
+            ("↑↓", "packet"),
+            ("Enter", "its fragments"),
+            ("s", "sort"),
+            ("S", "reverse"),
+            ("/", "filter"),
+        ],
+        (Tab::Bandwidth, _, _) => &[
+            ("q", "quit"),
+            ("?", "help"),
+            ("↑↓", "row"),
+            ("Enter", "fields / its packets"),
+            ("Esc", "types"),
+            ("s", "sort"),
+            ("S", "reverse"),
+        ],
+        (Tab::Mtu, _, _) => &[
+            ("q", "quit"),
+            ("?", "help"),
+            ("←→", "flow"),
+            ("1-6", "tabs"),
+            ("/", "filter"),
+        ],
+    }
+}
+
+/// As many whole hints as fit in `width`, in order (the first ones matter most), never a
+/// key without its word.
+pub(super) fn fitted_hints(hints: &[(&str, &str)], width: usize) -> String {
+    let mut out = String::new();
+    for (key, what) in hints {
+        let item = format!("{key} {what}");
+        let sep = if out.is_empty() { 0 } else { 2 };
+        if out.chars().count() + sep + item.chars().count() > width {
+            break;
         }
-        (Tab::Packets, _, _) => {
-            "q quit ? help / filter F find n next ] malformed } gap m mark w write d time c columns t fields"
+        if sep > 0 {
+            out.push_str("  ");
         }
-        (Tab::Flows, _, _) => "q quit ? help ↑↓ flow Enter its packets b both ways s sort S reverse / filter",
-        (Tab::Loss, _, _) => "q quit ? help ↑↓ fragment counts Tab/1-6 tabs / filter g go",
-        (Tab::Reassembly, _, _) => "q quit ? help ↑↓ packet Enter its fragments s sort S reverse / filter",
-        (Tab::Bandwidth, _, _) => {
-            "q quit ? help ↑↓ row Enter fields / its packets Esc types s sort S reverse"
-        }
-        (Tab::Mtu, _, _) => "q quit ? help Tab/1-6 tabs ←/→ flow / filter g go",
+        out.push_str(&item);
+    }
+    out
+}
+
+/// The lines under an open prompt: its note (the refusal in red, or a hint), wrapped to
+/// `width`, at most 3; none when the prompt has nothing to say.
+pub(super) fn prompt_note_lines(app: &App, width: u16) -> Vec<Line<'static>> {
+    let Mode::Prompt(p) = &app.mode else {
+        return Vec::new();
     };
+    let Some((text, error)) = &p.note else {
+        return Vec::new();
+    };
+    let st = if *error {
+        style(app, Color::Red)
+    } else {
+        Style::default()
+    };
+    let mut lines: Vec<Line> = crate::present::wrap(text, width.max(10) as usize)
+        .into_iter()
+        .map(|l| Line::from(Span::styled(l, st)))
+        .collect();
+    if lines.len() > 3 {
+        lines.truncate(3);
+        if let Some(last) = lines.last_mut() {
+            let t: String = last.spans.iter().map(|s| s.content.to_string()).collect();
+            *last = Line::from(Span::styled(
+                crate::present::clip(&format!("{t}…"), width as usize),
+                st,
+            ));
+        }
+    }
+    lines
+}
+
+pub(super) fn draw_keys(f: &mut Frame, app: &App, area: Rect) {
+    let notes = prompt_note_lines(app, area.width);
+    if !notes.is_empty() {
+        f.render_widget(Paragraph::new(notes), area);
+        return;
+    }
+    let keys = fitted_hints(hints(app), area.width as usize);
     f.render_widget(Paragraph::new(keys).style(style(app, Color::DarkGray)), area);
 }
 

@@ -85,6 +85,9 @@ fn tree_line(
     } else {
         Style::default()
     };
+    if let Some((l, f)) = detail.header_at(i) {
+        return Some(header_line(app, detail, l, f, i, st, chosen, width));
+    }
     if let Some(r) = detail.layer_row(i) {
         // What an inner layer read: its packet's line, or one of its fields.
         let text = format!("{pointer}{}{}", "  ".repeat(r.depth as usize), r.text);
@@ -110,7 +113,11 @@ fn tree_line(
         } else {
             style(app, Color::Magenta).add_modifier(Modifier::BOLD)
         };
-        return Some(Line::from(Span::styled(text, fault_style)));
+        // Cut with `…` on a narrow pane: the Bytes pane says it whole.
+        return Some(Line::from(Span::styled(
+            crate::present::clip(&text, width),
+            fault_style,
+        )));
     };
     let name = match fl.label {
         Label::Index(k) => format!("[{k}]"),
@@ -147,8 +154,49 @@ fn tree_line(
     Some(placed(app, text, place, st, chosen, width))
 }
 
-/// A tree row, with where it is right-aligned when there is room.
+/// A header's row: its title (▸ closed, ▾ open), or one of its fields with its bits and
+/// Wireshark's name for it right-aligned (what a filter names).
+#[allow(clippy::too_many_arguments)]
+fn header_line(
+    app: &App,
+    detail: &crate::tui::app::Detail,
+    l: &crate::decode::headers::HeaderLayer,
+    f: Option<&crate::decode::headers::HeaderField>,
+    id: usize,
+    st: Style,
+    chosen: bool,
+    width: usize,
+) -> Line<'static> {
+    let pointer = if chosen { "›" } else { " " };
+    let Some(f) = f else {
+        let open =
+            crate::tui::app::header_row(id).is_some_and(|(k, _)| app.headers_open.contains(&(k as u32)));
+        let text = format!(
+            "{pointer}{}{}",
+            if open { "▾ " } else { "▸ " },
+            crate::present::headers::title(l)
+        );
+        let st = if chosen { st } else { style(app, Color::Blue) };
+        return placed(
+            app,
+            text,
+            format!("@{}+{}", l.at * 8, l.len * 8),
+            st,
+            chosen,
+            width,
+        );
+    };
+    let text = format!(
+        "{pointer}    {}",
+        crate::present::headers::field_line(&detail.frame, f)
+    );
+    placed(app, text, f.name.to_string(), st, chosen, width)
+}
+
+/// A tree row, with where it is right-aligned when there is room; a row wider than the
+/// pane ends in `…` (the Bytes pane shows the selected field's place and bits whole).
 fn placed(app: &App, text: String, place: String, st: Style, chosen: bool, width: usize) -> Line<'static> {
+    let text = crate::present::clip(&text, width);
     let used = text.chars().count();
     let mut spans = vec![Span::styled(text, st)];
     if used + place.chars().count() + 2 <= width {
