@@ -320,7 +320,7 @@ fn live_no_tui_reports_early_consistently_and_ends_once() {
     if !root() {
         return;
     }
-    let port = "40127";
+    let port = "40131";
     let child = Command::new(env!("CARGO_BIN_EXE_gpcap"))
         .args([
             "live",
