@@ -10,6 +10,7 @@ use miette::SourceSpan;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+mod advance;
 mod arguments;
 mod document;
 mod fields;
