@@ -75,3 +75,83 @@ fn the_reader_stops_at_a_message_that_read_nothing() {
     assert_eq!(json(&out)["messages"]["total"], 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// ── 02: fragments inside messages at a far offset ──────────────────────────────────
+
+/// An ENet datagram (no sent time, peer 0xfff: the checksum over zeros standing in).
+fn enet(commands: &[Vec<u8>]) -> Vec<u8> {
+    let mut d = vec![0x0f, 0xff, 0, 0, 0, 0];
+    d.extend(commands.concat());
+    let crc = crc32fast::hash(&d);
+    d[2..6].copy_from_slice(&crc.to_be_bytes());
+    d
+}
+
+/// SEND_UNRELIABLE_FRAGMENT: channel 1, its start sequence, count, number, total length,
+/// offset, data.
+fn unreliable_fragment(start: u16, count: u32, number: u32, total: u32, offset: u32, data: &[u8]) -> Vec<u8> {
+    let mut c = vec![12, 1, 0, 1];
+    c.extend(start.to_be_bytes());
+    c.extend((data.len() as u16).to_be_bytes());
+    for v in [count, number, total, offset] {
+        c.extend(v.to_be_bytes());
+    }
+    c.extend_from_slice(data);
+    c
+}
+
+fn enet_report(dir: &Path, def: &str, datagrams: Vec<Vec<u8>>) -> serde_json::Value {
+    let cap = dir.join("e.pcap");
+    udp_capture(
+        &cap,
+        datagrams
+            .into_iter()
+            .map(|d| (addr("10.0.0.1:50000"), addr("10.0.0.2:7777"), d)),
+    );
+    let (code, out, err) = gpcap_run(&["analyze", "-d", def, cap.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    json(&out)["reassembly"].clone()
+}
+
+/// One byte at offset 2^26-1 of a message that may be 64 MiB cost the whole message (a
+/// memset of 64 MiB a fragment, twice the budget); now it costs the byte, and the peak
+/// says so.
+#[test]
+fn a_fragment_far_into_its_message_costs_its_own_bytes() {
+    let dir = scratch("msgfrag-far");
+    let def = std::fs::read_to_string("dissectors/enet.kdl")
+        .unwrap()
+        .replace("max-message-size 1048576", "max-message-size 67108864");
+    let def = write(&dir, "enet_big.kdl", &def);
+    let datagrams = (0..20u16)
+        .map(|i| enet(&[unreliable_fragment(i + 1, 2, 1, 1 << 26, (1 << 26) - 1, b"Z")]))
+        .collect();
+    let r = enet_report(&dir, &def, datagrams);
+    assert_eq!(r["completed"], 0);
+    let peak = r["peak_bytes"].as_u64().unwrap();
+    assert!(
+        peak < 64 << 10,
+        "peak reassembly memory {peak} bytes for 20 one-byte fragments"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A single fragment declaring a 1 MiB message and carrying one byte was "reassembled,
+/// dissected ok" as a megabyte of zeros; a message whose fragments leave holes is given
+/// up and counted so.
+#[test]
+fn a_message_with_holes_is_not_reassembled() {
+    let dir = scratch("msgfrag-holes");
+    let datagrams = (0..4u16)
+        .map(|i| enet(&[unreliable_fragment(i + 1, 1, 0, 1 << 20, 0, b"Z")]))
+        .chain([enet(&[
+            unreliable_fragment(9, 2, 0, 4, 0, b"ab"),
+            unreliable_fragment(9, 2, 1, 4, 2, b"cd"),
+        ])])
+        .collect();
+    let r = enet_report(&dir, "dissectors/enet.kdl", datagrams);
+    assert_eq!(r["completed"], 1, "{r}");
+    assert_eq!(r["attacks"]["with_holes"], 4, "{r}");
+    assert!(r["peak_bytes"].as_u64().unwrap() < 64 << 10, "{r}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

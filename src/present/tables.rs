@@ -596,8 +596,14 @@ fn reassembly_rows(a: &crate::analysis::ReassemblyReport) -> Vec<(&'static str, 
         (
             "packets given up",
             format!(
-                "evicted incomplete {}, evicted for memory {}, incomplete at end {}",
-                at.evicted_incomplete, at.evicted_for_memory, at.incomplete_at_end
+                "evicted incomplete {}, evicted for memory {}, incomplete at end {}{}",
+                at.evicted_incomplete,
+                at.evicted_for_memory,
+                at.incomplete_at_end,
+                match at.with_holes {
+                    0 => String::new(),
+                    n => format!(", with holes {n}"),
+                }
             ),
         ),
     ];
