@@ -27,6 +27,54 @@ fn addr(s: &str) -> SocketAddr {
     s.parse().unwrap()
 }
 
+/// Runs gpcap with at most 1 GiB of address space, its standard input `stdin`, killed
+/// after `secs`: the exit code (`None`: killed), standard output and error.
+fn gpcap_bounded(args: &[&str], stdin: &[u8], secs: u64) -> (Option<i32>, String, String) {
+    use std::io::Write;
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_gpcap"));
+    cmd.args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    // SAFETY: setrlimit only, between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 1 << 30,
+                rlim_max: 1 << 30,
+            };
+            libc::setrlimit(libc::RLIMIT_AS, &lim);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let data = stdin.to_vec();
+    let feeder = std::thread::spawn(move || {
+        let _ = input.write_all(&data);
+    });
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    let code = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s.code();
+        }
+        if std::time::Instant::now() > until {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let _ = feeder.join();
+    let out = child.wait_with_output().unwrap();
+    (
+        code,
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 fn json(out: &str) -> serde_json::Value {
     serde_json::from_str(out).unwrap_or_else(|e| panic!("{e}: {out}"))
 }
@@ -39,7 +87,9 @@ const ZERO_BITS: &str = "protocol \"z\" { checksum \"none\"; ports 40000; }\nhea
 /// messages loop could never advance (every datagram was read as 65,535 messages).
 #[test]
 fn a_message_that_can_read_no_bits_is_refused() {
-    let e = dissect::compile("z.kdl", ZERO_BITS).err().expect("refused");
+    let Err(e) = dissect::compile("z.kdl", ZERO_BITS) else {
+        panic!("a zero-bit message accepted")
+    };
     let text = dissect::render(&e, false);
     assert!(text.contains("can read no bits"), "{text}");
     // A message that always reads a bit is fine.
@@ -154,4 +204,67 @@ fn a_message_with_holes_is_not_reassembled() {
     assert_eq!(r["attacks"]["with_holes"], 4, "{r}");
     assert!(r["peak_bytes"].as_u64().unwrap() < 64 << 10, "{r}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ── 01 and F3: a definition read twice, or without bound ───────────────────────────
+
+/// `cat def | gpcap check /dev/stdin` and `analyze -d /dev/stdin` read the pipe once (the
+/// second read found it empty: "no `header` block").
+#[test]
+fn a_definition_on_a_pipe_is_read_once() {
+    let def = std::fs::read("dissectors/article.kdl").unwrap();
+    let (code, out, err) = gpcap_bounded(&["check", "/dev/stdin"], &def, 20);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let (code, out, err) = gpcap_bounded(
+        &["analyze", "-d", "/dev/stdin", "captures/article.pcap", "--json"],
+        &def,
+        60,
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(json(&out)["capture"]["frames"], 1245);
+}
+
+/// A named FIFO is opened once (the second open waited for a writer forever).
+#[test]
+fn a_definition_in_a_fifo_is_read_once() {
+    let dir = scratch("fifo");
+    let fifo = dir.join("def.fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let path = fifo.clone();
+    let writer = std::thread::spawn(move || {
+        let def = std::fs::read("dissectors/article.kdl").unwrap();
+        // Opening for writing waits for the reader.
+        let _ = std::fs::write(&path, def);
+    });
+    let (code, out, err) = gpcap_bounded(&["check", fifo.to_str().unwrap()], b"", 20);
+    let _ = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags_nonblock()
+        .open(&fifo);
+    writer.join().unwrap();
+    assert_eq!(code, Some(0), "{out}{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `check /dev/zero` grew to the address-space limit: a device is read to the size
+/// limit like a file.
+#[test]
+fn an_endless_definition_stops_at_the_limit() {
+    let (code, out, err) = gpcap_bounded(&["check", "/dev/zero"], b"", 20);
+    assert_eq!(code, Some(2), "{out}{err}");
+    assert!(err.contains("larger than 1024 KiB"), "{err}");
+}
+
+/// Opening a FIFO without waiting for a writer (to unblock a writer left waiting).
+trait NonBlock {
+    fn custom_flags_nonblock(&mut self) -> &mut Self;
+}
+
+impl NonBlock for std::fs::OpenOptions {
+    fn custom_flags_nonblock(&mut self) -> &mut Self {
+        use std::os::unix::fs::OpenOptionsExt;
+        self.custom_flags(libc::O_NONBLOCK)
+    }
 }
