@@ -268,3 +268,22 @@ impl NonBlock for std::fs::OpenOptions {
         self.custom_flags(libc::O_NONBLOCK)
     }
 }
+
+// ── 09: a checksum field off a byte boundary ───────────────────────────────────────
+
+/// `checksum "crc32" field=…` on a field at bit 3 passed `check`, then every datagram was
+/// "too short for a CRC": no value could ever validate.
+#[test]
+fn a_checksum_field_off_a_byte_boundary_is_refused() {
+    let def = |pad: u32| {
+        format!(
+            "protocol \"c\" {{ ports 40000; checksum \"crc32\" field=\"checksum\"; }}\nheader {{ bits pad {pad}; bits checksum 32 role=crc; bits sequence 16 role=sequence; }}\npacket 0 \"p\" {{ rest x; }}\n"
+        )
+    };
+    let Err(e) = dissect::compile("c.kdl", &def(3)) else {
+        panic!("an unaligned checksum field accepted")
+    };
+    let text = dissect::render(&e, false);
+    assert!(text.contains("starts at bit 3"), "{text}");
+    dissect::compile("c.kdl", &def(8)).unwrap_or_else(|e| panic!("{}", dissect::render(&e, false)));
+}
