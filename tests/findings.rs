@@ -287,3 +287,33 @@ fn a_checksum_field_off_a_byte_boundary_is_refused() {
     assert!(text.contains("starts at bit 3"), "{text}");
     dissect::compile("c.kdl", &def(8)).unwrap_or_else(|e| panic!("{}", dissect::render(&e, false)));
 }
+
+// ── 06: a --what-if resolution too fine for 64 bits ────────────────────────────────
+
+/// `--what-if objects.position.x=1e-20` fell back silently to the declared resolution
+/// (0.001), and 1e-16 gave a range from the values that fit only; now the row says that
+/// its values need more than 62 bits and withholds the figures.
+#[test]
+fn a_what_if_too_fine_for_64_bits_is_said_not_replaced() {
+    for res in ["1e-20", "1e-16"] {
+        let what_if = format!("objects.position.x={res}");
+        let (code, out, err) = gpcap_run(&[
+            "analyze",
+            "-d",
+            "dissectors/article.kdl",
+            "captures/article.pcap",
+            "--bits",
+            "--what-if",
+            &what_if,
+            "--json",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let a = json(&out);
+        let rows = a["bandwidth"]["rows"].as_array().unwrap();
+        let row = rows.iter().find(|r| r["path"] == "objects.position.x").unwrap();
+        let e = &row["estimate"];
+        assert_eq!(e["resolution_source"], "what-if", "{res}: {e}");
+        assert!(e["past_range"].as_u64().unwrap() > 0, "{res}: {e}");
+        assert_eq!(e["range_bits"], serde_json::Value::Null, "{res}: {e}");
+    }
+}
