@@ -317,3 +317,155 @@ fn a_what_if_too_fine_for_64_bits_is_said_not_replaced() {
         assert_eq!(e["range_bits"], serde_json::Value::Null, "{res}: {e}");
     }
 }
+
+// ── 08, 11: time that is missing or goes back ──────────────────────────────────────
+
+/// The first `n` frames of the bundled article capture.
+fn article_frames(n: usize) -> Vec<Vec<u8>> {
+    let mut r = gpcap::capture::CaptureReader::open(Path::new("captures/article.pcap")).unwrap();
+    let mut out = Vec::new();
+    while let Some(f) = r.next_frame().unwrap() {
+        out.push(f.data.to_vec());
+        if out.len() == n {
+            break;
+        }
+    }
+    out
+}
+
+/// A little-endian pcapng block: type, body padded to 4 bytes, lengths around it.
+fn ng_block(kind: u32, body: &[u8]) -> Vec<u8> {
+    let mut b = body.to_vec();
+    b.resize(body.len().div_ceil(4) * 4, 0);
+    let len = (b.len() + 12) as u32;
+    [
+        kind.to_le_bytes().to_vec(),
+        len.to_le_bytes().to_vec(),
+        b,
+        len.to_le_bytes().to_vec(),
+    ]
+    .concat()
+}
+
+/// A pcapng of Ethernet frames, nanosecond times; `None`: a Simple Packet Block (no time).
+fn pcapng(frames: &[(Option<i64>, Vec<u8>)]) -> Vec<u8> {
+    let shb = [
+        &0x1A2B_3C4Du32.to_le_bytes()[..],
+        &[1, 0, 0, 0],
+        &(-1i64).to_le_bytes(),
+    ]
+    .concat();
+    // Link type 1, snaplen 65535, if_tsresol 9 (nanoseconds), end of options.
+    let idb = [
+        &[1u8, 0, 0, 0][..],
+        &65535u32.to_le_bytes(),
+        &[9, 0, 1, 0, 9, 0, 0, 0],
+        &[0; 4],
+    ]
+    .concat();
+    let mut out = [ng_block(0x0A0D_0D0A, &shb), ng_block(1, &idb)].concat();
+    for (ts, data) in frames {
+        let len = (data.len() as u32).to_le_bytes();
+        out.extend(match ts {
+            Some(t) => {
+                let t = *t as u64;
+                let head = [0u32, (t >> 32) as u32, t as u32].map(u32::to_le_bytes).concat();
+                ng_block(6, &[&head[..], &len, &len, data].concat())
+            }
+            None => ng_block(3, &[&len[..], data].concat()),
+        });
+    }
+    out
+}
+
+const T0: i64 = 1_700_000_000_000_000_000;
+
+fn analyze_json(path: &Path, args: &[&str]) -> serde_json::Value {
+    let mut all = vec![
+        "analyze",
+        "-d",
+        "dissectors/article.kdl",
+        path.to_str().unwrap(),
+        "--json",
+    ];
+    all.extend_from_slice(args);
+    let (code, out, err) = gpcap_run(&all);
+    assert_eq!(code, 0, "{err}");
+    json(&out)
+}
+
+/// A Simple Packet Block has no time: it was given time 0, and a capture of a few
+/// milliseconds lasted 53 years. It carries the previous frame's time.
+#[test]
+fn a_frame_without_a_time_does_not_start_the_capture() {
+    let dir = scratch("spb");
+    let f = article_frames(4);
+    let frames = vec![
+        (Some(T0), f[0].clone()),
+        (Some(T0 + 1_000_000), f[1].clone()),
+        (None, f[2].clone()),
+        (Some(T0 + 6_000_000), f[3].clone()),
+    ];
+    let path = dir.join("spb.pcapng");
+    std::fs::write(&path, pcapng(&frames)).unwrap();
+    let c = &analyze_json(&path, &[])["capture"];
+    assert_eq!((&c["frames"], &c["first_ns"]), (&4.into(), &T0.into()), "{c}");
+    assert_eq!(c["duration_s"], 0.006);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A clock stepping back 10 s after the first frames gave the flow a negative span
+/// (rate 0) and left every later frame out of the per-second timeline, unsaid. Flows
+/// are timed from their earliest to their latest datagram, the timeline starts at the
+/// earliest second, the step is counted, and one core or two say the same.
+#[test]
+fn a_clock_stepping_back_is_said_and_timed_by_extremes() {
+    let dir = scratch("stepback");
+    let f = article_frames(60);
+    let frames: Vec<_> = f
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let ts = T0 + i as i64 * 10_000_000 + if i < 5 { 10_000_000_000 } else { 0 };
+            (Some(ts), d.clone())
+        })
+        .collect();
+    let path = dir.join("back.pcapng");
+    std::fs::write(&path, pcapng(&frames)).unwrap();
+    let in_order = dir.join("ordered.pcapng");
+    let ordered: Vec<_> = f
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (Some(T0 + i as i64 * 10_000_000), d.clone()))
+        .collect();
+    std::fs::write(&in_order, pcapng(&ordered)).unwrap();
+    let a = analyze_json(&path, &[]);
+    let b = analyze_json(&in_order, &[]);
+    let went_back = a["capture"]["time_went_back"].as_u64().unwrap_or(0);
+    assert!(went_back > 0, "{}", a["capture"]);
+    for fl in a["flows"].as_array().unwrap() {
+        assert!(fl["first_ns"].as_i64() <= fl["last_ns"].as_i64(), "{fl}");
+        if fl["datagrams"].as_u64().unwrap() > 1 {
+            assert!(fl["packets_per_s"].as_f64().unwrap() > 0.0, "{fl}");
+        }
+    }
+    let seconds = |r: &serde_json::Value| -> u64 {
+        r["timeline"]["seconds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["datagrams"].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(seconds(&a), seconds(&b));
+    assert_eq!(a["timeline"]["start_ns"], T0);
+    // Sharded by address pair, through the library: the same timeline and counts.
+    let cfg = gpcap::Config::from_program(gpcap::load_definition("dissectors/article.kdl").unwrap());
+    let serial =
+        gpcap::run::analyze(&[path.clone()], cfg.clone(), gpcap::Mode::Serial, &mut |_, _| {}).unwrap();
+    let shards = common::sharded(&[path.clone()], cfg, 2, &mut |_, _| {}).unwrap();
+    let j = |r: &gpcap::Report| serde_json::to_value(r).unwrap();
+    assert_eq!(j(&serial)["timeline"], j(&shards)["timeline"]);
+    assert_eq!(j(&serial)["capture"], j(&shards)["capture"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

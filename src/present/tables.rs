@@ -130,6 +130,15 @@ fn render_capture(out: &mut String, c: &crate::analysis::CaptureSummary) {
         ));
     }
     rows.push(("truncated by snaplen", c.snaplen_truncated.to_string()));
+    if c.time_went_back > 0 {
+        rows.push((
+            "time went back",
+            format!(
+                "{} datagrams earlier than one their flow sent before them (a clock stepped back): flows are timed from their earliest to their latest",
+                c.time_went_back
+            ),
+        ));
+    }
     for f in &c.files {
         if let Some(e) = &f.error {
             rows.push(("read error", e.to_string()));
