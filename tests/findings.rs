@@ -469,3 +469,63 @@ fn a_clock_stepping_back_is_said_and_timed_by_extremes() {
     assert_eq!(j(&serial)["capture"], j(&shards)["capture"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// ── 10: the message-stream cap, on any core count ──────────────────────────────────
+
+/// SEND_UNRELIABLE on channel 1: reliable sequence `rseq`, unreliable sequence `useq`.
+fn unreliable(rseq: u16, useq: u16, data: &[u8]) -> Vec<u8> {
+    let mut c = vec![7, 1];
+    c.extend(rseq.to_be_bytes());
+    c.extend(useq.to_be_bytes());
+    c.extend((data.len() as u16).to_be_bytes());
+    c.extend_from_slice(data);
+    c
+}
+
+/// Every report of `path` on one core and on 2 and 3 shards, as JSON.
+fn on_every_core_count(path: &Path, cfg: &gpcap::Config) -> Vec<serde_json::Value> {
+    let paths = [path.to_path_buf()];
+    let mut all =
+        vec![gpcap::run::analyze(&paths, cfg.clone(), gpcap::Mode::Serial, &mut |_, _| {}).unwrap()];
+    for n in [2, 3] {
+        all.push(common::sharded(&paths, cfg.clone(), n, &mut |_, _| {}).unwrap());
+    }
+    all.iter().map(|r| serde_json::to_value(r).unwrap()).collect()
+}
+
+/// The stream cap was counted per shard: one core listed 65,536 streams and counted the
+/// rest untracked, two cores listed them all. A shard past its share now reads the
+/// capture again on one core, as for the flow table.
+#[test]
+fn the_stream_cap_is_one_cap_on_any_core_count() {
+    let dir = scratch("streams");
+    let cap = dir.join("streams.pcap");
+    // 700 flows of 100 datagrams, each a stream of its own: 70,000 streams, past the cap.
+    let datagrams = (0..700u16).flat_map(|flow| {
+        (0..100u16).map(move |k| {
+            let src = addr(&format!(
+                "10.1.{}.{}:{}",
+                flow / 200,
+                flow % 200 + 1,
+                20000 + flow
+            ));
+            (src, addr("10.0.0.2:7777"), enet(&[unreliable(k + 1, 1, b"xy")]))
+        })
+    });
+    udp_capture(&cap, datagrams);
+    let cfg = gpcap::Config::from_program(gpcap::load_definition("dissectors/enet.kdl").unwrap());
+    let reports = on_every_core_count(&cap, &cfg);
+    let untracked = &reports[0]["messages"]["streams_not_tracked"];
+    assert!(untracked.as_u64().unwrap() > 0, "{untracked}");
+    for r in &reports[1..] {
+        assert_eq!(r, &reports[0]);
+    }
+    // 12 (1): the text report says what the cap left out (only the JSON did).
+    let (code, out, err) = gpcap_run(&["analyze", "-d", "dissectors/enet.kdl", cap.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(&format!("{untracked} messages of streams past the first 65536")),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

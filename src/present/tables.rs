@@ -423,8 +423,17 @@ fn render_streams(out: &mut String, r: &Report) {
     let _ = writeln!(out, "{t}");
     let _ = writeln!(
         out,
-        "(a counter per flow, stream and key value — `flows[].streams` in JSON; lost: sequences skipped and never seen, dup: extra copies)\n"
+        "(a counter per flow, stream and key value — `flows[].streams` in JSON; lost: sequences skipped and never seen, dup: extra copies)"
     );
+    let untracked = r.messages.as_ref().map_or(0, |m| m.streams_not_tracked);
+    if untracked > 0 {
+        let _ = writeln!(
+            out,
+            "{untracked} messages of streams past the first {} are in no row: not sequence-analyzed",
+            crate::engine::streams::MAX_STREAMS
+        );
+    }
+    let _ = writeln!(out);
 }
 
 /// Messages by type, and datagrams by how many messages they carry.
