@@ -682,3 +682,46 @@ fn a_key_log_without_keys_is_refused_and_raw_keys_are_read() {
     assert_eq!(gpcap::decrypt::keys::key_file(&raw), Ok([1; 32]));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// ── 15: --write over its own input ─────────────────────────────────────────────────
+
+/// `dissect a.pcap --write a.pcap` replaced the capture with the selection, silently;
+/// a `.gz` name got an uncompressed pcapng. Both are refused, the capture untouched.
+#[test]
+fn write_refuses_its_own_input_and_a_gz_name() {
+    let dir = scratch("write-over");
+    let a = dir.join("a.pcap");
+    std::fs::copy("captures/article.pcap", &a).unwrap();
+    let before = std::fs::read(&a).unwrap();
+    let link = dir.join("link.pcap");
+    std::os::unix::fs::symlink(&a, &link).unwrap();
+    for to in [&a, &link] {
+        let (code, _, err) = gpcap_run(&[
+            "dissect",
+            "-d",
+            "dissectors/article.kdl",
+            a.to_str().unwrap(),
+            "--filter",
+            "type == scene",
+            "--write",
+            to.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("the capture being read"), "{err}");
+    }
+    assert_eq!(std::fs::read(&a).unwrap(), before);
+    let gz = dir.join("out.pcap.gz");
+    let (code, _, err) = gpcap_run(&[
+        "dissect",
+        "-d",
+        "dissectors/article.kdl",
+        a.to_str().unwrap(),
+        "-c",
+        "5",
+        "--write",
+        gz.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(!gz.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
