@@ -559,20 +559,28 @@ impl<'a> Parser<'a> {
 
     /// `[any|all] PATH [OP VALUE | contains "TEXT"]`: a dissected field.
     fn dissected(&mut self) -> Result<Node, FilterError> {
-        let all = match self.peek() {
-            Some("all") => {
-                self.pos += 1;
-                true
-            }
-            Some("any") => {
-                self.pos += 1;
-                false
-            }
-            _ => false,
-        };
+        let quantifier = self
+            .peek()
+            .filter(|w| ["all", "any"].contains(w))
+            .map(str::to_string);
+        let all = quantifier.as_deref() == Some("all");
+        if quantifier.is_some() {
+            self.pos += 1;
+        }
         let Some(word) = self.peek().map(str::to_string) else {
             return Err(self.err("expected a field after any/all"));
         };
+        if let Some(op) = operator_word(&word) {
+            return Err(self.err(format!("expected a field or flag, found the operator {op}")));
+        }
+        if let Some(q) = &quantifier
+            && FIELD_NAMES.contains(&word.as_str())
+            && !self.paths.iter().any(|e| e.path == word)
+        {
+            return Err(self.err(format!(
+                "`{q}` applies to dissected fields, and `{word}` is a built-in field: write `{word}` alone"
+            )));
+        }
         if let Some(n) = self.layered(&word, all)? {
             return Ok(n);
         }
@@ -993,6 +1001,25 @@ fn parse_datetime(v: &str) -> Option<i128> {
     let (h, min, sec) = (t.next()??, t.next()??, t.next().unwrap_or(Some(0))?);
     if !(1..=12).contains(&m) || !(1..=31).contains(&day) || h > 23 || min > 59 || sec > 60 || y.abs() > 9999
     {
+        return None;
+    }
+    // No 31 November, no 29 February but in a leap year.
+    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+    let month_days = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    if day > month_days[(m - 1) as usize] {
         return None;
     }
     if !frac.bytes().all(|b| b.is_ascii_digit()) || frac.len() > 9 {
@@ -1658,4 +1685,14 @@ mod tests {
         assert_eq!(parse("scene").unwrap().root, parse("type == scene").unwrap().root);
         assert!(parse("type == 4").unwrap().matches(&facts()));
     }
+}
+
+/// An operator token as the user may have written it (`or` is read as `||`).
+fn operator_word(token: &str) -> Option<&'static str> {
+    Some(match token {
+        "&&" => "`and` (`&&`)",
+        "||" => "`or` (`||`)",
+        "!" => "`not` (`!`)",
+        _ => return None,
+    })
 }

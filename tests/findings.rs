@@ -725,3 +725,34 @@ fn write_refuses_its_own_input_and_a_gz_name() {
     assert!(!gz.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// ── 12: small ones in the display filter ───────────────────────────────────────────
+
+/// `all seq > 1` said "unknown field `seq`; did you mean `seq`?"; `and or` was reported
+/// as "`||`"; 31 November and 29 February 2023 were accepted as dates.
+#[test]
+fn filter_mistakes_are_said_as_written() {
+    let p = gpcap::load_definition("dissectors/article.kdl").unwrap();
+    let err = |text: &str| {
+        gpcap::Filter::parse(text, Some(&p))
+            .err()
+            .unwrap_or_else(|| panic!("`{text}` accepted"))
+            .to_string()
+    };
+    let e = err("all seq > 1");
+    assert!(
+        e.contains("`all` applies to dissected fields") && !e.contains("did you mean `seq`"),
+        "{e}"
+    );
+    let e = err("seq > 1 and or seq < 3");
+    assert!(e.contains("the operator `or`"), "{e}");
+    for date in [
+        "2023-11-31T00:00:00",
+        "2023-02-29T00:00:00",
+        "2100-02-29T00:00:00",
+    ] {
+        let e = err(&format!("time <= {date}"));
+        assert!(e.contains("is not a time"), "{e}");
+    }
+    assert!(gpcap::Filter::parse("time <= 2024-02-29T00:00:00", Some(&p)).is_ok());
+}
