@@ -1030,6 +1030,16 @@ fn parse_datetime(v: &str) -> Option<i128> {
     Some(((days * 86_400 + (h * 3600 + min * 60 + sec) as i128) * 1_000_000_000) + frac_ns)
 }
 
+/// An operator token as the user may have written it (`or` is read as `||`).
+fn operator_word(token: &str) -> Option<&'static str> {
+    Some(match token {
+        "&&" => "`and` (`&&`)",
+        "||" => "`or` (`||`)",
+        "!" => "`not` (`!`)",
+        _ => return None,
+    })
+}
+
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
 fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
@@ -1685,14 +1695,4 @@ mod tests {
         assert_eq!(parse("scene").unwrap().root, parse("type == scene").unwrap().root);
         assert!(parse("type == 4").unwrap().matches(&facts()));
     }
-}
-
-/// An operator token as the user may have written it (`or` is read as `||`).
-fn operator_word(token: &str) -> Option<&'static str> {
-    Some(match token {
-        "&&" => "`and` (`&&`)",
-        "||" => "`or` (`||`)",
-        "!" => "`not` (`!`)",
-        _ => return None,
-    })
 }

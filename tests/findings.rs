@@ -461,9 +461,14 @@ fn a_clock_stepping_back_is_said_and_timed_by_extremes() {
     assert_eq!(a["timeline"]["start_ns"], T0);
     // Sharded by address pair, through the library: the same timeline and counts.
     let cfg = gpcap::Config::from_program(gpcap::load_definition("dissectors/article.kdl").unwrap());
-    let serial =
-        gpcap::run::analyze(&[path.clone()], cfg.clone(), gpcap::Mode::Serial, &mut |_, _| {}).unwrap();
-    let shards = common::sharded(&[path.clone()], cfg, 2, &mut |_, _| {}).unwrap();
+    let serial = gpcap::run::analyze(
+        std::slice::from_ref(&path),
+        cfg.clone(),
+        gpcap::Mode::Serial,
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let shards = common::sharded(std::slice::from_ref(&path), cfg, 2, &mut |_, _| {}).unwrap();
     let j = |r: &gpcap::Report| serde_json::to_value(r).unwrap();
     assert_eq!(j(&serial)["timeline"], j(&shards)["timeline"]);
     assert_eq!(j(&serial)["capture"], j(&shards)["capture"]);
@@ -636,6 +641,8 @@ fn a_key_log_costs_little_memory_a_line() {
         &cap,
         [(addr("10.0.0.5:41000"), addr("10.0.0.1:40000"), keep_alive(1, 1))],
     );
+    // Waited for below with wait4, which reports the child's peak memory.
+    #[allow(clippy::zombie_processes)]
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_gpcap"))
         .args([
             "analyze",

@@ -50,6 +50,9 @@ pub fn client(a: &SocketAddr) -> Client {
     c
 }
 
+/// A logged connection: its client and keys.
+pub type Logged = (Client, ConnectionKeys);
+
 /// A key log's connections, 83 bytes each, sorted by client address and, for one
 /// address, in the order the log names them: the order its connections came in. A
 /// connection's number is its place here.

@@ -457,7 +457,7 @@ impl Decryptor {
 
     /// The key log's connections of the flow's client (the first one's number), and
     /// whether the flow's source is the client.
-    fn logged(&self, flow: FlowId) -> Option<(u32, &[(keys::Client, ConnectionKeys)], bool)> {
+    fn logged(&self, flow: FlowId) -> Option<(u32, &[keys::Logged], bool)> {
         let log = &self.secrets.connections;
         match log.of(&flow.src) {
             (i, k) if !k.is_empty() => Some((i, k, true)),
