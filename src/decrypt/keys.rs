@@ -79,7 +79,12 @@ impl KeyLog {
 
     /// Many connections at once, each after the ones the log has for its client.
     fn extend(&mut self, more: Vec<(Client, ConnectionKeys)>) {
-        self.entries.extend(more);
+        // Taken whole when there is nothing yet: a copy would hold the log twice.
+        if self.entries.is_empty() {
+            self.entries = more;
+        } else {
+            self.entries.extend(more);
+        }
         // Stable: one client's connections keep their order.
         self.entries.sort_by_key(|(c, _)| *c);
     }
