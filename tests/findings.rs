@@ -763,3 +763,60 @@ fn filter_mistakes_are_said_as_written() {
     }
     assert!(gpcap::Filter::parse("time <= 2024-02-29T00:00:00", Some(&p)).is_ok());
 }
+
+// ── One truth past every cap, on 1, 2 and 3 cores ──────────────────────────────────
+
+mod caps {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A flow's datagrams: (new stream, fragment (start, count, number, total, offset,
+    /// length)) each.
+    type Flow = Vec<(bool, Option<(u16, u32, u32, u32, u32, u16)>)>;
+
+    fn flow() -> impl Strategy<Value = Flow> {
+        let fragment = (1u16..40, 1u32..6, 0u32..6, 1u32..5000, 0u32..5000, 1u16..1200);
+        proptest::collection::vec((any::<bool>(), proptest::option::weighted(0.7, fragment)), 1..30)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 6, ..ProptestConfig::default() })]
+
+        /// ENet traffic past the flow table, the message streams and the reassembly
+        /// memory (small caps): the report is the same on one core and on 2 and 3 shards.
+        #[test]
+        fn the_report_is_one_on_any_core_count(
+            flows in proptest::collection::vec(flow(), 1..40),
+            max_flows in 4usize..24,
+            max_streams in 8usize..120,
+        ) {
+            let dir = scratch(&format!("caps-{}", flows.len()));
+            let cap = dir.join("caps.pcap");
+            let mut datagrams = Vec::new();
+            for (i, f) in flows.iter().enumerate() {
+                let src = addr(&format!("10.2.{}.{}:{}", i / 200, i % 200 + 1, 30000 + i));
+                for (k, (fresh, frag)) in f.iter().enumerate() {
+                    let rseq = if *fresh { k as u16 + 1 } else { 1 };
+                    let mut cmds = vec![unreliable(rseq, k as u16, b"ab")];
+                    if let Some((start, count, number, total, offset, len)) = *frag {
+                        let data = vec![b'z'; len as usize];
+                        cmds.push(unreliable_fragment(start, count, number, total, offset, &data));
+                    }
+                    datagrams.push((src, addr("10.0.0.2:7777"), enet(&cmds)));
+                }
+            }
+            // Interleaved by flow, as traffic is.
+            datagrams.sort_by_key(|(s, _, d)| (d.len() % 7, s.port()));
+            udp_capture(&cap, datagrams);
+            let mut cfg = gpcap::Config::from_program(gpcap::load_definition("dissectors/enet.kdl").unwrap());
+            cfg.max_flows = max_flows;
+            cfg.max_streams = max_streams;
+            cfg.reassembly_budget = 1 << 20;
+            let reports = on_every_core_count(&cap, &cfg);
+            let _ = std::fs::remove_dir_all(&dir);
+            for r in &reports[1..] {
+                prop_assert_eq!(r, &reports[0]);
+            }
+        }
+    }
+}

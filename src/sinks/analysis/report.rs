@@ -1254,10 +1254,13 @@ mod tests {
             ..Timeline::default()
         };
         for (i, d) in offsets.into_iter().enumerate() {
-            let want = usize::try_from(d / NS).ok().filter(|&s| s < super::TIMELINE_MAX);
-            if let Some(s) = t.slot(start + d) {
-                s.datagrams += 1 << i;
-            }
+            let hit = t.slot(start + d).map(|s| s.datagrams += 1 << i).is_some();
+            // Earlier than the start moves it back by whole seconds (a day at most).
+            let now = t.start_ns.unwrap();
+            let want = usize::try_from((start + d - now) / NS)
+                .ok()
+                .filter(|&s| s < super::TIMELINE_MAX);
+            assert_eq!(hit, want.is_some(), "offset {d}");
             let got = want.map(|s| t.seconds[s].datagrams >> i & 1);
             assert_eq!(got, want.map(|_| 1), "offset {d}");
         }
