@@ -732,20 +732,28 @@ impl<'a> Parser<'a> {
 
     /// `[any|all] PATH [OP VALUE | contains "TEXT"]`: a dissected field.
     fn dissected(&mut self) -> Result<Node, FilterError> {
-        let all = match self.peek() {
-            Some("all") => {
-                self.pos += 1;
-                true
-            }
-            Some("any") => {
-                self.pos += 1;
-                false
-            }
-            _ => false,
-        };
+        let quantifier = self
+            .peek()
+            .filter(|w| ["all", "any"].contains(w))
+            .map(str::to_string);
+        let all = quantifier.as_deref() == Some("all");
+        if quantifier.is_some() {
+            self.pos += 1;
+        }
         let Some(word) = self.peek().map(str::to_string) else {
             return Err(self.err("expected a field after any/all"));
         };
+        if let Some(op) = operator_word(&word) {
+            return Err(self.err(format!("expected a field or flag, found the operator {op}")));
+        }
+        if let Some(q) = &quantifier
+            && FIELD_NAMES.contains(&word.as_str())
+            && !self.paths.iter().any(|e| e.path == word)
+        {
+            return Err(self.err(format!(
+                "`{q}` applies to dissected fields, and `{word}` is a built-in field: write `{word}` alone"
+            )));
+        }
         if let Some(n) = self.layered(&word, all)? {
             return Ok(n);
         }
@@ -1254,12 +1262,41 @@ fn parse_datetime(v: &str) -> Option<i128> {
     {
         return None;
     }
+    // No 31 November, no 29 February but in a leap year.
+    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+    let month_days = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    if day > month_days[(m - 1) as usize] {
+        return None;
+    }
     if !frac.bytes().all(|b| b.is_ascii_digit()) || frac.len() > 9 {
         return None;
     }
     let frac_ns = format!("{frac:0<9}").parse::<i128>().ok()?;
     let days = days_from_civil(y, m, day) as i128;
     Some(((days * 86_400 + (h * 3600 + min * 60 + sec) as i128) * 1_000_000_000) + frac_ns)
+}
+
+/// An operator token as the user may have written it (`or` is read as `||`).
+fn operator_word(token: &str) -> Option<&'static str> {
+    Some(match token {
+        "&&" => "`and` (`&&`)",
+        "||" => "`or` (`||`)",
+        "!" => "`not` (`!`)",
+        _ => return None,
+    })
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).

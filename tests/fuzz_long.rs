@@ -15,6 +15,9 @@ mod gen_def;
 #[path = "../fuzz/fuzz_targets/gen_msgs.rs"]
 mod gen_msgs;
 
+#[path = "../fuzz/fuzz_targets/gen_keys.rs"]
+mod gen_keys;
+
 use gen_def::{Choices, definition};
 use std::time::{Duration, Instant};
 
@@ -72,6 +75,11 @@ fn definitions_from_constructs_compile_fast_or_are_refused() {
 #[test]
 fn messages_checksums_and_decryption_never_panic() {
     assert!(run("messages", gen_msgs::run) > 0);
+}
+
+#[test]
+fn key_logs_decrypt_connection_by_connection() {
+    assert!(run("keys", gen_keys::run) > 0);
 }
 
 #[cfg(feature = "export")]

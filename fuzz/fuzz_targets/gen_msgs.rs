@@ -532,9 +532,14 @@ pub fn run(data: &[u8]) {
                 private_key: Some(PRIVATE_KEY),
                 ..Secrets::default()
             };
-            match b.below(3) {
-                0 => drop(secrets.connections.insert(client, keys(0))),
-                1 => drop(secrets.connections.insert(OTHER_CLIENT.parse().unwrap(), keys(1))),
+            match b.below(4) {
+                0 => secrets.connections.push(client, keys(0)),
+                1 => secrets.connections.push(OTHER_CLIENT.parse().unwrap(), keys(1)),
+                // The client connected twice from one address: both lines, in order.
+                2 => {
+                    secrets.connections.push(client, keys(0));
+                    secrets.connections.push(client, keys(1));
+                }
                 _ => {}
             }
             while !b.0.is_empty() && datagrams.len() < 48 {

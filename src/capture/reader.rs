@@ -123,7 +123,13 @@ pub struct CaptureReader {
     gzip_cut: Option<Cut>,
     /// The error that stopped the fast path's file loop ([`CaptureReader::take_error`]).
     stopped: Option<CaptureError>,
+    /// The last frame's time: a pcapng Simple Packet Block has none and carries it (time
+    /// 0 made a capture last 53 years).
+    last_ts: i64,
 }
+
+/// A Simple Packet Block's time until the reader gives it the last frame's.
+const UNTIMED: i64 = i64::MIN;
 
 /// A gzip stream that is cut short ends like a cut file: its decoder's unexpected end
 /// becomes the end of the data, and `cut` remembers it.
@@ -187,6 +193,7 @@ impl CaptureReader {
             done: false,
             gzip_cut,
             stopped: None,
+            last_ts: 0,
         }
     }
 
@@ -483,7 +490,7 @@ impl CaptureReader {
                     consumed,
                     start: locate(spb.data),
                     len: spb.data.len().min(spb.origlen as usize),
-                    ts_ns: 0,
+                    ts_ns: UNTIMED,
                     linktype: i.linktype,
                     interface: 0,
                     origlen: spb.origlen,
@@ -559,9 +566,12 @@ impl CaptureReader {
             Step::Frame(at) => {
                 self.pending = at.consumed;
                 self.frames += 1;
+                if at.ts_ns != UNTIMED {
+                    self.last_ts = at.ts_ns;
+                }
                 let frame = Frame {
                     number: self.frames,
-                    ts_ns: at.ts_ns,
+                    ts_ns: self.last_ts,
                     linktype: at.linktype,
                     interface: at.interface,
                     origlen: at.origlen.max(at.len as u32),

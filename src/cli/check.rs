@@ -8,9 +8,9 @@ use std::process::ExitCode;
 
 pub fn run(path: &Path) -> Result<ExitCode> {
     // A file that cannot be read is an input error (2), not a definition error (1).
-    // Read, not only looked up: a directory or a file without read permission exists.
-    std::fs::read(path).map_err(|e| crate::cli::Error::io(path.display(), e))?;
-    match dissect::load(path) {
+    // Read once: a pipe or FIFO has nothing left for a second read.
+    let text = dissect::source::read(path).map_err(|e| crate::cli::Error::io(path.display(), e))?;
+    match dissect::compile(&path.display().to_string(), &text) {
         Ok(p) => {
             outln!(
                 "{}: ok — protocol {:?}, {} defined, {}",

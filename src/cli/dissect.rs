@@ -24,6 +24,7 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
         );
     }
     if let Some(to) = &a.write {
+        refuse_output(capture, to)?;
         check_writable(to).map_err(|e| Error::Usage(e.to_string()))?;
     }
     let cfg = resolved.cfg;
@@ -123,4 +124,29 @@ fn raw_stdout() -> Box<dyn std::io::Write + Send> {
         }
     }
     Box::new(std::io::stdout())
+}
+
+/// `--write` onto the capture being read would replace it with the selection (the same
+/// file, by device and inode: through a link too); a `.gz` name would hold a pcapng that
+/// is not compressed.
+fn refuse_output(capture: &std::path::Path, to: &std::path::Path) -> Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let (Ok(a), Ok(b)) = (std::fs::metadata(capture), std::fs::metadata(to))
+            && (a.dev(), a.ino()) == (b.dev(), b.ino())
+        {
+            return Err(Error::Usage(format!(
+                "--write {}: it is the capture being read; write the selection to another file",
+                to.display()
+            )));
+        }
+    }
+    if to.extension().is_some_and(|e| e.eq_ignore_ascii_case("gz")) {
+        return Err(Error::Usage(format!(
+            "--write {}: the selection is written as pcapng, not compressed; name it .pcapng",
+            to.display()
+        )));
+    }
+    Ok(())
 }

@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 /// The stack the flags describe: keys for an encrypted outermost definition, and the
 /// definitions inside it (further `-d`, and those `dissect-as` names found beside it).
-pub fn stack(a: &ProtocolArgs) -> Result<Option<Arc<Stack>>> {
-    let Some(first) = a.dissector.first() else {
+pub fn stack(a: &ProtocolArgs, outer: Option<Arc<Program>>) -> Result<Option<Arc<Stack>>> {
+    let (Some(first), Some(outer)) = (a.dissector.first(), outer) else {
         if a.key.is_some() || a.keylog.is_some() {
             return Err(Error::Usage(
                 "--key and --keylog need a definition (-d) that declares encryption".into(),
@@ -21,7 +21,6 @@ pub fn stack(a: &ProtocolArgs) -> Result<Option<Arc<Stack>>> {
         }
         return Ok(None);
     };
-    let outer = load_program(first)?;
     let mut layers: Vec<Arc<Program>> = a.dissector[1..]
         .iter()
         .map(|d| load_program(d))

@@ -334,7 +334,8 @@ fn show_until_quit(
     let mut index = Index::new(Path::new(name));
     index.name = format!("live {name}");
     let mut app = App::new(index, rx, cfg);
-    app.definition = a.protocol.dissector.first().cloned();
+    // Read again on `r`: only a file can be (a pipe or FIFO was read once).
+    app.definition = a.protocol.dissector.first().filter(|p| p.is_file()).cloned();
     app.live = true;
     app.quit_at = a.duration.map(|d| start + Duration::from_secs_f64(d));
     if let Some(f) = &a.display_filter {

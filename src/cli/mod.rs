@@ -116,9 +116,11 @@ pub fn load_program(path: &Path) -> Result<Arc<Program>> {
 impl ProtocolArgs {
     /// What these flags say about the protocol.
     pub fn choice(&self) -> Result<Choice> {
+        // Each definition is read once: a pipe has nothing left for a second read.
+        let program = self.dissector.first().map(|d| load_program(d)).transpose()?;
         Ok(Choice {
-            program: self.dissector.first().map(|d| load_program(d)).transpose()?,
-            stack: keys::stack(self)?,
+            stack: keys::stack(self, program.clone())?,
+            program,
             protocol_id: self.protocol_id,
             ports: self.port.clone(),
             any_port: self.any_port,

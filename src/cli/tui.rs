@@ -51,7 +51,8 @@ pub fn run(a: &TuiArgs) -> Result<ExitCode> {
     let loader_cfg = cfg.clone();
     std::thread::spawn(move || load(&path, loader_cfg, tx));
     let mut app = App::new(Index::new(&a.capture), rx, cfg);
-    app.definition = a.protocol.dissector.first().cloned();
+    // Read again on `r`: only a file can be (a pipe or FIFO was read once).
+    app.definition = a.protocol.dissector.first().filter(|p| p.is_file()).cloned();
     if let Some(f) = &a.filter {
         app.apply_filter(f);
     }

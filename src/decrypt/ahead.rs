@@ -6,15 +6,15 @@
 //! and opens the packet itself otherwise. Replay protection and the counters need order
 //! and stay in the ordered stage ([`super::Decryptor`]).
 
-use super::keys::{ConnectionKeys, Secrets};
-use super::netcode::{self, ConnectionCiphers};
-use hashbrown::HashMap;
+use super::keys::Secrets;
+use super::netcode::{self, PacketCipher};
 use std::net::SocketAddr;
 
 /// What a worker made of one sealed packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Opened {
-    /// The key log's connection ([`logged`]'s index: the decryptor's id for it).
+    /// The key log's connection that opened it (its place in the log: the decryptor's
+    /// id for it), or its client's first when none did.
     pub connection: u32,
     /// Opened with the client-to-server key (the source is the logged client).
     pub to_server: bool,
@@ -34,66 +34,26 @@ impl Opened {
     }
 }
 
-/// A key log's connections with the ids the decryptor gives them, in one order for
-/// both (the map's, which a given map keeps).
-pub fn logged(secrets: &Secrets) -> impl Iterator<Item = (u32, SocketAddr, &ConnectionKeys)> {
-    (secrets.connections.iter().enumerate()).map(|(i, (a, k))| (i as u32, *a, k))
-}
-
-/// The key log's ciphers by client, shared by a pipeline's workers.
+/// The key log, shared by a pipeline's workers: a packet is opened under each of its
+/// client's connections in the log's order (ciphers made as needed: a key log of a
+/// million connections holds 83 bytes each, not their ciphers).
 pub struct Opener {
     protocol_id: u64,
-    by_client: Clients,
+    secrets: std::sync::Arc<Secrets>,
     read: bool,
-}
-
-/// A key log's connections by client address, looked up once or twice a packet: IPv4
-/// clients by the address as one integer (hashing a `SocketAddr` part by part cost
-/// more than the map's probe), IPv6 ones by their `SocketAddr`.
-#[derive(Default)]
-struct Clients {
-    v4: HashMap<u64, (u32, ConnectionCiphers)>,
-    v6: HashMap<SocketAddr, (u32, ConnectionCiphers)>,
-}
-
-impl Clients {
-    fn key(a: &SocketAddr) -> Option<u64> {
-        match a {
-            SocketAddr::V4(v) => Some(u64::from(v.ip().to_bits()) << 16 | u64::from(v.port())),
-            SocketAddr::V6(_) => None,
-        }
-    }
-
-    fn insert(&mut self, a: SocketAddr, c: (u32, ConnectionCiphers)) {
-        match Self::key(&a) {
-            Some(k) => self.v4.insert(k, c),
-            None => self.v6.insert(a, c),
-        };
-    }
-
-    fn get(&self, a: &SocketAddr) -> Option<&(u32, ConnectionCiphers)> {
-        match Self::key(a) {
-            Some(k) => self.v4.get(&k),
-            None => self.v6.get(a),
-        }
-    }
 }
 
 impl Opener {
     /// `None` when there is no key log (keys learnt from requests need order). `read`:
     /// something reads the plaintext (an inner layer, a field tree); without, a packet's
     /// MAC is checked and the plaintext dropped (the same verdict; nothing kept).
-    pub fn new(secrets: &Secrets, protocol_id: u64, read: bool) -> Option<Self> {
+    pub fn new(secrets: &std::sync::Arc<Secrets>, protocol_id: u64, read: bool) -> Option<Self> {
         if secrets.connections.is_empty() {
             return None;
         }
-        let mut by_client = Clients::default();
-        for (i, a, k) in logged(secrets) {
-            by_client.insert(a, (i, ConnectionCiphers::new(k)));
-        }
         Some(Opener {
             protocol_id,
-            by_client,
+            secrets: secrets.clone(),
             read,
         })
     }
@@ -113,24 +73,36 @@ impl Opener {
             return None;
         }
         let (header, body) = netcode::split(payload)?;
-        let ((connection, c), to_server) = match self.by_client.get(&src) {
-            Some(c) => (c, true),
-            None => (self.by_client.get(&dst)?, false),
-        };
-        let cipher = if to_server {
-            &c.client_to_server
-        } else {
-            &c.server_to_client
+        let log = &self.secrets.connections;
+        let ((first, keys), to_server) = match log.of(&src) {
+            (i, k) if !k.is_empty() => ((i, k), true),
+            _ => (Some(log.of(&dst)).filter(|(_, k)| !k.is_empty())?, false),
         };
         let at = buffer.len();
-        let opened = match self.read {
-            true => cipher.open(self.protocol_id, sequence, header, body, buffer),
-            false => cipher.verify(self.protocol_id, sequence, header, body, buffer),
-        };
+        for (j, (_, k)) in keys.iter().enumerate() {
+            let cipher = PacketCipher::new(if to_server {
+                &k.client_to_server
+            } else {
+                &k.server_to_client
+            });
+            let opened = match self.read {
+                true => cipher.open(self.protocol_id, sequence, header, body, buffer),
+                false => cipher.verify(self.protocol_id, sequence, header, body, buffer),
+            };
+            if opened {
+                return Some(Opened {
+                    connection: first + j as u32,
+                    to_server,
+                    plain: Some((at as u32, (buffer.len() - at) as u32)),
+                    read: self.read,
+                });
+            }
+            buffer.truncate(at);
+        }
         Some(Opened {
-            connection: *connection,
+            connection: first,
             to_server,
-            plain: opened.then(|| (at as u32, (buffer.len() - at) as u32)),
+            plain: None,
             read: self.read,
         })
     }
@@ -139,7 +111,8 @@ impl Opener {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decrypt::netcode::{PacketCipher, REQUEST_BYTES, TOKEN_PLAINTEXT, VERSION, seal_token};
+    use crate::decrypt::keys::ConnectionKeys;
+    use crate::decrypt::netcode::{REQUEST_BYTES, TOKEN_PLAINTEXT, VERSION, seal_token};
     use crate::decrypt::{Decryptor, Outcome};
     use crate::engine::FlowId;
     use std::sync::Arc;
@@ -188,7 +161,7 @@ mod tests {
             private_key: private.map(|p| [p; 32]),
             ..Secrets::default()
         };
-        s.connections.insert(client(), logged);
+        s.connections.push(client(), logged);
         Arc::new(s)
     }
 
@@ -266,9 +239,9 @@ mod tests {
         let v6: SocketAddr = "[2001:db8::1]:5000".parse().unwrap();
         let mapped: SocketAddr = "[::ffff:10.0.0.1]:5000".parse().unwrap();
         let mut s = Secrets::default();
-        s.connections.insert(client(), keys(1, 2));
-        s.connections.insert(v6, keys(3, 4));
-        let o = Opener::new(&s, ID, true).unwrap();
+        s.connections.push(client(), keys(1, 2));
+        s.connections.push(v6, keys(3, 4));
+        let o = Opener::new(&Arc::new(s), ID, true).unwrap();
         let opens = |flow: (SocketAddr, SocketAddr), key| {
             let mut buffer = Vec::new();
             let a = o.open(flow, 7, 5, &sealed(key, 7), &mut buffer)?;

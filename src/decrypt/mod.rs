@@ -12,7 +12,7 @@ use ahead::Opened;
 use hashbrown::HashMap;
 use hashbrown::hash_map::Entry;
 use keys::{ConnectionKeys, Secrets};
-use netcode::ConnectionCiphers;
+use netcode::{ConnectionCiphers, PacketCipher};
 use replay::ReplayWindow;
 use serde::Serialize;
 use std::net::SocketAddr;
@@ -156,7 +156,12 @@ impl Report {
 pub struct Decryptor {
     secrets: Arc<Secrets>,
     protocol_id: u64,
+    /// Connections learnt from requests (with the private key), by client: they take the
+    /// place of a key log's for that client.
     ciphers: HashMap<SocketAddr, Connection>,
+    /// A key log's connection in force for a client that has several, once a later one
+    /// opened a packet (time order: an earlier one is not taken up again).
+    current: HashMap<keys::Client, u32>,
     report: Report,
     /// Each flow's counters and replay window, found with one lookup a packet.
     flows: FlowTable,
@@ -170,15 +175,14 @@ pub struct Decryptor {
     read: bool,
 }
 
-/// A client's connection: its keys, their ciphers, and which connection it is (a client
-/// that connects again gets new keys and a receiver's replay protection starts over).
+/// A connection learnt from a client's request: its keys, their ciphers, and which
+/// connection it is (a client that connects again gets new keys and a receiver's replay
+/// protection starts over).
 #[derive(Clone)]
 struct Connection {
     keys: ConnectionKeys,
     ciphers: Arc<ConnectionCiphers>,
     id: u32,
-    /// From the key log (its id is [`ahead::logged`]'s), not learnt from a request.
-    logged: bool,
 }
 
 /// A direction's decryption: its counters, and its receiver's replay window with the
@@ -233,22 +237,12 @@ impl Decryptor {
             (false, true) => "key log",
             (false, false) => "none",
         };
-        let ciphers: HashMap<_, _> = ahead::logged(&secrets)
-            .map(|(i, a, k)| {
-                let c = Connection {
-                    keys: *k,
-                    ciphers: Arc::new(ConnectionCiphers::new(k)),
-                    id: i,
-                    logged: true,
-                };
-                (a, c)
-            })
-            .collect();
-        let learnt = ciphers.len() as u32;
+        let learnt = secrets.connections.len() as u32;
         Decryptor {
             secrets,
             protocol_id,
-            ciphers,
+            ciphers: HashMap::new(),
+            current: HashMap::new(),
             report: Report {
                 scheme: "netcode-1.02".into(),
                 keys: keys.into(),
@@ -373,7 +367,6 @@ impl Decryptor {
                 keys: *k,
                 ciphers: Arc::new(ConnectionCiphers::new(k)),
                 id: self.learnt,
-                logged: false,
             };
             self.learnt = self.learnt.wrapping_add(1);
             self.ciphers.insert(client, c);
@@ -393,10 +386,10 @@ impl Decryptor {
         let read = self.read;
         // netcode.c judges keep-alives, payloads and disconnects for replay.
         let judged = |connection| (ptype >= FIRST_JUDGED_TYPE).then_some(connection);
-        // What a worker made of it under the very key this stage holds. The worker split
+        // What a worker made of it under the key log this stage holds. The worker split
         // the datagram: with nothing to read, its bytes are not touched again here (they
         // were in another core's cache).
-        if let Some((a, buffer)) = ahead.filter(|(a, _)| self.holds(flow, a) && (a.read || !read)) {
+        if let Some((a, buffer)) = ahead.filter(|(a, _)| (a.read || !read) && self.logged_in_force(flow, a)) {
             let Some(plain) = a.body(buffer) else {
                 return (Outcome::MacFailure, None);
             };
@@ -412,42 +405,88 @@ impl Decryptor {
         if read {
             out.extend_from_slice(h);
         }
-        let (cipher, connection) = match self.connection(flow) {
-            Some((c, true)) => (&c.ciphers.client_to_server, c.id),
-            Some((c, false)) => (&c.ciphers.server_to_client, c.id),
-            None => {
-                out.clear();
-                return (Outcome::NoKey, None);
+        let at = out.len();
+        let open = |cipher: &PacketCipher, out: &mut Vec<u8>| {
+            out.truncate(at);
+            match read {
+                true => cipher.open(self.protocol_id, sequence, h, body, out),
+                false => cipher.verify(self.protocol_id, sequence, h, body, out),
             }
         };
-        let opened = match read {
-            true => cipher.open(self.protocol_id, sequence, h, body, out),
-            false => cipher.verify(self.protocol_id, sequence, h, body, out),
-        };
-        if !opened {
-            out.clear();
-            return (Outcome::MacFailure, None);
-        }
-        (Outcome::Decrypted, judged(connection))
-    }
-
-    /// The flow's connection, and whether the flow's source is its client.
-    fn connection(&self, flow: FlowId) -> Option<(&Connection, bool)> {
-        match self.ciphers.get(&flow.src) {
+        // A connection learnt from a request.
+        let learnt = match self.ciphers.get(&flow.src) {
             Some(c) => Some((c, true)),
             None => self.ciphers.get(&flow.dst).map(|c| (c, false)),
+        };
+        if let Some((c, to_server)) = learnt {
+            let cipher = if to_server {
+                &c.ciphers.client_to_server
+            } else {
+                &c.ciphers.server_to_client
+            };
+            if !open(cipher, out) {
+                out.clear();
+                return (Outcome::MacFailure, None);
+            }
+            return (Outcome::Decrypted, judged(c.id));
+        }
+        // The key log's connections of the client, from the one in force on.
+        let Some((first, logged, to_server)) = self.logged(flow) else {
+            out.clear();
+            return (Outcome::NoKey, None);
+        };
+        let client = keys::client(if to_server { &flow.src } else { &flow.dst });
+        let from = self.current.get(&client).map_or(0, |&c| (c - first) as usize);
+        for (j, (_, k)) in logged.iter().enumerate().skip(from) {
+            let cipher = PacketCipher::new(if to_server {
+                &k.client_to_server
+            } else {
+                &k.server_to_client
+            });
+            if open(&cipher, out) {
+                let id = first + j as u32;
+                if j != from {
+                    self.current.insert(client, id);
+                }
+                return (Outcome::Decrypted, judged(id));
+            }
+        }
+        out.clear();
+        (Outcome::MacFailure, None)
+    }
+
+    /// The key log's connections of the flow's client (the first one's number), and
+    /// whether the flow's source is the client.
+    fn logged(&self, flow: FlowId) -> Option<(u32, &[keys::Logged], bool)> {
+        let log = &self.secrets.connections;
+        match log.of(&flow.src) {
+            (i, k) if !k.is_empty() => Some((i, k, true)),
+            _ => Some(log.of(&flow.dst))
+                .filter(|(_, k)| !k.is_empty())
+                .map(|(i, k)| (i, k, false)),
         }
     }
 
-    /// Whether `a` was opened under the key this stage holds for `flow`: always with a
-    /// key log alone (its keys never change), and with the private key while no request
-    /// has given the flow's client other keys.
-    fn holds(&self, flow: FlowId, a: &Opened) -> bool {
-        if self.secrets.private_key.is_none() {
-            return true;
+    /// Whether what a worker made of a packet under the key log is what this stage makes
+    /// of it: no request gave the client other keys, and the connection that opened it
+    /// (if one did) is the one in force or a later one, which then is in force.
+    fn logged_in_force(&mut self, flow: FlowId, a: &Opened) -> bool {
+        let client = if a.to_server { &flow.src } else { &flow.dst };
+        if self.ciphers.contains_key(&flow.src) || self.ciphers.contains_key(&flow.dst) {
+            return false;
         }
-        self.connection(flow)
-            .is_some_and(|(c, to_server)| c.logged && c.id == a.connection && to_server == a.to_server)
+        let c = keys::client(client);
+        let first = self.secrets.connections.of(client).0;
+        let from = self.current.get(&c).copied().unwrap_or(first);
+        match a.plain {
+            Some(_) if a.connection > from => {
+                self.current.insert(c, a.connection);
+                true
+            }
+            Some(_) => a.connection == from,
+            // Every connection failed, the one in force and those after it too.
+            None => true,
+        }
     }
 
     /// The counters, flows in address order.

@@ -10,6 +10,7 @@ use miette::SourceSpan;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+mod advance;
 mod arguments;
 mod document;
 mod fields;
@@ -130,38 +131,14 @@ fn compile_view(file: &str, text: &str, plaintext: bool) -> Result<Program, Vec<
     }
 }
 
-/// Reads and compiles a definition file.
-/// The largest definition read: far beyond any real protocol's, and small enough that
-/// compiling it stays fast and small whatever it holds.
-pub const MAX_DEFINITION_BYTES: u64 = 1 << 20;
-
 /// Fields (definition nodes) one definition may declare.
 pub const MAX_NODES: usize = 65_535;
 
-/// Reads at most [`MAX_DEFINITION_BYTES`] of `path` as UTF-8.
-fn read_definition(path: &std::path::Path) -> std::io::Result<String> {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)?
-        .take(MAX_DEFINITION_BYTES + 1)
-        .read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_DEFINITION_BYTES {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("larger than {} KiB", MAX_DEFINITION_BYTES >> 10),
-        ));
-    }
-    String::from_utf8(bytes).map_err(|e| {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("not UTF-8 text (byte offset {})", e.utf8_error().valid_up_to()),
-        )
-    })
-}
-
+/// Reads a definition file once ([`super::source::read`]: bounded, whatever the file
+/// is) and compiles it.
 pub fn load(path: &std::path::Path) -> Result<Program, Vec<DefinitionError>> {
     let name = path.display().to_string();
-    match read_definition(path) {
+    match super::source::read(path) {
         Ok(text) => compile(&name, &text),
         Err(e) => {
             let src = Arc::new(String::new());

@@ -12,6 +12,7 @@ pub(crate) mod paths;
 pub(crate) mod plan;
 pub(crate) mod prims;
 pub mod program;
+pub mod source;
 pub(crate) mod strings;
 
 pub use compile::{compile, describe, load};

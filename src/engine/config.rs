@@ -30,6 +30,9 @@ pub struct Config {
     /// Flows tracked (sequence analysis, reassembly); the datagrams of further flows are
     /// validated and counted together. `MAX_FLOWS` unless a test wants a small table.
     pub max_flows: usize,
+    /// Message streams counted over all flows (`streams::MAX_STREAMS`; shards share it
+    /// out, as the flows).
+    pub max_streams: usize,
     /// Where the protocol id came from, for the report.
     pub protocol_source: String,
     /// The validation the protocol declares.
@@ -50,6 +53,7 @@ impl Default for Config {
             reassembly_budget: 32 << 20,
             flow_state_budget: FLOW_STATE_BUDGET,
             max_flows: super::MAX_FLOWS,
+            max_streams: super::streams::MAX_STREAMS,
             protocol_source: "none".into(),
             checksum: Checksum::Crc32,
             stack: None,

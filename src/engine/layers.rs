@@ -155,6 +155,7 @@ impl StackState {
             cfg.reassembly_budget = limits.reassembly_budget;
             cfg.flow_state_budget = limits.flow_state_budget;
             cfg.max_flows = limits.max_flows;
+            cfg.max_streams = limits.max_streams;
             // Not datagrams on the wire: no MTU to exceed.
             cfg.format.mtu_budget = u32::MAX;
             cfg.stack = Some(Arc::new(Stack {

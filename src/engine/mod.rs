@@ -1050,7 +1050,7 @@ impl Engine {
         fl.streams.get_or_insert_default().observe(
             &p.params.streams,
             &self.validator.dissection.messages,
-            &mut self.streams_open,
+            (&mut self.streams_open, self.cfg.max_streams),
             &mut self.streams_not_tracked,
         );
     }

@@ -30,25 +30,37 @@ pub struct Limits {
 struct Group {
     /// Order of opening: the oldest is given up first.
     age: u64,
-    /// Completed: kept without data so late copies count as duplicates.
+    /// Completed (or given up whole): kept without data so late copies count as
+    /// duplicates.
     done: bool,
     count: u32,
     total: Option<u32>,
     received: u32,
-    /// Received numbers, a bit each.
-    bitmap: Vec<u64>,
+    /// Received numbers: a set, not a bitmap of `count` bits (a count of 2^30 declared
+    /// by one fragment would be 128 MiB).
+    ids: hashbrown::HashSet<u32>,
+    /// The fragments received, in arrival order: their data lies in `data`. Sparse: a
+    /// byte at offset 2^30 costs a byte, not the 2^30 before it.
+    pieces: Vec<Piece>,
     data: Vec<u8>,
     /// Bytes of data received.
     bytes: u64,
-    /// (number, frame) of each fragment received.
-    frames: Vec<(u32, u64)>,
+}
+
+/// One fragment received: its number, where its bytes go in the message, where they are
+/// in the group's `data`, and the frame that carried it.
+#[derive(Debug, Clone, Copy)]
+struct Piece {
+    id: u32,
+    at: u32,
+    from: u32,
+    len: u32,
+    frame: u64,
 }
 
 impl Group {
     fn has(&self, n: u32) -> bool {
-        self.bitmap
-            .get((n / 64) as usize)
-            .is_some_and(|w| w >> (n % 64) & 1 == 1)
+        self.ids.contains(&n)
     }
 
     /// Memory it holds, as charged to the budget.
@@ -56,8 +68,41 @@ impl Group {
         std::mem::size_of::<Group>()
             + 32
             + self.data.capacity()
-            + self.bitmap.capacity() * 8
-            + self.frames.capacity() * std::mem::size_of::<(u32, u64)>()
+            + self.ids.allocation_size()
+            + self.pieces.capacity() * std::mem::size_of::<Piece>()
+    }
+
+    /// The message's length, when the fragments received cover every byte of it (none
+    /// overlapping past another's end is needed: a byte received twice counts once);
+    /// `None` when there are holes, which would be read as zeros.
+    fn whole(&mut self) -> Option<usize> {
+        self.pieces.sort_unstable_by_key(|p| (p.at, p.len));
+        let end = self
+            .pieces
+            .iter()
+            .map(|p| p.at as u64 + p.len as u64)
+            .max()
+            .unwrap_or(0);
+        let len = self.total.map_or(end, u64::from);
+        let mut covered = 0u64;
+        for p in &self.pieces {
+            if p.at as u64 > covered {
+                return None;
+            }
+            covered = covered.max(p.at as u64 + p.len as u64);
+        }
+        (covered >= len).then_some(len as usize)
+    }
+
+    /// Writes the message (`len` bytes, every one received) into `out`.
+    fn assemble(&self, len: usize, out: &mut Vec<u8>) {
+        out.clear();
+        out.resize(len, 0);
+        for p in &self.pieces {
+            let (at, from) = (p.at as usize, p.from as usize);
+            let n = (p.len as usize).min(len.saturating_sub(at));
+            out[at..at + n].copy_from_slice(&self.data[from..from + n]);
+        }
     }
 }
 
@@ -171,10 +216,10 @@ impl MessageReassembly {
                 count: f.count,
                 total: f.total,
                 received: 0,
-                bitmap: vec![0; f.count.div_ceil(64) as usize],
+                ids: hashbrown::HashSet::new(),
+                pieces: Vec::new(),
                 data: Vec::new(),
                 bytes: 0,
-                frames: Vec::new(),
             };
             let held = g.held();
             budget.used += held;
@@ -196,18 +241,22 @@ impl MessageReassembly {
             return Pushed::Refused;
         }
         let at = match f.offset {
-            Some(o) => o as usize,
-            None => f.id as usize * limits.fragment_size as usize,
+            Some(o) => o,
+            None => f.id.saturating_mul(limits.fragment_size),
         };
+        // Charged as it grows: what a fragment costs is its own bytes and its entry,
+        // whatever offset or total it declares.
         let before = g.held();
-        let end = at + data.len();
-        if g.data.len() < end {
-            g.data.resize(end, 0);
-        }
-        g.data[at..end].copy_from_slice(data);
+        g.pieces.push(Piece {
+            id: f.id,
+            at,
+            from: g.data.len() as u32,
+            len: data.len() as u32,
+            frame,
+        });
+        g.data.extend_from_slice(data);
+        g.ids.insert(f.id);
         g.bytes += data.len() as u64;
-        g.frames.push((f.id, frame));
-        g.bitmap[(f.id / 64) as usize] |= 1 << (f.id % 64);
         g.received += 1;
         let grown = g.held() - before;
         budget.used += grown;
@@ -217,23 +266,35 @@ impl MessageReassembly {
             while budget.used > budget.limit && self.evict_oldest(budget, c, true) {}
             return Pushed::Stored { opened };
         }
-        out.clear();
-        let len = g.total.map_or(g.data.len(), |t| t as usize);
-        out.extend_from_slice(&g.data[..len.min(g.data.len())]);
-        out.resize(len, 0);
-        g.frames.sort_unstable();
-        frames_out.clear();
-        frames_out.extend(g.frames.iter().map(|&(_, fr)| fr));
+        let whole = g.whole();
+        if let Some(len) = whole {
+            // The message is built from bytes held: counted in the peak while both are.
+            budget.used += len;
+            budget.grew();
+            budget.used -= len;
+            g.assemble(len, out);
+            g.pieces.sort_unstable_by_key(|p| p.id);
+            frames_out.clear();
+            frames_out.extend(g.pieces.iter().map(|p| p.frame));
+        }
         let freed = g.held();
+        let (count, received, bytes) = (g.count, g.received, g.bytes);
         g.data = Vec::new();
-        g.frames = Vec::new();
-        g.bitmap = Vec::new();
+        g.pieces = Vec::new();
+        g.ids = hashbrown::HashSet::new();
         g.done = true;
         let kept = g.held();
         budget.used -= freed - kept;
         self.bytes_held -= freed - kept;
-        let count = g.count;
-        c.by_count.entry(count).or_default().completed += 1;
+        let s = c.by_count.entry(count).or_default();
+        if whole.is_none() {
+            // Every fragment came, but they leave bytes of the declared length unsent.
+            c.attacks.with_holes += 1;
+            s.fragments_of_lost += received as u64;
+            s.bytes_wasted += bytes;
+            return Pushed::Stored { opened };
+        }
+        s.completed += 1;
         Pushed::Complete { count, opened }
     }
 

@@ -31,6 +31,10 @@ pub struct AttackCounters {
     /// A message fragment whose data runs past its message's declared total length.
     #[serde(skip_serializing_if = "is_zero")]
     pub offset_past_total: u64,
+    /// A message whose fragments all arrived but leave bytes of its declared length
+    /// unsent (given up: its holes would read as zeros).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub with_holes: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -50,6 +54,7 @@ impl AttackCounters {
         self.evicted_for_memory += o.evicted_for_memory;
         self.incomplete_at_end += o.incomplete_at_end;
         self.offset_past_total += o.offset_past_total;
+        self.with_holes += o.with_holes;
     }
 
     /// Fragments refused by a rule (not counting packets given up).

@@ -27,13 +27,13 @@ pub struct StreamEnd {
 }
 
 impl FlowStreams {
-    /// Counts the messages' sequences; `total`: streams open over all flows, `untracked`:
-    /// messages past the cap.
+    /// Counts the messages' sequences; `total`: streams open over all flows and the most
+    /// kept, `untracked`: messages past it.
     pub fn observe(
         &mut self,
         defs: &[StreamDef],
         messages: &[MessageInfo],
-        total: &mut usize,
+        (total, most): (&mut usize, usize),
         untracked: &mut u64,
     ) {
         for s in messages.iter().filter_map(|m| m.stream) {
@@ -43,7 +43,7 @@ impl FlowStreams {
             let key = (s.stream, s.key);
             let tracker = match self.trackers.get_mut(&key) {
                 Some(t) => t,
-                None if *total < MAX_STREAMS => {
+                None if *total < most => {
                     *total += 1;
                     self.trackers
                         .entry(key)

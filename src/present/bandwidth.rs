@@ -102,10 +102,17 @@ fn estimate(r: &Row) -> String {
         && !e.constant
     {
         let at = match (e.resolution, e.resolution_source) {
-            (Some(res), Some("what-if")) => format!(" at {res}"),
+            (Some(res), Some("what-if")) => format!(" at {}", resolution(res)),
             _ => String::new(),
         };
         parts.push(format!("range {rb} of {} bits{at}", r.declared_bits));
+    }
+    if e.past_range > 0 {
+        let res = e.resolution.map(resolution).unwrap_or_default();
+        parts.push(format!(
+            "{} values need more than 62 bits at {res}: no estimate",
+            e.past_range
+        ));
     }
     if let Some(h) = e.entropy_bits
         && !e.constant
@@ -122,4 +129,14 @@ fn estimate(r: &Row) -> String {
         parts.push("distinct capped".to_string());
     }
     parts.join(", ")
+}
+
+/// A resolution as written, in exponent form when very fine or coarse (1e-16, not 17
+/// digits; 1e300, not 301).
+fn resolution(r: f64) -> String {
+    if r != 0.0 && !(1e-4..1e6).contains(&r.abs()) {
+        format!("{r:e}")
+    } else {
+        r.to_string()
+    }
 }

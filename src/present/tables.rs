@@ -265,6 +265,15 @@ fn render_capture(out: &mut String, c: &crate::analysis::CaptureSummary) {
         ));
     }
     rows.push(("truncated by snaplen", c.snaplen_truncated.to_string()));
+    if c.time_went_back > 0 {
+        rows.push((
+            "time went back",
+            format!(
+                "{} datagrams earlier than one their flow sent before them (a clock stepped back): flows are timed from their earliest to their latest",
+                c.time_went_back
+            ),
+        ));
+    }
     for f in &c.files {
         if let Some(e) = &f.error {
             rows.push(("read error", e.to_string()));
@@ -608,8 +617,17 @@ fn render_streams(out: &mut String, r: &Report) {
     let _ = writeln!(out, "{}", shown(t, &[2, 5]));
     let _ = writeln!(
         out,
-        "(a counter per flow, stream and key value — `flows[].streams` in JSON; lost: sequences skipped and never seen, dup: extra copies)\n"
+        "(a counter per flow, stream and key value — `flows[].streams` in JSON; lost: sequences skipped and never seen, dup: extra copies)"
     );
+    let untracked = r.messages.as_ref().map_or(0, |m| m.streams_not_tracked);
+    if untracked > 0 {
+        let _ = writeln!(
+            out,
+            "{untracked} messages of streams past the first {} are in no row: not sequence-analyzed",
+            crate::engine::streams::MAX_STREAMS
+        );
+    }
+    let _ = writeln!(out);
 }
 
 /// Messages by type, and datagrams by how many messages they carry.
@@ -790,8 +808,14 @@ fn reassembly_rows(a: &crate::analysis::ReassemblyReport) -> Vec<(&'static str, 
         (
             "packets given up",
             format!(
-                "evicted_incomplete {}, evicted_for_memory {}, incomplete_at_end {}",
-                at.evicted_incomplete, at.evicted_for_memory, at.incomplete_at_end
+                "evicted_incomplete {}, evicted_for_memory {}, incomplete_at_end {}{}",
+                at.evicted_incomplete,
+                at.evicted_for_memory,
+                at.incomplete_at_end,
+                match at.with_holes {
+                    0 => String::new(),
+                    n => format!(", with_holes {n}"),
+                }
             ),
         ),
     ];

@@ -1,10 +1,11 @@
 //! Analysis on several cores. Frames are routed by their IP address pair to shards, each
 //! an engine with a statistics sink on its own thread: every flow, IP datagram and ICMP
 //! quote then lives in exactly one shard, and merging the shards' statistics gives the
-//! sequential report. The flow table's cap and the reassembly budget are global limits
-//! that shards cannot share exactly, so when any shard reaches one the capture is
-//! analyzed again on one core: the report is always the sequential one, its peak
-//! reassembly memory included (`peak`: the shards' memory added in frame order).
+//! sequential report. The caps of the flow table and the message streams and the
+//! reassembly budget are global limits that shards cannot share exactly, so when any
+//! shard reaches one the capture is analyzed again on one core: the report is always
+//! the sequential one, its peak reassembly memory included (`peak`: the shards' memory
+//! added in frame order).
 
 use super::Merge;
 use super::files::{Progress, Reading, each_file, read_frames};
@@ -148,6 +149,8 @@ pub fn shard_files<X: Sink + Send + 'static>(
     // be analyzed again anyway, and each holding a whole table doubled the memory of a
     // flood (300,000 one-datagram flows: 1.4 GB on two cores).
     shard_cfg.max_flows = cfg.max_flows.div_ceil(shards);
+    // And the message streams: a shard past its share is read again on one core.
+    shard_cfg.max_streams = cfg.max_streams.div_ceil(shards);
     let mut txs = Vec::new();
     let mut workers = Vec::new();
     // A shard's queue holds 4 batches (1 MB each), the pool what all queues and the
@@ -298,6 +301,10 @@ fn limited(report: &Report, max_flows: usize) -> bool {
         || report.reassembly.attacks.evicted_for_memory > 0
         || report.capture.acks_not_tracked > 0
         || report.capture.burst_window_capped > 0
+        || report
+            .messages
+            .as_ref()
+            .is_some_and(|m| m.streams_not_tracked > 0)
         || report.layers.iter().any(|l| limited(&l.report, max_flows))
 }
 

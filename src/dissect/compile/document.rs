@@ -370,6 +370,9 @@ impl<'d> Compiler<'d> {
         if let Some((f, block)) = &o.fragment {
             self.roles_without_effect(*block, f.name().value(), true);
         }
+        if let Some(m) = &o.messages {
+            self.messages_advance(m, packets);
+        }
         if !self.errors.is_empty() {
             return None;
         }

@@ -338,6 +338,15 @@ impl<'d> Compiler<'d> {
             );
             return false;
         }
+        if let Some(bit) = self.bit_in_header(header, crc).filter(|b| b % 8 != 0) {
+            self.error(
+                self.spans[crc as usize],
+                format!("the checksum field `{name}` starts at bit {bit} of the header: a declared checksum's field is whole bytes, replaced while computing"),
+                "role=crc",
+                Some("move it to a byte boundary, or pad the fields before it to whole bytes".into()),
+            );
+            return false;
+        }
         match self.checksum_field.clone() {
             Some((f, span)) if f != name => {
                 self.error(
@@ -350,6 +359,19 @@ impl<'d> Compiler<'d> {
             }
             _ => true,
         }
+    }
+
+    /// Where `field` starts in the header, when every field before it has a fixed width.
+    fn bit_in_header(&self, header: Block, field: NodeId) -> Option<u64> {
+        let ids = &self.children[header.start as usize..(header.start + header.len) as usize];
+        let mut at = 0u64;
+        for &id in ids {
+            if id == field {
+                return Some(at);
+            }
+            at += fixed_bits(&self.nodes[id as usize].kind)? as u64;
+        }
+        None
     }
 
     /// `stand-in=NAME` names a value some field remembers.
@@ -378,5 +400,27 @@ impl<'d> Compiler<'d> {
                 );
             }
         }
+    }
+}
+
+/// The bits a field always reads, when that is fixed.
+fn fixed_bits(kind: &Kind) -> Option<u32> {
+    let bytes = |c: &Count| match c {
+        Count::Const(n) => u32::try_from(*n).ok().map(|n| n.saturating_mul(8)),
+        Count::Expr(_) => None,
+    };
+    match kind.plain() {
+        Kind::Bits(n) => Some(n),
+        Kind::Bool => Some(1),
+        Kind::Int { min, max } => int_width(min, max),
+        Kind::Uint64 | Kind::Double => Some(64),
+        Kind::Float => Some(32),
+        Kind::Vector => Some(96),
+        Kind::Quaternion => Some(128),
+        Kind::CompressedFloat(cf) => Some(cf.bits),
+        Kind::CompressedVector(cf) => Some(3 * cf.bits),
+        Kind::Derived(_) => Some(0),
+        Kind::LeUint(c) | Kind::Bytes(c) | Kind::Text { len: c } => bytes(&c),
+        _ => None,
     }
 }

@@ -216,10 +216,18 @@ impl Exec<'_> {
                 let reason = format!("more than {} messages in one datagram", p.limits.max_elements);
                 break self.limit(out, group, Label::Index(i), r.bits_read(), reason);
             }
+            let before = r.bits_read();
             let res = self.message(r, out, node, header, group, i);
             i += 1;
             if res.is_err() {
                 break res;
+            }
+            if r.bits_read() == before {
+                // It would be read again at the same bit, to the limit: not a message.
+                out.messages.pop();
+                let field = self.path(out, group, Label::Index(i - 1));
+                let reason = format!("message {} read no bits: the messages cannot advance", i - 1);
+                break self.fault(out, FaultKind::Limit, field, before, reason);
             }
             if r.bits_read() > end {
                 let field = self.path(out, group, Label::Index(i - 1));

@@ -561,8 +561,12 @@ impl Statistics {
         s.datagrams += 1;
         s.file_mask |= 1 << e.file.min(63);
         s.bytes += payload_len as u64;
-        s.first_ns.get_or_insert(e.ts_ns);
-        s.last_ns = Some(e.ts_ns);
+        // By the earliest and latest: a clock that stepped back gives no negative span.
+        if s.last_ns.is_some_and(|l| e.ts_ns < l) {
+            self.report.capture.time_went_back += 1;
+        }
+        s.first_ns = Some(s.first_ns.map_or(e.ts_ns, |t| t.min(e.ts_ns)));
+        s.last_ns = Some(s.last_ns.map_or(e.ts_ns, |t| t.max(e.ts_ns)));
         s.largest_payload = s.largest_payload.max(payload_len);
         s.largest_ip = s.largest_ip.max(ip.total_len);
         s.size_hist.add(payload_len);

@@ -92,6 +92,10 @@ pub struct CaptureSummary {
     /// state budget: `mtu.bursts` samples fewer of their datagrams.
     #[serde(skip_serializing_if = "is_zero")]
     pub burst_window_capped: u64,
+    /// Datagrams earlier than one their flow sent before them: the clock stepped back
+    /// (flows are timed by their earliest and latest datagram all the same).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub time_went_back: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -679,6 +683,10 @@ pub struct Timeline {
     /// fall in it without a 64-bit division.
     #[serde(skip)]
     last: (i64, i64, i64, usize),
+    /// The start before it was first moved back, and the earliest time given since:
+    /// the seconds moved back past that time are trimmed at the end.
+    #[serde(skip)]
+    moved: Option<(i64, i64)>,
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize)]
@@ -691,10 +699,17 @@ pub struct Second {
 const TIMELINE_MAX: usize = 86_400;
 
 impl Timeline {
-    /// The bucket for a timestamp (None before the start or past the limit).
+    /// The bucket for a timestamp (None past the limit, before or after the start).
     pub fn slot(&mut self, ts_ns: i64) -> Option<&mut Second> {
         const NS: i64 = 1_000_000_000;
-        let start = *self.start_ns.get_or_insert(ts_ns);
+        let mut start = *self.start_ns.get_or_insert(ts_ns);
+        if let Some((_, earliest)) = &mut self.moved {
+            *earliest = (*earliest).min(ts_ns);
+        }
+        if ts_ns <= start.saturating_sub(NS) {
+            // Earlier than the start (a clock stepped back): the start moves back.
+            start = self.move_back(ts_ns)?;
+        }
         let d = ts_ns.saturating_sub(start);
         let (from, lo, hi, at) = self.last;
         if from == start && d >= lo && d < hi {
@@ -712,6 +727,76 @@ impl Timeline {
         let lo = if s == 0 { 1 - NS } else { s as i64 * NS };
         self.last = (start, lo, (s as i64 + 1) * NS, s);
         self.seconds.get_mut(s)
+    }
+
+    /// Moves the start back by whole seconds so that `ts_ns` falls in the timeline, at
+    /// least doubling it (a clock stepping back second by second moves it rarely);
+    /// `None` past the limit.
+    fn move_back(&mut self, ts_ns: i64) -> Option<i64> {
+        const NS: i64 = 1_000_000_000;
+        let start = self.start_ns?;
+        let d = start.checked_sub(ts_ns)?;
+        let need = usize::try_from(d / NS + i64::from(d % NS != 0)).ok()?;
+        let room = TIMELINE_MAX.checked_sub(self.seconds.len())?;
+        if need > room {
+            return None;
+        }
+        let (origin, earliest) = self.moved.unwrap_or((start, ts_ns));
+        self.moved = Some((origin, earliest.min(ts_ns)));
+        let by = need.max(self.seconds.len()).min(room);
+        self.seconds
+            .splice(0..0, std::iter::repeat_n(Second::default(), by));
+        let start = start - by as i64 * NS;
+        self.start_ns = Some(start);
+        self.last = (0, 0, 0, 0);
+        Some(start)
+    }
+
+    /// Adds a shard's seconds, its start aligned with this one's (shards start at one
+    /// time and move back by whole seconds).
+    fn merge(&mut self, o: Timeline) {
+        const NS: i64 = 1_000_000_000;
+        let Some(b) = o.start_ns else {
+            return;
+        };
+        let a = *self.start_ns.get_or_insert(b);
+        if b < a {
+            // Moving back to another's start is no time given.
+            let moved = self.moved;
+            self.move_back(b);
+            self.moved = moved.or(Some((a, a)));
+        }
+        self.moved = match (self.moved, o.moved) {
+            (Some((x, e)), Some((y, f))) => Some((x.max(y), e.min(f))),
+            (m, n) => m.or(n),
+        };
+        let start = self.start_ns.unwrap_or(b);
+        let shift = usize::try_from((b - start) / NS).unwrap_or(0);
+        let need = (shift + o.seconds.len()).min(TIMELINE_MAX);
+        if self.seconds.len() < need {
+            self.seconds.resize(need, Second::default());
+        }
+        for (x, y) in self.seconds.iter_mut().skip(shift).zip(o.seconds) {
+            x.datagrams += y.datagrams;
+            x.lost = x.lost.saturating_add(y.lost);
+        }
+        self.last = (0, 0, 0, 0);
+    }
+
+    /// Drops the seconds moved back past the earliest time given (at the end of a run).
+    pub fn trim(&mut self) {
+        const NS: i64 = 1_000_000_000;
+        let (Some(start), Some((origin, earliest))) = (self.start_ns, self.moved.take()) else {
+            return;
+        };
+        let extra = usize::try_from((earliest.min(origin) - start) / NS)
+            .unwrap_or(0)
+            .min(self.seconds.len());
+        if extra > 0 {
+            self.seconds.drain(..extra);
+            self.start_ns = Some(start + extra as i64 * NS);
+            self.last = (0, 0, 0, 0);
+        }
     }
 }
 
@@ -774,15 +859,7 @@ impl Report {
             r.by_count.entry(n).or_default().add(&cs);
         }
         self.mtu.merge(o.mtu);
-        let t = &mut self.timeline;
-        if t.seconds.len() < o.timeline.seconds.len() {
-            t.seconds.resize(o.timeline.seconds.len(), Second::default());
-        }
-        for (a, b) in t.seconds.iter_mut().zip(o.timeline.seconds) {
-            a.datagrams += b.datagrams;
-            a.lost = a.lost.saturating_add(b.lost);
-        }
-        t.start_ns = t.start_ns.or(o.timeline.start_ns);
+        self.timeline.merge(o.timeline);
         match (&mut self.messages, o.messages) {
             (Some(a), Some(b)) => a.merge(b),
             (a, b) => *a = a.take().or(b),
@@ -828,6 +905,7 @@ impl CaptureSummary {
         add_map(&mut c.vlans, d.vlans);
         c.flows_not_tracked += d.flows_not_tracked;
         c.acks_not_tracked += d.acks_not_tracked;
+        c.time_went_back += d.time_went_back;
         c.burst_window_capped += d.burst_window_capped;
         c.ip_defrag.add(&d.ip_defrag);
     }
@@ -907,6 +985,7 @@ impl Report {
 
     pub(crate) fn finalize(&mut self, cfg: &Config) {
         self.schema = SCHEMA_VERSION;
+        self.timeline.trim();
         let c = &mut self.capture;
         if let (Some(a), Some(b)) = (c.first_ns, c.last_ns) {
             c.duration_s = b.saturating_sub(a) as f64 / 1e9;
@@ -1215,10 +1294,13 @@ mod tests {
             ..Timeline::default()
         };
         for (i, d) in offsets.into_iter().enumerate() {
-            let want = usize::try_from(d / NS).ok().filter(|&s| s < super::TIMELINE_MAX);
-            if let Some(s) = t.slot(start + d) {
-                s.datagrams += 1 << i;
-            }
+            let hit = t.slot(start + d).map(|s| s.datagrams += 1 << i).is_some();
+            // Earlier than the start moves it back by whole seconds (a day at most).
+            let now = t.start_ns.unwrap();
+            let want = usize::try_from((start + d - now) / NS)
+                .ok()
+                .filter(|&s| s < super::TIMELINE_MAX);
+            assert_eq!(hit, want.is_some(), "offset {d}");
             let got = want.map(|s| t.seconds[s].datagrams >> i & 1);
             assert_eq!(got, want.map(|_| 1), "offset {d}");
         }

@@ -134,6 +134,9 @@ pub struct Acc {
     /// Floats quantized at `resolution` (`--what-if`, or a compressed float's own).
     pub quantized: Option<IntStats>,
     pub resolution: Option<(f64, &'static str)>,
+    /// Floats whose steps at `resolution` pass ±2^62: in no figure, and the row's
+    /// figures are withheld (they would rest on the other values only).
+    pub past_range: u64,
 }
 
 impl Acc {
@@ -510,6 +513,7 @@ impl Bandwidth {
             floats: None,
             quantized: None,
             resolution,
+            past_range: 0,
             kind: "",
             step: 0.0,
             last_packet: 0,
@@ -899,7 +903,12 @@ impl Bandwidth {
         let q = match (float, r.resolution) {
             (Some(f), Some((res, _))) if f.is_finite() && res > 0.0 => {
                 let q = (f / res).round();
-                (q.abs() < 4.6e18).then_some(q as i128)
+                if q.abs() >= 4.6e18 {
+                    // Not read at the declared resolution instead: said, not replaced.
+                    r.past_range += 1;
+                    return None;
+                }
+                Some(q as i128)
             }
             _ => None,
         };
@@ -1016,6 +1025,7 @@ impl Bandwidth {
             m.occurrences += r.occurrences;
             m.packets += r.packets;
             m.declared = m.declared.max(r.declared);
+            m.past_range += r.past_range;
             merge_opt(&mut m.ints, r.ints.as_ref(), IntStats::merge);
             merge_opt(&mut m.quantized, r.quantized.as_ref(), IntStats::merge);
             merge_opt(&mut m.floats, r.floats.as_ref(), FloatStats::merge);

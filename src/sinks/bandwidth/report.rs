@@ -79,7 +79,15 @@ pub struct Estimate {
     pub resolution: Option<f64>,
     pub resolution_source: Option<&'static str>,
     pub not_finite: u64,
+    /// Values whose steps at the resolution pass ±2^62 (a `--what-if` too fine for
+    /// them): the integer figures are withheld.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub past_range: u64,
     pub rests_on: String,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -192,6 +200,7 @@ pub fn build(b: &Bandwidth) -> BandwidthReport {
 
 fn estimate(r: &Acc) -> Option<Estimate> {
     let (ints, resolution) = match (&r.quantized, &r.ints) {
+        _ if r.past_range > 0 => (None, r.resolution),
         (Some(q), _) => (Some(q), r.resolution),
         (None, Some(i)) if r.kind == "compressed-float" => (Some(i), Some((r.step, "declared"))),
         (None, i) => (i.as_ref(), None),
@@ -216,6 +225,7 @@ fn estimate(r: &Acc) -> Option<Estimate> {
         resolution: resolution.map(|r| r.0),
         resolution_source: resolution.map(|r| r.1),
         not_finite: floats.map_or(0, |f| f.not_finite),
+        past_range: r.past_range,
         rests_on: format!("{values} values seen"),
     };
     if let Some(f) = floats.filter(|f| f.n > 0) {

@@ -665,7 +665,32 @@ fn replace_partitions(
             });
         }
     }
+    // The renames and removals on the disk: each partition's directory, and the
+    // directories above it that the export may have made.
+    let mut dirs: Vec<&Path> = written.iter().copied().collect();
+    dirs.sort();
+    for d in dirs {
+        for up in d.ancestors().take_while(|a| a.starts_with(dir)) {
+            sync_dir(up).map_err(|e| ExportError {
+                path: up.display().to_string(),
+                reason: e.to_string(),
+            })?;
+        }
+    }
     Ok(())
+}
+
+/// Puts a directory's entries (files made, renamed or removed in it) on the disk.
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::fs::File::open(dir)?.sync_all()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        Ok(())
+    }
 }
 
 impl Export {

@@ -113,10 +113,14 @@ impl Parts {
         Ok(())
     }
 
-    /// Closes the file being written (its footer written).
+    /// Closes the file being written (its footer written) and puts it on the disk, so
+    /// that the rename that commits it never names a file a power cut left empty.
     pub fn close(&mut self) -> Result<(), ExportError> {
         match self.writer.take() {
-            Some(w) => w.close().map(drop).map_err(|e| self.fail(&e)),
+            Some(w) => {
+                let file = w.into_inner().map_err(|e| self.fail(&e))?;
+                file.sync_all().map_err(|e| self.fail(&e))
+            }
             None => Ok(()),
         }
     }

@@ -448,7 +448,10 @@ impl App {
     /// the filter.
     fn reload(&mut self) {
         let Some(path) = self.definition.clone() else {
-            self.message = Some(("nothing to reload: the TUI was opened without -d".into(), true));
+            self.message = Some((
+                "nothing to reload: the TUI was opened without a -d file (a pipe is read once)".into(),
+                true,
+            ));
             return;
         };
         if self.live {
