@@ -146,11 +146,46 @@ impl<'p> Exec<'p> {
         parent: u32,
         depth: u16,
     ) -> Result<bool, Stop> {
+        if let Some(done) = self.run_native(r, entry) {
+            self.fallbacks += u64::from(!done);
+            return Ok(done);
+        }
         let base = self.elements.len();
         let done = self.run_ops(r, out, entry, parent, depth);
         self.elements.truncate(base);
         self.fallbacks += u64::from(matches!(done, Ok(false)));
         done
+    }
+
+    /// The block at `entry` by its compiled code, when it has some: what `run_ops` would
+    /// answer (true: read, the reader after it; false: the interpreter must read it
+    /// again). None: no compiled code here.
+    #[inline(always)]
+    fn run_native(&mut self, r: &mut BitReader, entry: u32) -> Option<bool> {
+        if !self.native {
+            return None;
+        }
+        let program = self.program;
+        let block = program.native.block(entry, self.slots.len(), &program.limits)?;
+        let data = r.data();
+        let mut io = crate::dissect::native::Io {
+            count: self.count.get(),
+            seen: self.seen,
+        };
+        let end = block.run(
+            self.padded.of(data),
+            r.len_bits(),
+            r.bits_read(),
+            self.slots,
+            &mut io,
+        );
+        let Some(end) = end else {
+            return Some(false);
+        };
+        *r = BitReader::at(data, end);
+        self.count.set(io.count);
+        self.seen = io.seen;
+        Some(true)
     }
 
     /// The plan loop: one op at a time until the entry's `Return` (see [`Exec::run_plan`]).
