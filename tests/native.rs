@@ -4,6 +4,8 @@
 //! roles and slots; valid packets need no second reading; and the compiled code covers
 //! the blocks the plan reads.
 
+mod common;
+
 use gpcap::dissect::{self, Dissection, Dissector, Program};
 use gpcap::generate::{PacketWriter, Rng};
 use proptest::prelude::*;
@@ -175,14 +177,7 @@ fn compiled_code_keeps_the_limits() {
 /// the same verdicts.
 #[test]
 fn a_huge_definition_is_refused_and_interpreted() {
-    let mut text = String::from(
-        "protocol \"big\" {\n    id 1\n    ports 1\n    types 2\n}\nheader {\n    bits crc 32 role=crc\n    bits sequence 16 role=sequence\n    int type 0 1 role=type\n}\npacket 1 \"p\" {\n",
-    );
-    for i in 0..62_000 {
-        text.push_str(&format!("    int f{i} 0 {}\n", 1 + i % 5));
-    }
-    text.push_str("}\n");
-    let p = gpcap::compile_definition("big.kdl", &text).unwrap();
+    let p = gpcap::compile_definition("big.kdl", &common::huge_definition()).unwrap();
     let refused = p.native.refused().map(|r| r.to_string()).unwrap_or_default();
     assert!(refused.contains("too large to compile"), "{refused}");
     assert_eq!(p.native.blocks(), 0);

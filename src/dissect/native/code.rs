@@ -16,8 +16,10 @@ pub(super) struct Code {
     /// The module that owns the code's memory (behind a lock only to be `Sync`: it is
     /// never touched again until it is freed).
     module: Mutex<Option<JITModule>>,
-    /// Compiled blocks by plan entry, sorted.
-    functions: Vec<(u32, BlockFn)>,
+    /// Compiled blocks by plan entry (an index of the plan's ops: at most the budget's
+    /// units, a load to find).
+    functions: Vec<Option<BlockFn>>,
+    blocks: usize,
     pub(super) limits: Limits,
     pub(super) slots: usize,
     pub(super) size: usize,
@@ -38,13 +40,12 @@ impl Drop for Code {
 
 impl Code {
     pub(super) fn blocks(&self) -> usize {
-        self.functions.len()
+        self.blocks
     }
 
     #[inline(always)]
     pub(super) fn function(&self, entry: u32) -> Option<BlockFn> {
-        let i = self.functions.binary_search_by_key(&entry, |f| f.0).ok()?;
-        self.functions.get(i).map(|f| f.1)
+        *self.functions.get(entry as usize)?
     }
 
     /// Compiles each of `entries` whose ops all compile. `Ok(None)`: none did.
@@ -71,7 +72,7 @@ impl Code {
         if compilable.is_empty() {
             return Ok(None);
         }
-        let mut module = module().map_err(Refusal::Host)?;
+        let mut module = module(units > QUICK_UNITS).map_err(Refusal::Host)?;
         let mut ctx = module.make_context();
         let mut fctx = FunctionBuilderContext::new();
         let mut ids = Vec::new();
@@ -99,18 +100,22 @@ impl Code {
         module
             .finalize_definitions()
             .map_err(|e| Refusal::Host(e.to_string()))?;
-        let mut functions = Vec::new();
+        let mut functions = vec![None; ids.iter().map(|&(e, _)| e as usize + 1).max().unwrap_or(0)];
+        let blocks = ids.len();
         for (entry, id) in ids {
             let p = module.get_finalized_function(id);
             // SAFETY: `p` is the entry of a function just compiled with the signature
             // `BlockFn` describes (five 64-bit integers or pointers in, one out, the
             // platform's C calling convention: `make_signature`'s default).
             let f = unsafe { std::mem::transmute::<*const u8, BlockFn>(p) };
-            functions.push((entry, f));
+            if let Some(slot) = functions.get_mut(entry as usize) {
+                *slot = Some(f);
+            }
         }
         Ok(Some(Code {
             module: Mutex::new(Some(module)),
             functions,
+            blocks,
             limits: env.limits,
             slots: env.slots,
             size,
@@ -118,11 +123,19 @@ impl Code {
     }
 }
 
-/// A JIT module for this machine, its code optimized for speed.
-fn module() -> Result<JITModule, String> {
+/// Units past which a definition's code is made quickly rather than well: Cranelift's
+/// optimizer and register allocator took over half a second on 5,000 fields.
+const QUICK_UNITS: u64 = 2_000;
+
+/// A JIT module for this machine, its code optimized for speed (`quick`: made fast,
+/// without the optimizer and with the single-pass register allocator).
+fn module(quick: bool) -> Result<JITModule, String> {
     let mut flags = settings::builder();
     let set = |f: &mut settings::Builder, k: &str, v: &str| f.set(k, v).map_err(|e| e.to_string());
-    set(&mut flags, "opt_level", "speed")?;
+    set(&mut flags, "opt_level", if quick { "none" } else { "speed" })?;
+    if quick {
+        set(&mut flags, "regalloc_algorithm", "single_pass")?;
+    }
     set(&mut flags, "use_colocated_libcalls", "false")?;
     set(&mut flags, "is_pic", "false")?;
     // The IR is made by this crate's lowering, tested; verifying it again at every load

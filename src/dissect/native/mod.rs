@@ -46,10 +46,10 @@ pub type BlockFn = unsafe extern "C" fn(*const u8, u64, u64, *mut i64, *mut Io) 
 /// A compiled block's answer when it cannot decide: the interpreter reads it again.
 pub const FAILED: u64 = u64::MAX;
 
-/// Plan entries whose ops compile, at most, and ops lowered in all (an array's body is
-/// lowered where it is used): past them a definition is refused for compilation, whose
-/// compile time would pass the budget (about 250 ms for 5,000 fields).
-pub const MAX_UNITS: u64 = 60_000;
+/// Ops and range checks lowered in all, at most (an array's body counts where it is
+/// used): past them a definition is refused for compilation, whose compile time would
+/// pass the budget (250 ms).
+pub const MAX_UNITS: u64 = 20_000;
 
 /// Array and list elements nested in one compiled block, at most (deeper: the block
 /// stays with the plan executor).
