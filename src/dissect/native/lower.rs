@@ -15,8 +15,9 @@ use crate::dissect::plan::{Check, NO_ENTRY, NO_SLOT, Op, Plan};
 use crate::dissect::program::{Count, ROLE_SLOTS};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::{I32, I64};
+use cranelift_codegen::ir::{AbiParam, Signature};
 use cranelift_codegen::ir::{Block, Function, InstBuilder, MemFlagsData, Value};
-use cranelift_codegen::isa::TargetFrontendConfig;
+use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 
 /// Why a block does not compile.
@@ -102,7 +103,8 @@ fn measure_block(plan: &Plan, env: Env<'_>, entry: u32, depth: u32, units: &mut 
                 }
                 measure_block(plan, env, entry, depth + 1, units)?;
             }
-            Op::Node(_) => return Err(Unsupported::Op),
+            // A call to the interpreter.
+            Op::Node(_) => {}
         }
         if *units > MAX_UNITS {
             return Err(Unsupported::TooLarge);
@@ -135,6 +137,7 @@ pub(crate) fn function(
     let start = b.create_block();
     b.append_block_params_for_function_params(start);
     b.switch_to_block(start);
+    let call_conv = config.default_call_conv;
     let &[data, len, pos0, slots, io] = b.block_params(start) else {
         return Err(Unsupported::Op);
     };
@@ -147,7 +150,11 @@ pub(crate) fn function(
     b.def_var(seen, s0);
     let fail = b.create_block();
     let done = b.create_block();
+    let stopped = b.create_block();
     let mut l = Lower {
+        io,
+        stopped,
+        call_conv,
         b,
         plan,
         env,
@@ -177,8 +184,11 @@ pub(crate) fn function(
     b.ins().store(trusted, s32, io, 4);
     b.ins().return_(&[p]);
     b.switch_to_block(fail);
-    let failed = b.ins().iconst(I64, -1);
+    let failed = b.ins().iconst(I64, super::FAILED as i64);
     b.ins().return_(&[failed]);
+    b.switch_to_block(stopped);
+    let stop = b.ins().iconst(I64, super::STOPPED as i64);
+    b.ins().return_(&[stop]);
     l.b.seal_all_blocks();
     l.b.finalize(config);
     Ok(())
@@ -186,6 +196,10 @@ pub(crate) fn function(
 
 pub(super) struct Lower<'a, 'b> {
     pub(super) b: FunctionBuilder<'b>,
+    io: Value,
+    /// Where a node the interpreter read stopped the packet.
+    stopped: Block,
+    call_conv: CallConv,
     plan: &'a Plan,
     pub(super) env: Env<'a>,
     data: Value,
@@ -266,11 +280,43 @@ impl Lower<'_, '_> {
                     count, entry, fixed, ..
                 } => self.array(count, entry, fixed)?,
                 Op::RelativeList { max, entry, .. } => self.list(max, entry)?,
-                Op::Node(_) => return Err(Unsupported::Op),
+                Op::Node(id) => self.node(id),
             }
             self.b.ins().jump(next, &[]);
         }
         Ok(())
+    }
+
+    /// Node `id` read by the interpreter (`Io::call`): the position, fields counted and
+    /// roles handed over in `io` and taken back, the slots read again from memory after.
+    fn node(&mut self, id: u32) {
+        let t = MemFlagsData::trusted();
+        let (io, b) = (self.io, &mut self.b);
+        let (pos, count, seen) = (b.use_var(self.pos), b.use_var(self.count), b.use_var(self.seen));
+        let c32 = b.ins().ireduce(I32, count);
+        let s32 = b.ins().ireduce(I32, seen);
+        b.ins().store(t, c32, io, 0);
+        b.ins().store(t, s32, io, 4);
+        b.ins().store(t, pos, io, 8);
+        let cx = b.ins().load(I64, t, io, 16);
+        let call = b.ins().load(I64, t, io, 24);
+        let mut sig = Signature::new(self.call_conv);
+        sig.params
+            .extend([AbiParam::new(I64), AbiParam::new(I64), AbiParam::new(I32)]);
+        sig.returns.push(AbiParam::new(I32));
+        let sig = b.import_signature(sig);
+        let node = b.ins().iconst(I32, i64::from(id as i32));
+        let inst = b.ins().call_indirect(sig, call, &[cx, io, node]);
+        let status = b.inst_results(inst)[0];
+        let read = b.create_block();
+        b.ins().brif(status, self.stopped, &[], read, &[]);
+        b.switch_to_block(read);
+        let c = b.ins().uload32(t, io, 0);
+        let s = b.ins().uload32(t, io, 4);
+        let p = b.ins().load(I64, t, io, 8);
+        b.def_var(self.count, c);
+        b.def_var(self.seen, s);
+        b.def_var(self.pos, p);
     }
 
     /// Slot `s`'s value (0 past the slots, as the interpreter reads it).

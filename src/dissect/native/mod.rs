@@ -31,16 +31,45 @@ mod lower;
 pub const PADDING: usize = 16;
 
 /// What a compiled block reads and writes besides the datagram and the slots: the
-/// fields counted (in and out) and the role slots written (a bit each, or-ed in).
+/// fields counted (in and out) and the role slots written (a bit each, or-ed in); and
+/// for a node it leaves to the interpreter, the position and the call that reads it.
 #[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct Io {
     pub count: u32,
     pub seen: u32,
+    /// The position, handed to `call` and back.
+    pub pos: u64,
+    /// What `call` reads the node with (the interpreter's state).
+    pub cx: *mut std::ffi::c_void,
+    /// Reads node `id` at `pos` with `cx`, updating this `Io`: [`NODE_READ`], or
+    /// [`NODE_STOPPED`] (a fault, recorded: the packet stops).
+    pub call: NodeFn,
+}
+
+/// The interpreter reading one node for compiled code: (its state, the [`Io`], the
+/// node) → [`NODE_READ`] or [`NODE_STOPPED`].
+pub type NodeFn = unsafe extern "C" fn(*mut std::ffi::c_void, *mut Io, u32) -> u32;
+
+pub const NODE_READ: u32 = 0;
+pub const NODE_STOPPED: u32 = 1;
+
+/// A compiled block's answer when a node it left to the interpreter stopped the packet.
+pub const STOPPED: u64 = u64::MAX - 1;
+
+/// What a compiled block did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ran {
+    /// Read to the bit given.
+    Read(u64),
+    /// Undecided: the interpreter must read the block again.
+    No,
+    /// The interpreter, reading a node for it, recorded a fault.
+    Stopped,
 }
 
 /// A compiled block: (datagram, its length in bits, the bit to start at, the slots,
-/// the [`Io`]) → the bit after the block, or [`FAILED`].
+/// the [`Io`]) → the bit after the block, [`FAILED`] or [`STOPPED`].
 pub type BlockFn = unsafe extern "C" fn(*const u8, u64, u64, *mut i64, *mut Io) -> u64;
 
 /// A compiled block's answer when it cannot decide: the interpreter reads it again.
@@ -221,13 +250,20 @@ impl Padded {
     #[inline]
     pub fn of(&mut self, data: &[u8]) -> &[u8] {
         let from = (data.as_ptr() as usize, data.len());
-        if self.from != from || self.buf.len() != data.len() + PADDING {
-            self.buf.clear();
-            self.buf.extend_from_slice(data);
-            self.buf.resize(data.len() + PADDING, 0);
+        let need = data.len() + PADDING;
+        if self.from != from || self.buf.len() < need {
+            if self.buf.len() < need {
+                self.buf.resize(need.max(2048), 0);
+            }
+            if let Some((head, tail)) = self.buf.split_at_mut_checked(data.len()) {
+                head.copy_from_slice(data);
+                if let Some(pad) = tail.first_chunk_mut::<PADDING>() {
+                    *pad = [0; PADDING];
+                }
+            }
             self.from = from;
         }
-        &self.buf
+        self.buf.get(..need).unwrap_or(&[])
     }
 
     /// Forgets the copy: the next datagram may sit where this one was.
@@ -239,30 +275,41 @@ impl Padded {
 
 impl Compiled {
     /// Runs the block over `padded` (a datagram of `len_bits` bits and its padding) from
-    /// bit `pos`, with `slots` and `io`: the bit after it, or `None` (the interpreter
-    /// must read it again).
+    /// bit `pos`, with `slots` and `io`.
+    ///
+    /// # Safety
+    ///
+    /// `slots` is valid for reads and writes for the whole call, by the compiled code
+    /// and by `io.call`; `io.call`, called with `io.cx`, `io` and a node of the
+    /// program, must be sound for the whole call (it reads that node and returns).
     #[inline(always)]
-    pub fn run(&self, padded: &[u8], len_bits: u64, pos: u64, slots: &mut [i64], io: &mut Io) -> Option<u64> {
+    pub unsafe fn run(&self, padded: &[u8], len_bits: u64, pos: u64, slots: *mut [i64], io: &mut Io) -> Ran {
         #[cfg(feature = "jit")]
         {
             let bytes = (len_bits / 8) as usize;
             if padded.len() < bytes + PADDING || len_bits % 8 != 0 || pos > len_bits {
-                return None;
+                return Ran::No;
             }
             // SAFETY: the code was compiled from this program's plan for at most
-            // `slots.len()` slots (`Native::block` checked), and it reads and writes
+            // `slots.len()` slots (`Native::block` checked; the caller vouches for
+            // them), and it reads and writes
             // only these buffers: the slots by indices below that count, `io` in place,
-            // and `padded` by 8-byte loads at byte offsets up to `len_bits / 8` — every
-            // position it reads at is checked against `len_bits` first, and `pos` is
-            // (checked above) — which the `PADDING` bytes after the datagram make
-            // readable. It calls nothing, allocates nothing, and returns.
-            let end = unsafe { (self.f)(padded.as_ptr(), len_bits, pos, slots.as_mut_ptr(), io) };
-            (end != FAILED).then_some(end)
+            // and `padded` by 8-byte loads at byte offsets up to `len_bits / 8` — no
+            // position it reads at passes `len_bits` (each advance is checked against
+            // it, and `pos` was above) — which the `PADDING` bytes after the datagram
+            // make readable. It allocates nothing and calls only `io.call`, which the
+            // caller vouches for; the slots and `io` it reads again after that call.
+            let end = unsafe { (self.f)(padded.as_ptr(), len_bits, pos, slots.cast::<i64>(), io) };
+            match end {
+                FAILED => Ran::No,
+                STOPPED => Ran::Stopped,
+                end => Ran::Read(end),
+            }
         }
         #[cfg(not(feature = "jit"))]
         {
             let _ = (padded, len_bits, pos, slots, io);
-            None
+            Ran::No
         }
     }
 }
