@@ -210,9 +210,11 @@ impl<'p> Exec<'p> {
         let block = program.native.block(entry, self.slots.len(), &program.limits)?;
         let data = r.data();
         let (len, pos) = (r.len_bits(), r.bits_read());
-        // The state a node left to the interpreter is read with, behind one pointer.
-        let padded = std::mem::take(self.padded);
+        // Not copied again while the block runs: nodes it leaves to the interpreter run
+        // no compiled code (`native` is off until it returns).
+        let padded: *const [u8] = self.padded.of(data);
         self.native = false;
+        // The state a node left to the interpreter is read with, behind one pointer.
         let mut cx = NodeCx {
             exec: &mut *self,
             r: BitReader::at(data, pos),
@@ -227,15 +229,14 @@ impl<'p> Exec<'p> {
             cx: (&raw mut cx).cast(),
             call: read_node,
         };
-        let mut padded = padded;
         let slots: *mut [i64] = cx.exec.slots.as_mut_slice();
         // SAFETY: `slots` are the interpreter's, alive through the call, which the
         // compiled code and `read_node` (through `cx`, while the compiled code waits
         // for it) take turns at; `io.call` is `read_node`, `io.cx` the `NodeCx` above,
-        // alive and not otherwise used until the call returns.
-        let ran = unsafe { block.run(padded.of(data), len, pos, slots, &mut io) };
+        // alive and not otherwise used until the call returns; `padded` is the
+        // dissector's copy of the datagram, which nothing writes meanwhile.
+        let ran = unsafe { block.run(&*padded, len, pos, slots, &mut io) };
         self.native = true;
-        *self.padded = padded;
         Some(match ran {
             Ran::Read(end) => {
                 *r = BitReader::at(data, end);
