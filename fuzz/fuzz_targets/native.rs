@@ -5,6 +5,9 @@
 
 use libfuzzer_sys::fuzz_target;
 
+#[path = "gen_def.rs"]
+#[allow(dead_code)]
+mod gen_def;
 #[path = "native_diff.rs"]
 mod native_diff;
 

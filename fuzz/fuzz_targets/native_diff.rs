@@ -3,11 +3,8 @@
 //! input's tail and every cut of it by the compiled code and by the plan executor, both
 //! validating; verdicts, faults, positions, roles and slots must be the same.
 
-#[path = "gen_def.rs"]
-#[allow(dead_code)]
-mod gen_def;
-
-use gen_def::{Choices, definition};
+// The includer declares `gen_def` beside this module.
+use super::gen_def::{Choices, definition};
 use gpcap::dissect::{Dissection, Dissector};
 
 /// What a validation decides, compared whole.

@@ -287,7 +287,7 @@ impl Compiled {
         #[cfg(feature = "jit")]
         {
             let bytes = (len_bits / 8) as usize;
-            if padded.len() < bytes + PADDING || len_bits % 8 != 0 || pos > len_bits {
+            if padded.len() < bytes + PADDING || !len_bits.is_multiple_of(8) || pos > len_bits {
                 return Ran::No;
             }
             // SAFETY: the code was compiled from this program's plan for at most
