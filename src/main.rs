@@ -10,6 +10,7 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     cli::one_malloc_arena();
     let mut cli = Cli::parse();
+    cli::compiled_code(cli.no_jit);
     // `-` and FIFOs are read once, here, for the commands that read captures whole.
     let spooled = cli::input::spool(&mut cli.command);
     let result = spooled.and_then(|_spooled| match &cli.command {

@@ -18,6 +18,9 @@ mod gen_msgs;
 #[path = "../fuzz/fuzz_targets/gen_keys.rs"]
 mod gen_keys;
 
+#[path = "../fuzz/fuzz_targets/native_diff.rs"]
+mod native_diff;
+
 use gen_def::{Choices, definition};
 use std::time::{Duration, Instant};
 
@@ -70,6 +73,15 @@ fn definitions_from_constructs_compile_fast_or_are_refused() {
         assert!(t.elapsed() < Duration::from_secs(10), "slow:\n{text}");
     });
     assert!(n > 0);
+}
+
+/// The compiled reader against the plan executor on random definitions and datagrams:
+/// the same verdicts, faults and slots (and some definitions had code to compare).
+#[test]
+fn compiled_code_decides_as_the_interpreter() {
+    let mut compiled = 0u64;
+    let n = run("native", |data| compiled += u64::from(native_diff::run(data)));
+    assert!(n > 0 && compiled > 0, "{compiled} of {n} had compiled blocks");
 }
 
 #[test]

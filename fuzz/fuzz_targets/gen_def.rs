@@ -41,7 +41,7 @@ const TEMPLATES: [&str; 8] = [
 
 fn field(c: &mut Choices, structs: usize, depth: u32, out: &mut String, indent: &str) {
     let name = NAMES[c.below(NAMES.len() as u8) as usize];
-    match c.below(11) {
+    match c.below(16) {
         0 => *out += &format!("{indent}bits {name} {}\n", c.below(34)),
         1 => *out += &format!("{indent}le-uint {name} {}\n", c.below(10)),
         2 => *out += &format!("{indent}le-uint {name} \"n & 7\"\n"),
@@ -78,6 +78,41 @@ fn field(c: &mut Choices, structs: usize, depth: u32, out: &mut String, indent: 
             *out += &format!(
                 "{indent}list {name} end=\"{}\" {{\n",
                 EXPRS[c.below(EXPRS.len() as u8) as usize]
+            );
+            field(c, structs, depth + 1, out, &format!("{indent}    "));
+            *out += &format!("{indent}}}\n");
+        }
+        11 => {
+            let min = i64::from(c.below(40)) - 20;
+            *out += &format!("{indent}int {name} {min} {}\n", min + i64::from(c.byte()) * 3);
+        }
+        12 if depth < 3 => {
+            *out += &format!(
+                "{indent}relative-list {name} {} {{\n",
+                1 + u32::from(c.byte()) * 5
+            );
+            field(c, structs, depth + 1, out, &format!("{indent}    "));
+            *out += &format!("{indent}}}\n");
+        }
+        13 => {
+            *out += &[
+                format!("{indent}compressed-float {name} -10 10 0.5\n"),
+                format!("{indent}compressed-vector {name} -100 100 0.25\n"),
+                format!("{indent}smallest-three {name} {}\n", 2 + c.below(9)),
+                format!("{indent}vector {name}\n"),
+            ][c.below(4) as usize]
+        }
+        14 if depth < 3 => {
+            let count = ["\"n & 7\"", "\"a + 1\"", "3", "n"][c.below(4) as usize];
+            *out += &format!("{indent}array {name} {count} {{\n");
+            field(c, structs, depth + 1, out, &format!("{indent}    "));
+            *out += &format!("{indent}}}\n");
+        }
+        15 if depth < 3 => {
+            // A flag and the fields it guards: the plan's conditional runs.
+            *out += &format!(
+                "{indent}bool {name}\n{indent}if \"{}{name}\" {{\n",
+                ["", "!"][c.below(2) as usize]
             );
             field(c, structs, depth + 1, out, &format!("{indent}    "));
             *out += &format!("{indent}}}\n");

@@ -13,6 +13,10 @@ use std::path::PathBuf;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Read definitions with the interpreter instead of compiling them to machine code
+    /// (the same results, slower; also GPCAP_NO_JIT=1).
+    #[arg(long = "no-jit", global = true)]
+    pub no_jit: bool,
 }
 
 #[derive(Args, Clone)]

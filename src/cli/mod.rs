@@ -110,7 +110,25 @@ pub fn color() -> bool {
 }
 
 pub fn load_program(path: &Path) -> Result<Arc<Program>> {
-    Ok(gpcap::load_definition(path)?)
+    let p = gpcap::load_definition(path)?;
+    if let Some(why) = p.native.refused() {
+        // Once per definition, though a command may load it twice.
+        static SAID: std::sync::Mutex<Vec<std::path::PathBuf>> = std::sync::Mutex::new(Vec::new());
+        if let Ok(mut said) = SAID.lock()
+            && !said.iter().any(|s| s == path)
+        {
+            said.push(path.to_path_buf());
+            eprintln!("gpcap: {}: {why}", path.display());
+        }
+    }
+    Ok(p)
+}
+
+/// Whether definitions are compiled to machine code: not with `--no-jit`, nor with
+/// `GPCAP_NO_JIT` set to anything but empty or `0`.
+pub fn compiled_code(no_jit: bool) {
+    let env = std::env::var_os("GPCAP_NO_JIT").is_some_and(|v| !v.is_empty() && v != "0");
+    gpcap::dissect::native::set_enabled(!(no_jit || env));
 }
 
 impl ProtocolArgs {

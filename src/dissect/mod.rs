@@ -8,6 +8,7 @@ pub(crate) mod expand;
 pub(crate) mod expr;
 pub(crate) mod leaves;
 pub(crate) mod model;
+pub mod native;
 pub(crate) mod paths;
 pub(crate) mod plan;
 pub(crate) mod prims;

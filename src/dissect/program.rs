@@ -664,6 +664,8 @@ pub struct Program {
     pub datagram_type: Option<u32>,
     /// Every block flattened for validation (built last, from the above).
     pub plan: super::plan::Plan,
+    /// The plan's top-level blocks compiled to machine code (`native/`), built from it.
+    pub native: super::native::Native,
 }
 
 impl Program {
@@ -688,6 +690,21 @@ impl Program {
     }
 
     #[inline]
+    /// Compiles the plan's top-level blocks (header, fragment header, bodies) to
+    /// machine code, when compiled code is on (`native::set_enabled`).
+    pub fn compile_native(&mut self) {
+        let plan = &self.plan;
+        let mut entries = vec![plan.header];
+        entries.extend(self.fragment.and_then(|f| plan.entry(f)));
+        entries.extend(plan.bodies.iter().copied());
+        let env = super::native::Env {
+            code: &self.code,
+            slots: self.slot_count,
+            limits: self.limits,
+        };
+        self.native = super::native::Native::compile(plan, env, &entries);
+    }
+
     pub fn expr(&self, e: Expr) -> &[expr::Op] {
         self.code
             .get(e.start as usize..(e.start + e.len) as usize)

@@ -93,3 +93,21 @@ pub fn sharded(
 ) -> Result<gpcap::Report, gpcap::capture::CaptureError> {
     gpcap::run::analyze(paths, cfg, gpcap::Mode::Sharded(shards), progress)
 }
+
+/// A definition too large to compile to machine code (`dissect/native/`): many arrays of a struct of checked fields: the plan is small to write, but each
+/// array's body is compiled where it is used, past the budget.
+#[allow(dead_code)]
+pub fn huge_definition() -> String {
+    let mut text = String::from(
+        "protocol \"big\" {\n    id 0x55667788\n    ports 40000 40001 50000 50001\n    types 6\n}\nheader {\n    bits crc 32 role=crc\n    bits sequence 16 role=sequence\n    int type 0 5 role=type\n}\nstruct s {\n",
+    );
+    for i in 0..250 {
+        text.push_str(&format!("    int f{i} 0 2\n"));
+    }
+    text.push_str("}\npacket 1 \"p\" {\n");
+    for i in 0..100 {
+        text.push_str(&format!("    array a{i} 1 {{\n        s x\n    }}\n"));
+    }
+    text.push_str("}\n");
+    text
+}

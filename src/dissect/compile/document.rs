@@ -422,12 +422,14 @@ impl<'d> Compiler<'d> {
             messages: o.messages.map(|m| m.node),
             datagram_type,
             plan: Default::default(),
+            native: Default::default(),
         };
         program.plan = crate::dissect::plan::Plan::build(&program);
         if self.remaining {
             program.params.remaining = true;
             program.plan.interpret_only();
         }
+        program.compile_native();
         program
     }
 

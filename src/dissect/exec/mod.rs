@@ -34,6 +34,11 @@ pub struct Dissector {
     /// Plan runs that failed, so the interpreter read their block again: on valid
     /// packets none (a test holds it), or the plan is only slower, never wrong.
     pub plan_fallbacks: u64,
+    /// Run the program's compiled blocks where it has them (false: the plan executor,
+    /// the oracle they are tested against).
+    pub native: bool,
+    /// The datagram padded for compiled code (reused).
+    padded: super::native::Padded,
 }
 
 impl Dissector {
@@ -44,12 +49,20 @@ impl Dissector {
             elements: Vec::with_capacity(4 * ELEMENT_STACK),
             record: true,
             plan_fallbacks: 0,
+            native: true,
+            padded: Default::default(),
             program,
         }
     }
 
     pub fn program(&self) -> &Program {
         &self.program
+    }
+
+    /// The slots as the last datagram left them: what later ops and roles read (the
+    /// compiled code and the plan executor are held to the same ones).
+    pub fn slots(&self) -> &[i64] {
+        &self.slots
     }
 
     /// Dissects one datagram into `out` (cleared first).
@@ -73,11 +86,14 @@ impl Dissector {
             }
         }
         let mut r = BitReader::new(data);
+        self.padded.reset();
         let mut exec = Exec {
             program: &self.program,
             slots: &mut self.slots,
             prims: &mut self.prims,
             elements: &mut self.elements,
+            native: self.native,
+            padded: &mut self.padded,
             record: self.record,
             count: std::cell::Cell::new(0),
             rest: std::cell::Cell::new(None),
@@ -115,11 +131,14 @@ impl Dissector {
         out.packet_type = Some(ty);
         self.slots.iter_mut().for_each(|x| *x = 0);
         let mut r = BitReader::new(data);
+        self.padded.reset();
         let mut exec = Exec {
             program: &self.program,
             slots: &mut self.slots,
             prims: &mut self.prims,
             elements: &mut self.elements,
+            native: self.native,
+            padded: &mut self.padded,
             record: true,
             count: std::cell::Cell::new(0),
             rest: std::cell::Cell::new(None),
@@ -148,6 +167,9 @@ struct Exec<'p> {
     /// Open elements of the plan runs under way, innermost last (each run keeps its
     /// own above where it started).
     elements: &'p mut Vec<Element>,
+    /// Whether to run compiled blocks, and the datagram padded for them.
+    native: bool,
+    padded: &'p mut super::native::Padded,
     record: bool,
     /// Fields read so far (counted even when not recorded, for the limit).
     count: std::cell::Cell<u32>,

@@ -4,6 +4,38 @@
 //! where and why.
 
 use super::*;
+use crate::dissect::native::{Io, NODE_READ, NODE_STOPPED, Ran};
+
+/// What the interpreter reads a node with for compiled code ([`read_node`]).
+struct NodeCx<'e, 'p, 'd> {
+    exec: &'e mut Exec<'p>,
+    r: BitReader<'d>,
+    out: &'e mut Dissection,
+    parent: u32,
+    depth: u16,
+}
+
+/// Reads node `id` for compiled code at `io.pos`, as `run_ops` reads an `Op::Node`.
+///
+/// # Safety
+///
+/// `cx` is a live `NodeCx` no one else uses during the call, `io` a live `Io`.
+unsafe extern "C" fn read_node(cx: *mut std::ffi::c_void, io: *mut Io, id: u32) -> u32 {
+    // SAFETY: as the caller vouches (`Exec::run_native` made both for this call).
+    let (cx, io) = unsafe { (&mut *cx.cast::<NodeCx>(), &mut *io) };
+    cx.r = BitReader::at(cx.r.data(), io.pos);
+    cx.exec.count.set(io.count);
+    cx.exec.seen = io.seen;
+    match cx.exec.node(&mut cx.r, cx.out, id, cx.parent, cx.depth) {
+        Ok(()) => {
+            io.pos = cx.r.bits_read();
+            io.count = cx.exec.count.get();
+            io.seen = cx.exec.seen;
+            NODE_READ
+        }
+        Err(Stop) => NODE_STOPPED,
+    }
+}
 
 /// Open array and list elements one plan run keeps (deeper nesting goes back to the
 /// interpreter, which starts runs of its own).
@@ -146,11 +178,75 @@ impl<'p> Exec<'p> {
         parent: u32,
         depth: u16,
     ) -> Result<bool, Stop> {
+        if let Some(done) = self.run_native(r, out, entry, parent, depth) {
+            self.fallbacks += u64::from(matches!(done, Ok(false)));
+            return done;
+        }
         let base = self.elements.len();
         let done = self.run_ops(r, out, entry, parent, depth);
         self.elements.truncate(base);
         self.fallbacks += u64::from(matches!(done, Ok(false)));
         done
+    }
+
+    /// The block at `entry` by its compiled code, when it has some: what `run_ops` would
+    /// answer (true: read, the reader after it; false: the interpreter must read it
+    /// again; `Stop`: a node it left to the interpreter recorded a fault). None: no
+    /// compiled code here, or compiled code is running already (a node it left to the
+    /// interpreter reads its own blocks with the plan executor).
+    #[inline(always)]
+    fn run_native(
+        &mut self,
+        r: &mut BitReader,
+        out: &mut Dissection,
+        entry: u32,
+        parent: u32,
+        depth: u16,
+    ) -> Option<Result<bool, Stop>> {
+        if !self.native {
+            return None;
+        }
+        let program = self.program;
+        let block = program.native.block(entry, self.slots.len(), &program.limits)?;
+        let data = r.data();
+        let (len, pos) = (r.len_bits(), r.bits_read());
+        // Not copied again while the block runs: nodes it leaves to the interpreter run
+        // no compiled code (`native` is off until it returns).
+        let padded: *const [u8] = self.padded.of(data);
+        self.native = false;
+        // The state a node left to the interpreter is read with, behind one pointer.
+        let mut cx = NodeCx {
+            exec: &mut *self,
+            r: BitReader::at(data, pos),
+            out: &mut *out,
+            parent,
+            depth,
+        };
+        let mut io = crate::dissect::native::Io {
+            count: cx.exec.count.get(),
+            seen: cx.exec.seen,
+            pos,
+            cx: (&raw mut cx).cast(),
+            call: read_node,
+        };
+        let slots: *mut [i64] = cx.exec.slots.as_mut_slice();
+        // SAFETY: `slots` are the interpreter's, alive through the call, which the
+        // compiled code and `read_node` (through `cx`, while the compiled code waits
+        // for it) take turns at; `io.call` is `read_node`, `io.cx` the `NodeCx` above,
+        // alive and not otherwise used until the call returns; `padded` is the
+        // dissector's copy of the datagram, which nothing writes meanwhile.
+        let ran = unsafe { block.run(&*padded, len, pos, slots, &mut io) };
+        self.native = true;
+        Some(match ran {
+            Ran::Read(end) => {
+                *r = BitReader::at(data, end);
+                self.count.set(io.count);
+                self.seen = io.seen;
+                Ok(true)
+            }
+            Ran::No => Ok(false),
+            Ran::Stopped => Err(Stop),
+        })
     }
 
     /// The plan loop: one op at a time until the entry's `Return` (see [`Exec::run_plan`]).
