@@ -167,8 +167,9 @@ pub struct MessageInfo {
     pub type_id: Option<u32>,
     pub bit_offset: u64,
     pub bit_len: u64,
-    /// The message's sequence in its stream, when it has one.
-    pub stream: Option<StreamSeq>,
+    /// The message's sequences in the streams it counts in (a reliable number and an
+    /// ordering index per channel: several), in the order read.
+    pub streams: [Option<StreamSeq>; MAX_MESSAGE_STREAMS],
     /// The fragment of a bigger message it carries, when its type carries one.
     pub fragment: Option<MessageFragment>,
     /// The datagram's send time (`role=send-time`), on messages with a stream sequence.
@@ -191,6 +192,16 @@ pub struct MessageFragment {
     /// Byte offset and length of the data in the datagram.
     pub data_at: u32,
     pub data_len: u32,
+}
+
+/// Streams one message may count in at once (`check` refuses more on one path).
+pub const MAX_MESSAGE_STREAMS: usize = 3;
+
+impl MessageInfo {
+    /// The stream sequences it carries, in the order read.
+    pub fn streams(&self) -> impl Iterator<Item = StreamSeq> + '_ {
+        self.streams.iter().map_while(|s| *s)
+    }
 }
 
 /// A message's place in a sequence stream: which stream, its key's values, its sequence.

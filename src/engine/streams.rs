@@ -36,7 +36,7 @@ impl FlowStreams {
         total: &mut usize,
         untracked: &mut u64,
     ) {
-        for s in messages.iter().filter_map(|m| m.stream) {
+        for s in messages.iter().flat_map(|m| m.streams()) {
             let Some(def) = defs.get(s.stream as usize) else {
                 continue;
             };

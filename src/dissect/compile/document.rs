@@ -314,7 +314,9 @@ impl<'d> Compiler<'d> {
             }
             o.roles_ok &= self.role_placement(p, body, role, false, &mut o.roles);
         }
-        if o.messages.is_some() {
+        if let Some(m) = &o.messages {
+            let header = m.header;
+            o.roles_ok &= self.message_streams(&name, header, body);
             o.roles_ok &= self.message_fragment(p, body, type_id, params);
         } else {
             o.roles_ok &= self.no_offset_roles(body);

@@ -285,7 +285,7 @@ impl Exec<'_> {
             type_id: None,
             bit_offset: start,
             bit_len: 0,
-            stream: None,
+            streams: [None; MAX_MESSAGE_STREAMS],
             fragment: None,
             send_time: None,
             ack: None,
@@ -336,11 +336,14 @@ impl Exec<'_> {
         let sequence = self.slot(slot) as u64;
         let send_time = out.send_time;
         if let Some(m) = out.messages.last_mut() {
-            m.stream = Some(StreamSeq {
-                stream: si,
-                key,
-                sequence,
-            });
+            // A path reads at most MAX_MESSAGE_STREAMS, each stream once (`check`).
+            if let Some(free) = m.streams.iter_mut().find(|s| s.is_none()) {
+                *free = Some(StreamSeq {
+                    stream: si,
+                    key,
+                    sequence,
+                });
+            }
             m.send_time = send_time;
         }
     }

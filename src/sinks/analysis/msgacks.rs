@@ -35,24 +35,30 @@ impl FlowMessageAcks {
     /// This direction's datagram at `ts_ns` carried `messages`.
     pub fn sent(&mut self, defs: &[StreamDef], messages: &[MessageInfo], ts_ns: i64) {
         for m in messages {
-            let Some(s) = m.stream else { continue };
-            let Some(def) = defs.get(s.stream as usize).filter(|d| d.acked) else {
-                continue;
-            };
-            if let Some(time) = m.send_time {
-                self.copy(&(s.stream, s.key, s.sequence), time, ts_ns);
+            for s in m.streams() {
+                self.sent_one(defs, s, m.send_time, ts_ns);
             }
-            let n = self.trackers.len();
-            let t = match self.trackers.get_mut(&(s.stream, s.key)) {
-                Some(t) => t,
-                None if n < MAX_STREAMS => self
-                    .trackers
-                    .entry((s.stream, s.key))
-                    .or_insert_with(|| AckTracker::new(def.bits)),
-                None => continue,
-            };
-            t.sent(s.sequence, ts_ns);
         }
+    }
+
+    /// One stream sequence of a message sent at `ts_ns` (`time`: its send time).
+    fn sent_one(&mut self, defs: &[StreamDef], s: crate::dissect::StreamSeq, time: Option<u32>, ts_ns: i64) {
+        let Some(def) = defs.get(s.stream as usize).filter(|d| d.acked) else {
+            return;
+        };
+        if let Some(time) = time {
+            self.copy(&(s.stream, s.key, s.sequence), time, ts_ns);
+        }
+        let n = self.trackers.len();
+        let t = match self.trackers.get_mut(&(s.stream, s.key)) {
+            Some(t) => t,
+            None if n < MAX_STREAMS => self
+                .trackers
+                .entry((s.stream, s.key))
+                .or_insert_with(|| AckTracker::new(def.bits)),
+            None => return,
+        };
+        t.sent(s.sequence, ts_ns);
     }
 
     /// A copy of `seq` sent at `time` (the sender's clock), captured at `ts_ns`.
