@@ -231,7 +231,7 @@ pub struct Dissection {
     pub packet_type: Option<u32>,
     pub fragment: Option<FragmentInfo>,
     /// The ack roles, when the packet's path read them.
-    pub ack: Option<u16>,
+    pub ack: Option<u32>,
     pub ack_bits: Option<u32>,
     pub fault: Option<Fault>,
     pub bits_read: u64,

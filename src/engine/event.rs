@@ -180,7 +180,7 @@ pub struct PacketEvent<'a> {
     pub sequence: Option<u64>,
     pub packet_type: Option<u32>,
     /// The ack roles of the packet (or of the header a fragment carries).
-    pub ack: Option<u16>,
+    pub ack: Option<u32>,
     pub ack_bits: Option<u32>,
     pub fragment: Option<FragmentInfo>,
     pub fault: Option<FaultKind>,

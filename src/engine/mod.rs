@@ -839,8 +839,11 @@ impl Engine {
         e.status = v.status;
         e.crc = v.crc;
         e.fault = v.fault;
-        // Known without a sequence too (a protocol with messages may have none).
+        // Known without a sequence too (a protocol with messages may have none, and an
+        // ack datagram carries acks without one).
         e.packet_type = v.packet_type;
+        e.ack = v.ack;
+        e.ack_bits = v.ack_bits;
         let record = self.validator.records();
         if let Some(st) = self.stack.as_deref_mut() {
             st.begin();
@@ -892,8 +895,6 @@ impl Engine {
         if let Some(fragment) = v.fragment {
             e.fragment = Some(fragment);
         }
-        e.ack = v.ack;
-        e.ack_bits = v.ack_bits;
         // A flow past the table's cap is validated and counted, without sequence
         // analysis or reassembly.
         let Some(index) = e.flow_index else {

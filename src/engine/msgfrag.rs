@@ -284,8 +284,7 @@ impl MessageReassembly {
 
 /// The message type a reassembled message of type `ty` is read as, when one is declared.
 fn as_type(p: &crate::dissect::Program, ty: u32) -> Option<u32> {
-    let def = p.params.message_fragments.iter().find(|d| d.type_id == ty)?;
-    def.reassembled_as
+    p.params.message_fragment(ty)?.reassembled_as
 }
 
 /// Messages the datagram just read completed, waiting to follow its event.

@@ -1,12 +1,21 @@
 //! Fragments inside messages (ENet's SEND_FRAGMENT): which fields group a message's
 //! fragments, and where its number, count, byte offset and total length are read.
 
-use super::{Compiler, closest, prop};
+use super::{Compiler, closest, positional, prop};
 use crate::dissect::program::{Block, MessageFragmentDef, PacketDef, Params, Role};
 use kdl::KdlNode;
 
 /// The most fields a message fragment's key may name (the message type is always part).
 const MAX_KEY_FIELDS: usize = 3;
+
+/// The roles of a fragment inside messages.
+const FRAGMENT_ROLES: [Role; 5] = [
+    Role::FragmentId,
+    Role::FragmentCount,
+    Role::FragmentData,
+    Role::FragmentOffset,
+    Role::FragmentTotal,
+];
 
 impl Compiler<'_> {
     /// `key="FIELD …"` on a message's `role=fragment-id`: integer fields read before it.
@@ -47,55 +56,45 @@ impl Compiler<'_> {
         Some(key)
     }
 
-    /// A message type's fragment roles, when it has any: id, count and data on every
-    /// path, offset and total together or not at all.
+    /// A message type's fragment roles, when its messages block and body have any:
+    /// on each path, the id, count and data together (with the offset and total, both
+    /// or neither) or none of them — a message is a fragment where a flag says so.
     pub(super) fn message_fragment(
         &mut self,
         p: &KdlNode,
-        body: Block,
+        (header, body): (Block, Block),
         type_id: u32,
         params: &mut Params,
     ) -> bool {
-        let roles = [
-            Role::FragmentId,
-            Role::FragmentCount,
-            Role::FragmentData,
-            Role::FragmentOffset,
-            Role::FragmentTotal,
-        ];
-        if roles.iter().all(|&r| self.role_nodes(body, r).is_empty()) {
+        let blocks = [header, body];
+        if FRAGMENT_ROLES
+            .iter()
+            .all(|&r| blocks.iter().all(|&b| self.role_nodes(b, r).is_empty()))
+        {
             return true;
         }
         self.message_roles = true;
         let mut scratch = 0u32;
         let mut ok = true;
-        for (i, &role) in roles.iter().enumerate() {
-            ok &= self.role_placement(p, body, role, i < 3, &mut scratch);
+        for &b in &blocks {
+            for &role in &FRAGMENT_ROLES {
+                ok &= self.role_placement(p, b, role, false, &mut scratch);
+            }
         }
         self.message_roles = false;
-        let first = |c: &Self, r| c.role_nodes(body, r).first().copied();
-        let (offset, total) = (
-            first(self, Role::FragmentOffset),
-            first(self, Role::FragmentTotal),
-        );
-        if offset.is_some() != total.is_some() {
-            let id = offset.or(total).unwrap_or(0);
-            self.error(
-                self.spans[id as usize],
-                "a fragment placed by byte offset needs both role=fragment-offset and role=fragment-total",
-                "offset and total go together",
-                Some("mark the message's total length `role=fragment-total` and the fragment's byte offset `role=fragment-offset`, or neither (fragments are then placed by number × fragment-size)".into()),
-            );
-            return false;
-        }
+        ok &= self.fragment_paths(p, &blocks);
         if !ok {
             return false;
         }
+        let first = |c: &Self, r| blocks.iter().find_map(|&b| c.role_nodes(b, r).first().copied());
         let key = first(self, Role::FragmentId)
             .and_then(|id| self.fragment_keys.get(&id).cloned())
             .unwrap_or_default();
         let slot = |c: &Self, id: Option<u32>| id.and_then(|i| c.nodes[i as usize].slot);
-        let (offset, total) = (slot(self, offset), slot(self, total));
+        let (offset, total) = (
+            slot(self, first(self, Role::FragmentOffset)),
+            slot(self, first(self, Role::FragmentTotal)),
+        );
         params.message_fragments.push(MessageFragmentDef {
             type_id,
             key,
@@ -104,6 +103,88 @@ impl Compiler<'_> {
             reassembled_as: None,
         });
         true
+    }
+
+    /// Each path through `blocks` carries a whole set of fragment roles or none: the
+    /// id, count and data, with the offset and total or without both.
+    fn fragment_paths(&mut self, p: &KdlNode, blocks: &[Block]) -> bool {
+        let bit = |r: Role| 1u32 << FRAGMENT_ROLES.iter().position(|&x| x == r).unwrap_or(0);
+        let core = bit(Role::FragmentId) | bit(Role::FragmentCount) | bit(Role::FragmentData);
+        let placed = bit(Role::FragmentOffset) | bit(Role::FragmentTotal);
+        let mut sets = vec![0u32];
+        for &b in blocks {
+            sets = self.role_sets(
+                b,
+                sets,
+                &|n: &crate::dissect::program::Node| {
+                    n.role.and_then(|r| FRAGMENT_ROLES.contains(&r).then(|| bit(r)))
+                },
+                0,
+            );
+        }
+        let Some(&bad) = sets.iter().find(|&&m| m != 0 && m != core && m != core | placed) else {
+            return true;
+        };
+        let nodes = |c: &Self, r: Role| {
+            blocks
+                .iter()
+                .flat_map(|&b| c.role_nodes(b, r))
+                .collect::<Vec<_>>()
+        };
+        let half = bad & placed;
+        if half != 0 && half != placed {
+            let id = nodes(self, Role::FragmentOffset)
+                .first()
+                .or(nodes(self, Role::FragmentTotal).first())
+                .copied()
+                .unwrap_or(0);
+            self.error(
+                self.spans[id as usize],
+                "a fragment placed by byte offset needs both role=fragment-offset and role=fragment-total",
+                "offset and total go together",
+                Some("mark the message's total length `role=fragment-total` and the fragment's byte offset `role=fragment-offset`, or neither (fragments are then placed by number × fragment-size)".into()),
+            );
+            return false;
+        }
+        let owner = match positional(p).get(1).and_then(|e| e.value().as_string()) {
+            Some(name) => format!("{} \"{name}\"", p.name().value()),
+            None => p.name().value().to_string(),
+        };
+        let lacking: Vec<Role> = FRAGMENT_ROLES[..3]
+            .iter()
+            .copied()
+            .filter(|&r| bad & bit(r) == 0)
+            .collect();
+        if let Some(&r) = lacking.iter().find(|&&r| nodes(self, r).is_empty()) {
+            self.error(
+                Self::name_span(p),
+                format!("`{owner}` has no field with role={}", r.name()),
+                "missing role",
+                Some(format!(
+                    "a fragment inside a message has an id, a count and data: mark the field, for example `bits {} 16 role={}`",
+                    r.name().replace('-', "_"),
+                    r.name()
+                )),
+            );
+            return false;
+        }
+        let names = |roles: &mut dyn Iterator<Item = Role>| {
+            roles
+                .map(|r| format!("role={}", r.name()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let present = names(&mut FRAGMENT_ROLES.iter().copied().filter(|&r| bad & bit(r) != 0));
+        self.error(
+            Self::name_span(p),
+            format!(
+                "on some path through `{owner}` a message has {present} without {}",
+                names(&mut lacking.into_iter())
+            ),
+            "fragment roles apart",
+            Some("a fragment's id, count and data go together on every path that has any: put them under the same `if`".into()),
+        );
+        false
     }
 
     /// `reassembled-as="TYPE"` on a message's fragment data (the field just compiled),

@@ -16,10 +16,8 @@ impl<'d> Compiler<'d> {
     pub(super) fn messages_block(
         &mut self,
         m: &'d KdlNode,
-        header: Block,
         fragment: Option<&KdlNode>,
     ) -> Option<MessagesDef> {
-        self.check_props(m, &["doc", "count", "length"]);
         // Read in the header's scope, before the messages' own.
         self.messages_end = match (prop(m, "count"), prop(m, "length")) {
             (Some(c), None) => Some(MessagesEnd::Count(self.expression(c)?)),
@@ -47,36 +45,20 @@ impl<'d> Compiler<'d> {
             );
             return None;
         }
-        if let Some(&id) = self.role_nodes(header, Role::Type).first() {
-            self.error(
-                self.spans[id as usize],
-                "with `messages`, types are the messages': the header's type selects nothing",
-                "role=type",
-                Some("move role=type to the type field of the `messages` block".into()),
-            );
-            return None;
-        }
-        self.scope.clear();
+        self.check_props(m, &["doc", "count", "length", "types"]);
+        // The header's fields are in scope.
+        self.scope = self.header_scope.clone();
         self.in_messages = true;
         let block = self.block(m.children(), 0);
         self.in_messages = false;
         let scope = self.scope.clone();
-        for role in [
-            Role::Crc,
-            Role::Ack,
-            Role::AckBits,
-            Role::FragmentId,
-            Role::FragmentCount,
-            Role::FragmentData,
-            Role::AckTime,
-            Role::SendTime,
-        ] {
+        for role in [Role::Crc, Role::Ack, Role::AckBits, Role::AckTime, Role::SendTime] {
             if let Some(&id) = self.role_nodes(block, role).first() {
                 self.error(
                     self.spans[id as usize],
                     format!("role={} in a message is not supported yet", role.name()),
                     "role",
-                    Some("a message's fragment fields and its ack go in its type's body (`message N \"name\" { … }`); the send time in the header".into()),
+                    Some("a message's ack goes in its type's body (`message N \"name\" { … }`); the send time in the header".into()),
                 );
                 return None;
             }
@@ -96,11 +78,79 @@ impl<'d> Compiler<'d> {
             remember: None,
             stream: None,
         });
+        self.messages_header = Some(block);
         Some(MessagesDef {
             node: self.nodes.len() as u32 - 1,
             header: block,
             scope,
         })
+    }
+
+    /// A bare `messages` in a body: where a datagram kind's messages are read. Only
+    /// with datagram kinds (a header `role=type`), and not in a message.
+    pub(super) fn messages_use(&mut self, n: &KdlNode) -> Option<Kind> {
+        let header = self.messages_header?;
+        if !self.kinds || self.in_messages {
+            self.error(
+                Self::name_span(n),
+                "`messages` here would read messages inside a message",
+                "messages",
+                Some("a bare `messages` goes in the body of a datagram kind: give the header a role=type field, and write `packet N \"data\" { …; messages }` for the kinds that carry messages".into()),
+            );
+            return None;
+        }
+        Some(Kind::Messages { header })
+    }
+}
+
+impl Compiler<'_> {
+    /// The set of `mark` bits each path through `block` collects, from the sets `from`
+    /// (merged past [`MAX_PATH_SETS`]): which roles a path carries.
+    pub(super) fn role_sets(
+        &self,
+        block: Block,
+        from: Vec<u32>,
+        mark: &dyn Fn(&Node) -> Option<u32>,
+        depth: u32,
+    ) -> Vec<u32> {
+        let mut sets = from;
+        if depth > 64 {
+            return sets;
+        }
+        let ids = self
+            .children
+            .get(block.start as usize..(block.start + block.len) as usize)
+            .unwrap_or(&[]);
+        for &id in ids {
+            let node = &self.nodes[id as usize];
+            if let Some(bit) = mark(node) {
+                sets.iter_mut().for_each(|s| *s |= bit);
+            }
+            sets = match &node.kind {
+                Kind::If { then, otherwise, .. } => {
+                    let mut a = self.role_sets(*then, sets.clone(), mark, depth + 1);
+                    a.extend(self.role_sets(*otherwise, sets, mark, depth + 1));
+                    a
+                }
+                Kind::Struct { body } | Kind::Inline { body } | Kind::Rest { body } => {
+                    self.role_sets(*body, sets, mark, depth + 1)
+                }
+                // A repeated body may be read no time, or more.
+                Kind::Array { body, .. } | Kind::List { body, .. } | Kind::RelativeList { body, .. } => {
+                    let mut with = self.role_sets(*body, sets.clone(), mark, depth + 1);
+                    with.extend(sets);
+                    with
+                }
+                _ => sets,
+            };
+            sets.sort_unstable();
+            sets.dedup();
+            if sets.len() > MAX_PATH_SETS {
+                let all = sets.iter().fold(0, |a, s| a | s);
+                sets = vec![all];
+            }
+        }
+        sets
     }
 }
 

@@ -17,10 +17,14 @@ impl Exec<'_> {
         len: u64,
     ) -> Step {
         let p = self.program;
-        let Some(ty) = out.messages.last().and_then(|m| m.type_id) else {
-            return Ok(());
-        };
-        let Some(def) = p.params.message_fragments.iter().find(|d| d.type_id == ty) else {
+        // In the messages block the message's type is not read yet: its roles are any
+        // type's.
+        let ty = out
+            .messages
+            .last()
+            .and_then(|m| m.type_id)
+            .unwrap_or(MessageFragmentDef::ANY);
+        let Some(def) = p.params.message_fragment(ty) else {
             return Ok(());
         };
         let mut key = [0i64; 3];

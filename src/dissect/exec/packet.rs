@@ -22,7 +22,7 @@ impl<'p> Exec<'p> {
         out.sequence = self.role(Role::Sequence).map(|v| v as u64);
         let ty = self.role(Role::Type).unwrap_or(0) as u32;
         out.packet_type = Some(ty);
-        if let Some(node) = p.messages {
+        if let Some(node) = p.messages.filter(|_| !p.kinds) {
             out.packet_type = p.datagram_type;
             let res = self.messages(r, out, node);
             self.acks(out);
@@ -58,6 +58,10 @@ impl<'p> Exec<'p> {
             return Ok(());
         }
         let res = self.body(r, out, ty);
+        // A datagram kind's body may carry the sequence.
+        if out.sequence.is_none() {
+            out.sequence = self.role(Role::Sequence).map(|v| v as u64);
+        }
         self.acks(out);
         res?;
         self.protocol_id(out)
@@ -90,7 +94,7 @@ impl<'p> Exec<'p> {
     }
 
     fn acks(&self, out: &mut Dissection) {
-        out.ack = self.role(Role::Ack).map(|v| v as u16);
+        out.ack = self.role(Role::Ack).map(|v| v as u32);
         out.ack_bits = self.role(Role::AckBits).map(|v| v as u32);
     }
 

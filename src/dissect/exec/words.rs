@@ -170,7 +170,7 @@ impl Exec<'_> {
     /// body of the type the header names.
     pub(super) fn messages(&mut self, r: &mut BitReader, out: &mut Dissection, node: NodeId) -> Step {
         let p = self.program;
-        let Some(header) = p.message_header() else {
+        let Kind::Messages { header } = p.nodes[node as usize].kind else {
             return Ok(());
         };
         let at = r.bits_read();
@@ -265,7 +265,7 @@ impl Exec<'_> {
         group: u32,
         i: u32,
     ) -> Step {
-        let start = r.bits_read();
+        let (p, start) = (self.program, r.bits_read());
         let element = self.push(
             out,
             node,
@@ -292,9 +292,14 @@ impl Exec<'_> {
             echo: None,
         });
         let res = self.block(r, out, header, element, 2).and_then(|_| {
+            let typed = self.role(Role::Type).is_some();
             let ty = self.role(Role::Type).unwrap_or(0) as u32;
             if let Some(m) = out.messages.last_mut() {
-                m.type_id = Some(ty);
+                m.type_id = Some(ty.saturating_add(self.program.message_base));
+            }
+            // A message whose header has no type field has no body but type 0's.
+            if !typed && p.packet(p.message_base).is_none_or(|d| !d.message) {
+                return Ok(());
             }
             self.message_body(r, out, ty, element)
         });
@@ -305,9 +310,10 @@ impl Exec<'_> {
         res
     }
 
+    /// The body of message type `ty` (as its header's type field says).
     fn message_body(&mut self, r: &mut BitReader, out: &mut Dissection, ty: u32, element: u32) -> Step {
         let p = self.program;
-        match p.packet(ty) {
+        match p.packet(ty.saturating_add(p.message_base)).filter(|d| d.message) {
             Some(def) => self.block(r, out, def.body, element, 2),
             None => {
                 let at = r.bits_read();
@@ -387,6 +393,23 @@ impl Exec<'_> {
             .read_bytes(len)
             .map_err(|e| self.read_fault(out, e, h.parent, h.label))?;
         self.push_bytes(out, h, at, b.len())
+    }
+
+    /// `check magic="HEX"`: align, then the magic's bytes, compared whole.
+    pub(super) fn magic(&mut self, r: &mut BitReader, out: &mut Dissection, h: &Here, want: &[u8]) -> Step {
+        self.align(r, out, h.id, h.parent, h.depth)?;
+        let at = r.bits_read();
+        let got = r
+            .read_bytes(want.len())
+            .map_err(|e| self.read_fault(out, e, h.parent, h.label))?;
+        if got != want {
+            let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+            let reason = format!("the magic is {}, not {}", hex(got), hex(want));
+            self.push_bytes(out, h, at, want.len())?;
+            let field = self.path(out, h.parent, h.label);
+            return self.fault(out, FaultKind::Check, field, at, reason);
+        }
+        self.push_bytes(out, h, at, want.len())
     }
 
     /// The field of `len` bytes read at bit `at` (zero-copy: an offset into the datagram).

@@ -612,19 +612,11 @@ impl AckTracker {
     }
 }
 
-/// Bits of the acks on the wire: an `ack` field's width (a derived one is 16 bits, as
-/// acks are carried), so an 8-bit ack is extended at 8 bits next to a wider sequence.
+/// Bits of the acks on the wire: an `ack` field's width (a derived one's, the field it
+/// copies or the mask it ends with), so an 8-bit ack is extended at 8 bits next to a
+/// wider sequence. At most 32: the ack's value is 32 bits.
 pub fn ack_width(p: &crate::dissect::Program) -> u32 {
-    use crate::dissect::program::{Kind, Role};
-    p.nodes
-        .iter()
-        .filter(|n| n.role == Some(Role::Ack))
-        .map(|n| match n.kind {
-            Kind::Bits(b) => b.min(16),
-            _ => 16,
-        })
-        .max()
-        .unwrap_or(16)
+    p.params.ack_width
 }
 
 #[cfg(test)]

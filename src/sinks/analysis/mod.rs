@@ -207,6 +207,9 @@ pub struct Statistics {
     sides: Vec<Option<Side>>,
     /// Tracked flows by their key, to find the direction an ack answers.
     by_key: HashMap<FlowId, u32>,
+    /// With datagram kinds, which kinds carry messages (by type): the others are not
+    /// counted as datagrams of no messages.
+    kinds_with_messages: Option<Vec<bool>>,
     /// The definition marks ack and ack-bits fields.
     ack_analysis: bool,
     /// The definition's messages ack stream sequences (`role=ack stream=…`).
@@ -248,12 +251,17 @@ impl Statistics {
         }
         let ack_analysis = cfg.program.as_ref().is_some_and(|p| {
             use crate::dissect::program::Role;
-            p.has_role(Role::Ack) && p.has_role(Role::AckBits)
+            p.has_role(Role::Ack)
         });
         Statistics {
             quarter_space: 1u128 << cfg.sequence_bits().clamp(2, 64).saturating_sub(2),
             sides,
             by_key: HashMap::new(),
+            kinds_with_messages: cfg
+                .program
+                .as_deref()
+                .filter(|p| p.kinds)
+                .map(|p| (0..p.format_types()).map(|t| p.carries_messages(t)).collect()),
             ack_analysis,
             message_acks: cfg
                 .program
@@ -656,7 +664,12 @@ impl Statistics {
         }
         let s = &mut flow.stats;
         FlowStats::count_type(&mut s.types, ptype, s.num_types);
-        if let Some(m) = &mut self.report.messages {
+        if let Some(m) = &mut self.report.messages
+            && self
+                .kinds_with_messages
+                .as_ref()
+                .is_none_or(|k| k.get(ptype as usize) == Some(&true))
+        {
             m.add(e.messages);
         }
         if let Some(kind @ (FaultKind::Mac | FaultKind::Replayed)) = e.fault {
@@ -692,7 +705,8 @@ impl Statistics {
         if !self.ack_analysis || e.ack.is_none() {
             return;
         }
-        let (Some(ack), Some(bits), Some(key)) = (e.ack, e.ack_bits, e.flow) else {
+        // Without ack-bits, an ack acks its one sequence.
+        let (Some(ack), bits, Some(key)) = (e.ack, e.ack_bits.unwrap_or(1), e.flow) else {
             return;
         };
         let back = FlowId {

@@ -631,9 +631,10 @@ impl MessageReport {
             .enumerate()
             .filter(|(_, n)| **n > 0)
             .map(|(t, n)| {
-                let name = p
-                    .packet(t as u32)
-                    .map_or_else(|| format!("type {t}"), |d| d.name.clone());
+                let name = p.packet(t as u32).filter(|d| d.message).map_or_else(
+                    || format!("type {}", (t as u32).saturating_sub(p.message_base)),
+                    |d| d.name.clone(),
+                );
                 (name, *n)
             })
             .collect();
