@@ -123,6 +123,7 @@ fn compile_view(file: &str, text: &str, plaintext: bool) -> Result<Program, Vec<
         dissect_as: Vec::new(),
         header_scope: Scope::default(),
         slot_widths: HashMap::new(),
+        pending_acks: Vec::new(),
         kinds: false,
         messages_header: None,
     };
@@ -248,6 +249,8 @@ struct Compiler<'d> {
     header_scope: Scope,
     /// The widest field writing each slot, in bits: where a `derived` copy of it wraps.
     slot_widths: HashMap<u16, u32>,
+    /// Message acks by node, with the stream each names, resolved at the end.
+    pending_acks: Vec<(NodeId, message_acks::AckedStream)>,
     /// Datagram kinds beside messages: a header `role=type` names the datagram's
     /// `packet` type, whose body reads the messages where it says `messages`.
     kinds: bool,

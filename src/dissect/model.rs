@@ -204,6 +204,39 @@ impl MessageInfo {
     }
 }
 
+/// What an ack item says of the sequences it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AckKind {
+    /// Every sequence below `first` (KCP's `una`).
+    Below,
+    /// Every sequence up to and including `first`.
+    UpTo,
+    /// `first..=last` received.
+    Range,
+    /// `first..=last` not received (a negative acknowledgement).
+    Nak,
+}
+
+/// An acknowledgement beyond one sequence: cumulative, a range, or a NAK range, of a
+/// message stream of the other direction or of its datagram sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct AckItem {
+    /// The stream and its key values; None: the other direction's datagram sequence.
+    pub stream: Option<(u8, [i64; 2])>,
+    pub kind: AckKind,
+    pub first: u64,
+    /// The range's last sequence (`first` for a cumulative ack or a single one).
+    pub last: u64,
+    /// The send time echoed with it (`role=ack-time`).
+    pub echo: Option<u32>,
+}
+
+/// Ack items a datagram keeps at most; one more is a `limit` fault at its field (the
+/// datagram malformed, the items before it used): a list of a million ranges costs
+/// what this many do.
+pub const MAX_ACK_ITEMS: usize = 1024;
+
 /// A message's place in a sequence stream: which stream, its key's values, its sequence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct StreamSeq {
@@ -233,6 +266,9 @@ pub struct Dissection {
     /// The ack roles, when the packet's path read them.
     pub ack: Option<u32>,
     pub ack_bits: Option<u32>,
+    /// Cumulative acks, ranges and NAKs, in the order read (at most [`MAX_ACK_ITEMS`]:
+    /// one more is a `limit` fault there, those before it kept).
+    pub ack_items: Vec<AckItem>,
     pub fault: Option<Fault>,
     pub bits_read: u64,
 }

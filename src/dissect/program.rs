@@ -54,6 +54,17 @@ pub enum Role {
     /// In an ack message, the acked datagram's send time echoed (ENet's
     /// receivedSentTime): the round trip is timed from that datagram.
     AckTime,
+    /// Every sequence below this one received (a cumulative ack: KCP's `una`).
+    AckBelow,
+    /// Every sequence up to and including this one received (TCP-like).
+    AckUpTo,
+    /// The first and last sequences of a range received (RakNet's ACK records, QUIC's
+    /// ack ranges, SCTP's gap blocks); a start without an end is one sequence.
+    AckRangeStart,
+    AckRangeEnd,
+    /// The same, for a range not received (a negative acknowledgement).
+    NakRangeStart,
+    NakRangeEnd,
 }
 
 /// Slots 0..ROLE_SLOTS hold the role values: every field with a role, wherever it is
@@ -62,7 +73,7 @@ pub enum Role {
 pub const ROLE_SLOTS: usize = 8;
 
 impl Role {
-    pub const ALL: [Role; 13] = [
+    pub const ALL: [Role; 19] = [
         Role::Crc,
         Role::Sequence,
         Role::Type,
@@ -76,7 +87,26 @@ impl Role {
         Role::FragmentTotal,
         Role::SendTime,
         Role::AckTime,
+        Role::AckBelow,
+        Role::AckUpTo,
+        Role::AckRangeStart,
+        Role::AckRangeEnd,
+        Role::NakRangeStart,
+        Role::NakRangeEnd,
     ];
+
+    /// The acks beyond one sequence: cumulative, ranges and NAK ranges.
+    pub const fn acks_more(self) -> bool {
+        matches!(
+            self,
+            Role::AckBelow
+                | Role::AckUpTo
+                | Role::AckRangeStart
+                | Role::AckRangeEnd
+                | Role::NakRangeStart
+                | Role::NakRangeEnd
+        )
+    }
 
     /// The slot of an integer role (fragment data has none).
     pub const fn slot(self) -> Option<u16> {
@@ -93,7 +123,13 @@ impl Role {
             | Role::FragmentOffset
             | Role::FragmentTotal
             | Role::SendTime
-            | Role::AckTime => {
+            | Role::AckTime
+            | Role::AckBelow
+            | Role::AckUpTo
+            | Role::AckRangeStart
+            | Role::AckRangeEnd
+            | Role::NakRangeStart
+            | Role::NakRangeEnd => {
                 return None;
             }
         })
@@ -115,6 +151,12 @@ impl Role {
             Role::FragmentTotal => "fragment-total",
             Role::SendTime => "send-time",
             Role::AckTime => "ack-time",
+            Role::AckBelow => "ack-below",
+            Role::AckUpTo => "ack-upto",
+            Role::AckRangeStart => "ack-range-start",
+            Role::AckRangeEnd => "ack-range-end",
+            Role::NakRangeStart => "nak-range-start",
+            Role::NakRangeEnd => "nak-range-end",
         }
     }
 
@@ -441,6 +483,9 @@ pub struct Params {
     pub max_message_size: u32,
     /// A header field has `role=send-time` (acks per message echo it).
     pub send_time: bool,
+    /// A datagram's header or body acks beyond one sequence (cumulative, ranges, NAKs):
+    /// those fields are read one by one, and the datagram's ack analysis takes them.
+    pub datagram_acks: bool,
     /// Bits of a datagram's `role=ack` (a derived one's: the field it copies or the mask
     /// it ends with; at most 32), where the acked sequence is extended.
     pub ack_width: u32,
@@ -590,6 +635,7 @@ impl Default for Params {
             message_fragments: Vec::new(),
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             send_time: false,
+            datagram_acks: false,
             ack_width: 16,
             remaining: false,
             messages_end: None,
@@ -628,6 +674,7 @@ impl Params {
             || !self.streams.is_empty()
             || !self.message_fragments.is_empty()
             || self.send_time
+            || self.datagram_acks
     }
 
     pub fn count_encoding(&self) -> CountEncoding {

@@ -197,6 +197,11 @@ pub struct PacketEvent<'a> {
     pub dissection: Option<&'a Dissection>,
     /// The datagram's messages, for protocols that carry several (empty otherwise).
     pub messages: &'a [MessageInfo],
+    /// Its cumulative acks, ack ranges and NAKs (definitions with those roles).
+    pub acks: &'a [crate::dissect::AckItem],
+    /// What the stream analysis said of each stream sequence of its messages (late,
+    /// duplicate, a gap before it), in the order of the messages.
+    pub stream_events: &'a [super::streams::StreamEvent],
     /// What inner layers read in it, when the engine records fields (empty otherwise).
     pub carried: &'a [Carried],
 }
@@ -250,6 +255,8 @@ impl<'a> PacketEvent<'a> {
             fragment_frames: &[],
             dissection: None,
             messages: &[],
+            acks: &[],
+            stream_events: &[],
             carried: &[],
         }
     }
@@ -300,6 +307,8 @@ impl<'a> PacketEvent<'a> {
             fragment_frames: &[],
             dissection: None,
             messages: &[],
+            acks: &[],
+            stream_events: &[],
             carried: &[],
         }
     }

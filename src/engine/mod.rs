@@ -329,6 +329,8 @@ pub struct Engine {
     /// Message streams open over all flows, and messages past [`streams::MAX_STREAMS`].
     streams_open: usize,
     streams_not_tracked: u64,
+    /// The stream verdicts of the datagram being read (its messages' sequences).
+    stream_events: Vec<streams::StreamEvent>,
     /// Messages the datagram being read completed.
     completed: msgfrag::Completed,
     /// Decryption and inner layers (a run with keys or a stack of definitions).
@@ -410,23 +412,28 @@ struct Preset<'a> {
 }
 
 /// Hands `e` to the sink, with the field tree when fields are recorded (the tree lives
-/// in the validator, not as long as the event: a copy carries it).
+/// in the validator, not as long as the event: a copy carries it), and the datagram's
+/// messages, acks and stream verdicts when the validator read this very datagram.
 #[inline]
 fn emit<S: Sink + ?Sized>(
     sink: &mut S,
     e: &PacketEvent<'_>,
     d: &Dissection,
     record: bool,
-    fresh: bool,
+    fresh: Option<&[streams::StreamEvent]>,
 ) -> Flow {
-    // The messages are the validator's only when it read this very datagram.
-    let messages: &[crate::dissect::MessageInfo] = if fresh { &d.messages } else { &[] };
-    if !record && messages.is_empty() {
+    let (messages, acks, stream_events) = match fresh {
+        Some(events) => (&d.messages[..], &d.ack_items[..], events),
+        None => (&[][..], &[][..], &[][..]),
+    };
+    if !record && messages.is_empty() && acks.is_empty() {
         return sink.packet(e);
     }
     sink.packet(&PacketEvent {
         dissection: record.then_some(d),
         messages,
+        acks,
+        stream_events,
         ..*e
     })
 }
@@ -439,7 +446,7 @@ fn emit_shown<S: Sink + ?Sized>(
     e: &PacketEvent<'_>,
     d: &Dissection,
     record: bool,
-    fresh: bool,
+    fresh: Option<&[streams::StreamEvent]>,
     stack: Option<&layers::StackState>,
 ) -> Flow {
     let Some(stack) = stack else {
@@ -467,7 +474,7 @@ impl Engine {
             e,
             &self.validator.dissection,
             record,
-            fresh,
+            fresh.then_some(&self.stream_events[..]),
             self.stack.as_deref(),
         );
     }
@@ -516,6 +523,7 @@ impl Engine {
             conversations: Default::default(),
             streams_open: 0,
             streams_not_tracked: 0,
+            stream_events: Vec::new(),
             completed: Default::default(),
         }
     }
@@ -816,6 +824,9 @@ impl Engine {
             return;
         }
         e.kind = Kind::Game;
+        if !self.stream_events.is_empty() {
+            self.stream_events.clear();
+        }
         e.over_budget = payload.len() as u32 > self.cfg.format.mtu_budget;
         e.flow_index = self.track(PackedFlow::new(ip.src, ip.dst, sport, dport), key, f.number);
         if truncated {
@@ -1053,6 +1064,7 @@ impl Engine {
             &self.validator.dissection.messages,
             &mut self.streams_open,
             &mut self.streams_not_tracked,
+            &mut self.stream_events,
         );
     }
 

@@ -900,7 +900,13 @@ impl Roles {
             | Role::FragmentOffset
             | Role::FragmentTotal
             | Role::SendTime
-            | Role::AckTime => None,
+            | Role::AckTime
+            | Role::AckBelow
+            | Role::AckUpTo
+            | Role::AckRangeStart
+            | Role::AckRangeEnd
+            | Role::NakRangeStart
+            | Role::NakRangeEnd => None,
         }
     }
 }

@@ -219,9 +219,16 @@ impl<'d> Compiler<'d> {
                 Some("remove role=crc, or declare `checksum \"crc32\"` in the protocol block".into()),
             );
         }
-        for role in [Role::Ack, Role::AckBits, Role::ProtocolId] {
+        for role in [
+            Role::Ack,
+            Role::AckBits,
+            Role::ProtocolId,
+            Role::AckBelow,
+            Role::AckUpTo,
+        ] {
             roles_ok &= self.role_placement(h, header, role, false, &mut roles);
         }
+        roles_ok &= self.datagram_ranges(h, header, &mut roles, params);
         let (fragment, when) = self.fragment_block(top.fragment)?;
         roles_ok &= self.no_offset_roles(header);
         roles_ok &= self.send_time(h, header, params);
@@ -344,12 +351,22 @@ impl<'d> Compiler<'d> {
             return None;
         }
         self.in_messages = false;
-        for role in [Role::Ack, Role::AckBits, Role::ProtocolId] {
-            if role == Role::Ack && message {
-                o.roles_ok &= self.message_ack(p, body);
-                continue;
+        if let Some(m) = o.messages.as_ref().filter(|_| message) {
+            let header = m.header;
+            o.roles_ok &= self.message_ack(p, header, body);
+            o.roles_ok &= self.role_placement(p, body, Role::ProtocolId, false, &mut o.roles);
+            o.roles_ok &= self.role_placement(p, body, Role::AckBits, false, &mut o.roles);
+        } else {
+            for role in [
+                Role::Ack,
+                Role::AckBits,
+                Role::ProtocolId,
+                Role::AckBelow,
+                Role::AckUpTo,
+            ] {
+                o.roles_ok &= self.role_placement(p, body, role, false, &mut o.roles);
             }
-            o.roles_ok &= self.role_placement(p, body, role, false, &mut o.roles);
+            o.roles_ok &= self.datagram_ranges(p, body, &mut o.roles, params);
         }
         if !message {
             o.roles_ok &= self.kind_sequence(p, o.header, body, &mut o.roles);
@@ -375,6 +392,30 @@ impl<'d> Compiler<'d> {
             info,
             message,
         })
+    }
+
+    /// A datagram's ranges and NAKs in `block`, and whether it acks beyond one sequence
+    /// (its fields are then read one by one).
+    fn datagram_ranges(
+        &mut self,
+        owner: &KdlNode,
+        block: Block,
+        roles: &mut u32,
+        params: &mut Params,
+    ) -> bool {
+        let ok = self.ack_ranges(owner, block);
+        for role in [
+            Role::AckBelow,
+            Role::AckUpTo,
+            Role::AckRangeStart,
+            Role::NakRangeStart,
+        ] {
+            if !self.role_nodes(block, role).is_empty() {
+                Program::declare_role(roles, role);
+                params.datagram_acks = true;
+            }
+        }
+        ok
     }
 
     /// A packet's body may carry the datagram's sequence (a datagram kind's own), never
@@ -426,6 +467,7 @@ impl<'d> Compiler<'d> {
                 Some("add `id 0x…` to the protocol block".into()),
             );
         }
+        self.resolve_acked_streams();
         self.resolve_stand_in(params);
         self.resolve_reassembled_as(params, packets);
         if !o.roles_ok {
@@ -488,7 +530,17 @@ impl<'d> Compiler<'d> {
                 .map(|(i, _)| i)
         };
         let sequence = Program::role_declared(o.roles, Role::Sequence);
-        if let Some(i) = first(self, Role::Ack, false).or(first(self, Role::AckBits, false))
+        let datagram_ack = [
+            Role::Ack,
+            Role::AckBits,
+            Role::AckBelow,
+            Role::AckUpTo,
+            Role::AckRangeStart,
+            Role::NakRangeStart,
+        ]
+        .into_iter()
+        .find_map(|r| first(self, r, false));
+        if let Some(i) = datagram_ack
             && !sequence
         {
             self.error(
@@ -548,7 +600,7 @@ impl<'d> Compiler<'d> {
         });
         params.dissect_as = std::mem::take(&mut self.dissect_as);
         params.ack_width = (self.nodes.iter())
-            .filter(|n| n.role == Some(Role::Ack) && n.stream.is_none())
+            .filter(|n| n.role.is_some_and(|r| r == Role::Ack || r.acks_more()) && n.stream.is_none())
             .map(|n| self.kind_width(&n.kind).min(32))
             .max()
             .unwrap_or(16);

@@ -178,7 +178,13 @@ impl<'d> Compiler<'d> {
         };
         let stream = match role {
             Some(Role::Sequence) => self.stream(n, &kind)?,
-            Some(Role::Ack) if self.in_messages => Some(self.acked_stream(n)?),
+            _ => None,
+        };
+        // A message's ack names the stream it acks, resolved once every stream is known.
+        let acked = match role {
+            Some(
+                r @ (Role::Ack | Role::AckBelow | Role::AckUpTo | Role::AckRangeStart | Role::NakRangeStart),
+            ) if self.in_messages => Some(self.acked_stream(n, r)?),
             _ => None,
         };
         let fragment_key = match role {
@@ -210,6 +216,9 @@ impl<'d> Compiler<'d> {
             stream,
         });
         let id = self.nodes.len() as u32 - 1;
+        if let Some(a) = acked {
+            self.pending_acks.push((id, a));
+        }
         if let Some(k) = fragment_key {
             self.fragment_keys.insert(id, k);
         }
@@ -251,7 +260,11 @@ impl<'d> Compiler<'d> {
             Some("sequence") => allowed.extend(["stream", "key"]),
             Some("fragment-id") if self.in_messages => allowed.push("key"),
             Some("fragment-data") if self.in_messages => allowed.push("reassembled-as"),
-            Some("ack") if self.in_messages => allowed.extend(["stream", "key"]),
+            Some("ack" | "ack-below" | "ack-upto" | "ack-range-start" | "nak-range-start")
+                if self.in_messages =>
+            {
+                allowed.extend(["stream", "key"])
+            }
             _ => {}
         }
     }
@@ -300,6 +313,12 @@ impl<'d> Compiler<'d> {
                     Some("fragment-total") => Some(Role::FragmentTotal),
                     Some("send-time") => Some(Role::SendTime),
                     Some("ack-time") => Some(Role::AckTime),
+                    Some("ack-below") => Some(Role::AckBelow),
+                    Some("ack-upto") => Some(Role::AckUpTo),
+                    Some("ack-range-start") => Some(Role::AckRangeStart),
+                    Some("ack-range-end") => Some(Role::AckRangeEnd),
+                    Some("nak-range-start") => Some(Role::NakRangeStart),
+                    Some("nak-range-end") => Some(Role::NakRangeEnd),
                     _ => None,
                 };
                 if r.is_none() {

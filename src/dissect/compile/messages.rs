@@ -52,13 +52,13 @@ impl<'d> Compiler<'d> {
         let block = self.block(m.children(), 0);
         self.in_messages = false;
         let scope = self.scope.clone();
-        for role in [Role::Crc, Role::Ack, Role::AckBits, Role::AckTime, Role::SendTime] {
+        for role in [Role::Crc, Role::Ack, Role::AckBits] {
             if let Some(&id) = self.role_nodes(block, role).first() {
                 self.error(
                     self.spans[id as usize],
                     format!("role={} in a message is not supported yet", role.name()),
                     "role",
-                    Some("a message's ack goes in its type's body (`message N \"name\" { … }`); the send time in the header".into()),
+                    Some("a message's single ack goes in its type's body (`message N \"name\" { … }`); cumulative acks, ranges and send times may be in the messages block".into()),
                 );
                 return None;
             }

@@ -213,9 +213,7 @@ impl<'d> Compiler<'d> {
             (Role::AckBits, Kind::Bits(_)) => true,
             (Role::Sequence, Kind::Bits(_) | Kind::Int { .. } | Kind::Uint64 | Kind::LeUint(_)) => true,
             (Role::ProtocolId, Kind::Bits(_) | Kind::Uint64 | Kind::LeUint(_)) => true,
-            (Role::Ack, Kind::Bits(b)) => *b <= 32,
-            (Role::Ack, Kind::Int { .. }) => true,
-            (Role::Ack, Kind::LeUint(Count::Const(n))) => *n <= 4,
+            (r, k) if r == Role::Ack || r.acks_more() => self.ack_kind_fits(k),
             (Role::FragmentId | Role::FragmentCount, Kind::Bits(_) | Kind::LeUint(_) | Kind::Uint64)
                 if self.message_roles =>
             {
@@ -229,6 +227,16 @@ impl<'d> Compiler<'d> {
             (Role::Type | Role::FragmentId | Role::FragmentCount, Kind::Bits(b)) => *b <= 16,
             (Role::Type | Role::FragmentId | Role::FragmentCount, Kind::Int { .. }) => true,
             (Role::FragmentData, Kind::Rest { .. }) => true,
+            _ => false,
+        }
+    }
+
+    /// Whether an ack's field is up to 32 bits (acks are extended at 32 bits at most).
+    pub(super) fn ack_kind_fits(&self, kind: &Kind) -> bool {
+        match kind {
+            Kind::Derived(_) | Kind::Int { .. } => true,
+            Kind::Bits(b) => *b <= 32,
+            Kind::LeUint(Count::Const(n)) => *n <= 4,
             _ => false,
         }
     }

@@ -142,14 +142,14 @@ impl<'p> Exec<'p> {
         }
         match (role, stream) {
             (Some(Role::Ack), Some(si)) => self.stream_ack(out, id, si),
+            (Some(r), si) if r.acks_more() => self.ack_item(out, (id, parent, start), r, si)?,
             (_, Some(si)) => self.stream_seq(out, id, si),
-            (Some(Role::SendTime), _) => out.send_time = self.node_value(id),
-            (Some(Role::AckTime), _) => {
-                let v = self.node_value(id);
-                if let Some(m) = out.messages.last_mut() {
-                    m.echo = v;
-                }
-            }
+            // A message's own send time (KCP's PUSH `ts`), else the datagram's.
+            (Some(Role::SendTime), _) => match out.messages.last_mut() {
+                Some(m) => m.send_time = self.node_value(id),
+                None => out.send_time = self.node_value(id),
+            },
+            (Some(Role::AckTime), _) => self.echo(out, id),
             _ => {}
         }
         if role == Some(Role::FragmentData) && !out.messages.is_empty() {

@@ -278,9 +278,11 @@ impl Exec<'_> {
             0,
             Value::None,
         )?;
-        // The type role is each message's own.
+        // The type role is each message's own, and so are the ack items it reads.
         let type_slot = Role::Type.slot().unwrap_or(0);
         self.seen &= !(1u32 << type_slot);
+        self.items_from = out.ack_items.len();
+        self.last_ack = LastAck::None;
         out.messages.push(MessageInfo {
             type_id: None,
             bit_offset: start,
@@ -343,6 +345,7 @@ impl Exec<'_> {
         let send_time = out.send_time;
         if let Some(m) = out.messages.last_mut() {
             // A path reads at most MAX_MESSAGE_STREAMS, each stream once (`check`).
+            let send_time = m.send_time.or(send_time);
             if let Some(free) = m.streams.iter_mut().find(|s| s.is_none()) {
                 *free = Some(StreamSeq {
                     stream: si,
@@ -366,12 +369,90 @@ impl Exec<'_> {
             *k = self.slot(*s);
         }
         let sequence = self.slot(slot) as u64;
+        self.last_ack = LastAck::Single;
         if let Some(m) = out.messages.last_mut() {
             m.ack = Some(StreamSeq {
                 stream: si,
                 key,
                 sequence,
             });
+        }
+    }
+
+    /// A cumulative ack, a range's start or end, or a NAK's, was read: an ack item of the
+    /// stream `si` (the datagram's sequence without one). A range's end closes the
+    /// newest range of its kind.
+    pub(super) fn ack_item(
+        &mut self,
+        out: &mut Dissection,
+        (id, parent, at): (NodeId, u32, u64),
+        role: Role,
+        si: Option<u8>,
+    ) -> Step {
+        let p = self.program;
+        let Some(slot) = p.nodes[id as usize].slot else {
+            return Ok(());
+        };
+        let v = self.slot(slot) as u64;
+        let kind = match role {
+            Role::AckBelow => AckKind::Below,
+            Role::AckUpTo => AckKind::UpTo,
+            Role::AckRangeStart => AckKind::Range,
+            Role::NakRangeStart => AckKind::Nak,
+            Role::AckRangeEnd | Role::NakRangeEnd => {
+                let kind = if role == Role::AckRangeEnd {
+                    AckKind::Range
+                } else {
+                    AckKind::Nak
+                };
+                let from = self.items_from.min(out.ack_items.len());
+                if let Some(item) = out.ack_items[from..].iter_mut().rev().find(|i| i.kind == kind) {
+                    item.last = v;
+                }
+                return Ok(());
+            }
+            _ => return Ok(()),
+        };
+        if out.ack_items.len() >= MAX_ACK_ITEMS {
+            let reason =
+                format!("more than {MAX_ACK_ITEMS} cumulative acks, ranges and NAKs in one datagram");
+            return self.limit(out, parent, Label::Node(id), at, reason);
+        }
+        let stream = si.and_then(|si| {
+            let def = p.params.streams.get(si as usize)?;
+            let mut key = [0i64; 2];
+            for (k, (_, s)) in key.iter_mut().zip(&def.key) {
+                *k = self.slot(*s);
+            }
+            Some((si, key))
+        });
+        out.ack_items.push(AckItem {
+            stream,
+            kind,
+            first: v,
+            last: v,
+            echo: None,
+        });
+        self.last_ack = LastAck::Item(out.ack_items.len() - 1);
+        Ok(())
+    }
+
+    /// An echoed send time: of the ack read last in this message (or datagram) — its
+    /// single ack, or an ack item.
+    pub(super) fn echo(&mut self, out: &mut Dissection, id: NodeId) {
+        let v = self.node_value(id);
+        let from = self.items_from.min(out.ack_items.len());
+        match self.last_ack {
+            LastAck::Item(i) if i >= from => {
+                if let Some(item) = out.ack_items.get_mut(i) {
+                    item.echo = v;
+                }
+            }
+            _ => {
+                if let Some(m) = out.messages.last_mut() {
+                    m.echo = v;
+                }
+            }
         }
     }
 

@@ -251,7 +251,7 @@ impl Statistics {
         }
         let ack_analysis = cfg.program.as_ref().is_some_and(|p| {
             use crate::dissect::program::Role;
-            p.has_role(Role::Ack)
+            p.has_role(Role::Ack) || p.params.datagram_acks
         });
         Statistics {
             quarter_space: 1u128 << cfg.sequence_bits().clamp(2, 64).saturating_sub(2),
@@ -369,10 +369,15 @@ impl Statistics {
         for fl in self.flows {
             let mut stats = fl.stats;
             stats.pad_types();
-            stats.acks = match fl.message_acks {
-                _ if fl.acks_not_tracked => None,
-                Some(m) => m.finish(),
-                None => fl.acks.and_then(|a| a.finish()),
+            let defs = self
+                .cfg
+                .program
+                .as_deref()
+                .map_or(&[][..], |p| &p.params.streams[..]);
+            (stats.acks, stats.stream_acks) = match fl.message_acks {
+                _ if fl.acks_not_tracked => (None, Vec::new()),
+                Some(m) => m.finish(defs),
+                None => (fl.acks.and_then(|a| a.finish()), Vec::new()),
             };
             stats.acks_not_tracked = fl.acks_not_tracked;
             stats.burst_window_capped = fl.burst_window_capped;
@@ -659,7 +664,7 @@ impl Statistics {
                     }
                     t
                 })
-                .sent(seq, e.ts_ns);
+                .sent_part(seq, e.ts_ns, e.fragment.is_some());
             flow.charge_acks(before, &mut self.state);
         }
         let s = &mut flow.stats;
@@ -702,11 +707,10 @@ impl Statistics {
     /// reliable.io's receiver does), so the reassembled packet brings them.
     fn ack(&mut self, e: &PacketEvent) {
         // Most protocols carry no acks: decided before the flow's key is copied out.
-        if !self.ack_analysis || e.ack.is_none() {
+        if !self.ack_analysis || (e.ack.is_none() && e.acks.is_empty()) {
             return;
         }
-        // Without ack-bits, an ack acks its one sequence.
-        let (Some(ack), bits, Some(key)) = (e.ack, e.ack_bits.unwrap_or(1), e.flow) else {
+        let Some(key) = e.flow else {
             return;
         };
         let back = FlowId {
@@ -723,7 +727,19 @@ impl Statistics {
             && let Some(t) = fl.acks.as_mut()
         {
             let before = t.heap_bytes();
-            t.acked(ack as u64, self.ack_width, bits, e.ts_ns, second);
+            // Without ack-bits, an ack acks its one sequence.
+            if let Some(ack) = e.ack {
+                t.acked(
+                    ack as u64,
+                    self.ack_width,
+                    e.ack_bits.unwrap_or(1),
+                    e.ts_ns,
+                    second,
+                );
+            }
+            for item in e.acks.iter().filter(|i| i.stream.is_none()) {
+                acks::datagram_item(t, item, self.ack_width, e.ts_ns, second);
+            }
             fl.charge_acks(before, &mut self.state);
         }
     }
@@ -744,7 +760,7 @@ impl Statistics {
                 .sent(defs, e.messages, e.ts_ns);
             fl.charge_message_acks(before, &mut self.state);
         }
-        if !e.messages.iter().any(|m| m.ack.is_some()) {
+        if !e.messages.iter().any(|m| m.ack.is_some()) && e.acks.is_empty() {
             return;
         }
         let back = FlowId {
@@ -762,8 +778,13 @@ impl Statistics {
         {
             let before = fl.message_ack_bytes();
             let acks = fl.message_acks.get_or_insert_default();
+            // One by one first: a cumulative ack in the same datagram (KCP's una beside
+            // its ACKs) covers only what they did not.
             for m in e.messages {
                 acks.acked(defs, m, e.ts_ns, second);
+            }
+            for item in e.acks.iter().filter(|i| i.stream.is_some()) {
+                acks.acked_item(defs, item, e.ts_ns, second);
             }
             fl.charge_message_acks(before, &mut self.state);
         }

@@ -5,8 +5,8 @@
 //! command is timed from the copy that was acked.
 
 use super::acks::{AckStats, AckTracker};
-use crate::dissect::MessageInfo;
 use crate::dissect::program::StreamDef;
+use crate::dissect::{AckItem, AckKind, MessageInfo};
 use hashbrown::HashMap;
 use std::collections::VecDeque;
 
@@ -20,6 +20,14 @@ const COPIES: usize = 8;
 
 /// A stream sequence: stream, key values, sequence.
 type SeqKey = (u8, [i64; 2], u64);
+
+/// One acked stream's figures: its name, its key as `field=value` pairs, its acks.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct StreamAcks {
+    pub name: String,
+    pub key: String,
+    pub acks: AckStats,
+}
 
 /// One direction's acked streams, and the send times of its recent sequences' copies.
 #[derive(Debug, Clone, Default)]
@@ -94,7 +102,36 @@ impl FlowMessageAcks {
         });
         match echoed {
             Some(at) => t.acked_echo(ack.sequence, width, ts_ns, second, at),
-            None => t.acked(ack.sequence, width, 1, ts_ns, second),
+            None => t.acked_one(ack.sequence, width, ts_ns, second),
+        }
+    }
+
+    /// The capture time of the copy of `seq` sent at the echoed time `e`, before `ts_ns`.
+    fn echoed(&self, seq: &SeqKey, e: u32, ts_ns: i64) -> Option<i64> {
+        (self.copies.get(seq))
+            .and_then(|v| v.iter().rev().find(|&&(t, at)| t == e && at <= ts_ns))
+            .map(|&(_, at)| at)
+    }
+
+    /// The other direction's cumulative ack, range or NAK of a stream, at `ts_ns`.
+    pub fn acked_item(&mut self, defs: &[StreamDef], item: &AckItem, ts_ns: i64, second: Option<u32>) {
+        let Some((stream, key)) = item.stream else { return };
+        let width = defs.get(stream as usize).map_or(16, |d| d.bits);
+        // The echo answers the newest sequence the item names.
+        let newest = match item.kind {
+            AckKind::Below => item.first.wrapping_sub(1),
+            AckKind::UpTo => item.first,
+            AckKind::Range | AckKind::Nak => item.last,
+        } & (u64::MAX >> (64 - width.clamp(1, 64)));
+        let echoed = item.echo.map(|e| self.echoed(&(stream, key, newest), e, ts_ns));
+        let Some(t) = self.trackers.get_mut(&(stream, key)) else {
+            return;
+        };
+        match item.kind {
+            AckKind::Below => t.acked_cumulative(item.first, width, false, ts_ns, second, echoed),
+            AckKind::UpTo => t.acked_cumulative(item.first, width, true, ts_ns, second, echoed),
+            AckKind::Range => t.acked_range(item.first, item.last, width, ts_ns, second, echoed),
+            AckKind::Nak => t.naked_range(item.first, item.last, width),
         }
     }
 
@@ -109,8 +146,22 @@ impl FlowMessageAcks {
             + self.order.capacity() * std::mem::size_of::<SeqKey>()
     }
 
-    /// Every acked stream's figures as the direction's.
-    pub fn finish(self) -> Option<AckStats> {
-        AckTracker::finish_many(self.trackers.into_values())
+    /// Every acked stream's figures as the direction's, and each stream's apart (by
+    /// name and key, as the stream table names them).
+    pub fn finish(self, defs: &[StreamDef]) -> (Option<AckStats>, Vec<StreamAcks>) {
+        let mut each: Vec<((u8, [i64; 2]), AckTracker)> = self.trackers.into_iter().collect();
+        each.sort_by_key(|(k, _)| *k);
+        let streams = (each.iter())
+            .filter_map(|((si, key), t)| {
+                let def = defs.get(*si as usize)?;
+                let acks = t.clone().finish()?;
+                Some(StreamAcks {
+                    name: def.name.clone(),
+                    key: crate::engine::streams::key_text(def, *key),
+                    acks,
+                })
+            })
+            .collect();
+        (AckTracker::finish_many(each.into_iter().map(|(_, t)| t)), streams)
     }
 }

@@ -275,6 +275,9 @@ pub struct FlowStats {
     /// Ack analysis of this direction's sequences (definitions with ack roles).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub acks: Option<super::acks::AckStats>,
+    /// The ack analysis of each acked message stream of this direction, by stream.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stream_acks: Vec<super::msgacks::StreamAcks>,
     /// Its ack analysis was given up at the flow state budget (no `acks`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub acks_not_tracked: bool,
@@ -363,6 +366,7 @@ impl FlowStats {
             role: None,
             wrong_direction: 0,
             acks: None,
+            stream_acks: Vec::new(),
             acks_not_tracked: false,
             burst_window_capped: false,
             sequence_spaces: Vec::new(),
