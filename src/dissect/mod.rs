@@ -20,7 +20,7 @@ pub use exec::Dissector;
 pub use leaves::LeafLog;
 pub use model::{
     AckItem, AckKind, Dissection, Fault, FaultKind, Field, FragmentInfo, Label, MAX_ACK_ITEMS,
-    MAX_MESSAGE_STREAMS, MessageFragment, MessageInfo, ROOT, StreamSeq, Value,
+    MAX_MESSAGE_STREAMS, MessageFragment, MessageInfo, ROOT, RunPart, StreamSeq, Value,
 };
 pub use paths::{Holds, PathInfo, catalog, label_name, path_of};
 pub use program::{Program, Role};

@@ -192,6 +192,23 @@ pub struct MessageFragment {
     /// Byte offset and length of the data in the datagram.
     pub data_at: u32,
     pub data_len: u32,
+    /// Count-down or flagged: where the fragment lies in its stream.
+    pub run: Option<RunPart>,
+}
+
+/// A fragment placed by its message's stream sequence (count-down or flagged): the
+/// stream, its key values, the sequence, and what it says of its message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RunPart {
+    pub stream: u8,
+    pub key: [i64; 2],
+    pub sequence: u64,
+    /// Fragments still to come (count-down), or None (flagged).
+    pub remaining: Option<u32>,
+    /// It begins its message (flagged; a count-down fragment tells it otherwise).
+    pub first: bool,
+    /// It ends its message (flagged; count-down: remaining 0).
+    pub last: bool,
 }
 
 /// Streams one message may count in at once (`check` refuses more on one path).

@@ -65,6 +65,13 @@ pub enum Role {
     /// The same, for a range not received (a negative acknowledgement).
     NakRangeStart,
     NakRangeEnd,
+    /// A message's fragments still to come (KCP's `frg`, counting down to 0 over
+    /// consecutive sequences of its stream; the first tells the count).
+    FragmentRemaining,
+    /// The fragment begins, or ends, its message (SCTP's B and E bits), over
+    /// consecutive sequences of its stream.
+    FragmentFirst,
+    FragmentLast,
 }
 
 /// Slots 0..ROLE_SLOTS hold the role values: every field with a role, wherever it is
@@ -73,7 +80,7 @@ pub enum Role {
 pub const ROLE_SLOTS: usize = 8;
 
 impl Role {
-    pub const ALL: [Role; 19] = [
+    pub const ALL: [Role; 22] = [
         Role::Crc,
         Role::Sequence,
         Role::Type,
@@ -93,6 +100,9 @@ impl Role {
         Role::AckRangeEnd,
         Role::NakRangeStart,
         Role::NakRangeEnd,
+        Role::FragmentRemaining,
+        Role::FragmentFirst,
+        Role::FragmentLast,
     ];
 
     /// The acks beyond one sequence: cumulative, ranges and NAK ranges.
@@ -129,7 +139,10 @@ impl Role {
             | Role::AckRangeStart
             | Role::AckRangeEnd
             | Role::NakRangeStart
-            | Role::NakRangeEnd => {
+            | Role::NakRangeEnd
+            | Role::FragmentRemaining
+            | Role::FragmentFirst
+            | Role::FragmentLast => {
                 return None;
             }
         })
@@ -157,6 +170,9 @@ impl Role {
             Role::AckRangeEnd => "ack-range-end",
             Role::NakRangeStart => "nak-range-start",
             Role::NakRangeEnd => "nak-range-end",
+            Role::FragmentRemaining => "fragment-remaining",
+            Role::FragmentFirst => "fragment-first",
+            Role::FragmentLast => "fragment-last",
         }
     }
 
@@ -527,6 +543,12 @@ pub struct MessageFragmentDef {
     pub key: Vec<(String, u16)>,
     pub offset: Option<u16>,
     pub total: Option<u16>,
+    /// Count-down (`fragment-remaining`) or flagged (`fragment-first`/`-last`)
+    /// fragments: the slots of those fields; the message's first stream sequence
+    /// orders them.
+    pub remaining: Option<u16>,
+    pub first: Option<u16>,
+    pub last: Option<u16>,
     /// `reassembled-as="TYPE"`: the message type a reassembled message is read as
     /// (without it, the application's bytes).
     pub reassembled_as: Option<u32>,

@@ -18,6 +18,7 @@ pub(crate) mod event;
 pub(crate) mod join;
 pub mod layers;
 pub(crate) mod msgfrag;
+pub(crate) mod msgruns;
 /// Game-fragment reassembly, open for its fuzz target and property tests.
 #[doc(hidden)]
 pub mod reassembly;
@@ -254,6 +255,8 @@ pub struct FlowEnd {
     pub attacks: AttackCounters,
     /// Message streams (definitions that declare them), by name and key.
     pub streams: Vec<streams::StreamEnd>,
+    /// Messages of count-down or flagged fragments sent in one fragment (whole).
+    pub single_fragment_messages: u64,
 }
 
 /// A sequence space counted per sending address (netcode's server-global counter).
@@ -297,6 +300,8 @@ struct FlowState {
     streams: Option<Box<streams::FlowStreams>>,
     /// Messages sent in fragments inside messages, made on first use.
     messages: Option<Box<msgfrag::MessageReassembly>>,
+    /// Messages whose fragments follow one another in a stream (count-down, flagged).
+    runs: Option<Box<msgruns::Runs>>,
 }
 
 /// Frames in, events out: each frame decoded, validated, reassembled and dissected as
@@ -789,6 +794,7 @@ impl Engine {
             first_frame: frame,
             streams: None,
             messages: None,
+            runs: None,
         });
         Some(i)
     }
@@ -1131,6 +1137,7 @@ impl Engine {
                     .enumerate()
                     .filter_map(|(i, t)| Some((self.space_name(i as u8), t?.stats)))
                     .collect(),
+                single_fragment_messages: fl.runs.as_ref().map_or(0, |r| r.single),
                 reassembly: fl.frags.by_count,
                 attacks: fl.frags.attacks,
                 streams: fl

@@ -906,7 +906,10 @@ impl Roles {
             | Role::AckRangeStart
             | Role::AckRangeEnd
             | Role::NakRangeStart
-            | Role::NakRangeEnd => None,
+            | Role::NakRangeEnd
+            | Role::FragmentRemaining
+            | Role::FragmentFirst
+            | Role::FragmentLast => None,
         }
     }
 }

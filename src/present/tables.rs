@@ -657,13 +657,17 @@ fn reassembly_rows(a: &crate::analysis::ReassemblyReport) -> Vec<(&'static str, 
         ),
         (
             "single-datagram loss",
-            format!(
-                "{} ({} of {} single datagrams, from sequence gaps on {})",
-                pct(a.single_loss),
-                a.single_lost,
-                a.single_total,
-                a.single_loss_scope
-            ),
+            match a.single_total {
+                // Nothing measured it (no datagram sequence): not 0%.
+                0 => "- (no single datagrams with a sequence)".to_string(),
+                _ => format!(
+                    "{} ({} of {} single datagrams, from sequence gaps on {})",
+                    pct(a.single_loss),
+                    a.single_lost,
+                    a.single_total,
+                    a.single_loss_scope
+                ),
+            },
         ),
         ("bytes wasted", a.bytes_wasted.to_string()),
         ("peak reassembly memory", format!("{} bytes", a.peak_bytes)),
@@ -692,6 +696,19 @@ fn reassembly_rows(a: &crate::analysis::ReassemblyReport) -> Vec<(&'static str, 
             ),
         ),
     ];
+    if a.single_fragment_messages > 0 {
+        rows.insert(
+            2,
+            (
+                "messages in one fragment",
+                format!(
+                    "{} (whole as sent: {} messages in all)",
+                    a.single_fragment_messages,
+                    a.single_fragment_messages + a.completed
+                ),
+            ),
+        );
+    }
     if a.counted_apart.flows > 0 {
         rows.push((
             "counted apart (not loss)",

@@ -660,6 +660,17 @@ impl<'d> Compiler<'d> {
             for role in [Role::Ack, Role::AckBits] {
                 ok &= self.role_placement(f, b, role, false, roles);
             }
+            for role in [Role::FragmentRemaining, Role::FragmentFirst, Role::FragmentLast] {
+                for id in self.role_nodes(b, role) {
+                    ok = false;
+                    self.error(
+                        self.spans[id as usize],
+                        format!("role={} is for fragments inside messages", role.name()),
+                        "not in a message",
+                        Some("a datagram's fragments have an id and a count (`role=fragment-id`, `role=fragment-count`); count-down and flagged fragments follow a message's stream".into()),
+                    );
+                }
+            }
             self.fragment_widths(f, b, format);
             if !when && !Program::role_declared(*roles, Role::Type) {
                 self.error(

@@ -319,6 +319,9 @@ impl<'d> Compiler<'d> {
                     Some("ack-range-end") => Some(Role::AckRangeEnd),
                     Some("nak-range-start") => Some(Role::NakRangeStart),
                     Some("nak-range-end") => Some(Role::NakRangeEnd),
+                    Some("fragment-remaining") => Some(Role::FragmentRemaining),
+                    Some("fragment-first") => Some(Role::FragmentFirst),
+                    Some("fragment-last") => Some(Role::FragmentLast),
                     _ => None,
                 };
                 if r.is_none() {

@@ -9,13 +9,34 @@ use kdl::KdlNode;
 const MAX_KEY_FIELDS: usize = 3;
 
 /// The roles of a fragment inside messages.
-const FRAGMENT_ROLES: [Role; 5] = [
+const FRAGMENT_ROLES: [Role; 8] = [
     Role::FragmentId,
     Role::FragmentCount,
     Role::FragmentData,
     Role::FragmentOffset,
     Role::FragmentTotal,
+    Role::FragmentRemaining,
+    Role::FragmentFirst,
+    Role::FragmentLast,
 ];
+
+/// A role's bit in a path's set of fragment roles.
+fn bit(r: Role) -> u32 {
+    1u32 << FRAGMENT_ROLES.iter().position(|&x| x == r).unwrap_or(0)
+}
+
+/// The sets of fragment roles a path may carry, one per way of fragmenting: by number
+/// and count (placed by number, or by byte offset and total), counting down, flagged
+/// first and last. A path carries one of them or none.
+fn schemes() -> [u32; 4] {
+    let core = bit(Role::FragmentId) | bit(Role::FragmentCount) | bit(Role::FragmentData);
+    [
+        core,
+        core | bit(Role::FragmentOffset) | bit(Role::FragmentTotal),
+        bit(Role::FragmentRemaining) | bit(Role::FragmentData),
+        bit(Role::FragmentFirst) | bit(Role::FragmentLast) | bit(Role::FragmentData),
+    ]
+}
 
 impl Compiler<'_> {
     /// `key="FIELD …"` on a message's `role=fragment-id`: integer fields read before it.
@@ -90,27 +111,42 @@ impl Compiler<'_> {
         let key = first(self, Role::FragmentId)
             .and_then(|id| self.fragment_keys.get(&id).cloned())
             .unwrap_or_default();
-        let slot = |c: &Self, id: Option<u32>| id.and_then(|i| c.nodes[i as usize].slot);
-        let (offset, total) = (
-            slot(self, first(self, Role::FragmentOffset)),
-            slot(self, first(self, Role::FragmentTotal)),
-        );
-        params.message_fragments.push(MessageFragmentDef {
+        let slot = |c: &Self, r: Role| first(c, r).and_then(|i| c.nodes[i as usize].slot);
+        let def = MessageFragmentDef {
             type_id,
             key,
-            offset,
-            total,
+            offset: slot(self, Role::FragmentOffset),
+            total: slot(self, Role::FragmentTotal),
+            remaining: slot(self, Role::FragmentRemaining),
+            first: slot(self, Role::FragmentFirst),
+            last: slot(self, Role::FragmentLast),
             reassembled_as: None,
+        };
+        // Count-down and flagged fragments are ordered by the message's stream sequence.
+        let ordered = def.remaining.is_some() || def.first.is_some();
+        let stream = blocks.iter().any(|&b| {
+            (self.role_nodes(b, Role::Sequence).iter()).any(|&i| self.nodes[i as usize].stream.is_some())
         });
+        if ordered && !stream {
+            let id = first(self, Role::FragmentRemaining)
+                .or(first(self, Role::FragmentFirst))
+                .unwrap_or(0);
+            self.error(
+                self.spans[id as usize],
+                "fragments counting down or flagged first and last follow one another in a stream, and this message counts in none",
+                "no stream",
+                Some("give the message its stream sequence: `role=sequence stream=\"NAME\" key=\"…\"` (its first stream orders the fragments)".into()),
+            );
+            return false;
+        }
+        params.message_fragments.push(def);
         true
     }
 
     /// Each path through `blocks` carries a whole set of fragment roles or none: the
-    /// id, count and data, with the offset and total or without both.
+    /// id, count and data (with the offset and total, or without both), the remaining
+    /// count and data, or the first and last flags and data.
     fn fragment_paths(&mut self, p: &KdlNode, blocks: &[Block]) -> bool {
-        let bit = |r: Role| 1u32 << FRAGMENT_ROLES.iter().position(|&x| x == r).unwrap_or(0);
-        let core = bit(Role::FragmentId) | bit(Role::FragmentCount) | bit(Role::FragmentData);
-        let placed = bit(Role::FragmentOffset) | bit(Role::FragmentTotal);
         let mut sets = vec![0u32];
         for &b in blocks {
             sets = self.role_sets(
@@ -122,7 +158,7 @@ impl Compiler<'_> {
                 0,
             );
         }
-        let Some(&bad) = sets.iter().find(|&&m| m != 0 && m != core && m != core | placed) else {
+        let Some(&bad) = sets.iter().find(|&&m| m != 0 && !schemes().contains(&m)) else {
             return true;
         };
         let nodes = |c: &Self, r: Role| {
@@ -131,6 +167,7 @@ impl Compiler<'_> {
                 .flat_map(|&b| c.role_nodes(b, r))
                 .collect::<Vec<_>>()
         };
+        let placed = bit(Role::FragmentOffset) | bit(Role::FragmentTotal);
         let half = bad & placed;
         if half != 0 && half != placed {
             let id = nodes(self, Role::FragmentOffset)
@@ -150,18 +187,30 @@ impl Compiler<'_> {
             Some(name) => format!("{} \"{name}\"", p.name().value()),
             None => p.name().value().to_string(),
         };
-        let lacking: Vec<Role> = FRAGMENT_ROLES[..3]
+        // The way of fragmenting the path comes nearest to: the one it shares most with.
+        let want = schemes()
+            .into_iter()
+            .max_by_key(|s| ((s & bad).count_ones(), std::cmp::Reverse((s ^ bad).count_ones())))
+            .unwrap_or(0);
+        let lacking: Vec<Role> = FRAGMENT_ROLES
             .iter()
             .copied()
-            .filter(|&r| bad & bit(r) == 0)
+            .filter(|&r| want & !bad & bit(r) != 0)
             .collect();
-        if let Some(&r) = lacking.iter().find(|&&r| nodes(self, r).is_empty()) {
+        let extra: Vec<Role> = FRAGMENT_ROLES
+            .iter()
+            .copied()
+            .filter(|&r| bad & !want & bit(r) != 0)
+            .collect();
+        if let Some(&r) = lacking.iter().find(|&&r| nodes(self, r).is_empty())
+            && extra.is_empty()
+        {
             self.error(
                 Self::name_span(p),
                 format!("`{owner}` has no field with role={}", r.name()),
                 "missing role",
                 Some(format!(
-                    "a fragment inside a message has an id, a count and data: mark the field, for example `bits {} 16 role={}`",
+                    "a fragment inside a message has its data with an id and a count, a remaining count, or first and last flags: mark the field, for example `bits {} 16 role={}`",
                     r.name().replace('-', "_"),
                     r.name()
                 )),
@@ -175,14 +224,21 @@ impl Compiler<'_> {
                 .join(", ")
         };
         let present = names(&mut FRAGMENT_ROLES.iter().copied().filter(|&r| bad & bit(r) != 0));
-        self.error(
-            Self::name_span(p),
-            format!(
+        let message = match (lacking.is_empty(), extra.is_empty()) {
+            (false, _) => format!(
                 "on some path through `{owner}` a message has {present} without {}",
                 names(&mut lacking.into_iter())
             ),
+            (true, _) => format!(
+                "on some path through `{owner}` a message has {present}: {} go with another way of fragmenting",
+                names(&mut extra.into_iter())
+            ),
+        };
+        self.error(
+            Self::name_span(p),
+            message,
             "fragment roles apart",
-            Some("a fragment's id, count and data go together on every path that has any: put them under the same `if`".into()),
+            Some("a fragment has its data with an id and a count, or a remaining count, or first and last flags — together on every path that has any: put them under the same `if`".into()),
         );
         false
     }

@@ -35,9 +35,14 @@ impl<'d> Compiler<'d> {
                     Some(Role::Sequence) if node.stream.is_some() => None,
                     Some(Role::Sequence) if sequence => None,
                     Some(r @ (Role::Sequence | Role::Type | Role::Crc)) => Some(r),
-                    Some(r @ (Role::FragmentId | Role::FragmentCount | Role::FragmentData)) if !fragment => {
-                        Some(r)
-                    }
+                    Some(
+                        r @ (Role::FragmentId
+                        | Role::FragmentCount
+                        | Role::FragmentData
+                        | Role::FragmentRemaining
+                        | Role::FragmentFirst
+                        | Role::FragmentLast),
+                    ) if !fragment => Some(r),
                     _ => None,
                 };
                 if let Some(r) = misplaced {
@@ -224,6 +229,8 @@ impl<'d> Compiler<'d> {
                 Kind::Bits(_) | Kind::LeUint(_) | Kind::Uint64,
             ) => true,
             (Role::FragmentData, Kind::Bytes(_)) if self.message_roles => true,
+            (Role::FragmentRemaining, Kind::Bits(_) | Kind::LeUint(_) | Kind::Int { .. }) => true,
+            (Role::FragmentFirst | Role::FragmentLast, Kind::Bits(_) | Kind::Bool | Kind::Int { .. }) => true,
             (Role::Type | Role::FragmentId | Role::FragmentCount, Kind::Bits(b)) => *b <= 16,
             (Role::Type | Role::FragmentId | Role::FragmentCount, Kind::Int { .. }) => true,
             (Role::FragmentData, Kind::Rest { .. }) => true,

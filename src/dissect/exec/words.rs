@@ -308,6 +308,7 @@ impl Exec<'_> {
         if let Some(m) = out.messages.last_mut() {
             m.bit_len = r.bits_read() - start;
         }
+        self.place_run(out);
         self.close(out, element, r, Value::None);
         res
     }

@@ -876,6 +876,7 @@ impl Sink for Statistics {
     fn flow_end(&mut self, end: &FlowEnd) {
         let r = &mut self.report.reassembly;
         r.attacks.add(&end.attacks);
+        r.single_fragment_messages += end.single_fragment_messages;
         for (n, cs) in &end.reassembly {
             r.by_count.entry(*n).or_default().add(cs);
         }

@@ -482,6 +482,10 @@ pub struct ReassemblyReport {
     pub attacks: AttackCounters,
     #[serde(skip)]
     pub by_count: BTreeMap<u32, CountStats>,
+    /// Messages of count-down or flagged fragments sent in one fragment: whole, not
+    /// fragmented (with the completed ones, every message delivered).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub single_fragment_messages: u64,
     pub packets_seen: u64,
     pub fragments_expected: u64,
     pub fragments_received: u64,
@@ -746,6 +750,7 @@ impl Report {
         r.crc_fail += o.reassembly.crc_fail;
         r.peak_bytes += o.reassembly.peak_bytes;
         r.attacks.add(&o.reassembly.attacks);
+        r.single_fragment_messages += o.reassembly.single_fragment_messages;
         for (n, cs) in o.reassembly.by_count {
             r.by_count.entry(n).or_default().add(&cs);
         }
