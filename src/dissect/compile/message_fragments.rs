@@ -188,9 +188,16 @@ impl Compiler<'_> {
             None => p.name().value().to_string(),
         };
         // The way of fragmenting the path comes nearest to: the one it shares most with.
+        let declared = sets.iter().fold(0, |a, s| a | s);
         let want = schemes()
             .into_iter()
-            .max_by_key(|s| ((s & bad).count_ones(), std::cmp::Reverse((s ^ bad).count_ones())))
+            .max_by_key(|s| {
+                (
+                    (s & bad).count_ones(),
+                    (s & declared).count_ones(),
+                    std::cmp::Reverse((s ^ bad).count_ones()),
+                )
+            })
             .unwrap_or(0);
         let lacking: Vec<Role> = FRAGMENT_ROLES
             .iter()
