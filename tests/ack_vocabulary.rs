@@ -194,3 +194,34 @@ packet 0 "p" { rest data; }
     assert_eq!(a["naks_of_unsent"], 20);
     assert_eq!(a["rtt_source"], "first copies");
 }
+
+/// Acks of a direction that sent nothing they could name are said, not dropped.
+#[test]
+fn acks_with_nothing_to_settle_are_counted() {
+    let (c, s) = ends();
+    let d = (0..5).map(|n| (s, c, records(0xc0, &[(n, None)]))).collect();
+    let r = analyze(RANGES, d);
+    assert_eq!(r["capture"]["acks_unmatched"], 5);
+}
+
+/// An ack field that never names a sequence sent (ranges far past everything): the ack
+/// analysis does not fit, said in Fit, its ack-implied loss held back in the table.
+#[test]
+fn acks_of_sequences_never_sent_make_the_ack_fit_doubtful() {
+    let (c, s) = ends();
+    let mut d: Vec<(SocketAddr, SocketAddr, Vec<u8>)> = (0..10).map(|n| (c, s, data(n))).collect();
+    for n in 0..20 {
+        d.push((s, c, records(0xc0, &[(100_000 + n, Some(200_000 + n))])));
+    }
+    let r = analyze(RANGES, d);
+    assert_eq!(r["fit"]["analyses"]["acks"], "does_not_fit", "{}", r["fit"]);
+    assert_ne!(r["fit"]["verdict"], "good");
+    let why = r["fit"]["rests_on"].as_array().unwrap();
+    assert!(
+        why.iter().any(|w| w
+            .as_str()
+            .unwrap()
+            .contains("acks and NAKs name sequences never sent")),
+        "{why:?}"
+    );
+}

@@ -171,7 +171,7 @@ fn fragmented_messages_by_count_and_every_message() {
     for (n, c) in fm["by_fragment_count"].as_object().unwrap() {
         let row = rows
             .iter()
-            .find(|row| row["fragments"].to_string() == *n)
+            .find(|row| row["fragments"].as_u64() == n.parse().ok())
             .unwrap_or_else(|| panic!("no row of {n} fragments"));
         assert_eq!(row["seen"], c["seen"], "{n}");
         assert_eq!(row["completed"], c["complete"], "{n}");
@@ -192,4 +192,52 @@ fn fragmented_messages_by_count_and_every_message() {
         whole + re["completed"].as_u64().unwrap(),
         t["messages"]["sent"].as_u64().unwrap()
     );
+}
+
+/// A definition written the natural way without count-down fragments (the count derived
+/// from `frg`, grouped by the message's last sn) reads every fragment as a message whose
+/// count changes: its fragment fit is not good, its loss figures and finding held back.
+#[test]
+fn a_count_derived_from_frg_does_not_fit() {
+    let text = std::fs::read_to_string(DEF)
+        .unwrap()
+        .replace(
+            "    derived remaining \"frg\" role=fragment-remaining\n    bytes data \"len\" role=fragment-data",
+            "    derived last_sn \"sn + frg\"\n    derived frag_count \"frg + 1\" role=fragment-count\n    derived frag_index \"frg\" role=fragment-id key=\"conv last_sn\"\n    bytes data \"len\" role=fragment-data",
+        )
+        .replace("    mtu-budget 1400\n", "    mtu-budget 1400\n    fragment-size 1376\n");
+    assert!(text.contains("frag_count"));
+    let dir = std::env::temp_dir().join(format!("gpcap-kcp-attempt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let def = dir.join("attempt.kdl");
+    std::fs::write(&def, text).unwrap();
+    let r: Value = serde_json::from_str(&gpcap(&[
+        "analyze",
+        "-d",
+        def.to_str().unwrap(),
+        CAPTURE,
+        "--json",
+    ]))
+    .unwrap();
+    let re = &r["reassembly"];
+    assert!(
+        re["attacks"]["count_changed"].as_u64().unwrap() > 100,
+        "{}",
+        re["attacks"]
+    );
+    assert_ne!(r["fit"]["verdict"], "good", "{}", r["fit"]);
+    assert_eq!(r["fit"]["analyses"]["fragments"], "does_not_fit");
+    assert!(re["finding"].is_null(), "{}", re["finding"]);
+    // The finding it would have made is held back, said so.
+    assert!(
+        r["fit"]["suppressed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s.as_str().unwrap().contains("fragments"))
+    );
+    let text = gpcap(&["analyze", "-d", def.to_str().unwrap(), CAPTURE]);
+    assert!(text.contains("fragment loss p         ┆ held back"), "{text}");
+    assert!(!text.contains("Fragment-loss amplification"), "{text}");
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -451,10 +451,22 @@ pub(crate) fn render_acks(r: &Report) -> String {
     let mut out = String::new();
     let flows: Vec<&crate::analysis::FlowStats> = r.flows.iter().filter(|f| f.acks.is_some()).collect();
     let dropped = r.capture.acks_not_tracked;
-    if flows.is_empty() && dropped == 0 {
+    let unmatched = r.capture.acks_unmatched;
+    if flows.is_empty() && dropped == 0 && unmatched == 0 {
         return out;
     }
     let _ = writeln!(out, "Acks (what the other direction reported received)");
+    if unmatched > 0 {
+        let _ = writeln!(
+            out,
+            "({} with acks named sequences the other direction had not sent (none of its datagrams carried that sequence or stream): nothing for them to settle)",
+            super::count(unmatched, "datagram")
+        );
+    }
+    if flows.is_empty() {
+        let _ = writeln!(out);
+        return out;
+    }
     warn(&mut out, r, "the sequences, acks and loss");
     if dropped > 0 {
         let _ = writeln!(
@@ -525,8 +537,13 @@ pub(crate) fn render_acks(r: &Report) -> String {
         if lost_acks {
             row.push(a.acks_lost.to_string());
         }
+        let held = r.fit.analyses.acks != crate::analysis::fit::Verdict::Good;
         row.extend([
-            format!("{:.1}%", a.ack_implied_loss * 100.0),
+            if held {
+                "held back".to_string()
+            } else {
+                format!("{:.1}%", a.ack_implied_loss * 100.0)
+            },
             captured_loss(f),
             ms(rtt.map(|r| r.p50)),
             ms(rtt.map(|r| r.p90)),
@@ -626,8 +643,24 @@ pub fn render_reassembly(r: &Report) -> String {
     }
     let _ = writeln!(out, "Fragment reassembly");
     warn(&mut out, r, "fragment and single-datagram loss");
-    let _ = writeln!(out, "{}\n", kv(&reassembly_rows(a)));
-    if !a.rows.is_empty() {
+    let doubt = r.fit.analyses.fragments;
+    let mut rows = reassembly_rows(a);
+    if doubt != crate::analysis::fit::Verdict::Good {
+        // Loss figures on fragment fields that do not read as such: held back.
+        for (name, v) in rows.iter_mut() {
+            if *name == "fragment loss p" {
+                *v = match doubt {
+                    crate::analysis::fit::Verdict::DoesNotFit => {
+                        "held back (the fragment fields do not fit: see Fit)"
+                    }
+                    _ => "held back (the fragment fields' fit is doubtful: see Fit)",
+                }
+                .to_string();
+            }
+        }
+    }
+    let _ = writeln!(out, "{}\n", kv(&rows));
+    if !a.rows.is_empty() && doubt == crate::analysis::fit::Verdict::Good {
         amplification(&mut out, r);
     }
     out

@@ -609,6 +609,8 @@ impl AckTracker {
         let newest = self.extend(ack, width.min(self.bits));
         if newest <= self.highest {
             self.peer_ack = Some(self.peer_ack.map_or(newest, |p| p.max(newest)));
+        } else {
+            self.stats.acks_of_unsent += 1;
         }
         let len = self.sent_ns.len() as i128;
         let mut bits = bits;

@@ -722,6 +722,15 @@ impl Statistics {
             .timeline
             .start_ns
             .and_then(|start| u32::try_from(e.ts_ns.saturating_sub(start) / 1_000_000_000).ok());
+        let tracker = (self.by_key.get(&back)).and_then(|&i| self.flows.get_mut(i as usize));
+        if tracker
+            .as_ref()
+            .is_some_and(|fl| fl.acks.is_none() && !fl.acks_not_tracked)
+            || tracker.is_none()
+        {
+            // Nothing of the other direction's sequence to settle: said, not dropped.
+            self.report.capture.acks_unmatched += 1;
+        }
         if let Some(&i) = self.by_key.get(&back)
             && let Some(fl) = self.flows.get_mut(i as usize)
             && let Some(t) = fl.acks.as_mut()
@@ -780,13 +789,17 @@ impl Statistics {
             let acks = fl.message_acks.get_or_insert_default();
             // One by one first: a cumulative ack in the same datagram (KCP's una beside
             // its ACKs) covers only what they did not.
+            let mut matched = true;
             for m in e.messages {
-                acks.acked(defs, m, e.ts_ns, second);
+                matched &= acks.acked(defs, m, e.ts_ns, second);
             }
             for item in e.acks.iter().filter(|i| i.stream.is_some()) {
-                acks.acked_item(defs, item, e.ts_ns, second);
+                matched &= acks.acked_item(defs, item, e.ts_ns, second);
             }
             fl.charge_message_acks(before, &mut self.state);
+            if !matched {
+                self.report.capture.acks_unmatched += 1;
+            }
         }
     }
 

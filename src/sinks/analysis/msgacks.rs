@@ -86,24 +86,23 @@ impl FlowMessageAcks {
         self.copies.insert(*seq, vec![(time, ts_ns)]);
     }
 
-    /// The other direction acked `ack` at `ts_ns`, echoing `echo`.
-    pub fn acked(&mut self, defs: &[StreamDef], m: &MessageInfo, ts_ns: i64, second: Option<u32>) {
-        let Some(ack) = m.ack else { return };
-        let Some(t) = self.trackers.get_mut(&(ack.stream, ack.key)) else {
-            return;
-        };
+    /// The other direction acked `ack` at `ts_ns`, echoing `echo`; false when no
+    /// sequence of that stream was sent (nothing to settle).
+    pub fn acked(&mut self, defs: &[StreamDef], m: &MessageInfo, ts_ns: i64, second: Option<u32>) -> bool {
+        let Some(ack) = m.ack else { return true };
         let width = defs.get(ack.stream as usize).map_or(16, |d| d.bits);
         // The copy the ack answers: the one sent at the echoed time.
-        let echoed = m.echo.map(|e| {
-            self.copies
-                .get(&(ack.stream, ack.key, ack.sequence))
-                .and_then(|v| v.iter().rev().find(|&&(t, at)| t == e && at <= ts_ns))
-                .map(|&(_, at)| at)
-        });
+        let echoed = m
+            .echo
+            .map(|e| self.echoed(&(ack.stream, ack.key, ack.sequence), e, ts_ns));
+        let Some(t) = self.trackers.get_mut(&(ack.stream, ack.key)) else {
+            return false;
+        };
         match echoed {
             Some(at) => t.acked_echo(ack.sequence, width, ts_ns, second, at),
             None => t.acked_one(ack.sequence, width, ts_ns, second),
         }
+        true
     }
 
     /// The capture time of the copy of `seq` sent at the echoed time `e`, before `ts_ns`.
@@ -114,8 +113,20 @@ impl FlowMessageAcks {
     }
 
     /// The other direction's cumulative ack, range or NAK of a stream, at `ts_ns`.
-    pub fn acked_item(&mut self, defs: &[StreamDef], item: &AckItem, ts_ns: i64, second: Option<u32>) {
-        let Some((stream, key)) = item.stream else { return };
+    pub fn acked_item(
+        &mut self,
+        defs: &[StreamDef],
+        item: &AckItem,
+        ts_ns: i64,
+        second: Option<u32>,
+    ) -> bool {
+        let Some((stream, key)) = item.stream else {
+            return true;
+        };
+        // Everything below 0: no sequence (KCP's una before anything arrived).
+        if item.kind == AckKind::Below && item.first == 0 {
+            return true;
+        }
         let width = defs.get(stream as usize).map_or(16, |d| d.bits);
         // The echo answers the newest sequence the item names.
         let newest = match item.kind {
@@ -125,7 +136,7 @@ impl FlowMessageAcks {
         } & (u64::MAX >> (64 - width.clamp(1, 64)));
         let echoed = item.echo.map(|e| self.echoed(&(stream, key, newest), e, ts_ns));
         let Some(t) = self.trackers.get_mut(&(stream, key)) else {
-            return;
+            return false;
         };
         match item.kind {
             AckKind::Below => t.acked_cumulative(item.first, width, false, ts_ns, second, echoed),
@@ -133,6 +144,7 @@ impl FlowMessageAcks {
             AckKind::Range => t.acked_range(item.first, item.last, width, ts_ns, second, echoed),
             AckKind::Nak => t.naked_range(item.first, item.last, width),
         }
+        true
     }
 
     /// Bytes it holds.

@@ -85,6 +85,10 @@ pub struct CaptureSummary {
     /// are absent and `acks_not_tracked` set (the totals of ack figures are partial).
     #[serde(skip_serializing_if = "is_zero")]
     pub acks_not_tracked: u64,
+    /// Datagrams whose acks named sequences the other direction had not sent (none of
+    /// its datagrams carried that sequence or stream yet): nothing for them to settle.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub acks_unmatched: u64,
     /// Tracked flows whose window of the second's datagrams stopped growing at the flow
     /// state budget: `mtu.bursts` samples fewer of their datagrams.
     #[serde(skip_serializing_if = "is_zero")]
@@ -808,6 +812,7 @@ impl CaptureSummary {
         c.icmp_too_big += d.icmp_too_big;
         c.flows_not_tracked += d.flows_not_tracked;
         c.acks_not_tracked += d.acks_not_tracked;
+        c.acks_unmatched += d.acks_unmatched;
         c.burst_window_capped += d.burst_window_capped;
         c.ip_defrag.add(&d.ip_defrag);
     }
@@ -953,15 +958,7 @@ impl Report {
         for f in &self.flows {
             // Only where the packets mostly never complete: a filtered capture's flows
             // skip sequences, but their fragments still join.
-            let (seen, completed) = f
-                .reassembly
-                .values()
-                .fold((0, 0), |(s, c), x| (s + x.seen, c + x.completed));
-            if seen == 0
-                || completed * 2 >= seen
-                || super::fit::flow_fit(f, seq_bits)
-                    .is_none_or(|x| x.verdict != super::fit::Verdict::DoesNotFit)
-            {
+            if !super::fit::counted_apart(f, seq_bits) {
                 continue;
             }
             let apart = &mut r.counted_apart;
