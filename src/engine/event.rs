@@ -197,16 +197,34 @@ pub struct PacketEvent<'a> {
     pub dissection: Option<&'a Dissection>,
     /// The datagram's messages, for protocols that carry several (empty otherwise).
     pub messages: &'a [MessageInfo],
-    /// Its cumulative acks, ack ranges and NAKs (definitions with those roles).
-    pub acks: &'a [crate::dissect::AckItem],
-    /// What the stream analysis said of each stream sequence of its messages (late,
-    /// duplicate, a gap before it), in the order of the messages.
-    pub stream_events: &'a [super::streams::StreamEvent],
+    /// Its cumulative acks, ack ranges and NAKs, and its stream verdicts (definitions
+    /// with those roles; one pointer, so an event of the others stays as small).
+    pub reliability: Option<&'a Reliability<'a>>,
     /// What inner layers read in it, when the engine records fields (empty otherwise).
     pub carried: &'a [Carried],
 }
 
+/// What a datagram says of the reliability layer beyond its messages.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Reliability<'a> {
+    /// Cumulative acks, ack ranges and NAKs, in the order read.
+    pub acks: &'a [crate::dissect::AckItem],
+    /// What the stream analysis said of each stream sequence of its messages (late,
+    /// duplicate, a gap before it), in the order of the messages.
+    pub stream_events: &'a [super::streams::StreamEvent],
+}
+
 impl<'a> PacketEvent<'a> {
+    /// The datagram's cumulative acks, ranges and NAKs.
+    pub fn acks(&self) -> &'a [crate::dissect::AckItem] {
+        self.reliability.map_or(&[], |r| r.acks)
+    }
+
+    /// What the stream analysis said of its messages' stream sequences.
+    pub fn stream_events(&self) -> &'a [super::streams::StreamEvent] {
+        self.reliability.map_or(&[], |r| r.stream_events)
+    }
+
     /// An event for `frame` that says nothing yet.
     pub fn new(frame: &crate::capture::Frame<'a>, file: u32) -> Self {
         PacketEvent {
@@ -255,8 +273,7 @@ impl<'a> PacketEvent<'a> {
             fragment_frames: &[],
             dissection: None,
             messages: &[],
-            acks: &[],
-            stream_events: &[],
+            reliability: None,
             carried: &[],
         }
     }
@@ -307,8 +324,7 @@ impl<'a> PacketEvent<'a> {
             fragment_frames: &[],
             dissection: None,
             messages: &[],
-            acks: &[],
-            stream_events: &[],
+            reliability: None,
             carried: &[],
         }
     }

@@ -30,7 +30,7 @@ mod validator;
 pub use batch::BATCH_FRAMES;
 pub(crate) use batch::{Batch, Found, Recycler};
 pub use config::{Config, FLOW_STATE_BUDGET, PortSet};
-pub use event::{FlowId, Kind, Layer, PackedFlow, PacketEvent, Status};
+pub use event::{FlowId, Kind, Layer, PackedFlow, PacketEvent, Reliability, Status};
 pub(crate) use join::Joined;
 pub use reassembly::{AttackCounters, CountStats};
 pub use seq::SeqStats;
@@ -427,18 +427,24 @@ fn emit<S: Sink + ?Sized>(
     record: bool,
     fresh: Option<&[streams::StreamEvent]>,
 ) -> Flow {
-    let (messages, acks, stream_events) = match fresh {
-        Some(events) => (&d.messages[..], &d.ack_items[..], events),
-        None => (&[][..], &[][..], &[][..]),
+    let (messages, more) = match fresh {
+        Some(events) => (
+            &d.messages[..],
+            Reliability {
+                acks: &d.ack_items,
+                stream_events: events,
+            },
+        ),
+        None => (&[][..], Reliability::default()),
     };
-    if !record && messages.is_empty() && acks.is_empty() {
+    let with = !more.acks.is_empty() || !more.stream_events.is_empty();
+    if !record && messages.is_empty() && !with {
         return sink.packet(e);
     }
     sink.packet(&PacketEvent {
         dissection: record.then_some(d),
         messages,
-        acks,
-        stream_events,
+        reliability: with.then_some(&more),
         ..*e
     })
 }

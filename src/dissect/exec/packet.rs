@@ -69,6 +69,7 @@ impl<'p> Exec<'p> {
 
     /// An id sent in the clear must be the definition's: otherwise the datagram is
     /// another protocol's (or another game's), located at the id field.
+    #[inline(always)]
     fn protocol_id(&self, out: &mut Dissection) -> Step {
         let p = self.program;
         let (Some(v), Some(id)) = (self.role(Role::ProtocolId), p.params.protocol_id) else {
@@ -77,6 +78,13 @@ impl<'p> Exec<'p> {
         if v as u64 == id.value {
             return Ok(());
         }
+        self.other_protocol(out, v, id)
+    }
+
+    /// The id read is not the definition's: a fault at the id field.
+    #[inline(never)]
+    fn other_protocol(&self, out: &mut Dissection, v: i64, id: crate::validate::ProtocolId) -> Step {
+        let p = self.program;
         let (field, bit) = out
             .fields
             .iter()

@@ -705,11 +705,18 @@ impl Statistics {
     /// The acks a whole packet carries settle the other direction's sequences. A
     /// fragment's copy of the header is not read until its packet is complete (as
     /// reliable.io's receiver does), so the reassembled packet brings them.
+    #[inline(always)]
     fn ack(&mut self, e: &PacketEvent) {
         // Most protocols carry no acks: decided before the flow's key is copied out.
-        if !self.ack_analysis || (e.ack.is_none() && e.acks.is_empty()) {
+        if !self.ack_analysis || (e.ack.is_none() && e.acks().is_empty()) {
             return;
         }
+        self.settle_acks(e);
+    }
+
+    /// [`Statistics::ack`] for a packet that carries acks.
+    #[inline(never)]
+    fn settle_acks(&mut self, e: &PacketEvent) {
         let Some(key) = e.flow else {
             return;
         };
@@ -746,7 +753,7 @@ impl Statistics {
                     second,
                 );
             }
-            for item in e.acks.iter().filter(|i| i.stream.is_none()) {
+            for item in e.acks().iter().filter(|i| i.stream.is_none()) {
                 acks::datagram_item(t, item, self.ack_width, e.ts_ns, second);
             }
             fl.charge_acks(before, &mut self.state);
@@ -769,7 +776,7 @@ impl Statistics {
                 .sent(defs, e.messages, e.ts_ns);
             fl.charge_message_acks(before, &mut self.state);
         }
-        if !e.messages.iter().any(|m| m.ack.is_some()) && e.acks.is_empty() {
+        if !e.messages.iter().any(|m| m.ack.is_some()) && e.acks().is_empty() {
             return;
         }
         let back = FlowId {
@@ -793,7 +800,7 @@ impl Statistics {
             for m in e.messages {
                 matched &= acks.acked(defs, m, e.ts_ns, second);
             }
-            for item in e.acks.iter().filter(|i| i.stream.is_some()) {
+            for item in e.acks().iter().filter(|i| i.stream.is_some()) {
                 matched &= acks.acked_item(defs, item, e.ts_ns, second);
             }
             fl.charge_message_acks(before, &mut self.state);

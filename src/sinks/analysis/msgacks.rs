@@ -13,10 +13,9 @@ use std::collections::VecDeque;
 /// Streams acked per flow that get a tracker (ENet: one per channel).
 pub const MAX_STREAMS: usize = 256;
 
-/// Recent sequences whose copies' send times a flow remembers, for the echoes of acks.
-const RECENT: usize = 4096;
-/// Copies of one sequence remembered (resends).
-const COPIES: usize = 8;
+/// Recent copies (a sequence and its send time) whose capture times a flow remembers,
+/// for the echoes of acks: the last 4,096 sequences' with two copies each.
+const RECENT: usize = 8192;
 
 /// A stream sequence: stream, key values, sequence.
 type SeqKey = (u8, [i64; 2], u64);
@@ -33,10 +32,11 @@ pub struct StreamAcks {
 #[derive(Debug, Clone, Default)]
 pub struct FlowMessageAcks {
     trackers: HashMap<(u8, [i64; 2]), AckTracker>,
-    /// (send time, capture time) of each copy of a recent sequence.
-    copies: HashMap<SeqKey, Vec<(u32, i64)>>,
-    /// The sequences in `copies`, oldest first.
-    order: VecDeque<SeqKey>,
+    /// The capture time of each recent copy, by sequence and send time (what an ack
+    /// echoes names one): no allocation per copy, a fixed size each.
+    copies: HashMap<(SeqKey, u32), i64>,
+    /// The copies in `copies`, oldest first.
+    order: VecDeque<(SeqKey, u32)>,
 }
 
 impl FlowMessageAcks {
@@ -71,10 +71,9 @@ impl FlowMessageAcks {
 
     /// A copy of `seq` sent at `time` (the sender's clock), captured at `ts_ns`.
     fn copy(&mut self, seq: &SeqKey, time: u32, ts_ns: i64) {
-        if let Some(v) = self.copies.get_mut(seq) {
-            if v.len() < COPIES {
-                v.push((time, ts_ns));
-            }
+        // A copy sent at the same time again (duplicated on the way): the latest.
+        if let Some(at) = self.copies.get_mut(&(*seq, time)) {
+            *at = ts_ns;
             return;
         }
         if self.order.len() >= RECENT
@@ -82,8 +81,8 @@ impl FlowMessageAcks {
         {
             self.copies.remove(&old);
         }
-        self.order.push_back(*seq);
-        self.copies.insert(*seq, vec![(time, ts_ns)]);
+        self.order.push_back((*seq, time));
+        self.copies.insert((*seq, time), ts_ns);
     }
 
     /// The other direction acked `ack` at `ts_ns`, echoing `echo`; false when no
@@ -107,9 +106,7 @@ impl FlowMessageAcks {
 
     /// The capture time of the copy of `seq` sent at the echoed time `e`, before `ts_ns`.
     fn echoed(&self, seq: &SeqKey, e: u32, ts_ns: i64) -> Option<i64> {
-        (self.copies.get(seq))
-            .and_then(|v| v.iter().rev().find(|&&(t, at)| t == e && at <= ts_ns))
-            .map(|&(_, at)| at)
+        self.copies.get(&(*seq, e)).copied().filter(|&at| at <= ts_ns)
     }
 
     /// The other direction's cumulative ack, range or NAK of a stream, at `ts_ns`.
@@ -153,9 +150,8 @@ impl FlowMessageAcks {
             .values()
             .map(|t| std::mem::size_of::<AckTracker>() + 16 + t.heap_bytes())
             .sum::<usize>()
-            + self.copies.capacity() * (std::mem::size_of::<(SeqKey, Vec<(u32, i64)>)>() + 1)
-            + self.copies.values().map(|v| v.capacity() * 16).sum::<usize>()
-            + self.order.capacity() * std::mem::size_of::<SeqKey>()
+            + self.copies.capacity() * (std::mem::size_of::<((SeqKey, u32), i64)>() + 1)
+            + self.order.capacity() * std::mem::size_of::<(SeqKey, u32)>()
     }
 
     /// Every acked stream's figures as the direction's, and each stream's apart (by
