@@ -441,7 +441,7 @@ mod tests {
                 by_count: &mut self.by_count,
             };
             let limits = Limits {
-                max_fragments: 128,
+                max_fragments: 256,
                 max_message: 1 << 20,
             };
             let done = &mut self.done;
@@ -505,21 +505,21 @@ mod tests {
         );
     }
 
-    /// Counting down from 127 forever (each fragment's message never ends where the
+    /// Counting down from 255 forever (each fragment's message never ends where the
     /// next says): bounded, counted, no message.
     #[test]
     fn counting_down_forever_is_bounded_and_counted() {
         let mut t = T::new(1 << 20);
         t.push(part(0, Some(0), false, false), b"", 0);
         for s in 1..100_000u64 {
-            t.push(part(s, Some(127), false, false), &[0; 100], s);
+            t.push(part(s, Some(255), false, false), &[0; 100], s);
             assert!(
-                t.runs.bytes_held <= 2 * 128 * (100 + 200),
+                t.runs.bytes_held <= 2 * 256 * (100 + 200),
                 "{}",
                 t.runs.bytes_held
             );
         }
-        t.push(part(100_000, Some(200), false, false), b"", 0);
+        t.push(part(100_000, Some(256), false, false), b"", 0);
         t.finish();
         assert!(t.done.is_empty());
         assert!(t.attacks.evicted_incomplete > 90_000 && t.attacks.count_out_of_range == 1);
