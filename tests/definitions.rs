@@ -415,3 +415,21 @@ fn readme_example_compiles() {
     let end = start + readme[start..].find("```").unwrap();
     compile_ok(&readme[start..end]);
 }
+
+/// Every example of README's *Describing a reliability layer* compiles as printed.
+#[test]
+fn readme_reliability_examples_compile() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let start = readme.find("### Describing a reliability layer").unwrap();
+    let end = start + readme[start..].find("\n### Checks").unwrap();
+    let mut rest = &readme[start..end];
+    let mut n = 0;
+    while let Some(at) = rest.find("```kdl\n") {
+        let body = &rest[at + 7..];
+        let stop = body.find("```").unwrap();
+        compile_ok(&body[..stop]);
+        rest = &body[stop + 3..];
+        n += 1;
+    }
+    assert_eq!(n, 8);
+}

@@ -63,7 +63,11 @@ impl<'d> Compiler<'d> {
                 allowed.extend(["role", "enum"]);
                 self.bits_kind(n)?
             }
-            "bool" => Kind::Bool,
+            "bool" => {
+                // A flag's role (a fragment's first or last).
+                allowed.push("role");
+                Kind::Bool
+            }
             "int" => {
                 allowed.extend(["role", "enum"]);
                 self.int_kind(n)?
