@@ -769,6 +769,8 @@ impl AckTracker {
 
     /// The peer says `a..=b` did not arrive: each counted NAKed once (captured or not).
     pub fn naked_range(&mut self, a: u64, b: u64, width: u32) {
+        // The peer reports what it got: its NAKs judge the sequences as its acks do.
+        self.peer_acks = true;
         let Some((lo, hi)) = self.clamp_range(a, b, width, true) else {
             return;
         };
