@@ -339,10 +339,16 @@ fn role_fields_are_placed_one_per_path() {
     // long = 1, then 16 bits of sequence (0x0105 >> 1); long = 0, then 8 (0x04 >> 1).
     assert_eq!(d.dissect(&[0x05, 0x01, 0x00]).sequence, Some(0x82));
     assert_eq!(d.dissect(&[0x04, 0x00]).sequence, Some(2));
-    let missing = format!(
+    // A sequence on some paths only (a datagram kind without one): accepted, and a
+    // datagram on the other path carries none.
+    let some = format!(
         "{NO_CRC}header {{\n    bits long 1\n    if \"long\" {{\n        bits seq 16 role=sequence\n    }}\n}}\npacket 0 \"a\" {{\n    bool x\n}}\n"
     );
-    insta::assert_snapshot!(diag("path_without_sequence.kdl", &missing));
+    let mut d = dissect::Dissector::new(std::sync::Arc::new(compile_ok(&some)));
+    let x = d.dissect(&[0x00]);
+    assert_eq!((x.sequence, x.fault), (None, None));
+    let none = format!("{NO_CRC}header {{\n    bits long 1\n}}\npacket 0 \"a\" {{\n    bool x\n}}\n");
+    insta::assert_snapshot!(diag("no_sequence.kdl", &none));
     let twice = format!(
         "{NO_CRC}header {{\n    bits seq 16 role=sequence\n    bits again 16 role=sequence\n}}\npacket 0 \"a\" {{\n    bool x\n}}\n"
     );
@@ -408,4 +414,22 @@ fn readme_example_compiles() {
     let start = readme.find("```kdl\n").unwrap() + 7;
     let end = start + readme[start..].find("```").unwrap();
     compile_ok(&readme[start..end]);
+}
+
+/// Every example of README's *Describing a reliability layer* compiles as printed.
+#[test]
+fn readme_reliability_examples_compile() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let start = readme.find("### Describing a reliability layer").unwrap();
+    let end = start + readme[start..].find("\n### Checks").unwrap();
+    let mut rest = &readme[start..end];
+    let mut n = 0;
+    while let Some(at) = rest.find("```kdl\n") {
+        let body = &rest[at + 7..];
+        let stop = body.find("```").unwrap();
+        compile_ok(&body[..stop]);
+        rest = &body[stop + 3..];
+        n += 1;
+    }
+    assert_eq!(n, 8);
 }

@@ -261,12 +261,13 @@ fn check_refuses_what_cannot_work() {
 }
 
 /// Regression (row 21): `role=sequence` on a field of a packet's body passed `check` and
-/// was ignored (the sequence stayed the header's: every packet a "dup").
+/// was ignored (the sequence stayed the header's: every packet a "dup"). A kind's body
+/// may carry the sequence now, never beside the header's on one path.
 #[test]
 fn roles_that_cannot_take_effect_are_refused() {
     let err = check(&def("", "", "", "    bits seq 16 role=sequence\n    rest x"));
     assert!(
-        err.contains("role=sequence on `seq` in `a` would be ignored"),
+        err.contains("more than one field with role=sequence on one path through the header and `a`"),
         "{err}"
     );
     let err = check(&def(

@@ -16,14 +16,7 @@ pub fn run(path: &Path) -> Result<ExitCode> {
                 "{}: ok — protocol {:?}, {} defined, {}",
                 path.display(),
                 p.params.name,
-                gpcap::present::count(
-                    p.packets.len() as u64,
-                    if p.messages.is_some() {
-                        "message type"
-                    } else {
-                        "packet type"
-                    }
-                ),
+                defined(&p),
                 dissect::describe(&p)
             );
             Ok(ExitCode::SUCCESS)
@@ -32,5 +25,22 @@ pub fn run(path: &Path) -> Result<ExitCode> {
             eprint!("{}", dissect::render(&e, super::color()));
             Ok(ExitCode::from(1))
         }
+    }
+}
+
+/// "3 packet types", "12 message types", or with datagram kinds both.
+fn defined(p: &gpcap::dissect::Program) -> String {
+    let messages = p.packets.iter().filter(|d| d.message).count() as u64;
+    let packets = p.packets.len() as u64 - messages;
+    let count = gpcap::present::count;
+    match (packets, p.messages.is_some()) {
+        (0, true) => count(messages, "message type"),
+        (_, true) if messages == 0 => format!("{} with messages", count(packets, "packet type")),
+        (_, true) => format!(
+            "{} and {}",
+            count(packets, "packet type"),
+            count(messages, "message type")
+        ),
+        _ => count(packets, "packet type"),
     }
 }

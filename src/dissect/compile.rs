@@ -122,6 +122,11 @@ fn compile_view(file: &str, text: &str, plaintext: bool) -> Result<Program, Vec<
         checksum_field: None,
         plaintext_view: plaintext,
         dissect_as: Vec::new(),
+        header_scope: Scope::default(),
+        slot_widths: HashMap::new(),
+        pending_acks: Vec::new(),
+        kinds: false,
+        messages_header: None,
     };
     let program = c.document(&doc);
     if c.errors.is_empty() {
@@ -154,10 +159,15 @@ pub fn load(path: &std::path::Path) -> Result<Program, Vec<DefinitionError>> {
     }
 }
 
+/// Names a struct's body read outside it, each with the slot it found (see `Scope`).
+type StructDeps = Vec<(String, Option<u16>)>;
+
+/// A struct's definition and the bodies compiled from it: one per set of outside
+/// fields its body reads (a struct reads the fields around its use).
 enum StructState<'d> {
     Pending(&'d KdlNode),
     InProgress,
-    Done(Block),
+    Done(&'d KdlNode, Vec<(Block, StructDeps)>),
 }
 
 struct Compiler<'d> {
@@ -212,6 +222,17 @@ struct Compiler<'d> {
     plaintext_view: bool,
     /// Fields marked `dissect-as="NAME"`.
     dissect_as: Vec<(NodeId, String)>,
+    /// The header's fields: in scope in every block after it.
+    header_scope: Scope,
+    /// The widest field writing each slot, in bits: where a `derived` copy of it wraps.
+    slot_widths: HashMap<u16, u32>,
+    /// Message acks by node, with the stream each names, resolved at the end.
+    pending_acks: Vec<(NodeId, message_acks::AckedStream)>,
+    /// Datagram kinds beside messages: a header `role=type` names the datagram's
+    /// `packet` type, whose body reads the messages where it says `messages`.
+    kinds: bool,
+    /// The messages block's header, read where a datagram kind's body says `messages`.
+    messages_header: Option<Block>,
 }
 
 impl<'d> Compiler<'d> {

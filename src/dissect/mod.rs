@@ -21,8 +21,8 @@ pub use diag::{DefinitionError, render};
 pub use exec::Dissector;
 pub use leaves::LeafLog;
 pub use model::{
-    Dissection, Fault, FaultKind, Field, FragmentInfo, Label, MessageFragment, MessageInfo, ROOT, StreamSeq,
-    Value,
+    AckItem, AckKind, Dissection, Fault, FaultKind, Field, FragmentInfo, Label, MAX_ACK_ITEMS,
+    MAX_MESSAGE_STREAMS, MessageFragment, MessageInfo, ROOT, RunPart, StreamSeq, Value,
 };
 pub use paths::{Holds, PathInfo, catalog, label_name, path_of};
 pub use program::{Program, Role};

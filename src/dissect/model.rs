@@ -167,8 +167,9 @@ pub struct MessageInfo {
     pub type_id: Option<u32>,
     pub bit_offset: u64,
     pub bit_len: u64,
-    /// The message's sequence in its stream, when it has one.
-    pub stream: Option<StreamSeq>,
+    /// The message's sequences in the streams it counts in (a reliable number and an
+    /// ordering index per channel: several), in the order read.
+    pub streams: [Option<StreamSeq>; MAX_MESSAGE_STREAMS],
     /// The fragment of a bigger message it carries, when its type carries one.
     pub fragment: Option<MessageFragment>,
     /// The datagram's send time (`role=send-time`), on messages with a stream sequence.
@@ -191,7 +192,67 @@ pub struct MessageFragment {
     /// Byte offset and length of the data in the datagram.
     pub data_at: u32,
     pub data_len: u32,
+    /// Count-down or flagged: where the fragment lies in its stream.
+    pub run: Option<RunPart>,
 }
+
+/// A fragment placed by its message's stream sequence (count-down or flagged): the
+/// stream, its key values, the sequence, and what it says of its message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RunPart {
+    pub stream: u8,
+    pub key: [i64; 2],
+    pub sequence: u64,
+    /// Fragments still to come (count-down), or None (flagged).
+    pub remaining: Option<u32>,
+    /// It begins its message (flagged; a count-down fragment tells it otherwise).
+    pub first: bool,
+    /// It ends its message (flagged; count-down: remaining 0).
+    pub last: bool,
+}
+
+/// Streams one message may count in at once (`check` refuses more on one path).
+pub const MAX_MESSAGE_STREAMS: usize = 3;
+
+impl MessageInfo {
+    /// The stream sequences it carries, in the order read.
+    pub fn streams(&self) -> impl Iterator<Item = StreamSeq> + '_ {
+        self.streams.iter().map_while(|s| *s)
+    }
+}
+
+/// What an ack item says of the sequences it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AckKind {
+    /// Every sequence below `first` (KCP's `una`).
+    Below,
+    /// Every sequence up to and including `first`.
+    UpTo,
+    /// `first..=last` received.
+    Range,
+    /// `first..=last` not received (a negative acknowledgement).
+    Nak,
+}
+
+/// An acknowledgement beyond one sequence: cumulative, a range, or a NAK range, of a
+/// message stream of the other direction or of its datagram sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct AckItem {
+    /// The stream and its key values; None: the other direction's datagram sequence.
+    pub stream: Option<(u8, [i64; 2])>,
+    pub kind: AckKind,
+    pub first: u64,
+    /// The range's last sequence (`first` for a cumulative ack or a single one).
+    pub last: u64,
+    /// The send time echoed with it (`role=ack-time`).
+    pub echo: Option<u32>,
+}
+
+/// Ack items a datagram keeps at most; one more is a `limit` fault at its field (the
+/// datagram malformed, the items before it used): a list of a million ranges costs
+/// what this many do.
+pub const MAX_ACK_ITEMS: usize = 1024;
 
 /// A message's place in a sequence stream: which stream, its key's values, its sequence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -220,8 +281,11 @@ pub struct Dissection {
     pub packet_type: Option<u32>,
     pub fragment: Option<FragmentInfo>,
     /// The ack roles, when the packet's path read them.
-    pub ack: Option<u16>,
+    pub ack: Option<u32>,
     pub ack_bits: Option<u32>,
+    /// Cumulative acks, ranges and NAKs, in the order read (at most [`MAX_ACK_ITEMS`]:
+    /// one more is a `limit` fault there, those before it kept).
+    pub ack_items: Vec<AckItem>,
     pub fault: Option<Fault>,
     pub bits_read: u64,
 }

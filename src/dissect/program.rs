@@ -54,6 +54,24 @@ pub enum Role {
     /// In an ack message, the acked datagram's send time echoed (ENet's
     /// receivedSentTime): the round trip is timed from that datagram.
     AckTime,
+    /// Every sequence below this one received (a cumulative ack: KCP's `una`).
+    AckBelow,
+    /// Every sequence up to and including this one received (TCP-like).
+    AckUpTo,
+    /// The first and last sequences of a range received (RakNet's ACK records, QUIC's
+    /// ack ranges, SCTP's gap blocks); a start without an end is one sequence.
+    AckRangeStart,
+    AckRangeEnd,
+    /// The same, for a range not received (a negative acknowledgement).
+    NakRangeStart,
+    NakRangeEnd,
+    /// A message's fragments still to come (KCP's `frg`, counting down to 0 over
+    /// consecutive sequences of its stream; the first tells the count).
+    FragmentRemaining,
+    /// The fragment begins, or ends, its message (SCTP's B and E bits), over
+    /// consecutive sequences of its stream.
+    FragmentFirst,
+    FragmentLast,
 }
 
 /// Slots 0..ROLE_SLOTS hold the role values: every field with a role, wherever it is
@@ -62,7 +80,7 @@ pub enum Role {
 pub const ROLE_SLOTS: usize = 8;
 
 impl Role {
-    pub const ALL: [Role; 13] = [
+    pub const ALL: [Role; 22] = [
         Role::Crc,
         Role::Sequence,
         Role::Type,
@@ -76,7 +94,29 @@ impl Role {
         Role::FragmentTotal,
         Role::SendTime,
         Role::AckTime,
+        Role::AckBelow,
+        Role::AckUpTo,
+        Role::AckRangeStart,
+        Role::AckRangeEnd,
+        Role::NakRangeStart,
+        Role::NakRangeEnd,
+        Role::FragmentRemaining,
+        Role::FragmentFirst,
+        Role::FragmentLast,
     ];
+
+    /// The acks beyond one sequence: cumulative, ranges and NAK ranges.
+    pub const fn acks_more(self) -> bool {
+        matches!(
+            self,
+            Role::AckBelow
+                | Role::AckUpTo
+                | Role::AckRangeStart
+                | Role::AckRangeEnd
+                | Role::NakRangeStart
+                | Role::NakRangeEnd
+        )
+    }
 
     /// The slot of an integer role (fragment data has none).
     pub const fn slot(self) -> Option<u16> {
@@ -93,7 +133,16 @@ impl Role {
             | Role::FragmentOffset
             | Role::FragmentTotal
             | Role::SendTime
-            | Role::AckTime => {
+            | Role::AckTime
+            | Role::AckBelow
+            | Role::AckUpTo
+            | Role::AckRangeStart
+            | Role::AckRangeEnd
+            | Role::NakRangeStart
+            | Role::NakRangeEnd
+            | Role::FragmentRemaining
+            | Role::FragmentFirst
+            | Role::FragmentLast => {
                 return None;
             }
         })
@@ -115,6 +164,15 @@ impl Role {
             Role::FragmentTotal => "fragment-total",
             Role::SendTime => "send-time",
             Role::AckTime => "ack-time",
+            Role::AckBelow => "ack-below",
+            Role::AckUpTo => "ack-upto",
+            Role::AckRangeStart => "ack-range-start",
+            Role::AckRangeEnd => "ack-range-end",
+            Role::NakRangeStart => "nak-range-start",
+            Role::NakRangeEnd => "nak-range-end",
+            Role::FragmentRemaining => "fragment-remaining",
+            Role::FragmentFirst => "fragment-first",
+            Role::FragmentLast => "fragment-last",
         }
     }
 
@@ -147,6 +205,9 @@ pub enum Kind {
     Check {
         magic: u32,
     },
+    /// `check magic="00ffff00…"`: whole bytes, after `align`, that must be these (a
+    /// magic of any length, compared whole: RakNet's 16-byte offline magic).
+    Magic(Box<[u8]>),
     /// The rest of the datagram as bytes (fragment data); `body` describes what the
     /// bytes start with (reliable's fragment 0 carries the packet header).
     Rest {
@@ -265,7 +326,7 @@ impl Kind {
             Kind::Align => "align",
             Kind::Bytes(_) => "bytes",
             Kind::String { .. } => "string",
-            Kind::Check { .. } => "check",
+            Kind::Check { .. } | Kind::Magic(_) => "check",
             Kind::Rest { .. } => "rest",
             Kind::Derived(_) => "derived",
             Kind::LeUint(_) => "le-uint",
@@ -383,6 +444,9 @@ pub struct PacketDef {
     /// field's value and `{#path}` for how many it has — a list or array, its elements
     /// (`info="{#objects} objects"`).
     pub info: Option<String>,
+    /// A message type (`message N`, or any type of a definition with `messages` and no
+    /// datagram kinds), not a datagram's.
+    pub message: bool,
 }
 
 /// A sequence counter that some packet types draw from.
@@ -435,6 +499,12 @@ pub struct Params {
     pub max_message_size: u32,
     /// A header field has `role=send-time` (acks per message echo it).
     pub send_time: bool,
+    /// A datagram's header or body acks beyond one sequence (cumulative, ranges, NAKs):
+    /// those fields are read one by one, and the datagram's ack analysis takes them.
+    pub datagram_acks: bool,
+    /// Bits of a datagram's `role=ack` (a derived one's: the field it copies or the mask
+    /// it ends with; at most 32), where the acked sequence is extended.
+    pub ack_width: u32,
     /// An expression reads `remaining` or `remaining_bits`: the interpreter reads every
     /// block (the validation plan knows no position).
     pub remaining: bool,
@@ -466,14 +536,35 @@ pub enum MessagesEnd {
 /// total are read from (slots).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct MessageFragmentDef {
+    /// The message type; [`MessageFragmentDef::ANY`] for fragment roles of the messages
+    /// block, which any type without a def of its own carries.
     pub type_id: u32,
     /// The key fields' names and slots (at most three).
     pub key: Vec<(String, u16)>,
     pub offset: Option<u16>,
     pub total: Option<u16>,
+    /// Count-down (`fragment-remaining`) or flagged (`fragment-first`/`-last`)
+    /// fragments: the slots of those fields; the message's first stream sequence
+    /// orders them.
+    pub remaining: Option<u16>,
+    pub first: Option<u16>,
+    pub last: Option<u16>,
     /// `reassembled-as="TYPE"`: the message type a reassembled message is read as
     /// (without it, the application's bytes).
     pub reassembled_as: Option<u32>,
+}
+
+impl MessageFragmentDef {
+    pub const ANY: u32 = u32::MAX;
+}
+
+impl Params {
+    /// How messages of type `ty` carry a fragment, if they do.
+    pub fn message_fragment(&self, ty: u32) -> Option<&MessageFragmentDef> {
+        let defs = &self.message_fragments;
+        (defs.iter().find(|d| d.type_id == ty))
+            .or_else(|| defs.iter().find(|d| d.type_id == MessageFragmentDef::ANY))
+    }
 }
 
 /// The default `max-message-size`: 1 MiB.
@@ -566,6 +657,8 @@ impl Default for Params {
             message_fragments: Vec::new(),
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             send_time: false,
+            datagram_acks: false,
+            ack_width: 16,
             remaining: false,
             messages_end: None,
             encryption: None,
@@ -603,6 +696,7 @@ impl Params {
             || !self.streams.is_empty()
             || !self.message_fragments.is_empty()
             || self.send_time
+            || self.datagram_acks
     }
 
     pub fn count_encoding(&self) -> CountEncoding {
@@ -659,9 +753,18 @@ pub struct Program {
     /// kind is [`Kind::Messages`]. Packet definitions are then message types, and a
     /// datagram's own type is [`Program::datagram_type`].
     pub messages: Option<NodeId>,
-    /// The type reported for whole datagrams of a protocol with messages: one past the
-    /// message types, named `datagram`.
+    /// The type reported for whole datagrams of a protocol with messages and no datagram
+    /// kinds: one past the message types, named `datagram`.
     pub datagram_type: Option<u32>,
+    /// Datagram kinds beside messages: the header's `role=type` names each datagram's
+    /// `packet` type, whose body reads the messages where it says `messages`; message
+    /// types are numbered from [`Program::message_base`].
+    pub kinds: bool,
+    /// The id of message type 0 (the datagram kinds' count with kinds, else 0).
+    pub message_base: u32,
+    /// Some datagrams carry no sequence (with messages, or where the header's path
+    /// has none): a header read without one is not a bad header.
+    pub sequence_optional: bool,
     /// Every block flattened for validation (built last, from the above).
     pub plan: super::plan::Plan,
     /// The plan's top-level blocks compiled to machine code (`native/`), built from it.
@@ -734,6 +837,33 @@ impl Program {
             return Some("datagram");
         }
         self.packet(type_id).map(|p| p.name.as_str())
+    }
+
+    /// Packet and message types in all (the type ids' range).
+    pub fn format_types(&self) -> u32 {
+        self.params.format.num_types
+    }
+
+    /// Whether datagrams of type `ty` carry messages: every datagram without datagram
+    /// kinds, a kind whose body says `messages` with them.
+    pub fn carries_messages(&self, ty: u32) -> bool {
+        if !self.kinds {
+            return self.messages.is_some();
+        }
+        let Some(d) = self.packet(ty).filter(|d| !d.message) else {
+            return false;
+        };
+        let mut stack = vec![(d.body, 0u32)];
+        while let Some((b, depth)) = stack.pop() {
+            for &id in self.block(b) {
+                match &self.nodes[id as usize].kind {
+                    Kind::Messages { .. } => return true,
+                    k if depth < 64 => stack.extend(k.blocks().into_iter().map(|b| (b, depth + 1))),
+                    _ => {}
+                }
+            }
+        }
+        false
     }
 
     /// The message types' header block, when datagrams carry messages.

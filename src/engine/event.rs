@@ -180,7 +180,7 @@ pub struct PacketEvent<'a> {
     pub sequence: Option<u64>,
     pub packet_type: Option<u32>,
     /// The ack roles of the packet (or of the header a fragment carries).
-    pub ack: Option<u16>,
+    pub ack: Option<u32>,
     pub ack_bits: Option<u32>,
     pub fragment: Option<FragmentInfo>,
     pub fault: Option<FaultKind>,
@@ -197,11 +197,34 @@ pub struct PacketEvent<'a> {
     pub dissection: Option<&'a Dissection>,
     /// The datagram's messages, for protocols that carry several (empty otherwise).
     pub messages: &'a [MessageInfo],
+    /// Its cumulative acks, ack ranges and NAKs, and its stream verdicts (definitions
+    /// with those roles; one pointer, so an event of the others stays as small).
+    pub reliability: Option<&'a Reliability<'a>>,
     /// What inner layers read in it, when the engine records fields (empty otherwise).
     pub carried: &'a [Carried],
 }
 
+/// What a datagram says of the reliability layer beyond its messages.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Reliability<'a> {
+    /// Cumulative acks, ack ranges and NAKs, in the order read.
+    pub acks: &'a [crate::dissect::AckItem],
+    /// What the stream analysis said of each stream sequence of its messages (late,
+    /// duplicate, a gap before it), in the order of the messages.
+    pub stream_events: &'a [super::streams::StreamEvent],
+}
+
 impl<'a> PacketEvent<'a> {
+    /// The datagram's cumulative acks, ranges and NAKs.
+    pub fn acks(&self) -> &'a [crate::dissect::AckItem] {
+        self.reliability.map_or(&[], |r| r.acks)
+    }
+
+    /// What the stream analysis said of its messages' stream sequences.
+    pub fn stream_events(&self) -> &'a [super::streams::StreamEvent] {
+        self.reliability.map_or(&[], |r| r.stream_events)
+    }
+
     /// An event for `frame` that says nothing yet.
     pub fn new(frame: &crate::capture::Frame<'a>, file: u32) -> Self {
         PacketEvent {
@@ -250,6 +273,7 @@ impl<'a> PacketEvent<'a> {
             fragment_frames: &[],
             dissection: None,
             messages: &[],
+            reliability: None,
             carried: &[],
         }
     }
@@ -300,6 +324,7 @@ impl<'a> PacketEvent<'a> {
             fragment_frames: &[],
             dissection: None,
             messages: &[],
+            reliability: None,
             carried: &[],
         }
     }

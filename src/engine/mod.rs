@@ -18,6 +18,7 @@ pub(crate) mod event;
 pub(crate) mod join;
 pub mod layers;
 pub(crate) mod msgfrag;
+pub(crate) mod msgruns;
 /// Game-fragment reassembly, open for its fuzz target and property tests.
 #[doc(hidden)]
 pub mod reassembly;
@@ -29,7 +30,7 @@ mod validator;
 pub use batch::BATCH_FRAMES;
 pub(crate) use batch::{Batch, Found, Recycler};
 pub use config::{Config, FLOW_STATE_BUDGET, PortSet};
-pub use event::{FlowId, Kind, Layer, PackedFlow, PacketEvent, Status};
+pub use event::{FlowId, Kind, Layer, PackedFlow, PacketEvent, Reliability, Status};
 pub(crate) use join::Joined;
 pub use reassembly::{AttackCounters, CountStats};
 pub use seq::SeqStats;
@@ -254,6 +255,8 @@ pub struct FlowEnd {
     pub attacks: AttackCounters,
     /// Message streams (definitions that declare them), by name and key.
     pub streams: Vec<streams::StreamEnd>,
+    /// Messages of count-down or flagged fragments sent in one fragment (whole).
+    pub single_fragment_messages: u64,
 }
 
 /// A sequence space counted per sending address (netcode's server-global counter).
@@ -297,6 +300,8 @@ struct FlowState {
     streams: Option<Box<streams::FlowStreams>>,
     /// Messages sent in fragments inside messages, made on first use.
     messages: Option<Box<msgfrag::MessageReassembly>>,
+    /// Messages whose fragments follow one another in a stream (count-down, flagged).
+    runs: Option<Box<msgruns::Runs>>,
 }
 
 /// Frames in, events out: each frame decoded, validated, reassembled and dissected as
@@ -329,6 +334,8 @@ pub struct Engine {
     /// Message streams open over all flows, and messages past [`streams::MAX_STREAMS`].
     streams_open: usize,
     streams_not_tracked: u64,
+    /// The stream verdicts of the datagram being read (its messages' sequences).
+    stream_events: Vec<streams::StreamEvent>,
     /// Messages the datagram being read completed.
     completed: msgfrag::Completed,
     /// Decryption and inner layers (a run with keys or a stack of definitions).
@@ -410,23 +417,34 @@ struct Preset<'a> {
 }
 
 /// Hands `e` to the sink, with the field tree when fields are recorded (the tree lives
-/// in the validator, not as long as the event: a copy carries it).
+/// in the validator, not as long as the event: a copy carries it), and the datagram's
+/// messages, acks and stream verdicts when the validator read this very datagram.
 #[inline]
 fn emit<S: Sink + ?Sized>(
     sink: &mut S,
     e: &PacketEvent<'_>,
     d: &Dissection,
     record: bool,
-    fresh: bool,
+    fresh: Option<&[streams::StreamEvent]>,
 ) -> Flow {
-    // The messages are the validator's only when it read this very datagram.
-    let messages: &[crate::dissect::MessageInfo] = if fresh { &d.messages } else { &[] };
-    if !record && messages.is_empty() {
+    let (messages, more) = match fresh {
+        Some(events) => (
+            &d.messages[..],
+            Reliability {
+                acks: &d.ack_items,
+                stream_events: events,
+            },
+        ),
+        None => (&[][..], Reliability::default()),
+    };
+    let with = !more.acks.is_empty() || !more.stream_events.is_empty();
+    if !record && messages.is_empty() && !with {
         return sink.packet(e);
     }
     sink.packet(&PacketEvent {
         dissection: record.then_some(d),
         messages,
+        reliability: with.then_some(&more),
         ..*e
     })
 }
@@ -439,7 +457,7 @@ fn emit_shown<S: Sink + ?Sized>(
     e: &PacketEvent<'_>,
     d: &Dissection,
     record: bool,
-    fresh: bool,
+    fresh: Option<&[streams::StreamEvent]>,
     stack: Option<&layers::StackState>,
 ) -> Flow {
     let Some(stack) = stack else {
@@ -467,7 +485,7 @@ impl Engine {
             e,
             &self.validator.dissection,
             record,
-            fresh,
+            fresh.then_some(&self.stream_events[..]),
             self.stack.as_deref(),
         );
     }
@@ -516,6 +534,7 @@ impl Engine {
             conversations: Default::default(),
             streams_open: 0,
             streams_not_tracked: 0,
+            stream_events: Vec::new(),
             completed: Default::default(),
         }
     }
@@ -781,6 +800,7 @@ impl Engine {
             first_frame: frame,
             streams: None,
             messages: None,
+            runs: None,
         });
         Some(i)
     }
@@ -816,6 +836,9 @@ impl Engine {
             return;
         }
         e.kind = Kind::Game;
+        if !self.stream_events.is_empty() {
+            self.stream_events.clear();
+        }
         e.over_budget = payload.len() as u32 > self.cfg.format.mtu_budget;
         e.flow_index = self.track(PackedFlow::new(ip.src, ip.dst, sport, dport), key, f.number);
         if truncated {
@@ -839,8 +862,11 @@ impl Engine {
         e.status = v.status;
         e.crc = v.crc;
         e.fault = v.fault;
-        // Known without a sequence too (a protocol with messages may have none).
+        // Known without a sequence too (a protocol with messages may have none, and an
+        // ack datagram carries acks without one).
         e.packet_type = v.packet_type;
+        e.ack = v.ack;
+        e.ack_bits = v.ack_bits;
         let record = self.validator.records();
         if let Some(st) = self.stack.as_deref_mut() {
             st.begin();
@@ -892,8 +918,6 @@ impl Engine {
         if let Some(fragment) = v.fragment {
             e.fragment = Some(fragment);
         }
-        e.ack = v.ack;
-        e.ack_bits = v.ack_bits;
         // A flow past the table's cap is validated and counted, without sequence
         // analysis or reassembly.
         let Some(index) = e.flow_index else {
@@ -1052,6 +1076,7 @@ impl Engine {
             &self.validator.dissection.messages,
             (&mut self.streams_open, self.cfg.max_streams),
             &mut self.streams_not_tracked,
+            &mut self.stream_events,
         );
     }
 
@@ -1118,6 +1143,7 @@ impl Engine {
                     .enumerate()
                     .filter_map(|(i, t)| Some((self.space_name(i as u8), t?.stats)))
                     .collect(),
+                single_fragment_messages: fl.runs.as_ref().map_or(0, |r| r.single),
                 reassembly: fl.frags.by_count,
                 attacks: fl.frags.attacks,
                 streams: fl

@@ -345,8 +345,7 @@ impl MessageReassembly {
 
 /// The message type a reassembled message of type `ty` is read as, when one is declared.
 fn as_type(p: &crate::dissect::Program, ty: u32) -> Option<u32> {
-    let def = p.params.message_fragments.iter().find(|d| d.type_id == ty)?;
-    def.reassembled_as
+    p.params.message_fragment(ty)?.reassembled_as
 }
 
 /// Messages the datagram just read completed, waiting to follow its event.
@@ -359,6 +358,23 @@ pub(super) struct Completed {
     len: usize,
     /// The field tree of the message being emitted.
     dissection: crate::dissect::Dissection,
+}
+
+impl Completed {
+    /// Keeps a message the datagram completed, read as `as_type` or as bytes.
+    pub(super) fn keep(&mut self, bytes: &[u8], frames: &[u64], as_type: Option<u32>) {
+        if self.messages.len() <= self.len {
+            self.messages.push(Default::default());
+        }
+        let (b, fr) = &mut self.messages[self.len];
+        b.clear();
+        b.extend_from_slice(bytes);
+        fr.clear();
+        fr.extend_from_slice(frames);
+        self.types.truncate(self.len);
+        self.types.push(as_type);
+        self.len += 1;
+    }
 }
 
 impl super::Engine {
@@ -388,6 +404,10 @@ impl super::Engine {
             let Some(data) = payload.get(f.data_at as usize..(f.data_at + f.data_len) as usize) else {
                 continue;
             };
+            if let Some(part) = &f.run {
+                super::msgruns::push(p, fl, ty, part, data, e, &mut self.budget, &mut self.completed);
+                continue;
+            }
             let mut c = Counters {
                 attacks: &mut fl.frags.attacks,
                 by_count: &mut fl.frags.by_count,
@@ -483,6 +503,17 @@ impl super::Engine {
     /// Frees other flows' messages while over the budget.
     pub(super) fn evict_messages_elsewhere(&mut self) {
         for fl in &mut self.flows {
+            if let Some(r) = fl.runs.as_mut() {
+                let mut c = super::msgruns::Counters {
+                    attacks: &mut fl.frags.attacks,
+                    by_count: &mut fl.frags.by_count,
+                };
+                while r.bytes_held > 0 && self.budget.used > self.budget.limit {
+                    if !r.evict_oldest_fragment(&mut self.budget, &mut c) {
+                        break;
+                    }
+                }
+            }
             let Some(m) = fl.messages.as_mut() else { continue };
             let mut c = Counters {
                 attacks: &mut fl.frags.attacks,
@@ -501,6 +532,13 @@ impl super::Engine {
 
     /// A flow's messages still waiting, given up at the end.
     pub(super) fn finish_messages(fl: &mut super::FlowState, budget: &mut Budget) {
+        if let Some(r) = fl.runs.as_mut() {
+            let mut c = super::msgruns::Counters {
+                attacks: &mut fl.frags.attacks,
+                by_count: &mut fl.frags.by_count,
+            };
+            r.finish(budget, &mut c);
+        }
         if let Some(m) = fl.messages.as_mut() {
             let mut c = Counters {
                 attacks: &mut fl.frags.attacks,
@@ -524,6 +562,7 @@ mod tests {
             total: Some(total),
             data_at: 0,
             data_len: len,
+            run: None,
         }
     }
 

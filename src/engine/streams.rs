@@ -1,7 +1,7 @@
 //! Sequence analysis per message stream: one counter per flow, stream and value of the
 //! stream's key fields (ENet's reliable commands per flow and channel), in bounded memory.
 
-use super::seq::{SeqStats, SeqTracker};
+use super::seq::{SeqEvent, SeqStats, SeqTracker};
 use crate::dissect::MessageInfo;
 use crate::dissect::program::StreamDef;
 use hashbrown::HashMap;
@@ -10,6 +10,26 @@ use serde::Serialize;
 /// Stream counters kept at most over all flows; messages of streams past it are counted
 /// in `Summary::streams_not_tracked`, without sequence analysis.
 pub const MAX_STREAMS: usize = 65_536;
+
+/// What the stream analysis said of one stream sequence of a datagram's message: its
+/// verdict in its stream (new after a gap of N, late, a duplicate copy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamEvent {
+    /// The message's index in the datagram.
+    pub message: u16,
+    pub stream: u8,
+    pub key: [i64; 2],
+    pub sequence: u64,
+    pub event: SeqEvent,
+}
+
+/// A stream's key values as `field=value` pairs joined by commas.
+pub fn key_text(def: &StreamDef, key: [i64; 2]) -> String {
+    (def.key.iter().zip(key))
+        .map(|((n, _), v)| format!("{n}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
 
 /// One flow's streams.
 #[derive(Debug, Clone, Default)]
@@ -35,8 +55,13 @@ impl FlowStreams {
         messages: &[MessageInfo],
         (total, most): (&mut usize, usize),
         untracked: &mut u64,
+        events: &mut Vec<StreamEvent>,
     ) {
-        for s in messages.iter().filter_map(|m| m.stream) {
+        let all = messages
+            .iter()
+            .enumerate()
+            .flat_map(|(i, m)| m.streams().map(move |s| (i, s)));
+        for (i, s) in all {
             let Some(def) = defs.get(s.stream as usize) else {
                 continue;
             };
@@ -54,7 +79,14 @@ impl FlowStreams {
                     continue;
                 }
             };
-            tracker.observe(s.sequence, false);
+            let event = tracker.observe(s.sequence, false);
+            events.push(StreamEvent {
+                message: i.min(u16::MAX as usize) as u16,
+                stream: s.stream,
+                key: s.key,
+                sequence: s.sequence,
+                event,
+            });
         }
     }
 
@@ -65,13 +97,7 @@ impl FlowStreams {
             .into_iter()
             .filter_map(|((si, key), t)| {
                 let def = defs.get(si as usize)?;
-                let key_text = def
-                    .key
-                    .iter()
-                    .zip(key)
-                    .map(|((n, _), v)| format!("{n}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(",");
+                let key_text = key_text(def, key);
                 Some((
                     (si, key),
                     StreamEnd {

@@ -16,7 +16,7 @@ pub struct Verdict {
     pub fragment: Option<FragmentInfo>,
     pub fault: Option<FaultKind>,
     /// The ack roles (definitions that declare them).
-    pub ack: Option<u16>,
+    pub ack: Option<u32>,
     pub ack_bits: Option<u32>,
     /// A declared checksum waits for a value the conversation learnt (`stand-in`):
     /// the engine, which knows the conversation, settles it.
@@ -87,11 +87,11 @@ impl Validator {
         }
         match &mut self.dissector {
             Some(d) => {
-                let unsequenced = d.program().messages.is_some();
+                let unsequenced = d.program().sequence_optional;
                 d.dissect_into(payload, &mut self.dissection);
                 let x = &self.dissection;
                 match (x.sequence, x.packet_type) {
-                    // With messages, a datagram sequence is optional.
+                    // With messages, or kinds without one, a datagram sequence is optional.
                     (seq, Some(t)) if seq.is_some() || unsequenced => {
                         v.sequence = seq;
                         v.packet_type = Some(t);

@@ -421,6 +421,7 @@ impl<'p> PacketWriter<'p> {
                 | Kind::CString { .. }
                 | Kind::Rest { .. }
                 | Kind::Check { .. }
+                | Kind::Magic(_)
         );
         // In an MSB-first protocol an align pads a byte's low bits, as the reader expects.
         if writes_lsb && self.msb.1 != 0 && !(aligns && self.p.params.msb) {
@@ -468,6 +469,7 @@ impl<'p> PacketWriter<'p> {
             | Kind::Align
             | Kind::Bytes(_)
             | Kind::String { .. }
+            | Kind::Magic(_)
             | Kind::Rest { .. } => self.octets(w, rng, &node.kind, roles)?,
             Kind::Derived(e) => {
                 let v = eval(p.expr(*e), &self.slots).map_err(|_| GenError::DivisionByZero)?;
@@ -532,6 +534,7 @@ impl<'p> PacketWriter<'p> {
                 self.bytes(w, &text)?;
             }
             Kind::Align => self.align(w)?,
+            Kind::Magic(magic) => self.bytes(w, magic)?,
             Kind::Bytes(c) => {
                 let n = self.count(c)?;
                 let data: Vec<u8> = (0..n.min(1 << 20)).map(|_| rng.next_u32() as u8).collect();
@@ -897,7 +900,16 @@ impl Roles {
             | Role::FragmentOffset
             | Role::FragmentTotal
             | Role::SendTime
-            | Role::AckTime => None,
+            | Role::AckTime
+            | Role::AckBelow
+            | Role::AckUpTo
+            | Role::AckRangeStart
+            | Role::AckRangeEnd
+            | Role::NakRangeStart
+            | Role::NakRangeEnd
+            | Role::FragmentRemaining
+            | Role::FragmentFirst
+            | Role::FragmentLast => None,
         }
     }
 }

@@ -70,10 +70,61 @@ impl Info {
         }
     }
 
-    /// The packet's template filled, or a summary of its fields.
+    /// The packet's template filled, or a summary of its fields; a datagram of
+    /// messages whose types have templates says each message's.
     fn own(&mut self, p: &Arc<Program>, d: &Dissection, payload: &[u8]) -> String {
-        self.template(p, d, payload)
-            .unwrap_or_else(|| default_info(p, d, payload))
+        if let Some(t) = self.template(p, d, payload) {
+            return t;
+        }
+        if !d.messages.is_empty()
+            && self
+                .templates(p)
+                .keys()
+                .any(|&t| p.packet(t).is_some_and(|d| d.message))
+        {
+            return self.messages_info(p, d, payload);
+        }
+        default_info(p, d, payload)
+    }
+
+    /// Each message's template filled from its own fields (its type's name without
+    /// one), runs of the same text counted, about 80 characters at most.
+    fn messages_info(&mut self, p: &Arc<Program>, d: &Dissection, payload: &[u8]) -> String {
+        let mut ends = Vec::new();
+        d.subtree_ends(&mut ends);
+        let mut texts: Vec<String> = Vec::new();
+        let mut element = 0..0;
+        let mut next = 0usize;
+        for (i, m) in d.messages.iter().enumerate() {
+            // The message's field: the next element of a `messages` group.
+            if let Some(at) = (next..d.fields.len())
+                .find(|&k| d.fields[k].kind == "message" && d.fields[k].label == Label::Index(i as u32))
+            {
+                element = at + 1..ends[at] as usize;
+                next = ends[at] as usize;
+            }
+            let text = match m.type_id.and_then(|t| Some((t, self.templates(p).get(&t)?))) {
+                Some((t, pieces)) => fill_within(p, pieces, d, payload, Some(t), element.clone()),
+                None => m.type_id.and_then(|t| p.type_name(t)).unwrap_or("?").to_string(),
+            };
+            texts.push(text);
+        }
+        let mut out = String::new();
+        let mut runs = texts.chunk_by(|a, b| a == b).peekable();
+        while let Some(run) = runs.next() {
+            if !out.is_empty() {
+                out.push_str(", ");
+            }
+            out.push_str(&run[0]);
+            if run.len() > 1 {
+                let _ = write!(out, " ×{}", run.len());
+            }
+            if out.chars().count() > 80 && runs.peek().is_some() {
+                out.push_str(", …");
+                break;
+            }
+        }
+        out
     }
 
     fn template(&mut self, p: &Arc<Program>, d: &Dissection, payload: &[u8]) -> Option<String> {
@@ -144,7 +195,7 @@ impl Info {
 }
 
 /// `payload seq 12 ack 10`: the type's name (when given), sequence and ack.
-fn head(p: &Program, ptype: Option<u32>, seq: Option<u64>, ack: Option<u16>) -> String {
+fn head(p: &Program, ptype: Option<u32>, seq: Option<u64>, ack: Option<u32>) -> String {
     let mut out = String::new();
     if let Some(t) = ptype {
         out.push_str(p.type_name(t).unwrap_or("undefined"));
@@ -206,7 +257,8 @@ fn compile_templates(p: &Program) -> Templates {
                 Some(p) => (true, p),
                 None => (false, name),
             };
-            pieces.push(match FieldPath::parse(p, &paths, path) {
+            let path = crate::dissect::paths::info_path(p, d, path);
+            pieces.push(match FieldPath::parse(p, &paths, &path) {
                 Ok(fp) if count => Piece::Count(fp),
                 Ok(fp) => Piece::Value(fp),
                 Err(_) => Piece::Unknown,
@@ -228,15 +280,33 @@ fn fill_template(
     payload: &[u8],
     ptype: Option<u32>,
 ) -> String {
+    fill_within(p, pieces, d, payload, ptype, 0..d.fields.len())
+}
+
+/// [`fill_template`] from the fields in `within` only (one message's).
+fn fill_within(
+    p: &Program,
+    pieces: &[Piece],
+    d: &Dissection,
+    payload: &[u8],
+    ptype: Option<u32>,
+    within: std::ops::Range<usize>,
+) -> String {
     let mut out = String::new();
     for piece in pieces {
         match piece {
             Piece::Text(t) => out.push_str(t),
             Piece::Count(fp) => {
-                let n: usize = fp.occurrences(d, ptype).map(|i| elements(d, i)).sum();
+                let n: usize = (fp.occurrences(d, ptype))
+                    .filter(|i| within.contains(i))
+                    .map(|i| elements(d, i))
+                    .sum();
                 out.push_str(&n.to_string());
             }
-            Piece::Value(fp) => match fp.occurrences(d, ptype).next().and_then(|i| d.fields.get(i)) {
+            Piece::Value(fp) => match (fp.occurrences(d, ptype))
+                .find(|i| within.contains(i))
+                .and_then(|i| d.fields.get(i))
+            {
                 Some(f) => out.push_str(&super::tree::value_text(p, f, payload)),
                 None => out.push('-'),
             },

@@ -76,9 +76,11 @@ fn copy_into(to: &mut Dissection, from: &Dissection) {
         fragment,
         ack,
         ack_bits,
+        ack_items,
         fault,
         bits_read,
     } = from;
+    to.ack_items.clone_from(ack_items);
     to.fields.clone_from(fields);
     to.messages.clone_from(messages);
     to.learnt.clone_from(learnt);

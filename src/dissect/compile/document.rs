@@ -72,6 +72,11 @@ pub fn describe(p: &Program) -> String {
     if let Some(rule) = p.params.describe_rule() {
         order.push_str(&format!(", checksum {rule}"));
     }
+    if p.kinds {
+        return format!(
+            "datagram kinds by the header's type, several messages in those that say `messages`{order}"
+        );
+    }
     if p.messages.is_some() {
         return format!("several messages per datagram{order}");
     }
@@ -96,12 +101,13 @@ struct Outline<'d> {
     /// The header node, named in diagnostics.
     h: &'d KdlNode,
     header: Block,
+    /// Message types' ids follow the datagram kinds' (0 without kinds).
+    message_base: u32,
     messages: Option<MessagesDef>,
     fragment: Option<(&'d KdlNode, Block)>,
     when: Option<Expr>,
     roles: u32,
     roles_ok: bool,
-    sequence_bits: u32,
     typed: bool,
 }
 
@@ -154,6 +160,7 @@ impl<'d> Compiler<'d> {
         };
         self.scope.clear();
         let header = self.block(h.children(), 0);
+        self.header_scope = self.scope.clone();
         self.header_block = Some(header);
         if !self.within_field_limit(header, Self::name_span(h)) {
             return None;
@@ -167,9 +174,12 @@ impl<'d> Compiler<'d> {
             }
         }
         let mut roles = 0u32;
+        // Datagram kinds beside messages: the header's type names the kind.
+        self.kinds = messages_node.is_some() && !self.role_nodes(header, Role::Type).is_empty();
         // With messages, a datagram sequence is optional and types are the messages'.
-        let mut roles_ok =
-            self.role_placement(h, header, Role::Sequence, messages_node.is_none(), &mut roles);
+        // Fragments are grouped by the sequence: then every header path has one.
+        let fragments = top.fragment.is_some() && messages_node.is_none();
+        let mut roles_ok = self.role_placement(h, header, Role::Sequence, fragments, &mut roles);
         if messages_node.is_none()
             && let Some(m) = top.packets.iter().find(|p| p.name().value() == "message")
         {
@@ -180,14 +190,22 @@ impl<'d> Compiler<'d> {
                 Some("add `messages { bits type 8 role=type }` (the fields before each message's body), or write `packet` for one message per datagram".into()),
             );
         }
-        let messages = messages_node.and_then(|m| self.messages_block(m, header, top.fragment));
+        let messages = messages_node.and_then(|m| self.messages_block(m, top.fragment));
         if messages_node.is_some() && messages.is_none() {
             return None;
         }
-        let type_block = messages.as_ref().map_or(header, |m| m.header);
-        roles_ok &= match messages_node {
-            Some(m) => self.role_placement(m, type_block, Role::Type, false, &mut roles),
-            None => self.role_placement(h, header, Role::Type, false, &mut roles),
+        // Fragment roles of the messages block: any message type carries them.
+        if let (Some(m), Some(def)) = (messages_node, &messages) {
+            let any = crate::dissect::program::MessageFragmentDef::ANY;
+            roles_ok &= self.message_fragment(m, (def.header, Block::default()), any, params);
+        }
+        roles_ok &= match (messages_node, &messages) {
+            (Some(m), Some(def)) if self.kinds => {
+                self.role_placement(h, header, Role::Type, false, &mut roles)
+                    & self.role_placement(m, def.header, Role::Type, false, &mut roles)
+            }
+            (Some(m), Some(def)) => self.role_placement(m, def.header, Role::Type, false, &mut roles),
+            _ => self.role_placement(h, header, Role::Type, false, &mut roles),
         };
         if with_crc {
             roles_ok &= self.role_placement(h, header, Role::Crc, true, &mut roles);
@@ -201,33 +219,49 @@ impl<'d> Compiler<'d> {
                 Some("remove role=crc, or declare `checksum \"crc32\"` in the protocol block".into()),
             );
         }
-        for role in [Role::Ack, Role::AckBits, Role::ProtocolId] {
+        for role in [
+            Role::Ack,
+            Role::AckBits,
+            Role::ProtocolId,
+            Role::AckBelow,
+            Role::AckUpTo,
+        ] {
             roles_ok &= self.role_placement(h, header, role, false, &mut roles);
         }
-        let sequence_bits = self.sequence_bits(header);
+        roles_ok &= self.datagram_ranges(h, header, &mut roles, params);
         let (fragment, when) = self.fragment_block(top.fragment)?;
         roles_ok &= self.no_offset_roles(header);
         roles_ok &= self.send_time(h, header, params);
         roles_ok &= self.fragment_roles(fragment, when.is_some(), header, &params.format, &mut roles);
         let typed = Program::role_declared(roles, Role::Type);
 
-        // The type field's range fixes the number of packet types.
+        // The type field's range fixes the number of packet types (with datagram kinds,
+        // the header's; the messages' follow them).
+        let type_block = match &messages {
+            Some(m) if !self.kinds => m.header,
+            _ => header,
+        };
         let type_node = self.role_nodes(type_block, Role::Type).first().copied();
-        let derived_types = type_node.and_then(|id| match self.nodes[id as usize].kind.plain() {
-            Kind::Int { min: 0, max } if max < 1 << 16 => Some(max as u32 + 1),
-            Kind::Bits(b) if b <= 16 => Some(1u32 << b),
-            _ => None,
-        });
+        let derived_types = type_node.and_then(|id| self.types_of(id));
         self.type_count(params, derived_types, typed, type_node, top.protocol, h);
+        let message_base = match (&messages, messages_node) {
+            (Some(m), Some(node)) if self.kinds => {
+                let base = params.format.num_types;
+                let count = self.message_type_count(node, m.header)?;
+                params.format.num_types = base + count;
+                base
+            }
+            _ => 0,
+        };
         Some(Outline {
             h,
             header,
+            message_base,
             messages,
             fragment,
             when,
             roles,
             roles_ok,
-            sequence_bits,
             typed,
         })
     }
@@ -266,13 +300,22 @@ impl<'d> Compiler<'d> {
         let mut packets: Vec<PacketDef> = Vec::new();
         let mut seen: HashMap<u32, (String, usize)> = HashMap::new();
         let fragment_zero = o.fragment.is_some() && o.when.is_none() && o.typed;
+        let base = o.message_base;
         for p in nodes {
-            let Some((id, name)) = self.packet_id(p, params.format.num_types, fragment_zero, &mut seen)
-            else {
+            // With datagram kinds, `packet` is a kind and `message` a message type, whose
+            // ids follow the kinds'; otherwise every type is a message's, or a packet's.
+            let message = o.messages.is_some() && (!self.kinds || p.name().value() == "message");
+            let (range, base) = match (self.kinds, message) {
+                (true, true) => (params.format.num_types - base, base),
+                (true, false) => (base, 0),
+                _ => (params.format.num_types, 0),
+            };
+            let Some((id, name)) = self.packet_id(p, range, base, fragment_zero, &mut seen) else {
                 continue;
             };
             let index = packets.len();
-            if let Some(d) = self.packet_def(p, (id as u32, name), index, o, params, spaces, info_spans) {
+            let ty = (id as u32 + base, name);
+            if let Some(d) = self.packet_def(p, ty, message, index, o, params, spaces, info_spans) {
                 packets.push(d);
             }
         }
@@ -285,6 +328,7 @@ impl<'d> Compiler<'d> {
         &mut self,
         p: &'d KdlNode,
         (type_id, name): (u32, String),
+        message: bool,
         index: usize,
         o: &mut Outline<'d>,
         params: &mut Params,
@@ -292,30 +336,45 @@ impl<'d> Compiler<'d> {
         info_spans: &mut Vec<(usize, SourceSpan)>,
     ) -> Option<PacketDef> {
         self.extra_arguments(p, 2, &usage("packet"));
-        self.scope.clear();
-        if let Some(m) = &o.messages {
-            // A message's body reads its own header's fields.
-            self.scope = m.scope.clone();
-        }
+        // A body reads the header's fields, and a message's its messages block's.
+        self.scope = match &o.messages {
+            Some(m) if message => m.scope.clone(),
+            _ => self.header_scope.clone(),
+        };
         self.check_props(p, &["doc", "from", "sequence-space", "info"]);
         let info = self.packet_info(p, index, info_spans);
         let space = self.packet_space(p, spaces);
         let from = self.packet_side(p);
-        self.in_messages = o.messages.is_some();
+        self.in_messages = message;
         let body = self.block(p.children(), 0);
         if !self.within_field_limit(body, Self::name_span(p)) {
             return None;
         }
         self.in_messages = false;
-        for role in [Role::Ack, Role::AckBits, Role::ProtocolId] {
-            if role == Role::Ack && o.messages.is_some() {
-                o.roles_ok &= self.message_ack(p, body);
-                continue;
+        if let Some(m) = o.messages.as_ref().filter(|_| message) {
+            let header = m.header;
+            o.roles_ok &= self.message_ack(p, header, body);
+            o.roles_ok &= self.role_placement(p, body, Role::ProtocolId, false, &mut o.roles);
+            o.roles_ok &= self.role_placement(p, body, Role::AckBits, false, &mut o.roles);
+        } else {
+            for role in [
+                Role::Ack,
+                Role::AckBits,
+                Role::ProtocolId,
+                Role::AckBelow,
+                Role::AckUpTo,
+            ] {
+                o.roles_ok &= self.role_placement(p, body, role, false, &mut o.roles);
             }
-            o.roles_ok &= self.role_placement(p, body, role, false, &mut o.roles);
+            o.roles_ok &= self.datagram_ranges(p, body, &mut o.roles, params);
         }
-        if o.messages.is_some() {
-            o.roles_ok &= self.message_fragment(p, body, type_id, params);
+        if !message {
+            o.roles_ok &= self.kind_sequence(p, o.header, body, &mut o.roles);
+        }
+        if let Some(m) = o.messages.as_ref().filter(|_| message) {
+            let header = m.header;
+            o.roles_ok &= self.message_streams(&name, header, body);
+            o.roles_ok &= self.message_fragment(p, (header, body), type_id, params);
         } else {
             o.roles_ok &= self.no_offset_roles(body);
             o.roles_ok &= self.no_time_roles(body, Role::SendTime);
@@ -331,7 +390,56 @@ impl<'d> Compiler<'d> {
             space,
             body,
             info,
+            message,
         })
+    }
+
+    /// A datagram's ranges and NAKs in `block`, and whether it acks beyond one sequence
+    /// (its fields are then read one by one).
+    fn datagram_ranges(
+        &mut self,
+        owner: &KdlNode,
+        block: Block,
+        roles: &mut u32,
+        params: &mut Params,
+    ) -> bool {
+        let ok = self.ack_ranges(owner, block);
+        for role in [
+            Role::AckBelow,
+            Role::AckUpTo,
+            Role::AckRangeStart,
+            Role::NakRangeStart,
+        ] {
+            if !self.role_nodes(block, role).is_empty() {
+                Program::declare_role(roles, role);
+                params.datagram_acks = true;
+            }
+        }
+        ok
+    }
+
+    /// A packet's body may carry the datagram's sequence (a datagram kind's own), never
+    /// beside one of the header on the same path.
+    fn kind_sequence(&mut self, p: &KdlNode, header: Block, body: Block, roles: &mut u32) -> bool {
+        let mut ok = self.role_placement(p, body, Role::Sequence, false, roles);
+        let (_, in_header, _) = self.role_paths(header, Role::Sequence, 0);
+        let (_, in_body, _) = self.role_paths(body, Role::Sequence, 0);
+        if in_header > 0
+            && in_body > 0
+            && let Some(&id) = self.role_nodes(body, Role::Sequence).first()
+        {
+            ok = false;
+            self.error(
+                self.spans[id as usize],
+                format!(
+                    "more than one field with role=sequence on one path through the header and `{}`",
+                    positional(p).get(1).and_then(|e| e.value().as_string()).unwrap_or("packet")
+                ),
+                "another role field on the same path",
+                Some("a datagram has one sequence: keep it in the header, or in the bodies of the kinds whose header has none".into()),
+            );
+        }
+        ok
     }
 
     /// What only the whole definition tells: limits, roles without effect, stand-ins.
@@ -359,16 +467,38 @@ impl<'d> Compiler<'d> {
                 Some("add `id 0x…` to the protocol block".into()),
             );
         }
+        self.resolve_acked_streams();
         self.resolve_stand_in(params);
         self.resolve_reassembled_as(params, packets);
         if !o.roles_ok {
             return None;
         }
         for d in packets {
-            self.roles_without_effect(d.body, &d.name, o.messages.is_some());
+            self.roles_without_effect(d.body, &d.name, d.message, !d.message);
         }
         if let Some((f, block)) = &o.fragment {
-            self.roles_without_effect(*block, f.name().value(), true);
+            self.roles_without_effect(*block, f.name().value(), true, false);
+        }
+        self.acks_that_cannot_work(o);
+        if let Some(m) = o.messages.as_ref().filter(|_| self.kinds)
+            && !packets
+                .iter()
+                .any(|d| !d.message && self.reads_messages(d.body, 0))
+        {
+            self.error(
+                self.spans[m.node as usize],
+                "with datagram kinds (the header's role=type), messages are read where a kind's body says `messages`, and no `packet` does",
+                "never read",
+                Some("write `packet N \"data\" { …; messages }` for the kinds that carry messages (a `message` is a message type)".into()),
+            );
+        }
+        if o.messages.is_none() && !Program::role_declared(o.roles, Role::Sequence) {
+            self.error(
+                Self::name_span(o.h),
+                "no field has role=sequence, in the header or a packet's body",
+                "missing role",
+                Some("mark the datagram's sequence, for example `bits sequence 16 role=sequence`".into()),
+            );
         }
         if let Some(m) = &o.messages {
             self.messages_advance(m, packets);
@@ -377,6 +507,76 @@ impl<'d> Compiler<'d> {
             return None;
         }
         Some(by_type)
+    }
+
+    /// Whether `block` reads the messages (a bare `messages` in it).
+    fn reads_messages(&self, block: Block, depth: u32) -> bool {
+        let ids = self
+            .children
+            .get(block.start as usize..(block.start + block.len) as usize);
+        depth < 64
+            && ids
+                .unwrap_or(&[])
+                .iter()
+                .any(|&id| match &self.nodes[id as usize].kind {
+                    Kind::Messages { .. } => true,
+                    k => k.blocks().into_iter().any(|b| self.reads_messages(b, depth + 1)),
+                })
+    }
+
+    /// Ack roles nothing could be matched with: a datagram's ack without any datagram
+    /// sequence, ack-bits without an ack, an echoed time without a send time.
+    fn acks_that_cannot_work(&mut self, o: &Outline<'d>) {
+        let first = |c: &Self, role: Role, stream: bool| {
+            (c.nodes.iter().enumerate())
+                .find(|(_, n)| n.role == Some(role) && n.stream.is_some() == stream)
+                .map(|(i, _)| i)
+        };
+        let sequence = Program::role_declared(o.roles, Role::Sequence);
+        let datagram_ack = [
+            Role::Ack,
+            Role::AckBits,
+            Role::AckBelow,
+            Role::AckUpTo,
+            Role::AckRangeStart,
+            Role::NakRangeStart,
+        ]
+        .into_iter()
+        .find_map(|r| first(self, r, false));
+        if let Some(i) = datagram_ack
+            && !sequence
+        {
+            self.error(
+                self.spans[i],
+                format!(
+                    "`{}` acks the other direction's datagram sequence, but no datagram has one",
+                    self.nodes[i].name
+                ),
+                "nothing to ack",
+                Some("mark the datagram's sequence (`role=sequence` in the header or a packet's body); a message's ack names its stream: `role=ack stream=\"NAME\" key=\"…\"`".into()),
+            );
+        }
+        if let Some(i) = first(self, Role::AckBits, false)
+            && first(self, Role::Ack, false).is_none()
+        {
+            self.error(
+                self.spans[i],
+                "role=ack-bits counts back from a role=ack field, and there is none",
+                "no ack",
+                Some("mark the newest sequence acked `role=ack`; bit i of the ack-bits is `ack - i`".into()),
+            );
+        }
+        let send_time = self.nodes.iter().any(|n| n.role == Some(Role::SendTime));
+        if let Some(i) = self.nodes.iter().position(|n| n.role == Some(Role::AckTime))
+            && !send_time
+        {
+            self.error(
+                self.spans[i],
+                "role=ack-time echoes a send time, but no field has role=send-time",
+                "no send time",
+                Some("mark the send time the ack echoes (`role=send-time`): without it no round trip could be matched".into()),
+            );
+        }
     }
 
     /// The program: the compiled tree taken over, types past the packets' for
@@ -397,11 +597,21 @@ impl<'d> Compiler<'d> {
             crate::validate::FRAGMENT_TYPE
         };
         // Whole datagrams of a protocol with messages: a type past the messages'.
-        let datagram_type = o.messages.as_ref().map(|_| {
+        let datagram_type = o.messages.as_ref().filter(|_| !self.kinds).map(|_| {
             params.format.num_types += 1;
             params.format.num_types - 1
         });
         params.dissect_as = std::mem::take(&mut self.dissect_as);
+        params.ack_width = (self.nodes.iter())
+            .filter(|n| n.role.is_some_and(|r| r == Role::Ack || r.acks_more()) && n.stream.is_none())
+            .map(|n| self.kind_width(&n.kind).min(32))
+            .max()
+            .unwrap_or(16);
+        let bodies = packets.iter().filter(|d| !d.message).map(|d| d.body);
+        let sequence_bits = self.sequence_bits(std::iter::once(o.header).chain(bodies));
+        // A datagram may carry no sequence: with messages, or where no field on its
+        // header's path has one (a kind's body may, or none).
+        let sequence_optional = o.messages.is_some() || self.role_paths(o.header, Role::Sequence, 0).0 == 0;
         let mut program = Program {
             params,
             nodes: std::mem::take(&mut self.nodes),
@@ -412,7 +622,7 @@ impl<'d> Compiler<'d> {
             fragment_when: o.when,
             fragment_type,
             roles: o.roles,
-            sequence_bits: o.sequence_bits,
+            sequence_bits,
             spaces,
             packets,
             by_type,
@@ -421,6 +631,9 @@ impl<'d> Compiler<'d> {
             limits: Limits::default(),
             messages: o.messages.map(|m| m.node),
             datagram_type,
+            kinds: self.kinds,
+            message_base: o.message_base,
+            sequence_optional,
             plan: Default::default(),
             native: Default::default(),
         };
@@ -451,6 +664,17 @@ impl<'d> Compiler<'d> {
             }
             for role in [Role::Ack, Role::AckBits] {
                 ok &= self.role_placement(f, b, role, false, roles);
+            }
+            for role in [Role::FragmentRemaining, Role::FragmentFirst, Role::FragmentLast] {
+                for id in self.role_nodes(b, role) {
+                    ok = false;
+                    self.error(
+                        self.spans[id as usize],
+                        format!("role={} is for fragments inside messages", role.name()),
+                        "not in a message",
+                        Some("a datagram's fragments have an id and a count (`role=fragment-id`, `role=fragment-count`); count-down and flagged fragments follow a message's stream".into()),
+                    );
+                }
             }
             self.fragment_widths(f, b, format);
             if !when && !Program::role_declared(*roles, Role::Type) {
@@ -563,12 +787,23 @@ impl<'d> Compiler<'d> {
             (None, 0) if !typed => params.format.num_types = 1,
             (None, 0) => {
                 if let Some(id) = type_node {
-                    let _ = id;
+                    let node = &self.nodes[id as usize];
+                    let message = match node.kind {
+                        Kind::Derived(_) => format!(
+                            "the type field `{}` is derived: how many types there are is not known",
+                            node.name
+                        ),
+                        _ => format!(
+                            "the type field `{}` (a `{}`) gives no number of types",
+                            node.name,
+                            node.kind.name()
+                        ),
+                    };
                     self.error(
-                        Self::name_span(h),
-                        "the type field must be `int 0 N` or `bits N` (N ≤ 16)",
+                        self.spans[id as usize],
+                        message,
                         "type field",
-                        None,
+                        Some("say how many with `types N` in the protocol block, or make the field `int 0 N` or `bits N` (N ≤ 16)".into()),
                     );
                 }
             }
@@ -576,18 +811,50 @@ impl<'d> Compiler<'d> {
         }
     }
 
-    /// The header's sequence width in bits (16 without a sequence field).
-    fn sequence_bits(&self, header: Block) -> u32 {
-        self.role_nodes(header, Role::Sequence)
-            .iter()
-            .map(|&id| match self.nodes[id as usize].kind.plain() {
-                Kind::Bits(b) => b,
-                Kind::Int { min, max } => int_width(min, max).unwrap_or(32),
-                Kind::Uint64 | Kind::LeUint(_) => 64,
-                _ => 0,
-            })
+    /// The number of types a type field's range gives (`int 0 N`, `bits N` with N ≤ 16).
+    fn types_of(&self, id: NodeId) -> Option<u32> {
+        match self.nodes[id as usize].kind.plain() {
+            Kind::Int { min: 0, max } if (0..1 << 16).contains(&max) => Some(max as u32 + 1),
+            Kind::Bits(b) if b <= 16 => Some(1u32 << b),
+            _ => None,
+        }
+    }
+
+    /// With datagram kinds, the number of message types: the messages' type field's
+    /// range, or `types=N` on the messages block.
+    fn message_type_count(&mut self, m: &KdlNode, header: Block) -> Option<u32> {
+        let node = self.role_nodes(header, Role::Type).first().copied();
+        let given = prop(m, "types").map(|e| (e.span(), e.value().as_integer()));
+        match (node.and_then(|id| self.types_of(id)), given) {
+            (_, Some((_, Some(n)))) if (1..=65536).contains(&n) => Some(n as u32),
+            (_, Some((span, _))) => {
+                self.error(span, "`types` is 1..=65536", "types", None);
+                None
+            }
+            (Some(n), None) => Some(n),
+            // No type field: every message is type 0.
+            (None, None) if node.is_none() => Some(1),
+            (None, None) => {
+                self.error(
+                    node.map_or(Self::name_span(m), |id| self.spans[id as usize]),
+                    "the messages' type field gives no number of message types",
+                    "message types",
+                    Some("make it `int 0 N` or `bits N` (N ≤ 16), or write `messages types=N { … }`".into()),
+                );
+                None
+            }
+        }
+    }
+
+    /// The datagram sequence's width in bits, over the header and the packets' bodies
+    /// (16 without a sequence field).
+    fn sequence_bits(&self, blocks: impl IntoIterator<Item = Block>) -> u32 {
+        blocks
+            .into_iter()
+            .flat_map(|b| self.role_nodes(b, Role::Sequence))
+            .filter(|&id| self.nodes[id as usize].stream.is_none())
+            .map(|id| self.kind_width(&self.nodes[id as usize].kind))
             .max()
-            .filter(|&b| b > 0)
             .unwrap_or(16)
     }
 
@@ -800,6 +1067,12 @@ impl<'d> Compiler<'d> {
                 continue;
             }
             for part in template_fields(t) {
+                let hash = if part.starts_with('#') { "#" } else { "" };
+                let part = format!(
+                    "{hash}{}",
+                    crate::dissect::paths::info_path(program, d, part.trim_start_matches('#'))
+                );
+                let part = part.as_str();
                 if let Err(why) = template_indices(&paths, part.trim_start_matches('#')) {
                     self.error(
                         span,
@@ -816,12 +1089,18 @@ impl<'d> Compiler<'d> {
                 });
                 if !known {
                     let hash = if part.starts_with('#') { "#" } else { "" };
+                    // A message's template names its own fields, without `messages.`.
+                    let own = |n: &str| match d.message {
+                        true => n.strip_prefix("messages.").unwrap_or(n).to_string(),
+                        false => n.to_string(),
+                    };
                     let near = crate::dissect::paths::nearest(&paths, path)
-                        .map(|n| format!("did you mean `{{{hash}{n}}}`?"))
+                        .map(|n| format!("did you mean `{{{hash}{}}}`?", own(n)))
                         .unwrap_or_else(|| "name a field of the packet, like `{a}` or `{#items}`".into());
+                    let what = if d.message { "message" } else { "packet" };
                     self.error(
                         span,
-                        format!("packet {} has no field `{path}` for its info", d.name),
+                        format!("{what} {} has no field `{}` for its info", d.name, own(path)),
                         "unknown field",
                         Some(near),
                     );

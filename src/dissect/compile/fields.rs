@@ -96,9 +96,16 @@ impl<'d> Compiler<'d> {
         }
     }
 
+    /// The body of struct `name` as compiled where it is used now: a body compiled
+    /// before is reused when the fields around it that it reads are the same.
     pub(super) fn struct_body(&mut self, name: &str, at: SourceSpan, depth: u32) -> Option<Block> {
-        match self.structs.get(name) {
-            Some(StructState::Done(b)) => Some(*b),
+        let def = match self.structs.get(name) {
+            Some(StructState::Done(def, bodies)) => {
+                if let Some((b, _)) = bodies.iter().find(|(_, deps)| self.scope.resolves_as(deps)) {
+                    return Some(*b);
+                }
+                *def
+            }
             Some(StructState::InProgress) => {
                 self.error(
                     at,
@@ -106,19 +113,23 @@ impl<'d> Compiler<'d> {
                     "recursive use",
                     Some("a struct cannot contain itself; use a list or array of another struct".into()),
                 );
-                None
+                return None;
             }
-            Some(StructState::Pending(def)) => {
-                let def = *def;
-                self.structs.insert(name.to_string(), StructState::InProgress);
-                let saved = std::mem::take(&mut self.scope);
-                let b = self.block(def.children(), depth + 1);
-                self.scope = saved;
-                self.structs.insert(name.to_string(), StructState::Done(b));
-                Some(b)
-            }
-            None => None,
-        }
+            Some(StructState::Pending(def)) => *def,
+            None => return None,
+        };
+        let before = self.structs.insert(name.to_string(), StructState::InProgress);
+        let saved = self.scope.enter_struct();
+        let b = self.block(def.children(), depth + 1);
+        let deps = self.scope.leave_struct(saved);
+        let mut bodies = match before {
+            Some(StructState::Done(_, bodies)) => bodies,
+            _ => Vec::new(),
+        };
+        bodies.push((b, deps));
+        self.structs
+            .insert(name.to_string(), StructState::Done(def, bodies));
+        Some(b)
     }
 
     /// One field node: its kind, properties, role and slot, pushed as a [`Node`].
@@ -133,7 +144,12 @@ impl<'d> Compiler<'d> {
             && self.header_block.is_some()
             && !self.structs.contains_key("header")
             && positional(n).is_empty();
-        let named = !matches!(kind_name, "align" | "if" | "check") && !inline_struct && !header_reread;
+        let messages_use =
+            kind_name == "messages" && !self.structs.contains_key("messages") && positional(n).is_empty();
+        let named = !matches!(kind_name, "align" | "if" | "check")
+            && !inline_struct
+            && !header_reread
+            && !messages_use;
         let name = if named {
             self.arg_str(n, 0, "the field's name")?
         } else {
@@ -144,6 +160,7 @@ impl<'d> Compiler<'d> {
             keyword: kind_name,
             inline_struct,
             header_reread,
+            messages_use,
         };
         let kind = self.kind(n, shape, depth, &mut allowed)?;
         let expected = Self::expected_arguments(n, &kind, header_reread);
@@ -161,7 +178,13 @@ impl<'d> Compiler<'d> {
         };
         let stream = match role {
             Some(Role::Sequence) => self.stream(n, &kind)?,
-            Some(Role::Ack) if self.in_messages => Some(self.acked_stream(n)?),
+            _ => None,
+        };
+        // A message's ack names the stream it acks, resolved once every stream is known.
+        let acked = match role {
+            Some(
+                r @ (Role::Ack | Role::AckBelow | Role::AckUpTo | Role::AckRangeStart | Role::NakRangeStart),
+            ) if self.in_messages => Some(self.acked_stream(n, r)?),
             _ => None,
         };
         let fragment_key = match role {
@@ -170,6 +193,11 @@ impl<'d> Compiler<'d> {
         };
         if named {
             self.scope.push(name.clone(), slot);
+        }
+        if let Some(s) = slot {
+            let w = self.kind_width(&kind);
+            let e = self.slot_widths.entry(s).or_insert(w);
+            *e = (*e).max(w);
         }
         let type_name = matches!(kind, Kind::Struct { .. }).then(|| kind_name.to_string());
         self.spans.push(n.span());
@@ -188,6 +216,9 @@ impl<'d> Compiler<'d> {
             stream,
         });
         let id = self.nodes.len() as u32 - 1;
+        if let Some(a) = acked {
+            self.pending_acks.push((id, a));
+        }
         if let Some(k) = fragment_key {
             self.fragment_keys.insert(id, k);
         }
@@ -229,7 +260,11 @@ impl<'d> Compiler<'d> {
             Some("sequence") => allowed.extend(["stream", "key"]),
             Some("fragment-id") if self.in_messages => allowed.push("key"),
             Some("fragment-data") if self.in_messages => allowed.push("reassembled-as"),
-            Some("ack") if self.in_messages => allowed.extend(["stream", "key"]),
+            Some("ack" | "ack-below" | "ack-upto" | "ack-range-start" | "nak-range-start")
+                if self.in_messages =>
+            {
+                allowed.extend(["stream", "key"])
+            }
             _ => {}
         }
     }
@@ -243,9 +278,9 @@ impl<'d> Compiler<'d> {
             .find(name)
             .flatten()
             .filter(|&s| s as usize >= ROLE_SLOTS);
-        // A message's ack is its own, not the datagram's ack role.
+        // A message's ack and sequence are its own, not the datagram's roles.
         let role_slot = match role {
-            Some(Role::Ack) if self.in_messages => None,
+            Some(Role::Ack | Role::Sequence) if self.in_messages => None,
             r => r.and_then(Role::slot),
         };
         match (role_slot, earlier) {
@@ -278,6 +313,15 @@ impl<'d> Compiler<'d> {
                     Some("fragment-total") => Some(Role::FragmentTotal),
                     Some("send-time") => Some(Role::SendTime),
                     Some("ack-time") => Some(Role::AckTime),
+                    Some("ack-below") => Some(Role::AckBelow),
+                    Some("ack-upto") => Some(Role::AckUpTo),
+                    Some("ack-range-start") => Some(Role::AckRangeStart),
+                    Some("ack-range-end") => Some(Role::AckRangeEnd),
+                    Some("nak-range-start") => Some(Role::NakRangeStart),
+                    Some("nak-range-end") => Some(Role::NakRangeEnd),
+                    Some("fragment-remaining") => Some(Role::FragmentRemaining),
+                    Some("fragment-first") => Some(Role::FragmentFirst),
+                    Some("fragment-last") => Some(Role::FragmentLast),
                     _ => None,
                 };
                 if r.is_none() {

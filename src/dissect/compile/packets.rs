@@ -10,6 +10,7 @@ impl<'d> Compiler<'d> {
         &mut self,
         p: &KdlNode,
         num_types: u32,
+        base: u32,
         fragment_type_zero: bool,
         seen: &mut HashMap<u32, (String, usize)>,
     ) -> Option<(i64, String)> {
@@ -21,15 +22,21 @@ impl<'d> Compiler<'d> {
             .map(str::to_string)
             .unwrap_or_else(|| format!("type{id}"));
         let id_span = args[0].span();
+        let what = p.name().value();
         if id < 0 || id as u64 >= num_types as u64 {
+            let whose = if what == "message" && base > 0 {
+                "messages'"
+            } else {
+                "header's"
+            };
             self.error(
                 id_span,
                 format!(
-                    "packet type {id} is outside the header's type range 0..{}",
+                    "{what} type {id} is outside the {whose} type range 0..{}",
                     num_types.saturating_sub(1)
                 ),
                 "type id",
-                Some("widen the header's type field or renumber the packet".into()),
+                Some(format!("widen the {whose} type field or renumber the {what}")),
             );
             return None;
         }
@@ -46,17 +53,17 @@ impl<'d> Compiler<'d> {
         // A `plaintext` block, compiled after every packet, takes its type over (the
         // packets' fields keep their ids, so either view's trees print with this one).
         let replaces = self.plaintext_view && p.name().value() == "plaintext";
-        if let Some((other, other_line)) = seen.get(&(id as u32)).filter(|_| !replaces) {
+        if let Some((other, other_line)) = seen.get(&(id as u32 + base)).filter(|_| !replaces) {
             self.error(
                 id_span,
-                format!("packet type {id} is defined twice"),
+                format!("{what} type {id} is defined twice"),
                 "type id clash",
                 Some(format!("type {id} is already `{other}` (line {other_line})")),
             );
             return None;
         }
         if !replaces {
-            seen.insert(id as u32, (name.clone(), line));
+            seen.insert(id as u32 + base, (name.clone(), line));
         }
         Some((id, name))
     }

@@ -43,6 +43,8 @@ pub(super) struct Shape<'n> {
     pub(super) keyword: &'n str,
     pub(super) inline_struct: bool,
     pub(super) header_reread: bool,
+    /// A bare `messages` in a datagram kind's body: the messages are read there.
+    pub(super) messages_use: bool,
 }
 
 impl<'d> Compiler<'d> {
@@ -61,7 +63,11 @@ impl<'d> Compiler<'d> {
                 allowed.extend(["role", "enum"]);
                 self.bits_kind(n)?
             }
-            "bool" => Kind::Bool,
+            "bool" => {
+                // A flag's role (a fragment's first or last).
+                allowed.push("role");
+                Kind::Bool
+            }
             "int" => {
                 allowed.extend(["role", "enum"]);
                 self.int_kind(n)?
@@ -115,6 +121,7 @@ impl<'d> Compiler<'d> {
             "header" if s.header_reread => Kind::Struct {
                 body: self.header_block.unwrap_or_default(),
             },
+            "messages" if s.messages_use => self.messages_use(n)?,
             "array" => {
                 let most = Limits::default().max_elements;
                 let count = self.count_within(n, most, "elements a packet's array may have")?;
@@ -148,11 +155,12 @@ impl<'d> Compiler<'d> {
             Kind::Derived(_) | Kind::LeUint(_) | Kind::ByteInt { .. } => 2,
             Kind::Text { .. } | Kind::CString { .. } => 2,
             Kind::Struct { .. } if header_reread => 0,
+            Kind::Messages { .. } => 0,
             Kind::Array { .. } | Kind::RelativeList { .. } => 2,
             Kind::Int { .. } => 3,
             Kind::CompressedFloat(_) | Kind::CompressedVector(_) => 4,
             Kind::Align => 0,
-            Kind::Check { .. } => usize::from(prop(n, "magic").is_none()),
+            Kind::Check { .. } | Kind::Magic(_) => usize::from(prop(n, "magic").is_none()),
             Kind::If { .. } => 1,
             Kind::Inline { .. } => 0,
             _ => 1,
@@ -269,6 +277,9 @@ impl<'d> Compiler<'d> {
                 prop(n, "magic").and_then(|e| e.value().as_integer()),
             ) {
                 (_, Some(m)) if (0..=u32::MAX as i128).contains(&m) => Kind::Check { magic: m as u32 },
+                (None, None) if prop(n, "magic").is_some_and(|e| e.value().is_string()) => {
+                    return self.magic_bytes(n);
+                }
                 (Some(e), None) if e.value().is_string() => Kind::Check {
                     magic: hash_string(e.value().as_string().unwrap_or("")),
                 },
@@ -283,6 +294,35 @@ impl<'d> Compiler<'d> {
                 }
             },
         )
+    }
+
+    /// `check magic="HEX"`: 1 to 256 bytes written as hex digits (spaces allowed).
+    fn magic_bytes(&mut self, n: &KdlNode) -> Option<Kind> {
+        let e = prop(n, "magic")?;
+        let text: String = e.value().as_string().unwrap_or("").split_whitespace().collect();
+        let digits = text.strip_prefix("0x").unwrap_or(&text);
+        let bytes: Option<Vec<u8>> = digits
+            .len()
+            .is_multiple_of(2)
+            .then(|| {
+                (0..digits.len())
+                    .step_by(2)
+                    .map(|i| u8::from_str_radix(digits.get(i..i + 2)?, 16).ok())
+                    .collect()
+            })
+            .flatten();
+        match bytes {
+            Some(b) if (1..=256).contains(&b.len()) => Some(Kind::Magic(b.into_boxed_slice())),
+            _ => {
+                self.error(
+                    e.span(),
+                    "a magic in quotes is 1 to 256 bytes in hex digits, two a byte",
+                    "magic",
+                    Some("for example `check magic=\"00ffff00fefefefefdfdfdfd12345678\"`; a 32-bit one may be `magic=0x…`".into()),
+                );
+                None
+            }
+        }
     }
 
     /// `derived NAME "EXPR"`: a value computed, not read.

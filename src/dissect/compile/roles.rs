@@ -7,7 +7,8 @@ impl<'d> Compiler<'d> {
     /// Roles the engine reads only from the header (sequence, type, crc) or the fragment
     /// block (fragment-*) would be ignored elsewhere: refused where they cannot take
     /// effect. A re-read `header` inside the block is the header's own.
-    pub(super) fn roles_without_effect(&mut self, block: Block, owner: &str, fragment: bool) {
+    /// `sequence`: the block is a packet's body, which may carry the datagram's sequence.
+    pub(super) fn roles_without_effect(&mut self, block: Block, owner: &str, fragment: bool, sequence: bool) {
         let mut stack = vec![(block, 0u32)];
         while let Some((b, depth)) = stack.pop() {
             if depth > 64 {
@@ -25,13 +26,23 @@ impl<'d> Compiler<'d> {
                 {
                     continue;
                 }
+                // The messages a datagram kind reads have roles of their own.
+                if matches!(node.kind, Kind::Messages { .. }) {
+                    continue;
+                }
                 let misplaced = match node.role {
                     // A message's sequence counts in its stream.
                     Some(Role::Sequence) if node.stream.is_some() => None,
+                    Some(Role::Sequence) if sequence => None,
                     Some(r @ (Role::Sequence | Role::Type | Role::Crc)) => Some(r),
-                    Some(r @ (Role::FragmentId | Role::FragmentCount | Role::FragmentData)) if !fragment => {
-                        Some(r)
-                    }
+                    Some(
+                        r @ (Role::FragmentId
+                        | Role::FragmentCount
+                        | Role::FragmentData
+                        | Role::FragmentRemaining
+                        | Role::FragmentFirst
+                        | Role::FragmentLast),
+                    ) if !fragment => Some(r),
                     _ => None,
                 };
                 if let Some(r) = misplaced {
@@ -75,6 +86,10 @@ impl<'d> Compiler<'d> {
             if node.role == Some(role) {
                 out.push(id);
             }
+            // A datagram kind's messages are the messages block's, checked there.
+            if matches!(node.kind, Kind::Messages { .. }) {
+                continue;
+            }
             for b in node.kind.blocks() {
                 self.collect_role(b, role, out, depth + 1);
             }
@@ -83,7 +98,7 @@ impl<'d> Compiler<'d> {
 
     /// The fewest and most fields with `role` on one path through `block`, and the
     /// first `if` whose branches differ in it.
-    fn role_paths(&self, block: Block, role: Role, depth: u32) -> (u32, u32, Option<NodeId>) {
+    pub(super) fn role_paths(&self, block: Block, role: Role, depth: u32) -> (u32, u32, Option<NodeId>) {
         let ids = self
             .children
             .get(block.start as usize..(block.start + block.len) as usize)
@@ -203,7 +218,7 @@ impl<'d> Compiler<'d> {
             (Role::AckBits, Kind::Bits(_)) => true,
             (Role::Sequence, Kind::Bits(_) | Kind::Int { .. } | Kind::Uint64 | Kind::LeUint(_)) => true,
             (Role::ProtocolId, Kind::Bits(_) | Kind::Uint64 | Kind::LeUint(_)) => true,
-            (Role::Ack, Kind::Bits(b)) => *b <= 16,
+            (r, k) if r == Role::Ack || r.acks_more() => self.ack_kind_fits(k),
             (Role::FragmentId | Role::FragmentCount, Kind::Bits(_) | Kind::LeUint(_) | Kind::Uint64)
                 if self.message_roles =>
             {
@@ -214,9 +229,21 @@ impl<'d> Compiler<'d> {
                 Kind::Bits(_) | Kind::LeUint(_) | Kind::Uint64,
             ) => true,
             (Role::FragmentData, Kind::Bytes(_)) if self.message_roles => true,
+            (Role::FragmentRemaining, Kind::Bits(_) | Kind::LeUint(_) | Kind::Int { .. }) => true,
+            (Role::FragmentFirst | Role::FragmentLast, Kind::Bits(_) | Kind::Bool | Kind::Int { .. }) => true,
             (Role::Type | Role::FragmentId | Role::FragmentCount, Kind::Bits(b)) => *b <= 16,
             (Role::Type | Role::FragmentId | Role::FragmentCount, Kind::Int { .. }) => true,
             (Role::FragmentData, Kind::Rest { .. }) => true,
+            _ => false,
+        }
+    }
+
+    /// Whether an ack's field is up to 32 bits (acks are extended at 32 bits at most).
+    pub(super) fn ack_kind_fits(&self, kind: &Kind) -> bool {
+        match kind {
+            Kind::Derived(_) | Kind::Int { .. } => true,
+            Kind::Bits(b) => *b <= 32,
+            Kind::LeUint(Count::Const(n)) => *n <= 4,
             _ => false,
         }
     }
@@ -236,8 +263,40 @@ impl<'d> Compiler<'d> {
             Role::AckBits => "use `bits N` (N ≤ 32) or `derived`".into(),
             Role::Sequence => "use `bits N`, `int`, `uint64`, `le-uint` or `derived`".into(),
             Role::ProtocolId => "use `bits N`, `uint64` or `le-uint`".into(),
-            Role::Ack => "use `bits N` (N ≤ 16) or `derived`".into(),
+            Role::Ack => {
+                "use `bits N` (N ≤ 32), `int`, `le-uint`/`be-uint` of up to 4 bytes, or `derived`".into()
+            }
             _ => "use `bits N` (N ≤ 16), `int MIN MAX` or `derived`".into(),
+        }
+    }
+
+    /// Bits an integer field's values take, where a sequence or ack read from it wraps:
+    /// its width on the wire; for a `derived` one, the width of the one field it copies
+    /// (`"sn"`), or the mask it ends with (`"… & 0xffff"`: 16), else 64.
+    pub(super) fn kind_width(&self, kind: &Kind) -> u32 {
+        match kind.plain() {
+            Kind::Bits(b) => b,
+            Kind::Bool => 1,
+            Kind::Int { min, max } => int_width(min, max).unwrap_or(64),
+            Kind::LeUint(Count::Const(n)) => (n as u32 * 8).clamp(8, 64),
+            Kind::Derived(e) => self.derived_width(e),
+            _ => 64,
+        }
+    }
+
+    fn derived_width(&self, e: Expr) -> u32 {
+        let code = self
+            .code
+            .get(e.start as usize..(e.start + e.len) as usize)
+            .unwrap_or(&[]);
+        match code {
+            [expr::Op::Slot(s)] => self.slot_widths.get(s).copied().unwrap_or(64),
+            [.., expr::Op::Const(m), expr::Op::Bin(expr::BinOp::BitAnd)]
+                if *m > 0 && (*m as u64).wrapping_add(1).is_power_of_two() =>
+            {
+                (*m as u64).count_ones()
+            }
+            _ => 64,
         }
     }
 
@@ -272,11 +331,7 @@ impl<'d> Compiler<'d> {
         }
         let name = e.value().as_string().unwrap_or("").to_string();
         let key = self.key_fields(n, 2, "a stream's key is at most two fields")?;
-        let bits = match kind.plain() {
-            Kind::Bits(b) => b,
-            Kind::Int { min, max } => int_width(min, max).unwrap_or(32),
-            _ => 64,
-        };
+        let bits = self.kind_width(kind);
         let names = |k: &[(String, u16)]| k.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
         if let Some(i) = self.streams.iter().position(|s| s.name == name) {
             let want = names(&self.streams[i].key);

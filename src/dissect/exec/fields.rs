@@ -142,14 +142,14 @@ impl<'p> Exec<'p> {
         }
         match (role, stream) {
             (Some(Role::Ack), Some(si)) => self.stream_ack(out, id, si),
+            (Some(r), si) if r.acks_more() => self.ack_item(out, (id, parent, start), r, si)?,
             (_, Some(si)) => self.stream_seq(out, id, si),
-            (Some(Role::SendTime), _) => out.send_time = self.node_value(id),
-            (Some(Role::AckTime), _) => {
-                let v = self.node_value(id);
-                if let Some(m) = out.messages.last_mut() {
-                    m.echo = v;
-                }
-            }
+            // A message's own send time (KCP's PUSH `ts`), else the datagram's.
+            (Some(Role::SendTime), _) => match out.messages.last_mut() {
+                Some(m) => m.send_time = self.node_value(id),
+                None => out.send_time = self.node_value(id),
+            },
+            (Some(Role::AckTime), _) => self.echo(out, id),
             _ => {}
         }
         if role == Some(Role::FragmentData) && !out.messages.is_empty() {
@@ -429,6 +429,7 @@ impl<'p> Exec<'p> {
         match &node.kind {
             Kind::Align => self.align(r, out, id, parent, depth),
             Kind::Bytes(c) => self.bytes(r, out, &here(r), *c),
+            Kind::Magic(want) => self.magic(r, out, &here(r), want),
             Kind::String { max } => self.string(r, out, &here(r), *max),
             Kind::Rest { body } => self.rest_of_datagram(r, out, &here(r), *body),
             Kind::LeUint(c) => self.le_uint(r, out, &here(r), *c),
@@ -465,6 +466,8 @@ impl<'p> Exec<'p> {
             Kind::List { end, body } => self.list(r, out, &here(r), *end, *body),
             Kind::RelativeList { max, body } => self.relative_list(r, out, &here(r), *max, *body),
             Kind::Inline { body } => self.block(r, out, *body, parent, depth),
+            // A datagram kind's messages, read where its body says.
+            Kind::Messages { .. } => self.messages(r, out, id),
             Kind::If {
                 cond,
                 then,

@@ -79,6 +79,7 @@ impl Dissector {
         out.fragment = None;
         out.ack = None;
         out.ack_bits = None;
+        out.ack_items.clear();
         out.fault = None;
         for &s in &self.program.plan.read_slots {
             if let Some(x) = self.slots.get_mut(s as usize) {
@@ -100,6 +101,8 @@ impl Dissector {
             seen: 0,
             fallbacks: 0,
             total_bits: data.len() as u64 * 8,
+            items_from: 0,
+            last_ack: LastAck::None,
         };
         let _ = exec.packet(&mut r, out);
         self.plan_fallbacks += exec.fallbacks;
@@ -145,6 +148,8 @@ impl Dissector {
             seen: 0,
             fallbacks: 0,
             total_bits: data.len() as u64 * 8,
+            items_from: 0,
+            last_ack: LastAck::None,
         };
         let _ = exec.message_alone(&mut r, out, ty);
         out.bits_read = r.bits_read();
@@ -181,6 +186,20 @@ struct Exec<'p> {
     fallbacks: u64,
     /// The datagram's length in bits (what `remaining` counts down from).
     total_bits: u64,
+    /// Ack items from here on are the message's being read (0: the datagram's).
+    items_from: usize,
+    /// The ack read last, which an echoed time answers.
+    last_ack: LastAck,
+}
+
+/// The ack an `ack-time` field echoes the time of.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum LastAck {
+    None,
+    /// The message's single ack.
+    Single,
+    /// The ack item at this index.
+    Item(usize),
 }
 
 struct Stop;

@@ -22,7 +22,7 @@ impl<'p> Exec<'p> {
         out.sequence = self.role(Role::Sequence).map(|v| v as u64);
         let ty = self.role(Role::Type).unwrap_or(0) as u32;
         out.packet_type = Some(ty);
-        if let Some(node) = p.messages {
+        if let Some(node) = p.messages.filter(|_| !p.kinds) {
             out.packet_type = p.datagram_type;
             let res = self.messages(r, out, node);
             self.acks(out);
@@ -58,6 +58,10 @@ impl<'p> Exec<'p> {
             return Ok(());
         }
         let res = self.body(r, out, ty);
+        // A datagram kind's body may carry the sequence.
+        if out.sequence.is_none() {
+            out.sequence = self.role(Role::Sequence).map(|v| v as u64);
+        }
         self.acks(out);
         res?;
         self.protocol_id(out)
@@ -65,6 +69,7 @@ impl<'p> Exec<'p> {
 
     /// An id sent in the clear must be the definition's: otherwise the datagram is
     /// another protocol's (or another game's), located at the id field.
+    #[inline(always)]
     fn protocol_id(&self, out: &mut Dissection) -> Step {
         let p = self.program;
         let (Some(v), Some(id)) = (self.role(Role::ProtocolId), p.params.protocol_id) else {
@@ -73,6 +78,13 @@ impl<'p> Exec<'p> {
         if v as u64 == id.value {
             return Ok(());
         }
+        self.other_protocol(out, v, id)
+    }
+
+    /// The id read is not the definition's: a fault at the id field.
+    #[inline(never)]
+    fn other_protocol(&self, out: &mut Dissection, v: i64, id: crate::validate::ProtocolId) -> Step {
+        let p = self.program;
         let (field, bit) = out
             .fields
             .iter()
@@ -90,7 +102,7 @@ impl<'p> Exec<'p> {
     }
 
     fn acks(&self, out: &mut Dissection) {
-        out.ack = self.role(Role::Ack).map(|v| v as u16);
+        out.ack = self.role(Role::Ack).map(|v| v as u32);
         out.ack_bits = self.role(Role::AckBits).map(|v| v as u32);
     }
 

@@ -170,7 +170,7 @@ impl Exec<'_> {
     /// body of the type the header names.
     pub(super) fn messages(&mut self, r: &mut BitReader, out: &mut Dissection, node: NodeId) -> Step {
         let p = self.program;
-        let Some(header) = p.message_header() else {
+        let Kind::Messages { header } = p.nodes[node as usize].kind else {
             return Ok(());
         };
         let at = r.bits_read();
@@ -273,7 +273,7 @@ impl Exec<'_> {
         group: u32,
         i: u32,
     ) -> Step {
-        let start = r.bits_read();
+        let (p, start) = (self.program, r.bits_read());
         let element = self.push(
             out,
             node,
@@ -286,36 +286,45 @@ impl Exec<'_> {
             0,
             Value::None,
         )?;
-        // The type role is each message's own.
+        // The type role is each message's own, and so are the ack items it reads.
         let type_slot = Role::Type.slot().unwrap_or(0);
         self.seen &= !(1u32 << type_slot);
+        self.items_from = out.ack_items.len();
+        self.last_ack = LastAck::None;
         out.messages.push(MessageInfo {
             type_id: None,
             bit_offset: start,
             bit_len: 0,
-            stream: None,
+            streams: [None; MAX_MESSAGE_STREAMS],
             fragment: None,
             send_time: None,
             ack: None,
             echo: None,
         });
         let res = self.block(r, out, header, element, 2).and_then(|_| {
+            let typed = self.role(Role::Type).is_some();
             let ty = self.role(Role::Type).unwrap_or(0) as u32;
             if let Some(m) = out.messages.last_mut() {
-                m.type_id = Some(ty);
+                m.type_id = Some(ty.saturating_add(self.program.message_base));
+            }
+            // A message whose header has no type field has no body but type 0's.
+            if !typed && p.packet(p.message_base).is_none_or(|d| !d.message) {
+                return Ok(());
             }
             self.message_body(r, out, ty, element)
         });
         if let Some(m) = out.messages.last_mut() {
             m.bit_len = r.bits_read() - start;
         }
+        self.place_run(out);
         self.close(out, element, r, Value::None);
         res
     }
 
+    /// The body of message type `ty` (as its header's type field says).
     fn message_body(&mut self, r: &mut BitReader, out: &mut Dissection, ty: u32, element: u32) -> Step {
         let p = self.program;
-        match p.packet(ty) {
+        match p.packet(ty.saturating_add(p.message_base)).filter(|d| d.message) {
             Some(def) => self.block(r, out, def.body, element, 2),
             None => {
                 let at = r.bits_read();
@@ -344,11 +353,15 @@ impl Exec<'_> {
         let sequence = self.slot(slot) as u64;
         let send_time = out.send_time;
         if let Some(m) = out.messages.last_mut() {
-            m.stream = Some(StreamSeq {
-                stream: si,
-                key,
-                sequence,
-            });
+            // A path reads at most MAX_MESSAGE_STREAMS, each stream once (`check`).
+            let send_time = m.send_time.or(send_time);
+            if let Some(free) = m.streams.iter_mut().find(|s| s.is_none()) {
+                *free = Some(StreamSeq {
+                    stream: si,
+                    key,
+                    sequence,
+                });
+            }
             m.send_time = send_time;
         }
     }
@@ -365,12 +378,90 @@ impl Exec<'_> {
             *k = self.slot(*s);
         }
         let sequence = self.slot(slot) as u64;
+        self.last_ack = LastAck::Single;
         if let Some(m) = out.messages.last_mut() {
             m.ack = Some(StreamSeq {
                 stream: si,
                 key,
                 sequence,
             });
+        }
+    }
+
+    /// A cumulative ack, a range's start or end, or a NAK's, was read: an ack item of the
+    /// stream `si` (the datagram's sequence without one). A range's end closes the
+    /// newest range of its kind.
+    pub(super) fn ack_item(
+        &mut self,
+        out: &mut Dissection,
+        (id, parent, at): (NodeId, u32, u64),
+        role: Role,
+        si: Option<u8>,
+    ) -> Step {
+        let p = self.program;
+        let Some(slot) = p.nodes[id as usize].slot else {
+            return Ok(());
+        };
+        let v = self.slot(slot) as u64;
+        let kind = match role {
+            Role::AckBelow => AckKind::Below,
+            Role::AckUpTo => AckKind::UpTo,
+            Role::AckRangeStart => AckKind::Range,
+            Role::NakRangeStart => AckKind::Nak,
+            Role::AckRangeEnd | Role::NakRangeEnd => {
+                let kind = if role == Role::AckRangeEnd {
+                    AckKind::Range
+                } else {
+                    AckKind::Nak
+                };
+                let from = self.items_from.min(out.ack_items.len());
+                if let Some(item) = out.ack_items[from..].iter_mut().rev().find(|i| i.kind == kind) {
+                    item.last = v;
+                }
+                return Ok(());
+            }
+            _ => return Ok(()),
+        };
+        if out.ack_items.len() >= MAX_ACK_ITEMS {
+            let reason =
+                format!("more than {MAX_ACK_ITEMS} cumulative acks, ranges and NAKs in one datagram");
+            return self.limit(out, parent, Label::Node(id), at, reason);
+        }
+        let stream = si.and_then(|si| {
+            let def = p.params.streams.get(si as usize)?;
+            let mut key = [0i64; 2];
+            for (k, (_, s)) in key.iter_mut().zip(&def.key) {
+                *k = self.slot(*s);
+            }
+            Some((si, key))
+        });
+        out.ack_items.push(AckItem {
+            stream,
+            kind,
+            first: v,
+            last: v,
+            echo: None,
+        });
+        self.last_ack = LastAck::Item(out.ack_items.len() - 1);
+        Ok(())
+    }
+
+    /// An echoed send time: of the ack read last in this message (or datagram) — its
+    /// single ack, or an ack item.
+    pub(super) fn echo(&mut self, out: &mut Dissection, id: NodeId) {
+        let v = self.node_value(id);
+        let from = self.items_from.min(out.ack_items.len());
+        match self.last_ack {
+            LastAck::Item(i) if i >= from => {
+                if let Some(item) = out.ack_items.get_mut(i) {
+                    item.echo = v;
+                }
+            }
+            _ => {
+                if let Some(m) = out.messages.last_mut() {
+                    m.echo = v;
+                }
+            }
         }
     }
 
@@ -392,6 +483,23 @@ impl Exec<'_> {
             .read_bytes(len)
             .map_err(|e| self.read_fault(out, e, h.parent, h.label))?;
         self.push_bytes(out, h, at, b.len())
+    }
+
+    /// `check magic="HEX"`: align, then the magic's bytes, compared whole.
+    pub(super) fn magic(&mut self, r: &mut BitReader, out: &mut Dissection, h: &Here, want: &[u8]) -> Step {
+        self.align(r, out, h.id, h.parent, h.depth)?;
+        let at = r.bits_read();
+        let got = r
+            .read_bytes(want.len())
+            .map_err(|e| self.read_fault(out, e, h.parent, h.label))?;
+        if got != want {
+            let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+            let reason = format!("the magic is {}, not {}", hex(got), hex(want));
+            self.push_bytes(out, h, at, want.len())?;
+            let field = self.path(out, h.parent, h.label);
+            return self.fault(out, FaultKind::Check, field, at, reason);
+        }
+        self.push_bytes(out, h, at, want.len())
     }
 
     /// The field of `len` bytes read at bit `at` (zero-copy: an offset into the datagram).

@@ -173,7 +173,7 @@ fn node(p: &Program, id: NodeId, prefix: &str, ty: Option<u32>, nest: u32, out: 
         Kind::String { .. } | Kind::Text { .. } | Kind::CString { .. } => {
             add(out, here, ty, Holds::Text, false)
         }
-        Kind::Bytes(_) => add(out, here, ty, Holds::Bytes, false),
+        Kind::Bytes(_) | Kind::Magic(_) => add(out, here, ty, Holds::Bytes, false),
         Kind::Bool => add(out, here, ty, Holds::Bool, false),
         Kind::Float => add(out, here, ty, Holds::Float { step: 0.0 }, false),
         Kind::CompressedFloat(cf) => add(out, here, ty, Holds::Float { step: cf.step() }, false),

@@ -20,7 +20,7 @@ const UNACKED_WINDOW: i128 = 128;
 /// Bytes a tracker may hold outside the statistics' flow state budget: itself and the
 /// window before the first ack and a few runs (so that one-way flows cannot spend it).
 pub const UNBUDGETED: usize =
-    size_of::<AckTracker>() + UNACKED_WINDOW as usize * 65 / 8 + 4 * size_of::<(u64, u64)>();
+    size_of::<AckTracker>() + UNACKED_WINDOW as usize * 68 / 8 + 4 * size_of::<(u64, u64)>();
 /// Runs of never-acked sequences listed per flow (counts are exact beyond).
 const MAX_RUNS: usize = 256;
 /// Seconds of the RTT timeline kept per flow.
@@ -91,8 +91,8 @@ const MAX_LOG: usize = 1 << 24;
 /// Per sending direction: its sequences, settled as the other direction acks them.
 ///
 /// The window grows with the sequences actually sent, a power of two at a time up to
-/// [`WINDOW`] (8 bytes and a bit a sequence) once the other direction acks, so a flow of
-/// one datagram holds one slot and none more than 8.3 KB; the timeline and histogram
+/// [`WINDOW`] (8 bytes and four bits a sequence) once the other direction acks, so a flow of
+/// one datagram holds one slot and none more than 8.7 KB; the timeline and histogram
 /// grow with the acks, within the statistics' flow state budget.
 #[derive(Debug, Clone)]
 pub struct AckTracker {
@@ -105,6 +105,19 @@ pub struct AckTracker {
     sent_ns: Vec<i64>,
     /// Whether each slot's sequence was acked, one bit a slot.
     acked: Vec<u64>,
+    /// Whether it was NAKed, whether a further copy of it was captured (resent), and
+    /// whether an ack named it one by one (single, bits, a range).
+    naked: Vec<u64>,
+    resent: Vec<u64>,
+    named: Vec<u64>,
+    /// The newest sequence a cumulative ack covered (extended): it is not walked again.
+    cumulative: Option<i128>,
+    /// An ack naming sequences one by one (single, bits, a range) was seen: a sequence
+    /// acked only by a later cumulative ack then lost its own ack.
+    individual: bool,
+    /// Round trips taken from echoed send times, and from first copies.
+    echoed_samples: u64,
+    first_copy_samples: u64,
     first: Option<i128>,
     highest: i128,
     /// The newest sequence the peer acked (extended).
@@ -143,11 +156,60 @@ pub struct AckStats {
     pub rtt_before_sent: u64,
     /// Runs of never-acked sequences as [first, last] wire values (the first 256 runs).
     pub never_acked_runs: Vec<(u64, u64)>,
+    /// Of those acked, by which mechanism first: one by one (`role=ack`), by ack-bits,
+    /// by a cumulative ack, by a range.
+    pub acked_by: AckedBy,
+    /// Acked only by a later cumulative ack while the peer acks one by one: the
+    /// sequence arrived, its own ack did not (lost, or not captured).
+    pub acks_lost: u64,
+    /// Distinct sequences the peer NAKed (of those sent: not newer than the newest).
+    pub naked: u64,
+    /// Copies of a captured sequence captured again (resent, or duplicated on the way),
+    /// and of those, sent after the capture saw its ack.
+    pub retransmissions: u64,
+    pub spurious_retransmissions: u64,
+    /// Never acked, but resent or NAKed: the data was lost on the way (not only its ack).
+    pub never_acked_resent_or_naked: u64,
+    /// Acks (items) naming sequences newer than any this direction sent, and NAKs of
+    /// such: no sequence there was sent (a wrong field, or forged).
+    pub acks_of_unsent: u64,
+    pub naks_of_unsent: u64,
+    /// Where round trips come from: "echoed send times" (an ack's echoed time matched
+    /// to the copy sent then), "first copies" (a sequence's first captured copy to the
+    /// first ack of it), or both.
+    pub rtt_source: Option<String>,
     /// Round trip from a packet's first datagram to the first packet of the other
     /// direction that acks it, in milliseconds.
     pub rtt_ms: Option<RttSummary>,
     /// Per second of capture time: [second, acks, mean ms, max ms].
     pub rtt_timeline: Vec<(u32, u32, f64, f64)>,
+}
+
+/// Sequences acked, by the mechanism that acked each first.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct AckedBy {
+    pub single: u64,
+    pub bits: u64,
+    pub cumulative: u64,
+    pub ranges: u64,
+}
+
+impl AckedBy {
+    fn add(&mut self, o: &AckedBy) {
+        self.single += o.single;
+        self.bits += o.bits;
+        self.cumulative += o.cumulative;
+        self.ranges += o.ranges;
+    }
+}
+
+/// How an ack names what it acks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mechanism {
+    Single,
+    Bits,
+    Cumulative,
+    Range,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -249,6 +311,13 @@ impl AckTracker {
             log: None,
             sent_ns: Vec::new(),
             acked: Vec::new(),
+            naked: Vec::new(),
+            resent: Vec::new(),
+            named: Vec::new(),
+            cumulative: None,
+            individual: false,
+            echoed_samples: 0,
+            first_copy_samples: 0,
             first: None,
             highest: 0,
             peer_ack: None,
@@ -281,6 +350,9 @@ impl AckTracker {
         size_of::<Self>()
             + self.sent_ns.capacity() * 8
             + self.acked.capacity() * 8
+            + self.naked.capacity() * 8
+            + self.resent.capacity() * 8
+            + self.named.capacity() * 8
             + self.seconds.capacity() * 24
             + self.rtt.buckets.len() * 48
             + self.stats.never_acked_runs.capacity() * 16
@@ -308,6 +380,11 @@ impl AckTracker {
         }
     }
 
+    /// A slot's bit in one of the per-slot bitmaps.
+    fn bit(map: &[u64], i: usize) -> bool {
+        map.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1)
+    }
+
     /// Makes the window hold `span` sequences (up to [`WINDOW`]), keeping the newest.
     fn grow(&mut self, span: i128) {
         let want = (span.clamp(1, WINDOW) as usize).next_power_of_two();
@@ -316,20 +393,40 @@ impl AckTracker {
             return;
         }
         let old = std::mem::replace(&mut self.sent_ns, vec![NOT_CAPTURED; want]);
-        let old_acked = std::mem::replace(&mut self.acked, vec![0; want.div_ceil(64)]);
+        let words = want.div_ceil(64);
+        let maps = [
+            std::mem::replace(&mut self.acked, vec![0; words]),
+            std::mem::replace(&mut self.naked, vec![0; words]),
+            std::mem::replace(&mut self.resent, vec![0; words]),
+            std::mem::replace(&mut self.named, vec![0; words]),
+        ];
         for k in 0..have as i128 {
             let ext = self.highest - k;
             let i = (ext as u64 as usize) & (have - 1);
             let j = self.index(ext);
             self.sent_ns[j] = old[i];
-            if old_acked[i / 64] >> (i % 64) & 1 == 1 {
-                self.acked[j / 64] |= 1 << (j % 64);
+            let maps_now = [
+                &mut self.acked,
+                &mut self.naked,
+                &mut self.resent,
+                &mut self.named,
+            ];
+            for (new, old) in maps_now.into_iter().zip(&maps) {
+                if Self::bit(old, i) {
+                    new[j / 64] |= 1 << (j % 64);
+                }
             }
         }
     }
 
     /// A datagram of this direction with sequence `s` was captured at `ts_ns`.
     pub fn sent(&mut self, s: u64, ts_ns: i64) {
+        self.sent_part(s, ts_ns, false)
+    }
+
+    /// [`AckTracker::sent`]; `part`: one of several datagrams of one sequence (a
+    /// fragment), whose siblings are no copies.
+    pub fn sent_part(&mut self, s: u64, ts_ns: i64, part: bool) {
         let s = s & self.mask();
         let Some(first) = self.first else {
             self.first = Some(s as i128);
@@ -358,8 +455,20 @@ impl AckTracker {
             let i = self.index(ext);
             if self.sent_ns[i] == NOT_CAPTURED {
                 self.sent_ns[i] = ts_ns;
+            } else if !part {
+                self.copy_of(i);
             }
         }
+    }
+
+    /// Slot `i`'s sequence was captured again: resent (or duplicated on the way), and
+    /// spuriously when its ack was seen before.
+    fn copy_of(&mut self, i: usize) {
+        self.stats.retransmissions += 1;
+        if Self::bit(&self.acked, i) {
+            self.stats.spurious_retransmissions += 1;
+        }
+        self.resent[i / 64] |= 1 << (i % 64);
     }
 
     /// The window moves up to `ext`: the slots of `from..=ext` are taken from the
@@ -389,9 +498,35 @@ impl AckTracker {
                 }
                 unacked &= !(low(run as usize) << at);
             }
+            let lost = ((self.naked[i / 64] | self.resent[i / 64]) >> (i % 64))
+                & !(self.acked[i / 64] >> (i % 64))
+                & slots
+                & !sent;
+            self.stats.never_acked_resent_or_naked += lost.count_ones() as u64;
+            self.count_acks_lost(i, slots & !sent);
             self.sent_ns[i..i + c].fill(NOT_CAPTURED);
             self.acked[i / 64] &= !(slots << (i % 64));
+            self.naked[i / 64] &= !(slots << (i % 64));
+            self.resent[i / 64] &= !(slots << (i % 64));
+            self.named[i / 64] &= !(slots << (i % 64));
             k += c as i128;
+        }
+    }
+
+    /// Of the slots `mask` (from slot `i`, within its word) leaving the window: those
+    /// captured and acked, but named by no ack while the peer acks one by one — their
+    /// own acks were lost (or not captured), a cumulative ack covered them.
+    fn count_acks_lost(&mut self, i: usize, mask: u64) {
+        if !self.individual {
+            return;
+        }
+        let mut m = mask & (self.acked[i / 64] >> (i % 64)) & !(self.named[i / 64] >> (i % 64));
+        while m != 0 {
+            let at = m.trailing_zeros() as usize;
+            m &= m - 1;
+            if self.sent_ns[i + at] != NOT_CAPTURED {
+                self.stats.acks_lost += 1;
+            }
         }
     }
 
@@ -431,17 +566,31 @@ impl AckTracker {
     /// this direction's sequence) and, for each bit i set in `bits`, `ack - i`.
     /// `second`: its second on the report's timeline.
     pub fn acked(&mut self, ack: u64, width: u32, bits: u32, ts_ns: i64, second: Option<u32>) {
-        self.acked_from(ack, width, bits, ts_ns, second, None)
+        self.acked_from(ack, width, bits, ts_ns, second, None, Mechanism::Bits)
     }
 
-    /// [`AckTracker::acked`] for one sequence, the round trip timed from `echoed`: the
+    /// An ack of one sequence alone (no ack-bits beside it).
+    pub fn acked_one(&mut self, ack: u64, width: u32, ts_ns: i64, second: Option<u32>) {
+        self.acked_from(ack, width, 1, ts_ns, second, None, Mechanism::Single)
+    }
+
+    /// [`AckTracker::acked_one`], the round trip timed from `echoed`: the
     /// capture time of the datagram whose send time the ack echoes (None: the echo
     /// matched no captured datagram, and no round trip is taken).
     pub fn acked_echo(&mut self, ack: u64, width: u32, ts_ns: i64, second: Option<u32>, echoed: Option<i64>) {
-        self.acked_from(ack, width, 1, ts_ns, second, Some(echoed.unwrap_or(NOT_CAPTURED)))
+        self.acked_from(
+            ack,
+            width,
+            1,
+            ts_ns,
+            second,
+            Some(echoed.unwrap_or(NOT_CAPTURED)),
+            Mechanism::Single,
+        )
     }
 
     /// `echoed`: the round trip starts there, not at the sequence's first datagram.
+    #[allow(clippy::too_many_arguments)]
     fn acked_from(
         &mut self,
         ack: u64,
@@ -450,14 +599,18 @@ impl AckTracker {
         ts_ns: i64,
         second: Option<u32>,
         echoed: Option<i64>,
+        how: Mechanism,
     ) {
         self.peer_acks = true;
+        self.individual = true;
         let Some(first) = self.first else {
             return;
         };
         let newest = self.extend(ack, width.min(self.bits));
         if newest <= self.highest {
             self.peer_ack = Some(self.peer_ack.map_or(newest, |p| p.max(newest)));
+        } else {
+            self.stats.acks_of_unsent += 1;
         }
         let len = self.sent_ns.len() as i128;
         let mut bits = bits;
@@ -465,42 +618,226 @@ impl AckTracker {
             let i = bits.trailing_zeros();
             bits &= bits - 1;
             let ext = newest - i as i128;
-            if ext > self.highest || ext <= self.highest - len || ext < first || self.is_acked(ext) {
+            if ext > self.highest || ext <= self.highest - len || ext < first {
                 continue;
             }
-            self.set_acked(ext, true);
-            self.stats.acked += 1;
-            let sent_ns = self.sent_ns[self.index(ext)];
-            if sent_ns == NOT_CAPTURED {
-                self.stats.acked_not_captured += 1;
+            let j = self.index(ext);
+            self.named[j / 64] |= 1 << (j % 64);
+            if self.is_acked(ext) {
                 continue;
             }
-            let sent_ns = match echoed {
-                Some(NOT_CAPTURED) => continue,
-                Some(t) => t,
-                None => sent_ns,
-            };
-            // An ack timestamped before its packet (clocks or a crafted capture): no
-            // round trip can be taken from it.
-            if ts_ns < sent_ns {
-                self.stats.rtt_before_sent += 1;
-                continue;
-            }
-            let us = ((ts_ns - sent_ns) / 1000) as u64;
-            self.rtt.add(us);
-            self.log(ext, sent_ns, us.min(Settled::NEVER as u64 - 1) as u32);
-            if let Some(sec) = second {
-                let full = self.seconds.len() >= MAX_SECONDS;
-                match self.seconds.last_mut() {
-                    Some(last) if last.0 == sec => {
-                        last.1 += 1;
-                        last.2 += us;
-                        last.3 = last.3.max(us);
-                    }
-                    _ if !full => self.seconds.push((sec, 1, us, us)),
-                    _ => {}
+            self.newly_acked(ext, how, ts_ns, second, echoed);
+        }
+    }
+
+    /// Sequence `ext` (in the window, not acked before) is acked now by `how`: counted,
+    /// and its round trip taken from `echoed` (an echo that matched no copy: none) or
+    /// from its first captured copy.
+    fn newly_acked(
+        &mut self,
+        ext: i128,
+        how: Mechanism,
+        ts_ns: i64,
+        second: Option<u32>,
+        echoed: Option<i64>,
+    ) {
+        self.set_acked(ext, true);
+        self.stats.acked += 1;
+        let by = &mut self.stats.acked_by;
+        match how {
+            Mechanism::Single => by.single += 1,
+            Mechanism::Bits => by.bits += 1,
+            Mechanism::Cumulative => by.cumulative += 1,
+            Mechanism::Range => by.ranges += 1,
+        }
+        let sent_ns = self.sent_ns[self.index(ext)];
+        if sent_ns == NOT_CAPTURED {
+            self.stats.acked_not_captured += 1;
+            return;
+        }
+        let sent_ns = match echoed {
+            Some(NOT_CAPTURED) => return,
+            Some(t) => t,
+            None => sent_ns,
+        };
+        // An ack timestamped before its packet (clocks or a crafted capture): no
+        // round trip can be taken from it.
+        if ts_ns < sent_ns {
+            self.stats.rtt_before_sent += 1;
+            return;
+        }
+        if echoed.is_some() {
+            self.echoed_samples += 1;
+        } else {
+            self.first_copy_samples += 1;
+        }
+        let us = ((ts_ns - sent_ns) / 1000) as u64;
+        self.rtt.add(us);
+        self.log(ext, sent_ns, us.min(Settled::NEVER as u64 - 1) as u32);
+        if let Some(sec) = second {
+            let full = self.seconds.len() >= MAX_SECONDS;
+            match self.seconds.last_mut() {
+                Some(last) if last.0 == sec => {
+                    last.1 += 1;
+                    last.2 += us;
+                    last.3 = last.3.max(us);
                 }
+                _ if !full => self.seconds.push((sec, 1, us, us)),
+                _ => {}
             }
+        }
+    }
+
+    /// A cumulative ack at `ts_ns`: every sequence below `n` (`inclusive`: up to it),
+    /// `n` being its low `width` bits. Only what is in the window and not covered by an
+    /// earlier cumulative ack is walked, so an ack jumping far costs the window at most;
+    /// one naming sequences never sent counts them (`acks_of_unsent`). With an
+    /// `echoed` time the newest covered is timed from it; without, and when the peer
+    /// acks only cumulatively, from its first copy unless it was resent (Karn).
+    #[allow(clippy::too_many_arguments)]
+    pub fn acked_cumulative(
+        &mut self,
+        n: u64,
+        width: u32,
+        inclusive: bool,
+        ts_ns: i64,
+        second: Option<u32>,
+        echoed: Option<Option<i64>>,
+    ) {
+        self.peer_acks = true;
+        let Some(first) = self.first else {
+            return;
+        };
+        let mut top = self.extend(n, width.min(self.bits)) - i128::from(!inclusive);
+        if top > self.highest {
+            self.stats.acks_of_unsent += 1;
+            top = self.highest;
+        }
+        if top < first {
+            return;
+        }
+        self.peer_ack = Some(self.peer_ack.map_or(top, |p| p.max(top)));
+        let len = self.sent_ns.len() as i128;
+        let low = (self.highest - len + 1)
+            .max(first)
+            .max(self.cumulative.map_or(i128::MIN, |c| c + 1));
+        self.cumulative = Some(self.cumulative.map_or(top, |c| c.max(top)));
+        if low > top {
+            return;
+        }
+        // Timed: the newest newly covered, from its echo or (Karn) its one copy.
+        let timed = match echoed {
+            Some(e) => Some(e.unwrap_or(NOT_CAPTURED)),
+            None if !self.individual && !Self::bit(&self.resent, self.index(top)) => None,
+            None => Some(NOT_CAPTURED),
+        };
+        self.walk_unacked(low, top, |t, ext| {
+            let echo = if ext == top { timed } else { Some(NOT_CAPTURED) };
+            t.newly_acked(ext, Mechanism::Cumulative, ts_ns, second, echo);
+        });
+    }
+
+    /// A range `a..=b` (low `width` bits of each) acked at `ts_ns`, the end's round trip
+    /// timed from `echoed` when given. A range reaching past the newest sequence sent
+    /// counts once in `acks_of_unsent`; one whose end comes before its start is ignored.
+    #[allow(clippy::too_many_arguments)]
+    pub fn acked_range(
+        &mut self,
+        a: u64,
+        b: u64,
+        width: u32,
+        ts_ns: i64,
+        second: Option<u32>,
+        echoed: Option<Option<i64>>,
+    ) {
+        self.peer_acks = true;
+        self.individual = true;
+        let Some((lo, hi)) = self.clamp_range(a, b, width, false) else {
+            return;
+        };
+        self.peer_ack = Some(self.peer_ack.map_or(hi, |p| p.max(hi)));
+        self.mark_named(lo, hi);
+        self.walk_unacked(lo, hi, |t, ext| {
+            let echo = if ext == hi {
+                echoed.map(|e| e.unwrap_or(NOT_CAPTURED))
+            } else {
+                None
+            };
+            t.newly_acked(ext, Mechanism::Range, ts_ns, second, echo);
+        });
+    }
+
+    /// The peer says `a..=b` did not arrive: each counted NAKed once (captured or not).
+    pub fn naked_range(&mut self, a: u64, b: u64, width: u32) {
+        // The peer reports what it got: its NAKs judge the sequences as its acks do.
+        self.peer_acks = true;
+        let Some((lo, hi)) = self.clamp_range(a, b, width, true) else {
+            return;
+        };
+        let mut k = lo;
+        while k <= hi {
+            let i = self.index(k);
+            let c = ((hi - k + 1) as usize)
+                .min(64 - i % 64)
+                .min(self.sent_ns.len() - i);
+            let new = low(c) & !(self.naked[i / 64] >> (i % 64));
+            self.stats.naked += new.count_ones() as u64;
+            self.naked[i / 64] |= new << (i % 64);
+            k += c as i128;
+        }
+    }
+
+    /// `a..=b` extended and cut to the window; None when nothing of it is there. A range
+    /// past the newest sequence counts once as naming unsent ones (a NAK's in
+    /// `naks_of_unsent`).
+    fn clamp_range(&mut self, a: u64, b: u64, width: u32, nak: bool) -> Option<(i128, i128)> {
+        let first = self.first?;
+        let w = width.min(self.bits);
+        let (lo, mut hi) = (self.extend(a, w), self.extend(b, w));
+        if hi < lo {
+            return None;
+        }
+        if hi > self.highest {
+            if nak {
+                self.stats.naks_of_unsent += 1;
+            } else {
+                self.stats.acks_of_unsent += 1;
+            }
+            hi = self.highest;
+        }
+        let lo = lo.max(first).max(self.highest - self.sent_ns.len() as i128 + 1);
+        (lo <= hi).then_some((lo, hi))
+    }
+
+    /// `lo..=hi` (in the window) named by an ack one by one.
+    fn mark_named(&mut self, lo: i128, hi: i128) {
+        let mut k = lo;
+        while k <= hi {
+            let i = self.index(k);
+            let c = ((hi - k + 1) as usize)
+                .min(64 - i % 64)
+                .min(self.sent_ns.len() - i);
+            self.named[i / 64] |= low(c) << (i % 64);
+            k += c as i128;
+        }
+    }
+
+    /// Calls `f` for each sequence of `lo..=hi` (in the window) not acked yet, a word of
+    /// slots at a time: a range over the whole window costs 16 words when all is acked.
+    fn walk_unacked(&mut self, lo: i128, hi: i128, mut f: impl FnMut(&mut Self, i128)) {
+        let mut k = lo;
+        while k <= hi {
+            let i = self.index(k);
+            let c = ((hi - k + 1) as usize)
+                .min(64 - i % 64)
+                .min(self.sent_ns.len() - i);
+            let mut open = low(c) & !(self.acked[i / 64] >> (i % 64));
+            while open != 0 {
+                let at = open.trailing_zeros();
+                open &= open - 1;
+                f(self, k + at as i128);
+            }
+            k += c as i128;
         }
     }
 
@@ -541,6 +878,16 @@ impl AckTracker {
             s.never_acked += o.never_acked;
             s.unacked_at_end += o.unacked_at_end;
             s.rtt_before_sent += o.rtt_before_sent;
+            s.acked_by.add(&o.acked_by);
+            s.acks_lost += o.acks_lost;
+            s.naked += o.naked;
+            s.retransmissions += o.retransmissions;
+            s.spurious_retransmissions += o.spurious_retransmissions;
+            s.never_acked_resent_or_naked += o.never_acked_resent_or_naked;
+            s.acks_of_unsent += o.acks_of_unsent;
+            s.naks_of_unsent += o.naks_of_unsent;
+            a.echoed_samples += t.echoed_samples;
+            a.first_copy_samples += t.first_copy_samples;
             let room = MAX_RUNS.saturating_sub(s.never_acked_runs.len());
             s.never_acked_runs.extend(o.never_acked_runs.iter().take(room));
             for (b, n) in std::mem::take(&mut t.rtt.buckets) {
@@ -583,13 +930,19 @@ impl AckTracker {
         let peer = self.peer_ack.unwrap_or(first - 1);
         for ext in (self.highest - self.sent_ns.len() as i128 + 1).max(first)..=self.highest {
             if self.is_acked(ext) {
+                let i = self.index(ext);
+                self.count_acks_lost(i - i % 64, 1 << (i % 64));
                 continue;
             }
             if ext > peer {
                 self.stats.unacked_at_end += 1;
             } else {
                 self.settle_run(ext, ext);
-                self.log(ext, self.sent_ns[self.index(ext)], Settled::NEVER);
+                let i = self.index(ext);
+                if Self::bit(&self.naked, i) || Self::bit(&self.resent, i) {
+                    self.stats.never_acked_resent_or_naked += 1;
+                }
+                self.log(ext, self.sent_ns[i], Settled::NEVER);
             }
         }
         true
@@ -604,6 +957,12 @@ impl AckTracker {
             self.stats.never_acked as f64 / judged as f64
         };
         self.stats.rtt_ms = self.rtt.summary();
+        self.stats.rtt_source = match (self.echoed_samples > 0, self.first_copy_samples > 0) {
+            (true, true) => Some("echoed send times and first copies".into()),
+            (true, false) => Some("echoed send times".into()),
+            (false, true) => Some("first copies".into()),
+            (false, false) => None,
+        };
         self.stats.rtt_timeline = self
             .seconds
             .iter()
@@ -612,19 +971,29 @@ impl AckTracker {
     }
 }
 
-/// Bits of the acks on the wire: an `ack` field's width (a derived one is 16 bits, as
-/// acks are carried), so an 8-bit ack is extended at 8 bits next to a wider sequence.
+/// A datagram's cumulative ack, range or NAK of the other direction's datagram
+/// sequence (`width`: the ack fields' bits), settled on its tracker.
+pub fn datagram_item(
+    t: &mut AckTracker,
+    item: &crate::dissect::AckItem,
+    width: u32,
+    ts_ns: i64,
+    second: Option<u32>,
+) {
+    use crate::dissect::AckKind;
+    match item.kind {
+        AckKind::Below => t.acked_cumulative(item.first, width, false, ts_ns, second, None),
+        AckKind::UpTo => t.acked_cumulative(item.first, width, true, ts_ns, second, None),
+        AckKind::Range => t.acked_range(item.first, item.last, width, ts_ns, second, None),
+        AckKind::Nak => t.naked_range(item.first, item.last, width),
+    }
+}
+
+/// Bits of the acks on the wire: an `ack` field's width (a derived one's, the field it
+/// copies or the mask it ends with), so an 8-bit ack is extended at 8 bits next to a
+/// wider sequence. At most 32: the ack's value is 32 bits.
 pub fn ack_width(p: &crate::dissect::Program) -> u32 {
-    use crate::dissect::program::{Kind, Role};
-    p.nodes
-        .iter()
-        .filter(|n| n.role == Some(Role::Ack))
-        .map(|n| match n.kind {
-            Kind::Bits(b) => b.min(16),
-            _ => 16,
-        })
-        .max()
-        .unwrap_or(16)
+    p.params.ack_width
 }
 
 #[cfg(test)]
@@ -706,7 +1075,7 @@ mod tests {
         let mut t = AckTracker::default();
         t.sent(7, 0);
         assert!(
-            t.heap_bytes() <= size_of::<AckTracker>() + 16,
+            t.heap_bytes() <= size_of::<AckTracker>() + 40,
             "{}",
             t.heap_bytes()
         );
@@ -717,7 +1086,7 @@ mod tests {
             }
         }
         assert!(
-            t.heap_bytes() <= size_of::<AckTracker>() + 8 * 1024 + 128 + 100 * 48 + 256 * 16 + 24 * 101,
+            t.heap_bytes() <= size_of::<AckTracker>() + 8 * 1024 + 4 * 128 + 100 * 48 + 256 * 16 + 24 * 101,
             "{}",
             t.heap_bytes()
         );
@@ -749,6 +1118,101 @@ mod tests {
         // Before its first datagram, or a number never used: nothing settled.
         assert_eq!(facts.of(flow, 12, 1), None);
         assert_eq!(facts.of(flow, 13, 13_000_000), None);
+    }
+
+    /// KCP's `una` beside its ACKs: the ACK of 2 was lost, a later cumulative ack
+    /// covers it; a resent copy after its ack is spurious.
+    #[test]
+    fn cumulative_acks_cover_what_single_acks_missed() {
+        let mut t = AckTracker::new(32);
+        for s in 0..5u64 {
+            t.sent(s, s as i64 * 1_000_000);
+        }
+        for s in [0u64, 1, 3] {
+            t.acked_one(s, 32, 10_000_000 + s as i64, None);
+        }
+        t.acked_cumulative(4, 32, false, 12_000_000, None, None);
+        t.sent(1, 13_000_000);
+        let a = t.finish().unwrap();
+        assert_eq!((a.acked, a.never_acked, a.unacked_at_end), (4, 0, 1));
+        assert_eq!(
+            a.acked_by,
+            AckedBy {
+                single: 3,
+                bits: 0,
+                cumulative: 1,
+                ranges: 0
+            }
+        );
+        assert_eq!(
+            (a.acks_lost, a.retransmissions, a.spurious_retransmissions),
+            (1, 1, 1)
+        );
+        // Only one-by-one acks are timed beside a cumulative one.
+        assert_eq!(a.rtt_ms.unwrap().samples, 3);
+        assert_eq!(a.rtt_source.as_deref(), Some("first copies"));
+    }
+
+    /// A TCP-like peer acking only cumulatively: the newest covered is timed, unless
+    /// it was resent (Karn).
+    #[test]
+    fn cumulative_only_times_the_newest_covered_once_sent() {
+        let mut t = AckTracker::new(16);
+        for s in 0..4u64 {
+            t.sent(s, 0);
+        }
+        t.sent(3, 1_000_000);
+        t.acked_cumulative(2, 16, true, 5_000_000, None, None);
+        t.acked_cumulative(3, 16, true, 6_000_000, None, None);
+        let a = t.finish().unwrap();
+        assert_eq!((a.acked, a.acked_by.cumulative, a.acks_lost), (4, 4, 0));
+        assert_eq!(a.rtt_ms.unwrap().samples, 1);
+    }
+
+    /// Ranges acked and NAKed (RakNet's ACK and NAK records): a NAKed sequence never
+    /// acked is data lost, and said so; a NAK of what was never sent is counted.
+    #[test]
+    fn ranges_and_naks_settle_sequences() {
+        let mut t = AckTracker::new(24);
+        for s in 10..20u64 {
+            t.sent(s, 0);
+        }
+        t.acked_range(10, 13, 24, 1_000, None, None);
+        t.naked_range(14, 15, 24);
+        t.sent(14, 2_000);
+        t.acked_range(14, 14, 24, 3_000, None, None);
+        t.acked_range(16, 19, 24, 4_000, None, None);
+        t.naked_range(25, 30, 24);
+        t.acked_range(18, 40, 24, 5_000, None, None);
+        let a = t.finish().unwrap();
+        assert_eq!((a.acked, a.never_acked, a.naked), (9, 1, 2));
+        assert_eq!(a.acked_by.ranges, 9);
+        assert_eq!(
+            (a.never_acked_resent_or_naked, a.naks_of_unsent, a.acks_of_unsent),
+            (1, 1, 1)
+        );
+        assert_eq!(a.never_acked_runs, vec![(15, 15)]);
+    }
+
+    /// Hostile acks: a cumulative ack 2^31 ahead, a range over the whole space, a
+    /// range backwards, a million ranges — bounded work, counted, never a panic.
+    #[test]
+    fn hostile_acks_cost_the_window_and_are_counted() {
+        let mut t = AckTracker::new(32);
+        for s in 0..100u64 {
+            t.sent(s, s as i64);
+        }
+        t.acked_cumulative(1 << 31, 32, false, 1_000, None, None);
+        t.acked_range(5, 3, 32, 1_000, None, None);
+        t.acked_range(0, u32::MAX as u64, 32, 1_000, None, None);
+        for i in 0..1_000_000u64 {
+            t.acked_range(i, i + 5, 32, 2_000, None, None);
+            t.naked_range(i, i + 1_000_000, 32);
+        }
+        assert!(t.heap_bytes() < 64 << 10, "{}", t.heap_bytes());
+        let a = t.finish().unwrap();
+        assert_eq!(a.acked + a.never_acked + a.unacked_at_end, a.sequences);
+        assert!(a.acks_of_unsent >= 1 && a.naks_of_unsent >= 1_000_000 - 100);
     }
 
     #[test]
@@ -785,13 +1249,27 @@ mod eviction {
             }
             for k in from..=ext {
                 let old = k - len;
+                let i = t.index(k);
                 if old >= first && !t.is_acked(old) {
                     t.settle_run(old, old);
                     t.log(old, t.sent_ns[t.index(old)], Settled::NEVER);
+                    if AckTracker::bit(&t.naked, i) || AckTracker::bit(&t.resent, i) {
+                        t.stats.never_acked_resent_or_naked += 1;
+                    }
                 }
-                let i = t.index(k);
+                if old >= first
+                    && t.individual
+                    && t.is_acked(old)
+                    && !AckTracker::bit(&t.named, i)
+                    && t.sent_ns[i] != NOT_CAPTURED
+                {
+                    t.stats.acks_lost += 1;
+                }
                 t.sent_ns[i] = NOT_CAPTURED;
                 t.set_acked(k, false);
+                t.naked[i / 64] &= !(1 << (i % 64));
+                t.resent[i / 64] &= !(1 << (i % 64));
+                t.named[i / 64] &= !(1 << (i % 64));
             }
             t.stats.sequences = t.stats.sequences.saturating_add((ext - t.highest) as u64);
             t.highest = ext;
@@ -800,6 +1278,8 @@ mod eviction {
             let i = t.index(ext);
             if t.sent_ns[i] == NOT_CAPTURED {
                 t.sent_ns[i] = ts_ns;
+            } else {
+                t.copy_of(i);
             }
         }
     }

@@ -47,6 +47,18 @@ pub struct FirstFailure {
     pub bit: Option<u64>,
 }
 
+/// The fit of each analysis the report prints: a doubtful one says so where its table
+/// is, and its loss figures are held back.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Analyses {
+    /// Fragment reassembly (datagram fragments and fragments inside messages).
+    pub fragments: Verdict,
+    /// The ack analysis.
+    pub acks: Verdict,
+    /// The message streams' sequence analysis.
+    pub streams: Verdict,
+}
+
 /// One flow whose fit is not good.
 #[derive(Debug, Clone, Serialize)]
 pub struct FlowFit {
@@ -69,6 +81,8 @@ pub struct Fit {
     pub trailing_bytes: u64,
     /// Flows whose fit is not good.
     pub flows: Vec<FlowFit>,
+    /// Each analysis' own fit (the verdict is the worst of them and the datagrams').
+    pub analyses: Analyses,
     pub first_failure: Option<FirstFailure>,
     /// Findings held back because they rest on a doubtful figure.
     pub suppressed: Vec<String>,
@@ -158,6 +172,9 @@ pub(crate) fn flow_fit(f: &FlowStats, seq_bits: u32) -> Option<FlowFit> {
                     r + cs.completed * *n as u64 + cs.fragments_of_lost,
                 )
             });
+    if let Some((v, why)) = refused_fragments(f) {
+        sign(v, why);
+    }
     if f.fragments >= 6 && groups >= 3 && completed == 0 && received * 2 < groups * 3 {
         sign(
             Verdict::DoesNotFit,
@@ -173,6 +190,128 @@ pub(crate) fn flow_fit(f: &FlowStats, seq_bits: u32) -> Option<FlowFit> {
         verdict,
         rests_on: why,
     })
+}
+
+/// Whether a flow's fragmented packets are counted apart from the loss figures: its
+/// fields do not fit and its packets mostly never complete (a filtered capture's flows
+/// skip sequences, but their fragments still join).
+pub(crate) fn counted_apart(f: &FlowStats, seq_bits: u32) -> bool {
+    let (seen, completed) = (f.reassembly.values()).fold((0, 0), |(s, c), x| (s + x.seen, c + x.completed));
+    seen > 0
+        && completed * 2 < seen
+        && flow_fit(f, seq_bits).is_some_and(|x| x.verdict == Verdict::DoesNotFit)
+}
+
+/// Fragments refused because their number or count disagree (a count that changes, an
+/// id past its count, a count out of range) dominating the messages of several
+/// fragments completed: the fields are likely not what the definition says (a count
+/// derived from a field that counts down).
+fn refused_fragments(f: &FlowStats) -> Option<(Verdict, String)> {
+    let a = &f.attacks;
+    let refused = a.count_changed + a.id_out_of_range + a.count_out_of_range;
+    let (seen, completed) = (f.reassembly.iter())
+        .filter(|(n, _)| **n >= 2)
+        .fold((0u64, 0u64), |(s, c), (_, cs)| (s + cs.seen, c + cs.completed));
+    if refused < 10 || refused <= completed {
+        return None;
+    }
+    let v = if completed * 10 <= refused {
+        Verdict::DoesNotFit
+    } else {
+        Verdict::Doubtful
+    };
+    Some((
+        v,
+        format!(
+            "{refused} fragments refused (count changed {}, id out of range {}, count out of range {}) beside {completed} of {seen} fragmented packets completed",
+            a.count_changed, a.id_out_of_range, a.count_out_of_range
+        ),
+    ))
+}
+
+/// The ack analysis of one direction: never-acked far beyond what either direction's
+/// own losses allow, or acks naming sequences never sent (an ack field that is not the
+/// sequence it claims). `reverse`: the other direction's flow.
+fn ack_fit(f: &FlowStats, reverse: Option<&FlowStats>) -> Option<(Verdict, String)> {
+    let a = f.acks.as_ref()?;
+    let loss = |x: &FlowStats| {
+        let (l, r) = if x.streams.is_empty() {
+            (x.seq.lost, x.seq.received)
+        } else {
+            (x.streams.iter()).fold((0, 0), |(l, r), s| (l + s.seq.lost, r + s.seq.received))
+        };
+        if l + r == 0 {
+            0.0
+        } else {
+            l as f64 / (l + r) as f64
+        }
+    };
+    let captured = loss(f).max(reverse.map_or(0.0, loss));
+    let plausible = 2.0 * captured + 0.05;
+    let flow = format!("{} → {}", f.src, f.dst);
+    if a.never_acked >= 10 && a.ack_implied_loss > plausible {
+        let v = if a.ack_implied_loss >= 0.5 {
+            Verdict::DoesNotFit
+        } else {
+            Verdict::Doubtful
+        };
+        return Some((
+            v,
+            format!(
+                "acks of {flow}: {:.1}% never acked, where the capture shows at most {:.1}% lost either way",
+                a.ack_implied_loss * 100.0,
+                captured * 100.0
+            ),
+        ));
+    }
+    let unsent = a.acks_of_unsent + a.naks_of_unsent;
+    if unsent >= 10 && unsent * 10 >= a.acked {
+        let v = if a.acked == 0 {
+            Verdict::DoesNotFit
+        } else {
+            Verdict::Doubtful
+        };
+        return Some((
+            v,
+            format!(
+                "acks of {flow}: {unsent} acks and NAKs name sequences never sent, beside {} acked",
+                a.acked
+            ),
+        ));
+    }
+    None
+}
+
+/// A message stream read as the flows' sequences are: more lost than received, or much
+/// of it late.
+fn stream_fit(f: &FlowStats) -> Option<(Verdict, String)> {
+    for s in &f.streams {
+        let q = &s.seq;
+        if q.lost >= 10 && q.lost > q.received {
+            return Some((
+                Verdict::DoesNotFit,
+                format!(
+                    "stream {} {} of {} → {}: {} lost, more than the {} received",
+                    s.name, s.key, f.src, f.dst, q.lost, q.received
+                ),
+            ));
+        }
+        if q.received >= 10 && q.late * 5 >= q.received {
+            let v = if q.late * 2 >= q.received {
+                Verdict::DoesNotFit
+            } else {
+                Verdict::Doubtful
+            };
+            return Some((
+                v,
+                format!(
+                    "stream {} {} of {} → {}: {} of {} sequences arrived late",
+                    s.name, s.key, f.src, f.dst, q.late, q.received
+                ),
+            ));
+        }
+    }
+    None
 }
 
 impl Fit {
@@ -236,6 +375,7 @@ impl Fit {
                 fit.flows.iter().map(|f| f.datagrams).sum::<u64>(),
             ));
         }
+        fit.judge_analyses(r, seq_bits);
         // No definition: the header was read with the reference layout.
         if fit.verdict == Verdict::DoesNotFit && r.protocol.name.is_none() {
             fit.note = Some(format!(
@@ -244,6 +384,46 @@ impl Fit {
             ));
         }
         fit
+    }
+
+    /// Each analysis' fit, said in `rests_on` and counted in the verdict: fragments
+    /// refused while few complete, acks the traffic's losses cannot explain, streams
+    /// read as flows are.
+    fn judge_analyses(&mut self, r: &Report, seq_bits: u32) {
+        let mut fragments = Verdict::Good;
+        // Flows counted apart are out of the loss figures already.
+        for f in r.flows.iter().filter(|f| !counted_apart(f, seq_bits)) {
+            if let Some((v, _)) = refused_fragments(f) {
+                fragments = fragments.max(v);
+            }
+            let never_shared = flow_fit(f, seq_bits)
+                .is_some_and(|x| x.rests_on.iter().any(|w| w.contains("never shared a group")));
+            if never_shared {
+                fragments = fragments.max(Verdict::DoesNotFit);
+            }
+        }
+        let mut signs: Vec<(Verdict, String)> = Vec::new();
+        let (mut acks, mut streams) = (Verdict::Good, Verdict::Good);
+        for f in &r.flows {
+            let reverse = r.flows.iter().find(|g| g.src == f.dst && g.dst == f.src);
+            if let Some(s) = ack_fit(f, reverse) {
+                acks = acks.max(s.0);
+                signs.push(s);
+            }
+            if let Some(s) = stream_fit(f) {
+                streams = streams.max(s.0);
+                signs.push(s);
+            }
+        }
+        self.analyses = Analyses {
+            fragments,
+            acks,
+            streams,
+        };
+        for (v, why) in signs.into_iter().take(20) {
+            self.verdict = self.verdict.max(v);
+            self.rests_on.push(why);
+        }
     }
 
     /// Whether figures of loss (and what is built on them) can be trusted.

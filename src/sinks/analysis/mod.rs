@@ -232,6 +232,9 @@ pub struct Statistics {
     sides: Vec<Option<Side>>,
     /// Tracked flows by their key, to find the direction an ack answers.
     by_key: HashMap<FlowId, u32>,
+    /// With datagram kinds, which kinds carry messages (by type): the others are not
+    /// counted as datagrams of no messages.
+    kinds_with_messages: Option<Vec<bool>>,
     /// The definition marks ack and ack-bits fields.
     ack_analysis: bool,
     /// The definition's messages ack stream sequences (`role=ack stream=…`).
@@ -273,12 +276,17 @@ impl Statistics {
         }
         let ack_analysis = cfg.program.as_ref().is_some_and(|p| {
             use crate::dissect::program::Role;
-            p.has_role(Role::Ack) && p.has_role(Role::AckBits)
+            p.has_role(Role::Ack) || p.params.datagram_acks
         });
         Statistics {
             quarter_space: 1u128 << cfg.sequence_bits().clamp(2, 64).saturating_sub(2),
             sides,
             by_key: HashMap::new(),
+            kinds_with_messages: cfg
+                .program
+                .as_deref()
+                .filter(|p| p.kinds)
+                .map(|p| (0..p.format_types()).map(|t| p.carries_messages(t)).collect()),
             ack_analysis,
             message_acks: cfg
                 .program
@@ -386,10 +394,15 @@ impl Statistics {
         for fl in self.flows {
             let mut stats = fl.stats;
             stats.pad_types();
-            stats.acks = match fl.message_acks {
-                _ if fl.acks_not_tracked => None,
-                Some(m) => m.finish(),
-                None => fl.acks.and_then(|a| a.finish()),
+            let defs = self
+                .cfg
+                .program
+                .as_deref()
+                .map_or(&[][..], |p| &p.params.streams[..]);
+            (stats.acks, stats.stream_acks) = match fl.message_acks {
+                _ if fl.acks_not_tracked => (None, Vec::new()),
+                Some(m) => m.finish(defs),
+                None => (fl.acks.and_then(|a| a.finish()), Vec::new()),
             };
             stats.acks_not_tracked = fl.acks_not_tracked;
             stats.burst_window_capped = fl.burst_window_capped;
@@ -698,12 +711,17 @@ impl Statistics {
                     }
                     t
                 })
-                .sent(seq, e.ts_ns);
+                .sent_part(seq, e.ts_ns, e.fragment.is_some());
             flow.charge_acks(before, &mut self.state);
         }
         let s = &mut flow.stats;
         FlowStats::count_type(&mut s.types, ptype, s.num_types);
-        if let Some(m) = &mut self.report.messages {
+        if let Some(m) = &mut self.report.messages
+            && self
+                .kinds_with_messages
+                .as_ref()
+                .is_none_or(|k| k.get(ptype as usize) == Some(&true))
+        {
             m.add(e.messages);
         }
         if let Some(kind @ (FaultKind::Mac | FaultKind::Replayed)) = e.fault {
@@ -734,12 +752,19 @@ impl Statistics {
     /// The acks a whole packet carries settle the other direction's sequences. A
     /// fragment's copy of the header is not read until its packet is complete (as
     /// reliable.io's receiver does), so the reassembled packet brings them.
+    #[inline(always)]
     fn ack(&mut self, e: &PacketEvent) {
         // Most protocols carry no acks: decided before the flow's key is copied out.
-        if !self.ack_analysis || e.ack.is_none() {
+        if !self.ack_analysis || (e.ack.is_none() && e.acks().is_empty()) {
             return;
         }
-        let (Some(ack), Some(bits), Some(key)) = (e.ack, e.ack_bits, e.flow) else {
+        self.settle_acks(e);
+    }
+
+    /// [`Statistics::ack`] for a packet that carries acks.
+    #[inline(never)]
+    fn settle_acks(&mut self, e: &PacketEvent) {
+        let Some(key) = e.flow else {
             return;
         };
         let back = FlowId {
@@ -751,12 +776,33 @@ impl Statistics {
             .timeline
             .start_ns
             .and_then(|start| u32::try_from(e.ts_ns.saturating_sub(start) / 1_000_000_000).ok());
+        let tracker = (self.by_key.get(&back)).and_then(|&i| self.flows.get_mut(i as usize));
+        if tracker
+            .as_ref()
+            .is_some_and(|fl| fl.acks.is_none() && !fl.acks_not_tracked)
+            || tracker.is_none()
+        {
+            // Nothing of the other direction's sequence to settle: said, not dropped.
+            self.report.capture.acks_unmatched += 1;
+        }
         if let Some(&i) = self.by_key.get(&back)
             && let Some(fl) = self.flows.get_mut(i as usize)
             && let Some(t) = fl.acks.as_mut()
         {
             let before = t.heap_bytes();
-            t.acked(ack as u64, self.ack_width, bits, e.ts_ns, second);
+            // Without ack-bits, an ack acks its one sequence.
+            if let Some(ack) = e.ack {
+                t.acked(
+                    ack as u64,
+                    self.ack_width,
+                    e.ack_bits.unwrap_or(1),
+                    e.ts_ns,
+                    second,
+                );
+            }
+            for item in e.acks().iter().filter(|i| i.stream.is_none()) {
+                acks::datagram_item(t, item, self.ack_width, e.ts_ns, second);
+            }
             fl.charge_acks(before, &mut self.state);
         }
     }
@@ -777,7 +823,7 @@ impl Statistics {
                 .sent(defs, e.messages, e.ts_ns);
             fl.charge_message_acks(before, &mut self.state);
         }
-        if !e.messages.iter().any(|m| m.ack.is_some()) {
+        if !e.messages.iter().any(|m| m.ack.is_some()) && e.acks().is_empty() {
             return;
         }
         let back = FlowId {
@@ -795,10 +841,19 @@ impl Statistics {
         {
             let before = fl.message_ack_bytes();
             let acks = fl.message_acks.get_or_insert_default();
+            // One by one first: a cumulative ack in the same datagram (KCP's una beside
+            // its ACKs) covers only what they did not.
+            let mut matched = true;
             for m in e.messages {
-                acks.acked(defs, m, e.ts_ns, second);
+                matched &= acks.acked(defs, m, e.ts_ns, second);
+            }
+            for item in e.acks().iter().filter(|i| i.stream.is_some()) {
+                matched &= acks.acked_item(defs, item, e.ts_ns, second);
             }
             fl.charge_message_acks(before, &mut self.state);
+            if !matched {
+                self.report.capture.acks_unmatched += 1;
+            }
         }
     }
 
@@ -888,6 +943,7 @@ impl Sink for Statistics {
     fn flow_end(&mut self, end: &FlowEnd) {
         let r = &mut self.report.reassembly;
         r.attacks.add(&end.attacks);
+        r.single_fragment_messages += end.single_fragment_messages;
         for (n, cs) in &end.reassembly {
             r.by_count.entry(*n).or_default().add(cs);
         }

@@ -88,6 +88,10 @@ pub struct CaptureSummary {
     /// are absent and `acks_not_tracked` set (the totals of ack figures are partial).
     #[serde(skip_serializing_if = "is_zero")]
     pub acks_not_tracked: u64,
+    /// Datagrams whose acks named sequences the other direction had not sent (none of
+    /// its datagrams carried that sequence or stream yet): nothing for them to settle.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub acks_unmatched: u64,
     /// Tracked flows whose window of the second's datagrams stopped growing at the flow
     /// state budget: `mtu.bursts` samples fewer of their datagrams.
     #[serde(skip_serializing_if = "is_zero")]
@@ -284,6 +288,9 @@ pub struct FlowStats {
     /// Ack analysis of this direction's sequences (definitions with ack roles).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub acks: Option<super::acks::AckStats>,
+    /// The ack analysis of each acked message stream of this direction, by stream.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stream_acks: Vec<super::msgacks::StreamAcks>,
     /// Its ack analysis was given up at the flow state budget (no `acks`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub acks_not_tracked: bool,
@@ -388,6 +395,7 @@ impl FlowStats {
             role: None,
             wrong_direction: 0,
             acks: None,
+            stream_acks: Vec::new(),
             acks_not_tracked: false,
             burst_window_capped: false,
             crc_other_id: None,
@@ -511,6 +519,10 @@ pub struct ReassemblyReport {
     pub attacks: AttackCounters,
     #[serde(skip)]
     pub by_count: BTreeMap<u32, CountStats>,
+    /// Messages of count-down or flagged fragments sent in one fragment: whole, not
+    /// fragmented (with the completed ones, every message delivered).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub single_fragment_messages: u64,
     pub packets_seen: u64,
     pub fragments_expected: u64,
     pub fragments_received: u64,
@@ -664,9 +676,10 @@ impl MessageReport {
             .enumerate()
             .filter(|(_, n)| **n > 0)
             .map(|(t, n)| {
-                let name = p
-                    .packet(t as u32)
-                    .map_or_else(|| format!("type {t}"), |d| d.name.clone());
+                let name = p.packet(t as u32).filter(|d| d.message).map_or_else(
+                    || format!("type {}", (t as u32).saturating_sub(p.message_base)),
+                    |d| d.name.clone(),
+                );
                 (name, *n)
             })
             .collect();
@@ -855,6 +868,7 @@ impl Report {
         r.crc_fail += o.reassembly.crc_fail;
         r.peak_bytes += o.reassembly.peak_bytes;
         r.attacks.add(&o.reassembly.attacks);
+        r.single_fragment_messages += o.reassembly.single_fragment_messages;
         for (n, cs) in o.reassembly.by_count {
             r.by_count.entry(n).or_default().add(&cs);
         }
@@ -906,6 +920,7 @@ impl CaptureSummary {
         c.flows_not_tracked += d.flows_not_tracked;
         c.acks_not_tracked += d.acks_not_tracked;
         c.time_went_back += d.time_went_back;
+        c.acks_unmatched += d.acks_unmatched;
         c.burst_window_capped += d.burst_window_capped;
         c.ip_defrag.add(&d.ip_defrag);
     }
@@ -1054,15 +1069,7 @@ impl Report {
         for f in &self.flows {
             // Only where the packets mostly never complete: a filtered capture's flows
             // skip sequences, but their fragments still join.
-            let (seen, completed) = f
-                .reassembly
-                .values()
-                .fold((0, 0), |(s, c), x| (s + x.seen, c + x.completed));
-            if seen == 0
-                || completed * 2 >= seen
-                || super::fit::flow_fit(f, seq_bits)
-                    .is_none_or(|x| x.verdict != super::fit::Verdict::DoesNotFit)
-            {
+            if !super::fit::counted_apart(f, seq_bits) {
                 continue;
             }
             let apart = &mut r.counted_apart;

@@ -418,7 +418,7 @@ impl Col {
             Kind::Float | Kind::CompressedFloat(_) => Col::F32(Float32Builder::new()),
             Kind::Double => Col::F64(Float64Builder::new()),
             Kind::String { .. } => Col::Str(StringBuilder::new()),
-            Kind::Bytes(_) | Kind::Rest { .. } => Col::Bin(BinaryBuilder::new()),
+            Kind::Bytes(_) | Kind::Rest { .. } | Kind::Magic(_) => Col::Bin(BinaryBuilder::new()),
             Kind::Vector | Kind::CompressedVector(_) => floats(&["x", "y", "z"]),
             Kind::Quaternion | Kind::SmallestThree(_) => floats(&["x", "y", "z", "w"]),
             Kind::Msb(_) => return Col::leaf(&kind.plain()),

@@ -82,7 +82,7 @@ pub(super) struct Packets {
     opens: BooleanBuilder,
     completes: UInt32Builder,
     fragment_frames: ListBuilder<UInt64Builder>,
-    ack: UInt16Builder,
+    ack: UInt32Builder,
     ack_bits: UInt32Builder,
     /// Every field of the datagram's header, and of a fragment's fragment header.
     header: Option<HeaderColumns>,
@@ -187,7 +187,7 @@ impl Packets {
             ),
         ];
         if acks {
-            f.push(Field::new("ack", DataType::UInt16, true));
+            f.push(Field::new("ack", DataType::UInt32, true));
             f.push(Field::new("ack_bits", DataType::UInt32, true));
         }
         Schema::new(f)
