@@ -23,6 +23,7 @@ fn main() -> ExitCode {
         Command::Send(a) => cli::send::run(a),
         Command::Replay(a) => cli::replay::run(a),
         Command::Tui(a) => cli::tui::run(a),
+        Command::Wireshark(a) => cli::wireshark::run(a),
     });
     match result {
         Ok(code) => code,

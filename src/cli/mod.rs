@@ -15,6 +15,7 @@ pub mod live;
 pub mod replay;
 pub mod send;
 pub mod tui;
+pub mod wireshark;
 
 use args::ProtocolArgs;
 pub use error::Error;
