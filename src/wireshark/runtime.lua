@@ -693,13 +693,6 @@ local function int_width(lo, hi)
     return w
 end
 
-local function read(c, n)
-    if c.L.msb then
-        return msb(c.s, c.pos, n)
-    end
-    return lsb(c.s, c.pos, n)
-end
-
 -- `bits` as the articles read them (LSB first); false past the end.
 local function bits(c, n, parent, lt, lv)
     if c.pos + n > c.n then
@@ -1922,15 +1915,21 @@ local function reset_state()
     STATE = { frames = {}, flows = {}, conv = {} }
 end
 
+local NONE = {}
+
+-- What the first pass decided for a datagram (nothing, for most).
 local function decisions(env)
+    return STATE.frames[env.key] or NONE
+end
+
+-- Keeps a decision of the first pass for the passes after it.
+local function decide(env, k, v)
     local st = STATE.frames[env.key]
     if not st then
         st = {}
-        if not env.visited then
-            STATE.frames[env.key] = st
-        end
+        STATE.frames[env.key] = st
     end
-    return st
+    st[k] = v
 end
 
 local function flow_state(L, env)
@@ -2172,14 +2171,17 @@ local function settle(L, s, d, ev, env)
     if not L.rule then
         return
     end
-    local st = decisions(env)
     local stand
     if d.stand_in then
-        if not env.visited then
+        if env.visited then
+            stand = decisions(env).stand
+        else
             local learnt = STATE.conv[env.conv]
-            st.stand = (learnt and learnt[L.rule.stand_in]) or false
+            stand = learnt and learnt[L.rule.stand_in]
+            if stand then
+                decide(env, "stand", stand)
+            end
         end
-        stand = st.stand
         if not stand then
             ev.status = "crc_unverified"
             ev.crc_ok = nil
@@ -2268,11 +2270,11 @@ datagram = function(L, s, env)
             ev.seq, ev.ack = d.seq, d.ack
         end
     end
-    local st = decisions(env)
     if valid and L.msgfrag_any then
+        local done = decisions(env).mdone or NONE
         if not env.visited then
             local fs = flow_state(L, env)
-            local done = {}
+            done = {}
             for _, m in ipairs(d.msgs) do
                 local f = m.frag
                 if m.ty and f and f.at + f.len <= #s then
@@ -2283,10 +2285,12 @@ datagram = function(L, s, env)
                     end
                 end
             end
-            st.mdone = done
+            if #done > 0 then
+                decide(env, "mdone", done)
+            end
         end
         ev.mdone = {}
-        for _, r in ipairs(st.mdone or {}) do
+        for _, r in ipairs(done) do
             local m = { size = #r.bytes, bytes = r.bytes, frames = r.frames, reassembled = true, layer = L, status = "ok" }
             if r.as then
                 m.d = dissect_message(L, r.bytes, r.as)
@@ -2302,17 +2306,21 @@ datagram = function(L, s, env)
         return ev
     end
     ev.frag = d.frag
+    local whole = decisions(env).whole
     if not env.visited then
         local fs = flow_state(L, env)
         local f = d.frag
         local data = ssub(s, f.off + 1, f.off + f.len)
         local lo = halves(to_wide(d.seq))
-        st.whole = reassemble(L, fs, {
+        whole = reassemble(L, fs, {
             seq = lo % 65536, id = f.id, count = f.count, frame = env.frame, data = data, lead = f.lead,
-        }) or false
+        })
+        if whole then
+            decide(env, "whole", whole)
+        end
     end
-    if st.whole then
-        ev.whole = whole_packet(L, st.whole.bytes, st.whole.frames, env, d)
+    if whole then
+        ev.whole = whole_packet(L, whole.bytes, whole.frames, env, d)
     end
     return ev
 end
