@@ -743,6 +743,7 @@ impl<'a> Parser<'a> {
         let Some(word) = self.peek().map(str::to_string) else {
             return Err(self.err("expected a field after any/all"));
         };
+        let word = self.own_protocol(word);
         if let Some(op) = operator_word(&word) {
             return Err(self.err(format!("expected a field or flag, found the operator {op}")));
         }
@@ -855,6 +856,24 @@ impl<'a> Parser<'a> {
             all,
             test,
         })))
+    }
+
+    /// `NAME.PATH`, NAME the definition's own protocol, is PATH: Wireshark's field names
+    /// start with their protocol's, and `gpcap wireshark` names its fields so
+    /// (`article.scene.objects.position.x`), so one filter reads the same in both.
+    fn own_protocol(&mut self, word: String) -> String {
+        let Some(p) = self.program else { return word };
+        match word
+            .strip_prefix(p.params.name.as_str())
+            .and_then(|r| r.strip_prefix('.'))
+        {
+            Some(rest) if !rest.is_empty() && !self.paths.iter().any(|e| e.path == strip_indices(&word)) => {
+                let rest = rest.to_string();
+                self.toks[self.pos].0 = rest.clone();
+                rest
+            }
+            _ => word,
+        }
     }
 
     /// `LAYER.PATH`: the path read in datagrams of an inner layer, by the layer's name

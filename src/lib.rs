@@ -68,6 +68,7 @@ pub mod sinks;
 #[cfg(feature = "tui")]
 pub mod tui;
 pub mod validate;
+pub mod wireshark;
 
 pub use api::{analyze, analyze_with_progress, compile_definition, dissect_payload, load_definition, run};
 pub use capture::CaptureError;

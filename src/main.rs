@@ -28,6 +28,7 @@ fn main() -> ExitCode {
         Command::Replay(a) => cli::replay::run(a),
         Command::Tui(a) => cli::tui::run(a),
         Command::Diff(a) => cli::diff::run(a),
+        Command::Wireshark(a) => cli::wireshark::run(a),
     });
     match result {
         Ok(code) => code,

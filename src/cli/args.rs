@@ -84,6 +84,9 @@ pub enum Command {
     /// Write captures as a Parquet dataset (packets, one table per packet type with
     /// typed field columns, flows and the report's tables) for DuckDB, Spark, DataFusion.
     Export(ExportArgs),
+    /// Write a Wireshark Lua dissector for a definition (and the definitions inside it):
+    /// gpcap's field names, bits and faults in Wireshark and tshark.
+    Wireshark(WiresharkArgs),
     /// Recover protocol ids and the game's flows from the traffic alone.
     Identify {
         /// pcap or pcapng files (gzip-compressed ones too); `-` or a FIFO is read once.
@@ -384,6 +387,17 @@ pub struct SendArgs {
     /// Send packets over the MTU budget whole (the kernel may IP-fragment them).
     #[arg(long = "no-fragment")]
     pub no_fragment: bool,
+}
+
+#[derive(Args)]
+pub struct WiresharkArgs {
+    /// Definitions, outermost first (`-d netcode.kdl -d reliable.kdl -d game.kdl`); one
+    /// a `dissect-as` names is also read from `NAME.kdl` beside the first.
+    #[arg(short = 'd', long = "dissector", required = true)]
+    pub dissector: Vec<PathBuf>,
+    /// The Lua file to write (`-` for stdout).
+    #[arg(short = 'o', long = "output", required = true)]
+    pub output: PathBuf,
 }
 
 #[derive(Args)]

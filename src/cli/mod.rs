@@ -18,6 +18,7 @@ pub mod live;
 pub mod replay;
 pub mod send;
 pub mod tui;
+pub mod wireshark;
 
 use args::ProtocolArgs;
 pub use error::Error;
