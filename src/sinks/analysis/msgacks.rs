@@ -120,8 +120,10 @@ impl FlowMessageAcks {
         let Some((stream, key)) = item.stream else {
             return true;
         };
-        // Everything below 0: no sequence (KCP's una before anything arrived).
-        if item.kind == AckKind::Below && item.first == 0 {
+        // Everything below 0 before the stream sent anything (KCP's una before anything
+        // arrived): nothing to settle, and not unmatched. Once it has sent, the same ack
+        // says the peer holds none of it yet: the tracker hears it (acks, none settled).
+        if item.kind == AckKind::Below && item.first == 0 && !self.trackers.contains_key(&(stream, key)) {
             return true;
         }
         let width = defs.get(stream as usize).map_or(16, |d| d.bits);
