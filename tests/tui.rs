@@ -116,10 +116,19 @@ fn screen(a: &mut App, w: u16, h: u16) -> String {
     let mut out = String::new();
     for y in 0..h {
         let line: String = (0..w).map(|x| buf[(x, y)].symbol().to_string()).collect();
-        out.push_str(&without_seconds(line.trim_end()));
+        out.push_str(&without_cwd(&without_seconds(line.trim_end())));
         out.push('\n');
     }
     out
+}
+
+/// The write prompt names the working directory: the same screen in any clone.
+fn without_cwd(line: &str) -> String {
+    const AT: &str = "is written in /";
+    match line.find(AT) {
+        Some(i) => format!("{}[working directory]", &line[..i + AT.len() - 1]),
+        None => line.to_string(),
+    }
 }
 
 /// `(0.13 s)` → `(… s)`: how long a field filter took is not the same twice.
