@@ -98,18 +98,37 @@ fn every_layer_agrees_with_the_libraries() {
     assert_eq!(reliable["validation"]["packets"], 2195);
     assert_eq!(reliable["validation"]["fragments"], 1288);
     let rf = flows(reliable);
+    let acks = json(&format!("{DIR}/truth_acks.json"));
+    let not_read: Vec<_> = (acks.as_object().unwrap().iter())
+        .flat_map(|(name, a)| {
+            let n = a["acked_in_capture_not_read"].as_array().unwrap();
+            n.iter()
+                .map(move |x| (name.as_str(), x["sequence"].as_u64(), x["frame"].as_u64()))
+        })
+        .collect();
+    assert_eq!(not_read, [("server.slot2", Some(301), Some(3538))]);
     for (name, e) in truth["reliable"]["per_endpoint"].as_object().unwrap() {
         let f = rf[&endpoint_flow(name, &truth["endpoints"][name])];
         assert_eq!(f["seq"]["lost"], e["sequences_never_seen"], "{name}");
-        // reliable.io reports an ack only for a packet it delivered; client 2's last
-        // packet (after the server stopped) is complete in the capture and acked there,
-        // never delivered: the capture's acks count it, the library does not.
-        let extra = u64::from(name == "server.slot2");
+        // Exactly what the peer's captured acks say (truth_acks.json, from every
+        // captured datagram's ack and ack_bits), which is reliable.io's own counter
+        // plus the acks it never read: server.slot2's packet 301 is acked only by
+        // client 2's packet 453 (frame 3538), sent after the server had stopped.
+        let a = &acks[name];
+        let not_read = a["acked_in_capture_not_read"].as_array().unwrap();
+        assert_eq!(f["acks"]["acked"], a["acked_in_capture"], "{name}");
         assert_eq!(
             f["acks"]["acked"].as_u64(),
-            Some(e["acked"].as_u64().unwrap() + extra),
+            Some(a["packets_acked"].as_u64().unwrap() + not_read.len() as u64),
             "{name}"
         );
+        assert_eq!(
+            a["packets_acked"],
+            truth["endpoints"][name]["counters"]["packets_acked"]
+        );
+        for n in not_read {
+            assert_eq!(n["peer_packet_delivered"], false, "{name}: {n}");
+        }
         assert_eq!(f["acks"]["rtt_ms"]["samples"], f["acks"]["acked"], "{name}");
     }
     // Fragmented packets by fragment count: seen and completed.
