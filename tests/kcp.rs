@@ -241,3 +241,100 @@ fn a_count_derived_from_frg_does_not_fit() {
     assert!(!text.contains("Fragment-loss amplification"), "{text}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Each PUSH's verdict in its stream, per message in `dissect --jsonl` (`streams`) and
+/// in display filters: per conv and direction the duplicate copies are exactly the
+/// retransmitted copies KCP's truth counts in the capture, every distinct sequence is
+/// new once (after a gap or not) or late, and since none was lost, the sequences the
+/// gaps skipped are exactly those that came late. `dup`, `late` and `gap` select the
+/// datagrams carrying such a message; `--brief` names them.
+#[test]
+fn every_push_has_its_verdict_in_its_stream() {
+    use std::collections::BTreeMap;
+    let t = truth();
+    let lines = gpcap(&["dissect", "-d", DEF, CAPTURE, "--jsonl"]);
+    // By flow: [new, gap, late, dup, sequences skipped], and datagrams with each.
+    let mut by: BTreeMap<(u64, u64), [u64; 5]> = BTreeMap::new();
+    let mut with = [0u64; 3];
+    for l in lines.lines() {
+        let v: Value = serde_json::from_str(l).unwrap();
+        let Some(s) = v.get("streams") else { continue };
+        let c = by.entry((port(&v["src"]), port(&v["dst"]))).or_default();
+        let mut seen = [false; 3];
+        for m in s.as_array().unwrap() {
+            assert_eq!(m["stream"], "push");
+            let i = ["new", "gap", "late", "dup"]
+                .iter()
+                .position(|w| m["verdict"] == *w)
+                .unwrap();
+            c[i] += 1;
+            c[4] += m["gap"].as_u64().unwrap_or(0);
+            assert_eq!(m.get("gap").is_some(), i == 1, "{m}");
+            if i > 0 {
+                seen[i - 1] = true;
+            }
+        }
+        for (w, s) in with.iter_mut().zip(seen) {
+            *w += u64::from(s);
+        }
+    }
+    let mut dups = 0;
+    for (key, p) in t["push"].as_object().unwrap() {
+        let (client, dir) = key.split_once('/').unwrap();
+        let (c, s) = (
+            t["clients"][client]["port"].as_u64().unwrap(),
+            t["server_port"].as_u64().unwrap(),
+        );
+        let [new, gap, late, dup, skipped] = by[&if dir == "c2s" { (c, s) } else { (s, c) }];
+        assert_eq!(
+            dup,
+            p["retransmitted_copies_in_capture"].as_u64().unwrap(),
+            "{key}"
+        );
+        assert_eq!(new + gap + late, p["distinct"].as_u64().unwrap(), "{key}");
+        assert_eq!(p["never_seen_in_capture"], 0);
+        assert_eq!(skipped, late, "{key}");
+        dups += dup;
+    }
+    assert_eq!(dups, 52);
+    assert_eq!(dups, t["push_totals"]["retransmitted_copies_in_capture"]);
+    // The filters select the datagrams carrying such a message, and no others.
+    for (word, n) in ["gap", "late", "dup"].iter().zip(with) {
+        let out = gpcap(&["dissect", "-d", DEF, CAPTURE, "--filter", word, "--brief"]);
+        assert_eq!(out.lines().count() as u64, n, "{word}");
+        let note = if *word == "gap" {
+            " gap "
+        } else {
+            &format!(" {word}")
+        };
+        assert!(
+            out.lines().all(|l| l.contains(" [push ") && l.contains(note)),
+            "{out}"
+        );
+    }
+    assert_eq!(with, [85, 85, 47]);
+    let bigger = gpcap(&["dissect", "-d", DEF, CAPTURE, "--filter", "gap > 1", "--brief"]);
+    assert!(
+        bigger
+            .lines()
+            .all(|l| !l.contains(" gap 1]") && !l.contains(" gap 1,")),
+        "{bigger}"
+    );
+}
+
+/// KCP datagrams carry no sequence of their own: the flows table says "-" for lost,
+/// dup and late (not measured), not 0; the streams and acks tables have the figures.
+#[test]
+fn flows_without_a_datagram_sequence_say_not_measured() {
+    let text = gpcap(&["analyze", "-d", DEF, CAPTURE]);
+    let flows: Vec<&str> = (text.lines())
+        .skip_while(|l| *l != "Flows")
+        .filter(|l| l.contains(" → "))
+        .take(6)
+        .collect();
+    assert_eq!(flows.len(), 6, "{text}");
+    for l in flows {
+        let cells: Vec<&str> = l.split('┆').map(str::trim).collect();
+        assert_eq!(cells[9..12], ["-", "-", "-"], "{l}");
+    }
+}
