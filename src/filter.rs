@@ -677,13 +677,13 @@ impl<'a> Parser<'a> {
     /// `rtt` and `never_acked` need the definition's ack roles, and the ack analysis' pass.
     fn acks(&mut self, word: &str) -> Result<(), FilterError> {
         use crate::dissect::program::Role;
-        let has = self
-            .program
-            .is_some_and(|p| p.has_role(Role::Ack) && p.has_role(Role::AckBits));
+        let has = self.program.is_some_and(|p| {
+            p.has_role(Role::Ack) && p.has_role(Role::AckBits) || p.params.streams.iter().any(|d| d.acked)
+        });
         if !has {
             self.pos -= 1;
             return Err(self.err(format!(
-                "`{word}` needs a definition with ack and ack-bits roles (dissectors/reliable.kdl has them)"
+                "`{word}` needs a definition with ack and ack-bits roles (dissectors/reliable.kdl has them) or acks of message streams (dissectors/kcp.kdl)"
             )));
         }
         self.needs_acks = true;
@@ -1526,6 +1526,21 @@ impl Context<'_> {
         }
         self.acks?.of(f.flow?, f.sequence?, f.ts_ns)
     }
+
+    /// The round trips (µs) or NEVER of the packet's messages in their acked streams,
+    /// those settled.
+    fn settled_messages<'b>(&'b self, f: &'b PacketEvent) -> impl Iterator<Item = u32> + 'b {
+        let (acks, flow) = (self.acks.filter(|_| f.is_game()), f.flow);
+        (f.stream_events().iter())
+            .filter_map(move |s| acks?.of_stream(flow?, (s.stream, s.key), s.sequence, f.ts_ns))
+    }
+
+    /// The round trips (µs) of the packet's sequence and of its messages, those acked.
+    fn rtts<'b>(&'b self, f: &'b PacketEvent) -> impl Iterator<Item = i128> + 'b {
+        (self.settled(f).into_iter().chain(self.settled_messages(f)))
+            .filter(|&us| us != Settled::NEVER)
+            .map(i128::from)
+    }
 }
 
 fn eval(n: &Node, f: &PacketEvent, cx: &Context) -> bool {
@@ -1557,7 +1572,9 @@ fn eval(n: &Node, f: &PacketEvent, cx: &Context) -> bool {
             Flag::StreamGap => {
                 (f.stream_events().iter()).any(|s| matches!(s.event, SeqEvent::New { gap } if gap > 0))
             }
-            Flag::NeverAcked => cx.settled(f) == Some(Settled::NEVER),
+            Flag::NeverAcked => {
+                cx.settled(f) == Some(Settled::NEVER) || cx.settled_messages(f).any(|us| us == Settled::NEVER)
+            }
             Flag::Replayed => f.fault == Some(FaultKind::Replayed),
             Flag::MacFailure => f.fault == Some(FaultKind::Mac),
         },
@@ -1579,6 +1596,11 @@ fn eval(n: &Node, f: &PacketEvent, cx: &Context) -> bool {
         Node::In(Field::StreamGap, ranges) => {
             stream_gaps(f).any(|x| ranges.iter().any(|(a, b)| (*a..=*b).contains(&x)))
         }
+        Node::In(Field::Rtt, ranges) => cx
+            .rtts(f)
+            .any(|x| ranges.iter().any(|(a, b)| (*a..=*b).contains(&x))),
+        Node::Compare(Field::Rtt, Cmp::Ne, v) => !cx.rtts(f).any(|x| x == *v),
+        Node::Compare(Field::Rtt, cmp, v) => cx.rtts(f).any(|x| ordered(*cmp, x.cmp(v))),
         Node::Compare(Field::StreamGap, cmp, v) => stream_gaps(f).any(|x| ordered(*cmp, x.cmp(v))),
         Node::In(field, ranges) => {
             field_value(*field, f, cx).is_some_and(|x| ranges.iter().any(|(a, b)| (*a..=*b).contains(&x)))

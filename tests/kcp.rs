@@ -338,3 +338,37 @@ fn flows_without_a_datagram_sequence_say_not_measured() {
         assert_eq!(cells[9..12], ["-", "-", "-"], "{l}");
     }
 }
+
+/// `never_acked` and `rtt` read each PUSH's settlement in its acked stream (KCP's acks
+/// are per message, with `una`): none is never acked (every PUSH was, by its ACK or a
+/// later `una`), and `rtt > 18` selects the one datagram whose PUSH took the longest round
+/// trip the Acks table reports (18.3 ms; KCP's own log's longest is 18 ms).
+#[test]
+fn never_acked_and_rtt_read_each_push_in_its_stream() {
+    let t = truth();
+    let r = report();
+    let dissect = |f: &str| gpcap(&["dissect", "-d", DEF, CAPTURE, "--filter", f, "--brief"]);
+    assert_eq!(dissect("never_acked"), "");
+    let longest: Vec<f64> = (t["push"].as_object().unwrap().keys())
+        .map(|k| {
+            flow(&r, &t, k)["stream_acks"][0]["acks"]["rtt_ms"]["max"]
+                .as_f64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(longest.iter().filter(|&&ms| ms > 18.0).count(), 1, "{longest:?}");
+    let over = dissect("rtt > 18");
+    assert_eq!(over.lines().count(), 1, "{over}");
+    let logged: Value =
+        serde_json::from_str(&std::fs::read_to_string("tests/fixtures/kcp/ack_rtt.json").unwrap()).unwrap();
+    let most = (logged.as_object().unwrap().values())
+        .flat_map(|v| v.as_array().unwrap().iter().map(|x| x.as_u64().unwrap()))
+        .max();
+    assert_eq!(most, Some(18));
+    // Every datagram carrying a PUSH is either timed, or its PUSHes were acked only by
+    // a later una (not timed: Karn), never unsettled.
+    let timed = dissect("rtt >= 0").lines().count();
+    let pushes = t["datagram_composition"]["PUSH"].as_u64().unwrap()
+        + t["datagram_composition"]["ACK+PUSH"].as_u64().unwrap();
+    assert!(timed as u64 <= pushes && timed > 4000, "{timed} of {pushes}");
+}
