@@ -54,6 +54,8 @@ enum Field {
     Gap,
     /// The round trip of the packet's sequence to the first ack of it, in µs.
     Rtt,
+    /// Sequences of a message's stream skipped just before it: any message's satisfies.
+    StreamGap,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +89,11 @@ enum Flag {
     Dup,
     /// Sequences were skipped just before this one (`gap`).
     Gap,
+    /// A message of the datagram has that verdict in its stream (`late`, `dup`, `gap`
+    /// with a definition that declares message streams).
+    StreamLate,
+    StreamDup,
+    StreamGap,
     /// The peer acked newer sequences but never this one (`never_acked`).
     NeverAcked,
     /// An encrypted packet that opened but was a replay (`replayed`).
@@ -377,7 +384,7 @@ impl<'a> Parser<'a> {
             if f == Flag::NeverAcked {
                 self.acks(&word)?;
             }
-            return Ok(Node::Flag(f));
+            return Ok(self.or_in_streams(Node::Flag(f)));
         }
         if let Some(end) = match word.as_str() {
             "flow" | "host" => Some(End::Either),
@@ -429,7 +436,7 @@ impl<'a> Parser<'a> {
                 }
                 ranges.push((a.min(b), a.max(b)));
             }
-            return Ok(Node::In(field, ranges));
+            return Ok(self.or_in_streams(Node::In(field, ranges)));
         }
         let cmp = self.cmp(&word)?;
         let Some(v) = self.peek().map(str::to_string) else {
@@ -437,7 +444,32 @@ impl<'a> Parser<'a> {
         };
         let (field, value) = self.value(field, &v)?;
         self.pos += 1;
-        Ok(Node::Compare(field, cmp, value))
+        if field == Field::Gap && cmp == Cmp::Ne {
+            // As every field with several values: none equal.
+            let eq = self.or_in_streams(Node::Compare(field, Cmp::Eq, value));
+            return Ok(Node::Not(Box::new(eq)));
+        }
+        Ok(self.or_in_streams(Node::Compare(field, cmp, value)))
+    }
+
+    /// `late`, `dup`, `gap` (and `gap > N`) hold for a datagram whose own sequence has
+    /// the verdict, or, when the definition declares message streams, any of its
+    /// messages in its stream; the messages' verdicts are the engine's, not the index's.
+    fn or_in_streams(&mut self, n: Node) -> Node {
+        let streams = self.program.is_some_and(|p| !p.params.streams.is_empty());
+        let stream = match &n {
+            Node::Flag(Flag::Late) => Node::Flag(Flag::StreamLate),
+            Node::Flag(Flag::Dup) => Node::Flag(Flag::StreamDup),
+            Node::Flag(Flag::Gap) => Node::Flag(Flag::StreamGap),
+            Node::Compare(Field::Gap, c, v) => Node::Compare(Field::StreamGap, *c, *v),
+            Node::In(Field::Gap, r) => Node::In(Field::StreamGap, r.clone()),
+            _ => return n,
+        };
+        if !streams {
+            return n;
+        }
+        self.needs_engine = true;
+        Node::Or(Box::new(n), Box::new(stream))
     }
 
     /// `{a b, c..d}` after `in`: its members as (low, high) texts, `a` as (a, a).
@@ -645,13 +677,13 @@ impl<'a> Parser<'a> {
     /// `rtt` and `never_acked` need the definition's ack roles, and the ack analysis' pass.
     fn acks(&mut self, word: &str) -> Result<(), FilterError> {
         use crate::dissect::program::Role;
-        let has = self
-            .program
-            .is_some_and(|p| p.has_role(Role::Ack) && p.has_role(Role::AckBits));
+        let has = self.program.is_some_and(|p| {
+            p.has_role(Role::Ack) && p.has_role(Role::AckBits) || p.params.streams.iter().any(|d| d.acked)
+        });
         if !has {
             self.pos -= 1;
             return Err(self.err(format!(
-                "`{word}` needs a definition with ack and ack-bits roles (dissectors/reliable.kdl has them)"
+                "`{word}` needs a definition with ack and ack-bits roles (dissectors/reliable.kdl has them) or acks of message streams (dissectors/kcp.kdl)"
             )));
         }
         self.needs_acks = true;
@@ -1494,6 +1526,21 @@ impl Context<'_> {
         }
         self.acks?.of(f.flow?, f.sequence?, f.ts_ns)
     }
+
+    /// The round trips (µs) or NEVER of the packet's messages in their acked streams,
+    /// those settled.
+    fn settled_messages<'b>(&'b self, f: &'b PacketEvent) -> impl Iterator<Item = u32> + 'b {
+        let (acks, flow) = (self.acks.filter(|_| f.is_game()), f.flow);
+        (f.stream_events().iter())
+            .filter_map(move |s| acks?.of_stream(flow?, (s.stream, s.key), s.sequence, f.ts_ns))
+    }
+
+    /// The round trips (µs) of the packet's sequence and of its messages, those acked.
+    fn rtts<'b>(&'b self, f: &'b PacketEvent) -> impl Iterator<Item = i128> + 'b {
+        (self.settled(f).into_iter().chain(self.settled_messages(f)))
+            .filter(|&us| us != Settled::NEVER)
+            .map(i128::from)
+    }
 }
 
 fn eval(n: &Node, f: &PacketEvent, cx: &Context) -> bool {
@@ -1520,7 +1567,14 @@ fn eval(n: &Node, f: &PacketEvent, cx: &Context) -> bool {
             Flag::Late => f.seq_event == Some(SeqEvent::Late),
             Flag::Dup => f.seq_event == Some(SeqEvent::Duplicate),
             Flag::Gap => matches!(f.seq_event, Some(SeqEvent::New { gap }) if gap > 0),
-            Flag::NeverAcked => cx.settled(f) == Some(Settled::NEVER),
+            Flag::StreamLate => f.stream_events().iter().any(|s| s.event == SeqEvent::Late),
+            Flag::StreamDup => (f.stream_events().iter()).any(|s| s.event == SeqEvent::Duplicate),
+            Flag::StreamGap => {
+                (f.stream_events().iter()).any(|s| matches!(s.event, SeqEvent::New { gap } if gap > 0))
+            }
+            Flag::NeverAcked => {
+                cx.settled(f) == Some(Settled::NEVER) || cx.settled_messages(f).any(|us| us == Settled::NEVER)
+            }
             Flag::Replayed => f.fault == Some(FaultKind::Replayed),
             Flag::MacFailure => f.fault == Some(FaultKind::Mac),
         },
@@ -1539,6 +1593,15 @@ fn eval(n: &Node, f: &PacketEvent, cx: &Context) -> bool {
             let inside = |p: u16| ranges.iter().any(|(a, b)| (*a..=*b).contains(&(p as i128)));
             inside(fl.src.port()) || inside(fl.dst.port())
         }),
+        Node::In(Field::StreamGap, ranges) => {
+            stream_gaps(f).any(|x| ranges.iter().any(|(a, b)| (*a..=*b).contains(&x)))
+        }
+        Node::In(Field::Rtt, ranges) => cx
+            .rtts(f)
+            .any(|x| ranges.iter().any(|(a, b)| (*a..=*b).contains(&x))),
+        Node::Compare(Field::Rtt, Cmp::Ne, v) => !cx.rtts(f).any(|x| x == *v),
+        Node::Compare(Field::Rtt, cmp, v) => cx.rtts(f).any(|x| ordered(*cmp, x.cmp(v))),
+        Node::Compare(Field::StreamGap, cmp, v) => stream_gaps(f).any(|x| ordered(*cmp, x.cmp(v))),
         Node::In(field, ranges) => {
             field_value(*field, f, cx).is_some_and(|x| ranges.iter().any(|(a, b)| (*a..=*b).contains(&x)))
         }
@@ -1565,6 +1628,14 @@ fn eval(n: &Node, f: &PacketEvent, cx: &Context) -> bool {
     }
 }
 
+/// The gaps before each message of the packet that is new in its stream.
+fn stream_gaps<'a>(f: &PacketEvent<'a>) -> impl Iterator<Item = i128> + 'a {
+    f.stream_events().iter().filter_map(|s| match s.event {
+        SeqEvent::New { gap } => Some(gap as i128),
+        _ => None,
+    })
+}
+
 /// A built-in field's value in the packet (`None`: it has none).
 fn field_value(field: Field, f: &PacketEvent, cx: &Context) -> Option<i128> {
     match field {
@@ -1581,6 +1652,7 @@ fn field_value(field: Field, f: &PacketEvent, cx: &Context) -> Option<i128> {
         Field::Port => None,
         Field::Time => Some(f.ts_ns as i128 - cx.origin as i128),
         Field::Rtt => cx.settled(f).filter(|&us| us != Settled::NEVER).map(i128::from),
+        Field::StreamGap => stream_gaps(f).max(),
         Field::Epoch => Some(f.ts_ns as i128),
         Field::Gap => match f.seq_event {
             Some(SeqEvent::New { gap }) => Some(gap as i128),
@@ -1619,8 +1691,14 @@ fn decide(n: &Node, f: &PacketEvent, cx: &Context) -> Option<bool> {
         | Node::Layer(..)
         | Node::Header(..)
         | Node::Proto(_)
-        | Node::Compare(Field::Ack | Field::AckBits | Field::FrameLen | Field::CapLen, ..)
-        | Node::In(Field::Ack | Field::AckBits | Field::FrameLen | Field::CapLen, _) => None,
+        | Node::Flag(Flag::StreamLate | Flag::StreamDup | Flag::StreamGap)
+        | Node::Compare(
+            Field::Ack | Field::AckBits | Field::FrameLen | Field::CapLen | Field::StreamGap,
+            ..,
+        )
+        | Node::In(Field::Ack | Field::AckBits | Field::FrameLen | Field::CapLen | Field::StreamGap, _) => {
+            None
+        }
         n => Some(eval(n, f, cx)),
     }
 }

@@ -161,11 +161,37 @@ pub struct Identifier {
     order: Vec<FlowId>,
     /// Datagrams since the sample last grew.
     quiet: u32,
+    /// Only looking for a connection request ([`Identifier::requests`]).
+    only_requests: bool,
+    /// The protocol id the first netcode connection request carries in the clear.
+    request_id: Option<u64>,
 }
 
 impl Identifier {
+    /// An identifier that keeps no samples and looks only for the first netcode
+    /// connection request (an encrypted definition: the id is in every packet's
+    /// additional data, in the clear only in requests); saturated once found, or after
+    /// as many datagrams without one as a sample's quiet end.
+    pub fn requests() -> Self {
+        Identifier {
+            only_requests: true,
+            ..Identifier::default()
+        }
+    }
+
+    /// The protocol id of the first connection request sampled.
+    pub fn request_protocol_id(&self) -> Option<u64> {
+        self.request_id
+    }
+
     pub fn datagram(&mut self, flow: FlowId, payload: &[u8]) {
         self.quiet = self.quiet.saturating_add(1);
+        if self.request_id.is_none() {
+            self.request_id = crate::decrypt::netcode::request_protocol_id(payload);
+        }
+        if self.only_requests {
+            return;
+        }
         if payload.len() < 7 || payload.len() > MAX_SAMPLE_LEN {
             return;
         }
@@ -204,6 +230,9 @@ impl Identifier {
     /// full, or the last 65,536 datagrams brought no new flow and no missing sample
     /// (a flow that appears only later is then analyzed but not sampled).
     pub fn saturated(&self) -> bool {
+        if self.only_requests {
+            return self.request_id.is_some() || self.quiet >= QUIET;
+        }
         self.flows.len() >= MAX_FLOWS || self.quiet >= QUIET
     }
 

@@ -241,3 +241,134 @@ fn a_count_derived_from_frg_does_not_fit() {
     assert!(!text.contains("Fragment-loss amplification"), "{text}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Each PUSH's verdict in its stream, per message in `dissect --jsonl` (`streams`) and
+/// in display filters: per conv and direction the duplicate copies are exactly the
+/// retransmitted copies KCP's truth counts in the capture, every distinct sequence is
+/// new once (after a gap or not) or late, and since none was lost, the sequences the
+/// gaps skipped are exactly those that came late. `dup`, `late` and `gap` select the
+/// datagrams carrying such a message; `--brief` names them.
+#[test]
+fn every_push_has_its_verdict_in_its_stream() {
+    use std::collections::BTreeMap;
+    let t = truth();
+    let lines = gpcap(&["dissect", "-d", DEF, CAPTURE, "--jsonl"]);
+    // By flow: [new, gap, late, dup, sequences skipped], and datagrams with each.
+    let mut by: BTreeMap<(u64, u64), [u64; 5]> = BTreeMap::new();
+    let mut with = [0u64; 3];
+    for l in lines.lines() {
+        let v: Value = serde_json::from_str(l).unwrap();
+        let Some(s) = v.get("streams") else { continue };
+        let c = by.entry((port(&v["src"]), port(&v["dst"]))).or_default();
+        let mut seen = [false; 3];
+        for m in s.as_array().unwrap() {
+            assert_eq!(m["stream"], "push");
+            let i = ["new", "gap", "late", "dup"]
+                .iter()
+                .position(|w| m["verdict"] == *w)
+                .unwrap();
+            c[i] += 1;
+            c[4] += m["gap"].as_u64().unwrap_or(0);
+            assert_eq!(m.get("gap").is_some(), i == 1, "{m}");
+            if i > 0 {
+                seen[i - 1] = true;
+            }
+        }
+        for (w, s) in with.iter_mut().zip(seen) {
+            *w += u64::from(s);
+        }
+    }
+    let mut dups = 0;
+    for (key, p) in t["push"].as_object().unwrap() {
+        let (client, dir) = key.split_once('/').unwrap();
+        let (c, s) = (
+            t["clients"][client]["port"].as_u64().unwrap(),
+            t["server_port"].as_u64().unwrap(),
+        );
+        let [new, gap, late, dup, skipped] = by[&if dir == "c2s" { (c, s) } else { (s, c) }];
+        assert_eq!(
+            dup,
+            p["retransmitted_copies_in_capture"].as_u64().unwrap(),
+            "{key}"
+        );
+        assert_eq!(new + gap + late, p["distinct"].as_u64().unwrap(), "{key}");
+        assert_eq!(p["never_seen_in_capture"], 0);
+        assert_eq!(skipped, late, "{key}");
+        dups += dup;
+    }
+    assert_eq!(dups, 52);
+    assert_eq!(dups, t["push_totals"]["retransmitted_copies_in_capture"]);
+    // The filters select the datagrams carrying such a message, and no others.
+    for (word, n) in ["gap", "late", "dup"].iter().zip(with) {
+        let out = gpcap(&["dissect", "-d", DEF, CAPTURE, "--filter", word, "--brief"]);
+        assert_eq!(out.lines().count() as u64, n, "{word}");
+        let note = if *word == "gap" {
+            " gap "
+        } else {
+            &format!(" {word}")
+        };
+        assert!(
+            out.lines().all(|l| l.contains(" [push ") && l.contains(note)),
+            "{out}"
+        );
+    }
+    assert_eq!(with, [85, 85, 47]);
+    let bigger = gpcap(&["dissect", "-d", DEF, CAPTURE, "--filter", "gap > 1", "--brief"]);
+    assert!(
+        bigger
+            .lines()
+            .all(|l| !l.contains(" gap 1]") && !l.contains(" gap 1,")),
+        "{bigger}"
+    );
+}
+
+/// KCP datagrams carry no sequence of their own: the flows table says "-" for lost,
+/// dup and late (not measured), not 0; the streams and acks tables have the figures.
+#[test]
+fn flows_without_a_datagram_sequence_say_not_measured() {
+    let text = gpcap(&["analyze", "-d", DEF, CAPTURE]);
+    let flows: Vec<&str> = (text.lines())
+        .skip_while(|l| *l != "Flows")
+        .filter(|l| l.contains(" → "))
+        .take(6)
+        .collect();
+    assert_eq!(flows.len(), 6, "{text}");
+    for l in flows {
+        let cells: Vec<&str> = l.split('┆').map(str::trim).collect();
+        assert_eq!(cells[9..12], ["-", "-", "-"], "{l}");
+    }
+}
+
+/// `never_acked` and `rtt` read each PUSH's settlement in its acked stream (KCP's acks
+/// are per message, with `una`): none is never acked (every PUSH was, by its ACK or a
+/// later `una`), and `rtt > 18` selects the one datagram whose PUSH took the longest round
+/// trip the Acks table reports (18.3 ms; KCP's own log's longest is 18 ms).
+#[test]
+fn never_acked_and_rtt_read_each_push_in_its_stream() {
+    let t = truth();
+    let r = report();
+    let dissect = |f: &str| gpcap(&["dissect", "-d", DEF, CAPTURE, "--filter", f, "--brief"]);
+    assert_eq!(dissect("never_acked"), "");
+    let longest: Vec<f64> = (t["push"].as_object().unwrap().keys())
+        .map(|k| {
+            flow(&r, &t, k)["stream_acks"][0]["acks"]["rtt_ms"]["max"]
+                .as_f64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(longest.iter().filter(|&&ms| ms > 18.0).count(), 1, "{longest:?}");
+    let over = dissect("rtt > 18");
+    assert_eq!(over.lines().count(), 1, "{over}");
+    let logged: Value =
+        serde_json::from_str(&std::fs::read_to_string("tests/fixtures/kcp/ack_rtt.json").unwrap()).unwrap();
+    let most = (logged.as_object().unwrap().values())
+        .flat_map(|v| v.as_array().unwrap().iter().map(|x| x.as_u64().unwrap()))
+        .max();
+    assert_eq!(most, Some(18));
+    // Every datagram carrying a PUSH is either timed, or its PUSHes were acked only by
+    // a later una (not timed: Karn), never unsettled.
+    let timed = dissect("rtt >= 0").lines().count();
+    let pushes = t["datagram_composition"]["PUSH"].as_u64().unwrap()
+        + t["datagram_composition"]["ACK+PUSH"].as_u64().unwrap();
+    assert!(timed as u64 <= pushes && timed > 4000, "{timed} of {pushes}");
+}

@@ -64,7 +64,10 @@ fn every_layer_agrees_with_the_libraries() {
     let truth = json(&format!("{DIR}/truth_summary.json"));
     let r = analyze();
     // netcode: every frame decrypted; each flow's datagrams and losses.
-    assert_eq!(r["decryption"]["decrypted"], 3538);
+    // Every sealed packet opened; the 3 connection requests are not sealed: their
+    // tokens are counted apart.
+    assert_eq!(r["decryption"]["decrypted"], 3538 - 3);
+    assert_eq!(r["decryption"]["tokens_opened"], 3);
     assert_eq!(r["decryption"]["mac_failures"], 0);
     assert_eq!(r["malformed"]["total"], 0);
     let netcode = flows(&r);
@@ -95,18 +98,37 @@ fn every_layer_agrees_with_the_libraries() {
     assert_eq!(reliable["validation"]["packets"], 2195);
     assert_eq!(reliable["validation"]["fragments"], 1288);
     let rf = flows(reliable);
+    let acks = json(&format!("{DIR}/truth_acks.json"));
+    let not_read: Vec<_> = (acks.as_object().unwrap().iter())
+        .flat_map(|(name, a)| {
+            let n = a["acked_in_capture_not_read"].as_array().unwrap();
+            n.iter()
+                .map(move |x| (name.as_str(), x["sequence"].as_u64(), x["frame"].as_u64()))
+        })
+        .collect();
+    assert_eq!(not_read, [("server.slot2", Some(301), Some(3538))]);
     for (name, e) in truth["reliable"]["per_endpoint"].as_object().unwrap() {
         let f = rf[&endpoint_flow(name, &truth["endpoints"][name])];
         assert_eq!(f["seq"]["lost"], e["sequences_never_seen"], "{name}");
-        // reliable.io reports an ack only for a packet it delivered; client 2's last
-        // packet (after the server stopped) is complete in the capture and acked there,
-        // never delivered: the capture's acks count it, the library does not.
-        let extra = u64::from(name == "server.slot2");
+        // Exactly what the peer's captured acks say (truth_acks.json, from every
+        // captured datagram's ack and ack_bits), which is reliable.io's own counter
+        // plus the acks it never read: server.slot2's packet 301 is acked only by
+        // client 2's packet 453 (frame 3538), sent after the server had stopped.
+        let a = &acks[name];
+        let not_read = a["acked_in_capture_not_read"].as_array().unwrap();
+        assert_eq!(f["acks"]["acked"], a["acked_in_capture"], "{name}");
         assert_eq!(
             f["acks"]["acked"].as_u64(),
-            Some(e["acked"].as_u64().unwrap() + extra),
+            Some(a["packets_acked"].as_u64().unwrap() + not_read.len() as u64),
             "{name}"
         );
+        assert_eq!(
+            a["packets_acked"],
+            truth["endpoints"][name]["counters"]["packets_acked"]
+        );
+        for n in not_read {
+            assert_eq!(n["peer_packet_delivered"], false, "{name}: {n}");
+        }
         assert_eq!(f["acks"]["rtt_ms"]["samples"], f["acks"]["acked"], "{name}");
     }
     // Fragmented packets by fragment count: seen and completed.
@@ -591,31 +613,58 @@ fn brief_lines_say_what_inner_layers_read() {
 }
 
 /// The private key without `--protocol-id`: the capture's requests carry another id than
-/// netcode.kdl's, fail its check, and nothing decrypts. The run says which id they carry
-/// instead of leaving only "0 decrypted".
+/// netcode.kdl's (0x1122334455667788). The requests' id is taken, said once on stderr and
+/// in the report, and everything reads as with the right id given; an id given by flag
+/// is kept, and when nothing opens under it the run says which id the requests carry.
 #[test]
-fn a_protocol_id_other_than_the_definitions_is_named() {
+fn the_connection_requests_protocol_id_is_taken() {
     let key = meta()["private_key"].as_str().unwrap().to_string();
     let capture = format!("{DIR}/capture.pcap");
-    let (code, _, err) =
-        common::gpcap_run(&["analyze", "-d", "dissectors/netcode.kdl", "--key", &key, &capture]);
+    let stack = |more: &[&str]| {
+        let mut a = vec![
+            "analyze",
+            "-d",
+            "dissectors/netcode.kdl",
+            "-d",
+            "dissectors/reliable.kdl",
+            "-d",
+            "dissectors/yojimbo-messages.kdl",
+            "--key",
+            &key,
+            &capture,
+            "--json",
+        ];
+        a.extend_from_slice(more);
+        common::gpcap_run(&a.iter().map(|s| &**s).collect::<Vec<_>>())
+    };
+    let (code, out, err) = stack(&[]);
     assert_eq!(code, 0, "{err}");
+    let said = "the connection requests carry protocol id 0x3141592653589793, not the definition's 0x1122334455667788: read with theirs";
+    assert_eq!(err.matches(said).count(), 1, "{err}");
+    assert!(!err.contains("hint"), "{err}");
+    let mut taken: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        taken["decryption"]["protocol_id_from_requests"],
+        serde_json::json!({"definition": "0x1122334455667788", "requests": "0x3141592653589793"})
+    );
+    assert_eq!(taken["protocol"]["source"], "connection requests");
+    let given = analyze();
+    assert!(given["decryption"].get("protocol_id_from_requests").is_none());
+    // Apart from saying where the id came from, the same report.
+    taken["decryption"]
+        .as_object_mut()
+        .unwrap()
+        .remove("protocol_id_from_requests");
+    taken["protocol"]["source"] = "flag".into();
+    assert_eq!(taken, given);
+    // A wrong id given by flag is the user's: nothing opens, and the hint names theirs.
+    let (code, _, err) = stack(&["--protocol-id", "0x1122334455667788"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains(said), "{err}");
     assert!(
         err.contains(
-            "the connection requests carry protocol id 0x3141592653589793, not the definition's 0x1122334455667788; pass --protocol-id 0x3141592653589793"
+            "nothing decrypted: the connection requests carry protocol id 0x3141592653589793, not --protocol-id's 0x1122334455667788; pass --protocol-id 0x3141592653589793"
         ),
         "{err}"
     );
-    let with_id = [
-        "analyze",
-        "-d",
-        "dissectors/netcode.kdl",
-        "--key",
-        &key,
-        "--protocol-id",
-        "0x3141592653589793",
-        &capture,
-    ];
-    let (_, _, err) = common::gpcap_run(&with_id);
-    assert!(!err.contains("hint"), "{err}");
 }

@@ -1,13 +1,14 @@
 //! `gpcap analyze CAPTURE...`: the report.
 
 use super::args::AnalyzeArgs;
+use super::resolve;
 use super::{Result, json_or_text, progress_bar};
 use crate::outln;
 use gpcap::Config;
 use gpcap::analysis::gates::Gate;
 use gpcap::analysis::{Conversations, Report};
 use gpcap::present;
-use gpcap::resolve::{Resolved, resolve};
+use gpcap::resolve::Resolved;
 use gpcap::run::sample_files;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -294,8 +295,12 @@ fn request_protocol_id(captures: &[PathBuf], r: &Report) -> Option<String> {
     let carried = first_request_protocol_id(captures)?;
     (carried != given.value).then(|| {
         let carried = gpcap::validate::ProtocolId { value: carried, width: 8 };
+        let whose = match r.protocol.source.as_str() {
+            "flag" => "--protocol-id's",
+            _ => "the definition's",
+        };
         format!(
-            "nothing decrypted: the connection requests carry protocol id {carried}, not the definition's {given}; pass --protocol-id {carried}"
+            "nothing decrypted: the connection requests carry protocol id {carried}, not {whose} {given}; pass --protocol-id {carried}"
         )
     })
 }

@@ -2,10 +2,10 @@
 //! datagram: where loss, delay, duplication and reordering happen.
 
 use super::args::ProtocolArgs;
+use super::resolve;
 use super::{Result, json_or_text};
 use crate::cli::Error;
 use clap::Args;
-use gpcap::resolve::resolve;
 use gpcap::run::sample_files;
 use gpcap::sinks::diff::{ClockMode, Options, Verdict};
 use std::path::PathBuf;

@@ -2,9 +2,9 @@
 
 use super::Result;
 use super::args::DissectArgs;
+use super::resolve;
 use crate::cli::Error;
 use gpcap::Filter;
-use gpcap::resolve::resolve;
 use gpcap::run::{run_files, sample_files};
 use gpcap::sinks::ordered::DissectPrinter;
 use gpcap::sinks::printer::Format;

@@ -15,8 +15,8 @@ pub fn run(_: &ExportArgs) -> Result<ExitCode> {
 #[cfg(feature = "export")]
 pub fn run(a: &ExportArgs) -> Result<ExitCode> {
     use super::progress_bar;
+    use super::resolve;
     use crate::cli::Error;
-    use gpcap::resolve::resolve;
     use gpcap::run::{Until, run_files, sample_files};
     use gpcap::sinks::export::Export;
 

@@ -30,6 +30,22 @@ use std::sync::Arc;
 
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// The protocol resolved ([`gpcap::resolve::resolve`]), said once on stderr when the
+/// connection requests' protocol id was taken in place of the definition's.
+pub fn resolve(
+    choice: &Choice,
+    sample: impl FnOnce(&mut gpcap::identify::Identifier) -> std::result::Result<(), gpcap::CaptureError>,
+) -> std::result::Result<gpcap::resolve::Resolved, gpcap::Error> {
+    let r = gpcap::resolve::resolve(choice, sample)?;
+    if let Some(t) = r.cfg.protocol_id_taken {
+        eprintln!(
+            "gpcap: the connection requests carry protocol id {}, not the definition's {}: read with theirs (--protocol-id sets another)",
+            t.requests, t.definition
+        );
+    }
+    Ok(r)
+}
+
 /// Writes to stdout; a closed pipe (`gpcap analyze … | head`) ends the program quietly
 /// instead of panicking as `print!` would.
 pub fn write_stdout(args: std::fmt::Arguments) {

@@ -3,9 +3,9 @@
 
 use super::Result;
 use super::args::ReplayArgs;
+use super::resolve;
 use crate::cli::Error;
 use crate::outln;
-use gpcap::resolve::resolve;
 use gpcap::run::{run_files, sample_files};
 use gpcap::sinks::replay::Replay;
 use std::process::ExitCode;

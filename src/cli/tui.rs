@@ -2,9 +2,9 @@
 
 use super::Result;
 use super::args::TuiArgs;
+use super::resolve;
 use crate::cli::Error;
 use gpcap::capture::CaptureReader;
-use gpcap::resolve::resolve;
 use gpcap::run::sample_files;
 use gpcap::tui::{App, Index, load};
 use std::io::IsTerminal;

@@ -8,6 +8,7 @@ pub mod netcode;
 pub(crate) mod replay;
 
 use crate::engine::FlowId;
+use crate::validate::ProtocolId;
 use ahead::Opened;
 use hashbrown::HashMap;
 use hashbrown::hash_map::Entry;
@@ -39,7 +40,8 @@ pub enum Outcome {
     Clear,
 }
 
-/// Decryption counters, in total and per flow.
+/// Decryption counters of sealed packets (every packet but a connection request, whose
+/// token is counted apart), in total and per flow.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Counts {
     /// Packets whose MAC held (replays included).
@@ -81,6 +83,14 @@ pub struct FlowCounts {
     pub counts: Counts,
 }
 
+/// The protocol id the connection requests carried in the clear, taken in place of the
+/// definition's (which no packet's additional data held).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct TakenProtocolId {
+    pub definition: ProtocolId,
+    pub requests: ProtocolId,
+}
+
 /// `decryption` in the report.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Report {
@@ -93,6 +103,12 @@ pub struct Report {
     pub tokens_opened: u64,
     /// Requests whose token did not open under the private key.
     pub token_failures: u64,
+    /// Requests read without the private key: their token not tried (a key log may
+    /// give their connection's keys).
+    pub tokens_unread: u64,
+    /// Only when the requests carried another protocol id than the definition's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol_id_from_requests: Option<TakenProtocolId>,
     /// Decrypted keep-alives, payloads and disconnects of flows past the table of
     /// replay windows ([`MAX_CONNECTIONS`] directions): not judged for replay.
     #[serde(skip_serializing_if = "is_zero")]
@@ -110,6 +126,8 @@ impl Report {
         self.total.add(&o.total);
         self.tokens_opened += o.tokens_opened;
         self.token_failures += o.token_failures;
+        self.tokens_unread += o.tokens_unread;
+        self.protocol_id_from_requests = self.protocol_id_from_requests.or(o.protocol_id_from_requests);
         self.replay_not_judged += o.replay_not_judged;
         for f in o.flows {
             match self.flows.iter_mut().find(|x| x.src == f.src && x.dst == f.dst) {
@@ -123,7 +141,7 @@ impl Report {
     /// One line for the text report.
     pub fn summary(&self) -> String {
         let mut s = format!(
-            "{} with {}: {} decrypted ({} replayed), {} MAC failures, {} with no key",
+            "{} with {}: {} sealed packets decrypted ({} replayed), {} MAC failures, {} with no key",
             self.scheme,
             self.keys,
             self.total.decrypted,
@@ -142,6 +160,18 @@ impl Report {
                 "; connect tokens opened {} of {}",
                 self.tokens_opened,
                 self.tokens_opened + self.token_failures
+            ));
+        }
+        if self.tokens_unread > 0 {
+            s.push_str(&format!(
+                "; {} connect tokens not read (no private key)",
+                self.tokens_unread
+            ));
+        }
+        if let Some(t) = self.protocol_id_from_requests {
+            s.push_str(&format!(
+                "; protocol id {} taken from the connection requests (the definition's is {})",
+                t.requests, t.definition
             ));
         }
         if self.total.decrypted == 0 && self.total.mac_failures + self.token_failures > 0 {
@@ -256,6 +286,11 @@ impl Decryptor {
         }
     }
 
+    /// Says in the report that the protocol id was taken from the connection requests.
+    pub fn protocol_id_from_requests(&mut self, taken: Option<TakenProtocolId>) {
+        self.report.protocol_id_from_requests = taken;
+    }
+
     /// Whether anything reads the plaintext of sealed packets (it does unless said).
     pub fn read_plaintext(&mut self, read: bool) {
         self.read = read;
@@ -277,11 +312,11 @@ impl Decryptor {
         ahead: Option<(&Opened, &[u8])>,
     ) -> Outcome {
         out.clear();
-        let (o, judged) = if ptype == 0 {
-            (self.request(flow, payload, out), None)
-        } else {
-            self.packet(flow, sequence, ptype, payload, out, ahead)
-        };
+        if ptype == 0 {
+            // A connection request is not sealed: its token is counted apart.
+            return self.request(flow, payload, out);
+        }
+        let (o, judged) = self.packet(flow, sequence, ptype, payload, out, ahead);
         if o == Outcome::Clear {
             return o;
         }
@@ -337,6 +372,7 @@ impl Decryptor {
 
     fn request(&mut self, flow: FlowId, payload: &[u8], out: &mut Vec<u8>) -> Outcome {
         let Some(pk) = self.secrets.private_key else {
+            self.report.tokens_unread += 1;
             return Outcome::NoKey;
         };
         let mut token = Vec::new();

@@ -35,6 +35,9 @@ pub struct Config {
     pub max_streams: usize,
     /// Where the protocol id came from, for the report.
     pub protocol_source: String,
+    /// The connection requests carried another id than the definition's, and it was
+    /// taken (an encrypted definition without `--protocol-id`).
+    pub protocol_id_taken: Option<crate::decrypt::TakenProtocolId>,
     /// The validation the protocol declares.
     pub checksum: Checksum,
     /// Keys and inner layers (`--key`, `-d A -d B`, `dissect-as`): see `engine::layers`.
@@ -55,6 +58,7 @@ impl Default for Config {
             max_flows: super::MAX_FLOWS,
             max_streams: super::streams::MAX_STREAMS,
             protocol_source: "none".into(),
+            protocol_id_taken: None,
             checksum: Checksum::Crc32,
             stack: None,
         }

@@ -128,10 +128,11 @@ impl StackState {
         let record = needs.fields;
         let program = program?;
         let decryptor = match (&program.params.encryption, &stack.secrets) {
-            (Some(_), Some(s)) => Some(Decryptor::new(
-                s.clone(),
-                program.params.protocol_id.map_or(0, |p| p.value),
-            )),
+            (Some(_), Some(s)) => {
+                let mut d = Decryptor::new(s.clone(), program.params.protocol_id.map_or(0, |p| p.value));
+                d.protocol_id_from_requests(limits.protocol_id_taken);
+                Some(d)
+            }
             _ => None,
         };
         let view = match (&decryptor, &program.params.plaintext) {

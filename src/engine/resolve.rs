@@ -61,9 +61,28 @@ fn with_protocol_id(p: &Arc<Program>, id: ProtocolId) -> Arc<Program> {
     Arc::new(q)
 }
 
+/// The connection requests carry `found`, not the definition's `given`: every packet's
+/// additional data holds the requests' id, so nothing would open under the definition's.
+fn take_requests_id(cfg: &mut Config, given: ProtocolId, found: u64) {
+    let id = ProtocolId {
+        value: found,
+        width: given.width,
+    };
+    cfg.protocol_id = Some(id);
+    cfg.protocol_source = "connection requests".into();
+    cfg.protocol_id_taken = Some(crate::decrypt::TakenProtocolId {
+        definition: given,
+        requests: id,
+    });
+    if let Some(p) = cfg.program.as_mut() {
+        *p = with_protocol_id(p, id);
+    }
+}
+
 /// Resolves the protocol. `sample` feeds the identifier the first datagrams of the
 /// traffic; it is called only when neither the definition nor a flag gives an id (nor
-/// declares no checksum). When the traffic gives none either, the configuration has no
+/// declares no checksum), or, for an encrypted definition without the flag, to read
+/// the id the connection requests carry (taken when it is not the definition's). When the traffic gives none either, the configuration has no
 /// id and `identification` says what was tried. No ports at all means any port.
 pub fn resolve(
     choice: &Choice,
@@ -97,7 +116,20 @@ pub fn resolve(
         cfg.link_mtu = m;
     }
     let mut identification = None;
-    if cfg.protocol_id.is_none() && cfg.checksum == super::config::Checksum::Crc32 {
+    let encrypted = cfg
+        .program
+        .as_ref()
+        .is_some_and(|p| p.params.encryption.is_some());
+    if choice.protocol_id.is_none()
+        && encrypted
+        && let Some(given) = cfg.protocol_id
+    {
+        let mut ident = Identifier::requests();
+        sample(&mut ident)?;
+        if let Some(found) = ident.request_protocol_id().filter(|&f| f != given.value) {
+            take_requests_id(&mut cfg, given, found);
+        }
+    } else if cfg.protocol_id.is_none() && cfg.checksum == super::config::Checksum::Crc32 {
         let mut ident = Identifier::default();
         sample(&mut ident)?;
         let id = ident.finish();

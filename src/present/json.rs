@@ -300,6 +300,12 @@ fn packet(
     w.push(b'"');
     w.extend_from_slice(e.status.code().as_bytes());
     w.push(b'"');
+    if let Some(p) = program
+        && !e.stream_events().is_empty()
+    {
+        key(w, &mut first, "streams");
+        stream_verdicts(w, p, e);
+    }
     key(w, &mut first, "ts_ns");
     int(w, e.ts_ns);
     if let Some(p) = program {
@@ -310,6 +316,44 @@ fn packet(
         }
     }
     w.push(b'}');
+}
+
+/// Each message's verdict in its stream, in message order: `message` (its index in the
+/// datagram), `stream`, `key`, `sequence`, `verdict` (`new`, `gap` with `gap` the
+/// sequences skipped just before it, `late`, `dup`).
+fn stream_verdicts(w: &mut Vec<u8>, p: &Program, e: &PacketEvent) {
+    use crate::engine::seq::SeqEvent;
+    w.push(b'[');
+    for (i, s) in e.stream_events().iter().enumerate() {
+        if i > 0 {
+            w.push(b',');
+        }
+        let def = p.params.streams.get(s.stream as usize);
+        let mut first = true;
+        w.push(b'{');
+        if let SeqEvent::New { gap } = s.event
+            && gap > 0
+        {
+            key(w, &mut first, "gap");
+            int(w, gap);
+        }
+        key(w, &mut first, "key");
+        string(
+            w,
+            &def.map(|d| crate::engine::streams::key_text(d, s.key))
+                .unwrap_or_default(),
+        );
+        key(w, &mut first, "message");
+        int(w, s.message);
+        key(w, &mut first, "sequence");
+        int(w, s.sequence);
+        key(w, &mut first, "stream");
+        string(w, def.map_or("", |d| d.name.as_str()));
+        key(w, &mut first, "verdict");
+        string(w, crate::sinks::printer::verdict_word(s.event));
+        w.push(b'}');
+    }
+    w.push(b']');
 }
 
 /// The keys up to `fragment` of a packet read with a definition: acks, where an inner

@@ -493,12 +493,15 @@ fn render_flows(out: &mut String, r: &Report) {
     }
     for f in flows.iter().take(SHOWN) {
         let mut row = traffic_cells(f);
+        // No datagram carried a sequence (messages may, in their streams): not measured.
+        let measured = f.seq.first.is_some() || f.seq.received > 0;
+        let seq = |n: u64| if measured { n.to_string() } else { "-".into() };
         row.extend([
             f.crc_ok.to_string(),
             f.crc_fail.to_string(),
-            f.seq.lost.to_string(),
-            f.seq.duplicates.to_string(),
-            f.seq.late.to_string(),
+            seq(f.seq.lost),
+            seq(f.seq.duplicates),
+            seq(f.seq.late),
             f.fragments.to_string(),
             f.ip_fragmented.to_string(),
         ]);

@@ -10,6 +10,7 @@ use super::printer::{Format, Printer};
 use crate::capture::CaptureError;
 use crate::dissect::{Dissection, Program};
 use crate::engine::carried::Carried;
+use crate::engine::event::Reliability;
 use crate::engine::{Flow, Needs, PacketEvent, Sink};
 use crate::error::{Error, Thread};
 use crate::filter::Filter;
@@ -40,6 +41,9 @@ struct Copied {
     dissection: Option<usize>,
     /// What inner layers read in it (an index of the batch's `carried`).
     carried: Option<usize>,
+    /// Its acks beyond one sequence and its stream verdicts, in the batch's.
+    acks: Range<usize>,
+    streams: Range<usize>,
 }
 
 /// Selected packets in reading order; `first`: none was selected before them. Export's
@@ -59,6 +63,8 @@ pub(crate) struct Batch {
     /// Fields in this batch's trees.
     fields: usize,
     carried: Vec<Vec<Carried>>,
+    acks: Vec<crate::dissect::AckItem>,
+    streams: Vec<crate::engine::streams::StreamEvent>,
 }
 
 /// `from` copied into `to`, reusing `to`'s memory (a derived `clone_from` would not).
@@ -122,7 +128,12 @@ impl Batch {
             self.carried.push(e.carried.to_vec());
             self.carried.len() - 1
         });
+        let (a, st) = (self.acks.len(), self.streams.len());
+        self.acks.extend_from_slice(e.acks());
+        self.streams.extend_from_slice(e.stream_events());
         self.packets.push(Copied {
+            acks: a..self.acks.len(),
+            streams: st..self.streams.len(),
             event: e.detached(),
             frame,
             time_base,
@@ -174,6 +185,8 @@ impl Batch {
         self.used = 0;
         self.fields = 0;
         self.carried.clear();
+        self.acks.clear();
+        self.streams.clear();
     }
 
     /// Each packet's time reference (`-t`), in the order of [`Batch::events`].
@@ -181,7 +194,27 @@ impl Batch {
         self.packets.iter().map(|c| c.time_base)
     }
 
-    /// Each packet's event as the engine handed it on.
+    /// Each packet's acks and stream verdicts, for [`Batch::events_with`].
+    fn reliabilities(&self) -> Vec<Reliability<'_>> {
+        (self.packets.iter())
+            .map(|c| Reliability {
+                acks: self.acks.get(c.acks.clone()).unwrap_or(&[]),
+                stream_events: self.streams.get(c.streams.clone()).unwrap_or(&[]),
+            })
+            .collect()
+    }
+
+    /// [`Batch::events`] with what the reliability layer said of each (`rel`, from
+    /// [`Batch::reliabilities`]): the stream verdicts `dissect` prints.
+    fn events_with<'a>(&'a self, rel: &'a [Reliability<'a>]) -> impl Iterator<Item = PacketEvent<'a>> {
+        (self.events().zip(rel)).map(|(e, r)| PacketEvent {
+            reliability: (!r.acks.is_empty() || !r.stream_events.is_empty()).then_some(r),
+            ..e
+        })
+    }
+
+    /// Each packet's event as the engine handed it on (without its reliability facts:
+    /// [`Batch::events_with`]).
     pub(crate) fn events(&self) -> impl Iterator<Item = PacketEvent<'_>> {
         self.packets.iter().map(|c| PacketEvent {
             payload: self.bytes.get(c.payload.clone()).unwrap_or(&[]),
@@ -516,7 +549,8 @@ fn format_batches(
         let at = std::cell::Cell::new((0, 0, 0));
         let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             p.set_first(batch.first);
-            for (e, base) in batch.events().zip(batch.time_bases()) {
+            let rel = batch.reliabilities();
+            for (e, base) in batch.events_with(&rel).zip(batch.time_bases()) {
                 at.set((e.file, e.offset, e.frame));
                 assert!(fail_on != Some(e.frame), "formatting frame {} failed", e.frame);
                 p.time_base = base;

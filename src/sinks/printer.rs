@@ -183,7 +183,10 @@ impl<W: Write> Printer<W> {
             _ => String::new(),
         };
         let fault = e.fault.map(|k| format!(" ({})", k.code())).unwrap_or_default();
-        let analysis = seq_note(e.seq_event);
+        let mut analysis = seq_note(e.seq_event);
+        if let Some(p) = &self.program {
+            analysis.push_str(&stream_notes(p, e));
+        }
         // What was read, inner layers included (the TUI's Info column).
         let info = match &self.program {
             Some(p) => self.info.of_event(p, e),
@@ -350,6 +353,39 @@ impl<W: Write> Printer<W> {
             }
         }
         Ok(())
+    }
+}
+
+/// A verdict in a sequence (a datagram's or a message's in its stream) as one word:
+/// `new`, `gap` (sequences skipped just before it), `late`, `dup`.
+pub(crate) fn verdict_word(e: SeqEvent) -> &'static str {
+    match e {
+        SeqEvent::Late => "late",
+        SeqEvent::Duplicate => "dup",
+        SeqEvent::New { gap } if gap > 0 => "gap",
+        _ => "new",
+    }
+}
+
+/// The messages of a datagram that are late, duplicate or after a gap in their stream,
+/// for `--brief`: ` [push 12 dup, push 14 gap 1]` (the first 8, then how many more).
+fn stream_notes(p: &crate::dissect::Program, e: &PacketEvent) -> String {
+    const SHOWN: usize = 8;
+    let noted: Vec<String> = (e.stream_events().iter())
+        .filter(|s| verdict_word(s.event) != "new")
+        .map(|s| {
+            let name = p
+                .params
+                .streams
+                .get(s.stream as usize)
+                .map_or("", |d| d.name.as_str());
+            format!("{name} {}{}", s.sequence, seq_note(Some(s.event)))
+        })
+        .collect();
+    match noted.len() {
+        0 => String::new(),
+        n if n <= SHOWN => format!(" [{}]", noted.join(", ")),
+        n => format!(" [{}, {} more]", noted[..SHOWN].join(", "), n - SHOWN),
     }
 }
 

@@ -44,6 +44,9 @@ impl Settled {
     pub const NEVER: u32 = u32::MAX;
 }
 
+/// A message stream of a direction: its number in the definition and its key values.
+pub type StreamId = (u8, [i64; 2]);
+
 /// What the ack analysis settled for every captured sequence of a run, by direction: the
 /// display filter's `never_acked` and `rtt`, known only once later packets were seen, so
 /// found by a pass of their own before the filter's.
@@ -52,6 +55,8 @@ pub struct AckFacts {
     /// By direction and wire sequence: (first datagram's time, round trip or NEVER),
     /// in capture order (a sequence number recurs only after it wrapped).
     by_seq: hashbrown::HashMap<(crate::engine::FlowId, u64), Vec<(i64, u32)>>,
+    /// The same for message streams, by direction, stream, key and sequence.
+    by_stream: hashbrown::HashMap<(crate::engine::FlowId, StreamId, u64), Vec<(i64, u32)>>,
 }
 
 impl AckFacts {
@@ -64,20 +69,42 @@ impl AckFacts {
         }
     }
 
+    pub fn add_stream(&mut self, flow: crate::engine::FlowId, stream: StreamId, log: Vec<Settled>) {
+        for s in log {
+            (self.by_stream.entry((flow, stream, s.seq)))
+                .or_default()
+                .push((s.sent_ns, s.rtt_us));
+        }
+    }
+
+    /// [`AckFacts::of`] for a message of `flow` with sequence `seq` in `stream`.
+    pub fn of_stream(
+        &self,
+        flow: crate::engine::FlowId,
+        stream: (u8, [i64; 2]),
+        seq: u64,
+        ts_ns: i64,
+    ) -> Option<u32> {
+        latest(self.by_stream.get(&(flow, stream, seq))?, ts_ns)
+    }
+
     /// The round trip in µs of the packet of `flow` with sequence `seq` seen at `ts_ns`
     /// ([`Settled::NEVER`]: never acked); None when it was not settled (acks unknown, or
     /// not acked yet when the capture ended).
     pub fn of(&self, flow: crate::engine::FlowId, seq: u64, ts_ns: i64) -> Option<u32> {
-        let v = self.by_seq.get(&(flow, seq))?;
-        // The latest use of the number at or before this packet.
-        let mut at = None;
-        for &(sent, rtt) in v {
-            if sent <= ts_ns && at.is_none_or(|(t, _)| sent >= t) {
-                at = Some((sent, rtt));
-            }
-        }
-        at.map(|(_, rtt)| rtt)
+        latest(self.by_seq.get(&(flow, seq))?, ts_ns)
     }
+}
+
+/// The verdict of the latest use of a number at or before `ts_ns`.
+fn latest(v: &[(i64, u32)], ts_ns: i64) -> Option<u32> {
+    let mut at = None;
+    for &(sent, rtt) in v {
+        if sent <= ts_ns && at.is_none_or(|(t, _)| sent >= t) {
+            at = Some((sent, rtt));
+        }
+    }
+    at.map(|(_, rtt)| rtt)
 }
 
 /// A word's `n` lowest bits (`n` ≤ 64).

@@ -364,12 +364,15 @@ impl Statistics {
     pub fn ack_facts(self) -> acks::AckFacts {
         let mut facts = acks::AckFacts::default();
         for fl in self.flows {
+            let key = FlowId {
+                src: fl.stats.src,
+                dst: fl.stats.dst,
+            };
             if let Some(t) = fl.acks {
-                let key = FlowId {
-                    src: fl.stats.src,
-                    dst: fl.stats.dst,
-                };
                 facts.add(key, t.finish_logged().1);
+            }
+            for ((stream, k), log) in fl.message_acks.map(|m| m.finish_logged()).unwrap_or_default() {
+                facts.add_stream(key, (stream, k), log);
             }
         }
         facts
@@ -818,8 +821,15 @@ impl Statistics {
             && !fl.acks_not_tracked
         {
             let before = fl.message_ack_bytes();
-            fl.message_acks
-                .get_or_insert_default()
+            let keep = self.keep_ack_log;
+            (fl.message_acks)
+                .get_or_insert_with(|| {
+                    let mut a = Box::<msgacks::FlowMessageAcks>::default();
+                    if keep {
+                        a.keep_log();
+                    }
+                    a
+                })
                 .sent(defs, e.messages, e.ts_ns);
             fl.charge_message_acks(before, &mut self.state);
         }
@@ -840,7 +850,14 @@ impl Statistics {
             && !fl.acks_not_tracked
         {
             let before = fl.message_ack_bytes();
-            let acks = fl.message_acks.get_or_insert_default();
+            let keep = self.keep_ack_log;
+            let acks = fl.message_acks.get_or_insert_with(|| {
+                let mut a = Box::<msgacks::FlowMessageAcks>::default();
+                if keep {
+                    a.keep_log();
+                }
+                a
+            });
             // One by one first: a cumulative ack in the same datagram (KCP's una beside
             // its ACKs) covers only what they did not.
             let mut matched = true;

@@ -37,9 +37,24 @@ pub struct FlowMessageAcks {
     copies: HashMap<(SeqKey, u32), i64>,
     /// The copies in `copies`, oldest first.
     order: VecDeque<(SeqKey, u32)>,
+    /// Each tracker keeps what every sequence settled as (the filter's `never_acked`
+    /// and `rtt` on messages).
+    keep_log: bool,
 }
 
 impl FlowMessageAcks {
+    /// Trackers made from now on keep what each sequence settled as.
+    pub fn keep_log(&mut self) {
+        self.keep_log = true;
+    }
+
+    /// What each stream's sequences settled as, by stream and key.
+    pub fn finish_logged(self) -> Vec<(super::acks::StreamId, Vec<super::acks::Settled>)> {
+        (self.trackers.into_iter())
+            .map(|(k, t)| (k, t.finish_logged().1))
+            .collect()
+    }
+
     /// This direction's datagram at `ts_ns` carried `messages`.
     pub fn sent(&mut self, defs: &[StreamDef], messages: &[MessageInfo], ts_ns: i64) {
         for m in messages {
@@ -60,10 +75,13 @@ impl FlowMessageAcks {
         let n = self.trackers.len();
         let t = match self.trackers.get_mut(&(s.stream, s.key)) {
             Some(t) => t,
-            None if n < MAX_STREAMS => self
-                .trackers
-                .entry((s.stream, s.key))
-                .or_insert_with(|| AckTracker::new(def.bits)),
+            None if n < MAX_STREAMS => self.trackers.entry((s.stream, s.key)).or_insert_with(|| {
+                let mut t = AckTracker::new(def.bits);
+                if self.keep_log {
+                    t.keep_log();
+                }
+                t
+            }),
             None => return,
         };
         t.sent(s.sequence, ts_ns);
