@@ -232,6 +232,37 @@ fn count_down_fragments_are_placed_by_their_stream() {
     assert!(g.lua.contains("role = \"fragment-remaining\""));
 }
 
+/// A magic of bytes in quotes is a bytes field compared whole, its bytes a Lua string
+/// of any byte; datagram kinds name their bodies by kind and their messages under
+/// `messages`, message types numbered after the kinds.
+#[test]
+fn a_magic_in_quotes_and_datagram_kinds_are_written_out() {
+    let text = std::fs::read_to_string("tests/fixtures/kinds-magic.kdl").expect("fixture");
+    let all = lua("kinds", &text);
+    let t = &all[..all.find(RUNTIME).expect("runtime")];
+    assert!(
+        t.contains(r#"kind = "magic", bytes = "\000\255\255\000\254\254\254\254\253\253\253\253\0184Vx" }"#),
+        "{t}"
+    );
+    assert!(t.contains("L.kinds = true\nL.mbase = 3\n"), "{t}");
+    assert!(t.contains("[2] = { name = \"data\", body = "), "{t}");
+    assert!(t.contains("message = false, info = "), "{t}");
+    for (abbrev, ty) in [
+        ("kinds.offline.check", "bytes"),
+        ("kinds.data.number", "u32"),
+        ("kinds.messages", "none"),
+        ("kinds.messages.reliability", "u32"),
+        ("kinds.messages.part", "bytes"),
+    ] {
+        let line = t
+            .lines()
+            .find(|l| l.starts_with(&format!("field(\"{abbrev}\",")))
+            .unwrap_or_else(|| panic!("no field {abbrev} in\n{t}"));
+        assert!(line.ends_with(&format!("\"{ty}\")")), "{abbrev}: {line}");
+    }
+    assert!(!t.contains("field(\"kinds.data.messages"), "{t}");
+}
+
 #[test]
 fn a_stream_lua_numbers_cannot_place_is_refused_by_name() {
     let e = refusal(

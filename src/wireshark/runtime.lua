@@ -703,7 +703,7 @@ local function bits(c, n, parent, lt, lv)
     return v
 end
 
-local block, node_of, relative_list
+local block, node_of, relative_list, read_messages
 
 local function align(c, nd, parent, depth)
     local pad = (8 - c.pos % 8) % 8
@@ -993,6 +993,30 @@ local function node_read(c, nd, parent, depth)
     local k = node.kind
     if k == "align" then
         return align(c, nd, parent, depth)
+    elseif k == "magic" then
+        -- Whole bytes after `align`, compared whole (src/dissect/exec/words.rs, `magic`).
+        if not align(c, nd, parent, depth) then
+            return false
+        end
+        local at, n = c.pos, #node.bytes
+        if n * 8 > c.n - at then
+            return past_end(c, parent, NODE, nd, at, n * 8)
+        end
+        c.pos = at + n * 8
+        if not push(c, nd, NODE, nd, "check", parent, depth, at, n * 8, 0, { at / 8, n }, "y") then
+            return false
+        end
+        local got = ssub(c.s, at / 8 + 1, at / 8 + n)
+        if got ~= node.bytes then
+            local function hex(b)
+                return (b:gsub(".", function(x)
+                    return sfmt("%02x", sbyte(x))
+                end))
+            end
+            return fault(c, "check", path(c, parent, NODE, nd), at,
+                "the magic is " .. hex(got) .. ", not " .. hex(node.bytes))
+        end
+        return true
     elseif k == "bytes" or k == "text" then
         local n = count(c, node.count, parent, nd, c.pos)
         if n == nil or not align(c, nd, parent, depth) then
@@ -1326,7 +1350,15 @@ local function node_read(c, nd, parent, depth)
         end
         return block(c, node.other, parent, depth)
     elseif k == "messages" then
-        return fault(c, "limit", path(c, parent, NODE, nd), c.pos, "messages inside a block")
+        -- A datagram kind's messages, read where its body says.
+        if not L.kinds then
+            return fault(c, "limit", path(c, parent, NODE, nd), c.pos, "messages inside a block")
+        end
+        local zone = c.zone
+        c.zone = "m"
+        local ok = read_messages(c, nd)
+        c.zone = zone
+        return ok
     end
     return leaf(c, nd, node, NODE, nd, parent, depth)
 end
@@ -1433,6 +1465,11 @@ relative_list = function(c, nd, node, parent, depth)
     return true
 end
 
+-- How messages of type `ty` carry a fragment: their own, else the messages block's (any type).
+local function msgfrag_of(L, ty)
+    return L.msgfrag[ty] or L.msgfrag[4294967295]
+end
+
 -- A value that is not zero (a wide one is a table or userdata: not zero unless both halves are).
 local function nonzero(v)
     if v == nil then
@@ -1492,12 +1529,13 @@ end
 local function message_fragment(c, nd, parent, start, len)
     local L = c.L
     local m = c.msgs[#c.msgs]
-    local ty = m and m.ty
-    local def = ty and L.msgfrag[ty]
+    -- In the messages block the message's type is not read yet: its roles are any type's.
+    local ty = m and (m.ty or 4294967295)
+    local def = ty and msgfrag_of(L, ty)
     if not def then
         return true
     end
-    if def.rem or def.first or def.last then
+    if def.rem or def.first then
         return run_fragment(c, m, def, nd, parent, start, len)
     end
     local key = { 0, 0, 0 }
@@ -1594,11 +1632,24 @@ local function message(c, nd, header, group, i)
     c.msgs[#c.msgs + 1] = m
     local ok = block(c, header, e, 2)
     if ok then
+        -- Message types follow the datagram kinds (`L.mbase`); a message whose header has
+        -- no type field has no body but type 0's (src/dissect/exec/words.rs).
+        local typed = role(c, 2) ~= nil
         local ty = low32(role(c, 2) or 0)
-        m.ty = ty
-        local def = L.packets[ty]
+        local base = L.mbase or 0
+        m.ty = ty + base
+        local def = L.packets[ty + base]
+        if def and L.kinds and not def.message then
+            def = nil
+        end
+        local zero = L.packets[base]
+        if not typed and not (zero and zero.message) then
+            def = false
+        end
         if def then
             ok = block(c, def.body, e, 2)
+        elseif def == false then
+            ok = true
         else
             ok = fault(c, "unknown_type", path(c, e, PART, "type"), c.pos, "no message is defined for type " .. istr(ty))
         end
@@ -1678,6 +1729,7 @@ local function messages(c, nd)
     close(c, group, i, "u")
     return ok
 end
+read_messages = messages
 
 -- A datagram ----------------------------------------------------------------------------
 
@@ -1783,7 +1835,7 @@ local function dissect(L, s)
     d.seq = role(c, 1)
     local ty = low32(role(c, 2) or 0)
     d.ptype = ty
-    if L.messages then
+    if L.messages and not L.kinds then
         d.ptype = L.dtype
         c.zone = "m"
         local ok = messages(c, L.messages)
@@ -1820,6 +1872,10 @@ local function dissect(L, s)
     end
     c.zone = "b"
     local ok = body(c, d, ty)
+    -- A datagram kind's body may carry the sequence.
+    if d.seq == nil then
+        d.seq = role(c, 1)
+    end
     acks(c, d)
     if ok then
         protocol_id(c, d)
@@ -2316,7 +2372,7 @@ local function run_push(L, fs, ty, part, data, frame, out)
     if #data > L.maxmsg then
         return
     end
-    local as = L.msgfrag[ty] and L.msgfrag[ty].as
+    local as = msgfrag_of(L, ty) and msgfrag_of(L, ty).as
     fs.runs = fs.runs or {}
     fs.nruns = fs.nruns or 0
     local key = ty .. "|" .. part.si .. "|" .. part.key
@@ -2531,7 +2587,7 @@ datagram = function(L, s, env)
                 elseif m.ty and f and f.at + f.len <= #s then
                     local r = message_reassemble(L, fs, m.ty, f, ssub(s, f.at + 1, f.at + f.len), env.frame)
                     if r then
-                        r.as = L.msgfrag[m.ty] and L.msgfrag[m.ty].as
+                        r.as = msgfrag_of(L, m.ty) and msgfrag_of(L, m.ty).as
                         done[#done + 1] = r
                     end
                 end
@@ -2928,7 +2984,7 @@ local function messages_info(L, d, s)
                 break
             end
         end
-        local t = m.ty and (m.ty + (L.mbase or 0))
+        local t = m.ty
         local text = t and template(L, d, s, t, lo, hi)
         texts[#texts + 1] = text or (t and type_name(L, t)) or "?"
     end

@@ -120,22 +120,16 @@ pub fn write(out: &mut String, p: &Program) -> Result<(), Refusal> {
         messages,
         datagram_type,
         kinds,
-        // With `kinds` refused, message types start at 0.
-        message_base: _,
+        message_base,
         // A header without a sequence is a validation matter, not a field to show.
         sequence_optional: _,
         plan: _,
         native: _,
     } = p;
-    if *kinds {
-        return Err(Refusal::new(
-            &params.name,
-            "datagram kinds beside `messages` (a header `role=type` with a `messages` block)",
-            0,
-            "the generator does not know datagram kinds yet",
-        ));
-    }
     let mut ids = Ids::default();
+    // Datagram kinds beside messages: the header's type names the kind, whose body reads
+    // the messages where it says; message types are numbered from `mbase`.
+    let _ = writeln!(out, "L.kinds = {kinds}\nL.mbase = {message_base}");
     params_table(out, params)?;
     let _ = writeln!(out, "L.header = {}", ids.block(*header));
     if let Some(f) = fragment {
@@ -409,14 +403,7 @@ fn node(p: &Program, n: &Node, ids: &mut Ids) -> Result<String, Refusal> {
         Kind::Bytes(c) => format!("kind = \"bytes\", count = {}", count(c, ids)),
         Kind::String { max } => format!("kind = \"string\", max = {max}"),
         Kind::Check { magic } => format!("kind = \"check\", magic = {magic}"),
-        Kind::Magic(_) => {
-            return Err(Refusal::new(
-                &p.params.name,
-                format!("`check {name} magic=\"…\"` (a magic of bytes in quotes)"),
-                *line,
-                "the generator does not know magics of bytes in quotes yet",
-            ));
-        }
+        Kind::Magic(bytes) => format!("kind = \"magic\", bytes = {}", lua::bytes(bytes)),
         Kind::Rest { body } => format!("kind = \"rest\", body = {}", ids.block(*body)),
         Kind::Derived(e) => format!("kind = \"derived\", e = {}", ids.expr(*e)),
         Kind::LeUint(c) => format!("kind = \"le-uint\", count = {}", count(c, ids)),
