@@ -101,6 +101,7 @@ fn every_shipped_definition_is_generated() {
         "netcode",
         "yojimbo-messages",
         "enet",
+        "kcp",
     ] {
         let p = gpcap::load_definition(format!("dissectors/{name}.kdl")).expect("loads");
         let g = generate(&[p], &[format!("{name}.kdl")]).expect("generated");
@@ -205,6 +206,80 @@ packet 0 "zero" {
     assert_eq!(
         e,
         "wide: `int far 9007199254740993 9007199254741000` (definition line 5) cannot be written as a Wireshark Lua dissector: its bounds are beyond ±2^53, which Lua numbers do not hold exactly"
+    );
+}
+
+/// KCP's count-down fragments: the fragment's remaining count and the stream whose
+/// sequence places it are in the tables, for the runtime to put messages back together.
+#[test]
+fn count_down_fragments_are_placed_by_their_stream() {
+    let p = gpcap::load_definition("dissectors/kcp.kdl").expect("loads");
+    let g = generate(&[p], &["kcp.kdl".into()]).expect("generated");
+    assert!(
+        g.lua
+            .contains("L.streams = {\n    [0] = { bits = 32, key = { 8 } },\n}"),
+        "{}",
+        &g.lua[..3000]
+    );
+    assert!(
+        g.lua.contains(
+            "[81] = { key = {  }, off = nil, tot = nil, rem = 17, first = nil, last = nil, as = nil },"
+        ),
+        "{}",
+        &g.lua[..3000]
+    );
+    assert!(g.lua.contains("role = \"sequence\", stream = 0 }"));
+    assert!(g.lua.contains("role = \"fragment-remaining\""));
+}
+
+/// A magic of bytes in quotes is a bytes field compared whole, its bytes a Lua string
+/// of any byte; datagram kinds name their bodies by kind and their messages under
+/// `messages`, message types numbered after the kinds.
+#[test]
+fn a_magic_in_quotes_and_datagram_kinds_are_written_out() {
+    let text = std::fs::read_to_string("tests/fixtures/kinds-magic.kdl").expect("fixture");
+    let all = lua("kinds", &text);
+    let t = &all[..all.find(RUNTIME).expect("runtime")];
+    assert!(
+        t.contains(r#"kind = "magic", bytes = "\000\255\255\000\254\254\254\254\253\253\253\253\0184Vx" }"#),
+        "{t}"
+    );
+    assert!(t.contains("L.kinds = true\nL.mbase = 3\n"), "{t}");
+    assert!(t.contains("[2] = { name = \"data\", body = "), "{t}");
+    assert!(t.contains("message = false, info = "), "{t}");
+    for (abbrev, ty) in [
+        ("kinds.offline.check", "bytes"),
+        ("kinds.data.number", "u32"),
+        ("kinds.messages", "none"),
+        ("kinds.messages.reliability", "u32"),
+        ("kinds.messages.part", "bytes"),
+    ] {
+        let line = t
+            .lines()
+            .find(|l| l.starts_with(&format!("field(\"{abbrev}\",")))
+            .unwrap_or_else(|| panic!("no field {abbrev} in\n{t}"));
+        assert!(line.ends_with(&format!("\"{ty}\")")), "{abbrev}: {line}");
+    }
+    assert!(!t.contains("field(\"kinds.data.messages"), "{t}");
+}
+
+#[test]
+fn a_stream_lua_numbers_cannot_place_is_refused_by_name() {
+    let e = refusal(
+        r#"
+protocol "wide" { ports 1; checksum "none"; }
+header { }
+messages { bits type 8 role=type; }
+message 1 "data" {
+    uint64 sn role=sequence stream="s"
+    bits remaining 8 role=fragment-remaining
+    bytes data 4 role=fragment-data
+}
+"#,
+    );
+    assert_eq!(
+        e,
+        "wide: the stream `s` (64 bits) placing count-down or flagged fragments cannot be written as a Wireshark Lua dissector: Lua numbers hold a placed sequence exactly up to 52 bits"
     );
 }
 

@@ -157,7 +157,8 @@ pub fn catalog(p: &Program) -> Result<Catalog, Refusal> {
     if let Some(f) = p.fragment {
         w.block(f, "", "", 0)?;
     }
-    if let Some(m) = p.messages {
+    // With datagram kinds, the messages node is read where a kind's body says.
+    if let Some(m) = p.messages.filter(|_| !p.kinds) {
         w.node(m, "", "", 0)?;
     }
     let reassembled: Vec<u32> = p
@@ -169,13 +170,13 @@ pub fn catalog(p: &Program) -> Result<Catalog, Refusal> {
     for d in &p.packets {
         let zone = format!("{}.", d.name);
         match p.messages {
-            Some(_) => {
+            Some(_) if d.message || !p.kinds => {
                 w.block(d.body, "", "messages", 0)?;
                 if reassembled.contains(&d.type_id) {
                     w.block(d.body, &zone, "", 0)?;
                 }
             }
-            None => w.block(d.body, &zone, "", 0)?,
+            _ => w.block(d.body, &zone, "", 0)?,
         }
     }
     if p.params.end_check.is_some() {
@@ -282,9 +283,13 @@ impl Walk<'_> {
                 );
                 self.leaf(zone, &join(&here, "data"), FieldType::Bytes, None, None);
             }
-            Kind::Check { .. } | Kind::Magic(_) => {
+            Kind::Check { .. } => {
                 align(self);
                 self.leaf(zone, &here, FieldType::U32 { hex: true }, None, doc)
+            }
+            Kind::Magic(_) => {
+                align(self);
+                self.leaf(zone, &here, FieldType::Bytes, None, doc)
             }
             Kind::Rest { body } => {
                 align(self);
@@ -334,6 +339,11 @@ impl Walk<'_> {
                 self.block(*body, zone, &here, nest + 1)?;
             }
             Kind::Inline { body } => self.block(*body, zone, prefix, nest + 1)?,
+            // A datagram kind's messages are read at the top, as without kinds.
+            Kind::Messages { header } if self.p.kinds => {
+                self.leaf("", "messages", FieldType::None, None, doc);
+                self.block(*header, "", "messages", nest + 1)?;
+            }
             Kind::Array { body, .. } | Kind::List { body, .. } | Kind::Messages { header: body } => {
                 self.leaf(zone, &here, FieldType::None, None, doc);
                 self.block(*body, zone, &here, nest + 1)?;

@@ -4,13 +4,14 @@
 
 use super::lua;
 use crate::dissect::Program;
-use crate::dissect::paths::catalog;
+use crate::dissect::paths::{catalog, info_path};
+use crate::dissect::program::PacketDef;
 use crate::filter::FieldPath;
 
 /// The template's pieces as a Lua list: `{ "text", T }`, `{ "value", PLAIN, FULL, TYPE }`,
 /// `{ "count", … }`, `{ "unknown" }`; FULL is the path with its indices when it names
 /// one element, TYPE the packet type a leading type name requires.
-pub fn pieces(p: &Program, template: &str) -> String {
+pub fn pieces(p: &Program, d: &PacketDef, template: &str) -> String {
     let paths = catalog(p);
     let mut out: Vec<String> = Vec::new();
     let mut rest = template;
@@ -25,8 +26,10 @@ pub fn pieces(p: &Program, template: &str) -> String {
             Some(p) => ("count", p),
             None => ("value", name),
         };
-        out.push(match FieldPath::parse(p, &paths, path) {
-            Ok(_) => placeholder(p, &paths, what, path),
+        // A message type's template names the message's own fields, as gpcap's.
+        let path = info_path(p, d, path);
+        out.push(match FieldPath::parse(p, &paths, &path) {
+            Ok(_) => placeholder(p, &paths, what, &path),
             Err(_) => "{ \"unknown\" }".into(),
         });
         rest = &rest[open + close + 1..];

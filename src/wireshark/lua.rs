@@ -5,9 +5,14 @@ use std::fmt::Write;
 /// A Lua string literal: printable ASCII as is, everything else as `\ddd` escapes (a
 /// definition's doc strings are untrusted text).
 pub fn string(s: &str) -> String {
+    bytes(s.as_bytes())
+}
+
+/// A Lua string literal of any bytes (a magic of bytes in quotes).
+pub fn bytes(s: &[u8]) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
-    for b in s.bytes() {
+    for &b in s {
         match b {
             b'"' => out.push_str("\\\""),
             b'\\' => out.push_str("\\\\"),

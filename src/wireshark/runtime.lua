@@ -703,7 +703,7 @@ local function bits(c, n, parent, lt, lv)
     return v
 end
 
-local block, node_of, relative_list
+local block, node_of, relative_list, read_messages
 
 local function align(c, nd, parent, depth)
     local pad = (8 - c.pos % 8) % 8
@@ -993,6 +993,30 @@ local function node_read(c, nd, parent, depth)
     local k = node.kind
     if k == "align" then
         return align(c, nd, parent, depth)
+    elseif k == "magic" then
+        -- Whole bytes after `align`, compared whole (src/dissect/exec/words.rs, `magic`).
+        if not align(c, nd, parent, depth) then
+            return false
+        end
+        local at, n = c.pos, #node.bytes
+        if n * 8 > c.n - at then
+            return past_end(c, parent, NODE, nd, at, n * 8)
+        end
+        c.pos = at + n * 8
+        if not push(c, nd, NODE, nd, "check", parent, depth, at, n * 8, 0, { at / 8, n }, "y") then
+            return false
+        end
+        local got = ssub(c.s, at / 8 + 1, at / 8 + n)
+        if got ~= node.bytes then
+            local function hex(b)
+                return (b:gsub(".", function(x)
+                    return sfmt("%02x", sbyte(x))
+                end))
+            end
+            return fault(c, "check", path(c, parent, NODE, nd), at,
+                "the magic is " .. hex(got) .. ", not " .. hex(node.bytes))
+        end
+        return true
     elseif k == "bytes" or k == "text" then
         local n = count(c, node.count, parent, nd, c.pos)
         if n == nil or not align(c, nd, parent, depth) then
@@ -1326,7 +1350,15 @@ local function node_read(c, nd, parent, depth)
         end
         return block(c, node.other, parent, depth)
     elseif k == "messages" then
-        return fault(c, "limit", path(c, parent, NODE, nd), c.pos, "messages inside a block")
+        -- A datagram kind's messages, read where its body says.
+        if not L.kinds then
+            return fault(c, "limit", path(c, parent, NODE, nd), c.pos, "messages inside a block")
+        end
+        local zone = c.zone
+        c.zone = "m"
+        local ok = read_messages(c, nd)
+        c.zone = zone
+        return ok
     end
     return leaf(c, nd, node, NODE, nd, parent, depth)
 end
@@ -1433,14 +1465,78 @@ relative_list = function(c, nd, node, parent, depth)
     return true
 end
 
+-- How messages of type `ty` carry a fragment: their own, else the messages block's (any type).
+local function msgfrag_of(L, ty)
+    return L.msgfrag[ty] or L.msgfrag[4294967295]
+end
+
+-- A value that is not zero (a wide one is a table or userdata: not zero unless both halves are).
+local function nonzero(v)
+    if v == nil then
+        return false
+    end
+    if type(v) == "number" then
+        return v ~= 0
+    end
+    local lo, hi = halves(type(v) == "userdata" and { lo = v:lower(), hi = v:higher() } or v)
+    return lo ~= 0 or hi ~= 0
+end
+
+-- A count-down or flagged fragment's data was read: what it says of its message; its
+-- place in the stream is taken when the message is read whole (src/dissect/exec/fragments.rs).
+local function run_fragment(c, m, def, nd, parent, start, len)
+    local r = def.rem and (c.sl[def.rem] or 0)
+    local bad = r ~= nil and (type(r) ~= "number" or r < 0 or r >= P32)
+    local first, last
+    if r ~= nil and not bad then
+        first, last = false, r == 0
+    else
+        first = def.first ~= nil and nonzero(c.sl[def.first] or 0)
+        last = def.last ~= nil and nonzero(c.sl[def.last] or 0)
+    end
+    m.frag = {
+        run = { rem = (not bad) and r or nil, first = first, last = last },
+        at = floor(start / 8),
+        len = floor(len / 8),
+    }
+    if bad then
+        return fault(c, "out_of_range", path(c, parent, NODE, nd), start, "a fragment's remaining count is 32-bit")
+    end
+    return true
+end
+
+-- A message's sequence field of a stream was read: the message's first stream places
+-- its count-down or flagged fragment (src/dissect/exec/words.rs, `stream_seq`).
+local function stream_seq(c, node)
+    local m = c.msgs[#c.msgs]
+    local sd = c.L.streams[node.stream]
+    if not m or m.stream or not sd or not node.slot then
+        return
+    end
+    local key = {}
+    for i, s in ipairs(sd.key) do
+        local v = c.sl[s] or 0
+        key[i] = istr(type(v) == "number" and v or to_wide(v))
+    end
+    local v = c.sl[node.slot] or 0
+    -- The sequence modulo its width (an i64 seen as a u64, then wrapped); the generator
+    -- refuses a stream wider than 52 bits where fragments are placed.
+    local seq = type(v) == "number" and v % 2 ^ sd.bits or low32(v) % 2 ^ math.min(sd.bits, 32)
+    m.stream = { si = node.stream, key = tconcat(key, ","), seq = seq, bits = sd.bits }
+end
+
 -- A message's fragment data was read: its fragment, and the faults no reassembly mends.
 local function message_fragment(c, nd, parent, start, len)
     local L = c.L
     local m = c.msgs[#c.msgs]
-    local ty = m and m.ty
-    local def = ty and L.msgfrag[ty]
+    -- In the messages block the message's type is not read yet: its roles are any type's.
+    local ty = m and (m.ty or 4294967295)
+    local def = ty and msgfrag_of(L, ty)
     if not def then
         return true
+    end
+    if def.rem or def.first then
+        return run_fragment(c, m, def, nd, parent, start, len)
     end
     local key = { 0, 0, 0 }
     for i, s in ipairs(def.key) do
@@ -1498,6 +1594,9 @@ node_of = function(c, nd, parent, depth)
     if node.role == "crc" then
         c.crc_at = start
     end
+    if node.role == "sequence" and node.stream and #c.msgs > 0 then
+        stream_seq(c, node)
+    end
     if node.role == "fragment-data" and #c.msgs > 0 then
         if not message_fragment(c, nd, parent, start, len) then
             return false
@@ -1533,16 +1632,39 @@ local function message(c, nd, header, group, i)
     c.msgs[#c.msgs + 1] = m
     local ok = block(c, header, e, 2)
     if ok then
+        -- Message types follow the datagram kinds (`L.mbase`); a message whose header has
+        -- no type field has no body but type 0's (src/dissect/exec/words.rs).
+        local typed = role(c, 2) ~= nil
         local ty = low32(role(c, 2) or 0)
-        m.ty = ty
-        local def = L.packets[ty]
+        local base = L.mbase or 0
+        m.ty = ty + base
+        local def = L.packets[ty + base]
+        if def and L.kinds and not def.message then
+            def = nil
+        end
+        local zero = L.packets[base]
+        if not typed and not (zero and zero.message) then
+            def = false
+        end
         if def then
             ok = block(c, def.body, e, 2)
+        elseif def == false then
+            ok = true
         else
             ok = fault(c, "unknown_type", path(c, e, PART, "type"), c.pos, "no message is defined for type " .. istr(ty))
         end
     end
     m.len = c.pos - start
+    -- A count-down or flagged fragment takes its place in the message's first stream;
+    -- without one it is not placed, and not reassembled.
+    if m.frag and m.frag.run then
+        if m.stream then
+            m.frag.run.si, m.frag.run.key, m.frag.run.seq = m.stream.si, m.stream.key, m.stream.seq
+            m.frag.run.bits = m.stream.bits
+        else
+            m.frag = nil
+        end
+    end
     close(c, e)
     return ok
 end
@@ -1607,6 +1729,7 @@ local function messages(c, nd)
     close(c, group, i, "u")
     return ok
 end
+read_messages = messages
 
 -- A datagram ----------------------------------------------------------------------------
 
@@ -1712,7 +1835,7 @@ local function dissect(L, s)
     d.seq = role(c, 1)
     local ty = low32(role(c, 2) or 0)
     d.ptype = ty
-    if L.messages then
+    if L.messages and not L.kinds then
         d.ptype = L.dtype
         c.zone = "m"
         local ok = messages(c, L.messages)
@@ -1749,6 +1872,10 @@ local function dissect(L, s)
     end
     c.zone = "b"
     local ok = body(c, d, ty)
+    -- A datagram kind's body may carry the sequence.
+    if d.seq == nil then
+        d.seq = role(c, 1)
+    end
     acks(c, d)
     if ok then
         protocol_id(c, d)
@@ -2126,6 +2253,184 @@ local function message_reassemble(L, fs, ty, f, data, frame)
     return { bytes = tconcat(chunks), frames = frames }
 end
 
+-- Count-down and flagged fragments placed by their stream's sequence (src/engine/msgruns.rs):
+-- a message is the run of sequences from a first fragment to the next last one; a
+-- count-down fragment is first when the sequence before it ended a message (or when it is
+-- the lowest its run has shown). Marks (ended a message, went into one) are kept for the
+-- last 1024 sequences of a run, as gpcap keeps them.
+local RUN_MARKS = 1024
+
+local function run_mark(run, x)
+    local m = run.marks[x % RUN_MARKS]
+    if m and m[1] == x + 1 then
+        return m
+    end
+    return nil
+end
+
+local function run_set_mark(run, x, ended, done)
+    local i = x % RUN_MARKS
+    local m = run.marks[i]
+    if m and m[1] == x + 1 then
+        m[2], m[3] = m[2] or ended, m[3] or done
+    else
+        run.marks[i] = { x + 1, ended, done }
+    end
+end
+
+local function run_starts(run, x, part)
+    if part.rem == nil then
+        return part.first
+    end
+    local before = run_mark(run, x - 1)
+    return (before ~= nil and before[2]) or (x == run.lowest and before == nil)
+end
+
+-- The sequence `s` extended next to the newest the run has seen.
+local function run_extend(run, s, bits)
+    local mod = 2 ^ bits
+    local d = (s - run.highest) % mod
+    if d >= mod / 2 then
+        d = d - mod
+    end
+    return run.highest + d
+end
+
+-- Completes the messages the fragment at `x` belongs to and the ones after it that waited.
+local function run_complete(L, run, x, as, out)
+    local most = L.maxfrag
+    while true do
+        local start = x
+        while true do
+            local e = run.held[start]
+            if not e then
+                return
+            end
+            if run_starts(run, start, e.part) then
+                break
+            end
+            if x - start + 1 >= most then
+                return
+            end
+            start = start - 1
+        end
+        local stop = x
+        while true do
+            local e = run.held[stop]
+            if not e then
+                return
+            end
+            if e.part.last then
+                break
+            end
+            if stop - start + 1 >= most then
+                return
+            end
+            stop = stop + 1
+        end
+        local consistent, total = true, 0
+        for k = start, stop do
+            local e = run.held[k]
+            if e.part.rem ~= nil then
+                consistent = consistent and k + e.part.rem == stop
+            else
+                consistent = consistent and e.part.first == (k == start) and e.part.last == (k == stop)
+            end
+            total = total + #e.data
+        end
+        if not consistent or total > L.maxmsg then
+            for k = start, stop do
+                run.held[k] = nil
+                run.nheld = run.nheld - 1
+            end
+            return
+        end
+        local parts, frames = {}, {}
+        for k = start, stop do
+            local e = run.held[k]
+            parts[#parts + 1], frames[#frames + 1] = e.data, e.frame
+            run.held[k] = nil
+            run.nheld = run.nheld - 1
+            run_set_mark(run, k, false, true)
+        end
+        run_set_mark(run, stop, true, false)
+        if stop > start then
+            out[#out + 1] = { bytes = tconcat(parts), frames = frames, as = as }
+        end
+        if not run.held[stop + 1] then
+            return
+        end
+        x = stop + 1
+    end
+end
+
+-- A count-down or flagged fragment into its flow's runs; what it completes goes to `out`.
+local function run_push(L, fs, ty, part, data, frame, out)
+    if part.rem ~= nil and part.rem >= L.maxfrag then
+        return
+    end
+    if #data > L.maxmsg then
+        return
+    end
+    local as = msgfrag_of(L, ty) and msgfrag_of(L, ty).as
+    fs.runs = fs.runs or {}
+    fs.nruns = fs.nruns or 0
+    local key = ty .. "|" .. part.si .. "|" .. part.key
+    local run = fs.runs[key]
+    if not run then
+        if fs.nruns >= 256 then
+            local oldest
+            for k, r in pairs(fs.runs) do
+                if not oldest or r.age < fs.runs[oldest].age then
+                    oldest = k
+                end
+            end
+            fs.runs[oldest] = nil
+            fs.nruns = fs.nruns - 1
+        end
+        fs.clock = fs.clock + 1
+        run = { age = fs.clock, highest = part.seq, lowest = part.seq, held = {}, nheld = 0, marks = {} }
+        fs.runs[key] = run
+        fs.nruns = fs.nruns + 1
+    end
+    local x = run_extend(run, part.seq, part.bits)
+    local m = run_mark(run, x)
+    if (m and m[3]) or run.held[x] then
+        return
+    end
+    if x > run.highest then
+        run.highest = x
+    end
+    if x < run.lowest then
+        run.lowest = x
+    end
+    -- A message of one fragment: nothing to hold.
+    if part.last and run_starts(run, x, part) then
+        run_set_mark(run, x, true, true)
+        return run_complete(L, run, x + 1, as, out)
+    end
+    run.held[x] = { data = data, frame = frame, part = part }
+    run.nheld = run.nheld + 1
+    if part.last then
+        run_set_mark(run, x, true, false)
+    end
+    -- A run holds twice the longest message at most: the oldest is given up.
+    while run.nheld > 2 * L.maxfrag do
+        local low
+        for k in pairs(run.held) do
+            if not low or k < low then
+                low = k
+            end
+        end
+        run.held[low] = nil
+        run.nheld = run.nheld - 1
+    end
+    run_complete(L, run, x, as, out)
+    if part.last then
+        run_complete(L, run, x + 1, as, out)
+    end
+end
+
 -- One datagram through a layer's engine ---------------------------------------------------
 -- An event: `status`, `crc_ok`, the dissection `d`, the packet a fragment completed
 -- (`whole`), the messages its fragments completed (`mdone`), and what inner layers read
@@ -2277,10 +2582,12 @@ datagram = function(L, s, env)
             done = {}
             for _, m in ipairs(d.msgs) do
                 local f = m.frag
-                if m.ty and f and f.at + f.len <= #s then
+                if m.ty and f and f.run and f.at + f.len <= #s then
+                    run_push(L, fs, m.ty, f.run, ssub(s, f.at + 1, f.at + f.len), env.frame, done)
+                elseif m.ty and f and f.at + f.len <= #s then
                     local r = message_reassemble(L, fs, m.ty, f, ssub(s, f.at + 1, f.at + f.len), env.frame)
                     if r then
-                        r.as = L.msgfrag[m.ty] and L.msgfrag[m.ty].as
+                        r.as = msgfrag_of(L, m.ty) and msgfrag_of(L, m.ty).as
                         done[#done + 1] = r
                     end
                 end
@@ -2611,11 +2918,14 @@ local function plain_paths(d)
     return P
 end
 
-local function template(L, d, s)
-    local def = d.ptype ~= nil and L.packets[d.ptype]
+-- The type `ptype`'s template filled from the fields `lo`..`hi` of `d` (all without them).
+local function template(L, d, s, ptype, lo, hi)
+    ptype = ptype or d.ptype
+    local def = ptype ~= nil and L.packets[ptype]
     if not def or not def.info then
         return nil
     end
+    lo, hi = lo or 1, hi or #d.f
     local P = plain_paths(d)
     local out = {}
     for _, piece in ipairs(def.info) do
@@ -2626,9 +2936,9 @@ local function template(L, d, s)
         else
             local want, full = piece[2], piece[3]
             local n, first = 0, nil
-            local wrong = piece[4] ~= nil and piece[4] ~= d.ptype
+            local wrong = piece[4] ~= nil and piece[4] ~= ptype
             for i, f in ipairs(d.f) do
-                if not wrong and P[i] == want and f[2] ~= INDEX and (full == nil or path(d.c, f[5], f[2], f[3]) == full) then
+                if not wrong and i >= lo and i <= hi and P[i] == want and f[2] ~= INDEX and (full == nil or path(d.c, f[5], f[2], f[3]) == full) then
                     first = first or f
                     if piece[1] == "count" then
                         if f[4] == "array" or ssub(f[4], -4) == "list" then
@@ -2651,6 +2961,66 @@ local function template(L, d, s)
         end
     end
     return tconcat(out)
+end
+
+-- Each message's template filled from its own fields (its type's name without one), runs
+-- of the same text counted, about 80 characters at most (src/present/info.rs).
+local function messages_info(L, d, s)
+    local texts, next = {}, 1
+    for i, m in ipairs(d.msgs) do
+        local lo, hi = 1, 0
+        for k = next, #d.f do
+            local f = d.f[k]
+            if f[4] == "message" and f[2] == INDEX and f[3] == i - 1 then
+                local inside = { [k] = true }
+                hi = k
+                for j = k + 1, #d.f do
+                    if not inside[d.f[j][5]] then
+                        break
+                    end
+                    inside[j], hi = true, j
+                end
+                lo, next = k + 1, hi + 1
+                break
+            end
+        end
+        local t = m.ty
+        local text = t and template(L, d, s, t, lo, hi)
+        texts[#texts + 1] = text or (t and type_name(L, t)) or "?"
+    end
+    local out, i = "", 1
+    while i <= #texts do
+        local j = i
+        while j < #texts and texts[j + 1] == texts[i] do
+            j = j + 1
+        end
+        if out ~= "" then
+            out = out .. ", "
+        end
+        out = out .. texts[i]
+        if j > i then
+            out = out .. " ×" .. (j - i + 1)
+        end
+        i = j + 1
+        if chars(out) > 80 and i <= #texts then
+            out = out .. ", …"
+            break
+        end
+    end
+    return out
+end
+
+-- The packet's template filled, or a summary of its fields; a datagram of messages whose
+-- types have templates says each message's.
+local function own_info(L, d, s)
+    local t = template(L, d, s)
+    if t then
+        return t
+    end
+    if #d.msgs > 0 and L.msg_info then
+        return messages_info(L, d, s)
+    end
+    return default_info(L, d, s)
 end
 
 local describe
@@ -2676,7 +3046,7 @@ local function layer_info(out, c)
     end
     local body = ""
     if e.d and #(e.carried or {}) == 0 and not frag then
-        body = template(L, e.d, e.bytes) or ((#e.d.msgs == 0 and #e.d.f == 0) and "" or default_info(L, e.d, e.bytes))
+        body = template(L, e.d, e.bytes) or ((#e.d.msgs == 0 and #e.d.f == 0) and "" or own_info(L, e.d, e.bytes))
     end
     out[#out + 1] = SEP
     if part == L.name and body ~= "" then
@@ -2699,7 +3069,7 @@ describe = function(L, ev)
     end
     local text
     if #(ev.carried or {}) == 0 then
-        text = template(L, d, ev.bytes) or default_info(L, d, ev.bytes)
+        text = own_info(L, d, ev.bytes)
     else
         text = template(L, d, ev.bytes) or head(L, d.ptype, d.seq, nil)
     end

@@ -15,7 +15,7 @@ use std::fmt::Write;
 
 /// The roles the runtime reads or may ignore (acks beyond one sequence are analysis:
 /// their fields are shown as they are); the others are refused by name.
-const ROLES: [&str; 19] = [
+const ROLES: [&str; 22] = [
     "crc",
     "sequence",
     "type",
@@ -35,6 +35,9 @@ const ROLES: [&str; 19] = [
     "ack-range-end",
     "nak-range-start",
     "nak-range-end",
+    "fragment-remaining",
+    "fragment-first",
+    "fragment-last",
 ];
 
 /// The kinds the runtime reads, by the name the definition gives them (a leaf read most
@@ -117,22 +120,16 @@ pub fn write(out: &mut String, p: &Program) -> Result<(), Refusal> {
         messages,
         datagram_type,
         kinds,
-        // With `kinds` refused, message types start at 0.
-        message_base: _,
+        message_base,
         // A header without a sequence is a validation matter, not a field to show.
         sequence_optional: _,
         plan: _,
         native: _,
     } = p;
-    if *kinds {
-        return Err(Refusal::new(
-            &params.name,
-            "datagram kinds beside `messages` (a header `role=type` with a `messages` block)",
-            0,
-            "the generator does not know datagram kinds yet",
-        ));
-    }
     let mut ids = Ids::default();
+    // Datagram kinds beside messages: the header's type names the kind, whose body reads
+    // the messages where it says; message types are numbered from `mbase`.
+    let _ = writeln!(out, "L.kinds = {kinds}\nL.mbase = {message_base}");
     params_table(out, params)?;
     let _ = writeln!(out, "L.header = {}", ids.block(*header));
     if let Some(f) = fragment {
@@ -179,18 +176,21 @@ pub fn write(out: &mut String, p: &Program) -> Result<(), Refusal> {
     let _ = writeln!(out, "L.packets = {{");
     for d in packets {
         let info = match &d.info {
-            Some(t) => format!(", info = {}", super::info::pieces(p, t)),
+            Some(t) => format!(", info = {}", super::info::pieces(p, d, t)),
             None => String::new(),
         };
         let _ = writeln!(
             out,
-            "    [{}] = {{ name = {}, body = {}{info} }},",
+            "    [{}] = {{ name = {}, body = {}, message = {}{info} }},",
             d.type_id,
             lua::string(&d.name),
-            ids.block(d.body)
+            ids.block(d.body),
+            d.message
         );
     }
     let _ = writeln!(out, "}}");
+    let msg_info = packets.iter().any(|d| d.message && d.info.is_some());
+    let _ = writeln!(out, "L.msg_info = {msg_info}");
     blocks_table(out, p, &mut ids);
     exprs_table(out, p, &ids)
 }
@@ -206,8 +206,9 @@ fn params_table(out: &mut String, params: &Params) -> Result<(), Refusal> {
         msb,
         rule,
         remembered,
-        // Sequence streams, send times and sequence spaces are analysis, not dissection.
-        streams: _,
+        // Send times and sequence spaces are analysis, not dissection; streams place
+        // count-down and flagged fragments.
+        streams,
         message_fragments,
         max_message_size,
         send_time: _,
@@ -263,6 +264,7 @@ fn params_table(out: &mut String, params: &Params) -> Result<(), Refusal> {
     }
     let names: Vec<String> = remembered.iter().map(|n| lua::string(n)).collect();
     let _ = writeln!(out, "L.remembered = {{ {} }}", names.join(", "));
+    streams_table(out, name, streams, message_fragments)?;
     let _ = writeln!(out, "L.msgfrag = {{");
     for f in message_fragments {
         let key: Vec<String> = f.key.iter().map(|(_, s)| s.to_string()).collect();
@@ -270,14 +272,53 @@ fn params_table(out: &mut String, params: &Params) -> Result<(), Refusal> {
         let as_type = f.reassembled_as.map_or("nil".into(), |t| t.to_string());
         let _ = writeln!(
             out,
-            "    [{}] = {{ key = {{ {} }}, off = {}, tot = {}, as = {as_type} }},",
+            "    [{}] = {{ key = {{ {} }}, off = {}, tot = {}, rem = {}, first = {}, last = {}, as = {as_type} }},",
             f.type_id,
             key.join(", "),
             slot(f.offset),
-            slot(f.total)
+            slot(f.total),
+            slot(f.remaining),
+            slot(f.first),
+            slot(f.last)
         );
     }
     let _ = writeln!(out, "}}\nL.msgfrag_any = {}", !message_fragments.is_empty());
+    Ok(())
+}
+
+/// The message streams (by index): their width and key slots, which place count-down
+/// and flagged fragments. Lua numbers hold a placed sequence exactly up to 52 bits.
+fn streams_table(
+    out: &mut String,
+    name: &str,
+    streams: &[crate::dissect::program::StreamDef],
+    frags: &[crate::dissect::program::MessageFragmentDef],
+) -> Result<(), Refusal> {
+    let runs = frags
+        .iter()
+        .any(|f| f.remaining.is_some() || f.first.is_some() || f.last.is_some());
+    if let Some(s) = streams.iter().find(|s| runs && s.bits > 52) {
+        return Err(Refusal::new(
+            name,
+            format!(
+                "the stream `{}` ({} bits) placing count-down or flagged fragments",
+                s.name, s.bits
+            ),
+            0,
+            "Lua numbers hold a placed sequence exactly up to 52 bits",
+        ));
+    }
+    let _ = writeln!(out, "L.streams = {{");
+    for (i, s) in streams.iter().enumerate() {
+        let key: Vec<String> = s.key.iter().map(|(_, k)| k.to_string()).collect();
+        let _ = writeln!(
+            out,
+            "    [{i}] = {{ bits = {}, key = {{ {} }} }},",
+            s.bits,
+            key.join(", ")
+        );
+    }
+    let _ = writeln!(out, "}}");
     Ok(())
 }
 
@@ -338,7 +379,7 @@ fn node(p: &Program, n: &Node, ids: &mut Ids) -> Result<String, Refusal> {
         type_name: _,
         line,
         remember,
-        stream: _,
+        stream,
     } = n;
     known_kind(&p.params.name, name, *line, kind.name())?;
     let mut s = format!("{{ name = {}", lua::string(name));
@@ -362,14 +403,7 @@ fn node(p: &Program, n: &Node, ids: &mut Ids) -> Result<String, Refusal> {
         Kind::Bytes(c) => format!("kind = \"bytes\", count = {}", count(c, ids)),
         Kind::String { max } => format!("kind = \"string\", max = {max}"),
         Kind::Check { magic } => format!("kind = \"check\", magic = {magic}"),
-        Kind::Magic(_) => {
-            return Err(Refusal::new(
-                &p.params.name,
-                format!("`check {name} magic=\"…\"` (a magic of bytes in quotes)"),
-                *line,
-                "the generator does not know magics of bytes in quotes yet",
-            ));
-        }
+        Kind::Magic(bytes) => format!("kind = \"magic\", bytes = {}", lua::bytes(bytes)),
         Kind::Rest { body } => format!("kind = \"rest\", body = {}", ids.block(*body)),
         Kind::Derived(e) => format!("kind = \"derived\", e = {}", ids.expr(*e)),
         Kind::LeUint(c) => format!("kind = \"le-uint\", count = {}", count(c, ids)),
@@ -447,6 +481,9 @@ fn node(p: &Program, n: &Node, ids: &mut Ids) -> Result<String, Refusal> {
     }
     if let Some(i) = remember {
         let _ = write!(s, ", remember = {}", i + 1);
+    }
+    if let Some(si) = stream {
+        let _ = write!(s, ", stream = {si}");
     }
     s.push_str(" }");
     Ok(s)
