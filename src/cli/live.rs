@@ -43,7 +43,9 @@ pub fn run(a: &LiveArgs) -> Result<ExitCode> {
     let mut choice = a.protocol.choice()?;
     choice.link_mtu = Some(a.link_mtu);
     choice.mtu_budget = a.mtu;
-    let cap = open(a, &source, &choice)?;
+    let Some(cap) = open(a, &source, &choice)? else {
+        return Ok(ExitCode::SUCCESS);
+    };
     drive(a, &source, cap, choice)
 }
 
@@ -72,7 +74,8 @@ pub fn is_stream(source: &str) -> bool {
     source == "-" || source.contains('/') || std::fs::metadata(source).is_ok_and(|m| m.file_type().is_fifo())
 }
 
-fn open(a: &LiveArgs, source: &str, choice: &Choice) -> Result<LiveCapture> {
+/// The capture; none when the user quit before a stream's header came.
+fn open(a: &LiveArgs, source: &str, choice: &Choice) -> Result<Option<LiveCapture>> {
     let sel = selection(choice);
     let usage = |e: gpcap::live::LiveError| Error::Usage(e.to_string());
     if let Some(remote) = Remote::parse(source) {
@@ -82,17 +85,21 @@ fn open(a: &LiveArgs, source: &str, choice: &Choice) -> Result<LiveCapture> {
             .clone()
             .unwrap_or_else(|| gpcap::live::bpf::expression(&sel));
         return gpcap::live::ssh::start(&remote, &a.ssh_command, &a.remote_tcpdump, a.snaplen, &filter)
+            .map(Some)
             .map_err(usage);
     }
     if is_stream(source) {
         if a.filter.is_some() {
             eprintln!("gpcap: --filter does not apply to a stream: every frame in it is read");
         }
-        if source == "-" {
-            return LiveCapture::from_stream("-", std::io::stdin(), None, None).map_err(usage);
-        }
-        let f = std::fs::File::open(source).map_err(|e| Error::io(source, e))?;
-        return LiveCapture::from_stream(source, f, None, None).map_err(usage);
+        let name = source.to_string();
+        let input: Box<dyn std::io::Read + Send> = if source == "-" {
+            Box::new(std::io::stdin())
+        } else {
+            Box::new(std::fs::File::open(source).map_err(|e| Error::io(source, e))?)
+        };
+        let opening = move || LiveCapture::from_stream(&name, input, None, None).map_err(usage);
+        return super::live_wait::until_header(a.no_tui, source, opening);
     }
     let mut bpf = a.filter.clone();
     if bpf.is_some() && !cfg!(feature = "libpcap") {
@@ -109,7 +116,7 @@ fn open(a: &LiveArgs, source: &str, choice: &Choice) -> Result<LiveCapture> {
         snaplen: a.snaplen,
         ..LiveOptions::default()
     };
-    LiveCapture::start(&opts).map_err(usage)
+    LiveCapture::start(&opts).map(Some).map_err(usage)
 }
 
 /// The capture's counters beside the report: the frames captured but not in it are
