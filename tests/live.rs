@@ -408,13 +408,29 @@ fn slow_enet_datagram(first: u32) -> Vec<u8> {
 /// filled the queue, and `live --duration` then ran until the queue was drained (166 s
 /// for 10), with two reports in all and Ctrl-C unheard. Now the run ends about on time,
 /// the frames left in the queue counted as `not_analyzed`, and a periodic report came on
-/// time while the analysis was behind.
+/// time while the analysis was behind; `--write` still has every frame captured.
 #[test]
 fn a_backlog_does_not_hold_duration_back() {
     if !root() {
         return;
     }
-    let (took, reports) = live_behind(40137, &["--duration", "3"], None);
+    let written = std::env::temp_dir().join(format!("gpcap-backlog-{}.pcapng", std::process::id()));
+    let w = written.to_str().unwrap();
+    let (took, reports) = live_behind(40137, &["--duration", "3", "--write", w], None);
+    // The frames given up by the analysis are still in --write: every frame captured.
+    let mut r = gpcap::capture::CaptureReader::open(&written).unwrap();
+    let mut in_file = 0u64;
+    while r.next_frame().unwrap().is_some() {
+        in_file += 1;
+    }
+    let _ = std::fs::remove_file(&written);
+    let last = reports.last().unwrap();
+    assert_eq!(
+        Some(in_file),
+        last["live"]["captured"].as_u64(),
+        "{}",
+        last["live"]
+    );
     // 3 s of capture, a second of grace for the queue, the report: well under 10 s
     // (without the fix the queue was drained to the end, tens of seconds).
     assert!(

@@ -191,6 +191,17 @@ fn counted(cap: &LiveCapture, session: &Session) -> LiveStats {
     }
 }
 
+/// Stops the capture and gives up the frames the analysis has not reached: counted as
+/// not analyzed, and still written to `--write` (a write error is said when the session
+/// finishes).
+fn give_up(session: &mut Session, cap: &mut LiveCapture, held: &mut Held) {
+    if let Some((batch, done)) = held.take() {
+        session.write_unanalyzed(batch.frames_from(done));
+        cap.recycle(batch);
+    }
+    cap.abandon(|b| session.write_unanalyzed(b.frames()));
+}
+
 /// The capture has ended or been stopped: what is queued is analyzed (all of it when
 /// the capture ended on its own, for [`STOP_GRACE`] at most when it was stopped), the
 /// rest given up; the counters after.
@@ -200,10 +211,7 @@ fn wind_down(session: &mut Session, cap: &mut LiveCapture, held: &mut Held, stop
         let until = Instant::now() + STOP_GRACE;
         let go_on = || Instant::now() < until;
         while go_on() && matches!(pump(session, cap, held, Duration::ZERO, &go_on), Ok(true)) {}
-        if let Some((batch, _)) = held.take() {
-            cap.recycle(batch);
-        }
-        cap.abandon();
+        give_up(session, cap, held);
     } else {
         cap.stop();
         while matches!(pump(session, cap, held, Duration::ZERO, &|| true), Ok(true)) {}
@@ -440,9 +448,6 @@ fn analyze_live(mut session: Session, mut cap: LiveCapture, stop: &AtomicBool, s
         }
     }
     // Quit: the queue is given up at once (the user is waiting for the screen to close).
-    if let Some((batch, _)) = held.take() {
-        cap.recycle(batch);
-    }
-    cap.abandon();
+    give_up(&mut session, &mut cap, &mut held);
     let _ = session.finish();
 }

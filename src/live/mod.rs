@@ -338,12 +338,14 @@ impl LiveCapture {
         self.stop_and(|_| {})
     }
 
-    /// Stops capturing and gives up the frames still queued, unread: they stay counted
-    /// in `captured`, and the caller says they were not analyzed. A stream's thread
-    /// waiting for room in a full queue is so let go at once.
-    pub fn abandon(&mut self) -> LiveStats {
+    /// Stops capturing and hands each batch still queued (and those the thread hands
+    /// over as it stops) to `each` instead of the analysis: they stay counted in
+    /// `captured`, and the caller says they were not analyzed. A stream's thread waiting
+    /// for room in a full queue is so let go at once.
+    pub fn abandon(&mut self, mut each: impl FnMut(&Batch)) -> LiveStats {
         self.stop_and(|c| {
             while let Ok(b) = c.rx.try_recv() {
+                each(&b);
                 c.recycle(b);
             }
         })

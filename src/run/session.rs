@@ -106,6 +106,23 @@ impl Session {
         Ok(fed)
     }
 
+    /// Frames the analysis gave up (the run stopped while it was behind) still go to
+    /// `--write`, unanalyzed: the file keeps every frame captured. A write error is kept
+    /// for [`Session::finish`] to return.
+    pub fn write_unanalyzed<'a>(&mut self, batch: impl IntoIterator<Item = Frame<'a>>) {
+        let Some(w) = self.writer.as_mut() else {
+            return;
+        };
+        for f in batch {
+            if w.error.is_some() {
+                return;
+            }
+            if let Err(e) = w.frame(f.linktype, f.ts_ns, f.data, f.origlen) {
+                w.error = Some(e);
+            }
+        }
+    }
+
     /// The report so far (packets still being reassembled count as incomplete in it).
     pub fn report(&self) -> Report {
         let mut stats = self.stats.clone();
