@@ -381,6 +381,126 @@ fn live_no_tui_reports_early_consistently_and_ends_once() {
     }
 }
 
+/// ENet datagrams that are slow to analyze: 56 one-byte fragments each, of 1 MiB
+/// messages (a few hundred microseconds a datagram), with a valid CRC32.
+fn slow_enet_datagram(first: u32) -> Vec<u8> {
+    let mut body = Vec::new();
+    for i in 0..56u32 {
+        // A send-unreliable-fragment command (12) on channel 1: start sequence, data
+        // length, fragment count and number, total length, offset, the byte.
+        body.extend_from_slice(&[12, 1, 0, 1]);
+        body.extend_from_slice(&(((first + i) & 0xffff) as u16).to_be_bytes());
+        body.extend_from_slice(&1u16.to_be_bytes());
+        for v in [1u32, 0, 1 << 20, 0] {
+            body.extend_from_slice(&v.to_be_bytes());
+        }
+        body.push(b'Z');
+    }
+    let mut d = 0x0fffu16.to_be_bytes().to_vec();
+    d.extend_from_slice(&[0; 4]);
+    d.extend_from_slice(&body);
+    let crc = crc32fast::hash(&d);
+    d[2..6].copy_from_slice(&crc.to_be_bytes());
+    d
+}
+
+/// The attacker's backlog: datagrams sent faster than the definition analyzes them
+/// filled the queue, and `live --duration` then ran until the queue was drained (166 s
+/// for 10), with two reports in all and Ctrl-C unheard. Now the run ends about on time,
+/// the frames left in the queue counted as `not_analyzed`, and a periodic report came on
+/// time while the analysis was behind; `--write` still has every frame captured.
+#[test]
+fn a_backlog_does_not_hold_duration_back() {
+    if !root() {
+        return;
+    }
+    let written = std::env::temp_dir().join(format!("gpcap-backlog-{}.pcapng", std::process::id()));
+    let w = written.to_str().unwrap();
+    let (took, reports) = live_behind(40137, &["--duration", "3", "--write", w], None);
+    // The frames given up by the analysis are still in --write: every frame captured.
+    let mut r = gpcap::capture::CaptureReader::open(&written).unwrap();
+    let mut in_file = 0u64;
+    while r.next_frame().unwrap().is_some() {
+        in_file += 1;
+    }
+    let _ = std::fs::remove_file(&written);
+    let last = reports.last().unwrap();
+    assert_eq!(
+        Some(in_file),
+        last["live"]["captured"].as_u64(),
+        "{}",
+        last["live"]
+    );
+    // 3 s of capture, a second of grace for the queue, the report: well under 10 s
+    // (without the fix the queue was drained to the end, tens of seconds).
+    assert!(
+        took < Duration::from_secs(10),
+        "the run took {took:?} for --duration 3"
+    );
+    // A report a second while behind, not one when the backlog happened to clear.
+    let periodic = reports.iter().filter(|r| r["final"] == false).count();
+    assert!(periodic >= 2, "{periodic} periodic reports in {took:?}");
+}
+
+/// The same backlog stopped by Ctrl-C: heard at once, not once the queue is drained.
+#[test]
+fn a_backlog_does_not_hold_ctrl_c_back() {
+    if !root() {
+        return;
+    }
+    let (took, _) = live_behind(40139, &["--duration", "120"], Some(Duration::from_millis(2500)));
+    assert!(
+        took < Duration::from_secs(8),
+        "the run took {took:?}, SIGINT at 2.5 s"
+    );
+}
+
+/// `live --no-tui --json --interval 1` on loopback while 2 s of slow datagrams are sent
+/// (SIGINT at `sigint` if given): how long it ran and its reports, the final one checked:
+/// frames analyzed and not analyzed add up to those captured, and some were not.
+fn live_behind(port: u16, stop: &[&str], sigint: Option<Duration>) -> (Duration, Vec<serde_json::Value>) {
+    let started = Instant::now();
+    let child = Command::new(env!("CARGO_BIN_EXE_gpcap"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["live", "lo", "--no-tui", "--json", "--interval", "1"])
+        .args(stop)
+        .args(["-d", "dissectors/enet.kdl", "--port", &port.to_string()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("gpcap live");
+    std::thread::sleep(Duration::from_millis(500));
+    let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let datagrams: Vec<Vec<u8>> = (0..64).map(|i| slow_enet_datagram(i * 56)).collect();
+    let mut sent = 0u64;
+    while started.elapsed() < Duration::from_millis(2000) {
+        for d in &datagrams {
+            if sock.send_to(d, ("127.0.0.1", port)).is_ok() {
+                sent += 1;
+            }
+        }
+    }
+    if let Some(at) = sigint {
+        std::thread::sleep(at.saturating_sub(started.elapsed()));
+        assert!(sh(&format!("kill -INT {}", child.id())));
+    }
+    let (code, stdout, stderr) = wait_bounded(child, Duration::from_secs(60));
+    let took = started.elapsed();
+    assert_eq!(code, 0, "{stderr}");
+    let reports: Vec<serde_json::Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let last = reports.last().expect("a final report");
+    assert_eq!(last["final"], true, "{last}");
+    let (captured, frames, left) = (
+        last["live"]["captured"].as_u64().unwrap(),
+        last["report"]["capture"]["frames"].as_u64().unwrap(),
+        last["live"]["not_analyzed"].as_u64().unwrap(),
+    );
+    assert_eq!(captured, frames + left, "{}", last["live"]);
+    // Only a backlog makes the test say anything: the analysis must have been behind.
+    assert!(left > 0, "no backlog: {sent} sent, {}", last["live"]);
+    (took, reports)
+}
+
 /// `replay --iface` on one end of a veth pair feeds `live` on the other the capture's own
 /// datagrams, addresses and order: the live report equals `analyze`'s of the capture in
 /// every number but the clock's — game fragments, IP fragments (both links at MTU 1000),

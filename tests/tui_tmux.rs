@@ -1,6 +1,6 @@
 //! End to end: the real binary in tmux (send-keys, capture-pane) over bundled captures:
 //! navigating to a malformed packet, and filtering on a dissected field then writing
-//! the result with `w`. Skipped with a message where tmux is absent (CI installs it).
+//! the result with `w`; a stream on stdin that has not sent its header yet. Skipped with a message where tmux is absent (CI installs it).
 
 mod common;
 use std::process::Command;
@@ -198,4 +198,32 @@ fn analyze_fits_the_terminal_and_not_a_pipe() {
     let piped = String::from_utf8_lossy(&piped.stdout);
     assert!(!piped.contains("left out for"), "{piped}");
     assert!(piped.lines().any(|l| l.chars().count() > 120));
+}
+
+/// `sleep 30 | gpcap tui -`: before the stream's header came the terminal stayed blank
+/// and `q` did nothing until the pipe ended. Now a screen says what it waits for, and
+/// `q` leaves at once.
+#[test]
+fn a_stream_without_its_header_yet_shows_so_and_quits_on_q() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        common::skipped(module_path!(), "tmux is not installed");
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_gpcap");
+    let root = env!("CARGO_MANIFEST_DIR");
+    let session = format!("gpcap-e2e-header-{}", std::process::id());
+    // The pipe's writer is not waited for (a shell's pipeline would wait for it).
+    let cmd = format!(
+        "bash -c 'cd {root} && {bin} tui - -d dissectors/article.kdl < <(sleep 60); echo EXIT=$?; sleep 30'"
+    );
+    tmux(&["new-session", "-d", "-s", &session, "-x", "120", "-y", "30", &cmd]);
+    let waiting = wait_for(&session, "Waiting for the capture header");
+    tmux(&["send-keys", "-t", &session, "q"]);
+    let after = wait_for(&session, "EXIT=");
+    let _ = tmux(&["kill-session", "-t", &session]);
+    assert!(
+        waiting.contains("Waiting for the capture header (pcap or pcapng) on stdin"),
+        "{waiting}"
+    );
+    assert!(after.contains("EXIT=0"), "{after}");
 }

@@ -43,7 +43,9 @@ pub fn run(a: &LiveArgs) -> Result<ExitCode> {
     let mut choice = a.protocol.choice()?;
     choice.link_mtu = Some(a.link_mtu);
     choice.mtu_budget = a.mtu;
-    let cap = open(a, &source, &choice)?;
+    let Some(cap) = open(a, &source, &choice)? else {
+        return Ok(ExitCode::SUCCESS);
+    };
     drive(a, &source, cap, choice)
 }
 
@@ -72,7 +74,8 @@ pub fn is_stream(source: &str) -> bool {
     source == "-" || source.contains('/') || std::fs::metadata(source).is_ok_and(|m| m.file_type().is_fifo())
 }
 
-fn open(a: &LiveArgs, source: &str, choice: &Choice) -> Result<LiveCapture> {
+/// The capture; none when the user quit before a stream's header came.
+fn open(a: &LiveArgs, source: &str, choice: &Choice) -> Result<Option<LiveCapture>> {
     let sel = selection(choice);
     let usage = |e: gpcap::live::LiveError| Error::Usage(e.to_string());
     if let Some(remote) = Remote::parse(source) {
@@ -82,17 +85,21 @@ fn open(a: &LiveArgs, source: &str, choice: &Choice) -> Result<LiveCapture> {
             .clone()
             .unwrap_or_else(|| gpcap::live::bpf::expression(&sel));
         return gpcap::live::ssh::start(&remote, &a.ssh_command, &a.remote_tcpdump, a.snaplen, &filter)
+            .map(Some)
             .map_err(usage);
     }
     if is_stream(source) {
         if a.filter.is_some() {
             eprintln!("gpcap: --filter does not apply to a stream: every frame in it is read");
         }
-        if source == "-" {
-            return LiveCapture::from_stream("-", std::io::stdin(), None, None).map_err(usage);
-        }
-        let f = std::fs::File::open(source).map_err(|e| Error::io(source, e))?;
-        return LiveCapture::from_stream(source, f, None, None).map_err(usage);
+        let name = source.to_string();
+        let input: Box<dyn std::io::Read + Send> = if source == "-" {
+            Box::new(std::io::stdin())
+        } else {
+            Box::new(std::fs::File::open(source).map_err(|e| Error::io(source, e))?)
+        };
+        let opening = move || LiveCapture::from_stream(&name, input, None, None).map_err(usage);
+        return super::live_wait::until_header(a.no_tui, source, opening);
     }
     let mut bpf = a.filter.clone();
     if bpf.is_some() && !cfg!(feature = "libpcap") {
@@ -109,19 +116,17 @@ fn open(a: &LiveArgs, source: &str, choice: &Choice) -> Result<LiveCapture> {
         snaplen: a.snaplen,
         ..LiveOptions::default()
     };
-    LiveCapture::start(&opts).map_err(usage)
+    LiveCapture::start(&opts).map(Some).map_err(usage)
 }
 
-fn stats_line(s: &LiveStats) -> String {
-    stats_line_with(s, None)
-}
-
-/// The capture's counters beside a report of `analyzed` frames: the frames captured but
-/// not in the report yet are said, so that `captured` and the report's `frames` agree.
-fn stats_line_with(s: &LiveStats, analyzed: Option<u64>) -> String {
-    let queued = match analyzed {
-        Some(n) if s.captured > n => format!(" ({} not analyzed yet)", s.captured - n),
-        _ => String::new(),
+/// The capture's counters beside the report: the frames captured but not in it are
+/// said (still queued, or given up at the end), so that `captured` and the report's
+/// `frames` agree.
+fn stats_line(s: &LiveStats, last: bool) -> String {
+    let queued = match s.not_analyzed {
+        0 => String::new(),
+        n if last => format!(" ({n} not analyzed: the run stopped while the analysis was behind)"),
+        n => format!(" ({n} not analyzed yet)"),
     };
     let mut line = format!(
         "captured {}{queued} · kernel drops {} · interface drops {} · queue drops {}",
@@ -133,20 +138,85 @@ fn stats_line_with(s: &LiveStats, analyzed: Option<u64>) -> String {
     line
 }
 
-/// The analysis loop's step: drain the queue in batches, up to 16 (4,096 frames)
-/// between two looks at the clock.
-fn pump(session: &mut Session, cap: &LiveCapture, wait: Duration) -> Result<()> {
+/// A batch taken from the queue and how many of its frames were analyzed: the rest is
+/// analyzed after a report that fell due, or given up when the run stops.
+type Held = Option<(gpcap::live::FrameBatch, usize)>;
+
+/// How long the frames queued when the run is stopped (`--duration`, Ctrl-C) are still
+/// analyzed: all of them when the analysis keeps up; the rest are counted as not analyzed.
+const STOP_GRACE: Duration = Duration::from_secs(1);
+
+/// The analysis loop's step: the held batch, then up to 16 from the queue (the first
+/// waited for at most `wait`), analyzed while `go_on` holds (asked every few frames, so
+/// that a slow definition holds neither a report nor a stop back). False when no frame
+/// was waiting.
+fn pump(
+    session: &mut Session,
+    cap: &LiveCapture,
+    held: &mut Held,
+    wait: Duration,
+    go_on: &dyn Fn() -> bool,
+) -> Result<bool> {
     let mut wait = wait;
+    let mut any = false;
     for _ in 0..16 {
-        let Some(batch) = cap.next_batch(wait) else {
+        if !go_on() {
+            break;
+        }
+        let Some((batch, done)) = held.take().or_else(|| cap.next_batch(wait).map(|b| (b, 0))) else {
             break;
         };
+        any = true;
         wait = Duration::ZERO;
-        let fed = session.feed_frames(batch.frames());
-        cap.recycle(batch);
+        let fed = session.feed_frames_while(batch.frames_from(done), go_on);
+        match fed {
+            Ok(n) if done + n < batch.len() => {
+                *held = Some((batch, done + n));
+                break;
+            }
+            _ => cap.recycle(batch),
+        }
         fed.map_err(|e| Error::io("--write", e))?;
     }
-    Ok(())
+    Ok(any)
+}
+
+/// The capture's counters with the frames captured but not (yet) analyzed.
+fn counted(cap: &LiveCapture, session: &Session) -> LiveStats {
+    let s = cap.stats();
+    LiveStats {
+        captured: s.captured.max(session.frames()),
+        not_analyzed: s.captured.saturating_sub(session.frames()),
+        ..s
+    }
+}
+
+/// Stops the capture and gives up the frames the analysis has not reached: counted as
+/// not analyzed, and still written to `--write` (a write error is said when the session
+/// finishes).
+fn give_up(session: &mut Session, cap: &mut LiveCapture, held: &mut Held) {
+    if let Some((batch, done)) = held.take() {
+        session.write_unanalyzed(batch.frames_from(done));
+        cap.recycle(batch);
+    }
+    cap.abandon(|b| session.write_unanalyzed(b.frames()));
+}
+
+/// The capture has ended or been stopped: what is queued is analyzed (all of it when
+/// the capture ended on its own, for [`STOP_GRACE`] at most when it was stopped), the
+/// rest given up; the counters after.
+fn wind_down(session: &mut Session, cap: &mut LiveCapture, held: &mut Held, stopped: bool) -> LiveStats {
+    if stopped {
+        cap.halt();
+        let until = Instant::now() + STOP_GRACE;
+        let go_on = || Instant::now() < until;
+        while go_on() && matches!(pump(session, cap, held, Duration::ZERO, &go_on), Ok(true)) {}
+        give_up(session, cap, held);
+    } else {
+        cap.stop();
+        while matches!(pump(session, cap, held, Duration::ZERO, &|| true), Ok(true)) {}
+    }
+    counted(cap, session)
 }
 
 fn drive(a: &LiveArgs, name: &str, cap: LiveCapture, choice: Choice) -> Result<ExitCode> {
@@ -270,7 +340,7 @@ fn report_until_stopped(
             outln!(
                 "Live capture on {name}: {:.1} s, {}{}",
                 start.elapsed().as_secs_f64(),
-                stats_line_with(s, Some(r.capture.frames)),
+                stats_line(s, last),
                 if last { " (final)" } else { "" }
             );
             out!(
@@ -279,29 +349,23 @@ fn report_until_stopped(
             );
         }
     };
+    let mut held: Held = None;
     while !over() && cap.is_running() {
-        pump(&mut session, &cap, Duration::from_millis(50))?;
-        // A capture stopping now gets its final report only.
+        let due = next_report;
+        pump(&mut session, &cap, &mut held, Duration::from_millis(50), &|| {
+            !over() && Instant::now() < due
+        })?;
+        // On time while the analysis is behind; a capture stopping now gets its final
+        // report only.
         if Instant::now() >= next_report && !over() && cap.is_running() {
             next_report = Instant::now() + Duration::from_secs_f64(a.interval.max(0.1));
-            // The counters first: the report's frames are then never more than captured.
-            let stats = cap.stats();
-            print(&session.report(), &stats, false);
+            print(&session.report(), &counted(&cap, &session), false);
         }
     }
-    let stats = cap.stop();
-    // Everything captured is analyzed (and written) before the final report.
-    while let Some(batch) = cap.next_batch(Duration::ZERO) {
-        let fed = session.feed_frames(batch.frames());
-        cap.recycle(batch);
-        if fed.is_err() {
-            break;
-        }
-    }
-    let stats = LiveStats {
-        captured: stats.captured.max(session.frames()),
-        ..cap.stats()
-    };
+    // Stopped (rather than a stream that ended): what the analysis has not reached is
+    // given up and counted, not analyzed for as long as it takes.
+    let stopped = over();
+    let stats = wind_down(&mut session, &mut cap, &mut held, stopped);
     let failure = cap.failure.lock().ok().and_then(|f| f.clone());
     let report = session.finish().map_err(|e| Error::io("--write", e))?;
     print(&report, &stats, true);
@@ -355,19 +419,18 @@ fn show_until_quit(
 /// report each second, and finishes it when the stream ends.
 fn analyze_live(mut session: Session, mut cap: LiveCapture, stop: &AtomicBool, source: &str) {
     let mut last = Instant::now();
+    let mut held: Held = None;
     while !stop.load(Ordering::Relaxed) {
         let running = cap.is_running();
-        if pump(&mut session, &cap, Duration::from_millis(50)).is_err() {
+        let go_on = || !stop.load(Ordering::Relaxed) && last.elapsed() <= Duration::from_secs(1);
+        if pump(&mut session, &cap, &mut held, Duration::from_millis(50), &go_on).is_err() {
             break;
         }
         // A stream that ended: everything it held is analyzed, the report is final.
         if !running {
-            while let Some(batch) = cap.next_batch(Duration::ZERO) {
-                let _ = session.feed_frames(batch.frames());
-                cap.recycle(batch);
-            }
+            let stats = wind_down(&mut session, &mut cap, &mut held, false);
             let why = cap.failure.lock().ok().and_then(|f| f.clone());
-            let line = format!("{} · the stream ended", stats_line(&cap.stats()));
+            let line = format!("{} · the stream ended", stats_line(&stats, true));
             if let Some(ix) = session.index.as_mut() {
                 ix.live_status(line);
             }
@@ -376,14 +439,15 @@ fn analyze_live(mut session: Session, mut cap: LiveCapture, stop: &AtomicBool, s
         }
         if last.elapsed() > Duration::from_secs(1) {
             last = Instant::now();
+            let line = stats_line(&counted(&cap, &session), false);
             let report = session.report();
-            let line = stats_line(&cap.stats());
             if let Some(ix) = session.index.as_mut() {
                 ix.live_status(line);
                 ix.report(report);
             }
         }
     }
-    cap.stop();
+    // Quit: the queue is given up at once (the user is waiting for the screen to close).
+    give_up(&mut session, &mut cap, &mut held);
     let _ = session.finish();
 }

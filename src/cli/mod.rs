@@ -15,6 +15,7 @@ pub mod identify;
 pub mod input;
 pub mod keys;
 pub mod live;
+mod live_wait;
 pub mod replay;
 pub mod send;
 pub mod tui;

@@ -87,6 +87,9 @@ pub struct LiveStats {
     pub if_dropped: u64,
     /// Dropped because the analysis fell behind the queue.
     pub queue_dropped: u64,
+    /// Of `captured`, frames not in the report: still queued (a periodic report), or
+    /// given up because the run was stopped while the analysis was behind.
+    pub not_analyzed: u64,
     /// A remote tcpdump's "received by filter" (ssh; known when it ends).
     pub remote_received: Option<u64>,
     /// A remote tcpdump's "dropped by kernel" (ssh; known when it ends).
@@ -110,6 +113,9 @@ pub fn interfaces() -> Result<Vec<Interface>, String> {
     #[cfg(all(not(feature = "libpcap"), not(target_os = "linux")))]
     Err("live capture on this system needs the libpcap build (cargo install --features libpcap)".into())
 }
+
+/// A batch of captured frames as [`LiveCapture::next_batch`] hands it over.
+pub type FrameBatch = Batch;
 
 /// Frames the capture thread hands over at once: one channel operation per batch, not
 /// per frame, so that the thread goes back to the kernel's ring sooner.
@@ -317,23 +323,47 @@ impl LiveCapture {
         self.thread.as_ref().is_some_and(|t| !t.is_finished())
     }
 
-    /// Stops capturing; frames still queued can be read with `next`. A stream blocked
-    /// in a read that does not end within a few seconds is left to the process's exit.
-    pub fn stop(&mut self) -> LiveStats {
+    /// Asks the capture thread to stop, without waiting: frames queued (and the few it
+    /// hands over as it stops) can still be read.
+    pub fn halt(&mut self) {
         self.shared.stop.store(true, Ordering::Relaxed);
         if let Some(f) = self.on_stop.take() {
             f();
         }
+    }
+
+    /// Stops capturing; frames still queued can be read with `next`. A stream blocked
+    /// in a read that does not end within a few seconds is left to the process's exit.
+    pub fn stop(&mut self) -> LiveStats {
+        self.stop_and(|_| {})
+    }
+
+    /// Stops capturing and hands each batch still queued (and those the thread hands
+    /// over as it stops) to `each` instead of the analysis: they stay counted in
+    /// `captured`, and the caller says they were not analyzed. A stream's thread waiting
+    /// for room in a full queue is so let go at once.
+    pub fn abandon(&mut self, mut each: impl FnMut(&Batch)) -> LiveStats {
+        self.stop_and(|c| {
+            while let Ok(b) = c.rx.try_recv() {
+                each(&b);
+                c.recycle(b);
+            }
+        })
+    }
+
+    fn stop_and(&mut self, mut each_wait: impl FnMut(&Self)) -> LiveStats {
+        self.halt();
         if let Some(t) = self.thread.take() {
             let until = Instant::now() + Duration::from_secs(5);
             while !t.is_finished() && Instant::now() < until {
-                // Room in the queue for what the thread still hands over.
+                each_wait(self);
                 std::thread::sleep(Duration::from_millis(10));
             }
             if t.is_finished() {
                 let _ = t.join();
             }
         }
+        each_wait(self);
         self.stats()
     }
 }

@@ -10,6 +10,10 @@ use std::fs::File;
 use std::io::BufWriter;
 use std::path::Path;
 
+/// Frames analyzed between two asks of [`Session::feed_frames_while`]'s `go_on`: a
+/// clock read every 8 frames costs little beside them.
+const ASK_EVERY: usize = 8;
+
 pub struct Session {
     engine: Engine,
     stats: Statistics,
@@ -68,8 +72,24 @@ impl Session {
     /// Analyzes a batch of frames, each of its own link type (a pcapng stream may mix
     /// them); they are numbered in the order they arrive.
     pub fn feed_frames<'a>(&mut self, batch: impl IntoIterator<Item = Frame<'a>>) -> std::io::Result<()> {
+        self.feed_frames_while(batch, || true).map(|_| ())
+    }
+
+    /// Analyzes frames of a batch while `go_on` holds, asked every few frames (a slow
+    /// definition then cannot hold a stop or a due report back for long); returns how
+    /// many were analyzed.
+    pub fn feed_frames_while<'a>(
+        &mut self,
+        batch: impl IntoIterator<Item = Frame<'a>>,
+        mut go_on: impl FnMut() -> bool,
+    ) -> std::io::Result<usize> {
         let mut sinks = (&mut self.stats, (&mut self.index, &mut self.writer));
+        let mut fed = 0;
         for mut f in batch {
+            if fed % ASK_EVERY == 0 && !go_on() {
+                break;
+            }
+            fed += 1;
             self.frames += 1;
             f.number = self.frames;
             f.offset = 0;
@@ -83,7 +103,24 @@ impl Session {
         if let Some(ix) = self.index.as_mut() {
             ix.publish(false);
         }
-        Ok(())
+        Ok(fed)
+    }
+
+    /// Frames the analysis gave up (the run stopped while it was behind) still go to
+    /// `--write`, unanalyzed: the file keeps every frame captured. A write error is kept
+    /// for [`Session::finish`] to return.
+    pub fn write_unanalyzed<'a>(&mut self, batch: impl IntoIterator<Item = Frame<'a>>) {
+        let Some(w) = self.writer.as_mut() else {
+            return;
+        };
+        for f in batch {
+            if w.error.is_some() {
+                return;
+            }
+            if let Err(e) = w.frame(f.linktype, f.ts_ns, f.data, f.origlen) {
+                w.error = Some(e);
+            }
+        }
     }
 
     /// The report so far (packets still being reassembled count as incomplete in it).
