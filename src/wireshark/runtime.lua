@@ -1747,6 +1747,13 @@ local function protocol_id(c, d)
         return true
     end
     local lo, hi = halves(to_wide(v))
+    -- An encrypted layer (netcode.io) takes the id its first connection request carries
+    -- when it is not the definition's, as gpcap does: the id is sealed into every
+    -- packet, in the clear only in requests.
+    if L.encrypted and not L.id_settled then
+        L.id_settled = true
+        L.id[2], L.id[3] = lo, hi
+    end
     if lo == L.id[2] and hi == L.id[3] then
         return true
     end

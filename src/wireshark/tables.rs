@@ -214,7 +214,7 @@ fn params_table(out: &mut String, params: &Params) -> Result<(), Refusal> {
         send_time: _,
         remaining,
         messages_end: _,
-        encryption: _,
+        encryption,
         dissect_as: _,
         plaintext: _,
         // Acks are analysis: each ack field is shown as the field it is.
@@ -230,6 +230,10 @@ fn params_table(out: &mut String, params: &Params) -> Result<(), Refusal> {
         Checksum::Field => "field",
     };
     let _ = writeln!(out, "L.checksum = \"{checksum}\"");
+    if encryption.is_some() {
+        // gpcap reads an encrypted layer with the id its first connection request carries.
+        let _ = writeln!(out, "L.encrypted = true");
+    }
     if let Some(id) = protocol_id {
         let _ = writeln!(
             out,
