@@ -668,3 +668,20 @@ fn the_connection_requests_protocol_id_is_taken() {
         "{err}"
     );
 }
+
+/// `live` on a stream says so too, as the file commands do: it called the library's
+/// resolve directly and took the requests' id without a word.
+#[test]
+fn live_says_the_connection_requests_protocol_id_was_taken() {
+    let capture = std::fs::File::open(format!("{DIR}/capture.pcap")).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpcap"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["live", "-", "--no-tui", "--json", "-d", "dissectors/netcode.kdl"])
+        .stdin(capture)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let said = "the connection requests carry protocol id 0x3141592653589793, not the definition's 0x1122334455667788: read with theirs";
+    assert_eq!(err.matches(said).count(), 1, "{err}");
+}

@@ -10,7 +10,7 @@ use gpcap::live::bpf::Selection;
 use gpcap::live::ssh::Remote;
 use gpcap::live::{LiveCapture, LiveOptions, LiveStats, interfaces};
 use gpcap::present;
-use gpcap::resolve::{Choice, resolve};
+use gpcap::resolve::Choice;
 use gpcap::run::Session;
 use gpcap::sinks::index::IndexSink;
 use gpcap::tui::{App, Index};
@@ -237,7 +237,7 @@ fn drive(a: &LiveArgs, name: &str, cap: LiveCapture, choice: Choice) -> Result<E
 
     // The protocol: from the definition or flags, else identified from the first traffic.
     let mut early: Vec<gpcap::live::Captured> = Vec::new();
-    let cfg = resolve(&choice, |ident| {
+    let cfg = super::resolve(&choice, |ident| {
         let until = Instant::now() + Duration::from_secs(3);
         while Instant::now() < until && early.len() < 2000 && !over() {
             if let Some(c) = cap.next(Duration::from_millis(50)) {
