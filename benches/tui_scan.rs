@@ -66,7 +66,7 @@ fn main() {
     let filter = gpcap::Filter::parse(&filter, cfg.program.as_deref()).expect("filter");
     let engine = timed("one engine pass (before)", || {
         let (tx, rx) = std::sync::mpsc::channel();
-        gpcap::sinks::select::scan(&path, cfg.clone(), filter.clone(), tx, Default::default());
+        gpcap::run::scans::scan(&path, cfg.clone(), filter.clone(), tx, Default::default());
         rx
     });
     let snap = app

@@ -1441,7 +1441,7 @@ impl Filter {
 
     /// The filter reads `rtt` or `never_acked`, which the ack analysis settles only after
     /// later packets: give it [`Filter::set_acks`] from a pass of its own first
-    /// ([`crate::analysis::ack_facts`]).
+    /// ([`crate::run::scans::ack_facts`]).
     pub fn needs_acks(&self) -> bool {
         self.needs_acks
     }

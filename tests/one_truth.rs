@@ -108,7 +108,7 @@ fn engine(path: &Path, cfg: &Config, filter: &Filter) -> BTreeSet<Key> {
         out: BTreeSet::new(),
     };
     if filter.needs_acks() {
-        let facts = gpcap::analysis::ack_facts(&[path.to_path_buf()], cfg.clone()).unwrap();
+        let facts = gpcap::run::scans::ack_facts(&[path.to_path_buf()], cfg.clone()).unwrap();
         s.filter.set_acks(Arc::new(facts));
     }
     run_files(&[path.to_path_buf()], cfg.clone(), &mut s, &mut |_, _| {}).unwrap();
@@ -321,7 +321,7 @@ fn sequences(path: &Path, cfg: &Config, filter: &str) -> BTreeMap<Key, u64> {
     let mut f = Filter::parse(filter, cfg.program.as_deref()).unwrap();
     if f.needs_acks() {
         f.set_acks(Arc::new(
-            gpcap::analysis::ack_facts(&[path.to_path_buf()], cfg.clone()).unwrap(),
+            gpcap::run::scans::ack_facts(&[path.to_path_buf()], cfg.clone()).unwrap(),
         ));
     }
     let mut s = Seqs(f, BTreeMap::new());

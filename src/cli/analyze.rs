@@ -29,13 +29,13 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
         ..Default::default()
     });
     if let Some(o) = &bits {
-        gpcap::sinks::bandwidth::run::check_what_if(&resolved.cfg, o).map_err(crate::cli::Error::Usage)?;
+        gpcap::run::bandwidth::check_what_if(&resolved.cfg, o).map_err(crate::cli::Error::Usage)?;
     }
     if resolved.cfg.protocol_id.is_none() && resolved.cfg.checksum.is_crc32() {
         return conversations(a, resolved);
     }
     if !a.json
-        && let Some(note) = resolved.note()
+        && let Some(note) = gpcap::present::notes::identified(&resolved)
     {
         outln!("{note}\n");
     }
@@ -140,7 +140,7 @@ fn analyze_group(
         && let Some(first) = report.fit.first_failure.as_mut()
     {
         // Names the field and bit (the counters keep only the frame and cause).
-        let _ = gpcap::analysis::fit::locate(files, &resolved.cfg, first);
+        let _ = gpcap::run::scans::locate(files, &resolved.cfg, first);
     }
     if let Some(hint) = other_protocol_id(files, &report).or_else(|| request_protocol_id(files, &report)) {
         eprintln!("gpcap: hint: {hint}");
@@ -180,9 +180,13 @@ fn gates_pass(a: &AnalyzeArgs, gates: &[Gate], reports: &[&Report]) -> bool {
     let failed: Vec<String> = reports
         .iter()
         .flat_map(|r| {
-            gates
-                .iter()
-                .filter_map(move |g| Some(format!("{}{}", per_file_name(a, r), g.crossed(r)?)))
+            gates.iter().filter_map(move |g| {
+                Some(format!(
+                    "{}{}",
+                    per_file_name(a, r),
+                    gpcap::present::notes::crossed(g, r)?
+                ))
+            })
         })
         .collect();
     if !failed.is_empty() {
@@ -381,7 +385,7 @@ fn bits_files(
         }
     };
     let shards = gpcap::run_threads(captures, threads);
-    let report = gpcap::sinks::bandwidth::run::analyze_sharded(captures, cfg, opts, shards, &mut progress)?;
+    let report = gpcap::run::bandwidth::analyze_sharded(captures, cfg, opts, shards, &mut progress)?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }

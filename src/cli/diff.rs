@@ -63,7 +63,7 @@ pub fn run(a: &DiffArgs) -> Result<ExitCode> {
         ));
     }
     if !a.json
-        && let Some(note) = resolved.note()
+        && let Some(note) = gpcap::present::notes::identified(&resolved)
     {
         eprintln!("gpcap: {note}");
     }

@@ -16,7 +16,7 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
     let captures = std::slice::from_ref(capture);
     let resolved = resolve(&a.protocol.choice()?, |i| sample_files(captures, i))?;
     if resolved.cfg.program.is_none() {
-        if let Some(note) = resolved.note() {
+        if let Some(note) = gpcap::present::notes::identified(&resolved) {
             eprintln!("gpcap: {note}");
         }
         eprintln!(
@@ -36,7 +36,7 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
     };
     if filter.needs_acks() {
         // `rtt` and `never_acked` are settled by later packets: a pass of their own first.
-        let facts = gpcap::analysis::ack_facts(captures, cfg.clone())?;
+        let facts = gpcap::run::scans::ack_facts(captures, cfg.clone())?;
         filter.set_acks(std::sync::Arc::new(facts));
     }
     let out = Box::new(std::io::BufWriter::with_capacity(1 << 16, raw_stdout()));

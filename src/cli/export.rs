@@ -31,7 +31,7 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
             "no game protocol found in the captures: give it with -d DEFINITION or --protocol-id".into(),
         ));
     }
-    if let Some(note) = resolved.note() {
+    if let Some(note) = gpcap::present::notes::identified(&resolved) {
         eprintln!("gpcap: {note}");
     }
     // Encrypted without keys: nothing inside can be read, and the stack would keep the

@@ -30,25 +30,7 @@ pub struct Resolved {
     pub identification: Option<Identification>,
 }
 
-impl Resolved {
-    /// One sentence on an identified protocol, for people.
-    pub fn note(&self) -> Option<String> {
-        let id = self.identification.as_ref()?;
-        let best = id.best()?;
-        Some(format!(
-            "Protocol id {} identified from the traffic: it validates {} of {} sampled datagrams in {} (ports {}); header read with the reference layout.",
-            best.protocol_id,
-            best.datagrams,
-            id.sampled,
-            crate::present::count(best.flows.len() as u64, "flow"),
-            best.ports
-                .iter()
-                .map(|p| p.to_string())
-                .collect::<Vec<_>>()
-                .join(" ")
-        ))
-    }
-}
+impl Resolved {}
 
 /// `p` with protocol id `id`, its plaintext view too.
 fn with_protocol_id(p: &Arc<Program>, id: ProtocolId) -> Arc<Program> {

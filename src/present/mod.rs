@@ -11,6 +11,7 @@ pub(crate) mod info;
 pub mod json;
 #[cfg(feature = "cli")]
 pub(crate) mod layers;
+pub mod notes;
 #[cfg(feature = "cli")]
 pub mod tables;
 pub mod time;

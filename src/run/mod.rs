@@ -10,10 +10,12 @@
 //!
 //! Every run reads its captures through one file loop ([`files::each_file`]).
 
+pub mod bandwidth;
 pub mod diff;
 pub(crate) mod files;
 mod peak;
 pub(crate) mod pipeline;
+pub mod scans;
 mod session;
 pub(crate) mod sharded;
 

@@ -20,6 +20,8 @@ pub(crate) use rows::CHUNK;
 pub use rows::{Chunk, Rows};
 pub(crate) use scan::needs_kept;
 pub use scan::{Snapshot, put_back, scan};
+// Kept here for the TUI, which names it at this path (moved to `run/` with its next edit).
+pub use crate::run::scans::load;
 
 pub mod status {
     pub const CRC_OK: u16 = 1;
@@ -732,31 +734,5 @@ impl Sink for IndexSink {
         }
         // The screen closed: nobody reads the rest.
         Flow::stop_if(self.closed)
-    }
-}
-
-/// Reads a capture through the engine into the index (sent to `tx` in batches, so the
-/// screen shows the first packets at once) and the statistics, whose report comes last.
-pub fn load(path: &Path, cfg: crate::engine::Config, tx: Sender<Update>) {
-    use crate::analysis::Statistics;
-    use crate::run::run_files;
-    let index = IndexSink::new(tx);
-    let bytes = index.bytes_read.clone();
-    let mut sinks = (Statistics::new(cfg.clone()), index);
-    let total = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    let result = run_files(&[path.to_path_buf()], cfg, &mut sinks, &mut |_, offset| {
-        bytes.store(offset, Ordering::Relaxed)
-    });
-    bytes.store(total, Ordering::Relaxed);
-    let (stats, mut index) = sinks;
-    match result {
-        Ok(outcomes) => {
-            let error = outcomes
-                .iter()
-                .find_map(|o| o.end.error.as_ref().or(o.end.truncated_tail.as_ref()))
-                .map(|e| e.to_string());
-            index.done(Some(stats.report()), error);
-        }
-        Err(e) => index.done(None, Some(e.to_string())),
     }
 }

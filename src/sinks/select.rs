@@ -9,6 +9,9 @@ use crate::filter::Filter;
 use crate::sinks::writer::PcapNgSink;
 use std::path::Path;
 
+// Kept here for the TUI, which names them at this path (moved to `run/` with its next edit).
+pub use crate::run::scans::{frames_of_rows, scan};
+
 /// A set of frame numbers, one bit each.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FrameSet {
@@ -213,136 +216,4 @@ pub enum WriteError {
 pub enum ScanUpdate {
     Rows { rows: Vec<u32>, bytes_read: u64 },
     Done { error: Option<String> },
-}
-
-/// Runs the engine (recording fields) over the capture and sends the positions `filter`
-/// selects, in batches, until the capture ends or `stop` is set: the TUI's filter on
-/// dissected fields, which its index of rows cannot answer.
-pub fn scan(
-    path: &Path,
-    cfg: crate::engine::Config,
-    filter: Filter,
-    tx: std::sync::mpsc::Sender<ScanUpdate>,
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-) {
-    use crate::run::run_files;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    struct Batches<'a> {
-        select: Select,
-        tx: std::sync::mpsc::Sender<ScanUpdate>,
-        bytes_read: &'a std::cell::Cell<u64>,
-        closed: bool,
-        stop: &'a AtomicBool,
-    }
-    impl Batches<'_> {
-        fn send(&mut self) {
-            let rows = self.select.take_rows();
-            let u = ScanUpdate::Rows {
-                rows,
-                bytes_read: self.bytes_read.get(),
-            };
-            if self.tx.send(u).is_err() {
-                self.closed = true;
-            }
-        }
-    }
-    impl Sink for Batches<'_> {
-        /// The scan reads dissected fields.
-        fn needs(&self) -> Needs {
-            Needs {
-                fields: true,
-                layers: None,
-            }
-        }
-        fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
-            let _ = self.select.packet(e);
-            if self.select.position.is_multiple_of(16384) {
-                self.send();
-            }
-            Flow::stop_if(self.closed || self.stop.load(Ordering::Relaxed))
-        }
-    }
-    let mut filter = filter;
-    if filter.needs_acks() {
-        // `rtt` and `never_acked` are settled by later packets: a pass of their own first.
-        match crate::analysis::ack_facts(&[path.to_path_buf()], cfg.clone()) {
-            Ok(facts) => filter.set_acks(std::sync::Arc::new(facts)),
-            Err(e) => {
-                let _ = tx.send(ScanUpdate::Done {
-                    error: Some(e.to_string()),
-                });
-                return;
-            }
-        }
-    }
-    let read = std::cell::Cell::new(0u64);
-    let mut sink = Batches {
-        select: Select::new(filter),
-        tx,
-        bytes_read: &read,
-        closed: false,
-        stop: &stop,
-    };
-    let result = run_files(&[path.to_path_buf()], cfg, &mut sink, &mut |_, offset| {
-        read.set(offset)
-    });
-    read.set(std::fs::metadata(path).map(|m| m.len()).unwrap_or(0));
-    sink.send();
-    let error = match result {
-        Ok(outcomes) => outcomes
-            .iter()
-            .find_map(|o| o.end.error.as_ref())
-            .map(|e| e.to_string()),
-        Err(e) => Some(e.to_string()),
-    };
-    let _ = sink.tx.send(ScanUpdate::Done { error });
-}
-
-/// The frames that carry the events at `rows` (positions in the engine's order, as the
-/// TUI numbers its rows; a reassembled packet's are its fragments'): what `w` writes.
-pub fn frames_of_rows(
-    path: &Path,
-    cfg: crate::engine::Config,
-    rows: &[u32],
-) -> Result<FrameSet, CaptureError> {
-    use crate::run::run_files;
-    struct Pick<'a> {
-        rows: &'a [u32],
-        position: u32,
-        frames: FrameSet,
-    }
-    impl Pick<'_> {
-        /// One event ([`Sink::packet`]).
-        fn take(&mut self, e: &PacketEvent<'_>) {
-            let at = self.position;
-            self.position = self.position.saturating_add(1);
-            if self.rows.binary_search(&at).is_err() {
-                return;
-            }
-            if e.kind == Kind::Reassembled {
-                for &f in e.fragment_frames {
-                    self.frames.insert(f);
-                }
-            } else {
-                self.frames.insert(e.frame);
-            }
-        }
-    }
-
-    impl Sink for Pick<'_> {
-        fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
-            self.take(e);
-            // Past the last row asked for: the rest of the capture is not read.
-            Flow::stop_if(self.rows.last().is_none_or(|&l| self.position > l))
-        }
-    }
-    let mut sorted = rows.to_vec();
-    sorted.sort_unstable();
-    let mut pick = Pick {
-        rows: &sorted,
-        position: 0,
-        frames: FrameSet::default(),
-    };
-    run_files(&[path.to_path_buf()], cfg, &mut pick, &mut |_, _| {})?;
-    Ok(pick.frames)
 }

@@ -1,7 +1,5 @@
 //! CI gates over a report (`--fail-on crc,mtu,malformed,frag-loss=RATE,fit`).
 
-use super::Report;
-
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Gate {
     Crc,
@@ -36,30 +34,6 @@ impl Gate {
             },
             ("frag-loss", None) => Ok(Gate::FragLoss(0.0)),
             _ => Err(GateError::Unknown(s.to_string())),
-        }
-    }
-
-    /// Why the report crosses this gate, if it does.
-    pub fn crossed(&self, r: &Report) -> Option<String> {
-        match *self {
-            Gate::Crc if r.validation.crc_mismatch > 0 => Some(format!(
-                "crc: {} failed the CRC",
-                crate::present::count(r.validation.crc_mismatch, "datagram")
-            )),
-            Gate::Mtu if r.mtu.over_budget + r.mtu.ip_fragmented > 0 => Some(format!(
-                "mtu: {} payloads over the {}-byte budget, {} IP-fragmented",
-                r.mtu.over_budget, r.mtu.budget, r.mtu.ip_fragmented
-            )),
-            Gate::Malformed if r.malformed.total > 0 => {
-                Some(format!("malformed: {} malformed packets", r.malformed.total))
-            }
-            Gate::FragLoss(limit) if r.reassembly.fragment_loss > limit => Some(format!(
-                "frag-loss: fragment loss {:.2}% over {:.2}%",
-                r.reassembly.fragment_loss * 100.0,
-                limit * 100.0
-            )),
-            Gate::Fit if !r.fit.is_good() => Some(format!("fit: {}", crate::present::fit::summary(&r.fit))),
-            _ => None,
         }
     }
 }

@@ -900,20 +900,6 @@ impl Statistics {
     }
 }
 
-/// Shards of one run add up (see [`Statistics::merge`]).
-impl crate::run::Merge for Statistics {
-    fn merge(&mut self, other: Self) {
-        Statistics::merge(self, other)
-    }
-}
-
-/// Reports of shards of one run add up (see [`Report::merge`]).
-impl crate::run::Merge for Report {
-    fn merge(&mut self, other: Self) {
-        Report::merge(self, other)
-    }
-}
-
 /// An inner layer's statistics: counted as the outermost layer's are.
 fn layer_statistics(cfg: &Config) -> Box<dyn crate::engine::layers::LayerSink> {
     Box::new(Statistics::new(cfg.clone()))
@@ -989,15 +975,6 @@ impl Sink for Statistics {
             m.streams_not_tracked = s.streams_not_tracked;
         }
     }
-}
-
-/// Runs the analysis over `captures` for what the ack analysis settled of each captured
-/// sequence (`never_acked` and `rtt` in filters: known only after later packets).
-pub fn ack_facts(captures: &[std::path::PathBuf], cfg: Config) -> Result<acks::AckFacts, CaptureError> {
-    let mut stats = Statistics::new(cfg.clone());
-    stats.keep_ack_log();
-    crate::run::run_files(captures, cfg, &mut stats, &mut |_, _| {})?;
-    Ok(stats.ack_facts())
 }
 
 /// A sink beside the statistics that takes nothing: the plain analyzer's.

@@ -9,7 +9,6 @@ pub mod fast;
 #[cfg(feature = "export")]
 pub(crate) mod parquet;
 pub(crate) mod report;
-pub mod run;
 mod slots;
 pub(crate) mod values;
 

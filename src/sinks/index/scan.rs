@@ -137,7 +137,7 @@ pub(crate) fn needs_kept(r: &Row) -> bool {
 }
 
 /// Tests `filter` on every row of `snap` with `workers` threads and sends the positions
-/// selected to `tx` in row order, as [`crate::sinks::select::scan`] does with the engine,
+/// selected to `tx` in row order, as [`crate::run::scans::scan`] does with the engine,
 /// until the rows end or `stop` is set.
 pub fn scan(
     snap: Snapshot,
@@ -149,7 +149,7 @@ pub fn scan(
 ) {
     if filter.needs_acks() {
         // `rtt` and `never_acked` are settled by later packets: a pass of their own first.
-        match crate::analysis::ack_facts(std::slice::from_ref(&snap.path), cfg.clone()) {
+        match crate::run::scans::ack_facts(std::slice::from_ref(&snap.path), cfg.clone()) {
             Ok(facts) => filter.set_acks(Arc::new(facts)),
             Err(e) => {
                 let _ = tx.send(ScanUpdate::Done {

@@ -2,12 +2,12 @@
 //! datagram dissected into its field tree — sharded over the cores by address pair when
 //! the traffic spreads, as `analyze` is, and the same report.
 
-use super::{Bandwidth, Options};
 use crate::analysis::{Analyzer, Report, Statistics};
 use crate::capture::CaptureError;
 use crate::dissect::paths;
 use crate::engine::Config;
 use crate::run::{self as parallel, run_files};
+use crate::sinks::bandwidth::{Bandwidth, Options};
 use std::path::PathBuf;
 
 /// [`analyze_files`] on `shards` cores when the capture can be sharded (its traffic
@@ -86,7 +86,7 @@ pub fn pipelined(
     workers: usize,
     progress: &mut dyn FnMut(usize, u64),
 ) -> Result<Option<Report>, CaptureError> {
-    if opts.trees || !parallel::pipelinable(cfg) || !super::fast::eligible(cfg) {
+    if opts.trees || !parallel::pipelinable(cfg) || !crate::sinks::bandwidth::fast::eligible(cfg) {
         return Ok(None);
     }
     let (bandwidth, record) = Bandwidth::for_config(cfg, opts.clone(), true);
@@ -97,7 +97,7 @@ pub fn pipelined(
 }
 
 /// The report of `captures` with its `bandwidth` profile, on one core: counted from the
-/// plan when the definition allows ([`super::fast`]), else from the field tree recorded
+/// plan when the definition allows ([`crate::sinks::bandwidth::fast`]), else from the field tree recorded
 /// for every datagram.
 pub fn analyze_files(
     captures: &[PathBuf],
