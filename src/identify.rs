@@ -12,7 +12,7 @@
 //! has a 32-bit equivalent. Solving for 32 bits therefore also finds the protocol of a
 //! game that uses 64-bit ids, as the 32-bit id that validates identically.
 
-use crate::analysis::FlowId;
+use crate::decode::FlowId;
 use crate::validate::{ProtocolId, packet_crc, stored_crc, verify_crc};
 use hashbrown::HashMap;
 use serde::Serialize;

@@ -1,11 +1,13 @@
 //! Decode: link → IP → UDP/ICMP of each frame (stateless), and IP defragmentation
 //! (the one stateful piece of decoding, run in the engine's ordered stage).
 
+mod flow;
 pub mod headers;
 pub(crate) mod ipfrag;
 pub(crate) mod link;
 pub mod services;
 
+pub use flow::FlowId;
 pub use ipfrag::IpDefrag;
 
 pub use link::{

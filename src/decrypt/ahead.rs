@@ -111,10 +111,10 @@ impl Opener {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decode::FlowId;
     use crate::decrypt::keys::ConnectionKeys;
     use crate::decrypt::netcode::{REQUEST_BYTES, TOKEN_PLAINTEXT, VERSION, seal_token};
     use crate::decrypt::{Decryptor, Outcome};
-    use crate::engine::FlowId;
     use std::sync::Arc;
 
     const ID: u64 = 0x1122_3344_5566_7788;

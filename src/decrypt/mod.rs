@@ -7,7 +7,7 @@ pub mod keys;
 pub mod netcode;
 pub(crate) mod replay;
 
-use crate::engine::FlowId;
+use crate::decode::FlowId;
 use crate::validate::ProtocolId;
 use ahead::Opened;
 use hashbrown::HashMap;

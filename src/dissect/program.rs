@@ -570,6 +570,8 @@ impl Params {
 /// The default `max-message-size`: 1 MiB.
 pub const DEFAULT_MAX_MESSAGE_SIZE: u32 = 1 << 20;
 
+pub use crate::validate::declared::ChecksumAlgorithm;
+
 /// How a protocol computes its checksum, where the articles' scheme is not it: the
 /// algorithm, over the whole datagram with the checksum field's bytes replaced.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -582,41 +584,6 @@ pub struct ChecksumRule {
     pub stand_in: Option<u8>,
     #[serde(skip)]
     pub when: Option<Expr>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ChecksumAlgorithm {
-    Crc32,
-    Crc32c,
-    Adler32,
-}
-
-impl ChecksumAlgorithm {
-    /// The checksum of `parts` one after another.
-    pub fn compute(self, parts: &[&[u8]]) -> u32 {
-        match self {
-            ChecksumAlgorithm::Crc32 => {
-                let mut h = crc32fast::Hasher::new();
-                parts.iter().for_each(|p| h.update(p));
-                h.finalize()
-            }
-            ChecksumAlgorithm::Crc32c => parts.iter().fold(0, |c, p| crc32c::crc32c_append(c, p)),
-            ChecksumAlgorithm::Adler32 => {
-                let mut a = adler2::Adler32::new();
-                parts.iter().for_each(|p| a.write_slice(p));
-                a.checksum()
-            }
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            ChecksumAlgorithm::Crc32 => "crc32",
-            ChecksumAlgorithm::Crc32c => "crc32c",
-            ChecksumAlgorithm::Adler32 => "adler32",
-        }
-    }
 }
 
 /// The validation a protocol declares (`checksum` in the protocol block).

@@ -1,21 +1,15 @@
 //! The one packet model: what the engine says about each frame and each reassembled
 //! game packet. Every sink, the display filter and every printer read these.
 
+pub use crate::decode::FlowId;
 use crate::decode::{IcmpTooBig, IpInfo};
 use crate::dissect::{Dissection, FaultKind, FragmentInfo, MessageInfo};
 use crate::engine::carried::Carried;
 use crate::engine::seq::SeqEvent;
 use crate::validate::CrcStatus;
 use serde::Serialize;
-use std::fmt;
-use std::net::{IpAddr, SocketAddr};
 
-/// A UDP conversation in one direction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub struct FlowId {
-    pub src: SocketAddr,
-    pub dst: SocketAddr,
-}
+use std::net::IpAddr;
 
 /// An address as one integer, IPv4 as its mapped IPv6 form.
 #[inline]
@@ -46,12 +40,6 @@ impl PackedFlow {
             // An IPv4 address and its mapped IPv6 form are different flows.
             v6: (src.is_ipv6() as u8) << 1 | dst.is_ipv6() as u8,
         }
-    }
-}
-
-impl fmt::Display for FlowId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} → {}", self.src, self.dst)
     }
 }
 

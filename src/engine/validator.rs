@@ -151,7 +151,15 @@ impl Validator {
         else {
             return;
         };
-        let crc = validate::declared::verify(rule, p.params.protocol_id, payload, at, stored, stand_in);
+        let crc = validate::declared::verify(
+            rule.algorithm,
+            rule.prefix,
+            p.params.protocol_id,
+            payload,
+            at,
+            stored,
+            stand_in,
+        );
         v.crc = Some(crc);
         let status = match crc {
             CrcStatus::Ok => return,

@@ -4,15 +4,16 @@
 //! hidden protocol-id prefix.
 
 use super::{CrcStatus, ProtocolId};
-use crate::dissect::program::ChecksumRule;
+use serde::Serialize;
 
 /// The checksum field's width: every declared algorithm is 32 bits.
 pub const FIELD_BYTES: usize = 4;
 
-/// Checks `payload` by `rule`, the field at bit `at` holding `stored`; `stand_in`: the
+/// Checks `payload` by `algorithm` (after the protocol id when `prefix`), the field at bit `at` holding `stored`; `stand_in`: the
 /// bytes that stand in the field while computing (zeros when `None`).
 pub fn verify(
-    rule: &ChecksumRule,
+    algorithm: ChecksumAlgorithm,
+    prefix: bool,
     id: Option<ProtocolId>,
     payload: &[u8],
     at: u64,
@@ -32,10 +33,8 @@ pub fn verify(
         let n = b.len().min(FIELD_BYTES);
         field[..n].copy_from_slice(&b[..n]);
     }
-    let (prefix, width) = id.filter(|_| rule.prefix).map_or(([0u8; 8], 0), |i| i.prefix());
-    let computed = rule
-        .algorithm
-        .compute(&[&prefix[..width], &payload[..start], &field, after]);
+    let (prefix, width) = id.filter(|_| prefix).map_or(([0u8; 8], 0), |i| i.prefix());
+    let computed = algorithm.compute(&[&prefix[..width], &payload[..start], &field, after]);
     if computed == stored {
         CrcStatus::Ok
     } else {
@@ -43,38 +42,63 @@ pub fn verify(
     }
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChecksumAlgorithm {
+    Crc32,
+    Crc32c,
+    Adler32,
+}
+
+impl ChecksumAlgorithm {
+    /// The checksum of `parts` one after another.
+    pub fn compute(self, parts: &[&[u8]]) -> u32 {
+        match self {
+            ChecksumAlgorithm::Crc32 => {
+                let mut h = crc32fast::Hasher::new();
+                parts.iter().for_each(|p| h.update(p));
+                h.finalize()
+            }
+            ChecksumAlgorithm::Crc32c => parts.iter().fold(0, |c, p| crc32c::crc32c_append(c, p)),
+            ChecksumAlgorithm::Adler32 => {
+                let mut a = adler2::Adler32::new();
+                parts.iter().for_each(|p| a.write_slice(p));
+                a.checksum()
+            }
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ChecksumAlgorithm::Crc32 => "crc32",
+            ChecksumAlgorithm::Crc32c => "crc32c",
+            ChecksumAlgorithm::Adler32 => "adler32",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dissect::program::ChecksumAlgorithm;
-
-    fn rule(algorithm: ChecksumAlgorithm) -> ChecksumRule {
-        ChecksumRule {
-            algorithm,
-            prefix: false,
-            stand_in: None,
-            when: None,
-        }
-    }
 
     #[test]
     fn the_field_is_replaced_where_it_lies() {
         let mut d = vec![0x8f, 0xff, 0, 0, 0, 0, 0x82, 0xff, 0x00, 0x01];
         let c = crc32fast::hash(&d);
         d[2..6].copy_from_slice(&c.to_be_bytes());
-        let r = rule(ChecksumAlgorithm::Crc32);
-        assert_eq!(verify(&r, None, &d, 16, c, None), CrcStatus::Ok);
+        let r = ChecksumAlgorithm::Crc32;
+        assert_eq!(verify(r, false, None, &d, 16, c, None), CrcStatus::Ok);
         let key = [1, 2, 3, 4];
         let mut e = d.clone();
         e[2..6].copy_from_slice(&key);
         let c2 = crc32fast::hash(&e);
-        assert_eq!(verify(&r, None, &d, 16, c2, Some(&key)), CrcStatus::Ok);
+        assert_eq!(verify(r, false, None, &d, 16, c2, Some(&key)), CrcStatus::Ok);
         assert!(matches!(
-            verify(&r, None, &d, 16, c2, None),
+            verify(r, false, None, &d, 16, c2, None),
             CrcStatus::Mismatch { .. }
         ));
         assert_eq!(
-            verify(&r, None, &d[..5], 16, c, None),
+            verify(r, false, None, &d[..5], 16, c, None),
             CrcStatus::TooShort { len: 5 }
         );
     }
