@@ -80,8 +80,9 @@ pub fn run<S: Sink + ?Sized>(
 }
 
 /// Analyzes `captures` as one trace into the report `gpcap analyze --json` prints, on
-/// every core (`threads`: shards to run, None for one per core). The same figures on one
-/// core or many.
+/// several cores (`threads`: the threads to run; None for one more than the cores, at
+/// most 4; inputs of 8 MiB or less run on one core, see [`crate::run_threads`]). The same
+/// figures on one core or many.
 ///
 /// ```
 /// let cfg = gpcap::Config::from_program(gpcap::load_definition("dissectors/article.kdl")?);

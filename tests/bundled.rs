@@ -114,7 +114,7 @@ fn single_datagram_baseline_is_singles_only() {
     let a = &r.reassembly;
     assert_eq!((a.single_total, a.single_lost), (sent, lost));
     assert_eq!(a.single_loss, 83.0 / 1693.0);
-    assert_eq!(a.single_loss_scope, "same flows");
+    assert_eq!(a.single_loss_scope, gpcap::analysis::LossScope::SameFlows);
 }
 
 /// On an 80-column terminal every line of the report fits (the Flows table was ~150

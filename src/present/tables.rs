@@ -913,7 +913,7 @@ fn reassembly_rows(a: &crate::analysis::ReassemblyReport) -> Vec<(&'static str, 
                     pct(a.single_loss),
                     a.single_lost,
                     a.single_total,
-                    a.single_loss_scope
+                    loss_scope(a.single_loss_scope)
                 ),
             },
         ),
@@ -1198,4 +1198,14 @@ pub fn render_identification(id: &crate::identify::Identification) -> String {
         let _ = writeln!(out, "Flows validated by {}\n{}", c.protocol_id, shown(t, &[1]));
     }
     out
+}
+
+/// The flows a single-datagram loss was measured on, in words.
+fn loss_scope(s: crate::analysis::LossScope) -> &'static str {
+    use crate::analysis::LossScope;
+    match s {
+        LossScope::None => "",
+        LossScope::SameFlows => "same flows",
+        LossScope::NeverFragmenting => "flows that never fragment",
+    }
 }

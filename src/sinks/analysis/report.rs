@@ -508,6 +508,22 @@ pub struct CountRow {
     pub bytes_wasted: u64,
 }
 
+/// The flows whose single datagrams measure the loss fragments are compared with (JSON
+/// keeps the words it always had; `present/` says them in tables).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub enum LossScope {
+    /// Nothing was reassembled: no scope.
+    #[default]
+    #[serde(rename = "")]
+    None,
+    /// The fragmenting flows' own single packets.
+    #[serde(rename = "same flows")]
+    SameFlows,
+    /// The flows that never fragment, when the fragmenting flows send nothing else.
+    #[serde(rename = "flows that never fragment")]
+    NeverFragmenting,
+}
+
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ReassemblyReport {
     /// Packets reassembled from all their fragments.
@@ -533,9 +549,8 @@ pub struct ReassemblyReport {
     pub single_loss: f64,
     pub single_lost: u64,
     pub single_total: u64,
-    /// "same flows" (the fragmenting flows' own single packets) or "flows that never
-    /// fragment" when the fragmenting flows send nothing else.
-    pub single_loss_scope: String,
+    /// Which flows measured `single_loss`.
+    pub single_loss_scope: LossScope,
     pub rows: Vec<CountRow>,
     pub bytes_wasted: u64,
     pub peak_bytes: u64,
@@ -1025,7 +1040,7 @@ impl Report {
 
     /// Each flow's duration, rates and size percentiles; returns the single-datagram
     /// loss from sequence gaps (lost, of, on which flows).
-    fn flow_rates(&mut self) -> (u64, u64, &'static str) {
+    fn flow_rates(&mut self) -> (u64, u64, LossScope) {
         // Single-datagram loss from sequence gaps: on the fragmenting flows when they also
         // send whole packets, else on the flows that never fragment.
         let mut same = (0u64, 0u64);
@@ -1054,9 +1069,9 @@ impl Report {
             }
         }
         if same.1 > 0 {
-            (same.0, same.1, "same flows")
+            (same.0, same.1, LossScope::SameFlows)
         } else {
-            (other.0, other.1, "flows that never fragment")
+            (other.0, other.1, LossScope::NeverFragmenting)
         }
     }
 
@@ -1168,7 +1183,7 @@ pub struct Conversation(pub FlowStats);
 impl ReassemblyReport {
     /// The totals over fragment counts, the baseline single-datagram loss (`single`:
     /// lost, of, on which flows), and one row per fragment count.
-    fn add_up(&mut self, single: (u64, u64, &str)) {
+    fn add_up(&mut self, single: (u64, u64, LossScope)) {
         let r = self;
         r.by_count.retain(|_, s| s.seen > 0);
         for (&n, s) in &r.by_count {
@@ -1190,7 +1205,7 @@ impl ReassemblyReport {
         } else {
             0.0
         };
-        r.single_loss_scope = scope.into();
+        r.single_loss_scope = scope;
         let p = r.fragment_loss;
         r.rows = r
             .by_count
@@ -1269,7 +1284,19 @@ impl Conversations {
 
 #[cfg(test)]
 mod tests {
-    use super::Timeline;
+    use super::{LossScope, Timeline};
+
+    /// The scope keeps, in JSON, the words it had when it was a string.
+    #[test]
+    fn the_loss_scope_serializes_as_its_old_words() {
+        let json = |s| serde_json::to_string(&s).unwrap();
+        assert_eq!(json(LossScope::None), r#""""#);
+        assert_eq!(json(LossScope::SameFlows), r#""same flows""#);
+        assert_eq!(
+            json(LossScope::NeverFragmenting),
+            r#""flows that never fragment""#
+        );
+    }
 
     /// The second a timestamp falls in, remembered or not, is the one the division gives:
     /// in order, out of order, less than a second before the start, long before it, past
