@@ -70,11 +70,8 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
         let (empty, judged): (Vec<&Report>, Vec<&Report>) =
             reports.iter().partition(|r| r.validation.examined == 0);
         for r in &empty {
-            let why = r
-                .fit
-                .rests_on
-                .first()
-                .map_or("no datagram was judged", String::as_str);
+            let why =
+                (r.fit.rests_on.first()).map_or("no datagram was judged".to_string(), |s| s.to_string());
             eprintln!("gpcap: nothing to gate: {}{why}", per_file_name(a, r));
         }
         if !gates_pass(a, &gates, &judged) {

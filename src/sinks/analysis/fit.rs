@@ -59,20 +59,95 @@ pub struct Analyses {
     pub streams: Verdict,
 }
 
+/// One sign the fit rests on, as data: `present::fit` says it in words (and JSON carries
+/// those words, as it always has).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Sign {
+    /// The capture holds no UDP datagram.
+    NoUdp,
+    /// None of the capture's `udp` datagrams is on the protocol's `ports`.
+    NotOnPorts { udp: u64, ports: Vec<u16> },
+    /// None of the `examined` datagrams on the ports passed validation.
+    NoneValid {
+        examined: u64,
+        crc_mismatch: u64,
+        too_short: u64,
+        truncated: u64,
+    },
+    /// `n` of `datagrams` judged fail at `what`.
+    Share { n: u64, datagrams: u64, what: Failing },
+    /// `flows` of `game_flows` have a sequence or fragment field that does not read as one.
+    FlowsDoNotRead {
+        flows: u64,
+        game_flows: u64,
+        datagrams: u64,
+        game_datagrams: u64,
+    },
+    /// More sequences lost than seen.
+    SeqLost { lost: u64, received: u64 },
+    /// The sequence jumped by over a quarter of its `bits`-bit space `jumps` times.
+    SeqJumps { bits: u32, jumps: u64 },
+    /// Much of the sequence arrived late.
+    SeqLate { late: u64, received: u64 },
+    /// Fragments refused beside few completed.
+    RefusedFragments {
+        refused: u64,
+        count_changed: u64,
+        id_out_of_range: u64,
+        count_out_of_range: u64,
+        completed: u64,
+        seen: u64,
+    },
+    /// Fragments that never shared a group.
+    NeverSharedGroup { fragments: u64, groups: u64 },
+    /// A direction's acks leave far more never acked than the capture loses (shares, 0–1).
+    NeverAcked {
+        flow: FlowId,
+        never_acked: f64,
+        captured_loss: f64,
+    },
+    /// Acks and NAKs that name sequences never sent.
+    AcksOfUnsent { flow: FlowId, unsent: u64, acked: u64 },
+    /// A message stream lost more than it received.
+    StreamLost {
+        name: String,
+        key: String,
+        flow: FlowId,
+        lost: u64,
+        received: u64,
+    },
+    /// Much of a message stream arrived late.
+    StreamLate {
+        name: String,
+        key: String,
+        flow: FlowId,
+        late: u64,
+        received: u64,
+    },
+}
+
+/// What a share of the datagrams fails at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failing {
+    Header,
+    Body,
+    Trailing,
+}
+
 /// One flow whose fit is not good.
 #[derive(Debug, Clone, Serialize)]
 pub struct FlowFit {
     pub flow: FlowId,
     pub datagrams: u64,
     pub verdict: Verdict,
-    pub rests_on: Vec<String>,
+    pub rests_on: Vec<Sign>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Fit {
     pub verdict: Verdict,
-    /// Why, one sentence per sign (empty when the fit is good).
-    pub rests_on: Vec<String>,
+    /// Why, one sign each (empty when the fit is good).
+    pub rests_on: Vec<Sign>,
     /// Datagrams judged: those that passed the checksum (or, without one, were on the
     /// ports), the denominator of the shares below.
     pub datagrams: u64,
@@ -123,9 +198,9 @@ fn pct(n: u64, of: u64) -> f64 {
 pub(crate) fn flow_fit(f: &FlowStats, seq_bits: u32) -> Option<FlowFit> {
     let mut verdict = Verdict::Good;
     let mut why = Vec::new();
-    let mut sign = |v: Verdict, text: String| {
+    let mut sign = |v: Verdict, s: Sign| {
         verdict = verdict.max(v);
-        why.push(text);
+        why.push(s);
     };
     let s = &f.seq;
     if s.lost > f.datagrams || (s.lost >= 10 && s.lost > s.received) {
@@ -136,7 +211,10 @@ pub(crate) fn flow_fit(f: &FlowStats, seq_bits: u32) -> Option<FlowFit> {
         };
         sign(
             v,
-            format!("{} lost, more than the {} sequences seen", s.lost, s.received),
+            Sign::SeqLost {
+                lost: s.lost,
+                received: s.received,
+            },
         );
     }
     if f.seq_jumps > 0 {
@@ -147,10 +225,10 @@ pub(crate) fn flow_fit(f: &FlowStats, seq_bits: u32) -> Option<FlowFit> {
         };
         sign(
             v,
-            format!(
-                "the sequence jumped by over a quarter of its {seq_bits}-bit space {} times",
-                f.seq_jumps
-            ),
+            Sign::SeqJumps {
+                bits: seq_bits,
+                jumps: f.seq_jumps,
+            },
         );
     }
     if s.received >= 10 && s.late * 5 >= s.received {
@@ -159,7 +237,13 @@ pub(crate) fn flow_fit(f: &FlowStats, seq_bits: u32) -> Option<FlowFit> {
         } else {
             Verdict::Doubtful
         };
-        sign(v, format!("{} of {} sequences arrived late", s.late, s.received));
+        sign(
+            v,
+            Sign::SeqLate {
+                late: s.late,
+                received: s.received,
+            },
+        );
     }
     let (groups, completed, received) =
         f.reassembly
@@ -178,10 +262,10 @@ pub(crate) fn flow_fit(f: &FlowStats, seq_bits: u32) -> Option<FlowFit> {
     if f.fragments >= 6 && groups >= 3 && completed == 0 && received * 2 < groups * 3 {
         sign(
             Verdict::DoesNotFit,
-            format!(
-                "{} fragments never shared a group ({groups} packets, none completed)",
-                f.fragments
-            ),
+            Sign::NeverSharedGroup {
+                fragments: f.fragments,
+                groups,
+            },
         );
     }
     (verdict > Verdict::Good).then(|| FlowFit {
@@ -206,7 +290,7 @@ pub(crate) fn counted_apart(f: &FlowStats, seq_bits: u32) -> bool {
 /// id past its count, a count out of range) dominating the messages of several
 /// fragments completed: the fields are likely not what the definition says (a count
 /// derived from a field that counts down).
-fn refused_fragments(f: &FlowStats) -> Option<(Verdict, String)> {
+fn refused_fragments(f: &FlowStats) -> Option<(Verdict, Sign)> {
     let a = &f.attacks;
     let refused = a.count_changed + a.id_out_of_range + a.count_out_of_range;
     let (seen, completed) = (f.reassembly.iter())
@@ -222,17 +306,21 @@ fn refused_fragments(f: &FlowStats) -> Option<(Verdict, String)> {
     };
     Some((
         v,
-        format!(
-            "{refused} fragments refused (count changed {}, id out of range {}, count out of range {}) beside {completed} of {seen} fragmented packets completed",
-            a.count_changed, a.id_out_of_range, a.count_out_of_range
-        ),
+        Sign::RefusedFragments {
+            refused,
+            count_changed: a.count_changed,
+            id_out_of_range: a.id_out_of_range,
+            count_out_of_range: a.count_out_of_range,
+            completed,
+            seen,
+        },
     ))
 }
 
 /// The ack analysis of one direction: never-acked far beyond what either direction's
 /// own losses allow, or acks naming sequences never sent (an ack field that is not the
 /// sequence it claims). `reverse`: the other direction's flow.
-fn ack_fit(f: &FlowStats, reverse: Option<&FlowStats>) -> Option<(Verdict, String)> {
+fn ack_fit(f: &FlowStats, reverse: Option<&FlowStats>) -> Option<(Verdict, Sign)> {
     let a = f.acks.as_ref()?;
     let loss = |x: &FlowStats| {
         let (l, r) = if x.streams.is_empty() {
@@ -248,7 +336,7 @@ fn ack_fit(f: &FlowStats, reverse: Option<&FlowStats>) -> Option<(Verdict, Strin
     };
     let captured = loss(f).max(reverse.map_or(0.0, loss));
     let plausible = 2.0 * captured + 0.05;
-    let flow = format!("{} → {}", f.src, f.dst);
+    let flow = f.id();
     if a.never_acked >= 10 && a.ack_implied_loss > plausible {
         let v = if a.ack_implied_loss >= 0.5 {
             Verdict::DoesNotFit
@@ -257,11 +345,11 @@ fn ack_fit(f: &FlowStats, reverse: Option<&FlowStats>) -> Option<(Verdict, Strin
         };
         return Some((
             v,
-            format!(
-                "acks of {flow}: {:.1}% never acked, where the capture shows at most {:.1}% lost either way",
-                a.ack_implied_loss * 100.0,
-                captured * 100.0
-            ),
+            Sign::NeverAcked {
+                flow,
+                never_acked: a.ack_implied_loss,
+                captured_loss: captured,
+            },
         ));
     }
     let unsent = a.acks_of_unsent + a.naks_of_unsent;
@@ -273,10 +361,11 @@ fn ack_fit(f: &FlowStats, reverse: Option<&FlowStats>) -> Option<(Verdict, Strin
         };
         return Some((
             v,
-            format!(
-                "acks of {flow}: {unsent} acks and NAKs name sequences never sent, beside {} acked",
-                a.acked
-            ),
+            Sign::AcksOfUnsent {
+                flow,
+                unsent,
+                acked: a.acked,
+            },
         ));
     }
     None
@@ -284,16 +373,19 @@ fn ack_fit(f: &FlowStats, reverse: Option<&FlowStats>) -> Option<(Verdict, Strin
 
 /// A message stream read as the flows' sequences are: more lost than received, or much
 /// of it late.
-fn stream_fit(f: &FlowStats) -> Option<(Verdict, String)> {
+fn stream_fit(f: &FlowStats) -> Option<(Verdict, Sign)> {
     for s in &f.streams {
         let q = &s.seq;
         if q.lost >= 10 && q.lost > q.received {
             return Some((
                 Verdict::DoesNotFit,
-                format!(
-                    "stream {} {} of {} → {}: {} lost, more than the {} received",
-                    s.name, s.key, f.src, f.dst, q.lost, q.received
-                ),
+                Sign::StreamLost {
+                    name: s.name.clone(),
+                    key: s.key.clone(),
+                    flow: f.id(),
+                    lost: q.lost,
+                    received: q.received,
+                },
             ));
         }
         if q.received >= 10 && q.late * 5 >= q.received {
@@ -304,10 +396,13 @@ fn stream_fit(f: &FlowStats) -> Option<(Verdict, String)> {
             };
             return Some((
                 v,
-                format!(
-                    "stream {} {} of {} → {}: {} of {} sequences arrived late",
-                    s.name, s.key, f.src, f.dst, q.late, q.received
-                ),
+                Sign::StreamLate {
+                    name: s.name.clone(),
+                    key: s.key.clone(),
+                    flow: f.id(),
+                    late: q.late,
+                    received: q.received,
+                },
             ));
         }
     }
@@ -340,17 +435,14 @@ impl Fit {
             return fit;
         }
         for (n, what, limits) in [
-            (header_errors, "fail the header", HEADER),
-            (body_errors, "fail the body", BODY),
-            (trailing, "leave trailing bytes", TRAILING),
+            (header_errors, Failing::Header, HEADER),
+            (body_errors, Failing::Body, BODY),
+            (trailing, Failing::Trailing, TRAILING),
         ] {
             let verdict = share_verdict(n, datagrams, limits);
             if verdict > Verdict::Good {
                 fit.verdict = fit.verdict.max(verdict);
-                fit.rests_on.push(format!(
-                    "{n} of {datagrams} datagrams ({:.1}%) {what}",
-                    pct(n, datagrams)
-                ));
+                fit.rests_on.push(Sign::Share { n, datagrams, what });
             }
         }
         fit.flows = r.flows.iter().filter_map(|f| flow_fit(f, seq_bits)).collect();
@@ -368,12 +460,12 @@ impl Fit {
                 Verdict::Doubtful
             };
             fit.verdict = fit.verdict.max(verdict);
-            fit.rests_on.push(format!(
-                "{} of {} flows have a sequence or fragment field that does not read as one ({} of {game} datagrams)",
-                fit.flows.len(),
-                r.flows.iter().filter(|f| f.is_game()).count(),
-                fit.flows.iter().map(|f| f.datagrams).sum::<u64>(),
-            ));
+            fit.rests_on.push(Sign::FlowsDoNotRead {
+                flows: fit.flows.len() as u64,
+                game_flows: r.flows.iter().filter(|f| f.is_game()).count() as u64,
+                datagrams: fit.flows.iter().map(|f| f.datagrams).sum::<u64>(),
+                game_datagrams: game,
+            });
         }
         fit.judge_analyses(r, seq_bits);
         // No definition: the header was read with the reference layout.
@@ -397,12 +489,12 @@ impl Fit {
                 fragments = fragments.max(v);
             }
             let never_shared = flow_fit(f, seq_bits)
-                .is_some_and(|x| x.rests_on.iter().any(|w| w.contains("never shared a group")));
+                .is_some_and(|x| (x.rests_on.iter()).any(|w| matches!(w, Sign::NeverSharedGroup { .. })));
             if never_shared {
                 fragments = fragments.max(Verdict::DoesNotFit);
             }
         }
-        let mut signs: Vec<(Verdict, String)> = Vec::new();
+        let mut signs: Vec<(Verdict, Sign)> = Vec::new();
         let (mut acks, mut streams) = (Verdict::Good, Verdict::Good);
         for f in &r.flows {
             let reverse = r.flows.iter().find(|g| g.src == f.dst && g.dst == f.src);
@@ -445,30 +537,21 @@ impl Fit {
 
 /// Why no datagram was judged: no UDP at all, none on the protocol's ports, or none of
 /// those passed the checksum.
-fn nothing_judged(r: &Report) -> String {
+fn nothing_judged(r: &Report) -> Sign {
     let (c, v) = (&r.capture, &r.validation);
     if c.udp_datagrams == 0 {
-        return "the capture holds no UDP datagram".into();
+        return Sign::NoUdp;
     }
-    let none_of = |n: u64, what: &str| match n {
-        1 => format!("the one {what}"),
-        n => format!("none of the {n} {what}s"),
-    };
     if v.examined == 0 {
-        let ports: Vec<String> = r.protocol.ports.iter().map(|p| p.to_string()).collect();
-        let verb = if c.udp_datagrams == 1 { "is not" } else { "is" };
-        return format!(
-            "{} {verb} on the protocol's ports ({})",
-            none_of(c.udp_datagrams, "UDP datagram"),
-            ports.join(" ")
-        );
+        return Sign::NotOnPorts {
+            udp: c.udp_datagrams,
+            ports: r.protocol.ports.clone(),
+        };
     }
-    let verb = if v.examined == 1 { "did not pass" } else { "passed" };
-    format!(
-        "{} on the protocol's ports {verb} validation ({} failed the checksum, {} too short, {} cut short)",
-        none_of(v.examined, "datagram"),
-        v.crc_mismatch,
-        v.too_short,
-        v.truncated
-    )
+    Sign::NoneValid {
+        examined: v.examined,
+        crc_mismatch: v.crc_mismatch,
+        too_short: v.too_short,
+        truncated: v.truncated,
+    }
 }
