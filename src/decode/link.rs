@@ -1,6 +1,7 @@
 //! Link → IP → UDP/ICMP decoding with etherparse's lax slicer: every layer it could
 //! parse is kept, and where it stopped is said.
 
+use super::Malformation;
 use etherparse::{
     EtherType, Icmpv4Type, Icmpv6Type, IpNumber, LaxNetSlice, LaxSlicedPacket, TransportSlice, UdpSlice,
     icmpv4::DestUnreachableHeader,
@@ -98,7 +99,7 @@ pub enum Decoded<'a> {
     /// The link or network layer could not be parsed.
     Malformed {
         layer: &'static str,
-        reason: String,
+        reason: Malformation,
     },
     UnsupportedLink(i32),
 }
@@ -302,15 +303,18 @@ pub fn decode(linktype: i32, data: &[u8]) -> Decoded<'_> {
 pub fn decode_general(linktype: i32, data: &[u8]) -> Decoded<'_> {
     use linktype::*;
     let sliced = match linktype {
-        ETHERNET => LaxSlicedPacket::from_ethernet(data).map_err(|e| ("ethernet", e.to_string())),
+        ETHERNET => LaxSlicedPacket::from_ethernet(data).map_err(|e| ("ethernet", Malformation::Len(e))),
         RAW | RAW_OLD_12 | RAW_OLD_14 | IPV4 | IPV6 => {
-            LaxSlicedPacket::from_ip(data).map_err(|e| ("ip", e.to_string()))
+            LaxSlicedPacket::from_ip(data).map_err(|e| ("ip", Malformation::Ip(e)))
         }
         NULL | LOOP => {
             let Some(fam) = data.first_chunk::<4>() else {
                 return Decoded::Malformed {
                     layer: "loopback",
-                    reason: format!("{} bytes, header needs 4", data.len()),
+                    reason: Malformation::Short {
+                        have: data.len(),
+                        need: 4,
+                    },
                 };
             };
             let family = if linktype == LOOP {
@@ -321,7 +325,9 @@ pub fn decode_general(linktype: i32, data: &[u8]) -> Decoded<'_> {
                 if le < 256 { le } else { u32::from_be_bytes(*fam) }
             };
             match family {
-                2 | 24 | 28 | 30 => LaxSlicedPacket::from_ip(&data[4..]).map_err(|e| ("ip", e.to_string())),
+                2 | 24 | 28 | 30 => {
+                    LaxSlicedPacket::from_ip(&data[4..]).map_err(|e| ("ip", Malformation::Ip(e)))
+                }
                 _ => return Decoded::Other("non-ip loopback family"),
             }
         }
@@ -334,7 +340,10 @@ pub fn decode_general(linktype: i32, data: &[u8]) -> Decoded<'_> {
                     } else {
                         "linux sll2"
                     },
-                    reason: format!("{} bytes, header needs {hl}", data.len()),
+                    reason: Malformation::Short {
+                        have: data.len(),
+                        need: hl,
+                    },
                 };
             };
             let proto = u16::from_be_bytes([data[proto_at], data[proto_at + 1]]);
@@ -354,7 +363,7 @@ pub fn decode_general(linktype: i32, data: &[u8]) -> Decoded<'_> {
         if let Some((e, layer)) = &p.stop_err {
             return Decoded::Malformed {
                 layer: layer_name(*layer),
-                reason: e.to_string(),
+                reason: Malformation::Slice(e.clone()),
             };
         }
         return Decoded::Other("not ip");
@@ -403,11 +412,11 @@ pub fn decode_general(linktype: i32, data: &[u8]) -> Decoded<'_> {
         None => match &p.stop_err {
             Some((e, layer)) if proto == IpNumber::UDP => Decoded::Malformed {
                 layer: layer_name(*layer),
-                reason: e.to_string(),
+                reason: Malformation::Slice(e.clone()),
             },
             _ if proto == IpNumber::UDP => Decoded::Malformed {
                 layer: "udp",
-                reason: "udp header missing".into(),
+                reason: Malformation::UdpMissing,
             },
             _ => Decoded::Other("other ip protocol"),
         },
@@ -432,7 +441,7 @@ pub fn udp_from_reassembled(ip: IpInfo, data: &[u8]) -> Decoded<'_> {
         Ok(udp) => udp_datagram(ip, &udp),
         Err(e) => Decoded::Malformed {
             layer: "udp",
-            reason: e.to_string(),
+            reason: Malformation::Len(e),
         },
     }
 }

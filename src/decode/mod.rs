@@ -5,10 +5,12 @@ mod flow;
 pub mod headers;
 pub(crate) mod ipfrag;
 pub(crate) mod link;
+mod malformed;
 pub mod services;
 
 pub use flow::FlowId;
 pub use ipfrag::IpDefrag;
+pub use malformed::Malformation;
 
 pub use link::{
     Decoded, IcmpTooBig, IpInfo, QuotedDatagram, decode, decode_fast, decode_general, linktype,

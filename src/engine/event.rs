@@ -121,7 +121,7 @@ pub enum Layer<'a> {
     Other(&'static str),
     Malformed {
         layer: &'static str,
-        reason: &'a str,
+        reason: &'a crate::decode::Malformation,
     },
     UnsupportedLink(i32),
     /// An IP fragment completed a datagram that is not UDP.
