@@ -203,16 +203,20 @@ fn quoted(payload: &[u8]) -> Option<QuotedDatagram> {
 /// (a property test holds them equal).
 #[inline(always)]
 pub fn decode_fast(linktype: i32, data: &[u8]) -> Option<Decoded<'_>> {
+    use super::wire::*;
     use linktype::*;
     let (ip, vlan) = match linktype {
         ETHERNET => {
-            let eth = data.get(..14)?;
-            match u16::from_be_bytes([eth[12], eth[13]]) {
-                0x0800 | 0x86dd => (&data[14..], None),
-                0x8100 => {
-                    let tag = data.get(14..18)?;
+            let eth = data.get(..ETHERNET_HEADER)?;
+            match u16::from_be_bytes([eth[ETHERTYPE_AT], eth[ETHERTYPE_AT + 1]]) {
+                ethertype::IPV4 | ethertype::IPV6 => (&data[ETHERNET_HEADER..], None),
+                ethertype::VLAN => {
+                    let tag = data.get(ETHERNET_HEADER..ETHERNET_HEADER + VLAN_TAG)?;
                     match u16::from_be_bytes([tag[2], tag[3]]) {
-                        0x0800 | 0x86dd => (&data[18..], Some(u16::from_be_bytes([tag[0], tag[1]]) & 0x0fff)),
+                        ethertype::IPV4 | ethertype::IPV6 => (
+                            &data[ETHERNET_HEADER + VLAN_TAG..],
+                            Some(u16::from_be_bytes([tag[0], tag[1]]) & VLAN_ID_MASK),
+                        ),
                         _ => return None,
                     }
                 }
@@ -225,15 +229,19 @@ pub fn decode_fast(linktype: i32, data: &[u8]) -> Option<Decoded<'_>> {
     let first = *ip.first()?;
     let (info, transport) = match first >> 4 {
         4 => {
-            let h = ip.get(..20)?;
+            let h = ip.get(..IPV4_HEADER)?;
             let header_len = (first & 0x0f) as usize * 4;
             let total_len = u16::from_be_bytes([h[2], h[3]]) as usize;
             let flags = u16::from_be_bytes([h[6], h[7]]);
-            if header_len < 20 || total_len < header_len + 8 || total_len > ip.len() || h[9] != 17 {
+            if header_len < IPV4_HEADER
+                || total_len < header_len + UDP_HEADER
+                || total_len > ip.len()
+                || h[9] != ipproto::UDP
+            {
                 return None;
             }
             // Fragments (MF or an offset) go the general way.
-            if flags & 0x3fff != 0 {
+            if flags & IPV4_FRAGMENT_BITS != 0 {
                 return None;
             }
             let info = IpInfo {
@@ -242,7 +250,7 @@ pub fn decode_fast(linktype: i32, data: &[u8]) -> Option<Decoded<'_>> {
                 dst: IpAddr::from([h[16], h[17], h[18], h[19]]),
                 total_len: total_len as u32,
                 header_len: header_len as u32,
-                dont_fragment: flags & 0x4000 != 0,
+                dont_fragment: flags & IPV4_DONT_FRAGMENT != 0,
                 id: u16::from_be_bytes([h[4], h[5]]) as u32,
                 frag_offset: 0,
                 more_fragments: false,
@@ -251,38 +259,38 @@ pub fn decode_fast(linktype: i32, data: &[u8]) -> Option<Decoded<'_>> {
             (info, &ip[header_len..total_len])
         }
         6 => {
-            let h = ip.get(..40)?;
+            let h = ip.get(..IPV6_HEADER)?;
             let payload_len = u16::from_be_bytes([h[4], h[5]]) as usize;
-            if h[6] != 17 || payload_len < 8 || 40 + payload_len > ip.len() {
+            if h[6] != ipproto::UDP || payload_len < UDP_HEADER || IPV6_HEADER + payload_len > ip.len() {
                 return None;
             }
             let src: [u8; 16] = h[8..24].try_into().ok()?;
-            let dst: [u8; 16] = h[24..40].try_into().ok()?;
+            let dst: [u8; 16] = h[24..IPV6_HEADER].try_into().ok()?;
             let info = IpInfo {
                 version: 6,
                 src: IpAddr::from(src),
                 dst: IpAddr::from(dst),
-                total_len: payload_len as u32 + 40,
-                header_len: 40,
+                total_len: (payload_len + IPV6_HEADER) as u32,
+                header_len: IPV6_HEADER as u32,
                 dont_fragment: true,
                 id: 0,
                 frag_offset: 0,
                 more_fragments: false,
                 vlan,
             };
-            (info, &ip[40..40 + payload_len])
+            (info, &ip[IPV6_HEADER..IPV6_HEADER + payload_len])
         }
         _ => return None,
     };
     let udp_len = u16::from_be_bytes([transport[4], transport[5]]) as usize;
-    if udp_len < 8 || udp_len > transport.len() {
+    if udp_len < UDP_HEADER || udp_len > transport.len() {
         return None;
     }
     Some(Decoded::Udp {
         ip: info,
         src_port: u16::from_be_bytes([transport[0], transport[1]]),
         dst_port: u16::from_be_bytes([transport[2], transport[3]]),
-        payload: &transport[8..udp_len],
+        payload: &transport[UDP_HEADER..udp_len],
         truncated: false,
     })
 }

@@ -7,6 +7,7 @@ pub(crate) mod ipfrag;
 pub(crate) mod link;
 mod malformed;
 pub mod services;
+pub mod wire;
 
 pub use flow::FlowId;
 pub use ipfrag::IpDefrag;

@@ -2,6 +2,10 @@
 //! fragmentation, ICMP "fragmentation needed" / "packet too big", and the link layer
 //! (Ethernet with an optional VLAN tag, Linux SLL2, or raw IP).
 
+use crate::decode::linktype;
+use crate::decode::wire::{
+    IPV4_HEADER, IPV6_FRAGMENT_HEADER, IPV6_HEADER, UDP_HEADER, VLAN_ID_MASK, ethertype, ipproto,
+};
 use std::net::{IpAddr, SocketAddr};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -15,9 +19,9 @@ impl Link {
     /// The pcap LINKTYPE_* value.
     pub fn linktype(&self) -> u32 {
         match self {
-            Link::Ethernet { .. } => 1,
-            Link::Sll2 => 276,
-            Link::Raw => 101,
+            Link::Ethernet { .. } => linktype::ETHERNET as u32,
+            Link::Sll2 => linktype::LINUX_SLL2 as u32,
+            Link::Raw => linktype::RAW as u32,
         }
     }
 
@@ -29,13 +33,13 @@ impl Link {
 
     /// [`Link::frame`] appended to `f` (a sender's batch buffer).
     pub fn frame_into(&self, f: &mut Vec<u8>, ip_packet: &[u8], v6: bool) {
-        let ethertype: u16 = if v6 { 0x86dd } else { 0x0800 };
+        let ethertype: u16 = if v6 { ethertype::IPV6 } else { ethertype::IPV4 };
         match self {
             Link::Ethernet { vlan } => {
                 f.extend([0x02, 0, 0, 0, 0, 0x02, 0x02, 0, 0, 0, 0, 0x01]);
                 if let Some(id) = vlan {
-                    f.extend(0x8100u16.to_be_bytes());
-                    f.extend((id & 0x0fff).to_be_bytes());
+                    f.extend(ethertype::VLAN.to_be_bytes());
+                    f.extend((id & VLAN_ID_MASK).to_be_bytes());
                 }
                 f.extend(ethertype.to_be_bytes());
             }
@@ -83,8 +87,8 @@ fn ip_bytes(a: IpAddr) -> Vec<u8> {
 
 /// UDP header + payload, checksummed for its addresses.
 pub fn udp(src: SocketAddr, dst: SocketAddr, payload: &[u8]) -> Vec<u8> {
-    let len = (payload.len() + 8) as u16;
-    let mut u = Vec::with_capacity(payload.len() + 8);
+    let len = (payload.len() + UDP_HEADER) as u16;
+    let mut u = Vec::with_capacity(payload.len() + UDP_HEADER);
     u.extend(src.port().to_be_bytes());
     u.extend(dst.port().to_be_bytes());
     u.extend(len.to_be_bytes());
@@ -96,13 +100,13 @@ pub fn udp(src: SocketAddr, dst: SocketAddr, payload: &[u8]) -> Vec<u8> {
         p.extend(&s);
         p.extend(&d);
         p.extend((u.len() as u32).to_be_bytes());
-        p.extend([0, 0, 0, 17]);
+        p.extend([0, 0, 0, ipproto::UDP]);
         p
     } else {
         let mut p = Vec::new();
         p.extend(&s);
         p.extend(&d);
-        p.extend([0, 17]);
+        p.extend([0, ipproto::UDP]);
         p.extend(len.to_be_bytes());
         p
     };
@@ -127,7 +131,7 @@ fn ipv4(
     payload: &[u8],
 ) -> Vec<u8> {
     let mut h = vec![0x45, 0];
-    h.extend(((20 + payload.len()) as u16).to_be_bytes());
+    h.extend(((IPV4_HEADER + payload.len()) as u16).to_be_bytes());
     h.extend(id.to_be_bytes());
     let flags = (df as u16) << 14 | (more as u16) << 13 | (offset / 8) as u16;
     h.extend(flags.to_be_bytes());
@@ -162,17 +166,17 @@ pub fn ip_packets(
 ) -> Vec<Vec<u8>> {
     let u = udp(src, dst, payload);
     let v6 = src.is_ipv6();
-    let header = if v6 { 40 } else { 20 };
+    let header = if v6 { IPV6_HEADER } else { IPV4_HEADER };
     if header + u.len() <= link_mtu || (df && !v6) {
         return vec![if v6 {
-            ipv6(src.ip(), dst.ip(), 17, &u)
+            ipv6(src.ip(), dst.ip(), ipproto::UDP, &u)
         } else {
-            ipv4(src.ip(), dst.ip(), 17, id as u16, df, false, 0, &u)
+            ipv4(src.ip(), dst.ip(), ipproto::UDP, id as u16, df, false, 0, &u)
         }];
     }
     // Fragment: every piece but the last a multiple of 8 bytes.
     let room = if v6 {
-        link_mtu.saturating_sub(header + 8)
+        link_mtu.saturating_sub(header + IPV6_FRAGMENT_HEADER)
     } else {
         link_mtu.saturating_sub(header)
     };
@@ -185,13 +189,22 @@ pub fn ip_packets(
         .map(|(i, p)| {
             let offset = i * chunk;
             if v6 {
-                let mut fh = vec![17, 0];
+                let mut fh = vec![ipproto::UDP, 0];
                 fh.extend((((offset / 8) as u16) << 3 | (i < last) as u16).to_be_bytes());
                 fh.extend(id.to_be_bytes());
                 fh.extend_from_slice(p);
-                ipv6(src.ip(), dst.ip(), 44, &fh)
+                ipv6(src.ip(), dst.ip(), ipproto::IPV6_FRAGMENT, &fh)
             } else {
-                ipv4(src.ip(), dst.ip(), 17, id as u16, false, i < last, offset, p)
+                ipv4(
+                    src.ip(),
+                    dst.ip(),
+                    ipproto::UDP,
+                    id as u16,
+                    false,
+                    i < last,
+                    offset,
+                    p,
+                )
             }
         })
         .collect()
@@ -217,15 +230,15 @@ pub fn icmp_too_big(router: IpAddr, datagram: &[u8], to: IpAddr, mtu: u32) -> Ve
         pseudo.extend(ip_bytes(router));
         pseudo.extend(ip_bytes(to));
         pseudo.extend((m.len() as u32).to_be_bytes());
-        pseudo.extend([0, 0, 0, 58]);
+        pseudo.extend([0, 0, 0, ipproto::ICMPV6]);
         checksum(&[&pseudo, &m])
     } else {
         checksum(&[&m])
     };
     m[2..4].copy_from_slice(&c.to_be_bytes());
     if v6 {
-        ipv6(router, to, 58, &m)
+        ipv6(router, to, ipproto::ICMPV6, &m)
     } else {
-        ipv4(router, to, 1, 0, false, false, 0, &m)
+        ipv4(router, to, ipproto::ICMP, 0, false, false, 0, &m)
     }
 }
