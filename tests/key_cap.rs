@@ -75,7 +75,7 @@ fn capture(path: &Path, clients: u32, seed: u64) -> Vec<String> {
     // Neighbours swap at random: first appearances (and so which directions get a
     // replay window) fall on both sides of the cap in another order each case.
     for i in 1..datagrams.len() {
-        if rng.next_u32() % 3 == 0 {
+        if rng.next_u32().is_multiple_of(3) {
             datagrams.swap(i - 1, i);
         }
     }
