@@ -33,6 +33,9 @@ fn message(kind: u8, channel: u8, a: u16, b: Option<u16>) -> Vec<u8> {
     m
 }
 
+/// Datagrams as (source, destination, payload).
+type Frames = Vec<(SocketAddr, SocketAddr, Vec<u8>)>;
+
 /// What the generated traffic did per channel: copies sent beyond each sequence's first,
 /// of those sent after a captured ack covered them, sequences NAKed in captured acks.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -47,13 +50,7 @@ struct Truth {
 /// (everything below the first missing, NAKs of the gaps) that the capture misses
 /// `ack_loss` per mille of; the sender resends what a captured ack NAKs, and now and
 /// then (`spurious` per mille) a sequence already acked.
-fn traffic(
-    n: u16,
-    loss: u32,
-    ack_loss: u32,
-    spurious: u32,
-    seed: u64,
-) -> (Vec<(SocketAddr, SocketAddr, Vec<u8>)>, [Truth; 2]) {
+fn traffic(n: u16, loss: u32, ack_loss: u32, spurious: u32, seed: u64) -> (Frames, [Truth; 2]) {
     let (c, s): (SocketAddr, SocketAddr) =
         ("10.0.0.1:5000".parse().unwrap(), "10.0.0.2:9000".parse().unwrap());
     let mut rng = seed | 1;

@@ -964,3 +964,26 @@ fn other_udp_rows_name_their_service() {
         "{s}"
     );
 }
+
+// The Streams view (`v` on Flows): a bundled capture whose definition declares no
+// message stream says so; KCP's PUSH streams with their ack figures, and Enter on one
+// opens its datagrams; ENet's channels, acked per message.
+snap2!(streams_none, "lossy-bursts.pcap", "article.kdl", "2 v");
+snap2!(
+    streams_kcp,
+    "tests/fixtures/kcp/capture.pcap",
+    "kcp.kdl",
+    "2 v Down"
+);
+snap2!(
+    streams_kcp_enter,
+    "tests/fixtures/kcp/capture.pcap",
+    "kcp.kdl",
+    "2 v Down Enter"
+);
+snap2!(
+    streams_enet,
+    "tests/fixtures/enet/capture.pcap",
+    "enet.kdl",
+    "2 v"
+);

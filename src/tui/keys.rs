@@ -92,6 +92,16 @@ pub const KEYS: &[Key] = &[
     ),
     k(&["Shift-Enter", "b"], "Flows", "both directions' packets"),
     k(
+        &["v"],
+        "Flows",
+        "the Streams view: per direction and message stream, analyze's stream and ack figures (- where not measured)",
+    ),
+    k(
+        &["Enter"],
+        "Streams",
+        "the stream's datagrams (src A && dst B && its key); add a verdict word to the filter for its messages (&& dup, retransmission, never_acked, rtt > 20)",
+    ),
+    k(
         &["Enter"],
         "Reassembly",
         "the packet's fragments and the packet they were put back into, its tree shown",

@@ -39,11 +39,15 @@ fn on_bandwidth(a: &App, _: &KeyEvent) -> bool {
 }
 
 fn on_tables(a: &App, _: &KeyEvent) -> bool {
-    matches!(a.tab, Tab::Flows | Tab::Reassembly)
+    a.tab == Tab::Reassembly || a.tab == Tab::Flows && !a.streams_view
 }
 
 fn on_flows(a: &App, _: &KeyEvent) -> bool {
-    a.tab == Tab::Flows
+    a.tab == Tab::Flows && !a.streams_view
+}
+
+fn on_streams(a: &App, _: &KeyEvent) -> bool {
+    a.tab == Tab::Flows && a.streams_view
 }
 
 fn on_loss(a: &App, _: &KeyEvent) -> bool {
@@ -142,6 +146,12 @@ pub(super) const BINDINGS: &[Binding] = &[
         a.open_flow(k.modifiers.contains(KeyModifiers::SHIFT))
     }),
     bind(&[Char('b')], on_flows, |a, _| a.open_flow(true)),
+    bind(&[Enter], on_streams, |a, _| a.open_stream()),
+    bind(
+        &[Char('v')],
+        |a, _| a.tab == Tab::Flows,
+        |a, _| a.streams_view = !a.streams_view,
+    ),
     bind(&[Up, Char('k')], on_loss, |a, _| {
         a.loss_scroll = a.loss_scroll.saturating_sub(1)
     }),

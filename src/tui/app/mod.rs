@@ -26,6 +26,7 @@ mod detail;
 mod input;
 mod navigation;
 mod output;
+mod streams;
 mod tables;
 
 pub(crate) use detail::filter_value;
@@ -285,6 +286,9 @@ pub struct App {
     /// The chooser's row.
     pub column_cursor: usize,
     pub flows: TableState,
+    /// The Flows tab shows the message streams (`v`), and where in them.
+    pub streams_view: bool,
+    pub streams: TableState,
     pub frags: TableState,
     pub flow_series: Option<FlowSeries>,
     /// Text to put on the terminal's clipboard (OSC 52), taken by the event loop.
@@ -383,6 +387,8 @@ impl App {
             hidden: HashSet::new(),
             column_cursor: 0,
             flows: TableState::default(),
+            streams_view: false,
+            streams: TableState::default(),
             frags: TableState::default(),
             flow_series: None,
             clipboard: None,

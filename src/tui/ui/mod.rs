@@ -26,6 +26,7 @@ mod mtu;
 mod packets;
 mod reassembly;
 mod statusline;
+mod streams;
 pub(crate) mod tabs;
 mod tree;
 
@@ -39,6 +40,7 @@ use mtu::draw_mtu;
 use packets::draw_packets;
 use reassembly::draw_reassembly;
 use statusline::{draw_keys, draw_status};
+use streams::draw_streams;
 use tabs::draw_tabs;
 use tree::draw_tree;
 
@@ -127,6 +129,7 @@ pub fn draw(f: &mut Frame, app: &mut App) {
     draw_tabs(f, app, &ix, chunks[0]);
     match app.tab {
         Tab::Packets => draw_packets(f, app, &ix, chunks[1]),
+        Tab::Flows if app.streams_view => draw_streams(f, app, &ix, chunks[1]),
         Tab::Flows => draw_flows(f, app, &ix, chunks[1]),
         Tab::Reassembly => draw_reassembly(f, app, &ix, chunks[1]),
         Tab::Loss => draw_loss(f, app, &ix, chunks[1]),

@@ -96,6 +96,14 @@ fn hints(app: &App) -> &'static [(&'static str, &'static str)] {
             ("c", "columns"),
             ("+-", "list size"),
         ],
+        (Tab::Flows, _, _) if app.streams_view => &[
+            ("q", "quit"),
+            ("?", "help"),
+            ("↑↓", "stream"),
+            ("Enter", "its datagrams"),
+            ("v", "flows"),
+            ("/", "filter"),
+        ],
         (Tab::Flows, _, _) => &[
             ("q", "quit"),
             ("?", "help"),
