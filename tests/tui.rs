@@ -987,3 +987,15 @@ snap2!(
     "enet.kdl",
     "2 v"
 );
+
+/// The ack analysis' words select in the TUI what `dissect --filter` selects (the scan
+/// runs the ack pass first and reads each row's messages): on KCP, 47 datagrams carry a
+/// retransmitted PUSH and 11 a spurious one, one a PUSH acked after over 18 ms.
+#[test]
+fn verdict_words_select_as_dissect_does() {
+    for (filter, n) in [("retransmission", 47), ("spurious", 11), ("rtt~>~18", 1)] {
+        let mut a = app("tests/fixtures/kcp/capture.pcap", "kcp.kdl");
+        keys(&mut a, &format!("/ text:{filter} Enter"));
+        assert_eq!(a.view.len(), n, "{filter}");
+    }
+}
