@@ -99,7 +99,12 @@ pub const KEYS: &[Key] = &[
     k(
         &["Enter"],
         "Streams",
-        "the stream's datagrams (src A && dst B && its key); add a verdict word to the filter for its messages (&& dup, retransmission, never_acked, rtt > 20)",
+        "the stream's messages, each with its frame, sequence and verdicts (new, gap N, late, dup; retransmission, spurious, naked, never_acked, rtt: dissect --brief's words), read in the background; Enter on one: its packet; Esc: back",
+    ),
+    k(
+        &["p"],
+        "Streams",
+        "the stream's datagrams in the list (src A && dst B && its key); a verdict word added narrows them (&& retransmission)",
     ),
     k(
         &["Enter"],

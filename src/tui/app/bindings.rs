@@ -50,6 +50,10 @@ fn on_streams(a: &App, _: &KeyEvent) -> bool {
     a.tab == Tab::Flows && a.streams_view
 }
 
+fn in_messages(a: &App, k: &KeyEvent) -> bool {
+    on_streams(a, k) && a.messages.is_some()
+}
+
 fn on_loss(a: &App, _: &KeyEvent) -> bool {
     a.tab == Tab::Loss
 }
@@ -73,6 +77,7 @@ fn tree_ahead(a: &App, _: &KeyEvent) -> bool {
 pub(super) const BINDINGS: &[Binding] = &[
     bind(&[Char('q')], always, |a, _| a.quit = true),
     bind(&[Esc], on_bandwidth, |a, _| a.bits.back()),
+    bind(&[Esc, Left], in_messages, |a, _| a.messages = None),
     bind(&[Esc], always, |a, _| a.focus = Focus::List),
     bind(&[Char('?')], always, |a, _| {
         a.help = true;
@@ -146,7 +151,9 @@ pub(super) const BINDINGS: &[Binding] = &[
         a.open_flow(k.modifiers.contains(KeyModifiers::SHIFT))
     }),
     bind(&[Char('b')], on_flows, |a, _| a.open_flow(true)),
-    bind(&[Enter], on_streams, |a, _| a.open_stream()),
+    bind(&[Enter], in_messages, |a, _| a.open_message()),
+    bind(&[Enter], on_streams, |a, _| a.open_messages()),
+    bind(&[Char('p')], on_streams, |a, _| a.open_stream()),
     bind(
         &[Char('v')],
         |a, _| a.tab == Tab::Flows,

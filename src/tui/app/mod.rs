@@ -289,6 +289,8 @@ pub struct App {
     /// The Flows tab shows the message streams (`v`), and where in them.
     pub streams_view: bool,
     pub streams: TableState,
+    /// The stream drilled into in the Streams view: its messages and their verdicts.
+    pub messages: Option<crate::tui::messages::Messages>,
     pub frags: TableState,
     pub flow_series: Option<FlowSeries>,
     /// Text to put on the terminal's clipboard (OSC 52), taken by the event loop.
@@ -389,6 +391,7 @@ impl App {
             flows: TableState::default(),
             streams_view: false,
             streams: TableState::default(),
+            messages: None,
             frags: TableState::default(),
             flow_series: None,
             clipboard: None,
@@ -419,6 +422,9 @@ impl App {
                 Err(e) => (e, true),
             });
         }
+        if let Some(m) = self.messages.as_mut() {
+            m.poll();
+        }
         match self.tab {
             Tab::Flows => self.update_flow_series(),
             Tab::Loss => self.update_loss_series(),
@@ -437,6 +443,11 @@ impl App {
     }
 
     /// Whether the Bandwidth tab's profile is counted (or not being counted).
+    /// No stream's messages are being read.
+    pub fn messages_finished(&self) -> bool {
+        !self.messages.as_ref().is_some_and(|m| m.reading())
+    }
+
     pub fn bits_finished(&self) -> bool {
         !matches!(self.bits.profile, super::bits::Profile::Counting { .. })
     }

@@ -15,7 +15,57 @@ impl App {
             .collect()
     }
 
-    /// Enter on a stream: the datagrams of its direction carrying a message of its key
+    /// Enter on a stream: its messages and their verdicts, read on a thread (a live
+    /// capture has no file to read again: its datagrams instead).
+    pub(super) fn open_messages(&mut self) {
+        let order = self.stream_order(&self.index);
+        let Some(r) = &self.index.report else { return };
+        let Some(&(fi, si)) = order.get(self.streams.selected) else {
+            return;
+        };
+        if self.index.store.is_some() {
+            return self.open_stream();
+        }
+        let (f, s) = (&r.flows[fi], &r.flows[fi].streams[si]);
+        let flow = crate::engine::FlowId {
+            src: f.src,
+            dst: f.dst,
+        };
+        let path = self.index.path.clone();
+        let m = crate::tui::messages::Messages::start(
+            path,
+            self.cfg.clone(),
+            flow,
+            s.name.clone(),
+            s.key.clone(),
+        );
+        self.messages = Some(m);
+    }
+
+    /// Enter on a message: its datagram in the list of its direction's, selected.
+    pub(super) fn open_message(&mut self) {
+        let Some(m) = &self.messages else { return };
+        // The selection is kept in the list when drawn; a key may have moved it past.
+        let Some(row) = m.rows.get(m.table.selected.min(m.rows.len().saturating_sub(1))) else {
+            return;
+        };
+        let frame = row.frame;
+        let order = self.stream_order(&self.index);
+        let Some(r) = &self.index.report else { return };
+        let Some(&(fi, _)) = order.get(self.streams.selected) else {
+            return;
+        };
+        let text = format!("src {} && dst {}", r.flows[fi].src, r.flows[fi].dst);
+        self.apply_filter(&text);
+        let ix = &self.index;
+        let pos = (self.view.iter()).position(|&i| ix.rows.get(i as usize).is_some_and(|r| r.frame >= frame));
+        if let Some(pos) = pos {
+            self.selected = usize::MAX;
+            self.select(pos);
+        }
+    }
+
+    /// `p` on a stream: the datagrams of its direction carrying a message of its key
     /// (`src A && dst B && conv == 7`); the verdict words narrow it (`&& retransmission`).
     pub(super) fn open_stream(&mut self) {
         let order = self.stream_order(&self.index);

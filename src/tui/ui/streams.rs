@@ -32,10 +32,24 @@ pub(super) fn draw_streams(f: &mut Frame, app: &mut App, ix: &Index, area: Rect)
     let Some(r) = &ix.report else { return };
     let order = app.stream_order(ix);
     let doubt = r.fit.warning("the sequences, acks and loss");
+    // Drilled into a stream: the streams above, as few rows as they need, its messages.
+    let messages = app.messages.is_some();
+    let top = (order.len() as u16 + 3).clamp(4, area.height / 3).max(4);
     let split = Layout::default()
         .direction(Direction::Vertical)
-        .constraints([Constraint::Min(4), Constraint::Length(u16::from(doubt.is_some()))])
+        .constraints([
+            if messages {
+                Constraint::Length(top)
+            } else {
+                Constraint::Min(4)
+            },
+            Constraint::Length(u16::from(doubt.is_some())),
+            Constraint::Min(if messages { 4 } else { 0 }),
+        ])
         .split(area);
+    if messages {
+        draw_messages(f, app, split[2]);
+    }
     app.areas.flows = table_body(split[0]);
     let height = app.areas.flows.height as usize;
     app.streams.fit(order.len(), height);
@@ -71,7 +85,7 @@ pub(super) fn draw_streams(f: &mut Frame, app: &mut App, ix: &Index, area: Rect)
         " Streams: none (the definition has no role=sequence stream=…) · v: flows ".to_string()
     } else {
         format!(
-            " Streams ({}, per direction and key) · Enter: its datagrams · v: flows ",
+            " Streams ({}, per direction and key) · Enter: its messages · p: its datagrams · v: flows ",
             order.len()
         )
     };
