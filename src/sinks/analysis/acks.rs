@@ -1268,6 +1268,63 @@ mod tests {
         assert_eq!(facts.of(flow, 13, 13_000_000), None);
     }
 
+    /// Each copy's verdict: a resend of what was acked is a spurious retransmission, one
+    /// of what was NAKed a plain one; a NAK holds for every copy of that use of the number,
+    /// and not for its next use after the sequence wrapped.
+    #[test]
+    fn copies_and_naks_are_found_by_their_copy() {
+        let ms = 1_000_000;
+        let mut t = AckTracker::new(8);
+        t.keep_log();
+        for s in 0..3u64 {
+            t.sent(s, (s as i64 + 1) * ms);
+        }
+        t.naked_range(1, 1, 8);
+        t.acked_one(0, 8, 4 * ms, None);
+        t.sent(0, 5 * ms);
+        t.sent(1, 6 * ms);
+        t.acked_range(1, 2, 8, 9 * ms, None, None);
+        // The numbers wrap: 1 is used again, not NAKed this time.
+        for s in 3..=257u64 {
+            t.sent(s & 0xff, (s as i64 + 10) * ms);
+            t.acked_one(s & 0xff, 8, (s as i64 + 10) * ms + 500, None);
+        }
+        let (stats, log) = t.finish_logged();
+        let a = stats.unwrap();
+        assert_eq!(
+            (a.retransmissions, a.spurious_retransmissions, a.naked),
+            (2, 1, 1)
+        );
+        let flow = crate::engine::FlowId {
+            src: "10.0.0.1:1".parse().unwrap(),
+            dst: "10.0.0.2:2".parse().unwrap(),
+        };
+        let mut facts = AckFacts::default();
+        facts.add(flow, log);
+        let v = |seq, at| facts.verdict(flow, seq, at);
+        assert_eq!(
+            v(0, ms),
+            CopyVerdict {
+                fate: Some(3_000),
+                naked: false,
+                copy: None
+            }
+        );
+        assert_eq!(v(0, 5 * ms).copy, Some(true));
+        assert_eq!((v(1, 2 * ms).naked, v(1, 2 * ms).copy), (true, None));
+        assert_eq!((v(1, 6 * ms).naked, v(1, 6 * ms).copy), (true, Some(false)));
+        // The wrapped use of 1: acked 500 ns after (0 µs), neither NAKed nor a copy.
+        let later = (257 + 10) * ms;
+        assert_eq!(
+            v(1, later),
+            CopyVerdict {
+                fate: Some(0),
+                naked: false,
+                copy: None
+            }
+        );
+    }
+
     /// KCP's `una` beside its ACKs: the ACK of 2 was lost, a later cumulative ack
     /// covers it; a resent copy after its ack is spurious.
     #[test]
