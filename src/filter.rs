@@ -16,7 +16,7 @@
 //! occurrence (and at least one). Floats compare at their resolution: a compressed float
 //! equals a value within half its step, an f32 equals the value rounded to f32.
 
-use crate::analysis::acks::{AckFacts, Settled};
+use crate::analysis::acks::{AckFacts, CopyVerdict, Settled};
 use crate::dissect::paths::{Holds, PathInfo, Step, catalog, is_occurrence, nearest, steps, strip_indices};
 use crate::dissect::{Dissection, FaultKind, Program, Value};
 use crate::engine::seq::SeqEvent;
@@ -96,6 +96,12 @@ enum Flag {
     StreamGap,
     /// The peer acked newer sequences but never this one (`never_acked`).
     NeverAcked,
+    /// A further copy of a sequence already captured (`retransmission`), one sent after
+    /// its ack was seen (`spurious`), a sequence the peer NAKed (`naked`): the ack
+    /// analysis' verdicts on the datagram's sequence or any of its messages'.
+    Retransmission,
+    Spurious,
+    Naked,
     /// An encrypted packet that opened but was a replay (`replayed`).
     Replayed,
     /// An encrypted body whose MAC failed (`mac_failure`).
@@ -377,11 +383,17 @@ impl<'a> Parser<'a> {
         let compared = self.peek().is_some_and(|t| is_cmp(t) || t == "in");
         // `gap` alone is the flag, `gap > 3` the gap's size; `udp`, `ip` and `ipv6` are a
         // definition's own field when it has one of that name (netcode's address `ipv6`).
-        let protocol_word = matches!(word.as_str(), "udp" | "ip" | "ipv6");
+        let protocol_word = matches!(
+            word.as_str(),
+            "udp" | "ip" | "ipv6" | "retransmission" | "spurious" | "naked"
+        );
         let own_field = protocol_word && self.names_a_field(&word);
         let flag_here = !(own_field || compared && word == "gap");
         if let Some(f) = flag_named(&word).filter(|_| flag_here) {
-            if f == Flag::NeverAcked {
+            if matches!(
+                f,
+                Flag::NeverAcked | Flag::Retransmission | Flag::Spurious | Flag::Naked
+            ) {
                 self.acks(&word)?;
             }
             return Ok(self.or_in_streams(Node::Flag(f)));
@@ -1220,6 +1232,9 @@ const FLAG_NAMES: &[&str] = &[
     "dup",
     "gap",
     "never_acked",
+    "retransmission",
+    "spurious",
+    "naked",
     "replayed",
     "mac_failure",
     "udp",
@@ -1275,6 +1290,9 @@ fn flag_named(word: &str) -> Option<Flag> {
         "dup" | "duplicate" => Flag::Dup,
         "gap" => Flag::Gap,
         "never_acked" | "never-acked" => Flag::NeverAcked,
+        "retransmission" | "retransmitted" => Flag::Retransmission,
+        "spurious" | "spurious_retransmission" => Flag::Spurious,
+        "naked" | "nak" | "naked_sequence" => Flag::Naked,
         "replayed" | "replay" => Flag::Replayed,
         "mac_failure" | "mac-failure" => Flag::MacFailure,
         "udp" => Flag::Udp,
@@ -1446,6 +1464,11 @@ impl Filter {
         self.needs_acks
     }
 
+    /// What the ack analysis' pass settled, when it was given.
+    pub fn ack_facts(&self) -> Option<std::sync::Arc<AckFacts>> {
+        self.acks.clone()
+    }
+
     pub fn set_acks(&mut self, facts: std::sync::Arc<AckFacts>) {
         self.acks = Some(facts);
     }
@@ -1535,11 +1558,22 @@ impl Context<'_> {
             .filter_map(move |s| acks?.of_stream(flow?, (s.stream, s.key), s.sequence, f.ts_ns))
     }
 
-    /// The round trips (µs) of the packet's sequence and of its messages, those acked.
+    /// The round trips (µs) of the packet's sequence and of its messages, those timed.
     fn rtts<'b>(&'b self, f: &'b PacketEvent) -> impl Iterator<Item = i128> + 'b {
         (self.settled(f).into_iter().chain(self.settled_messages(f)))
-            .filter(|&us| us != Settled::NEVER)
+            .filter(|&us| Settled::is_rtt(us))
             .map(i128::from)
+    }
+
+    /// What the ack analysis said of the packet's sequence and of each of its messages'
+    /// in their acked streams.
+    fn verdicts<'b>(&'b self, f: &'b PacketEvent) -> impl Iterator<Item = CopyVerdict> + 'b {
+        let acks = self.acks.filter(|_| f.is_game());
+        let own = acks.and_then(|a| Some(a.verdict(f.flow?, f.sequence?, f.ts_ns)));
+        own.into_iter()
+            .chain((f.stream_events().iter()).filter_map(move |s| {
+                Some(acks?.verdict_in_stream(f.flow?, (s.stream, s.key), s.sequence, f.ts_ns))
+            }))
     }
 }
 
@@ -1575,6 +1609,9 @@ fn eval(n: &Node, f: &PacketEvent, cx: &Context) -> bool {
             Flag::NeverAcked => {
                 cx.settled(f) == Some(Settled::NEVER) || cx.settled_messages(f).any(|us| us == Settled::NEVER)
             }
+            Flag::Retransmission => cx.verdicts(f).any(|v| v.copy.is_some()),
+            Flag::Spurious => cx.verdicts(f).any(|v| v.copy == Some(true)),
+            Flag::Naked => cx.verdicts(f).any(|v| v.naked),
             Flag::Replayed => f.fault == Some(FaultKind::Replayed),
             Flag::MacFailure => f.fault == Some(FaultKind::Mac),
         },
@@ -1651,7 +1688,7 @@ fn field_value(field: Field, f: &PacketEvent, cx: &Context) -> Option<i128> {
         Field::DstPort => f.flow.map(|fl| fl.dst.port() as i128),
         Field::Port => None,
         Field::Time => Some(f.ts_ns as i128 - cx.origin as i128),
-        Field::Rtt => cx.settled(f).filter(|&us| us != Settled::NEVER).map(i128::from),
+        Field::Rtt => cx.settled(f).filter(|&us| Settled::is_rtt(us)).map(i128::from),
         Field::StreamGap => stream_gaps(f).max(),
         Field::Epoch => Some(f.ts_ns as i128),
         Field::Gap => match f.seq_event {
@@ -1691,14 +1728,23 @@ fn decide(n: &Node, f: &PacketEvent, cx: &Context) -> Option<bool> {
         | Node::Layer(..)
         | Node::Header(..)
         | Node::Proto(_)
-        | Node::Flag(Flag::StreamLate | Flag::StreamDup | Flag::StreamGap)
+        | Node::Flag(
+            Flag::StreamLate
+            | Flag::StreamDup
+            | Flag::StreamGap
+            | Flag::NeverAcked
+            | Flag::Retransmission
+            | Flag::Spurious
+            | Flag::Naked,
+        )
         | Node::Compare(
-            Field::Ack | Field::AckBits | Field::FrameLen | Field::CapLen | Field::StreamGap,
+            Field::Ack | Field::AckBits | Field::FrameLen | Field::CapLen | Field::StreamGap | Field::Rtt,
             ..,
         )
-        | Node::In(Field::Ack | Field::AckBits | Field::FrameLen | Field::CapLen | Field::StreamGap, _) => {
-            None
-        }
+        | Node::In(
+            Field::Ack | Field::AckBits | Field::FrameLen | Field::CapLen | Field::StreamGap | Field::Rtt,
+            _,
+        ) => None,
         n => Some(eval(n, f, cx)),
     }
 }

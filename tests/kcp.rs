@@ -372,3 +372,67 @@ fn never_acked_and_rtt_read_each_push_in_its_stream() {
         + t["datagram_composition"]["ACK+PUSH"].as_u64().unwrap();
     assert!(timed as u64 <= pushes && timed > 4000, "{timed} of {pushes}");
 }
+
+/// Each PUSH copy's ack verdict in `--jsonl` is what the stream acks table counts: per
+/// conv and direction the copies that are `retransmission`s are its retransmissions
+/// (52 in all: KCP's truth's retransmitted copies), those `spurious` its spurious ones
+/// (sent after the capture saw their ack), none NAKed (KCP has no NAK) nor never acked;
+/// the filters select the datagrams carrying them and `--brief` names them.
+#[test]
+fn each_push_copy_has_its_ack_verdict() {
+    use std::collections::BTreeMap;
+    let t = truth();
+    let r = report();
+    let lines = gpcap(&["dissect", "-d", DEF, CAPTURE, "--jsonl"]);
+    let mut by: BTreeMap<(u64, u64), [u64; 4]> = BTreeMap::new();
+    let mut with = [0u64; 2];
+    for l in lines.lines() {
+        let v: Value = serde_json::from_str(l).unwrap();
+        let Some(s) = v.get("streams") else { continue };
+        let c = by.entry((port(&v["src"]), port(&v["dst"]))).or_default();
+        let mut seen = [false; 2];
+        for m in s.as_array().unwrap() {
+            assert!(m.get("naked").is_none() && m["acked"] != false, "{m}");
+            let (re, sp) = (m.get("retransmission").is_some(), m.get("spurious").is_some());
+            assert!(!sp || re, "{m}");
+            c[0] += u64::from(re);
+            c[1] += u64::from(sp);
+            c[2] += u64::from(m.get("rtt_ms").is_some());
+            seen[0] |= re;
+            seen[1] |= sp;
+        }
+        for (w, s) in with.iter_mut().zip(seen) {
+            *w += u64::from(s);
+        }
+    }
+    let mut all = [0u64; 2];
+    for key in t["push"].as_object().unwrap().keys() {
+        let (client, dir) = key.split_once('/').unwrap();
+        let (c, s) = (
+            t["clients"][client]["port"].as_u64().unwrap(),
+            t["server_port"].as_u64().unwrap(),
+        );
+        let got = by[&if dir == "c2s" { (c, s) } else { (s, c) }];
+        let a = &flow(&r, &t, key)["stream_acks"][0]["acks"];
+        assert_eq!(got[0], a["retransmissions"].as_u64().unwrap(), "{key}");
+        assert_eq!(got[1], a["spurious_retransmissions"].as_u64().unwrap(), "{key}");
+        assert!(
+            got[2] > 0 && got[2] >= a["rtt_ms"]["samples"].as_u64().unwrap(),
+            "{key}"
+        );
+        all[0] += got[0];
+        all[1] += got[1];
+    }
+    assert_eq!(all, [52, 12]);
+    assert_eq!(all[0], t["push_totals"]["retransmitted_copies_in_capture"]);
+    for (word, n) in ["retransmission", "spurious"].iter().zip(with) {
+        let out = gpcap(&["dissect", "-d", DEF, CAPTURE, "--filter", word, "--brief"]);
+        assert_eq!(out.lines().count() as u64, n, "{word}");
+        assert!(out.lines().all(|l| l.contains(&format!(" {word}"))), "{out}");
+    }
+    assert_eq!(with, [47, 11]);
+    for word in ["naked", "never_acked"] {
+        let out = gpcap(&["dissect", "-d", DEF, CAPTURE, "--filter", word, "--brief"]);
+        assert_eq!(out, "", "{word}");
+    }
+}

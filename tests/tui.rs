@@ -101,6 +101,7 @@ fn settle(a: &mut App) {
     a.tick();
     while (!a.scan_finished()
         || !a.bits_finished()
+        || !a.messages_finished()
         || a.message.as_ref().is_some_and(|m| m.0.starts_with("writing")))
         && std::time::Instant::now() < until
     {
@@ -962,5 +963,79 @@ fn other_udp_rows_name_their_service() {
     assert!(
         row.contains(" DNS ") && row.contains("DNS (udp") && row.contains("other_udp"),
         "{s}"
+    );
+}
+
+// The Streams view (`v` on Flows): a bundled capture whose definition declares no
+// message stream says so; KCP's PUSH streams with their ack figures, and Enter on one
+// lists its messages with their verdicts (Enter on one: its packet), p its datagrams;
+// ENet's channels, acked per message.
+snap2!(streams_none, "lossy-bursts.pcap", "article.kdl", "2 v");
+snap2!(
+    streams_kcp,
+    "tests/fixtures/kcp/capture.pcap",
+    "kcp.kdl",
+    "2 v Down"
+);
+snap2!(
+    streams_kcp_enter,
+    "tests/fixtures/kcp/capture.pcap",
+    "kcp.kdl",
+    "2 v Down Enter"
+);
+snap2!(
+    streams_kcp_message_packet,
+    "tests/fixtures/kcp/capture.pcap",
+    "kcp.kdl",
+    "2 v Down Enter End Enter"
+);
+snap2!(
+    streams_kcp_datagrams,
+    "tests/fixtures/kcp/capture.pcap",
+    "kcp.kdl",
+    "2 v Down p"
+);
+snap2!(
+    streams_enet,
+    "tests/fixtures/enet/capture.pcap",
+    "enet.kdl",
+    "2 v"
+);
+
+/// The ack analysis' words select in the TUI what `dissect --filter` selects (the scan
+/// runs the ack pass first and reads each row's messages): on KCP, 47 datagrams carry a
+/// retransmitted PUSH and 11 a spurious one, one a PUSH acked after over 18 ms.
+#[test]
+fn verdict_words_select_as_dissect_does() {
+    for (filter, n) in [("retransmission", 47), ("spurious", 11), ("rtt~>~18", 1)] {
+        let mut a = app("tests/fixtures/kcp/capture.pcap", "kcp.kdl");
+        keys(&mut a, &format!("/ text:{filter} Enter"));
+        assert_eq!(a.view.len(), n, "{filter}");
+    }
+}
+
+/// The drill-down's verdicts are the stream's figures: on KCP's server → client 1 PUSH
+/// stream, its 834 distinct sequences' messages are new, gap, late or dup as the Streams
+/// view counts (15 dup, 21 late), 15 retransmissions of which 4 spurious, none never acked.
+#[test]
+fn a_streams_messages_carry_its_figures() {
+    let mut a = app("tests/fixtures/kcp/capture.pcap", "kcp.kdl");
+    keys(&mut a, "2 v Down Enter");
+    let m = a.messages.as_ref().unwrap();
+    assert!(m.error.is_none() && m.more == 0, "{:?}", m.error);
+    let count = |w: &str| {
+        m.rows
+            .iter()
+            .filter(|r| r.verdict.split(' ').any(|x| x == w))
+            .count()
+    };
+    assert_eq!(m.rows.len(), 834 + 15);
+    assert_eq!((count("dup"), count("late")), (15, 21));
+    assert_eq!((count("retransmission"), count("spurious")), (15, 4));
+    assert_eq!((count("never_acked"), count("naked")), (0, 0));
+    assert!(
+        m.title.starts_with("push conv=4186500641 127.0.0.1:7779 → "),
+        "{}",
+        m.title
     );
 }

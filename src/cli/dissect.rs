@@ -34,11 +34,6 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
         Some(text) => crate::cli::display_filter(text, &cfg)?,
         None => Filter::all(),
     };
-    if filter.needs_acks() {
-        // `rtt` and `never_acked` are settled by later packets: a pass of their own first.
-        let facts = gpcap::run::scans::ack_facts(captures, cfg.clone())?;
-        filter.set_acks(std::sync::Arc::new(facts));
-    }
     let out = Box::new(std::io::BufWriter::with_capacity(1 << 16, raw_stdout()));
     let format = if a.jsonl {
         Format::JsonLines
@@ -49,6 +44,15 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
     } else {
         Format::Tree
     };
+    // --brief and --json say each message's ack verdict in an acked stream.
+    let verdicts =
+        format != Format::Tree && (shown.as_ref()).is_some_and(|p| p.params.streams.iter().any(|d| d.acked));
+    if filter.needs_acks() || verdicts {
+        // Retransmissions, NAKs, round trips and `never_acked` are settled by later
+        // packets: a pass of their own first.
+        let facts = gpcap::run::scans::ack_facts(captures, cfg.clone())?;
+        filter.set_acks(std::sync::Arc::new(facts));
+    }
     let mut select = a.write.as_ref().map(|_| {
         let mut s = Select::new(filter.clone());
         s.keep_rows = false;

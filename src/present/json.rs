@@ -4,6 +4,7 @@
 //! document has always had, so the output is byte for byte what it was.
 
 use super::tree::float_text;
+use crate::analysis::acks::{AckFacts, Settled};
 use crate::dissect::{Dissection, Field, FragmentInfo, Label, Program, Value};
 use crate::engine::carried::{Anchor, Carried};
 use crate::engine::{Kind, PacketEvent};
@@ -21,6 +22,8 @@ struct NodeBytes {
 /// Buffers reused from packet to packet, and the bytes of the nodes written so far.
 #[derive(Default)]
 pub struct JsonScratch {
+    /// What the ack analysis' pass settled (each message's ack verdict), when run.
+    pub acks: Option<std::sync::Arc<crate::analysis::acks::AckFacts>>,
     /// The field's path, already escaped for a JSON string.
     path: Vec<u8>,
     names: Names,
@@ -304,7 +307,7 @@ fn packet(
         && !e.stream_events().is_empty()
     {
         key(w, &mut first, "streams");
-        stream_verdicts(w, p, e);
+        stream_verdicts(w, p, e, scratch.acks.as_deref());
     }
     key(w, &mut first, "ts_ns");
     int(w, e.ts_ns);
@@ -320,8 +323,11 @@ fn packet(
 
 /// Each message's verdict in its stream, in message order: `message` (its index in the
 /// datagram), `stream`, `key`, `sequence`, `verdict` (`new`, `gap` with `gap` the
-/// sequences skipped just before it, `late`, `dup`).
-fn stream_verdicts(w: &mut Vec<u8>, p: &Program, e: &PacketEvent) {
+/// sequences skipped just before it, `late`, `dup`); in an acked stream, after the ack
+/// analysis' pass, `acked` (false: never acked; absent: not settled when the capture
+/// ended), `rtt_ms` (acked after that long), `naked`, `retransmission` and `spurious`
+/// (present when true).
+fn stream_verdicts(w: &mut Vec<u8>, p: &Program, e: &PacketEvent, acks: Option<&AckFacts>) {
     use crate::engine::seq::SeqEvent;
     w.push(b'[');
     for (i, s) in e.stream_events().iter().enumerate() {
@@ -329,8 +335,13 @@ fn stream_verdicts(w: &mut Vec<u8>, p: &Program, e: &PacketEvent) {
             w.push(b',');
         }
         let def = p.params.streams.get(s.stream as usize);
+        let said = crate::sinks::printer::message_verdict(acks, e, s);
         let mut first = true;
         w.push(b'{');
+        if let Some(fate) = said.and_then(|v| v.fate) {
+            key(w, &mut first, "acked");
+            w.extend_from_slice(if fate == Settled::NEVER { b"false" } else { b"true" });
+        }
         if let SeqEvent::New { gap } = s.event
             && gap > 0
         {
@@ -345,8 +356,25 @@ fn stream_verdicts(w: &mut Vec<u8>, p: &Program, e: &PacketEvent) {
         );
         key(w, &mut first, "message");
         int(w, s.message);
+        let v = said.unwrap_or_default();
+        if v.naked {
+            key(w, &mut first, "naked");
+            w.extend_from_slice(b"true");
+        }
+        if v.copy.is_some() {
+            key(w, &mut first, "retransmission");
+            w.extend_from_slice(b"true");
+        }
+        if let Some(us) = v.fate.filter(|&us| Settled::is_rtt(us)) {
+            key(w, &mut first, "rtt_ms");
+            w.extend_from_slice(crate::sinks::printer::millis(us).as_bytes());
+        }
         key(w, &mut first, "sequence");
         int(w, s.sequence);
+        if v.copy == Some(true) {
+            key(w, &mut first, "spurious");
+            w.extend_from_slice(b"true");
+        }
         key(w, &mut first, "stream");
         string(w, def.map_or("", |d| d.name.as_str()));
         key(w, &mut first, "verdict");

@@ -299,6 +299,8 @@ impl OrderedPrinter {
         only: Option<u64>,
         workers: usize,
     ) -> Self {
+        // The formatting workers print what the ack analysis' pass settled, as one core.
+        let acks = filter.ack_facts();
         let mut select = Printer::new(std::io::sink(), program.clone(), filter, format);
         select.only = only;
         let mut printer = Printer::new(out, program.clone(), Filter::all(), format);
@@ -315,7 +317,8 @@ impl OrderedPrinter {
         let threads = (0..workers)
             .map(|_| {
                 let (rx, tx) = (work_rx.clone(), done_tx.clone());
-                let p = Printer::new(std::io::sink(), program.clone(), Filter::all(), format);
+                let mut p = Printer::new(std::io::sink(), program.clone(), Filter::all(), format);
+                p.set_acks(acks.clone());
                 let (fail_on, pools, times) = (fail_on.clone(), pools.clone(), times.clone());
                 std::thread::spawn(move || format_batches(p, rx, tx, (fail_on, times), pools))
             })

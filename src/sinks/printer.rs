@@ -1,6 +1,7 @@
 //! The `dissect` printers: every game datagram and reassembled packet that passes the
 //! display filter, as a text tree (in the spirit of `tshark -V`) or as JSON.
 
+use crate::analysis::acks::{AckFacts, CopyVerdict, Settled};
 use crate::dissect::Program;
 use crate::engine::seq::SeqEvent;
 use crate::engine::{Flow, Kind, Needs, PacketEvent, Sink};
@@ -28,6 +29,9 @@ pub struct Printer<W: Write> {
     out: W,
     program: Option<Arc<Program>>,
     filter: Filter,
+    /// What the ack analysis' pass settled (the messages' retransmissions, NAKs, round
+    /// trips), when it was run.
+    acks: Option<Arc<AckFacts>>,
     /// Only this frame.
     pub only: Option<u64>,
     /// At most this many packets (`-c`, as tcpdump and tshark count).
@@ -68,17 +72,21 @@ const FLUSH: usize = 1 << 16;
 
 impl<W: Write> Printer<W> {
     pub fn new(out: W, program: Option<Arc<Program>>, filter: Filter, format: Format) -> Self {
+        let acks = filter.ack_facts();
+        let mut json = present::json::JsonScratch::default();
+        json.acks = acks.clone();
         Printer {
             out,
             program,
             filter,
+            acks,
             only: None,
             limit: None,
             format,
             first: true,
             printed: 0,
             error: None,
-            json: Default::default(),
+            json,
             info: present::info::Info::new(),
             buf: Vec::new(),
             text: String::new(),
@@ -86,6 +94,13 @@ impl<W: Write> Printer<W> {
             time_base: 0,
             clock: Clock::default(),
         }
+    }
+
+    /// Prints what the ack analysis' pass settled (a printer whose filter has no facts:
+    /// an ordered stage's formatting workers).
+    pub fn set_acks(&mut self, acks: Option<Arc<AckFacts>>) {
+        self.json.acks = acks.clone();
+        self.acks = acks;
     }
 
     /// The packet's time as `-t` asks.
@@ -185,7 +200,7 @@ impl<W: Write> Printer<W> {
         let fault = e.fault.map(|k| format!(" ({})", k.code())).unwrap_or_default();
         let mut analysis = seq_note(e.seq_event);
         if let Some(p) = &self.program {
-            analysis.push_str(&stream_notes(p, e));
+            analysis.push_str(&stream_notes(p, e, self.acks.as_deref()));
         }
         // What was read, inner layers included (the TUI's Info column).
         let info = match &self.program {
@@ -368,18 +383,20 @@ pub(crate) fn verdict_word(e: SeqEvent) -> &'static str {
 }
 
 /// The messages of a datagram that are late, duplicate or after a gap in their stream,
-/// for `--brief`: ` [push 12 dup, push 14 gap 1]` (the first 8, then how many more).
-fn stream_notes(p: &crate::dissect::Program, e: &PacketEvent) -> String {
+/// or of which the ack analysis said something, for `--brief`: ` [push 12 dup
+/// retransmission rtt 20.125ms, push 14 gap 1]` (the first 8, then how many more).
+fn stream_notes(p: &crate::dissect::Program, e: &PacketEvent, acks: Option<&AckFacts>) -> String {
     const SHOWN: usize = 8;
     let noted: Vec<String> = (e.stream_events().iter())
-        .filter(|s| verdict_word(s.event) != "new")
-        .map(|s| {
+        .filter_map(|s| {
             let name = p
                 .params
                 .streams
                 .get(s.stream as usize)
                 .map_or("", |d| d.name.as_str());
-            format!("{name} {}{}", s.sequence, seq_note(Some(s.event)))
+            let said = message_verdict(acks, e, s).map(ack_words).unwrap_or_default();
+            let seq = seq_note(Some(s.event));
+            (!seq.is_empty() || !said.is_empty()).then(|| format!("{name} {}{seq}{said}", s.sequence))
         })
         .collect();
     match noted.len() {
@@ -387,6 +404,43 @@ fn stream_notes(p: &crate::dissect::Program, e: &PacketEvent) -> String {
         n if n <= SHOWN => format!(" [{}]", noted.join(", ")),
         n => format!(" [{}, {} more]", noted[..SHOWN].join(", "), n - SHOWN),
     }
+}
+
+/// What the ack analysis said of a message's copy in its acked stream (None: no
+/// analysis pass, or not a game packet of a flow).
+pub(crate) fn message_verdict(
+    acks: Option<&AckFacts>,
+    e: &PacketEvent,
+    s: &crate::engine::streams::StreamEvent,
+) -> Option<CopyVerdict> {
+    let flow = e.flow.filter(|_| e.is_game())?;
+    Some(acks?.verdict_in_stream(flow, (s.stream, s.key), s.sequence, e.ts_ns))
+}
+
+/// A copy's ack verdict in the filter's words: ` retransmission` (` spurious
+/// retransmission`), ` naked`, then ` never_acked` or ` rtt 20.125ms` (acked after that
+/// long; an ack that could not be timed says nothing).
+pub(crate) fn ack_words(v: CopyVerdict) -> String {
+    let mut w = String::new();
+    match v.copy {
+        Some(true) => w.push_str(" spurious retransmission"),
+        Some(false) => w.push_str(" retransmission"),
+        None => {}
+    }
+    if v.naked {
+        w.push_str(" naked");
+    }
+    match v.fate {
+        Some(Settled::NEVER) => w.push_str(" never_acked"),
+        Some(us) if Settled::is_rtt(us) => w.push_str(&format!(" rtt {}ms", millis(us))),
+        _ => {}
+    }
+    w
+}
+
+/// Microseconds as milliseconds, exactly (`20.125`).
+pub(crate) fn millis(us: u32) -> String {
+    format!("{}.{:03}", us / 1000, us % 1000)
 }
 
 /// What the sequence analysis said of a datagram, as `analyze` counts it: ` late`,

@@ -92,6 +92,21 @@ pub const KEYS: &[Key] = &[
     ),
     k(&["Shift-Enter", "b"], "Flows", "both directions' packets"),
     k(
+        &["v"],
+        "Flows",
+        "the Streams view: per direction and message stream, analyze's stream and ack figures (- where not measured)",
+    ),
+    k(
+        &["Enter"],
+        "Streams",
+        "the stream's messages, each with its frame, sequence and verdicts (new, gap N, late, dup; retransmission, spurious, naked, never_acked, rtt: dissect --brief's words), read in the background; Enter on one: its packet; Esc: back",
+    ),
+    k(
+        &["p"],
+        "Streams",
+        "the stream's datagrams in the list (src A && dst B && its key); a verdict word added narrows them (&& retransmission)",
+    ),
+    k(
         &["Enter"],
         "Reassembly",
         "the packet's fragments and the packet they were put back into, its tree shown",

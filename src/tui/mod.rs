@@ -7,6 +7,7 @@ pub(crate) mod bits;
 pub mod diff;
 pub(crate) mod keys;
 pub(crate) mod layered;
+pub(crate) mod messages;
 pub(crate) mod prompt;
 mod scan;
 pub(crate) mod series;

@@ -28,20 +28,44 @@ const MAX_SECONDS: usize = 86_400;
 const NOT_CAPTURED: i64 = i64::MIN;
 
 /// What the analysis settled for one captured sequence: its round trip, or that it was
-/// never acked. Kept only when asked ([`AckTracker::keep_log`]: filters on `rtt` and
-/// `never_acked`), so that `analyze` keeps nothing per packet.
+/// never acked; that the peer NAKed it; each further copy of it. Kept only when asked
+/// ([`AckTracker::keep_log`]: the filters' and `dissect`'s verdicts), so that `analyze`
+/// keeps nothing per packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Settled {
-    /// When its first datagram was captured.
+    /// When the copy the round trip is timed from was captured (a [`Note::Fate`]), the
+    /// first copy's (a [`Note::Naked`]), or this copy's (a [`Note::Copy`]).
     pub sent_ns: i64,
-    /// Microseconds, or [`Settled::NEVER`].
+    /// When the sequence's first copy was captured: which use of the number it is.
+    pub first_ns: i64,
+    /// Microseconds, [`Settled::NEVER`] or [`Settled::UNTIMED`] (a [`Note::Fate`]).
     pub rtt_us: u32,
     /// Its wire value (the sequence's own width).
     pub seq: u64,
+    pub note: Note,
+}
+
+/// What a [`Settled`] says of its sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Note {
+    /// Acked (after `rtt_us`, or untimed) or never acked.
+    Fate,
+    /// The peer NAKed it.
+    Naked,
+    /// A further copy, captured at `sent_ns` (resent, or duplicated on the way);
+    /// `spurious`: after the capture saw its ack.
+    Copy { spurious: bool },
 }
 
 impl Settled {
     pub const NEVER: u32 = u32::MAX;
+    /// Acked, but no round trip could be taken (Karn, an echo of no captured copy).
+    pub const UNTIMED: u32 = u32::MAX - 1;
+
+    /// Whether `us` is a round trip (not NEVER nor UNTIMED).
+    pub fn is_rtt(us: u32) -> bool {
+        us < Settled::UNTIMED
+    }
 }
 
 /// A message stream of a direction: its number in the definition and its key values.
@@ -52,20 +76,39 @@ pub type StreamId = (u8, [i64; 2]);
 /// found by a pass of their own before the filter's.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AckFacts {
-    /// By direction and wire sequence: (first datagram's time, round trip or NEVER),
-    /// in capture order (a sequence number recurs only after it wrapped).
-    by_seq: hashbrown::HashMap<(crate::engine::FlowId, u64), Vec<(i64, u32)>>,
+    /// By direction and wire sequence, in capture order (a sequence number recurs only
+    /// after it wrapped).
+    by_seq: hashbrown::HashMap<(crate::engine::FlowId, u64), Vec<Fact>>,
     /// The same for message streams, by direction, stream, key and sequence.
-    by_stream: hashbrown::HashMap<(crate::engine::FlowId, StreamId, u64), Vec<(i64, u32)>>,
+    by_stream: hashbrown::HashMap<(crate::engine::FlowId, StreamId, u64), Vec<Fact>>,
+}
+
+/// One [`Settled`] without its sequence (the map's key holds it).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Fact {
+    sent_ns: i64,
+    first_ns: i64,
+    rtt_us: u32,
+    note: Note,
+}
+
+/// What the ack analysis said of one copy of a sequence (a datagram's, or a message's in
+/// its stream), for the filter's words and `dissect`'s verdicts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CopyVerdict {
+    /// Round trip in µs, [`Settled::NEVER`] or [`Settled::UNTIMED`]; None: not settled
+    /// (not acked when the capture ended).
+    pub fate: Option<u32>,
+    /// The peer NAKed the sequence.
+    pub naked: bool,
+    /// This copy is a retransmission: Some(spurious).
+    pub copy: Option<bool>,
 }
 
 impl AckFacts {
     pub fn add(&mut self, flow: crate::engine::FlowId, log: Vec<Settled>) {
         for s in log {
-            self.by_seq
-                .entry((flow, s.seq))
-                .or_default()
-                .push((s.sent_ns, s.rtt_us));
+            self.by_seq.entry((flow, s.seq)).or_default().push(Fact::of(&s));
         }
     }
 
@@ -73,7 +116,7 @@ impl AckFacts {
         for s in log {
             (self.by_stream.entry((flow, stream, s.seq)))
                 .or_default()
-                .push((s.sent_ns, s.rtt_us));
+                .push(Fact::of(&s));
         }
     }
 
@@ -89,22 +132,65 @@ impl AckFacts {
     }
 
     /// The round trip in µs of the packet of `flow` with sequence `seq` seen at `ts_ns`
-    /// ([`Settled::NEVER`]: never acked); None when it was not settled (acks unknown, or
-    /// not acked yet when the capture ended).
+    /// ([`Settled::NEVER`]: never acked, [`Settled::UNTIMED`]: acked, not timed); None
+    /// when it was not settled (acks unknown, or not acked yet when the capture ended).
     pub fn of(&self, flow: crate::engine::FlowId, seq: u64, ts_ns: i64) -> Option<u32> {
         latest(self.by_seq.get(&(flow, seq))?, ts_ns)
+    }
+
+    /// Everything said of the copy of `seq` captured at `ts_ns` (a datagram's sequence).
+    pub fn verdict(&self, flow: crate::engine::FlowId, seq: u64, ts_ns: i64) -> CopyVerdict {
+        verdict(self.by_seq.get(&(flow, seq)).map_or(&[], Vec::as_slice), ts_ns)
+    }
+
+    /// [`AckFacts::verdict`] for a message's sequence in `stream`.
+    pub fn verdict_in_stream(
+        &self,
+        flow: crate::engine::FlowId,
+        stream: StreamId,
+        seq: u64,
+        ts_ns: i64,
+    ) -> CopyVerdict {
+        let v = self.by_stream.get(&(flow, stream, seq));
+        verdict(v.map_or(&[], Vec::as_slice), ts_ns)
+    }
+}
+
+impl Fact {
+    fn of(s: &Settled) -> Fact {
+        Fact {
+            sent_ns: s.sent_ns,
+            first_ns: s.first_ns,
+            rtt_us: s.rtt_us,
+            note: s.note,
+        }
     }
 }
 
 /// The verdict of the latest use of a number at or before `ts_ns`.
-fn latest(v: &[(i64, u32)], ts_ns: i64) -> Option<u32> {
+fn latest(v: &[Fact], ts_ns: i64) -> Option<u32> {
     let mut at = None;
-    for &(sent, rtt) in v {
-        if sent <= ts_ns && at.is_none_or(|(t, _)| sent >= t) {
-            at = Some((sent, rtt));
+    for f in v.iter().filter(|f| f.note == Note::Fate) {
+        if f.sent_ns <= ts_ns && at.is_none_or(|(t, _)| f.sent_ns >= t) {
+            at = Some((f.sent_ns, f.rtt_us));
         }
     }
     at.map(|(_, rtt)| rtt)
+}
+
+/// What the facts of one number say of its copy at `ts_ns`: its use is the one whose
+/// first copy is the latest at or before it.
+fn verdict(v: &[Fact], ts_ns: i64) -> CopyVerdict {
+    let first = v.iter().map(|f| f.first_ns).filter(|&t| t <= ts_ns).max();
+    let of_use = |f: &&Fact| Some(f.first_ns) == first;
+    CopyVerdict {
+        fate: latest(v, ts_ns),
+        naked: v.iter().filter(of_use).any(|f| f.note == Note::Naked),
+        copy: v.iter().find_map(|f| match f.note {
+            Note::Copy { spurious } if f.sent_ns == ts_ns => Some(spurious),
+            _ => None,
+        }),
+    }
 }
 
 /// A word's `n` lowest bits (`n` ≤ 64).
@@ -320,14 +406,38 @@ impl AckTracker {
         self.log.get_or_insert_with(Vec::new);
     }
 
-    /// Logs sequence `ext`, first captured at `sent_ns`, as settled with `rtt_us`.
+    /// Logs sequence `ext`, timed from `sent_ns`, as settled with `rtt_us`.
     fn log(&mut self, ext: i128, sent_ns: i64, rtt_us: u32) {
+        self.note(ext, sent_ns, rtt_us, Note::Fate)
+    }
+
+    /// Logs what `note` says of sequence `ext` (in the window) at `sent_ns`.
+    fn note(&mut self, ext: i128, sent_ns: i64, rtt_us: u32, note: Note) {
+        if self.log.is_none() || self.sent_ns.is_empty() {
+            return;
+        }
         let seq = ext as u64 & self.mask();
+        let first_ns = self.sent_ns[self.index(ext)];
         if let Some(log) = self.log.as_mut()
             && sent_ns != NOT_CAPTURED
+            && first_ns != NOT_CAPTURED
             && log.len() < MAX_LOG
         {
-            log.push(Settled { sent_ns, rtt_us, seq });
+            log.push(Settled {
+                sent_ns,
+                first_ns,
+                rtt_us,
+                seq,
+                note,
+            });
+        }
+    }
+
+    /// Logs that the peer NAKed sequence `ext` (leaving the window), when it did.
+    fn note_naked(&mut self, ext: i128) {
+        let i = self.index(ext);
+        if self.log.is_some() && Self::bit(&self.naked, i) {
+            self.note(ext, self.sent_ns[i], 0, Note::Naked);
         }
     }
 
@@ -483,18 +593,20 @@ impl AckTracker {
             if self.sent_ns[i] == NOT_CAPTURED {
                 self.sent_ns[i] = ts_ns;
             } else if !part {
-                self.copy_of(i);
+                self.copy_of(i, ext, ts_ns);
             }
         }
     }
 
-    /// Slot `i`'s sequence was captured again: resent (or duplicated on the way), and
+    /// Slot `i`'s sequence `ext` was captured again at `ts_ns`: resent (or duplicated on the way), and
     /// spuriously when its ack was seen before.
-    fn copy_of(&mut self, i: usize) {
+    fn copy_of(&mut self, i: usize, ext: i128, ts_ns: i64) {
         self.stats.retransmissions += 1;
-        if Self::bit(&self.acked, i) {
+        let spurious = Self::bit(&self.acked, i);
+        if spurious {
             self.stats.spurious_retransmissions += 1;
         }
+        self.note(ext, ts_ns, 0, Note::Copy { spurious });
         self.resent[i / 64] |= 1 << (i % 64);
     }
 
@@ -530,6 +642,14 @@ impl AckTracker {
                 & slots
                 & !sent;
             self.stats.never_acked_resent_or_naked += lost.count_ones() as u64;
+            if self.log.is_some() {
+                let mut m = (self.naked[i / 64] >> (i % 64)) & slots & !sent;
+                while m != 0 {
+                    let at = m.trailing_zeros();
+                    m &= m - 1;
+                    self.note_naked(k + at as i128 - len);
+                }
+            }
             self.count_acks_lost(i, slots & !sent);
             self.sent_ns[i..i + c].fill(NOT_CAPTURED);
             self.acked[i / 64] &= !(slots << (i % 64));
@@ -683,7 +803,7 @@ impl AckTracker {
             return;
         }
         let sent_ns = match echoed {
-            Some(NOT_CAPTURED) => return,
+            Some(NOT_CAPTURED) => return self.log(ext, sent_ns, Settled::UNTIMED),
             Some(t) => t,
             None => sent_ns,
         };
@@ -691,7 +811,7 @@ impl AckTracker {
         // round trip can be taken from it.
         if ts_ns < sent_ns {
             self.stats.rtt_before_sent += 1;
-            return;
+            return self.log(ext, sent_ns, Settled::UNTIMED);
         }
         if echoed.is_some() {
             self.echoed_samples += 1;
@@ -700,7 +820,7 @@ impl AckTracker {
         }
         let us = ((ts_ns - sent_ns) / 1000) as u64;
         self.rtt.add(us);
-        self.log(ext, sent_ns, us.min(Settled::NEVER as u64 - 1) as u32);
+        self.log(ext, sent_ns, us.min(Settled::UNTIMED as u64 - 1) as u32);
         if let Some(sec) = second {
             let full = self.seconds.len() >= MAX_SECONDS;
             match self.seconds.last_mut() {
@@ -956,6 +1076,7 @@ impl AckTracker {
         }
         let peer = self.peer_ack.unwrap_or(first - 1);
         for ext in (self.highest - self.sent_ns.len() as i128 + 1).max(first)..=self.highest {
+            self.note_naked(ext);
             if self.is_acked(ext) {
                 let i = self.index(ext);
                 self.count_acks_lost(i - i % 64, 1 << (i % 64));
@@ -1147,6 +1268,63 @@ mod tests {
         assert_eq!(facts.of(flow, 13, 13_000_000), None);
     }
 
+    /// Each copy's verdict: a resend of what was acked is a spurious retransmission, one
+    /// of what was NAKed a plain one; a NAK holds for every copy of that use of the number,
+    /// and not for its next use after the sequence wrapped.
+    #[test]
+    fn copies_and_naks_are_found_by_their_copy() {
+        let ms = 1_000_000;
+        let mut t = AckTracker::new(8);
+        t.keep_log();
+        for s in 0..3u64 {
+            t.sent(s, (s as i64 + 1) * ms);
+        }
+        t.naked_range(1, 1, 8);
+        t.acked_one(0, 8, 4 * ms, None);
+        t.sent(0, 5 * ms);
+        t.sent(1, 6 * ms);
+        t.acked_range(1, 2, 8, 9 * ms, None, None);
+        // The numbers wrap: 1 is used again, not NAKed this time.
+        for s in 3..=257u64 {
+            t.sent(s & 0xff, (s as i64 + 10) * ms);
+            t.acked_one(s & 0xff, 8, (s as i64 + 10) * ms + 500, None);
+        }
+        let (stats, log) = t.finish_logged();
+        let a = stats.unwrap();
+        assert_eq!(
+            (a.retransmissions, a.spurious_retransmissions, a.naked),
+            (2, 1, 1)
+        );
+        let flow = crate::engine::FlowId {
+            src: "10.0.0.1:1".parse().unwrap(),
+            dst: "10.0.0.2:2".parse().unwrap(),
+        };
+        let mut facts = AckFacts::default();
+        facts.add(flow, log);
+        let v = |seq, at| facts.verdict(flow, seq, at);
+        assert_eq!(
+            v(0, ms),
+            CopyVerdict {
+                fate: Some(3_000),
+                naked: false,
+                copy: None
+            }
+        );
+        assert_eq!(v(0, 5 * ms).copy, Some(true));
+        assert_eq!((v(1, 2 * ms).naked, v(1, 2 * ms).copy), (true, None));
+        assert_eq!((v(1, 6 * ms).naked, v(1, 6 * ms).copy), (true, Some(false)));
+        // The wrapped use of 1: acked 500 ns after (0 µs), neither NAKed nor a copy.
+        let later = (257 + 10) * ms;
+        assert_eq!(
+            v(1, later),
+            CopyVerdict {
+                fate: Some(0),
+                naked: false,
+                copy: None
+            }
+        );
+    }
+
     /// KCP's `una` beside its ACKs: the ACK of 2 was lost, a later cumulative ack
     /// covers it; a resent copy after its ack is spurious.
     #[test]
@@ -1306,7 +1484,7 @@ mod eviction {
             if t.sent_ns[i] == NOT_CAPTURED {
                 t.sent_ns[i] = ts_ns;
             } else {
-                t.copy_of(i);
+                t.copy_of(i, ext, ts_ns);
             }
         }
     }

@@ -39,11 +39,19 @@ fn on_bandwidth(a: &App, _: &KeyEvent) -> bool {
 }
 
 fn on_tables(a: &App, _: &KeyEvent) -> bool {
-    matches!(a.tab, Tab::Flows | Tab::Reassembly)
+    a.tab == Tab::Reassembly || a.tab == Tab::Flows && !a.streams_view
 }
 
 fn on_flows(a: &App, _: &KeyEvent) -> bool {
-    a.tab == Tab::Flows
+    a.tab == Tab::Flows && !a.streams_view
+}
+
+fn on_streams(a: &App, _: &KeyEvent) -> bool {
+    a.tab == Tab::Flows && a.streams_view
+}
+
+fn in_messages(a: &App, k: &KeyEvent) -> bool {
+    on_streams(a, k) && a.messages.is_some()
 }
 
 fn on_loss(a: &App, _: &KeyEvent) -> bool {
@@ -69,6 +77,7 @@ fn tree_ahead(a: &App, _: &KeyEvent) -> bool {
 pub(super) const BINDINGS: &[Binding] = &[
     bind(&[Char('q')], always, |a, _| a.quit = true),
     bind(&[Esc], on_bandwidth, |a, _| a.bits.back()),
+    bind(&[Esc, Left], in_messages, |a, _| a.messages = None),
     bind(&[Esc], always, |a, _| a.focus = Focus::List),
     bind(&[Char('?')], always, |a, _| {
         a.help = true;
@@ -142,6 +151,14 @@ pub(super) const BINDINGS: &[Binding] = &[
         a.open_flow(k.modifiers.contains(KeyModifiers::SHIFT))
     }),
     bind(&[Char('b')], on_flows, |a, _| a.open_flow(true)),
+    bind(&[Enter], in_messages, |a, _| a.open_message()),
+    bind(&[Enter], on_streams, |a, _| a.open_messages()),
+    bind(&[Char('p')], on_streams, |a, _| a.open_stream()),
+    bind(
+        &[Char('v')],
+        |a, _| a.tab == Tab::Flows,
+        |a, _| a.streams_view = !a.streams_view,
+    ),
     bind(&[Up, Char('k')], on_loss, |a, _| {
         a.loss_scroll = a.loss_scroll.saturating_sub(1)
     }),

@@ -26,6 +26,7 @@ mod detail;
 mod input;
 mod navigation;
 mod output;
+mod streams;
 mod tables;
 
 pub(crate) use detail::filter_value;
@@ -285,6 +286,11 @@ pub struct App {
     /// The chooser's row.
     pub column_cursor: usize,
     pub flows: TableState,
+    /// The Flows tab shows the message streams (`v`), and where in them.
+    pub streams_view: bool,
+    pub streams: TableState,
+    /// The stream drilled into in the Streams view: its messages and their verdicts.
+    pub messages: Option<crate::tui::messages::Messages>,
     pub frags: TableState,
     pub flow_series: Option<FlowSeries>,
     /// Text to put on the terminal's clipboard (OSC 52), taken by the event loop.
@@ -383,6 +389,9 @@ impl App {
             hidden: HashSet::new(),
             column_cursor: 0,
             flows: TableState::default(),
+            streams_view: false,
+            streams: TableState::default(),
+            messages: None,
             frags: TableState::default(),
             flow_series: None,
             clipboard: None,
@@ -413,6 +422,9 @@ impl App {
                 Err(e) => (e, true),
             });
         }
+        if let Some(m) = self.messages.as_mut() {
+            m.poll();
+        }
         match self.tab {
             Tab::Flows => self.update_flow_series(),
             Tab::Loss => self.update_loss_series(),
@@ -431,6 +443,11 @@ impl App {
     }
 
     /// Whether the Bandwidth tab's profile is counted (or not being counted).
+    /// No stream's messages are being read.
+    pub fn messages_finished(&self) -> bool {
+        !self.messages.as_ref().is_some_and(|m| m.reading())
+    }
+
     pub fn bits_finished(&self) -> bool {
         !matches!(self.bits.profile, super::bits::Profile::Counting { .. })
     }

@@ -32,6 +32,12 @@ impl App {
 
     pub(super) fn move_selection(&mut self, delta: isize) {
         match self.tab {
+            Tab::Flows if self.streams_view => {
+                return match self.messages.as_mut() {
+                    Some(m) => m.table.step(delta),
+                    None => self.streams.step(delta),
+                };
+            }
             Tab::Flows => return self.flows.step(delta),
             Tab::Reassembly => return self.frags.step(delta),
             Tab::Bandwidth => return self.bits.step(delta),

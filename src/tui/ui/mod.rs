@@ -22,10 +22,12 @@ mod flows;
 mod help;
 mod hex;
 mod loss;
+mod messages;
 mod mtu;
 mod packets;
 mod reassembly;
 mod statusline;
+mod streams;
 pub(crate) mod tabs;
 mod tree;
 
@@ -35,10 +37,12 @@ use flows::draw_flows;
 use help::draw_help;
 use hex::draw_hex;
 use loss::draw_loss;
+use messages::draw_messages;
 use mtu::draw_mtu;
 use packets::draw_packets;
 use reassembly::draw_reassembly;
 use statusline::{draw_keys, draw_status};
+use streams::draw_streams;
 use tabs::draw_tabs;
 use tree::draw_tree;
 
@@ -127,6 +131,7 @@ pub fn draw(f: &mut Frame, app: &mut App) {
     draw_tabs(f, app, &ix, chunks[0]);
     match app.tab {
         Tab::Packets => draw_packets(f, app, &ix, chunks[1]),
+        Tab::Flows if app.streams_view => draw_streams(f, app, &ix, chunks[1]),
         Tab::Flows => draw_flows(f, app, &ix, chunks[1]),
         Tab::Reassembly => draw_reassembly(f, app, &ix, chunks[1]),
         Tab::Loss => draw_loss(f, app, &ix, chunks[1]),

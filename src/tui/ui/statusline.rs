@@ -96,6 +96,23 @@ fn hints(app: &App) -> &'static [(&'static str, &'static str)] {
             ("c", "columns"),
             ("+-", "list size"),
         ],
+        (Tab::Flows, _, _) if app.streams_view && app.messages.is_some() => &[
+            ("q", "quit"),
+            ("?", "help"),
+            ("↑↓", "message"),
+            ("Enter", "its packet"),
+            ("Esc", "streams"),
+            ("/", "filter"),
+        ],
+        (Tab::Flows, _, _) if app.streams_view => &[
+            ("q", "quit"),
+            ("?", "help"),
+            ("↑↓", "stream"),
+            ("Enter", "its messages"),
+            ("p", "its datagrams"),
+            ("v", "flows"),
+            ("/", "filter"),
+        ],
         (Tab::Flows, _, _) => &[
             ("q", "quit"),
             ("?", "help"),
