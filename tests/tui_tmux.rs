@@ -12,10 +12,20 @@ fn tmux(args: &[&str]) -> String {
 }
 
 fn wait_for(session: &str, text: &str) -> String {
+    wait_until(session, |screen| screen.contains(text))
+}
+
+/// Waits until `text` has left the screen: a key sent right after Escape, before the
+/// application has read it, arrives with it as one Alt chord.
+fn wait_gone(session: &str, text: &str) -> String {
+    wait_until(session, |screen| !screen.contains(text))
+}
+
+fn wait_until(session: &str, done: impl Fn(&str) -> bool) -> String {
     let start = Instant::now();
     loop {
         let screen = tmux(&["capture-pane", "-p", "-t", session]);
-        if screen.contains(text) || start.elapsed() > Duration::from_secs(20) {
+        if done(&screen) || start.elapsed() > Duration::from_secs(20) {
             return screen;
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -131,11 +141,13 @@ fn prompts_show_their_errors_and_typing_replaces_the_offered_name() {
     tmux(&["send-keys", "-t", &session, "Enter"]);
     let refused = wait_for(&session, "did you mean");
     tmux(&["send-keys", "-t", &session, "Escape"]);
+    wait_gone(&session, "did you mean");
     tmux(&["send-keys", "-t", &session, "F"]);
     tmux(&["send-keys", "-t", &session, "-l", "late && ("]);
     tmux(&["send-keys", "-t", &session, "Enter"]);
     let find = wait_for(&session, "find: column");
     tmux(&["send-keys", "-t", &session, "Escape"]);
+    wait_gone(&session, "find: column");
     tmux(&["send-keys", "-t", &session, "m", "w"]);
     let offered = wait_for(&session, "is written in");
     tmux(&["send-keys", "-t", &session, "-l", "x.pcapng"]);
