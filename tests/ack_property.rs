@@ -3,6 +3,8 @@
 //! sequence in the span is acked, never acked or in flight at the end — and with no
 //! ack lost, the never acked are exactly the data lost before the newest acked.
 
+mod common;
+
 use gpcap::generate::{Link, ip_packets};
 use proptest::prelude::*;
 use std::net::SocketAddr;
@@ -83,13 +85,7 @@ fn run(
 ) -> (serde_json::Value, [Vec<u16>; 2]) {
     let (c, s): (SocketAddr, SocketAddr) =
         ("10.0.0.1:5000".parse().unwrap(), "10.0.0.2:9000".parse().unwrap());
-    let mut rng = seed | 1;
-    let mut draw = move |per_mille: u32| {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        (rng % 1000) < per_mille as u64
-    };
+    let mut draw = common::per_mille(seed);
     let mut frames: Vec<(SocketAddr, SocketAddr, Vec<u8>)> = Vec::new();
     let mut got: [Vec<u16>; 2] = [Vec::new(), Vec::new()];
     let mut lost: [Vec<u16>; 2] = [Vec::new(), Vec::new()];

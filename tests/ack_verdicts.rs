@@ -53,13 +53,7 @@ struct Truth {
 fn traffic(n: u16, loss: u32, ack_loss: u32, spurious: u32, seed: u64) -> (Frames, [Truth; 2]) {
     let (c, s): (SocketAddr, SocketAddr) =
         ("10.0.0.1:5000".parse().unwrap(), "10.0.0.2:9000".parse().unwrap());
-    let mut rng = seed | 1;
-    let mut draw = move |per_mille: u32| {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        (rng % 1000) < per_mille as u64
-    };
+    let mut draw = common::per_mille(seed);
     let mut frames = Vec::new();
     let mut truth: [Truth; 2] = Default::default();
     let mut have: [BTreeSet<u16>; 2] = Default::default();
