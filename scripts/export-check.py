@@ -6,7 +6,7 @@ fragmented packets seen and completed per fragment count, computed by SQL over t
 `packets` table alone, must equal the report's flows exactly. Exit 1 on any difference.
 
 With `--layer NAME` (and `--arg ARG`, repeated, for what analyze needs more: further
-`-d`, `--key`), the tables of inner layer NAME (`DATASET/layer=NAME/`) against that
+`-d`, `--key`), the tables of inner layer NAME (`DATASET/capture=FILE/layer=NAME/`) against that
 layer's report in `layers[]`.
 
 Usage: scripts/export-check.py [--layer NAME] [--arg ARG]... GPCAP DEFINITION DATASET CAPTURE...
@@ -27,12 +27,20 @@ while argv and argv[0] in ("--layer", "--arg"):
         more.append(argv[1])
     argv = argv[2:]
 gpcap, definition, dataset, captures = argv[0], argv[1], argv[2], argv[3:]
-if layer:
-    dataset = f"{dataset}/layer={layer}"
+# Schema 4: each capture's tables in its own directory, DATASET/capture=FILE/TABLE/
+# (an inner layer's in DATASET/capture=FILE/layer=NAME/TABLE/). `capture=*` never matches
+# the hidden staging directory of an export being written.
+inner = f"layer={layer}/" if layer else ""
+
+
+def glob(table):
+    return f"{dataset}/capture=*/{inner}{table}/*.parquet"
+
+
 db = duckdb.connect()
 db.sql(f"""
 create view packets as
-select * from read_parquet('{dataset}/packets/*/*.parquet', hive_partitioning = true);
+select * from read_parquet('{glob("packets")}', hive_partitioning = true);
 create macro endpoint(ip, port) as
   case when contains(ip, ':') then '[' || ip || ']:' || port else ip || ':' || port end;
 """)
@@ -107,10 +115,11 @@ for capture in captures:
     # (a reassembled packet and the datagram that completed it share a frame: the key is
     # (capture, frame, reassembled); on (capture, frame) alone they double-count).
     join_ok = True
-    for table in sorted(d for d in os.listdir(dataset) if d.startswith("type_")):
+    here = os.path.join(dataset, f"capture={name}", inner)
+    for table in sorted(d for d in os.listdir(here) if d.startswith("type_")):
         rows, joined = db.execute(
             f"""
-            with t as (select * from read_parquet('{dataset}/{table}/*/*.parquet', hive_partitioning = true)
+            with t as (select * from read_parquet('{glob(table)}', hive_partitioning = true)
                        where capture = ?)
             select (select count(*) from t), count(*)
             from t join packets p

@@ -97,18 +97,49 @@ def sizes(d: DataFrame, keys: list[str]) -> DataFrame:
     )
 
 
-def tables(spark: SparkSession, dataset: str) -> list[str]:
-    """The dataset's table names (directories), through Hadoop's file system: any scheme."""
+def _fs(spark: SparkSession, dataset: str):
+    """Hadoop's file system of the dataset (any scheme: a local path, s3a://, hdfs://)."""
     jvm = spark.sparkContext._jvm
     conf = spark.sparkContext._jsc.hadoopConfiguration()
     path = jvm.org.apache.hadoop.fs.Path(dataset)
-    fs = path.getFileSystem(conf)
-    return sorted(s.getPath().getName() for s in fs.listStatus(path) if s.isDirectory())
+    return jvm, path.getFileSystem(conf), path
+
+
+def capture_dirs(spark: SparkSession, dataset: str) -> list:
+    """Every capture's directory, `[KEY=VALUE/...]capture=NAME`. Hidden names (`.capture=NAME.staging`,
+    an export still being written) are skipped, as Spark's own listing skips them."""
+    _, fs, root = _fs(spark, dataset)
+    out, stack = [], [root]
+    while stack:
+        for st in fs.listStatus(stack.pop()):
+            name = st.getPath().getName()
+            if not st.isDirectory() or name.startswith((".", "_")) or "=" not in name:
+                continue
+            (out if name.startswith("capture=") else stack).append(st.getPath())
+    return out
+
+
+def tables(spark: SparkSession, dataset: str) -> list[str]:
+    """The dataset's table names: the directories in its captures' directories."""
+    _, fs, _ = _fs(spark, dataset)
+    names = set()
+    for c in capture_dirs(spark, dataset):
+        names.update(st.getPath().getName() for st in fs.listStatus(c) if st.isDirectory())
+    return sorted(n for n in names if "=" not in n and not n.startswith((".", "_")))
+
+
+def read_table(spark: SparkSession, dataset: str, name: str) -> DataFrame:
+    """Table `name` of every capture, with the partition keys above it (`capture` among
+    them) as columns: `basePath` makes Spark read them from the directories' names."""
+    jvm, fs, _ = _fs(spark, dataset)
+    paths = [p.toString() + "/" + name for p in capture_dirs(spark, dataset)]
+    paths = [p for p in paths if fs.exists(jvm.org.apache.hadoop.fs.Path(p))]
+    return spark.read.option("basePath", dataset.rstrip("/")).parquet(*paths)
 
 
 def figures(spark: SparkSession, dataset: str) -> tuple[list[str], dict[str, DataFrame]]:
     """The partition keys of one dataset, and its figures as DataFrames keyed by them."""
-    p = spark.read.parquet(dataset.rstrip("/") + "/packets")
+    p = read_table(spark, dataset, "packets")
     keys = [c for c in p.columns if c not in PACKET_COLUMNS]
     d = p.where(F.col("row") == "datagram")
     crc_ok = crc_rule(p)
@@ -189,7 +220,7 @@ def figures(spark: SparkSession, dataset: str) -> tuple[list[str], dict[str, Dat
     for name in names:
         if not name.startswith("type_"):
             continue
-        t = spark.read.parquet(f"{dataset.rstrip('/')}/{name}")
+        t = read_table(spark, dataset, name)
         n = t.groupBy(*keys).count().withColumn("table", F.lit(name))
         rows = n if rows is None else rows.unionByName(n)
     if rows is not None:
@@ -197,7 +228,7 @@ def figures(spark: SparkSession, dataset: str) -> tuple[list[str], dict[str, Dat
     # The analyzer's state, exported as report tables.
     for name in ("flows", "reassembly", "mtu"):
         if name in names:
-            out["report_" + name] = spark.read.parquet(f"{dataset.rstrip('/')}/{name}")
+            out["report_" + name] = read_table(spark, dataset, name)
     return keys, out
 
 

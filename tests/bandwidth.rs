@@ -314,7 +314,7 @@ fn export_writes_field_bits_as_analyze_counts_them() {
     let def = root().join("dissectors/article.kdl");
     let (c, d) = (capture.to_str().unwrap(), def.to_str().unwrap());
     common::gpcap_ok(&["export", c, "-d", d, "-o", dir.to_str().unwrap(), "--bits"]);
-    let file = dir.join("field_bits/capture=clean.pcap/part-0.parquet");
+    let file = dir.join("capture=clean.pcap/field_bits/part-0.parquet");
     let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
         std::fs::File::open(&file).unwrap(),
     )

@@ -855,7 +855,7 @@ fn a_capture_read_only_in_part_exits_2_after_what_was_read() {
         assert_eq!(code, 2, "{err}");
         assert!(err.contains(tail) && err.contains("cut.pcap: 54 frames"), "{err}");
         assert!(
-            ds.join("packets/capture=cut.pcap/part-0.parquet").exists(),
+            ds.join("capture=cut.pcap/packets/part-0.parquet").exists(),
             "{err}"
         );
     }

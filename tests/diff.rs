@@ -674,7 +674,7 @@ fn the_tables_hold_the_report() {
     let out = dir.join("out");
     let (_, r) = diff(&a, &b, &["-o", out.to_str().unwrap()]);
     let read = |table: &str| {
-        let path = out.join(table).join("diff=a.pcap+b.pcap").join("part-0.parquet");
+        let path = out.join("diff=a.pcap+b.pcap").join(table).join("part-0.parquet");
         let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
             .unwrap()

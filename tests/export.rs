@@ -90,8 +90,8 @@ fn export_reads_back_as_analyze_and_dissect_say() {
         let dir = out.join(def.rsplit('/').next().unwrap());
         gpcap_ok(&["export", "-d", &def, &path, "-o", dir.to_str().unwrap()]);
         let part = |table: &str| {
-            dir.join(table)
-                .join(format!("capture={capture}"))
+            dir.join(format!("capture={capture}"))
+                .join(table)
                 .join("part-0.parquet")
         };
 
@@ -190,7 +190,7 @@ fn export_reads_back_as_analyze_and_dissect_say() {
             }
         }
         let mut type_rows = 0;
-        for t in std::fs::read_dir(&dir).unwrap() {
+        for t in std::fs::read_dir(dir.join(format!("capture={capture}"))).unwrap() {
             let t = t.unwrap().file_name().to_string_lossy().into_owned();
             let Some(type_name) = t.strip_prefix("type_") else {
                 continue;
@@ -244,7 +244,7 @@ fn export_lists_and_structs_hold_each_element() {
         .map(|d| (d["frame"].as_u64().unwrap(), d))
         .collect();
     let mut objects_checked = 0;
-    for b in read(&out.join("type_scene/capture=clean.pcap/part-0.parquet")) {
+    for b in read(&out.join("capture=clean.pcap/type_scene/part-0.parquet")) {
         let objects = column(&b, "objects").as_list::<i32>();
         for i in 0..b.num_rows() {
             let frame = cell(column(&b, "frame"), i).as_u64().unwrap();
@@ -321,7 +321,7 @@ fn export_keeps_header_fields_and_enum_names() {
         "-o",
         out.to_str().unwrap(),
     ]);
-    let part = |t: &str| out.join(t).join("capture=article.pcap").join("part-0.parquet");
+    let part = |t: &str| out.join("capture=article.pcap").join(t).join("part-0.parquet");
     let (mut headers, mut fragments, mut reassembled) = (0, 0, 0);
     for b in read(&part("packets")) {
         assert_eq!(
@@ -412,7 +412,7 @@ fn export_names_only_the_enum_branch_s_values() {
     let (dir, out) = generated_and_exported("enum-branches", "b");
     let names = ["calm", "angry", "sad"];
     let (mut named, mut plain) = (0, 0);
-    for b in read(&out.join("type_p").join("capture=b.pcap").join("part-0.parquet")) {
+    for b in read(&out.join("capture=b.pcap/type_p/part-0.parquet")) {
         let nested = column(&b, "nested").as_struct();
         let levels = [
             (column(&b, "named"), column(&b, "state"), column(&b, "state_name")),
@@ -449,7 +449,7 @@ fn export_names_each_enum_branch_from_its_own_value_column() {
     let (dir, out) = generated_and_exported("enum-three-branches", "t");
     let names = ["calm", "angry", "sad"];
     let mut seen = [0; 3];
-    for b in read(&out.join("type_p").join("capture=t.pcap").join("part-0.parquet")) {
+    for b in read(&out.join("capture=t.pcap/type_p/part-0.parquet")) {
         let (which, name) = (column(&b, "which"), column(&b, "state_name"));
         for i in 0..b.num_rows() {
             let w = cell(which, i).as_i64().unwrap() as usize;
@@ -496,13 +496,13 @@ fn export_writes_a_row_per_message() {
     assert_eq!(by_type.values().map(|v| v.as_u64().unwrap()).sum::<u64>(), 6528);
     for (name, count) in by_type {
         let part = out
-            .join(format!("type_{name}"))
             .join("capture=capture.pcap")
+            .join(format!("type_{name}"))
             .join("part-0.parquet");
         let rows: usize = read(&part).iter().map(|b| b.num_rows()).sum();
         assert_eq!(rows as u64, count.as_u64().unwrap(), "{name}");
     }
-    let part = out.join("type_acknowledge/capture=capture.pcap/part-0.parquet");
+    let part = out.join("capture=capture.pcap/type_acknowledge/part-0.parquet");
     let mut acked = Vec::new();
     for b in read(&part) {
         for i in 0..b.num_rows() {
@@ -545,13 +545,13 @@ fn export_writes_the_messages_block_s_own_fields() {
     }
     let mut got: HashMap<(i64, u64), Vec<Vec<Value>>> = HashMap::new();
     let mut rows = 0;
-    for table in std::fs::read_dir(&out).unwrap() {
+    for table in std::fs::read_dir(out.join("capture=capture.pcap")).unwrap() {
         let table = table.unwrap().path();
         let name = table.file_name().unwrap().to_string_lossy().into_owned();
         let Some(ty) = name.strip_prefix("type_") else {
             continue;
         };
-        for b in read(&table.join("capture=capture.pcap/part-0.parquet")) {
+        for b in read(&table.join("part-0.parquet")) {
             for i in 0..b.num_rows() {
                 let values: Vec<Value> = HEADER.iter().map(|f| cell(column(&b, f), i)).collect();
                 assert_eq!(name_at(column(&b, "command_name"), i), ty, "{name} row {i}");
@@ -601,7 +601,7 @@ fn export_builds_dictionaries_only_where_they_pay() {
         "-o",
         out.to_str().unwrap(),
     ]);
-    let part = |t: &str| out.join(t).join("capture=article.pcap").join("part-0.parquet");
+    let part = |t: &str| out.join("capture=article.pcap").join(t).join("part-0.parquet");
     let (packets, scene, b) = (
         encodings(&part("packets")),
         encodings(&part("type_scene")),
@@ -645,8 +645,8 @@ fn zero_configuration_exports_the_same_header_columns() {
         with.to_str().unwrap(),
     ]);
     let part = |d: &Path| {
-        d.join("packets")
-            .join("capture=lossy-bursts.pcap")
+        d.join("capture=lossy-bursts.pcap")
+            .join("packets")
             .join("part-0.parquet")
     };
     let (z, w) = (read(&part(&zero)), read(&part(&with)));

@@ -191,8 +191,8 @@ fn partition_key(s: &str) -> Result<(String, String), String> {
 
 #[derive(Args)]
 pub struct ExportArgs {
-    /// pcap or pcapng files (gzip-compressed ones too); each is one partition
-    /// (`capture=FILE NAME`) of every table.
+    /// pcap or pcapng files (gzip-compressed ones too); each is one directory
+    /// (`capture=FILE NAME/`) holding its tables, committed at once.
     #[arg(required = true)]
     pub captures: Vec<PathBuf>,
     #[command(flatten)]
@@ -200,7 +200,7 @@ pub struct ExportArgs {
     /// The dataset's directory (created; a capture exported again replaces its partition).
     #[arg(short = 'o', long = "out")]
     pub out: PathBuf,
-    /// A Hive partition above `capture=` in every table, e.g. `--partition day=2026-11-22
+    /// A Hive partition above `capture=`, e.g. `--partition day=2026-11-22
     /// --partition map=dust --partition build=1.4.2` (repeatable; the engines read them
     /// as columns).
     #[arg(long = "partition", value_parser = partition_key)]

@@ -85,8 +85,8 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
             b.finish_and_clear();
         }
         if stopped() {
-            // Dropping the sink removes its temporary files: nothing of this capture is
-            // left that looks complete.
+            // Dropping the sink removes its staging directory: nothing of this capture
+            // is left that looks complete.
             drop(sink);
             let before = match committed.len() {
                 0 => "no capture was exported".to_string(),

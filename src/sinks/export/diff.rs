@@ -1,10 +1,11 @@
 //! `gpcap diff A B -o DIR`: the diff report's tables as Parquet, in a partition of their
-//! own (`TABLE/diff=A+B/part-0.parquet`, docs/export.md): `diff_directions` (one row a
+//! own (`diff=A+B/TABLE/part-0.parquet`, docs/export.md): `diff_directions` (one row a
 //! direction: its figures and the clocks'), `diff_fragments` (fragments sent and lost
 //! between, by count and id) and `diff_events` (the lost, late, reordered and duplicated
-//! datagrams listed). Each file is written under a temporary name and renamed when
-//! complete; a diff written again replaces its partition.
+//! datagrams listed). The partition is written under a staging name and swapped in
+//! whole, so a diff written again replaces it at once.
 
+use super::commit::{Staged, Staging};
 use super::{ExportError, SCHEMA_VERSION, partition_value};
 use crate::sinks::diff::pair::Event;
 use crate::sinks::diff::report::{DiffReport, Direction};
@@ -177,10 +178,14 @@ pub fn write(dir: &Path, r: &DiffReport) -> Result<usize, ExportError> {
         ("diff_events", events(r)),
     ];
     let n = tables.len();
+    // Written beside the pair's previous diff and swapped in at once, as an export is.
+    let staging = Staging::new(dir, dir, &format!("diff={name}"))?;
+    let mut staged = Vec::new();
     for (table, cols) in tables {
-        let part = dir.join(table).join(format!("diff={name}"));
+        let part = staging.dir.join(table);
+        let path = part.join("part-0.parquet");
         let fail = |e: &dyn std::fmt::Display| ExportError {
-            path: part.display().to_string(),
+            path: dir.join(format!("diff={name}")).join(table).display().to_string(),
             reason: e.to_string(),
         };
         std::fs::create_dir_all(&part).map_err(|e| fail(&e))?;
@@ -192,17 +197,14 @@ pub fn write(dir: &Path, r: &DiffReport) -> Result<usize, ExportError> {
                 SCHEMA_VERSION.to_string(),
             )]))
             .build();
-        let (tmp, path) = (part.join(".part-0.parquet.tmp"), part.join("part-0.parquet"));
+        let tmp = part.join(".part-0.parquet.tmp");
         let file = std::fs::File::create(&tmp).map_err(|e| fail(&e))?;
-        let written = ArrowWriter::try_new(file, schema, Some(props)).and_then(|mut w| {
-            w.write(&batch)?;
-            w.close().map(drop)
-        });
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(fail(&e));
-        }
-        std::fs::rename(&tmp, &path).map_err(|e| fail(&e))?;
+        let mut w = ArrowWriter::try_new(file, schema, Some(props)).map_err(|e| fail(&e))?;
+        w.write(&batch).map_err(|e| fail(&e))?;
+        let file = w.into_inner().map_err(|e| fail(&e))?;
+        file.sync_all().map_err(|e| fail(&e))?;
+        staged.push(Staged { tmp, path });
     }
+    staging.commit(&staged)?;
     Ok(n)
 }

@@ -1,5 +1,5 @@
 //! Protocols inside the protocol (`dissect-as`, several `-d`): each inner layer is an
-//! export of its own under `DIR/layer=NAME/`, with its own definition's tables, fed the
+//! export of its own under the capture's `layer=NAME/`, with its own definition's tables, fed the
 //! packets that layer's engine read in each outer packet (`PacketEvent::carried`), and
 //! ending with that engine's statistics for its report tables (as `analyze --json`'s
 //! `layers[]`).
@@ -31,7 +31,7 @@ pub(super) struct Layers {
 }
 
 impl Layers {
-    /// An export per inner layer of `cfg`'s stack, in `DIR/layer=NAME/` (tables of the
+    /// An export per inner layer of `cfg`'s stack, in `dir/layer=NAME/` (tables of the
     /// same names, the layer's own schemas); none when nothing inside can be read.
     pub fn new(
         dir: &Path,
@@ -65,7 +65,7 @@ impl Layers {
                 )));
             }
             let cfg = Config::from_program(p.clone());
-            out.exports.push(Export::new(&dir.join(at), keys, capture, cfg)?);
+            out.exports.push(Export::at(&dir.join(at), keys, capture, cfg)?);
         }
         Ok(out)
     }

@@ -7,6 +7,7 @@
 //! ([`SCHEMA_VERSION`]).
 
 mod columns;
+mod commit;
 pub mod diff;
 mod layers;
 mod parallel;
@@ -19,6 +20,7 @@ use crate::dissect::Program;
 use crate::engine::{FileEnd, Flow, FlowEnd, Needs, PacketEvent, Sink, Summary};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
+use commit::{Staged, Staging, discard};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use rows::{Chunk, Packets, Rows};
@@ -28,7 +30,7 @@ use std::sync::Arc;
 pub use layers::layers_readable;
 
 /// The dataset layout's version, in every file's metadata (`gpcap.schema`).
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 /// Rows buffered per table before they become a batch.
 pub const BATCH_ROWS: usize = 8192;
 /// Dissected fields buffered per type table before its rows become a batch: rows of
@@ -136,19 +138,6 @@ struct Table {
     schema: SchemaRef,
 }
 
-/// A complete table file under its temporary name, renamed when every table is.
-struct Staged {
-    tmp: PathBuf,
-    path: PathBuf,
-}
-
-/// Removes staged files that will not be committed.
-fn discard(staged: &[Staged]) {
-    for s in staged {
-        let _ = std::fs::remove_file(&s.tmp);
-    }
-}
-
 impl Drop for Table {
     /// An unfinished table (an error elsewhere): its writer stops and removes its file.
     fn drop(&mut self) {
@@ -160,17 +149,12 @@ impl Table {
     fn create(
         dir: &Path,
         table: &str,
-        keys: &[(String, String)],
         capture: &str,
         schema: SchemaRef,
         dictionary: &[Option<bool>],
         group_bytes: usize,
     ) -> Result<Table, ExportError> {
-        let mut part = dir.join(table);
-        for (k, v) in keys {
-            part.push(format!("{}={}", partition_value(k), partition_value(v)));
-        }
-        part.push(format!("capture={}", partition_value(capture)));
+        let part = dir.join(table);
         let path = parts::final_name(&part, 0);
         let fail = |e: &dyn std::fmt::Display| ExportError {
             path: path.display().to_string(),
@@ -398,13 +382,38 @@ pub struct Export {
     pool: Option<parallel::Pool>,
     /// The layers inside the protocol, each an export of its own under `layer=NAME/`.
     layers: layers::Layers,
+    /// The capture's staging directory (the outermost export's), removed unless
+    /// committed: the last field, dropped once every writer above has stopped.
+    staging: Option<Staging>,
 }
 
 impl Export {
     /// An export of capture `capture` (its file name) into dataset `dir`, under the
     /// Hive partitions `keys` (`day=2026-11-22/map=dust/`) before `capture=`, on one core
-    /// ([`Export::threads`] for more).
+    /// ([`Export::threads`] for more). Its tables are written in a staging directory
+    /// and committed together by [`Export::close`].
     pub fn new(
+        dir: &Path,
+        keys: &[(String, String)],
+        capture: &str,
+        cfg: crate::engine::Config,
+    ) -> Result<Export, ExportError> {
+        let program = crate::engine::layers::shown_program(&cfg);
+        check_names(dir, keys, capture, program.as_deref())?;
+        let mut parent = dir.to_path_buf();
+        for (k, v) in keys {
+            parent.push(format!("{}={}", partition_value(k), partition_value(v)));
+        }
+        let name = format!("capture={}", partition_value(capture));
+        let staging = Staging::new(dir, &parent, &name)?;
+        let mut x = Export::at(&staging.dir, keys, capture, cfg)?;
+        x.staging = Some(staging);
+        Ok(x)
+    }
+
+    /// The export of one capture's tables in directory `dir` (the capture's, or an inner
+    /// layer's inside it), committed by the export that holds it.
+    fn at(
         dir: &Path,
         keys: &[(String, String)],
         capture: &str,
@@ -429,7 +438,6 @@ impl Export {
             tables[i] = Some(Table::create(
                 dir,
                 &name,
-                keys,
                 capture,
                 schema,
                 &dictionary,
@@ -453,6 +461,7 @@ impl Export {
             threads: 1,
             pool: None,
             layers,
+            staging: None,
         })
     }
 
@@ -491,49 +500,40 @@ impl Export {
     }
 
     /// Writes what is buffered, the report's tables, and closes every file, the inner
-    /// layers' too, committing them together. The capture's report is returned for the
-    /// caller's summary; a layer's tables are named `layer=NAME/TABLE` in its rows.
+    /// layers' too, committing them together: the capture's directory is swapped in at
+    /// once (`commit.rs`). The capture's report is returned for the caller's summary; a
+    /// layer's tables are named `layer=NAME/TABLE` in its rows.
     pub fn close(mut self) -> Result<Exported, ExportError> {
+        // Dropped last (after every writer below), it removes what is not committed.
+        let Some(staging) = self.staging.take() else {
+            return Err(ExportError {
+                path: self.dir.display().to_string(),
+                reason: "an inner layer's export is committed with its capture".into(),
+            });
+        };
         let mut layers = Vec::new();
+        let mut staged = Vec::new();
         for x in self.layers.take() {
-            let (name, dir) = (x.layer_name().to_string(), x.dir.clone());
+            let name = x.layer_name().to_string();
             match x.stage() {
-                Ok((done, staged)) => layers.push((name, dir, done, staged)),
+                Ok((done, s)) => {
+                    layers.push((name, done));
+                    staged.extend(s);
+                }
                 Err(e) => {
-                    layers.iter().for_each(|(_, _, _, s)| discard(s));
+                    // Its writers stop before the staging directory goes.
+                    drop(self);
                     return Err(e);
                 }
             }
         }
-        let (dir, keys, capture) = (self.dir.clone(), self.keys.clone(), self.capture.clone());
-        let (mut done, staged) = match self.stage() {
-            Ok(x) => x,
-            Err(e) => {
-                layers.iter().for_each(|(_, _, _, s)| discard(s));
-                return Err(e);
-            }
-        };
-        let commit = || {
-            let written: Vec<&Path> = layers.iter().map(|(_, d, _, _)| d.as_path()).collect();
-            // A layer exported before and not now: its tables lose this capture too.
-            for d in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-                let name = d.file_name().to_string_lossy().into_owned();
-                if name.starts_with(&format!("{}=", layers::KEY)) && !written.contains(&d.path().as_path()) {
-                    replace_partitions(&d.path(), &keys, &capture, &[])?;
-                }
-            }
-            for (_, d, _, s) in &layers {
-                replace_partitions(d, &keys, &capture, s)?;
-            }
-            replace_partitions(&dir, &keys, &capture, &staged)
-        };
-        if let Err(e) = commit() {
-            // What was renamed stays; what was not leaves no temporary file.
-            layers.iter().for_each(|(_, _, _, s)| discard(s));
+        let (mut done, s) = self.stage()?;
+        staged.extend(s);
+        if let Err(e) = staging.commit(&staged) {
             discard(&staged);
             return Err(e);
         }
-        for (name, _, x, _) in &layers {
+        for (name, x) in &layers {
             for (t, n) in &x.rows {
                 done.rows.insert(format!("{}/{t}", layers::dir_name(name)), *n);
             }
@@ -542,7 +542,7 @@ impl Export {
     }
 
     /// Writes what is buffered and the report's tables, and closes every file under its
-    /// temporary name, to be committed by [`replace_partitions`].
+    /// temporary name, to be committed by [`Staging::commit`].
     fn stage(mut self) -> Result<(Exported, Vec<Staged>), ExportError> {
         if let Some(pool) = self.pool.take() {
             let o = pool.finish();
@@ -572,15 +572,7 @@ impl Export {
                 .as_ref()
                 .map(crate::sinks::bandwidth::parquet::table);
             for (name, schema, columns) in report::tables(&report).into_iter().chain(field_bits) {
-                let mut t = Table::create(
-                    &self.dir,
-                    name,
-                    &self.keys,
-                    &self.capture,
-                    schema,
-                    &[],
-                    GROUP_BYTES,
-                )?;
+                let mut t = Table::create(&self.dir, name, &self.capture, schema, &[], GROUP_BYTES)?;
                 t.write(columns)?;
                 staged.extend(t.close()?);
             }
@@ -638,77 +630,6 @@ fn write_chunk(tables: &mut [Option<Table>], written: &mut [u64], error: &mut Op
     match t.write(c.columns) {
         Ok(()) => written[c.table] += c.rows as u64,
         Err(e) => *error = Some(e),
-    }
-}
-
-/// Commits an export: this capture's partition of every table not written now (a packet
-/// type since renamed or removed) is removed, and so are the parts of a partition written
-/// now that an earlier export had beyond this one's, then every file is renamed to its
-/// final name, so "a capture exported again replaces its partition" holds for every
-/// table.
-fn replace_partitions(
-    dir: &Path,
-    keys: &[(String, String)],
-    capture: &str,
-    staged: &[Staged],
-) -> Result<(), ExportError> {
-    let written: std::collections::HashSet<&Path> = staged.iter().filter_map(|s| s.path.parent()).collect();
-    let now: std::collections::HashSet<&Path> = staged.iter().map(|s| s.path.as_path()).collect();
-    let mut partition = PathBuf::new();
-    for (k, v) in keys {
-        partition.push(format!("{}={}", partition_value(k), partition_value(v)));
-    }
-    partition.push(format!("capture={}", partition_value(capture)));
-    for table in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let part = table.path().join(&partition);
-        let kept = written.contains(part.as_path());
-        let mut removed = false;
-        for f in std::fs::read_dir(&part).into_iter().flatten().flatten() {
-            let (name, path) = (f.file_name(), f.path());
-            if parts::is_part(&name.to_string_lossy()) && !(kept && now.contains(path.as_path())) {
-                removed |= std::fs::remove_file(&path).is_ok();
-            }
-        }
-        if removed && !kept {
-            let _ = std::fs::remove_dir(&part);
-        }
-    }
-    for (i, s) in staged.iter().enumerate() {
-        if let Err(e) = std::fs::rename(&s.tmp, &s.path) {
-            for later in &staged[i..] {
-                let _ = std::fs::remove_file(&later.tmp);
-            }
-            return Err(ExportError {
-                path: s.path.display().to_string(),
-                reason: e.to_string(),
-            });
-        }
-    }
-    // The renames and removals on the disk: each partition's directory, and the
-    // directories above it that the export may have made.
-    let mut dirs: Vec<&Path> = written.iter().copied().collect();
-    dirs.sort();
-    for d in dirs {
-        for up in d.ancestors().take_while(|a| a.starts_with(dir)) {
-            sync_dir(up).map_err(|e| ExportError {
-                path: up.display().to_string(),
-                reason: e.to_string(),
-            })?;
-        }
-    }
-    Ok(())
-}
-
-/// Puts a directory's entries (files made, renamed or removed in it) on the disk.
-fn sync_dir(dir: &Path) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        std::fs::File::open(dir)?.sync_all()
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = dir;
-        Ok(())
     }
 }
 

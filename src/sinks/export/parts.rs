@@ -26,13 +26,6 @@ pub(super) fn temporary_name(dir: &Path, k: usize) -> PathBuf {
     dir.join(format!(".part-{k}.parquet.tmp"))
 }
 
-/// Whether `name` is a part's final name (`part-N.parquet`).
-pub(super) fn is_part(name: &str) -> bool {
-    name.strip_prefix("part-")
-        .and_then(|n| n.strip_suffix(".parquet"))
-        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-}
-
 /// The files of one table in one partition, written in turn.
 pub(super) struct Parts {
     dir: PathBuf,
@@ -173,13 +166,5 @@ mod tests {
         parts.remove();
         assert!(!temporary_name(&dir, 0).exists());
         let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn part_names() {
-        assert!(is_part("part-0.parquet") && is_part("part-12.parquet"));
-        assert!(
-            !is_part("part-.parquet") && !is_part(".part-0.parquet.tmp") && !is_part("part-0.parquet.tmp")
-        );
     }
 }
