@@ -18,6 +18,10 @@ $g export -d dissectors/example-shooter.kdl $shooter -o "$out/shooter" 2> /dev/n
 python3 scripts/export-check.py "$g" dissectors/article.kdl "$out/article" $article
 # shellcheck disable=SC2086
 python3 scripts/export-check.py "$g" dissectors/example-shooter.kdl "$out/shooter" $shooter
+# KCP (real traffic of the unmodified library): one row per PUSH copy in
+# stream_messages, its verdicts counted per flow and stream as analyze counts them.
+$g export -d dissectors/kcp.kdl tests/fixtures/kcp/capture.pcap -o "$out/kcp" 2> /dev/null
+python3 scripts/export-check.py "$g" dissectors/kcp.kdl "$out/kcp" tests/fixtures/kcp/capture.pcap
 # Protocols inside protocols: netcode.io decrypted with the server's key, carrying
 # reliable.io carrying game messages: the outer tables and each layer's (layer=NAME/)
 # against analyze's report and its layers[].

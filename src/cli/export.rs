@@ -65,6 +65,12 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
         let bar = progress_bar(size, &format!("export {name}"));
         let threads = gpcap::run_threads(std::slice::from_ref(path), a.threads);
         let mut sink = Export::new(&a.out, &a.partition, &name, resolved.cfg.clone())?.threads(threads);
+        if sink.wants_acks() {
+            // Acked, never acked, round trips and retransmissions are settled by later
+            // packets: a pass of their own first, as `dissect` makes.
+            let facts = gpcap::run::scans::ack_facts(std::slice::from_ref(path), resolved.cfg.clone())?;
+            sink = sink.acks(std::sync::Arc::new(facts));
+        }
         if a.bits {
             sink.bandwidth = Some(gpcap::sinks::bandwidth::Bandwidth::new(
                 resolved.cfg.program.clone(),

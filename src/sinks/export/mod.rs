@@ -14,6 +14,7 @@ mod parallel;
 mod parts;
 mod report;
 mod rows;
+mod streams;
 
 use crate::analysis::Statistics;
 use crate::dissect::Program;
@@ -382,6 +383,8 @@ pub struct Export {
     pool: Option<parallel::Pool>,
     /// The layers inside the protocol, each an export of its own under `layer=NAME/`.
     layers: layers::Layers,
+    /// `stream_messages`, when the protocol has message streams: its rows and file.
+    streams: Option<(streams::StreamRows, Table, u64)>,
     /// The capture's staging directory (the outermost export's), removed unless
     /// committed: the last field, dropped once every writer above has stopped.
     staging: Option<Staging>,
@@ -445,6 +448,14 @@ impl Export {
             )?);
             names[i] = name;
         }
+        let streams = match streams::StreamRows::new(program.as_ref()) {
+            Some(r) => {
+                let schema = Arc::new(streams::StreamRows::schema());
+                let t = Table::create(dir, streams::TABLE, capture, schema, &[], group_bytes)?;
+                Some((r, t, 0))
+            }
+            None => None,
+        };
         Ok(Export {
             dir: dir.to_path_buf(),
             keys: keys.to_vec(),
@@ -461,6 +472,7 @@ impl Export {
             threads: 1,
             pool: None,
             layers,
+            streams,
             staging: None,
         })
     }
@@ -476,6 +488,21 @@ impl Export {
     pub fn threads(mut self, threads: usize) -> Export {
         self.threads = threads.max(1);
         self
+    }
+
+    /// The ack analysis' facts of this capture (`run::scans::ack_facts`, a pass of its
+    /// own run first), for `stream_messages`' ack columns; without them those are null.
+    pub fn acks(mut self, facts: Arc<crate::sinks::analysis::acks::AckFacts>) -> Export {
+        if let Some((rows, _, _)) = &mut self.streams {
+            rows.set_acks(facts);
+        }
+        self
+    }
+
+    /// Whether the ack analysis' facts are worth a pass before this export: its
+    /// protocol acks message streams.
+    pub fn wants_acks(&self) -> bool {
+        streams::StreamRows::acked(self.program.as_deref())
     }
 
     /// Whether rows are built on worker threads.
@@ -563,9 +590,19 @@ impl Export {
         let mut report = self.stats.report();
         report.bandwidth = self.bandwidth.take().map(|b| b.report());
         let mut staged = Vec::new();
+        let mut streamed_messages = 0;
         let outcome = (|| {
             for t in std::mem::take(&mut self.tables).into_iter().flatten() {
                 staged.extend(t.close()?);
+            }
+            if let Some((mut rows, mut table, n)) = self.streams.take() {
+                if !rows.is_empty() {
+                    streamed_messages = n + rows.frame_count();
+                    table.write(rows.finish())?;
+                } else {
+                    streamed_messages = n;
+                }
+                staged.extend(table.close()?);
             }
             let field_bits = report
                 .bandwidth
@@ -582,13 +619,16 @@ impl Export {
             discard(&staged);
             return Err(e);
         }
-        let rows = self
+        let mut rows: std::collections::BTreeMap<String, u64> = self
             .names
             .iter()
             .zip(&self.written)
             .filter(|(name, n)| !name.is_empty() && **n > 0)
             .map(|(name, n)| (name.clone(), *n))
             .collect();
+        if streamed_messages > 0 {
+            rows.insert(streams::TABLE.to_string(), streamed_messages);
+        }
         Ok((Exported { report, rows }, staged))
     }
 
@@ -596,6 +636,16 @@ impl Export {
     fn rows_of(&mut self, e: &PacketEvent<'_>) {
         if !e.is_game() || self.error.is_some() {
             return;
+        }
+        if let Some((rows, table, n)) = &mut self.streams {
+            rows.add(e);
+            if rows.full() {
+                *n += rows.frame_count();
+                if let Err(err) = table.write(rows.finish()) {
+                    self.error.get_or_insert(err);
+                    return;
+                }
+            }
         }
         if self.parallel() {
             if self.pool.is_none()

@@ -305,7 +305,7 @@ impl Packets {
 /// Appends address `ip` as text, as `Display` writes it, without a string per packet:
 /// an IPv4 address by hand (formatting it was 2% of an export's CPU), IPv6 through
 /// `Display` into the column's buffer.
-fn append_ip(b: &mut StringBuilder, ip: std::net::IpAddr) {
+pub(super) fn append_ip(b: &mut StringBuilder, ip: std::net::IpAddr) {
     match ip {
         std::net::IpAddr::V4(v4) => {
             let mut buf = [0u8; 15];
