@@ -292,3 +292,71 @@ fn analyze_report_golden() {
     let text = gpcap(&["analyze", "-d", DEF, CAPTURE]);
     insta::assert_snapshot!(text);
 }
+
+/// `dissect --jsonl` gives each datagram its own sequence's ack verdict
+/// (`sequence_acks`), and `--brief` says it in the filter's words: per direction the
+/// sequences said acked, and never acked, are analyze's, and each message's is what the
+/// library's sender learned.
+#[test]
+fn each_datagram_says_its_sequences_ack_verdict() {
+    let r = report();
+    let truth = truth_lines();
+    let mut said: HashMap<(String, u64), bool> = HashMap::new();
+    let mut timed = 0u64;
+    for l in gpcap(&["dissect", "-d", DEF, CAPTURE, "--jsonl"]).lines() {
+        let v: Value = serde_json::from_str(l).unwrap();
+        let Some(a) = v.get("sequence_acks") else { continue };
+        let key = (
+            v["src"].as_str().unwrap().to_string(),
+            v["sequence"].as_u64().unwrap(),
+        );
+        if let Some(acked) = a.get("acked") {
+            let acked = acked.as_bool().unwrap();
+            assert_eq!(*said.entry(key).or_insert(acked), acked, "{v}");
+            timed += u64::from(a.get("rtt_ms").is_some());
+            assert_eq!(a.get("rtt_ms").is_some(), acked, "{a}");
+        }
+    }
+    let mut all_timed = 0;
+    for dir in ["c2s", "s2c"] {
+        let f = flow(&r, dir);
+        let src = f["src"].as_str().unwrap();
+        let mine = || said.iter().filter(|((s, _), _)| s == src);
+        assert_eq!(
+            mine().filter(|(_, a)| **a).count() as u64,
+            f["acks"]["acked"].as_u64().unwrap()
+        );
+        // Never acked: the captured ones among analyze's runs (the others were dropped
+        // before the capture point, and have no datagram to say it).
+        let mut runs: HashSet<u64> = HashSet::new();
+        for run in f["acks"]["never_acked_runs"].as_array().unwrap() {
+            runs.extend(run[0].as_u64().unwrap()..=run[1].as_u64().unwrap());
+        }
+        let never: HashSet<u64> = mine().filter(|(_, a)| !**a).map(|((_, s), _)| *s).collect();
+        assert!(!never.is_empty() && never.is_subset(&runs), "{dir}: {never:?}");
+        all_timed += f["acks"]["rtt_ms"]["samples"].as_u64().unwrap();
+        for m in truth.iter().filter(|t| t["kind"] == "message" && t["dir"] == dir) {
+            let s = m["sequence"].as_u64().unwrap();
+            if let Some(a) = said.get(&(src.to_string(), s)) {
+                assert_eq!(*a, m["acked"].as_bool().unwrap(), "{dir} sequence {s}");
+            }
+        }
+    }
+    // Every datagram of a timed sequence says its round trip (fragments share theirs).
+    assert!(timed >= all_timed, "{timed} of {all_timed}");
+    let brief = gpcap(&[
+        "dissect",
+        "-d",
+        DEF,
+        CAPTURE,
+        "--brief",
+        "--filter",
+        "never_acked",
+    ]);
+    assert!(
+        !brief.is_empty() && brief.lines().all(|l| l.contains(" never_acked")),
+        "{brief}"
+    );
+    let brief = gpcap(&["dissect", "-d", DEF, CAPTURE, "--brief", "--count", "50"]);
+    assert!(brief.lines().any(|l| l.contains(" rtt ")), "{brief}");
+}

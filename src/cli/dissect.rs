@@ -44,9 +44,9 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
     } else {
         Format::Tree
     };
-    // --brief and --json say each message's ack verdict in an acked stream.
-    let verdicts =
-        format != Format::Tree && (shown.as_ref()).is_some_and(|p| p.params.streams.iter().any(|d| d.acked));
+    // --brief and --json say the ack verdict of each acked sequence: a datagram's own
+    // and each message's in an acked stream.
+    let verdicts = format != Format::Tree && (shown.as_ref()).is_some_and(|p| p.acks_sequences());
     if filter.needs_acks() || verdicts {
         // Retransmissions, NAKs, round trips and `never_acked` are settled by later
         // packets: a pass of their own first.

@@ -739,6 +739,12 @@ pub struct Program {
 }
 
 impl Program {
+    /// Whether its packets ack sequences (a datagram's own, or a message stream's): the
+    /// ack analysis then has something to settle.
+    pub fn acks_sequences(&self) -> bool {
+        self.has_role(Role::Ack) || self.params.datagram_acks || self.params.streams.iter().any(|d| d.acked)
+    }
+
     pub fn has_role(&self, role: Role) -> bool {
         self.roles & role.bit() != 0
     }

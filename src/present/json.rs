@@ -295,6 +295,10 @@ fn packet(
     opt_int(w, ptype);
     key(w, &mut first, "sequence");
     opt_int(w, sequence);
+    if let Some(v) = crate::sinks::printer::datagram_verdict(scratch.acks.as_deref(), e) {
+        key(w, &mut first, "sequence_acks");
+        sequence_acks(w, v);
+    }
     key(w, &mut first, "size");
     int(w, e.size);
     key(w, &mut first, "src");
@@ -317,6 +321,34 @@ fn packet(
             Some(n) => string(w, n),
             None => w.extend_from_slice(b"null"),
         }
+    }
+    w.push(b'}');
+}
+
+/// What the ack analysis said of the datagram's own sequence, with the keys of a
+/// message's in `streams[]`: `acked`, `naked`, `retransmission`, `rtt_ms`, `spurious`.
+fn sequence_acks(w: &mut Vec<u8>, v: crate::analysis::acks::CopyVerdict) {
+    let mut first = true;
+    w.push(b'{');
+    if let Some(fate) = v.fate {
+        key(w, &mut first, "acked");
+        w.extend_from_slice(if fate == Settled::NEVER { b"false" } else { b"true" });
+    }
+    if v.naked {
+        key(w, &mut first, "naked");
+        w.extend_from_slice(b"true");
+    }
+    if v.copy.is_some() {
+        key(w, &mut first, "retransmission");
+        w.extend_from_slice(b"true");
+    }
+    if let Some(us) = v.fate.filter(|&us| Settled::is_rtt(us)) {
+        key(w, &mut first, "rtt_ms");
+        w.extend_from_slice(crate::sinks::printer::millis(us).as_bytes());
+    }
+    if v.copy == Some(true) {
+        key(w, &mut first, "spurious");
+        w.extend_from_slice(b"true");
     }
     w.push(b'}');
 }

@@ -46,6 +46,14 @@ pub mod status {
     pub const SEQ_NEW: u16 = 32768;
 }
 
+/// What the stream analysis said of a datagram's messages ([`Row::streams`]): one of
+/// them came after a gap in its stream, late, or as a duplicate.
+pub mod stream_note {
+    pub const GAP: u8 = 1;
+    pub const LATE: u8 = 2;
+    pub const DUP: u8 = 4;
+}
+
 /// One row of the packet list, as read from the index (kept packed: see [`Rows`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Row {
@@ -68,6 +76,9 @@ pub struct Row {
     /// Sequences the engine found skipped just before this datagram (with [`status::GAP`];
     /// the TUI charts the engine's gaps rather than finding its own).
     pub gap: u32,
+    /// Its messages' verdicts in their streams ([`stream_note`]); rare, so a row with
+    /// any is kept whole rather than packed.
+    pub streams: u8,
 }
 
 pub const NO_FLOW: u32 = u32::MAX;
@@ -671,6 +682,18 @@ pub(crate) fn status_bits(e: &PacketEvent) -> u16 {
     st
 }
 
+/// [`Row::streams`] of event `e`.
+fn stream_notes(e: &PacketEvent) -> u8 {
+    (e.stream_events().iter()).fold(0, |n, s| {
+        n | match s.event {
+            SeqEvent::Late => stream_note::LATE,
+            SeqEvent::Duplicate => stream_note::DUP,
+            SeqEvent::New { gap } if gap > 0 => stream_note::GAP,
+            _ => 0,
+        }
+    })
+}
+
 impl Sink for IndexSink {
     fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
         let flow = e.flow.map(|fl| self.flow_id(fl)).unwrap_or(NO_FLOW);
@@ -713,6 +736,7 @@ impl Sink for IndexSink {
                 Some(SeqEvent::New { gap }) => gap,
                 _ => 0,
             },
+            streams: stream_notes(e),
         });
         if e.kind == Kind::Reassembled || (e.is_game() && e.ip_fragments > 1) {
             self.keep(row, e.payload, e.fragment_frames);

@@ -199,6 +199,9 @@ impl<W: Write> Printer<W> {
         };
         let fault = e.fault.map(|k| format!(" ({})", k.code())).unwrap_or_default();
         let mut analysis = seq_note(e.seq_event);
+        if let Some(v) = datagram_verdict(self.acks.as_deref(), e) {
+            analysis.push_str(&ack_words(v));
+        }
         if let Some(p) = &self.program {
             analysis.push_str(&stream_notes(p, e, self.acks.as_deref()));
         }
@@ -415,6 +418,14 @@ pub(crate) fn message_verdict(
 ) -> Option<CopyVerdict> {
     let flow = e.flow.filter(|_| e.is_game())?;
     Some(acks?.verdict_in_stream(flow, (s.stream, s.key), s.sequence, e.ts_ns))
+}
+
+/// What the ack analysis said of a datagram's own sequence (reliable.io's `role=sequence`
+/// acked by the peer's `role=ack`), when it said anything.
+pub(crate) fn datagram_verdict(acks: Option<&AckFacts>, e: &PacketEvent) -> Option<CopyVerdict> {
+    let flow = e.flow.filter(|_| e.is_game())?;
+    let v = acks?.verdict(flow, e.sequence?, e.ts_ns);
+    (v.fate.is_some() || v.naked || v.copy.is_some()).then_some(v)
 }
 
 /// A copy's ack verdict in the filter's words: ` retransmission` (` spurious

@@ -89,9 +89,11 @@ impl Chunk {
             && fits(offset, OFFSET_BITS)
             && fits(frame, FRAME_BITS)
             && fits(r.size as u64, SIZE_BITS)
-            && r.frag_count < 256
+            // Bit 31 of the last word marks a row kept whole: 7 bits of fragment count.
+            && r.frag_count < 128
             && r.gap < 256
-            && r.fault < 128;
+            && r.fault < 128
+            && r.streams == 0;
         if !small {
             return None;
         }
@@ -162,6 +164,7 @@ impl Chunk {
             frag_id: (p[6] >> 16) as u8,
             fault: (p[6] & 0x7f) as u8,
             gap: p[6] >> 8 & 0xff,
+            streams: 0,
         })
     }
 
@@ -269,10 +272,19 @@ mod tests {
                 any::<u16>(),
                 any::<u16>(),
             ),
-            (any::<u8>(), n(255), n(u32::MAX as u64)),
+            (
+                any::<u8>(),
+                n(255),
+                n(u32::MAX as u64),
+                prop_oneof![Just(0u8), 0..8u8],
+            ),
         )
             .prop_map(
-                |((frame, offset, ts_ns, flow, size), (seq, ptype, fc, lt, st), (fid, fault, gap))| Row {
+                |(
+                    (frame, offset, ts_ns, flow, size),
+                    (seq, ptype, fc, lt, st),
+                    (fid, fault, gap, streams),
+                )| Row {
                     frame,
                     offset,
                     ts_ns,
@@ -286,6 +298,7 @@ mod tests {
                     frag_id: fid,
                     fault: fault as u8,
                     gap: gap as u32,
+                    streams,
                 },
             )
     }
@@ -338,6 +351,25 @@ mod tests {
             let packed: Rows = rows.iter().copied().collect();
             prop_assert_eq!(packed.iter().collect::<Vec<_>>(), rows.clone());
             prop_assert!(packed.chunks().iter().all(|c| c.wide.is_empty()));
+        }
+    }
+
+    /// Regression: a packet of 128 to 255 fragments packed its count into the bit that
+    /// marks a row kept whole, and the row read back as missing.
+    #[test]
+    fn a_packet_of_128_fragments_reads_back() {
+        for frag_count in [127u16, 128, 200, 255, 256] {
+            let r = Row {
+                frame: 7,
+                offset: 100,
+                ts_ns: 1_000,
+                flow: 1,
+                size: 1200,
+                frag_count,
+                ..Row::default()
+            };
+            let rows: Rows = [r].into_iter().collect();
+            assert_eq!(rows.get(0), Some(r), "{frag_count} fragments");
         }
     }
 

@@ -6,7 +6,7 @@ use super::app::{App, Column, Focus, Mode, Tab, TimeFormat};
 use super::prompt::Ask;
 use crate::dissect::{Label, label_name};
 use crate::present::tree::{bit_pattern, field_bit_pattern, value_text};
-use crate::sinks::index::{Index, NO_FLOW, Row, status};
+use crate::sinks::index::{Index, NO_FLOW, Row, status, stream_note};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -98,15 +98,38 @@ pub fn status_of(r: &Row) -> (&'static str, Color) {
 /// the colour of the worse.
 pub fn status_text(r: &Row) -> (String, Color) {
     let (word, color) = status_of(r);
-    let (note, hot) = if r.has(status::GAP) {
+    let (mut note, mut hot) = if r.has(status::GAP) {
         (format!(" gap {}", r.gap), Color::Red)
     } else if r.has(status::LATE) {
         (" late".to_string(), Color::Yellow)
     } else if r.has(status::DUP) {
         (" dup".to_string(), Color::Yellow)
     } else {
-        return (word.to_string(), color);
+        (String::new(), color)
     };
+    // Its messages' verdicts in their streams (as `--brief` brackets them).
+    let said: Vec<&str> = [
+        (stream_note::GAP, "gap"),
+        (stream_note::LATE, "late"),
+        (stream_note::DUP, "dup"),
+    ]
+    .into_iter()
+    .filter(|(bit, _)| r.streams & bit != 0)
+    .map(|(_, w)| w)
+    .collect();
+    if !said.is_empty() {
+        note.push_str(&format!(" msg {}", said.join(",")));
+        if hot != Color::Red {
+            hot = if r.streams & stream_note::GAP != 0 {
+                Color::Red
+            } else {
+                Color::Yellow
+            };
+        }
+    }
+    if note.is_empty() {
+        return (word.to_string(), color);
+    }
     let color = if color == Color::Green { hot } else { color };
     (format!("{word}{note}"), color)
 }
