@@ -334,23 +334,29 @@ fn sequence_acks(w: &mut Vec<u8>, v: crate::analysis::acks::CopyVerdict) {
         key(w, &mut first, "acked");
         w.extend_from_slice(if fate == Settled::NEVER { b"false" } else { b"true" });
     }
-    if v.naked {
-        key(w, &mut first, "naked");
-        w.extend_from_slice(b"true");
-    }
-    if v.copy.is_some() {
-        key(w, &mut first, "retransmission");
-        w.extend_from_slice(b"true");
-    }
-    if let Some(us) = v.fate.filter(|&us| Settled::is_rtt(us)) {
-        key(w, &mut first, "rtt_ms");
-        w.extend_from_slice(crate::sinks::printer::millis(us).as_bytes());
-    }
+    naked_resent_rtt(w, &mut first, v);
     if v.copy == Some(true) {
         key(w, &mut first, "spurious");
         w.extend_from_slice(b"true");
     }
     w.push(b'}');
+}
+
+/// A copy's `naked`, `retransmission` (present when true) and `rtt_ms`: the ack keys
+/// that sort together in both `sequence_acks` and `streams[]`.
+fn naked_resent_rtt(w: &mut Vec<u8>, first: &mut bool, v: crate::analysis::acks::CopyVerdict) {
+    if v.naked {
+        key(w, first, "naked");
+        w.extend_from_slice(b"true");
+    }
+    if v.copy.is_some() {
+        key(w, first, "retransmission");
+        w.extend_from_slice(b"true");
+    }
+    if let Some(us) = v.fate.filter(|&us| Settled::is_rtt(us)) {
+        key(w, first, "rtt_ms");
+        w.extend_from_slice(crate::sinks::printer::millis(us).as_bytes());
+    }
 }
 
 /// Each message's verdict in its stream, in message order: `message` (its index in the
@@ -389,18 +395,7 @@ fn stream_verdicts(w: &mut Vec<u8>, p: &Program, e: &PacketEvent, acks: Option<&
         key(w, &mut first, "message");
         int(w, s.message);
         let v = said.unwrap_or_default();
-        if v.naked {
-            key(w, &mut first, "naked");
-            w.extend_from_slice(b"true");
-        }
-        if v.copy.is_some() {
-            key(w, &mut first, "retransmission");
-            w.extend_from_slice(b"true");
-        }
-        if let Some(us) = v.fate.filter(|&us| Settled::is_rtt(us)) {
-            key(w, &mut first, "rtt_ms");
-            w.extend_from_slice(crate::sinks::printer::millis(us).as_bytes());
-        }
+        naked_resent_rtt(w, &mut first, v);
         key(w, &mut first, "sequence");
         int(w, s.sequence);
         if v.copy == Some(true) {

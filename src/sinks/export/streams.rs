@@ -6,7 +6,7 @@
 //! in its packet.
 
 use super::columns::Refill;
-use super::rows::append_ip;
+use super::rows::append_flow;
 use crate::dissect::Program;
 use crate::engine::seq::SeqEvent;
 use crate::engine::{Kind, PacketEvent};
@@ -110,18 +110,11 @@ impl StreamRows {
             self.frame.append_value(e.frame);
             self.reassembled.append_value(e.kind == Kind::Reassembled);
             self.message.append_value(s.message);
-            match e.flow {
-                Some(f) => {
-                    append_ip(&mut self.src_ip, f.src.ip());
-                    append_ip(&mut self.dst_ip, f.dst.ip());
-                }
-                None => {
-                    self.src_ip.append_null();
-                    self.dst_ip.append_null();
-                }
-            }
-            self.src_port.append_option(e.flow.map(|f| f.src.port()));
-            self.dst_port.append_option(e.flow.map(|f| f.dst.port()));
+            append_flow(
+                [&mut self.src_ip, &mut self.dst_ip],
+                [&mut self.src_port, &mut self.dst_port],
+                e.flow,
+            );
             self.stream.append_value(def.map_or("", |d| d.name.as_str()));
             let key = def.map(|d| crate::engine::streams::key_text(d, s.key));
             self.key.append_value(key.unwrap_or_default());
