@@ -106,7 +106,7 @@ def _fs(spark: SparkSession, dataset: str):
 
 
 def capture_dirs(spark: SparkSession, dataset: str) -> list:
-    """Every capture's directory, `[KEY=VALUE/...]capture=NAME`. Hidden names (`.capture=NAME.staging`,
+    """Every capture's directory, `[KEY=VALUE/...]capture=NAME`. Hidden names (`.capture=NAME.staging-PID`,
     an export still being written) are skipped, as Spark's own listing skips them."""
     _, fs, root = _fs(spark, dataset)
     out, stack = [], [root]

@@ -188,7 +188,13 @@ fn an_unfinished_export_leaves_nothing_that_looks_complete() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("packets"), "{err}");
     assert_eq!(files(&ds), Vec::<String>::new(), "{err}");
-    assert!(!ds.join(".capture=article.pcap.staging").exists(), "{err}");
+    let hidden: Vec<_> = std::fs::read_dir(&ds)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(hidden.is_empty(), "{hidden:?} {err}");
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -324,7 +330,10 @@ fn an_interrupted_export_says_so_and_leaves_nothing_that_looks_complete() {
         .spawn()
         .unwrap();
     // Once the big capture's packets are being written, interrupt.
-    let writing = ds.join(".capture=big.pcap.staging/packets/.part-0.parquet.tmp");
+    let writing = ds.join(format!(
+        ".capture=big.pcap.staging-{}/packets/.part-0.parquet.tmp",
+        child.id()
+    ));
     let t0 = std::time::Instant::now();
     while !writing.exists() && t0.elapsed() < std::time::Duration::from_secs(60) {
         std::thread::sleep(std::time::Duration::from_millis(5));

@@ -5,7 +5,10 @@
 //! this one, never a mix of the two (docs/export.md, "Interrupted").
 //!
 //! Files are synced before they are renamed, directories after, so a power cut cannot
-//! leave a committed name pointing at an empty file.
+//! leave a committed name pointing at an empty file. The staging name carries the
+//! process id (`.capture=NAME.staging-PID`): two exports of one capture at once each
+//! commit their own whole tree, the later one winning, and only what a process no
+//! longer running left is swept.
 
 use super::ExportError;
 use std::path::{Path, PathBuf};
@@ -37,17 +40,16 @@ pub(super) struct Staging {
 
 impl Staging {
     /// Staging for partition `name` (`capture=…`, `diff=…`) in `parent`, a directory in
-    /// `dataset`; what a killed export left under the staging names is removed first.
+    /// `dataset`; what an export killed before it left under the staging names is
+    /// removed first.
     pub fn new(dataset: &Path, parent: &Path, name: &str) -> Result<Staging, ExportError> {
-        let dir = parent.join(format!(".{name}.staging"));
+        let dir = parent.join(format!(".{name}.staging-{}", std::process::id()));
         let fail = |p: &Path, e: std::io::Error| ExportError {
             path: p.display().to_string(),
             reason: e.to_string(),
         };
-        for stale in [&dir, &parent.join(format!(".{name}.old"))] {
-            if stale.symlink_metadata().is_ok() {
-                std::fs::remove_dir_all(stale).map_err(|e| fail(stale, e))?;
-            }
+        for stale in stale(parent, name) {
+            std::fs::remove_dir_all(&stale).map_err(|e| fail(&stale, e))?;
         }
         std::fs::create_dir_all(&dir).map_err(|e| fail(&dir, e))?;
         Ok(Staging {
@@ -97,7 +99,44 @@ impl Staging {
     /// Where the previous export is moved when the swap cannot be one rename.
     fn old(&self) -> PathBuf {
         let name = self.target.file_name().unwrap_or_default().to_string_lossy();
-        self.target.with_file_name(format!(".{name}.old"))
+        self.target
+            .with_file_name(format!(".{name}.old-{}", std::process::id()))
+    }
+}
+
+/// Staging and moved-aside trees of partition `name` left by processes no longer
+/// running (a kill, a power cut), or by an earlier process of this id.
+fn stale(parent: &Path, name: &str) -> Vec<PathBuf> {
+    let (staging, old) = (format!(".{name}.staging-"), format!(".{name}.old-"));
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(parent).into_iter().flatten().flatten() {
+        let file = e.file_name();
+        let file = file.to_string_lossy();
+        let pid = file.strip_prefix(&staging).or_else(|| file.strip_prefix(&old));
+        if let Some(pid) = pid.and_then(|p| p.parse::<u32>().ok())
+            && (pid == std::process::id() || !running(pid))
+        {
+            out.push(e.path());
+        }
+    }
+    out
+}
+
+/// Whether process `pid` still runs (anything else is taken as gone).
+fn running(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        let Ok(pid) = libc::pid_t::try_from(pid) else {
+            return false;
+        };
+        // SAFETY: signal 0 only asks whether the process exists; nothing is sent.
+        let r = unsafe { libc::kill(pid, 0) };
+        r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
     }
 }
 
@@ -285,12 +324,16 @@ mod tests {
         stage(&s, "packets", "one");
         drop(s);
         assert!(tree(&ds).is_empty());
-        std::fs::create_dir_all(ds.join(".capture=a.staging/packets")).unwrap();
-        std::fs::write(ds.join(".capture=a.staging/packets/part-0.parquet"), "stale").unwrap();
-        std::fs::create_dir_all(ds.join(".capture=a.old/packets")).unwrap();
+        // A process that no longer runs (no pid is this high), and one that does.
+        let gone = ds.join(".capture=a.staging-4294967295/packets");
+        std::fs::create_dir_all(&gone).unwrap();
+        std::fs::write(gone.join("part-0.parquet"), "stale").unwrap();
+        std::fs::create_dir_all(ds.join(".capture=a.old-4294967294/packets")).unwrap();
+        let live = ds.join(".capture=a.staging-1/packets");
+        std::fs::create_dir_all(&live).unwrap();
+        std::fs::write(live.join("part-0.parquet"), "init's").unwrap();
         let s = Staging::new(&ds, &ds, "capture=a").unwrap();
-        assert!(!ds.join(".capture=a.old").exists());
-        assert!(tree(&ds).is_empty(), "{:?}", tree(&ds));
+        assert_eq!(tree(&ds), [".capture=a.staging-1/packets/part-0.parquet"]);
         drop(s);
         let _ = std::fs::remove_dir_all(&ds);
     }
