@@ -25,10 +25,18 @@ pub struct StreamEvent {
 
 /// A stream's key values as `field=value` pairs joined by commas.
 pub fn key_text(def: &StreamDef, key: [i64; 2]) -> String {
-    (def.key.iter().zip(key))
-        .map(|((n, _), v)| format!("{n}={v}"))
-        .collect::<Vec<_>>()
-        .join(",")
+    let mut out = String::new();
+    let _ = write_key(&mut out, def, key);
+    out
+}
+
+/// [`key_text`] written into `out` (an export's string column: no text made per message).
+pub fn write_key(out: &mut impl std::fmt::Write, def: &StreamDef, key: [i64; 2]) -> std::fmt::Result {
+    for (i, ((n, _), v)) in def.key.iter().zip(key).enumerate() {
+        let comma = if i > 0 { "," } else { "" };
+        write!(out, "{comma}{n}={v}")?;
+    }
+    Ok(())
 }
 
 /// One flow's streams.

@@ -65,7 +65,10 @@ impl Layers {
                 )));
             }
             let cfg = Config::from_program(p.clone());
-            out.exports.push(Export::at(&dir.join(at), keys, capture, cfg)?);
+            let dir = dir.join(at);
+            let program = crate::engine::layers::shown_program(&cfg);
+            super::check_names(&dir, keys, capture, program.as_deref())?;
+            out.exports.push(Export::at(&dir, keys, capture, cfg)?);
         }
         Ok(out)
     }

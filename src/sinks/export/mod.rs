@@ -415,7 +415,8 @@ impl Export {
     }
 
     /// The export of one capture's tables in directory `dir` (the capture's, or an inner
-    /// layer's inside it), committed by the export that holds it.
+    /// layer's inside it, its names checked by the caller), committed by the export that
+    /// holds it.
     fn at(
         dir: &Path,
         keys: &[(String, String)],
@@ -424,7 +425,6 @@ impl Export {
     ) -> Result<Export, ExportError> {
         // With keys, the decrypted view: its types' plaintext fields are columns.
         let program = crate::engine::layers::shown_program(&cfg);
-        check_names(dir, keys, capture, program.as_deref())?;
         let layers = layers::Layers::new(dir, keys, capture, &cfg)?;
         let rows = Rows::new(program.clone(), keys);
         let streamed = rows.tables();
@@ -556,10 +556,8 @@ impl Export {
         }
         let (mut done, s) = self.stage()?;
         staged.extend(s);
-        if let Err(e) = staging.commit(&staged) {
-            discard(&staged);
-            return Err(e);
-        }
+        // A commit that fails leaves the staging directory to its drop, which removes it.
+        staging.commit(&staged)?;
         for (name, x) in &layers {
             for (t, n) in &x.rows {
                 done.rows.insert(format!("{}/{t}", layers::dir_name(name)), *n);

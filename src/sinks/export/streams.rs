@@ -116,8 +116,10 @@ impl StreamRows {
                 e.flow,
             );
             self.stream.append_value(def.map_or("", |d| d.name.as_str()));
-            let key = def.map(|d| crate::engine::streams::key_text(d, s.key));
-            self.key.append_value(key.unwrap_or_default());
+            if let Some(d) = def {
+                let _ = crate::engine::streams::write_key(&mut self.key, d, s.key);
+            }
+            self.key.append_value("");
             self.sequence.append_value(s.sequence);
             self.verdict
                 .append_value(crate::sinks::printer::verdict_word(s.event));
