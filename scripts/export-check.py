@@ -27,7 +27,7 @@ while argv and argv[0] in ("--layer", "--arg"):
         more.append(argv[1])
     argv = argv[2:]
 gpcap, definition, dataset, captures = argv[0], argv[1], argv[2], argv[3:]
-# Schema 4: each capture's tables in its own directory, DATASET/capture=FILE/TABLE/
+# Schema 5 (4's layout; lists as child tables): each capture's tables in its own directory, DATASET/capture=FILE/TABLE/
 # (an inner layer's in DATASET/capture=FILE/layer=NAME/TABLE/). `capture=*` never matches
 # the hidden staging directory of an export being written.
 inner = f"layer={layer}/" if layer else ""
@@ -126,7 +126,7 @@ for capture in captures:
     # (capture, frame, reassembled); on (capture, frame) alone they double-count).
     join_ok = True
     here = os.path.join(dataset, f"capture={name}", inner)
-    for table in sorted(d for d in os.listdir(here) if d.startswith("type_")):
+    for table in sorted(d for d in os.listdir(here) if d.startswith("type_") and "__" not in d):
         rows, joined = db.execute(
             f"""
             with t as (select * from read_parquet('{glob(table)}', hive_partitioning = true)
@@ -140,6 +140,58 @@ for capture in captures:
         if rows != joined:
             join_ok = False
             print(f"  {table}: {rows} rows, {joined} joined with packets")
+    # Child tables (schema 5: a list's elements, one row per element): each row meets
+    # exactly one parent row, the parent's length column sums to the rows, and a packet
+    # type's lists hold as many elements as `dissect --jsonl` shows.
+    children = sorted(d for d in os.listdir(here) if "__" in d)
+    children_ok = True
+    if children:
+        elements = {}
+        out = subprocess.run(
+            [gpcap, "dissect", "--jsonl", "-d", definition, *more, capture], check=True, capture_output=True, text=True
+        ).stdout
+        for line in out.splitlines():
+            d = json.loads(line)
+            if d["fragment"] is not None or d["packet_type"] is None or d["crc_ok"] is False:
+                continue
+
+            def walk(fields, prefix):
+                for f in fields:
+                    path = f["path"]
+                    base, _, k = path.rpartition("[")
+                    if prefix == "" and k.endswith("]") and k[:-1].isdigit() and "[" not in base:
+                        key = (d["type_name"], base)
+                        elements[key] = elements.get(key, 0) + 1
+                    walk(f.get("fields") or [], "")
+
+            walk(d["fields"], "")
+    for child in children:
+        parent, _, last = child.rpartition("__")
+        cols = [r[0] for r in db.execute(f"describe select * from read_parquet('{glob(child)}')").fetchall()]
+        keys = cols[: cols.index("index")]
+        on = [f"c.{k} = p.{k}" for k in keys if k in ("frame", "row")]
+        if "__" in parent:
+            # The parent's own place is the child's key named after the parent's list.
+            above = keys[2:]
+            on += [f"c.{k} = p.{k}" for k in above[:-1]] + [f"c.{above[-1]} = p.index"]
+        rows, joined, length = db.execute(
+            f"""
+            with c as (select * from read_parquet('{glob(child)}', hive_partitioning = true) where capture = ?),
+                 p as (select * from read_parquet('{glob(parent)}', hive_partitioning = true) where capture = ?)
+            select (select count(*) from c),
+                   (select count(*) from c join p on c.capture = p.capture and {" and ".join(on)}),
+                   (select coalesce(sum(p.{last}), 0) from p)
+            """,
+            [name, name],
+        ).fetchall()[0]
+        want = rows
+        if "__" not in parent and parent.startswith("type_"):
+            want = elements.get((parent[len("type_"):], last), 0)
+        if not (rows == joined == length == want):
+            children_ok = False
+            print(f"  {child}: {rows} rows, {joined} joined with {parent}, its lengths sum to {length}, dissect shows {want}")
+    if children:
+        print(f"  {len(children)} child tables: {'each row joins its parent, as many as dissect shows' if children_ok else 'DIFFERENT'}")
     # Message streams: per flow and stream, the verdicts of `stream_messages` counted as
     # analyze's `streams[].seq` and `stream_acks[].acks` count them.
     streams_ok = True
@@ -175,7 +227,7 @@ for capture in captures:
                     print(f"  stream {k}: export {got_streams.get(k)} analyze {want.get(k)}")
     # Sums as a client reads them: cast to BIGINT (DuckDB sums any integer into HUGEINT).
     total = db.execute("select typeof(sum(size)::BIGINT) from packets where capture = ?", [name]).fetchall()[0][0]
-    ok = got == want_flows and got_rows == want_rows and time_ok and join_ok and streams_ok and total == "BIGINT"
+    ok = got == want_flows and got_rows == want_rows and time_ok and join_ok and streams_ok and children_ok and total == "BIGINT"
     print(
         f"{label}: {len(got)} flows, {sum(v[0] for v in got.values())} datagrams, "
         f"{sum(v[1] for v in got.values())} CRC failures, "

@@ -218,7 +218,8 @@ def figures(spark: SparkSession, dataset: str) -> tuple[list[str], dict[str, Dat
     rows = None
     names = tables(spark, dataset)
     for name in names:
-        if not name.startswith("type_"):
+        # A list's child table (`type_scene__objects`) holds elements, not packets.
+        if not name.startswith("type_") or "__" in name:
             continue
         t = read_table(spark, dataset, name)
         n = t.groupBy(*keys).count().withColumn("table", F.lit(name))
@@ -230,6 +231,29 @@ def figures(spark: SparkSession, dataset: str) -> tuple[list[str], dict[str, Dat
         if name in names:
             out["report_" + name] = read_table(spark, dataset, name)
     return keys, out
+
+
+def children(spark: SparkSession, dataset: str, partitions: list[str]) -> int:
+    """Each child table joined with its parent (a list's elements with the packet or the
+    element holding the list, docs/export.md): every row meets exactly one parent row,
+    and the parent's length column sums to the rows. The number of tables that do not."""
+    failures = 0
+    for name in tables(spark, dataset):
+        if "__" not in name:
+            continue
+        parent_name, _, last = name.rpartition("__")
+        c, p = read_table(spark, dataset, name).alias("c"), read_table(spark, dataset, parent_name).alias("p")
+        keys = c.columns[: c.columns.index("index")]
+        on = [F.col(f"c.{k}") == F.col(f"p.{k}") for k in (*partitions, "frame", "row")]
+        if "__" in parent_name:
+            above = keys[2:]
+            on += [F.col(f"c.{k}") == F.col(f"p.{k}") for k in above[:-1]] + [F.col(f"c.{above[-1]}") == F.col("p.index")]
+        rows, joined = c.count(), c.join(p, on).count()
+        length = p.agg(F.sum(F.col(f"`{last}`") if "." not in last else F.col(last))).first()[0] or 0
+        ok = rows == joined == length
+        print(f"  {name}: {rows} rows, {'each joins its parent, as its lengths say' if ok else f'{joined} joined, lengths sum to {length}: DIFFERENT'}")
+        failures += not ok
+    return failures
 
 
 # --- the check against `analyze --per-file --json` ------------------------------------
@@ -457,6 +481,7 @@ def main():
     caps = {}
     for dataset in a.datasets:
         keys, frames = figures(spark, dataset)
+        failures += children(spark, dataset, keys)
         if a.out:
             name = os.path.basename(dataset.rstrip("/"))
             for k in ("captures", "flows"):
@@ -467,7 +492,7 @@ def main():
                     sys.exit(f"spark-job: capture {name} is in two datasets: --expect needs unique names")
                 caps[name] = c
     if a.expect:
-        failures = check(caps, a.expect)
+        failures += check(caps, a.expect)
     print(f"spark-job: {len(a.datasets)} datasets in {time.monotonic() - started:.1f} s (Spark {spark.version})")
     spark.stop()
     sys.exit(1 if failures else 0)

@@ -53,8 +53,11 @@ fn cell(a: &ArrayRef, i: usize) -> Value {
     }
 }
 
+/// A dissect object's fields by path.
+type Fields<'a> = HashMap<&'a str, &'a Value>;
+
 /// Every field of a dissect object by path, nested ones included.
-fn by_path(d: &Value) -> HashMap<&str, &Value> {
+fn by_path(d: &Value) -> Fields<'_> {
     fn walk<'a>(fields: &'a Value, out: &mut HashMap<&'a str, &'a Value>) {
         for f in fields.as_array().into_iter().flatten() {
             out.insert(f["path"].as_str().unwrap(), &f["value"]);
@@ -190,27 +193,52 @@ fn export_reads_back_as_analyze_and_dissect_say() {
             }
         }
         let mut type_rows = 0;
-        for t in std::fs::read_dir(dir.join(format!("capture={capture}"))).unwrap() {
-            let t = t.unwrap().file_name().to_string_lossy().into_owned();
-            let Some(type_name) = t.strip_prefix("type_") else {
+        let tables: Vec<String> = std::fs::read_dir(dir.join(format!("capture={capture}")))
+            .unwrap()
+            .map(|t| t.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        // (frame, reassembled) of each row of a type table with a list, for its child.
+        let mut at_row: HashMap<(String, u64, u32), bool> = HashMap::new();
+        let mut elements = 0u64;
+        for t in &tables {
+            let Some(type_name) = t.strip_prefix("type_").filter(|t| !t.contains("__")) else {
                 continue;
             };
-            for b in read(&part(&t)) {
+            for b in read(&part(t)) {
                 for i in 0..b.num_rows() {
                     type_rows += 1;
                     let frame = cell(column(&b, "frame"), i).as_u64().unwrap();
+                    let row = cell(column(&b, "row"), i).as_u64().unwrap() as u32;
+                    assert_eq!(row, 0, "{capture} {t} frame {frame}: a packet's own row");
                     let re = cell(column(&b, "reassembled"), i).as_bool().unwrap();
+                    at_row.insert((t.clone(), frame, row), re);
                     let d = by_key
                         .get(&(frame, re))
                         .unwrap_or_else(|| panic!("{capture} {t} frame {frame}"));
                     assert_eq!(d["type_name"], type_name, "{capture} frame {frame}");
                     let fields = by_path(d);
-                    for (c, field) in b.schema().fields().iter().enumerate().skip(2) {
+                    for (c, field) in b.schema().fields().iter().enumerate().skip(3) {
                         let got = cell(b.column(c), i);
                         if got.as_str().is_some_and(|s| s.starts_with('<')) {
                             continue; // a group: its parts are checked by their own paths below
                         }
-                        let want = fields.get(field.name().as_str()).copied().unwrap_or(&Value::Null);
+                        let name = field.name().as_str();
+                        if tables.contains(&format!("{t}__{name}")) {
+                            // A list: its length, the elements dissect shows.
+                            let n = (0..)
+                                .take_while(|k| fields.contains_key(format!("{name}[{k}]").as_str()))
+                                .count();
+                            let want = if fields.contains_key(name) {
+                                Value::from(n)
+                            } else {
+                                Value::Null
+                            };
+                            assert_eq!(got, want, "{capture} frame {frame} {name}: elements");
+                            elements += n as u64;
+                            checked_values += 1;
+                            continue;
+                        }
+                        let want = fields.get(name).copied().unwrap_or(&Value::Null);
                         assert!(
                             same(&got, want),
                             "{capture} frame {frame} {}: export {got} dissect {want}",
@@ -222,15 +250,57 @@ fn export_reads_back_as_analyze_and_dissect_say() {
             }
         }
         assert_eq!(type_rows, by_key.len(), "{capture}: rows of the type tables");
+        // Each list's child table: one row per element dissect shows, keyed by its parent
+        // row and place, every scalar field as dissect shows it at `LIST[index].FIELD`.
+        let mut child_rows = 0u64;
+        for t in tables
+            .iter()
+            .filter(|t| t.starts_with("type_") && t.matches("__").count() == 1)
+        {
+            let (parent, list) = t.split_once("__").unwrap();
+            let mut last: Option<((u64, bool), Fields)> = None;
+            for b in read(&part(t)) {
+                for i in 0..b.num_rows() {
+                    child_rows += 1;
+                    let frame = cell(column(&b, "frame"), i).as_u64().unwrap();
+                    let row = cell(column(&b, "row"), i).as_u64().unwrap() as u32;
+                    let index = cell(column(&b, "index"), i).as_u64().unwrap();
+                    let re = at_row[&(parent.to_string(), frame, row)];
+                    // Rows of one parent are together: its fields found once for them.
+                    if last.as_ref().is_none_or(|l| l.0 != (frame, re)) {
+                        last = Some(((frame, re), by_path(by_key[&(frame, re)])));
+                    }
+                    let fields = &last.as_ref().unwrap().1;
+                    for (c, field) in b.schema().fields().iter().enumerate().skip(3) {
+                        let got = cell(b.column(c), i);
+                        if got.as_str().is_some_and(|s| s.starts_with('<')) {
+                            continue;
+                        }
+                        let name = field.name().as_str().replace("list_index", "index");
+                        let want = fields
+                            .get(format!("{list}[{index}].{name}").as_str())
+                            .copied()
+                            .unwrap_or(&Value::Null);
+                        assert!(
+                            same(&got, want),
+                            "{capture} {t} frame {frame} [{index}] {name}: export {got} dissect {want}"
+                        );
+                        checked_values += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(child_rows, elements, "{capture}: rows of the child tables");
     }
     assert!(checked_values > 10_000, "{checked_values} values compared");
     let _ = std::fs::remove_dir_all(&out);
 }
 
-/// Nested columns: a scene's objects as a list of structs, each object's index,
-/// position and velocities as dissect shows them.
+/// Child tables: a scene's objects, one row per object keyed by the scene's (frame,
+/// row) and the object's place, joined back to the scene: as many as dissect shows, each
+/// object's index, position and velocities as dissect shows them.
 #[test]
-fn export_lists_and_structs_hold_each_element() {
+fn export_lists_are_child_tables_that_join_back() {
     let out = std::env::temp_dir().join(format!("gpcap-export-nested-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
     let root = env!("CARGO_MANIFEST_DIR");
@@ -243,51 +313,72 @@ fn export_lists_and_structs_hold_each_element() {
         .filter(|d| d["type_name"] == "scene" && d.get("fragment_frames").is_none())
         .map(|d| (d["frame"].as_u64().unwrap(), d))
         .collect();
-    let mut objects_checked = 0;
+    let mut lengths = HashMap::new();
     for b in read(&out.join("capture=clean.pcap/type_scene/part-0.parquet")) {
-        let objects = column(&b, "objects").as_list::<i32>();
         for i in 0..b.num_rows() {
-            let frame = cell(column(&b, "frame"), i).as_u64().unwrap();
             if cell(column(&b, "reassembled"), i) == true {
                 continue;
             }
-            let d = &dissect[&frame];
-            let fields = by_path(d);
-            let list = objects.value(i);
-            let elems = list.as_struct();
-            let n = (0..)
-                .take_while(|k| fields.contains_key(format!("objects[{k}].position.x").as_str()))
-                .count();
-            assert_eq!(elems.len(), n, "frame {frame}: objects");
-            for k in 0..n {
-                let index = cell(elems.column_by_name("index").unwrap(), k);
-                assert_eq!(
-                    &index,
-                    fields[format!("objects[{k}].index").as_str()],
-                    "frame {frame} object {k}"
-                );
-                let position = elems.column_by_name("position").unwrap().as_struct();
-                for axis in ["x", "y", "z"] {
-                    let got = cell(position.column_by_name(axis).unwrap(), k);
-                    let want = fields[format!("objects[{k}].position.{axis}").as_str()];
-                    assert!(
-                        same(&got, want),
-                        "frame {frame} object {k} {axis}: {got} vs {want}"
-                    );
-                }
-                let at_rest = cell(elems.column_by_name("at_rest").unwrap(), k);
-                assert_eq!(&at_rest, fields[format!("objects[{k}].at_rest").as_str()]);
-                let velocity = elems.column_by_name("linear_velocity").unwrap().as_struct();
-                assert_eq!(
-                    velocity.is_null(k),
-                    at_rest == true,
-                    "frame {frame} object {k}: velocity only when moving"
-                );
-                objects_checked += 1;
-            }
+            let frame = cell(column(&b, "frame"), i).as_u64().unwrap();
+            assert_eq!(cell(column(&b, "row"), i), 0);
+            lengths.insert(frame, cell(column(&b, "objects"), i).as_u64().unwrap());
         }
     }
-    assert!(objects_checked > 1000, "{objects_checked} objects compared");
+    let mut objects: HashMap<u64, u64> = HashMap::new();
+    for b in read(&out.join("capture=clean.pcap/type_scene__objects/part-0.parquet")) {
+        let names: Vec<_> = b.schema().fields().iter().map(|f| f.name().clone()).collect();
+        assert_eq!(names[..4], ["frame", "row", "index", "list_index"]);
+        for i in 0..b.num_rows() {
+            let frame = cell(column(&b, "frame"), i).as_u64().unwrap();
+            let Some(d) = dissect.get(&frame) else {
+                continue; // a reassembled scene's objects
+            };
+            let k = cell(column(&b, "index"), i).as_u64().unwrap();
+            assert_eq!(
+                k,
+                objects.get(&frame).copied().unwrap_or(0),
+                "frame {frame}: places in order"
+            );
+            *objects.entry(frame).or_default() += 1;
+            let fields = by_path(d);
+            assert_eq!(
+                &cell(column(&b, "list_index"), i),
+                fields[format!("objects[{k}].index").as_str()],
+                "frame {frame} object {k}"
+            );
+            let position = column(&b, "position").as_struct();
+            for axis in ["x", "y", "z"] {
+                let got = cell(position.column_by_name(axis).unwrap(), i);
+                let want = fields[format!("objects[{k}].position.{axis}").as_str()];
+                assert!(
+                    same(&got, want),
+                    "frame {frame} object {k} {axis}: {got} vs {want}"
+                );
+            }
+            let at_rest = cell(column(&b, "at_rest"), i);
+            assert_eq!(&at_rest, fields[format!("objects[{k}].at_rest").as_str()]);
+            assert_eq!(
+                column(&b, "linear_velocity").is_null(i),
+                at_rest == true,
+                "frame {frame} object {k}: velocity only when moving"
+            );
+        }
+    }
+    let mut checked = 0;
+    for (frame, d) in &dissect {
+        let fields = by_path(d);
+        let n = (0..)
+            .take_while(|k| fields.contains_key(format!("objects[{k}]").as_str()))
+            .count() as u64;
+        assert_eq!(lengths[frame], n, "frame {frame}: the scene's length");
+        assert_eq!(
+            objects.get(frame).copied().unwrap_or(0),
+            n,
+            "frame {frame}: rows joined"
+        );
+        checked += n;
+    }
+    assert!(checked > 1000, "{checked} objects compared");
     let _ = std::fs::remove_dir_all(&out);
 }
 
@@ -604,8 +695,8 @@ fn export_builds_dictionaries_only_where_they_pay() {
     let part = |t: &str| out.join("capture=article.pcap").join(t).join("part-0.parquet");
     let (packets, scene, b) = (
         encodings(&part("packets")),
-        encodings(&part("type_scene")),
-        encodings(&part("type_B")),
+        encodings(&part("type_scene__objects")),
+        encodings(&part("type_B__items")),
     );
     let dictionary = |t: &HashMap<String, Vec<Encoding>>, c: &str| {
         let e = t.get(c).unwrap_or_else(|| panic!("no column {c}"));
@@ -617,8 +708,9 @@ fn export_builds_dictionaries_only_where_they_pay() {
     }
     assert!(dictionary(&packets, "status"));
     assert!(dictionary(&packets, "header.type"));
-    assert!(dictionary(&b, "items.list.item.item"));
-    let q = "objects.list.item.orientation.x";
+    assert!(dictionary(&b, "item"));
+    assert!(!dictionary(&b, "frame"));
+    let q = "orientation.x";
     assert!(!dictionary(&scene, q), "{:?}", scene[q]);
     assert!(scene[q].contains(&Encoding::BYTE_STREAM_SPLIT));
     let _ = std::fs::remove_dir_all(&out);

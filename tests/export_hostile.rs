@@ -99,6 +99,7 @@ fn field_columns_never_collide_with_keys_or_each_other() {
         names,
         [
             "frame",
+            "row",
             "reassembled",
             "frame_2",
             "a",
@@ -286,7 +287,7 @@ fn a_wide_packet_type_exports_every_column() {
     let part = ds.join("capture=w.pcap/type_wide/part-0.parquet");
     let reader = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&part).unwrap()).unwrap();
     let batch = reader.build().unwrap().next().unwrap().unwrap();
-    assert_eq!(batch.num_columns(), 5002);
+    assert_eq!(batch.num_columns(), 5003);
     let col = |name: &str| {
         arrow_array::cast::as_primitive_array::<arrow_array::types::UInt8Type>(
             batch.column_by_name(name).unwrap(),
@@ -354,5 +355,180 @@ fn an_interrupted_export_says_so_and_leaves_nothing_that_looks_complete() {
             .any(|f| f.starts_with("capture=article.pcap/packets/part-0")),
         "{left:?}"
     );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+const HEADER: &str = "protocol \"n\" {\n    checksum \"none\"\n    ports 40000\n}\nheader {\n    bits type 4 role=type\n    bits sequence 12 role=sequence\n}\n";
+
+/// A capture of `n` datagrams of packet type 1 and `len` pseudo-random body bytes each.
+fn random_capture(path: &Path, n: u16, len: usize) {
+    let mut x = 0x9e37_79b9u32;
+    common::udp_capture(
+        path,
+        (0..n).map(|k| {
+            let mut p = (1 | k << 4).to_le_bytes().to_vec();
+            p.extend((0..len).map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                x as u8
+            }));
+            (
+                "10.0.0.1:50000".parse().unwrap(),
+                "10.0.0.2:40000".parse().unwrap(),
+                p,
+            )
+        }),
+    );
+}
+
+/// Every row of a table's files as JSON objects by column name.
+fn rows_of(dir: &Path) -> Vec<serde_json::Map<String, serde_json::Value>> {
+    use arrow_array::Array;
+    let mut out = Vec::new();
+    for f in files(dir) {
+        let r = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(dir.join(f)).unwrap()).unwrap();
+        for b in r.build().unwrap() {
+            let b = b.unwrap();
+            for i in 0..b.num_rows() {
+                let mut row = serde_json::Map::new();
+                for (c, field) in b.schema().fields().iter().enumerate() {
+                    use arrow_array::cast::AsArray;
+                    use arrow_array::types::*;
+                    let col = b.column(c);
+                    let v: serde_json::Value = if col.is_null(i) {
+                        serde_json::Value::Null
+                    } else {
+                        match col.data_type() {
+                            arrow_schema::DataType::UInt8 => col.as_primitive::<UInt8Type>().value(i).into(),
+                            arrow_schema::DataType::UInt16 => {
+                                col.as_primitive::<UInt16Type>().value(i).into()
+                            }
+                            arrow_schema::DataType::UInt32 => {
+                                col.as_primitive::<UInt32Type>().value(i).into()
+                            }
+                            arrow_schema::DataType::UInt64 => {
+                                col.as_primitive::<UInt64Type>().value(i).into()
+                            }
+                            _ => serde_json::Value::Null,
+                        }
+                    };
+                    row.insert(field.name().clone(), v);
+                }
+                out.push(row);
+            }
+        }
+    }
+    out
+}
+
+/// Lists inside lists: the inner list's elements are a grandchild table keyed by the
+/// parent row, the outer element's place (`rows_index`) and their own (`index`), one row
+/// per element dissect shows, each value as dissect shows it at `rows[i].cells[j].v`.
+#[test]
+fn lists_in_lists_become_grandchild_tables() {
+    let dir = temp_dir("nested");
+    let def = dir.join("n.kdl");
+    std::fs::write(
+        &def,
+        format!(
+            "{HEADER}packet 1 \"grid\" {{\n    bits n 3\n    array rows n {{\n        bits m 3\n        array cells m {{\n            bits v 4\n        }}\n    }}\n}}\n"
+        ),
+    )
+    .unwrap();
+    let pcap = dir.join("n.pcap");
+    random_capture(&pcap, 40, 32);
+    let ds = dir.join("ds");
+    let (code, err) = gpcap(&["export", "-d", s(&def), s(&pcap), "-o", s(&ds)]);
+    assert_eq!(code, 0, "{err}");
+    let out = Command::new(env!("CARGO_BIN_EXE_gpcap"))
+        .args(["dissect", "-d", s(&def), s(&pcap), "--jsonl"])
+        .output()
+        .unwrap();
+    let mut want = std::collections::BTreeMap::new();
+    let mut outer = 0;
+    for l in String::from_utf8_lossy(&out.stdout).lines() {
+        let d: serde_json::Value = serde_json::from_str(l).unwrap();
+        fn walk(
+            f: &serde_json::Value,
+            frame: u64,
+            want: &mut std::collections::BTreeMap<(u64, u64, u64), u64>,
+            outer: &mut u32,
+        ) {
+            for f in f.as_array().into_iter().flatten() {
+                let path = f["path"].as_str().unwrap();
+                if let Some((i, j)) = path
+                    .strip_prefix("rows[")
+                    .and_then(|p| p.strip_suffix("].v"))
+                    .and_then(|p| p.split_once("].cells["))
+                {
+                    want.insert(
+                        (frame, i.parse().unwrap(), j.parse().unwrap()),
+                        f["value"].as_u64().unwrap(),
+                    );
+                } else if path.starts_with("rows[") && !path.contains('.') {
+                    *outer += 1;
+                }
+                walk(&f["fields"], frame, want, outer);
+            }
+        }
+        walk(&d["fields"], d["frame"].as_u64().unwrap(), &mut want, &mut outer);
+    }
+    let base = ds.join("capture=n.pcap");
+    let rows = rows_of(&base.join("type_grid__rows"));
+    assert_eq!(rows.len(), outer as usize);
+    let cells = rows_of(&base.join("type_grid__rows__cells"));
+    let keys: Vec<&String> = cells[0].keys().collect();
+    assert_eq!(keys, ["frame", "index", "row", "rows_index", "v"]);
+    let got: std::collections::BTreeMap<(u64, u64, u64), u64> = cells
+        .iter()
+        .map(|r| {
+            let k = |n: &str| r[n].as_u64().unwrap();
+            ((k("frame"), k("rows_index"), k("index")), k("v"))
+        })
+        .collect();
+    assert!(want.len() > 50, "{} cells", want.len());
+    assert_eq!(got, want);
+    // Each outer element's length is the number of its cells.
+    for r in &rows {
+        let (frame, i, m) = (
+            r["frame"].as_u64().unwrap(),
+            r["index"].as_u64().unwrap(),
+            r["cells"].as_u64().unwrap(),
+        );
+        assert_eq!(want.range((frame, i, 0)..(frame, i + 1, 0)).count() as u64, m);
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A definition of more lists than an export writes tables for, or of lists nested
+/// deeper than it lays out, is refused before anything is written, naming the line.
+#[test]
+fn too_many_or_too_deep_lists_are_refused_with_their_line() {
+    let dir = temp_dir("lists");
+    let pcap = dir.join("l.pcap");
+    random_capture(&pcap, 3, 8);
+    let many: String = (0..70)
+        .map(|k| format!("    array l{k} 1 {{\n        bits v 1\n    }}\n"))
+        .collect();
+    let deep = (0..20).fold("bits v 1\n".to_string(), |inner, k| {
+        format!("array d{k} 1 {{\n{inner}}}\n")
+    });
+    for (name, body, says) in [
+        (
+            "many",
+            many,
+            "line 202: this list would be child table 65, over the 64",
+        ),
+        ("deep", deep, "line 26: fields nested more than 16 deep"),
+    ] {
+        let def = dir.join(format!("{name}.kdl"));
+        std::fs::write(&def, format!("{HEADER}packet 1 \"p\" {{\n{body}}}\n")).unwrap();
+        let ds = dir.join(name);
+        let (code, err) = gpcap(&["export", "-d", s(&def), s(&pcap), "-o", s(&ds)]);
+        assert_ne!(code, 0, "{name}");
+        assert!(err.contains(says), "{name}: {err}");
+        assert!(files(&ds).is_empty(), "{name}: {:?}", files(&ds));
+    }
     let _ = std::fs::remove_dir_all(dir);
 }

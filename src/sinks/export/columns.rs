@@ -1,20 +1,29 @@
 //! A packet type's fields as typed Arrow columns, laid out from the definition before
 //! packets flow: integers in the narrowest type that holds the declared range, floats,
-//! booleans, strings, bytes; vectors and named structs as structs; arrays and lists as
-//! lists of structs; `if` branches and inline structs spliced into their group (a field
-//! a packet's path did not read is null). Filled from each packet's field tree.
+//! booleans, strings, bytes; vectors and named structs as structs; `if` branches and
+//! inline structs spliced into their group (a field a packet's path did not read is
+//! null). An array or list is its length here and its elements in a child table
+//! ([`super::children`]): no repetition levels anywhere. Filled from each packet's field
+//! tree.
 
+use super::children::{Child, Key};
+use super::lookup::Lookup;
 use crate::dissect::{Dissection, Label, Program, Value, program::Block, program::Kind, program::NodeId};
 use arrow_array::builder::*;
-use arrow_array::{ArrayRef, ListArray, StructArray};
-use arrow_buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_array::{ArrayRef, StructArray};
+use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, Field, Fields};
 use std::sync::Arc;
 
-/// Groups nested deeper than this are not laid out (a definition is untrusted).
-const MAX_NEST: u32 = 16;
+/// Groups nested deeper than this are refused (a definition is untrusted): an export
+/// says so rather than leave their fields out.
+pub(super) const MAX_NEST: u32 = 16;
 
-enum Int {
+/// A relative list element's index (what `objects[k].index` reads in `dissect`): not
+/// `index`, which is the element's place in its list, a key of the child table.
+pub(super) const LIST_INDEX: &str = "list_index";
+
+pub(super) enum Int {
     I8(Int8Builder),
     I16(Int16Builder),
     I32(Int32Builder),
@@ -109,7 +118,7 @@ impl Int {
     }
 }
 
-enum Col {
+pub(super) enum Col {
     Int(Int),
     Bool(BooleanBuilder),
     F32(Float32Builder),
@@ -134,162 +143,85 @@ enum Col {
         names: Arc<[(i64, String)]>,
         keys: UInt16Builder,
     },
-    /// An array or list: one element group per child element; `index` for the article's
-    /// relative lists (the object index each element is for).
+    /// An array or list: its length (null where the packet did not read it); its
+    /// elements are rows of its child table.
     List {
-        elem: Box<Col>,
-        offsets: Vec<i32>,
-        valid: Vec<bool>,
+        count: UInt32Builder,
+        child: Box<Child>,
     },
 }
 
 /// One column: its name, the definition nodes that fill it (an `if` and its `else`
 /// may both declare `ack`), and its values.
 pub struct Column {
-    name: String,
-    nodes: Vec<NodeId>,
-    col: Col,
+    pub(super) name: String,
+    pub(super) nodes: Vec<NodeId>,
+    pub(super) col: Col,
     /// Distinct values the definition allows (None: not known from it).
-    values: Option<u64>,
+    pub(super) values: Option<u64>,
 }
 
 /// A packet type's table: its columns and how many rows are buffered.
 pub struct TypeColumns {
-    fields: Vec<Column>,
+    pub(super) fields: Vec<Column>,
     pub rows: usize,
     /// Which field fills each column.
     find: Lookup,
-}
-
-/// Places the fields of a row (or of a group's children) in their columns in one pass:
-/// each column searching the fields made a 5,000-field type quadratic (25 s for 900
-/// rows), and searching a group's children for each of its columns was a tenth of the
-/// rows' CPU.
-struct Lookup {
-    /// The column each definition node fills, indexed by node id less `base`
-    /// (`u32::MAX`: none; hashing each field was 1% of an export).
-    base: u32,
-    column_of: Vec<u32>,
-    /// (node, column), sorted, instead of `column_of` when the nodes are few and far
-    /// apart (a group whose fields' ids span a big definition: a table over the span
-    /// per group could take gigabytes).
-    sparse: Vec<(NodeId, u32)>,
-    /// The column of a relative list element's `index`, which no node fills.
-    index: Option<u32>,
-    /// Per enum name column: each of its nodes with the value column that node fills
-    /// (the name is read from that column's field). A value column merged from two
-    /// branches (`if` → an enum, `else` → a plain int of the same name) fills the name
-    /// only where the enum's node was read; a name column shared by two enums' value
-    /// columns reads each from its own, never from another name column.
-    same_as: Vec<Option<Vec<(NodeId, u32)>>>,
-    /// Per column: the field that fills it in the row being appended (reused).
-    at: Vec<Option<u32>>,
-}
-
-impl Lookup {
-    fn new(fields: &[Column]) -> Lookup {
-        let nodes = || fields.iter().flat_map(|c| c.nodes.iter().copied());
-        let base = nodes().min().unwrap_or(0);
-        let size = nodes().max().map_or(0, |n| (n - base) as usize + 1);
-        // Each node's value column (one: `add` puts a node in one); an enum's name
-        // column reads the field its value column found.
-        let is_name = |c: &Column| matches!(c.col, Col::EnumName { .. });
-        let mut first: hashbrown::HashMap<NodeId, u32> = hashbrown::HashMap::new();
-        let mut index = None;
-        for (i, c) in fields.iter().enumerate() {
-            if c.nodes.is_empty() && c.name == "index" {
-                index = Some(i as u32);
-            }
-            if !is_name(c) {
-                for &n in &c.nodes {
-                    first.entry(n).or_insert(i as u32);
-                }
-            }
-        }
-        let same_as = fields
-            .iter()
-            .map(|c| {
-                is_name(c).then(|| {
-                    c.nodes
-                        .iter()
-                        .filter_map(|n| Some((*n, *first.get(n)?)))
-                        .collect()
-                })
-            })
-            .collect();
-        let (mut column_of, mut sparse) = (Vec::new(), Vec::new());
-        if size > 16 * first.len() + 256 {
-            sparse = first.into_iter().collect();
-            sparse.sort_unstable();
-        } else {
-            column_of = vec![u32::MAX; size];
-            for (n, c) in first {
-                if let Some(x) = column_of.get_mut((n - base) as usize) {
-                    *x = c;
-                }
-            }
-        }
-        Lookup {
-            base,
-            column_of,
-            sparse,
-            index,
-            same_as,
-            at: vec![None; fields.len()],
-        }
-    }
-
-    /// Finds each column's field among `fields` (the first that fills it).
-    fn place(&mut self, d: &Dissection, fields: impl Iterator<Item = u32>) {
-        self.at.iter_mut().for_each(|a| *a = None);
-        for i in fields {
-            let c = match d.fields[i as usize].label {
-                Label::Node(n) if self.column_of.is_empty() => self
-                    .sparse
-                    .binary_search_by_key(&n, |p| p.0)
-                    .ok()
-                    .and_then(|k| self.sparse.get(k))
-                    .map(|p| p.1),
-                Label::Node(n) => n
-                    .checked_sub(self.base)
-                    .and_then(|k| self.column_of.get(k as usize))
-                    .copied()
-                    .filter(|&c| c != u32::MAX),
-                Label::Part("index") => self.index,
-                _ => None,
-            };
-            if let Some(at) = c.and_then(|c| self.at.get_mut(c as usize)) {
-                at.get_or_insert(i);
-            }
-        }
-        for c in 0..self.at.len() {
-            if let Some(sources) = &self.same_as[c] {
-                let found = sources.iter().find_map(|&(node, from)| {
-                    let i = (*self.at.get(from as usize)?)?;
-                    matches!(d.fields[i as usize].label, Label::Node(n) if n == node).then_some(i)
-                });
-                self.at[c] = found;
-            }
-        }
-    }
+    /// The definition line of a group nested deeper than [`MAX_NEST`], not laid out.
+    pub too_deep: Option<u32>,
 }
 
 impl TypeColumns {
     /// The columns of the packet body `body` of program `p`, then those of `more` (a
     /// message type's header block: apart, so that a name in both is two columns).
     pub fn new(p: &Program, body: Block, more: Option<Block>) -> TypeColumns {
+        let mut too_deep = None;
         let mut fields = Vec::new();
-        lay_out(p, body, &mut fields, 0);
+        lay_out(p, body, &mut fields, 0, &mut too_deep);
         if let Some(b) = more {
             let mut after = Vec::new();
-            lay_out(p, b, &mut after, 0);
+            lay_out(p, b, &mut after, 0, &mut too_deep);
             fields.extend(after);
         }
+        TypeColumns::of(fields, too_deep)
+    }
+
+    /// The columns `fields` (already laid out: a list's element).
+    pub(super) fn of(fields: Vec<Column>, too_deep: Option<u32>) -> TypeColumns {
         TypeColumns {
             find: Lookup::new(&fields),
             fields,
             rows: 0,
+            too_deep,
         }
+    }
+
+    /// Each child table of these columns (in their groups too), not their own children.
+    pub(super) fn children_mut(&mut self, f: &mut dyn FnMut(&mut Child)) {
+        fn walk(fields: &mut [Column], f: &mut dyn FnMut(&mut Child)) {
+            for c in fields {
+                match &mut c.col {
+                    Col::List { child, .. } => f(child),
+                    Col::Group { fields, .. } => walk(fields, f),
+                    _ => {}
+                }
+            }
+        }
+        walk(&mut self.fields, f)
+    }
+
+    /// The same, read only.
+    pub(super) fn children(&self, f: &mut dyn FnMut(&Child)) {
+        fn walk(fields: &[Column], f: &mut dyn FnMut(&Child)) {
+            for c in fields {
+                match &c.col {
+                    Col::List { child, .. } => f(child),
+                    Col::Group { fields, .. } => walk(fields, f),
+                    _ => {}
+                }
+            }
+        }
+        walk(&self.fields, f)
     }
 
     /// Column names, renamed where they would collide ([`distinct_names`]).
@@ -308,16 +240,30 @@ impl TypeColumns {
     /// Appends a row from a packet's field tree (the block's fields are among the roots),
     /// given its subtree ends ([`Dissection::subtree_ends`], computed once for every
     /// table the packet fills).
-    pub fn append_tree(&mut self, d: &Dissection, end: &[u32], payload: &[u8]) {
-        self.append_range(d, end, payload, 0, d.fields.len() as u32);
+    /// `key`: where the row sits, for the rows its lists add to child tables.
+    pub fn append_tree(&mut self, d: &Dissection, end: &[u32], payload: &[u8], key: &mut Key) {
+        self.append_range(d, end, payload, 0, d.fields.len() as u32, key);
     }
 
     /// One row from the fields `from..to` of the tree: a message's subtree.
-    pub fn append_range(&mut self, d: &Dissection, end: &[u32], payload: &[u8], from: u32, to: u32) {
+    pub fn append_range(
+        &mut self,
+        d: &Dissection,
+        end: &[u32],
+        payload: &[u8],
+        from: u32,
+        to: u32,
+        key: &mut Key,
+    ) {
         let t = Tree { d, end, payload };
-        self.find.place(d, Children::new(end, from, to));
+        self.append_fields(&t, Children::new(end, from, to), key);
+    }
+
+    /// One row from the fields `fields` of `t`.
+    fn append_fields(&mut self, t: &Tree, fields: Children, key: &mut Key) {
+        self.find.place(t.d, fields);
         for (c, at) in self.fields.iter_mut().zip(&self.find.at) {
-            c.col.append(&t, *at);
+            c.col.append(t, *at, key);
         }
         self.rows += 1;
     }
@@ -338,7 +284,7 @@ impl TypeColumns {
 }
 
 /// A dissection and where each field's subtree ends.
-struct Tree<'a> {
+pub(super) struct Tree<'a> {
     d: &'a Dissection,
     end: &'a [u32],
     payload: &'a [u8],
@@ -398,7 +344,7 @@ impl Col {
                     c.col.leaves(c.values, out);
                 }
             }
-            Col::List { elem, .. } => elem.leaves(values, out),
+            Col::List { .. } => out.push(None),
             Col::Int(_) | Col::F32(_) | Col::F64(_) => out.push(worth),
             Col::Bool(_) | Col::Str(_) | Col::Bin(_) | Col::EnumName { .. } => out.push(None),
         }
@@ -449,12 +395,12 @@ impl Col {
                     .collect(),
             ),
             Col::Group { fields, .. } => DataType::Struct(group_fields(fields)),
-            Col::List { elem, .. } => DataType::List(Arc::new(Field::new("item", elem.data_type(), true))),
+            Col::List { .. } => DataType::UInt32,
         }
     }
 
     /// Appends the value of field `at` (null when the packet has none).
-    fn append(&mut self, t: &Tree, at: Option<u32>) {
+    fn append(&mut self, t: &Tree, at: Option<u32>, key: &mut Key) {
         let value = at.map(|i| t.value(i));
         match self {
             Col::Int(b) => b.append(value.and_then(|v| match v {
@@ -505,25 +451,22 @@ impl Col {
                     None => find.at.iter_mut().for_each(|a| *a = None),
                 }
                 for (c, at) in fields.iter_mut().zip(&find.at) {
-                    c.col.append(t, *at);
+                    c.col.append(t, *at, key);
                 }
                 valid.push(at.is_some());
             }
-            Col::List { elem, offsets, valid } => {
-                if offsets.is_empty() {
-                    offsets.push(0);
-                }
-                let mut n = *offsets.last().unwrap_or(&0);
-                if let Some(i) = at {
-                    for e in t.children(i) {
-                        if matches!(t.d.fields[e as usize].label, Label::Index(_)) {
-                            elem.append(t, Some(e));
-                            n += 1;
-                        }
+            Col::List { count, child } => {
+                let mut n = 0u32;
+                for e in at.into_iter().flat_map(|i| t.children(i)) {
+                    if let Label::Index(k) = t.d.fields[e as usize].label {
+                        key.path.push(k);
+                        child.keys(key);
+                        child.columns.append_fields(t, t.children(e), key);
+                        key.path.pop();
+                        n += 1;
                     }
                 }
-                offsets.push(n);
-                valid.push(at.is_some());
+                count.append_option(at.map(|_| n));
             }
         }
     }
@@ -563,20 +506,7 @@ impl Col {
                 let (len, nulls) = nulls_of(valid);
                 struct_array(schema, arrays, len, nulls)
             }
-            Col::List { elem, offsets, valid } => {
-                let field = Arc::new(Field::new("item", elem.data_type(), true));
-                let values = elem.finish();
-                let mut offs = std::mem::replace(offsets, Vec::with_capacity(offsets.len()));
-                if offs.is_empty() {
-                    offs.push(0);
-                }
-                let (_, nulls) = nulls_of(valid);
-                match ListArray::try_new(field, OffsetBuffer::new(ScalarBuffer::from(offs)), values, nulls) {
-                    Ok(a) => Arc::new(a),
-                    // Offsets are built monotonic over the values appended: unreachable.
-                    Err(_) => arrow_array::new_null_array(&self.data_type(), 0),
-                }
-            }
+            Col::List { count, .. } => Arc::new(count.refill()),
         }
     }
 }
@@ -650,7 +580,7 @@ fn struct_array(fields: Fields, arrays: Vec<ArrayRef>, len: usize, nulls: Option
 /// Renames columns so that no two are equal ignoring case (DuckDB and Spark fold case)
 /// and none takes a name in `reserved` (the table's key columns and partitions): the
 /// later one gets `_2`, `_3`… Groups' fields likewise, among themselves.
-fn distinct_names(fields: &mut [Column], reserved: &[&str]) {
+pub(super) fn distinct_names(fields: &mut [Column], reserved: &[&str]) {
     let mut taken: std::collections::HashSet<String> = reserved.iter().map(|r| r.to_lowercase()).collect();
     for c in fields.iter_mut() {
         if !taken.insert(c.name.to_lowercase()) {
@@ -661,40 +591,37 @@ fn distinct_names(fields: &mut [Column], reserved: &[&str]) {
             c.name = format!("{}_{k}", c.name);
             taken.insert(c.name.to_lowercase());
         }
-        match &mut c.col {
-            Col::Group { fields, .. } => distinct_names(fields, &[]),
-            Col::List { elem, .. } => {
-                if let Col::Group { fields, .. } = elem.as_mut() {
-                    distinct_names(fields, &[]);
-                }
-            }
-            _ => {}
+        // A list's element fields are renamed with its child table's keys.
+        if let Col::Group { fields, .. } = &mut c.col {
+            distinct_names(fields, &[]);
         }
     }
 }
 
 /// Lays out block `b`'s fields as columns, splicing inline structs and `if` branches.
-fn lay_out(p: &Program, b: Block, out: &mut Vec<Column>, nest: u32) {
-    if nest > MAX_NEST {
-        return;
-    }
+/// `too_deep`: set to the line of the first group nested past [`MAX_NEST`].
+fn lay_out(p: &Program, b: Block, out: &mut Vec<Column>, nest: u32, too_deep: &mut Option<u32>) {
     for &id in p.block(b) {
         let Some(node) = p.nodes.get(id as usize) else {
             continue;
         };
+        if nest >= MAX_NEST && !node.kind.blocks().is_empty() {
+            too_deep.get_or_insert(node.line);
+            continue;
+        }
         let col = match &node.kind {
             Kind::Inline { body } => {
-                lay_out(p, *body, out, nest + 1);
+                lay_out(p, *body, out, nest + 1, too_deep);
                 continue;
             }
             Kind::If { then, otherwise, .. } => {
-                lay_out(p, *then, out, nest + 1);
-                lay_out(p, *otherwise, out, nest + 1);
+                lay_out(p, *then, out, nest + 1, too_deep);
+                lay_out(p, *otherwise, out, nest + 1, too_deep);
                 continue;
             }
             Kind::Struct { body } => {
                 let mut fields = Vec::new();
-                lay_out(p, *body, &mut fields, nest + 1);
+                lay_out(p, *body, &mut fields, nest + 1, too_deep);
                 Col::Group {
                     find: Lookup::new(&fields),
                     fields,
@@ -705,21 +632,16 @@ fn lay_out(p: &Program, b: Block, out: &mut Vec<Column>, nest: u32) {
                 let mut fields = Vec::new();
                 if let Kind::RelativeList { max, .. } = node.kind {
                     fields.push(Column {
-                        name: "index".into(),
+                        name: LIST_INDEX.into(),
                         nodes: Vec::new(),
                         col: Col::Int(Int::for_range(0, max as i128)),
                         values: None,
                     });
                 }
-                lay_out(p, *body, &mut fields, nest + 1);
+                lay_out(p, *body, &mut fields, nest + 1, too_deep);
                 Col::List {
-                    elem: Box::new(Col::Group {
-                        find: Lookup::new(&fields),
-                        fields,
-                        valid: Vec::new(),
-                    }),
-                    offsets: Vec::new(),
-                    valid: Vec::new(),
+                    count: UInt32Builder::new(),
+                    child: Box::new(Child::new(node.line, TypeColumns::of(fields, None))),
                 }
             }
             kind => match Col::leaf(kind) {
@@ -830,44 +752,6 @@ mod tests {
         b.append_value(true);
         b.refill();
         assert_eq!(b.refill().len(), 0);
-    }
-
-    /// A group whose few nodes lie far apart in a big definition is looked up in a
-    /// sorted list, not a table over the whole span (which a hostile definition could
-    /// make gigabytes); the first column of a node fills it, a later one reads it.
-    #[test]
-    fn few_far_nodes_are_looked_up_sparsely() {
-        let column = |name: &str, nodes: Vec<NodeId>| Column {
-            name: name.into(),
-            nodes,
-            col: Col::Bool(BooleanBuilder::new()),
-            values: None,
-        };
-        let name = |name: &str, nodes: Vec<NodeId>| Column {
-            col: Col::EnumName {
-                names: Arc::new([]),
-                keys: UInt16Builder::new(),
-            },
-            ..column(name, nodes)
-        };
-        let far = [column("a", vec![3, 60_000]), name("a_name", vec![3])];
-        let l = Lookup::new(&far);
-        assert!(l.column_of.is_empty());
-        assert_eq!(l.sparse, [(3, 0), (60_000, 0)]);
-        assert_eq!(l.same_as[1], Some(vec![(3, 0)]));
-        // A name column shared by two enums' value columns reads each node from its own.
-        let three = [
-            column("s", vec![1]),
-            column("s_2", vec![2]),
-            name("s_name", vec![2, 4]),
-            column("s_3", vec![4]),
-        ];
-        let l = Lookup::new(&three);
-        assert_eq!(l.same_as, [None, None, Some(vec![(2, 1), (4, 3)]), None]);
-        let near = [column("a", vec![3, 9]), column("b", vec![5])];
-        let l = Lookup::new(&near);
-        assert_eq!(l.column_of, [0, u32::MAX, 1, u32::MAX, u32::MAX, u32::MAX, 0]);
-        assert!(l.sparse.is_empty());
     }
 
     /// No null buffer when every row is valid; the rows counted either way, and the

@@ -67,7 +67,7 @@ impl Layers {
             let cfg = Config::from_program(p.clone());
             let dir = dir.join(at);
             let program = crate::engine::layers::shown_program(&cfg);
-            super::check_names(&dir, keys, capture, program.as_deref())?;
+            super::check_names(&dir, keys, capture, program.as_ref())?;
             out.exports.push(Export::at(&dir, keys, capture, cfg)?);
         }
         Ok(out)

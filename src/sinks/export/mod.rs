@@ -6,10 +6,12 @@
 //! whatever the capture's size. The layout is documented in docs/export.md
 //! ([`SCHEMA_VERSION`]).
 
+mod children;
 mod columns;
 mod commit;
 pub mod diff;
 mod layers;
+mod lookup;
 mod parallel;
 mod parts;
 mod report;
@@ -31,7 +33,7 @@ use std::sync::Arc;
 pub use layers::layers_readable;
 
 /// The dataset layout's version, in every file's metadata (`gpcap.schema`).
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 /// Rows buffered per table before they become a batch.
 pub const BATCH_ROWS: usize = 8192;
 /// Dissected fields buffered per type table before its rows become a batch: rows of
@@ -268,7 +270,7 @@ fn check_names(
     dir: &Path,
     keys: &[(String, String)],
     capture: &str,
-    program: Option<&Program>,
+    program: Option<&Arc<Program>>,
 ) -> Result<(), ExportError> {
     let refuse = |reason: String| ExportError {
         path: dir.display().to_string(),
@@ -329,6 +331,14 @@ fn check_names(
                 name.len()
             )));
         }
+    }
+    if let Some(p) = program
+        && let Some((line, reason)) = Rows::new(Some(p.clone()), keys).refusal()
+    {
+        return Err(refuse(format!(
+            "definition {}, line {line}: {reason}",
+            p.params.name
+        )));
     }
     Ok(())
 }
@@ -402,7 +412,7 @@ impl Export {
         cfg: crate::engine::Config,
     ) -> Result<Export, ExportError> {
         let program = crate::engine::layers::shown_program(&cfg);
-        check_names(dir, keys, capture, program.as_deref())?;
+        check_names(dir, keys, capture, program.as_ref())?;
         let mut parent = dir.to_path_buf();
         for (k, v) in keys {
             parent.push(format!("{}={}", partition_value(k), partition_value(v)));

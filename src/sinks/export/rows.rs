@@ -4,6 +4,7 @@
 //! builder runs on the reading thread (one core) and on each export worker (several), so
 //! the rows are the same either way.
 
+use super::children::{Child, Key, each_child, each_child_mut, name_children};
 use super::columns::{Refill, TypeColumns};
 use super::{BATCH_FIELDS, BATCH_ROWS, partition_value};
 use crate::dissect::{Dissection, Label, Program, program::Block};
@@ -36,10 +37,17 @@ impl HeaderColumns {
 
     /// The fields of `d` (null when the row has none of this block); `end` its subtree
     /// ends.
-    fn append(&mut self, d: Option<&Dissection>, end: &[u32], payload: &[u8], empty: &Dissection) {
+    fn append(
+        &mut self,
+        d: Option<&Dissection>,
+        end: &[u32],
+        payload: &[u8],
+        empty: &Dissection,
+        key: &mut Key,
+    ) {
         match d {
-            Some(d) => self.columns.append_tree(d, end, payload),
-            None => self.columns.append_tree(empty, &[], payload),
+            Some(d) => self.columns.append_tree(d, end, payload, key),
+            None => self.columns.append_tree(empty, &[], payload, key),
         }
         self.valid.push(d.is_some());
     }
@@ -194,7 +202,7 @@ impl Packets {
     }
 
     /// Appends event `e`'s row; `end`: its dissection's subtree ends.
-    fn append(&mut self, e: &PacketEvent, program: Option<&Program>, end: &[u32]) {
+    fn append(&mut self, e: &PacketEvent, program: Option<&Program>, end: &[u32], key: &mut Key) {
         self.frame.append_value(e.frame);
         self.row.append_value(if e.kind == Kind::Reassembled {
             "reassembled"
@@ -242,12 +250,15 @@ impl Packets {
         let datagram = e
             .dissection
             .filter(|_| e.kind == Kind::Game && !e.status.crc_failed());
+        // Only a datagram's row has a header: (frame, row 0) keys its lists' elements.
+        key.frame = e.frame;
+        key.row = 0;
         if let Some(h) = &mut self.header {
-            h.append(datagram, end, e.payload, &self.empty);
+            h.append(datagram, end, e.payload, &self.empty, key);
         }
         if let Some(h) = &mut self.fragment_header {
             let fragment = datagram.filter(|_| e.fragment.is_some());
-            h.append(fragment, end, e.payload, &self.empty);
+            h.append(fragment, end, e.payload, &self.empty, key);
         }
         self.rows += 1;
     }
@@ -355,11 +366,15 @@ fn append_ip(b: &mut StringBuilder, ip: std::net::IpAddr) {
 /// One packet type's rows: its columns and the key columns.
 pub(super) struct TypeRows {
     pub columns: TypeColumns,
-    /// Key columns: frame and whether the row is a reassembled packet.
+    /// Key columns: frame, the row's place in it (0: the packet itself, 1 + k: its k-th
+    /// message), and whether the row is a reassembled packet.
     frame: UInt64Builder,
+    row: UInt32Builder,
     reassembled: BooleanBuilder,
-    /// Fields of the buffered rows.
+    /// Fields of the buffered rows (the elements its child tables hold included).
     fields: usize,
+    /// Its index among the streamed tables ([`Chunk::table`]).
+    table: usize,
 }
 
 impl TypeRows {
@@ -367,6 +382,7 @@ impl TypeRows {
     pub fn schema(&self) -> Schema {
         let mut fields = vec![
             Field::new("frame", DataType::UInt64, false),
+            Field::new("row", DataType::UInt32, false),
             Field::new("reassembled", DataType::Boolean, false),
         ];
         fields.extend(self.columns.schema_fields());
@@ -379,15 +395,19 @@ impl TypeRows {
 
     fn finish(&mut self) -> Vec<ArrayRef> {
         self.fields = 0;
-        let mut cols: Vec<ArrayRef> =
-            vec![Arc::new(self.frame.refill()), Arc::new(self.reassembled.refill())];
+        let mut cols: Vec<ArrayRef> = vec![
+            Arc::new(self.frame.refill()),
+            Arc::new(self.row.refill()),
+            Arc::new(self.reassembled.refill()),
+        ];
         cols.extend(self.columns.finish());
         cols
     }
 }
 
-/// A streamed table's buffered rows as columns: `table` 0 is `packets`, `1 + t` packet
-/// type `t`'s table.
+/// A streamed table's buffered rows as columns: `table` 0 is `packets`, then the child
+/// tables of its header's lists, then each packet type's table followed by its child
+/// tables ([`Rows::tables`]).
 pub(super) struct Chunk {
     pub table: usize,
     pub rows: usize,
@@ -419,6 +439,8 @@ pub(super) struct Rows {
     pub types: Vec<Option<TypeRows>>,
     /// The current packet's subtree ends (reused: no allocation per packet).
     end: Vec<u32>,
+    /// Where the row being appended sits (reused).
+    key: Key,
 }
 
 impl Rows {
@@ -429,7 +451,26 @@ impl Rows {
             p.has_role(crate::dissect::Role::Ack) || p.has_role(crate::dissect::Role::AckBits)
         });
         let reference = program.is_none().then(reference).flatten();
-        let packets = Packets::new(acks, program.as_deref().or(reference.as_deref()));
+        let mut packets = Packets::new(acks, program.as_deref().or(reference.as_deref()));
+        let partitions: Vec<&str> = keys.iter().map(|(k, _)| k.as_str()).collect();
+        let mut next = 1;
+        let mut taken = std::collections::HashSet::new();
+        for (h, group) in [
+            (&mut packets.header, "header."),
+            (&mut packets.fragment_header, "fragment_header."),
+        ] {
+            if let Some(h) = h {
+                name_children(
+                    &mut h.columns,
+                    "packets",
+                    group,
+                    &[],
+                    &partitions,
+                    &mut next,
+                    &mut taken,
+                );
+            }
+        }
         let mut types = Vec::new();
         for def in program.iter().flat_map(|p| &p.packets) {
             let Some(p) = program.as_deref() else { break };
@@ -441,9 +482,14 @@ impl Rows {
             // A message type's rows also hold the `messages` block's own fields (ENet's
             // command header), after the body's.
             let mut columns = TypeColumns::new(p, def.body, p.message_header());
-            let mut reserved = vec!["frame", "reassembled", "capture"];
-            reserved.extend(keys.iter().map(|(k, _)| k.as_str()));
+            let mut reserved = vec!["frame", "row", "reassembled", "capture"];
+            reserved.extend(&partitions);
             columns.rename(&reserved);
+            let name = format!("type_{}", partition_value(&def.name));
+            taken.insert(name.to_lowercase());
+            let table = next;
+            next += 1;
+            name_children(&mut columns, &name, "", &[], &partitions, &mut next, &mut taken);
             let at = def.type_id as usize;
             if types.len() <= at {
                 types.resize_with(at + 1, || None);
@@ -451,8 +497,10 @@ impl Rows {
             types[at] = Some(TypeRows {
                 columns,
                 frame: UInt64Builder::new(),
+                row: UInt32Builder::new(),
                 reassembled: BooleanBuilder::new(),
                 fields: 0,
+                table,
             });
         }
         Rows {
@@ -461,7 +509,68 @@ impl Rows {
             packets,
             types,
             end: Vec::new(),
+            key: Key::default(),
         }
+    }
+
+    /// Every child table, depth first, with the columns they hang from.
+    fn each_child(&self, f: &mut dyn FnMut(&Child)) {
+        for h in [&self.packets.header, &self.packets.fragment_header]
+            .into_iter()
+            .flatten()
+        {
+            each_child(&h.columns, f);
+        }
+        for tt in self.types.iter().flatten() {
+            each_child(&tt.columns, f);
+        }
+    }
+
+    /// Why the tables cannot be written, if they cannot: (definition line, reason).
+    pub fn refusal(&self) -> Option<(u32, String)> {
+        let deep = [&self.packets.header, &self.packets.fragment_header]
+            .into_iter()
+            .flatten()
+            .map(|h| &h.columns)
+            .chain(self.types.iter().flatten().map(|t| &t.columns))
+            .find_map(|c| c.too_deep);
+        if let Some(line) = deep {
+            return Some((
+                line,
+                format!(
+                    "fields nested more than {} deep are not exported; flatten the definition",
+                    super::columns::MAX_NEST
+                ),
+            ));
+        }
+        let mut out = None;
+        let mut n = 0;
+        self.each_child(&mut |c| {
+            n += 1;
+            if out.is_some() {
+                return;
+            }
+            if n > super::children::MAX_CHILD_TABLES {
+                out = Some((
+                    c.line,
+                    format!(
+                        "this list would be child table {n}, over the {} an export writes (each is a table of its own)",
+                        super::children::MAX_CHILD_TABLES
+                    ),
+                ));
+            } else if c.name.len() > super::MAX_NAME {
+                out = Some((
+                    c.line,
+                    format!(
+                        "this list's table `{}…` is named in {} bytes, over {}: shorten its names",
+                        c.name.chars().take(40).collect::<String>(),
+                        c.name.len(),
+                        super::MAX_NAME
+                    ),
+                ));
+            }
+        });
+        out
     }
 
     /// The streamed tables: (index, directory name, schema, per leaf column whether a
@@ -483,15 +592,17 @@ impl Rows {
                 .as_ref()
                 .and_then(|p| p.type_name(t as u32))
                 .unwrap_or_default();
-            let mut dictionary = vec![None, None];
+            let mut dictionary = vec![None, None, None];
             tt.columns.dictionary_leaves(&mut dictionary);
             out.push((
-                1 + t,
+                tt.table,
                 format!("type_{}", partition_value(name)),
                 tt.schema(),
                 dictionary,
             ));
         }
+        self.each_child(&mut |c| out.push((c.table, c.name.clone(), c.schema(), c.dictionary_leaves())));
+        out.sort_by_key(|t| t.0);
         out
     }
 
@@ -515,9 +626,10 @@ impl Rows {
             Some(d) => d.subtree_ends(&mut self.end),
             None => self.end.clear(),
         }
-        self.packets.append(e, self.program.as_deref(), &self.end);
+        self.packets
+            .append(e, self.program.as_deref(), &self.end, &mut self.key);
         if self.packets.rows >= BATCH_ROWS {
-            self.flush(0, out);
+            self.flush_packets(out);
         }
         let (Some(t), Some(d)) = (e.packet_type, e.dissection) else {
             return;
@@ -532,38 +644,59 @@ impl Rows {
             return;
         };
         tt.frame.append_value(e.frame);
+        tt.row.append_value(0);
         tt.reassembled.append_value(e.kind == Kind::Reassembled);
-        tt.columns.append_tree(d, &self.end, e.payload);
+        self.key.frame = e.frame;
+        self.key.row = 0;
+        tt.columns.append_tree(d, &self.end, e.payload, &mut self.key);
         tt.fields += d.fields.len();
         if tt.full() {
-            self.flush(1 + t as usize, out);
+            self.flush_type(t as usize, out);
         }
     }
 
-    /// Hands table `table`'s buffered rows to `out` (nothing when there are none).
-    pub fn flush(&mut self, table: usize, out: &mut dyn FnMut(Chunk)) {
-        if table == 0 {
-            let rows = self.packets.rows;
-            if rows > 0 {
-                let columns = self.packets.finish();
-                out(Chunk { table, rows, columns });
-            }
-            return;
+    /// Hands `packets`' buffered rows to `out`, and its child tables'.
+    fn flush_packets(&mut self, out: &mut dyn FnMut(Chunk)) {
+        let rows = self.packets.rows;
+        if rows > 0 {
+            let columns = self.packets.finish();
+            out(Chunk {
+                table: 0,
+                rows,
+                columns,
+            });
         }
-        let Some(Some(tt)) = self.types.get_mut(table - 1) else {
+        for h in [&mut self.packets.header, &mut self.packets.fragment_header]
+            .into_iter()
+            .flatten()
+        {
+            each_child_mut(&mut h.columns, &mut |c| flush_child(c, out));
+        }
+    }
+
+    /// Hands type `t`'s buffered rows to `out`, and its child tables' (whose rows its
+    /// field count bounds).
+    fn flush_type(&mut self, t: usize, out: &mut dyn FnMut(Chunk)) {
+        let Some(Some(tt)) = self.types.get_mut(t) else {
             return;
         };
         let rows = tt.columns.rows;
         if rows > 0 {
             let columns = tt.finish();
-            out(Chunk { table, rows, columns });
+            out(Chunk {
+                table: tt.table,
+                rows,
+                columns,
+            });
         }
+        each_child_mut(&mut tt.columns, &mut |c| flush_child(c, out));
     }
 
     /// Hands every table's buffered rows to `out`.
     pub fn flush_all(&mut self, out: &mut dyn FnMut(Chunk)) {
-        for table in 0..=self.types.len() {
-            self.flush(table, out);
+        self.flush_packets(out);
+        for t in 0..self.types.len() {
+            self.flush_type(t, out);
         }
     }
 
@@ -588,16 +721,34 @@ impl Rows {
             if let Some(t) = ty
                 && let Some(Some(tt)) = self.types.get_mut(t as usize)
             {
+                let row = u32::try_from(k).unwrap_or(u32::MAX);
                 tt.frame.append_value(e.frame);
-                tt.reassembled.append_value(false);
-                tt.columns.append_range(d, &self.end, e.payload, at + 1, next);
+                tt.row.append_value(row);
+                tt.reassembled.append_value(e.kind == Kind::Reassembled);
+                self.key.frame = e.frame;
+                self.key.row = row;
+                tt.columns
+                    .append_range(d, &self.end, e.payload, at + 1, next, &mut self.key);
                 tt.fields += (next - at) as usize;
                 if tt.full() {
-                    self.flush(1 + t as usize, out);
+                    self.flush_type(t as usize, out);
                 }
             }
             at = next;
         }
+    }
+}
+
+/// Hands child table `c`'s buffered rows to `out`.
+fn flush_child(c: &mut Child, out: &mut dyn FnMut(Chunk)) {
+    let rows = c.columns.rows;
+    if rows > 0 {
+        let columns = c.finish();
+        out(Chunk {
+            table: c.table,
+            rows,
+            columns,
+        });
     }
 }
 
