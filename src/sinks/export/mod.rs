@@ -46,7 +46,12 @@ const GROUP_ROWS: usize = 128 * 1024;
 const GROUP_BYTES: usize = 16 << 20;
 /// …or its share of this many, shared by the tables written at once, so that a
 /// definition of many packet types stays within the same memory (at least 1 MiB each).
-const GROUPS_BYTES: usize = 24 << 20;
+/// Parquet compresses each page with a zstd context of its own, and a row group's
+/// column chunk is at least a page: with 24 MiB among the article's 11 tables, making
+/// contexts was 9% of an export's CPU (145 row groups for 2.6 M objects). 64 MiB: 17%
+/// less CPU (5.0 s against 6.1 on a 107 MB capture), files 4% smaller, 86 MiB peak
+/// against 70.
+const GROUPS_BYTES: usize = 64 << 20;
 
 /// Encodings by what a column holds. A dictionary only where it pays: strings (the
 /// status, addresses, names) and numbers of at most [`columns::DICTIONARY_VALUES`]
