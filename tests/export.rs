@@ -713,6 +713,26 @@ fn export_builds_dictionaries_only_where_they_pay() {
     let q = "orientation.x";
     assert!(!dictionary(&scene, q), "{:?}", scene[q]);
     assert!(scene[q].contains(&Encoding::BYTE_STREAM_SPLIT));
+    // Statistics: every column of `packets`; a type's or a list's table only its keys.
+    let stats = |t: &str| -> HashMap<String, bool> {
+        use parquet::file::reader::FileReader;
+        let file = std::fs::File::open(part(t)).unwrap();
+        let reader = parquet::file::reader::SerializedFileReader::new(file).unwrap();
+        let g = reader.metadata().row_group(0);
+        g.columns()
+            .iter()
+            .map(|c| (c.column_path().string(), c.statistics().is_some()))
+            .collect()
+    };
+    let (p, o, s) = (
+        stats("packets"),
+        stats("type_scene__objects"),
+        stats("type_scene"),
+    );
+    assert!(p["ts"] && p["src_ip"] && p["header.sequence"]);
+    assert!(o["frame"] && o["row"] && o["index"], "{o:?}");
+    assert!(!o["position.x"] && !o["list_index"] && !o["at_rest"], "{o:?}");
+    assert!(s["frame"] && s["reassembled"] && !s["objects"], "{s:?}");
     let _ = std::fs::remove_dir_all(&out);
 }
 
