@@ -2,8 +2,8 @@
 //! export's CPU against `analyze -d`'s plus this). The batches are an export's own,
 //! read back from its dataset; each table is written again, on one thread, with the
 //! writer settings its files record: per column the encoding (dictionary or not,
-//! BYTE_STREAM_SPLIT, DELTA_BINARY_PACKED) and the codec (zstd at export's level 1),
-//! statistics per column chunk, row groups as the files have them.
+//! BYTE_STREAM_SPLIT, DELTA_BINARY_PACKED), whether it has statistics (per column
+//! chunk), the codec (zstd at export's level 1), row groups as the files have them.
 //!
 //! `GPCAP_EXPORT_DATASET=DIR/capture=FILE` benches that capture's tables (scripts/bench
 //! gives its export of the 128-client capture); without it, an export of
@@ -47,6 +47,11 @@ fn settings(meta: &parquet::file::metadata::ParquetMetaData) -> WriterProperties
                 .encodings()
                 .any(|e| matches!(e, Encoding::RLE_DICTIONARY | Encoding::PLAIN_DICTIONARY));
             b = b.set_column_dictionary_enabled(path.clone(), dictionary);
+            let stats = match c.statistics() {
+                Some(_) => EnabledStatistics::Chunk,
+                None => EnabledStatistics::None,
+            };
+            b = b.set_column_statistics_enabled(path.clone(), stats);
             let special = c
                 .encodings()
                 .find(|e| matches!(e, Encoding::BYTE_STREAM_SPLIT | Encoding::DELTA_BINARY_PACKED));
