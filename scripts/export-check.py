@@ -127,19 +127,20 @@ for capture in captures:
     join_ok = True
     here = os.path.join(dataset, f"capture={name}", inner)
     for table in sorted(d for d in os.listdir(here) if d.startswith("type_") and "__" not in d):
-        rows, joined = db.execute(
+        rows, joined, keys = db.execute(
             f"""
             with t as (select * from read_parquet('{glob(table)}', hive_partitioning = true)
                        where capture = ?)
-            select (select count(*) from t), count(*)
+            select (select count(*) from t), count(*), (select count(distinct (frame, row)) from t)
             from t join packets p
               on p.capture = t.capture and p.frame = t.frame and (p.row = 'reassembled') = t.reassembled
             """,
             [name],
         ).fetchall()[0]
-        if rows != joined:
+        # (frame, row) is the key its child tables join on: one row each.
+        if not rows == joined == keys:
             join_ok = False
-            print(f"  {table}: {rows} rows, {joined} joined with packets")
+            print(f"  {table}: {rows} rows, {joined} joined with packets, {keys} distinct (frame, row)")
     # Child tables (schema 5: a list's elements, one row per element): each row meets
     # exactly one parent row, the parent's length column sums to the rows, and a packet
     # type's lists hold as many elements as `dissect --jsonl` shows.
