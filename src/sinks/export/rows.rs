@@ -657,15 +657,7 @@ impl Rows {
 
     /// Hands `packets`' buffered rows to `out`, and its child tables'.
     fn flush_packets(&mut self, out: &mut dyn FnMut(Chunk)) {
-        let rows = self.packets.rows;
-        if rows > 0 {
-            let columns = self.packets.finish();
-            out(Chunk {
-                table: 0,
-                rows,
-                columns,
-            });
-        }
+        emit(0, self.packets.rows, || self.packets.finish(), out);
         for h in [&mut self.packets.header, &mut self.packets.fragment_header]
             .into_iter()
             .flatten()
@@ -680,15 +672,7 @@ impl Rows {
         let Some(Some(tt)) = self.types.get_mut(t) else {
             return;
         };
-        let rows = tt.columns.rows;
-        if rows > 0 {
-            let columns = tt.finish();
-            out(Chunk {
-                table: tt.table,
-                rows,
-                columns,
-            });
-        }
+        emit(tt.table, tt.columns.rows, || tt.finish(), out);
         each_child_mut(&mut tt.columns, &mut |c| flush_child(c, out));
     }
 
@@ -741,13 +725,17 @@ impl Rows {
 
 /// Hands child table `c`'s buffered rows to `out`.
 fn flush_child(c: &mut Child, out: &mut dyn FnMut(Chunk)) {
-    let rows = c.columns.rows;
+    emit(c.table, c.columns.rows, || c.finish(), out);
+}
+
+/// Hands table `table`'s `rows` buffered rows to `out` as the columns `finish` makes
+/// (nothing when there are none).
+fn emit(table: usize, rows: usize, finish: impl FnOnce() -> Vec<ArrayRef>, out: &mut dyn FnMut(Chunk)) {
     if rows > 0 {
-        let columns = c.finish();
         out(Chunk {
-            table: c.table,
+            table,
             rows,
-            columns,
+            columns: finish(),
         });
     }
 }
