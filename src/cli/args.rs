@@ -82,7 +82,8 @@ pub enum Command {
     /// of a router): where datagrams were lost, duplicated, reordered and delayed.
     Diff(super::diff::DiffArgs),
     /// Write captures as a Parquet dataset (packets, one table per packet type with
-    /// typed field columns, flows and the report's tables) for DuckDB, Spark, DataFusion.
+    /// typed field columns and one per list with a row per element, flows and the
+    /// report's tables) for DuckDB, Spark, DataFusion.
     Export(ExportArgs),
     /// Write a Wireshark Lua dissector for a definition (and the definitions inside it):
     /// gpcap's field names, bits and faults in Wireshark and tshark.

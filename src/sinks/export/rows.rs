@@ -1,8 +1,9 @@
 //! The rows of a capture's streamed tables, built straight from each packet's field tree
-//! into Arrow builders: `packets` (one row per game datagram and reassembled packet) and
-//! one table per packet type (one row per packet, or per message, of that type). The same
-//! builder runs on the reading thread (one core) and on each export worker (several), so
-//! the rows are the same either way.
+//! into Arrow builders: `packets` (one row per game datagram and reassembled packet), one
+//! table per packet type (one row per packet, or per message, of that type), and the
+//! child tables of their lists (`children.rs`). The same builder runs on the reading
+//! thread (one core) and on each export worker (several), so the rows are the same
+//! either way.
 
 use super::children::{Child, Key, each_child, each_child_mut, name_children};
 use super::columns::{Refill, TypeColumns};
