@@ -14,6 +14,7 @@ Usage: scripts/export-check.py [--layer NAME] [--arg ARG]... GPCAP DEFINITION DA
 """
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -126,7 +127,19 @@ for capture in captures:
     # (capture, frame, reassembled); on (capture, frame) alone they double-count).
     join_ok = True
     here = os.path.join(dataset, f"capture={name}", inner)
-    for table in sorted(d for d in os.listdir(here) if d.startswith("type_") and "__" not in d):
+
+    def columns_of(table):
+        return [r[0] for r in db.execute(f"describe select * from read_parquet('{glob(table)}')").fetchall()]
+
+    # A type's table has `reassembled` (a list's never: an element's field of that name is
+    # renamed), so a type named `B__items` is not taken for a list's table.
+    cols = {
+        d: columns_of(d)
+        for d in sorted(os.listdir(here))
+        if d.startswith(("type_", "packets__")) and os.path.isdir(os.path.join(here, d))
+    }
+    types = [t for t in cols if t.startswith("type_") and "reassembled" in cols[t]]
+    for table in types:
         rows, joined, keys = db.execute(
             f"""
             with t as (select * from read_parquet('{glob(table)}', hive_partitioning = true)
@@ -144,7 +157,7 @@ for capture in captures:
     # Child tables (schema 5: a list's elements, one row per element): each row meets
     # exactly one parent row, the parent's length column sums to the rows, and a packet
     # type's lists hold as many elements as `dissect --jsonl` shows.
-    children = sorted(d for d in os.listdir(here) if "__" in d)
+    children = [t for t in cols if t not in types]
     children_ok = True
     if children:
         elements = {}
@@ -166,12 +179,21 @@ for capture in captures:
                     walk(f.get("fields") or [], "")
 
             walk(d["fields"], "")
+    listed = {}
+    elements_names = {n for _, n in elements} if children else set()
     for child in children:
-        parent, _, last = child.rpartition("__")
-        cols = [r[0] for r in db.execute(f"describe select * from read_parquet('{glob(child)}')").fetchall()]
-        keys = cols[: cols.index("index")]
-        on = [f"c.{k} = p.{k}" for k in keys if k in ("frame", "row")]
-        if "__" in parent:
+        # The parent: the longest table whose name and `__` begin the child's (a type or
+        # a list may have `__` in its name); the list's length column is the rest, less
+        # a `_N` a colliding table name was given.
+        parent = max((t for t in [*cols, "packets"] if child.startswith(t + "__")), key=len)
+        last = child[len(parent) + 2 :]
+        pcols = cols.get(parent) or columns_of("packets")
+        if last.split(".")[0] not in pcols and re.sub(r"_\d+$", "", last).split(".")[0] in pcols:
+            last = re.sub(r"_\d+$", "", last)
+        keys = cols[child][: cols[child].index("index")]
+        # A header's list: the datagram's row of `packets` (whose `row` is its kind).
+        on = ["c.frame = p.frame", "p.row = 'datagram'" if parent == "packets" else "c.row = p.row"]
+        if parent in children:
             # The parent's own place is the child's key named after the parent's list.
             above = keys[2:]
             on += [f"c.{k} = p.{k}" for k in above[:-1]] + [f"c.{above[-1]} = p.index"]
@@ -185,12 +207,18 @@ for capture in captures:
             """,
             [name, name],
         ).fetchall()[0]
-        want = rows
-        if "__" not in parent and parent.startswith("type_"):
-            want = elements.get((parent[len("type_"):], last), 0)
-        if not (rows == joined == length == want):
+        if not (rows == joined == length):
             children_ok = False
-            print(f"  {child}: {rows} rows, {joined} joined with {parent}, its lengths sum to {length}, dissect shows {want}")
+            print(f"  {child}: {rows} rows, {joined} joined with {parent}, its lengths sum to {length}")
+        if parent in types:
+            # Lists of one name in two branches are `items` and `items_2` here, `items` in
+            # dissect: their elements are counted together.
+            key = (parent[len("type_"):], re.sub(r"_\d+$", "", last) if last not in elements_names else last)
+            listed[key] = listed.get(key, 0) + rows
+    for key, n in listed.items():
+        if elements.get(key, 0) != n:
+            children_ok = False
+            print(f"  type {key[0]}, list {key[1]}: {n} elements in the dataset, {elements.get(key, 0)} in dissect")
     if children:
         print(f"  {len(children)} child tables: {'each row joins its parent, as many as dissect shows' if children_ok else 'DIFFERENT'}")
     # Message streams: per flow and stream, the verdicts of `stream_messages` counted as

@@ -23,6 +23,7 @@ in the datasets.
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from decimal import Decimal
@@ -219,9 +220,11 @@ def figures(spark: SparkSession, dataset: str) -> tuple[list[str], dict[str, Dat
     names = tables(spark, dataset)
     for name in names:
         # A list's child table (`type_scene__objects`) holds elements, not packets.
-        if not name.startswith("type_") or "__" in name:
+        if not name.startswith("type_"):
             continue
         t = read_table(spark, dataset, name)
+        if "reassembled" not in t.columns:
+            continue
         n = t.groupBy(*keys).count().withColumn("table", F.lit(name))
         rows = n if rows is None else rows.unionByName(n)
     if rows is not None:
@@ -238,14 +241,24 @@ def children(spark: SparkSession, dataset: str, partitions: list[str]) -> int:
     element holding the list, docs/export.md): every row meets exactly one parent row,
     and the parent's length column sums to the rows. The number of tables that do not."""
     failures = 0
-    for name in tables(spark, dataset):
-        if "__" not in name:
-            continue
-        parent_name, _, last = name.rpartition("__")
-        c, p = read_table(spark, dataset, name).alias("c"), read_table(spark, dataset, parent_name).alias("p")
+    names = tables(spark, dataset)
+    frames = {n: read_table(spark, dataset, n) for n in names}
+    # A list's table has no `reassembled` (a type's has): `type_B__items` may be a type.
+    lists = [n for n in names if n.startswith(("type_", "packets__")) and "reassembled" not in frames[n].columns]
+    for name in lists:
+        # The parent: the longest table whose name and `__` begin this one's; the length
+        # column is the rest, less a `_N` a colliding table name was given.
+        parent_name = max((n for n in names if name.startswith(n + "__")), key=len)
+        last = name[len(parent_name) + 2 :]
+        pcols = frames[parent_name].columns
+        if last.split(".")[0] not in pcols and re.sub(r"_\d+$", "", last).split(".")[0] in pcols:
+            last = re.sub(r"_\d+$", "", last)
+        c, p = frames[name].alias("c"), frames[parent_name].alias("p")
         keys = c.columns[: c.columns.index("index")]
-        on = [F.col(f"c.{k}") == F.col(f"p.{k}") for k in (*partitions, "frame", "row")]
-        if "__" in parent_name:
+        on = [F.col(f"c.{k}") == F.col(f"p.{k}") for k in (*partitions, "frame")]
+        # A header's list: the datagram's row of `packets` (whose `row` is its kind).
+        on.append(F.col("p.row") == "datagram" if parent_name == "packets" else F.col("c.row") == F.col("p.row"))
+        if parent_name in lists:
             above = keys[2:]
             on += [F.col(f"c.{k}") == F.col(f"p.{k}") for k in above[:-1]] + [F.col(f"c.{above[-1]}") == F.col("p.index")]
         rows, joined = c.count(), c.join(p, on).count()

@@ -532,3 +532,64 @@ fn too_many_or_too_deep_lists_are_refused_with_their_line() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Regressions (found in review): a list shared its column with a same-named `bits` in
+/// the other branch of an `if` (its child table was not written: 2,658 elements lost); a
+/// type named like a list's table (`B__items` beside `B`'s list `items`) made two tables
+/// of one name; `--partition index=…` hid the child tables' `index` key.
+#[test]
+fn lists_share_nothing_and_their_tables_and_keys_keep_their_names() {
+    let dir = temp_dir("list-names");
+    let root = env!("CARGO_MANIFEST_DIR");
+    let clean = format!("{root}/captures/clean.pcap");
+    let merge = dir.join("merge");
+    let (code, err) = gpcap(&[
+        "export",
+        "-d",
+        "tests/fixtures/export-merge.kdl",
+        &clean,
+        "-o",
+        s(&merge),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let base = merge.join("capture=clean.pcap");
+    let b = rows_of(&base.join("type_B"));
+    let items = rows_of(&base.join("type_B__items_2"));
+    let big = b.iter().filter(|r| !r["items"].is_null()).count();
+    let lengths: u64 = b.iter().filter_map(|r| r["items_2"].as_u64()).sum();
+    assert!(big > 0, "the bits field keeps its column");
+    assert_eq!(lengths, items.len() as u64, "the list's elements are all written");
+    assert!(items.len() > 1000, "{} elements", items.len());
+    let dup = dir.join("dup");
+    let (code, err) = gpcap(&[
+        "export",
+        "-d",
+        "tests/fixtures/export-type-like-list.kdl",
+        &clean,
+        "-o",
+        s(&dup),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let base = dup.join("capture=clean.pcap");
+    assert!(
+        rows_of(&base.join("type_B__items"))[0].contains_key("reassembled"),
+        "the type keeps its name"
+    );
+    assert!(
+        rows_of(&base.join("type_B__items_2"))[0].contains_key("index"),
+        "the list is suffixed"
+    );
+    let (code, err) = gpcap(&[
+        "export",
+        "-d",
+        "dissectors/article.kdl",
+        &clean,
+        "-o",
+        s(&dir.join("p")),
+        "--partition",
+        "objects_index=1",
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("`objects_index` is a column"), "{err}");
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -136,7 +136,8 @@ pub fn name_children(
             }
             keys.push(key);
         }
-        let mut held: Vec<&str> = vec!["frame", "row", "capture"];
+        // `reassembled` too: it tells a type's table from a list's.
+        let mut held: Vec<&str> = vec!["frame", "row", "reassembled", "capture"];
         held.extend(keys.iter().map(String::as_str));
         held.extend(reserved);
         distinct_names(&mut child.columns.fields, &held);

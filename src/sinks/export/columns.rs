@@ -676,11 +676,15 @@ fn add(out: &mut Vec<Column>, name: &str, id: NodeId, col: Col, values: Option<u
             (Col::EnumName { names: a, .. }, Col::EnumName { names: b, .. }) => a == b,
             _ => true,
         };
-        if c.col.data_type() == col.data_type() && same_names {
+        // A list is its length here and its elements elsewhere: it shares its column with
+        // nothing (a `bits items 32` in the other branch, or a list of another body, made
+        // one of them lose its values or its elements).
+        let list = matches!(c.col, Col::List { .. }) || matches!(col, Col::List { .. });
+        if c.col.data_type() == col.data_type() && same_names && !list {
             c.nodes.push(id);
             return;
         }
-        if let (Col::Int(a), Col::Int(b)) = (&c.col, &col) {
+        if let (Col::Int(a), Col::Int(b), false) = (&c.col, &col, list) {
             let (a, b) = (a.range(), b.range());
             c.col = Col::Int(Int::for_range(a.0.min(b.0), a.1.max(b.1)));
             c.nodes.push(id);

@@ -324,7 +324,9 @@ fn check_names(
                 "--partition {k}={v}: the key `{k}` is given twice"
             )));
         }
-        if columns.contains(&k.to_lowercase()) {
+        // A list's table has `index` and `LIST_index` key columns.
+        let list_key = k.eq_ignore_ascii_case("index") || k.to_lowercase().ends_with("_index");
+        if columns.contains(&k.to_lowercase()) || list_key {
             return Err(refuse(format!(
                 "--partition {k}={v}: `{k}` is a column of the dataset's tables; choose another key"
             )));

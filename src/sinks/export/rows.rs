@@ -472,6 +472,11 @@ impl Rows {
                 );
             }
         }
+        // Every type's table name first: a list's table named like a type (`B` with a
+        // list `items`, and a type `B__items`) is the one suffixed, whatever their order.
+        for def in program.iter().flat_map(|p| &p.packets) {
+            taken.insert(format!("type_{}", partition_value(&def.name)).to_lowercase());
+        }
         let mut types = Vec::new();
         for def in program.iter().flat_map(|p| &p.packets) {
             let Some(p) = program.as_deref() else { break };
@@ -487,7 +492,6 @@ impl Rows {
             reserved.extend(&partitions);
             columns.rename(&reserved);
             let name = format!("type_{}", partition_value(&def.name));
-            taken.insert(name.to_lowercase());
             let table = next;
             next += 1;
             name_children(&mut columns, &name, "", &[], &partitions, &mut next, &mut taken);
