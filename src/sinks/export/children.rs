@@ -103,12 +103,7 @@ pub fn name_children(
     next: &mut usize,
     taken: &mut std::collections::HashSet<String>,
 ) {
-    let mut found = Vec::new();
-    collect(&columns.fields, group, &mut found);
-    let mut k = 0;
-    columns.children_mut(&mut |child| {
-        let path = &found[k];
-        k += 1;
+    columns.lists_mut(&mut group.to_string(), &mut |path, child| {
         let mut name = format!("{parent}__{}", super::partition_value(path));
         let base = name.clone();
         let mut n = 2;
@@ -145,19 +140,6 @@ pub fn name_children(
         child.keys = keys;
         name_children(&mut child.columns, &name, "", &lists, reserved, next, taken);
     });
-}
-
-/// The paths of the list columns among `fields`, in the order [`TypeColumns::children_mut`]
-/// visits them: `objects`, or `pos.items` inside the struct `pos`.
-fn collect(fields: &[super::columns::Column], prefix: &str, out: &mut Vec<String>) {
-    use super::columns::Col;
-    for c in fields {
-        match &c.col {
-            Col::List { .. } => out.push(format!("{prefix}{}", c.name)),
-            Col::Group { fields, .. } => collect(fields, &format!("{prefix}{}.", c.name), out),
-            _ => {}
-        }
-    }
 }
 
 /// Every child table below `columns`, depth first (a table before its own children).

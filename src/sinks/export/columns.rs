@@ -198,16 +198,28 @@ impl TypeColumns {
 
     /// Each child table of these columns (in their groups too), not their own children.
     pub(super) fn children_mut(&mut self, f: &mut dyn FnMut(&mut Child)) {
-        fn walk(fields: &mut [Column], f: &mut dyn FnMut(&mut Child)) {
+        self.lists_mut(&mut String::new(), &mut |_, c| f(c));
+    }
+
+    /// The same, with each list's path after `path`: `objects`, or `pos.items` inside
+    /// the struct `pos` (`path` is as it was when this returns).
+    pub(super) fn lists_mut(&mut self, path: &mut String, f: &mut dyn FnMut(&str, &mut Child)) {
+        fn walk(fields: &mut [Column], path: &mut String, f: &mut dyn FnMut(&str, &mut Child)) {
             for c in fields {
+                let at = path.len();
+                path.push_str(&c.name);
                 match &mut c.col {
-                    Col::List { child, .. } => f(child),
-                    Col::Group { fields, .. } => walk(fields, f),
+                    Col::List { child, .. } => f(path, child),
+                    Col::Group { fields, .. } => {
+                        path.push('.');
+                        walk(fields, path, f);
+                    }
                     _ => {}
                 }
+                path.truncate(at);
             }
         }
-        walk(&mut self.fields, f)
+        walk(&mut self.fields, path, f)
     }
 
     /// The same, read only.
