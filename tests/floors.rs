@@ -62,21 +62,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "`generate/points_check.rs` checks a generated pair of captures against the diff report",
     ),
     (
-        "sinks/index",
-        "run",
-        "re-export of `run::scans::load` for src/tui (edited on another branch today), and the row scan's ack pass (`index/scan.rs`)",
-    ),
-    (
-        "sinks/select",
-        "run",
-        "re-export of `run::scans::{scan, frames_of_rows}` for src/tui (edited on another branch today)",
-    ),
-    (
-        "sinks/export",
-        "run",
-        "`export/parallel.rs` drives its own worker pool from run (src/sinks/export/ is being rewritten on another branch)",
-    ),
-    (
         "sinks/printer",
         "present",
         "the printer sink writes packets with present's tree, JSON and Info writers (pure functions of the event)",

@@ -66,6 +66,26 @@ impl Default for Config {
 }
 
 impl Config {
+    /// Whether validation can run apart from the ordered stage: not a datagram's
+    /// messages, nor a checksum that needs what the conversation learnt (workers see no
+    /// conversation). Decryption and inner layers run in the ordered stage, which holds
+    /// the keys learnt and the inner layers' engines, so a stack is no obstacle here;
+    /// other pipelines (export's) build what they show on workers and ask
+    /// [`Config::pipelinable`].
+    pub fn analyzable(&self) -> bool {
+        !self
+            .program
+            .as_ref()
+            .is_some_and(|p| p.messages.is_some() || p.params.tracks())
+    }
+
+    /// [`Config::analyzable`] without a stack: workers read every datagram as it is on
+    /// the wire.
+    pub fn pipelinable(&self) -> bool {
+        let stacked = self.stack.as_ref().is_some_and(|s| s.active());
+        !stacked && self.analyzable()
+    }
+
     /// Takes the protocol id (and, when none are set, the ports) that identification found.
     pub fn use_identified(&mut self, c: &crate::identify::Candidate) {
         self.protocol_id = Some(c.protocol_id);

@@ -86,7 +86,7 @@ pub fn pipelined(
     workers: usize,
     progress: &mut dyn FnMut(usize, u64),
 ) -> Result<Option<Report>, CaptureError> {
-    if opts.trees || !parallel::pipelinable(cfg) || !crate::sinks::bandwidth::fast::eligible(cfg) {
+    if opts.trees || !cfg.pipelinable() || !crate::sinks::bandwidth::fast::eligible(cfg) {
         return Ok(None);
     }
     let (bandwidth, record) = Bandwidth::for_config(cfg, opts.clone(), true);

@@ -106,7 +106,7 @@ impl Mode {
         };
         // A verdict crosses threads as a fixed-size value: a datagram's messages do not
         // fit one, so a protocol with messages is sharded (or read on one core) instead.
-        if pipeline::analyzable(cfg) && !spread() {
+        if cfg.analyzable() && !spread() {
             Mode::Pipelined(shards)
         } else if shardable {
             Mode::Sharded(shards)
@@ -131,9 +131,9 @@ pub fn run_threads(captures: &[PathBuf], threads: Option<u32>) -> usize {
 }
 
 /// Whether validation can run apart from the ordered stage for `cfg` (see
-/// [`pipeline::pipelinable`]).
+/// [`Config::pipelinable`]).
 pub fn pipelinable(cfg: &Config) -> bool {
-    pipeline::pipelinable(cfg)
+    cfg.pipelinable()
 }
 
 /// Whether shards by address pair see every sequence space whole (see

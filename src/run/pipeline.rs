@@ -23,23 +23,6 @@ enum Msg {
     End(FileEnd),
 }
 
-/// Whether the pipeline can carry what validation finds: not a datagram's messages, nor
-/// a checksum that needs what the conversation learnt (workers see no conversation).
-/// Decryption and inner layers run in the ordered stage, which holds the keys learnt
-/// and the inner layers' engines, so a stack is no obstacle here; other pipelines
-/// (export's) build what they show on workers and ask [`pipelinable`].
-pub fn analyzable(cfg: &Config) -> bool {
-    !cfg.program
-        .as_ref()
-        .is_some_and(|p| p.messages.is_some() || p.params.tracks())
-}
-
-/// [`analyzable`] without a stack: workers read every datagram as it is on the wire.
-pub fn pipelinable(cfg: &Config) -> bool {
-    let stacked = cfg.stack.as_ref().is_some_and(|s| s.active());
-    !stacked && analyzable(cfg)
-}
-
 /// Analyzes captures with `workers` validation threads. Errors as sequential: a file that
 /// cannot be opened is an error, one that breaks midway keeps what was read.
 pub fn analyze_files(

@@ -29,6 +29,31 @@ impl Merge for Report {
     }
 }
 
+/// The TUI's filter on dissected fields over the index `snap`, on `workers` threads
+/// ([`crate::sinks::index::scan`]), after a pass of its own for the acks when the filter
+/// reads them (`rtt` and `never_acked` are settled by later packets).
+pub fn scan_index(
+    snap: crate::sinks::index::Snapshot,
+    cfg: Config,
+    mut filter: Filter,
+    workers: usize,
+    tx: Sender<ScanUpdate>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) {
+    if filter.needs_acks() {
+        match ack_facts(std::slice::from_ref(&snap.path), cfg.clone()) {
+            Ok(facts) => filter.set_acks(std::sync::Arc::new(facts)),
+            Err(e) => {
+                let _ = tx.send(ScanUpdate::Done {
+                    error: Some(e.to_string()),
+                });
+                return;
+            }
+        }
+    }
+    crate::sinks::index::scan(snap, cfg, filter, workers, tx, stop);
+}
+
 /// Runs the analysis over `captures` for what the ack analysis settled of each captured
 /// sequence (`never_acked` and `rtt` in filters: known only after later packets).
 pub fn ack_facts(captures: &[PathBuf], cfg: Config) -> Result<AckFacts, CaptureError> {

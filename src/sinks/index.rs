@@ -20,8 +20,6 @@ pub(crate) use rows::CHUNK;
 pub use rows::{Chunk, Rows};
 pub(crate) use scan::needs_kept;
 pub use scan::{Snapshot, put_back, scan};
-// Kept here for the TUI, which names it at this path (moved to `run/` with its next edit).
-pub use crate::run::scans::load;
 
 pub mod status {
     pub const CRC_OK: u16 = 1;

@@ -9,9 +9,6 @@ use crate::filter::Filter;
 use crate::sinks::writer::PcapNgSink;
 use std::path::Path;
 
-// Kept here for the TUI, which names them at this path (moved to `run/` with its next edit).
-pub use crate::run::scans::{frames_of_rows, scan};
-
 /// A set of frame numbers, one bit each.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FrameSet {

@@ -13,7 +13,8 @@ mod scan;
 pub(crate) mod series;
 pub(crate) mod ui;
 
-pub use crate::sinks::index::{Index, Update, load};
+pub use crate::run::scans::load;
+pub use crate::sinks::index::{Index, Update};
 pub use app::{App, Mode, Tab};
 pub use keys::markdown as keys_markdown;
 pub use layered::{LayerRow, Replay, Replayed, rows as layer_rows};

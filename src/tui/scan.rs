@@ -4,8 +4,7 @@
 //! as the index reaches them, with its progress on the status line.
 
 use super::app::App;
-use crate::sinks::index;
-use crate::sinks::select::{self, ScanUpdate};
+use crate::sinks::select::ScanUpdate;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
@@ -162,9 +161,11 @@ impl App {
             match self.index.snapshot(&cfg, &filter) {
                 Some(snap) => {
                     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-                    std::thread::spawn(move || index::scan(snap, cfg, filter, workers, tx, flag))
+                    std::thread::spawn(move || {
+                        crate::run::scans::scan_index(snap, cfg, filter, workers, tx, flag)
+                    })
                 }
-                None => std::thread::spawn(move || select::scan(&path, cfg, filter, tx, flag)),
+                None => std::thread::spawn(move || crate::run::scans::scan(&path, cfg, filter, tx, flag)),
             };
             self.field_scan = Some(FieldScan {
                 updates: rx,

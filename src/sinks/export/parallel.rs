@@ -25,7 +25,7 @@ const BATCH_BYTES: usize = 512 << 10;
 /// definition, and no decryption, remembered values or messages (the engine's tree then
 /// depends on the conversation; such protocols are exported on one core).
 pub(super) fn eligible(cfg: &Config) -> bool {
-    cfg.program.is_some() && crate::run::pipelinable(cfg)
+    cfg.program.is_some() && cfg.pipelinable()
 }
 
 /// A batch's rows, or the (file, offset, frame) of the packet whose rows failed.

@@ -28,7 +28,8 @@ const PIECE: usize = 16 * super::CHUNK;
 /// change, and the kept bytes are settled once the capture is indexed.
 #[derive(Clone)]
 pub struct Snapshot {
-    path: PathBuf,
+    /// The capture the rows index.
+    pub path: PathBuf,
     rows: Rows,
     flows: Arc<Vec<FlowId>>,
     kept: Arc<HashMap<u32, Kept>>,
@@ -138,7 +139,8 @@ pub(crate) fn needs_kept(r: &Row) -> bool {
 
 /// Tests `filter` on every row of `snap` with `workers` threads and sends the positions
 /// selected to `tx` in row order, as [`crate::run::scans::scan`] does with the engine,
-/// until the rows end or `stop` is set.
+/// until the rows end or `stop` is set. A filter that needs the acks has them set
+/// ([`crate::run::scans::scan_index`] runs their pass first).
 pub fn scan(
     snap: Snapshot,
     cfg: Config,
@@ -147,18 +149,6 @@ pub fn scan(
     tx: Sender<ScanUpdate>,
     stop: Arc<AtomicBool>,
 ) {
-    if filter.needs_acks() {
-        // `rtt` and `never_acked` are settled by later packets: a pass of their own first.
-        match crate::run::scans::ack_facts(std::slice::from_ref(&snap.path), cfg.clone()) {
-            Ok(facts) => filter.set_acks(Arc::new(facts)),
-            Err(e) => {
-                let _ = tx.send(ScanUpdate::Done {
-                    error: Some(e.to_string()),
-                });
-                return;
-            }
-        }
-    }
     if let Some(first) = snap.rows.first() {
         filter.start(first.ts_ns);
     }
@@ -545,7 +535,7 @@ mod tests {
                 .map(|f| {
                     let filter = Filter::parse(f, cfg.program.as_deref()).unwrap();
                     let (tx, rx) = channel();
-                    crate::sinks::select::scan(&capture(), cfg.clone(), filter, tx, Default::default());
+                    crate::run::scans::scan(&capture(), cfg.clone(), filter, tx, Default::default());
                     rows_of(rx)
                 })
                 .collect()
