@@ -47,11 +47,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "the ordered sink's thread hands back the crate's `Error` (the circle error → sinks/export → sinks/ordered → error)",
     ),
     (
-        "filter",
-        "sinks/analysis",
-        "`never_acked` and `rtt` read the ack analysis' `AckFacts`; goes when the ack analysis is a tap below the sinks",
-    ),
-    (
         "generate",
         "sinks/analysis",
         "`generate/check.rs` checks a generated capture against the analysis report",

@@ -10,6 +10,7 @@
 // The engine's rooms are its own: what callers name is re-exported below, and `layers`
 // (stacks of definitions) and `resolve` (a config from flags and traffic) stay open for
 // the command line.
+pub(crate) mod ack_facts;
 mod batch;
 pub(crate) mod carried;
 mod config;

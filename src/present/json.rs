@@ -4,8 +4,8 @@
 //! document has always had, so the output is byte for byte what it was.
 
 use super::tree::float_text;
-use crate::analysis::acks::{AckFacts, Settled};
 use crate::dissect::{Dissection, Field, FragmentInfo, Label, Program, Value};
+use crate::engine::ack_facts::{AckFacts, Settled};
 use crate::engine::carried::{Anchor, Carried};
 use crate::engine::{Kind, PacketEvent};
 use crate::validate::CrcStatus;
@@ -23,7 +23,7 @@ struct NodeBytes {
 #[derive(Default)]
 pub struct JsonScratch {
     /// What the ack analysis' pass settled (each message's ack verdict), when run.
-    pub acks: Option<std::sync::Arc<crate::analysis::acks::AckFacts>>,
+    pub acks: Option<std::sync::Arc<crate::engine::ack_facts::AckFacts>>,
     /// The field's path, already escaped for a JSON string.
     path: Vec<u8>,
     names: Names,
@@ -327,7 +327,7 @@ fn packet(
 
 /// What the ack analysis said of the datagram's own sequence, with the keys of a
 /// message's in `streams[]`: `acked`, `naked`, `retransmission`, `rtt_ms`, `spurious`.
-fn sequence_acks(w: &mut Vec<u8>, v: crate::analysis::acks::CopyVerdict) {
+fn sequence_acks(w: &mut Vec<u8>, v: crate::engine::ack_facts::CopyVerdict) {
     let mut first = true;
     w.push(b'{');
     if let Some(fate) = v.fate {
@@ -344,7 +344,7 @@ fn sequence_acks(w: &mut Vec<u8>, v: crate::analysis::acks::CopyVerdict) {
 
 /// A copy's `naked`, `retransmission` (present when true) and `rtt_ms`: the ack keys
 /// that sort together in both `sequence_acks` and `streams[]`.
-fn naked_resent_rtt(w: &mut Vec<u8>, first: &mut bool, v: crate::analysis::acks::CopyVerdict) {
+fn naked_resent_rtt(w: &mut Vec<u8>, first: &mut bool, v: crate::engine::ack_facts::CopyVerdict) {
     if v.naked {
         key(w, first, "naked");
         w.extend_from_slice(b"true");

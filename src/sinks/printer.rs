@@ -1,8 +1,8 @@
 //! The `dissect` printers: every game datagram and reassembled packet that passes the
 //! display filter, as a text tree (in the spirit of `tshark -V`) or as JSON.
 
-use crate::analysis::acks::{AckFacts, CopyVerdict, Settled};
 use crate::dissect::Program;
+use crate::engine::ack_facts::{AckFacts, CopyVerdict, Settled};
 use crate::engine::seq::SeqEvent;
 use crate::engine::{Flow, Kind, Needs, PacketEvent, Sink};
 use crate::filter::Filter;

@@ -29,13 +29,13 @@ const NOT_CAPTURED: i64 = i64::MIN;
 
 #[cfg(test)]
 mod eviction;
-mod facts;
+
 mod finish;
 mod received;
 mod rtt;
 #[cfg(test)]
 mod tests;
-pub use facts::*;
+pub use crate::engine::ack_facts::*;
 pub use rtt::*;
 
 /// A word's `n` lowest bits (`n` ≤ 64).

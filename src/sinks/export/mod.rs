@@ -531,7 +531,7 @@ impl Export {
 
     /// The ack analysis' facts of this capture (`run::scans::ack_facts`, a pass of its
     /// own run first), for `stream_messages`' ack columns; without them those are null.
-    pub fn acks(mut self, facts: Arc<crate::sinks::analysis::acks::AckFacts>) -> Export {
+    pub fn acks(mut self, facts: Arc<crate::engine::ack_facts::AckFacts>) -> Export {
         if let Some((rows, _, _)) = &mut self.streams {
             rows.set_acks(facts);
         }

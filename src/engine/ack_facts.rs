@@ -3,7 +3,7 @@
 
 /// What the analysis settled for one captured sequence: its round trip, or that it was
 /// never acked; that the peer NAKed it; each further copy of it. Kept only when asked
-/// ([`super::AckTracker::keep_log`]: the filters' and `dissect`'s verdicts), so that `analyze`
+/// (the ack tracker's `keep_log`: the filters' and `dissect`'s verdicts), so that `analyze`
 /// keeps nothing per packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Settled {
@@ -52,18 +52,18 @@ pub type StreamId = (u8, [i64; 2]);
 pub struct AckFacts {
     /// By direction and wire sequence, in capture order (a sequence number recurs only
     /// after it wrapped).
-    pub(super) by_seq: hashbrown::HashMap<(crate::engine::FlowId, u64), Vec<Fact>>,
+    pub(crate) by_seq: hashbrown::HashMap<(crate::engine::FlowId, u64), Vec<Fact>>,
     /// The same for message streams, by direction, stream, key and sequence.
-    pub(super) by_stream: hashbrown::HashMap<(crate::engine::FlowId, StreamId, u64), Vec<Fact>>,
+    pub(crate) by_stream: hashbrown::HashMap<(crate::engine::FlowId, StreamId, u64), Vec<Fact>>,
 }
 
 /// One [`Settled`] without its sequence (the map's key holds it).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) struct Fact {
-    pub(super) sent_ns: i64,
-    pub(super) first_ns: i64,
-    pub(super) rtt_us: u32,
-    pub(super) note: Note,
+pub(crate) struct Fact {
+    pub(crate) sent_ns: i64,
+    pub(crate) first_ns: i64,
+    pub(crate) rtt_us: u32,
+    pub(crate) note: Note,
 }
 
 /// What the ack analysis said of one copy of a sequence (a datagram's, or a message's in
@@ -131,7 +131,7 @@ impl AckFacts {
 }
 
 impl Fact {
-    pub(super) fn of(s: &Settled) -> Fact {
+    pub(crate) fn of(s: &Settled) -> Fact {
         Fact {
             sent_ns: s.sent_ns,
             first_ns: s.first_ns,
@@ -142,7 +142,7 @@ impl Fact {
 }
 
 /// The verdict of the latest use of a number at or before `ts_ns`.
-pub(super) fn latest(v: &[Fact], ts_ns: i64) -> Option<u32> {
+pub(crate) fn latest(v: &[Fact], ts_ns: i64) -> Option<u32> {
     let mut at = None;
     for f in v.iter().filter(|f| f.note == Note::Fate) {
         if f.sent_ns <= ts_ns && at.is_none_or(|(t, _)| f.sent_ns >= t) {
@@ -154,7 +154,7 @@ pub(super) fn latest(v: &[Fact], ts_ns: i64) -> Option<u32> {
 
 /// What the facts of one number say of its copy at `ts_ns`: its use is the one whose
 /// first copy is the latest at or before it.
-pub(super) fn verdict(v: &[Fact], ts_ns: i64) -> CopyVerdict {
+pub(crate) fn verdict(v: &[Fact], ts_ns: i64) -> CopyVerdict {
     let first = v.iter().map(|f| f.first_ns).filter(|&t| t <= ts_ns).max();
     let of_use = |f: &&Fact| Some(f.first_ns) == first;
     CopyVerdict {
