@@ -4,8 +4,8 @@
 use gpcap::analysis::{Analyzer, Config, Report};
 use gpcap::capture::CaptureReader;
 use gpcap::dissect;
-use gpcap::generate::compare;
 use gpcap::generate::sim::{SimConfig, Truth, simulate};
+use gpcap::run::truth::compare;
 use std::path::Path;
 use std::sync::Arc;
 

@@ -228,7 +228,7 @@ fn a_wrong_figure_fails_the_check() {
     .report;
     let t: PointsTruth = serde_json::from_value(truth(&a)).unwrap();
     assert_eq!(
-        gpcap::generate::points_check::compare(&t, &report),
+        gpcap::run::points_truth::compare(&t, &report),
         Vec::<String>::new()
     );
     type Change = fn(&mut PointsTruth);
@@ -245,7 +245,7 @@ fn a_wrong_figure_fails_the_check() {
     for (what, change) in moved {
         let mut wrong = t.clone();
         change(&mut wrong);
-        let diffs = gpcap::generate::points_check::compare(&wrong, &report);
+        let diffs = gpcap::run::points_truth::compare(&wrong, &report);
         assert!(diffs.iter().any(|d| d.contains(what)), "{what}: {diffs:?}");
     }
     let _ = std::fs::remove_dir_all(&dir);

@@ -47,16 +47,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "the ordered sink's thread hands back the crate's `Error` (the circle error → sinks/export → sinks/ordered → error)",
     ),
     (
-        "generate",
-        "sinks/analysis",
-        "`generate/check.rs` checks a generated capture against the analysis report",
-    ),
-    (
-        "generate",
-        "sinks/diff",
-        "`generate/points_check.rs` checks a generated pair of captures against the diff report",
-    ),
-    (
         "sinks/printer",
         "present",
         "the printer sink writes packets with present's tree, JSON and Info writers (pure functions of the event)",

@@ -80,8 +80,8 @@ fn fragments_dissect_with_their_roles() {
 #[test]
 fn foreign_traffic_never_uses_a_game_port() {
     use gpcap::analysis::{Analyzer, Config};
-    use gpcap::generate::compare;
     use gpcap::generate::sim::{SimConfig, simulate};
+    use gpcap::run::truth::compare;
     let p = load("article.kdl");
     let cfg = SimConfig {
         seed: 1390,

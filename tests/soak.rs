@@ -10,8 +10,8 @@ use gpcap::capture::PcapWriter;
 use gpcap::dissect::{self, Program};
 use gpcap::generate::Link;
 use gpcap::generate::Rng;
-use gpcap::generate::compare;
 use gpcap::generate::sim::{Burst, SimConfig, simulate};
+use gpcap::run::truth::compare;
 use std::sync::Arc;
 
 /// A random but valid definition: header, fragments and a few packet types built from

@@ -181,7 +181,7 @@ fn check(
         }));
     }
     let report = super::analyze::analyze_files(std::slice::from_ref(&a.output), cfg, None)?;
-    let mut diffs = gpcap::generate::compare(truth, &report);
+    let mut diffs = gpcap::run::truth::compare(truth, &report);
     if let Some(d) = report
         .decryption
         .as_ref()

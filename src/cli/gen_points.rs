@@ -213,7 +213,7 @@ fn check(
     use gpcap::sinks::diff::{ClockMode, Options};
     let cfg = gpcap::Config::from_program(program);
     let diffed = gpcap::run::diff::diff(paths.clone(), cfg, Options::default(), ClockMode::Fit)?;
-    let mut diffs = gpcap::generate::points_check::compare(truth, &diffed.report);
+    let mut diffs = gpcap::run::points_truth::compare(truth, &diffed.report);
     if truth.directions.is_empty() {
         diffs.push(format!(
             "nothing to compare: {} written",

@@ -15,9 +15,11 @@ pub mod diff;
 pub(crate) mod files;
 mod peak;
 pub(crate) mod pipeline;
+pub mod points_truth;
 pub mod scans;
 mod session;
 pub(crate) mod sharded;
+pub mod truth;
 
 pub use files::{FileOutcome, Progress, run_files, sample_ends, sample_files};
 pub use session::Session;
