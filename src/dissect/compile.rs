@@ -23,6 +23,8 @@ mod primitives;
 mod protocol;
 mod roles;
 mod scope;
+mod type_space;
+mod whole;
 
 use arguments::{positional, prop};
 pub use document::describe;
