@@ -22,15 +22,7 @@ impl Statistics {
         let Some(key) = e.flow else {
             return;
         };
-        let back = FlowId {
-            src: key.dst,
-            dst: key.src,
-        };
-        let second = self
-            .report
-            .timeline
-            .start_ns
-            .and_then(|start| u32::try_from(e.ts_ns.saturating_sub(start) / 1_000_000_000).ok());
+        let (back, second) = self.acked_side(key, e.ts_ns);
         let tracker = (self.by_key.get(&back)).and_then(|&i| self.flows.get_mut(i as usize));
         if tracker
             .as_ref()
@@ -88,15 +80,7 @@ impl Statistics {
         if !e.messages.iter().any(|m| m.ack.is_some()) && e.acks().is_empty() {
             return;
         }
-        let back = FlowId {
-            src: key.dst,
-            dst: key.src,
-        };
-        let second = self
-            .report
-            .timeline
-            .start_ns
-            .and_then(|start| u32::try_from(e.ts_ns.saturating_sub(start) / 1_000_000_000).ok());
+        let (back, second) = self.acked_side(key, e.ts_ns);
         if let Some(&i) = self.by_key.get(&back)
             && let Some(fl) = self.flows.get_mut(i as usize)
             && !fl.acks_not_tracked
@@ -124,5 +108,20 @@ impl Statistics {
                 self.report.capture.acks_unmatched += 1;
             }
         }
+    }
+
+    /// The direction a packet of flow `key` acks (the other one), and the packet's second
+    /// on the report's timeline (at `ts_ns`).
+    fn acked_side(&self, key: FlowId, ts_ns: i64) -> (FlowId, Option<u32>) {
+        let back = FlowId {
+            src: key.dst,
+            dst: key.src,
+        };
+        let second = self
+            .report
+            .timeline
+            .start_ns
+            .and_then(|start| u32::try_from(ts_ns.saturating_sub(start) / 1_000_000_000).ok());
+        (back, second)
     }
 }
