@@ -51,11 +51,9 @@
 //! re-exported by the parent module (`capture::PcapWriter`, `generate::PacketWriter`).
 
 mod api;
-pub mod bits;
-pub mod capture;
-pub mod decode;
+pub use gpcap_wire::{bits, capture, decode, validate};
 pub mod decrypt;
-pub mod dissect;
+pub use gpcap_dissect as dissect;
 mod engine;
 pub(crate) mod error;
 mod filter;
@@ -67,7 +65,6 @@ pub mod run;
 pub mod sinks;
 #[cfg(feature = "tui")]
 pub mod tui;
-pub mod validate;
 pub mod wireshark;
 
 pub use api::{analyze, analyze_with_progress, compile_definition, dissect_payload, load_definition, run};

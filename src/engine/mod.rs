@@ -44,8 +44,8 @@ pub(crate) use validator::Validator;
 pub use validator::Verdict;
 
 use crate::capture::{CaptureError, Frame};
-use crate::decode::ipfrag::{DefragStats, IpDefrag};
 use crate::decode::{Decoded, IpInfo, decode, udp_from_reassembled};
+use crate::decode::{DefragStats, IpDefrag};
 use crate::dissect::Dissection;
 use hashbrown::HashMap;
 use reassembly::{Budget, FlowReassembly, FragmentIn, Outcome};

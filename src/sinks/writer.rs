@@ -1,7 +1,7 @@
 //! Writes the frames of events to pcapng (live `--write`): one interface per link type,
 //! nanosecond timestamps, original lengths kept.
 
-use crate::capture::writer::PcapNgWriter;
+use crate::capture::PcapNgWriter;
 use crate::engine::{Flow, Kind, PacketEvent, Sink};
 use std::io::Write;
 

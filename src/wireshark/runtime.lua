@@ -1,5 +1,5 @@
 -- The interpreter every generated dissector carries: it reads a datagram as gpcap's own
--- interpreter does (src/dissect/exec/), from the definition's compiled program written
+-- interpreter does (crates/dissect/src/exec/), from the definition's compiled program written
 -- above as tables, into a field list, then shows that list as a Wireshark tree. Lua 5.2
 -- to 5.4: no bitwise operators, no integer division; numbers stay below 2^53, wider
 -- values are Wireshark's Int64 and UInt64.
@@ -994,7 +994,7 @@ local function node_read(c, nd, parent, depth)
     if k == "align" then
         return align(c, nd, parent, depth)
     elseif k == "magic" then
-        -- Whole bytes after `align`, compared whole (src/dissect/exec/words.rs, `magic`).
+        -- Whole bytes after `align`, compared whole (crates/dissect/src/exec/words.rs, `magic`).
         if not align(c, nd, parent, depth) then
             return false
         end
@@ -1483,7 +1483,7 @@ local function nonzero(v)
 end
 
 -- A count-down or flagged fragment's data was read: what it says of its message; its
--- place in the stream is taken when the message is read whole (src/dissect/exec/fragments.rs).
+-- place in the stream is taken when the message is read whole (crates/dissect/src/exec/fragments.rs).
 local function run_fragment(c, m, def, nd, parent, start, len)
     local r = def.rem and (c.sl[def.rem] or 0)
     local bad = r ~= nil and (type(r) ~= "number" or r < 0 or r >= P32)
@@ -1506,7 +1506,7 @@ local function run_fragment(c, m, def, nd, parent, start, len)
 end
 
 -- A message's sequence field of a stream was read: the message's first stream places
--- its count-down or flagged fragment (src/dissect/exec/words.rs, `stream_seq`).
+-- its count-down or flagged fragment (crates/dissect/src/exec/words.rs, `stream_seq`).
 local function stream_seq(c, node)
     local m = c.msgs[#c.msgs]
     local sd = c.L.streams[node.stream]
@@ -1633,7 +1633,7 @@ local function message(c, nd, header, group, i)
     local ok = block(c, header, e, 2)
     if ok then
         -- Message types follow the datagram kinds (`L.mbase`); a message whose header has
-        -- no type field has no body but type 0's (src/dissect/exec/words.rs).
+        -- no type field has no body but type 0's (crates/dissect/src/exec/words.rs).
         local typed = role(c, 2) ~= nil
         local ty = low32(role(c, 2) or 0)
         local base = L.mbase or 0

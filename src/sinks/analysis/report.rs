@@ -2,7 +2,7 @@
 //! rendered as tables by the CLI and TUI.
 
 use crate::capture::CaptureError;
-use crate::decode::ipfrag::DefragStats;
+use crate::decode::DefragStats;
 use crate::engine::Config;
 pub use crate::engine::FlowId;
 use crate::engine::reassembly::{AttackCounters, CountStats};

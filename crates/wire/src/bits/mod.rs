@@ -1,0 +1,14 @@
+//! The shared bit reader and writer, and the serialize primitives built on them.
+
+pub(crate) mod error;
+pub mod msb;
+pub mod reader;
+pub(crate) mod serialize;
+pub(crate) mod stream;
+pub(crate) mod writer;
+
+pub use error::{BitError, BitResult, ErrorKind};
+pub use reader::BitReader;
+pub use serialize::*;
+pub use stream::{MeasureStream, Prim, ReadStream, Stream, Tracer, WriteStream, bits_required, int_width};
+pub use writer::BitWriter;
