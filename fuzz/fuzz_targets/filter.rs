@@ -4,7 +4,8 @@
 
 use gpcap::{Config, PacketEvent};
 use gpcap::Filter;
-use gpcap::sinks::index::{Index, load};
+use gpcap::run::scans::load;
+use gpcap::sinks::index::Index;
 use libfuzzer_sys::fuzz_target;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};

@@ -9,7 +9,7 @@
 
 use super::{Index, Kept, Row, Rows, status};
 use crate::capture::CaptureError;
-use crate::capture::reader::FrameAt;
+use crate::capture::FrameAt;
 use crate::decode::{Decoded, decode};
 use crate::engine::{Config, FlowId, PacketEvent, Validator};
 use crate::filter::Filter;

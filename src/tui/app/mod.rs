@@ -7,7 +7,7 @@
 use super::prompt::{Ask, Edit, Prompt};
 use super::scan::FieldScan;
 use super::series::Series;
-use crate::capture::reader::FrameAt;
+use crate::capture::FrameAt;
 use crate::decode::{Decoded, decode};
 use crate::dissect::{Dissection, Program};
 use crate::engine::{Config, Validator};

@@ -2,15 +2,17 @@
 //! read back at an offset), and pcap/pcapng writers.
 
 mod error;
+mod frame_at;
 mod legacy;
 pub(crate) mod merge;
-pub mod reader;
+pub(crate) mod reader;
 pub(crate) mod writer;
 
 pub use error::{
     BlockLength, CaptureError, CaptureErrorKind, IoFailure, IoOp, Malformed, Missing, NotACapture, Refill,
     Truncation,
 };
+pub use frame_at::{FrameAt, OwnedFrame};
 pub use merge::{Merged, merge_files};
 pub use reader::{CaptureReader, Frame, show_as, shown};
 pub use writer::{PcapNgWriter, PcapWriter};
