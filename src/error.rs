@@ -6,7 +6,9 @@ use crate::capture::CaptureError;
 use crate::dissect::DefinitionError;
 use crate::filter::FilterError;
 
+/// New kinds of failure may be added; match with a `_` arm.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// A capture could not be opened or read.
     #[error(transparent)]
@@ -24,10 +26,10 @@ pub enum Error {
         option: &'static str,
         error: FilterError,
     },
-    /// A Parquet dataset could not be written.
-    #[cfg(feature = "export")]
+    /// A Parquet dataset could not be written (in every build: only `gpcap export`,
+    /// with the `export` feature, makes one).
     #[error(transparent)]
-    Export(#[from] crate::sinks::export::ExportError),
+    Export(#[from] crate::sinks::ExportError),
     /// A `--fail-on` gate that does not parse.
     #[error(transparent)]
     Gate(#[from] crate::sinks::analysis::gates::GateError),
@@ -38,6 +40,7 @@ pub enum Error {
 
 /// Which thread of the ordered output failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Thread {
     /// The one that writes the formatted packets in order.
     Writer,

@@ -109,6 +109,7 @@ pub fn equivalent32(id: ProtocolId) -> u32 {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct FlowShare {
     pub flow: FlowId,
     pub sampled: u64,
@@ -116,6 +117,7 @@ pub struct FlowShare {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct Candidate {
     pub protocol_id: ProtocolId,
     /// Sampled datagrams this id validates.
@@ -129,6 +131,7 @@ pub struct Candidate {
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
+#[non_exhaustive]
 pub struct Identification {
     pub flows: u64,
     pub sampled: u64,

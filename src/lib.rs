@@ -17,6 +17,11 @@
 //! - [`Error`]: what failed, as typed values (a definition's mistakes, a capture's
 //!   read error with its byte offset, an I/O failure).
 //!
+//! The engine's and the run's enums ([`Error`], [`Flow`], [`Kind`], [`Status`],
+//! [`Mode`]) and the report's structs are `#[non_exhaustive]`: a new variant or figure
+//! does not break a program that matches with a `_` arm and reads fields by name.
+//! [`Error`] has the same variants whatever the features.
+//!
 //! ```
 //! let program = gpcap::load_definition("dissectors/article.kdl")?;
 //! let report = gpcap::analyze(&["captures/article.pcap".into()], gpcap::Config::from_program(program), None)?;

@@ -43,6 +43,7 @@ pub enum Outcome {
 /// Decryption counters of sealed packets (every packet but a connection request, whose
 /// token is counted apart), in total and per flow.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Counts {
     /// Packets whose MAC held (replays included).
     pub decrypted: u64,
@@ -76,6 +77,7 @@ impl Counts {
 
 /// One flow's decryption.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct FlowCounts {
     pub src: SocketAddr,
     pub dst: SocketAddr,
@@ -86,6 +88,7 @@ pub struct FlowCounts {
 /// The protocol id the connection requests carried in the clear, taken in place of the
 /// definition's (which no packet's additional data held).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct TakenProtocolId {
     pub definition: ProtocolId,
     pub requests: ProtocolId,
@@ -93,6 +96,7 @@ pub struct TakenProtocolId {
 
 /// `decryption` in the report.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Report {
     pub scheme: String,
     /// Where keys came from: `private key`, `key log`, both, or `none`.

@@ -46,6 +46,7 @@ impl PackedFlow {
 /// What an event stands for.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Kind {
     /// A frame that is not UDP (TCP, ARP, other ICMP…).
     #[default]
@@ -67,6 +68,7 @@ pub enum Kind {
 /// The verdict on a game datagram or reassembled packet.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Status {
     /// Not a game datagram: nothing was validated.
     #[default]

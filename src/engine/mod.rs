@@ -97,6 +97,7 @@ pub struct FlowEnd {
 
 /// A sequence space counted per sending address (netcode's server-global counter).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
 pub struct SenderSpace {
     pub sender: SocketAddr,
     pub space: String,

@@ -16,6 +16,7 @@ pub const BUFFER_ENTRIES: usize = 256;
 /// Why a fragment was refused or a packet given up, one counter each.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
+#[non_exhaustive]
 pub struct AttackCounters {
     pub id_out_of_range: u64,
     pub count_out_of_range: u64,
@@ -72,6 +73,7 @@ impl AttackCounters {
 
 /// Outcome of fragmented packets with `n` fragments.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct CountStats {
     /// Packets with at least one fragment received.
     pub seen: u64,

@@ -20,6 +20,7 @@ pub const MAX_JUMP: u64 = 1 << 20;
 const REBASE: u64 = 64;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct SeqStats {
     /// Distinct sequences received.
     pub received: u64,

@@ -9,6 +9,7 @@ use super::{FileEnd, FlowEnd, PacketEvent, Summary};
 /// selection complete). Not `#[must_use]`: the engine's inner stages hand packets on
 /// without looking, and the run reads the answer once per frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Flow {
     #[default]
     Continue,

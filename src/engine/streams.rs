@@ -48,6 +48,7 @@ pub struct FlowStreams {
 /// A stream's final state: its name, its key as `field=value` pairs, and its sequence
 /// analysis as a flow's.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct StreamEnd {
     pub name: String,
     pub key: String,

@@ -78,6 +78,7 @@ pub trait Merge {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Mode {
     /// On the caller's thread.
     Serial,

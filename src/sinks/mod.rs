@@ -12,3 +12,12 @@ pub mod printer;
 pub mod replay;
 pub mod select;
 pub(crate) mod writer;
+
+/// Why an export failed: the file and what went wrong. Defined in every build, so that
+/// the crate's `Error` has the same variants whatever the features.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {path}: {reason}")]
+pub struct ExportError {
+    pub path: String,
+    pub reason: String,
+}

@@ -96,6 +96,7 @@ impl Default for AckTracker {
 
 /// What the ack analysis found for one direction (its own sequences).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct AckStats {
     /// Sequences from the first to the newest seen, gaps included.
     pub sequences: u64,
@@ -145,6 +146,7 @@ pub struct AckStats {
 
 /// Sequences acked, by the mechanism that acked each first.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct AckedBy {
     pub single: u64,
     pub bits: u64,

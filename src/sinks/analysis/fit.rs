@@ -35,6 +35,7 @@ impl Verdict {
 
 /// The first datagram the description failed on, and where.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct FirstFailure {
     /// Input file (0-based) and frame number in it (1-based).
     pub file: u32,
@@ -50,6 +51,7 @@ pub struct FirstFailure {
 /// The fit of each analysis the report prints: a doubtful one says so where its table
 /// is, and its loss figures are held back.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Analyses {
     /// Fragment reassembly (datagram fragments and fragments inside messages).
     pub fragments: Verdict,
@@ -136,6 +138,7 @@ pub enum Failing {
 
 /// One flow whose fit is not good.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct FlowFit {
     pub flow: FlowId,
     pub datagrams: u64,
@@ -144,6 +147,7 @@ pub struct FlowFit {
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
+#[non_exhaustive]
 pub struct Fit {
     pub verdict: Verdict,
     /// Why, one sign each (empty when the fit is good).

@@ -22,6 +22,7 @@ type SeqKey = (u8, [i64; 2], u64);
 
 /// One acked stream's figures: its name, its key as `field=value` pairs, its acks.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[non_exhaustive]
 pub struct StreamAcks {
     pub name: String,
     pub key: String,

@@ -29,6 +29,7 @@ pub use timeline::*;
 pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, Default, Serialize)]
+#[non_exhaustive]
 pub struct FileSummary {
     pub name: String,
     pub frames: u64,
@@ -66,6 +67,7 @@ pub fn overlapping(r: &Report) -> Option<(usize, usize)> {
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
+#[non_exhaustive]
 pub struct CaptureSummary {
     pub files: Vec<FileSummary>,
     pub frames: u64,
@@ -116,6 +118,7 @@ pub struct CaptureSummary {
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
+#[non_exhaustive]
 pub struct ProtocolInfo {
     pub name: Option<String>,
     pub protocol_id: Option<ProtocolId>,
@@ -134,6 +137,7 @@ pub struct ProtocolInfo {
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
+#[non_exhaustive]
 pub struct Validation {
     /// Datagrams on the protocol's ports.
     pub examined: u64,
@@ -162,6 +166,7 @@ fn is_zero(n: &u64) -> bool {
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
+#[non_exhaustive]
 pub struct CountedApart {
     pub flows: u64,
     pub packets: u64,
@@ -169,6 +174,7 @@ pub struct CountedApart {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct MalformedExample {
     pub frame: u64,
     pub flow: FlowId,
@@ -176,6 +182,7 @@ pub struct MalformedExample {
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
+#[non_exhaustive]
 pub struct Malformed {
     pub total: u64,
     pub by_cause: BTreeMap<String, u64>,
@@ -183,6 +190,7 @@ pub struct Malformed {
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
+#[non_exhaustive]
 pub struct Report {
     pub schema: u32,
     /// How well the description fits the traffic (docs/json.md, `fit`).
@@ -224,6 +232,7 @@ pub struct Report {
 
 /// One inner layer's report (`layers[]` in JSON): its name, then the usual sections.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct LayerReport {
     pub name: String,
     #[serde(flatten)]

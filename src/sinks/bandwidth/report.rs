@@ -8,6 +8,7 @@ use serde::Serialize;
 pub const RESTS_ON: &str = "estimates rest on the values seen in this capture: a range seen is not a range allowed, and a constant here may change in other traffic";
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[non_exhaustive]
 pub struct BandwidthReport {
     /// How the rows were counted: `"field tree"` (every datagram dissected).
     pub computed_from: &'static str,
@@ -23,6 +24,7 @@ pub struct BandwidthReport {
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
+#[non_exhaustive]
 pub struct TypeBits {
     pub direction: &'static str,
     pub packet_type: Option<String>,
@@ -32,6 +34,7 @@ pub struct TypeBits {
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
+#[non_exhaustive]
 pub struct Row {
     pub direction: &'static str,
     pub packet_type: Option<String>,
@@ -55,6 +58,7 @@ pub struct Row {
 
 /// What the values seen say the field could be sent in.
 #[derive(Debug, Clone, Serialize, PartialEq)]
+#[non_exhaustive]
 pub struct Estimate {
     /// `int` (integers, booleans, compressed floats' steps) or `float`.
     pub kind: &'static str,
@@ -91,6 +95,7 @@ fn is_zero(n: &u64) -> bool {
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
+#[non_exhaustive]
 pub struct DeltaEstimate {
     /// Values that had one in the previous packet of the same type and flow.
     pub samples: u64,

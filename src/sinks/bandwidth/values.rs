@@ -50,6 +50,7 @@ pub struct IntStats {
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+#[non_exhaustive]
 pub struct Delta {
     /// Values that had a previous one to differ from.
     pub samples: u64,

@@ -140,13 +140,8 @@ fn wide(schema: &arrow_schema::Schema) -> parquet::errors::Result<bool> {
         > WIDE_COLUMNS)
 }
 
-/// Why an export failed: the file and what went wrong.
-#[derive(Debug, thiserror::Error)]
-#[error("cannot write {path}: {reason}")]
-pub struct ExportError {
-    pub path: String,
-    pub reason: String,
-}
+/// Why an export failed (defined with the sinks, so that it exists in every build).
+pub use super::ExportError;
 
 /// A table's Parquet files in its partition ([`parts::Parts`]), written to temporary
 /// names; the export renames every table's files once all are complete

@@ -3,6 +3,7 @@
 use super::*;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct RttSummary {
     pub samples: u64,
     pub min: f64,

@@ -8,6 +8,7 @@ use super::*;
 pub const PADDED_TYPES: usize = 256;
 
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct FlowStats {
     /// Packet types of the definition (the per-type counts' length once padded).
     #[serde(skip)]
@@ -92,6 +93,7 @@ pub struct FlowStats {
 /// The protocol id a flow's CRC mismatches validate with (solved from each datagram, as
 /// `identify` solves ids: CRC32 is affine in the id).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct OtherId {
     /// `0x0BADF00D`.
     pub id: String,
@@ -198,6 +200,7 @@ impl FlowStats {
 /// What a capture holds when no game protocol was found in it: the capture summary and
 /// its UDP conversations, counted without any protocol's validation.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct Conversations {
     pub schema: u32,
     /// Always null: no protocol id validated the traffic.

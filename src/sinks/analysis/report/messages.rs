@@ -5,6 +5,7 @@ use super::*;
 /// The messages of valid datagrams (a malformed datagram's messages count up to the
 /// fault: those read and the one that failed).
 #[derive(Debug, Clone, Default, Serialize)]
+#[non_exhaustive]
 pub struct MessageReport {
     pub total: u64,
     /// By type name (message types, `type N` for one the definition lacks).

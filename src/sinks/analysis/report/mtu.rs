@@ -4,6 +4,7 @@
 use super::*;
 
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct IcmpFinding {
     pub frame: u64,
     pub from: IpAddr,
@@ -17,6 +18,7 @@ pub struct IcmpFinding {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct IpFragFinding {
     pub frame: u64,
     pub flow: FlowId,
@@ -25,6 +27,7 @@ pub struct IpFragFinding {
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
+#[non_exhaustive]
 pub struct MtuReport {
     pub budget: u32,
     pub link_mtu: u32,
@@ -60,6 +63,7 @@ pub struct MtuReport {
 
 /// Sizes in the second before each loss burst against the rest.
 #[derive(Debug, Clone, Default, Serialize)]
+#[non_exhaustive]
 pub struct BurstReport {
     /// Gaps of two or more sequences.
     pub bursts: u64,
@@ -74,6 +78,7 @@ pub struct BurstReport {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct CountRow {
     pub fragments: u32,
     pub seen: u64,
@@ -107,6 +112,7 @@ pub enum LossScope {
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
+#[non_exhaustive]
 pub struct ReassemblyReport {
     /// Packets reassembled from all their fragments.
     pub completed: u64,

@@ -77,6 +77,7 @@ impl SizeHist {
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
+#[non_exhaustive]
 pub struct Percentiles {
     pub p50: u32,
     pub p95: u32,

@@ -4,6 +4,7 @@ use super::*;
 
 /// Valid game datagrams and sequences lost, per second of capture time.
 #[derive(Debug, Clone, Default, Serialize)]
+#[non_exhaustive]
 pub struct Timeline {
     pub start_ns: Option<i64>,
     pub seconds: Vec<Second>,
@@ -19,6 +20,7 @@ pub struct Timeline {
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize)]
+#[non_exhaustive]
 pub struct Second {
     pub datagrams: u64,
     pub lost: u64,
