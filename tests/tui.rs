@@ -113,14 +113,42 @@ fn settle(a: &mut App) {
 fn screen(a: &mut App, w: u16, h: u16) -> String {
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
     t.draw(|f| gpcap::tui::draw(f, a)).unwrap();
-    let buf = t.backend().buffer().clone();
+    text_of(&t)
+}
+
+/// What a test terminal shows, one line a row.
+fn text_of(t: &Terminal<TestBackend>) -> String {
+    let buf = t.backend().buffer();
     let mut out = String::new();
-    for y in 0..h {
-        let line: String = (0..w).map(|x| buf[(x, y)].symbol().to_string()).collect();
+    for y in 0..buf.area.height {
+        let line: String = (0..buf.area.width)
+            .map(|x| buf[(x, y)].symbol().to_string())
+            .collect();
         out.push_str(&without_cwd(&without_seconds(line.trim_end())));
         out.push('\n');
     }
     out
+}
+
+/// Drawing reads the app and changes nothing (`render` borrows it shared): on every
+/// tab, with the selection at the end so that lists must scroll to show it, a frame
+/// rendered from the app is the frame `draw` showed, and keeping what that frame
+/// learned (`settle`) changes nothing more.
+#[test]
+fn rendering_changes_nothing_and_draw_keeps_what_it_learned() {
+    let mut a = app("lossy-bursts.pcap", "article.kdl");
+    for tab in 1..=6 {
+        keys(&mut a, &format!("{tab} End"));
+        for (w, h) in [(80, 24), (120, 14)] {
+            let drawn = screen(&mut a, w, h);
+            let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+            let mut learned = None;
+            t.draw(|f| learned = Some(gpcap::tui::render(f, &a))).unwrap();
+            assert_eq!(text_of(&t), drawn, "tab {tab} at {w}x{h}");
+            a.settle(learned.unwrap());
+            assert_eq!(screen(&mut a, w, h), drawn, "tab {tab} at {w}x{h}, settled again");
+        }
+    }
 }
 
 /// The write prompt names the working directory: the same screen in any clone.

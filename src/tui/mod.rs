@@ -15,8 +15,8 @@ pub(crate) mod ui;
 
 pub use crate::run::scans::load;
 pub use crate::sinks::index::{Index, Update};
-pub use app::{App, Mode, Tab};
+pub use app::{App, Drawn, Mode, Tab};
 pub use keys::markdown as keys_markdown;
 pub use layered::{LayerRow, Replay, Replayed, rows as layer_rows};
 pub use prompt::Ask;
-pub use ui::draw;
+pub use ui::{draw, render};

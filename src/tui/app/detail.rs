@@ -398,15 +398,54 @@ impl App {
     /// keys and inner layers, as the run read it), or a summary of what it is;
     /// dissected once and kept.
     pub fn info_of(&mut self, ix: &Index, row_index: u32) -> String {
-        self.described(ix, row_index).0
+        self.describe_row(ix, row_index).0
     }
 
     /// The Type column of a datagram of messages (no packet type): its message types.
     pub fn message_types_of(&mut self, ix: &Index, row_index: u32) -> Option<String> {
-        self.described(ix, row_index).1
+        self.describe_row(ix, row_index).1
     }
 
-    pub(super) fn described(&mut self, ix: &Index, row_index: u32) -> (String, Option<String>) {
+    /// Row `row_index`'s Info line and message types when [`prepare`](Self::prepare)
+    /// (or an earlier look) has read them: what drawing shows, without reading anything.
+    pub(crate) fn described(&self, row_index: u32) -> Option<&(String, Option<String>)> {
+        self.info.get(&row_index)
+    }
+
+    /// Reads the Info lines (and message types) of the packet rows the next frame shows
+    /// in a list of `height` rows, so that drawing finds them all (a frame never shows
+    /// more than a screen's rows, far fewer than the cache holds).
+    pub(crate) fn prepare(&mut self, height: usize) {
+        if self.tab != super::Tab::Packets {
+            return;
+        }
+        let info = !self.hidden.contains(&super::Column::Info);
+        let types = !self.hidden.contains(&super::Column::Type);
+        if !info && !types {
+            return;
+        }
+        let scroll = crate::tui::ui::list_scroll(self.scroll, self.selected, height);
+        let rows: Vec<u32> = self.view.iter().skip(scroll).take(height).copied().collect();
+        if self.info.len() + rows.len() > INFO_CACHE {
+            self.info.clear();
+        }
+        let ix = std::mem::take(&mut self.index);
+        for row in rows {
+            let Some(r) = ix.rows.get(row as usize) else {
+                continue;
+            };
+            let typed = r.has(status::GAME)
+                && r.frag_count == 0
+                && !r.has(status::REASSEMBLED)
+                && r.ptype == u16::MAX;
+            if info || (types && typed) {
+                self.describe_row(&ix, row);
+            }
+        }
+        self.index = ix;
+    }
+
+    pub(super) fn describe_row(&mut self, ix: &Index, row_index: u32) -> (String, Option<String>) {
         if let Some(s) = self.info.get(&row_index) {
             return s.clone();
         }

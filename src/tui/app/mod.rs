@@ -24,6 +24,7 @@ use std::sync::mpsc::Receiver;
 
 mod bindings;
 mod detail;
+mod drawn;
 mod input;
 mod navigation;
 mod output;
@@ -32,6 +33,7 @@ mod tables;
 
 pub(crate) use detail::filter_value;
 pub use detail::{Detail, header_row};
+pub use drawn::Drawn;
 use navigation::Jump;
 pub use tables::{FLOW_COLUMNS, FRAG_COLUMNS};
 
@@ -194,6 +196,12 @@ impl TableState {
             self.scroll = self.selected + 1 - h;
         }
         self.scroll = self.scroll.min(len.saturating_sub(h));
+    }
+
+    /// This state as [`fit`](Self::fit) would leave it (what a frame draws with).
+    pub fn fitted(mut self, len: usize, height: usize) -> TableState {
+        self.fit(len, height);
+        self
     }
 
     fn step(&mut self, delta: isize) {

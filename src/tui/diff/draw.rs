@@ -21,7 +21,26 @@ fn fg(v: &DiffView, c: Color) -> Style {
     }
 }
 
+/// What a frame learned of the list: the rows a page holds, and the selection and
+/// first row that keep it in view at this size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListFit {
+    pub page: usize,
+    pub selected: usize,
+    pub offset: usize,
+}
+
+/// Draws a frame from the view ([`render`]), then keeps what it learned of the list.
 pub fn draw(f: &mut Frame, v: &mut DiffView) {
+    if let Some(fit) = render(f, v) {
+        v.page = fit.page;
+        v.selected = fit.selected;
+        v.offset = fit.offset;
+    }
+}
+
+/// The view drawn without changing it; the list's fit when there is a list.
+pub fn render(f: &mut Frame, v: &DiffView) -> Option<ListFit> {
     let area = f.area();
     let Some(d) = v.report.directions.get(v.direction) else {
         let mut text = vec![Line::from(format!(
@@ -30,7 +49,7 @@ pub fn draw(f: &mut Frame, v: &mut DiffView) {
         ))];
         text.extend(v.report.notes.iter().map(|n| Line::from(n.clone())));
         f.render_widget(Paragraph::new(text).wrap(Wrap { trim: false }), area);
-        return;
+        return None;
     };
     let d = d.clone();
     let width = area.width.max(1) as usize;
@@ -52,8 +71,9 @@ pub fn draw(f: &mut Frame, v: &mut DiffView) {
     f.render_widget(Paragraph::new(head_lines).wrap(Wrap { trim: true }), head);
     f.render_widget(Paragraph::new(figures_lines).wrap(Wrap { trim: true }), figures);
     draw_lanes(f, v, &d, lanes);
-    draw_list(f, v, list);
+    let fit = draw_list(f, v, list);
     f.render_widget(Paragraph::new(KEYS), keys);
+    Some(fit)
 }
 
 fn header(v: &DiffView, d: &Direction) -> Vec<Line<'static>> {
@@ -201,16 +221,17 @@ fn axis_line(span_ns: i64, cols: usize) -> Line<'static> {
     Line::from(s)
 }
 
-fn draw_list(f: &mut Frame, v: &mut DiffView, area: Rect) {
+fn draw_list(f: &mut Frame, v: &DiffView, area: Rect) -> ListFit {
     let rows = v.rows();
     let height = area.height.saturating_sub(3).max(1) as usize;
-    v.page = height;
-    v.selected = v.selected.min(rows.len().saturating_sub(1));
-    if v.selected < v.offset {
-        v.offset = v.selected;
-    } else if v.selected >= v.offset + height {
-        v.offset = v.selected + 1 - height;
-    }
+    let selected = v.selected.min(rows.len().saturating_sub(1));
+    let offset = if selected < v.offset {
+        selected
+    } else if selected >= v.offset + height {
+        selected + 1 - height
+    } else {
+        v.offset
+    };
     let count = |m: Mark| rows.iter().filter(|r| r.marks.contains(&m)).count();
     let title = format!(
         " {} lost · {} late · {} reordered · {} duplicated{} ",
@@ -227,7 +248,7 @@ fn draw_list(f: &mut Frame, v: &mut DiffView, area: Rect) {
     let body: Vec<Row> = rows
         .iter()
         .enumerate()
-        .skip(v.offset)
+        .skip(offset)
         .take(height)
         .map(|(i, r)| {
             let at = ["A", "B"][r.point];
@@ -237,7 +258,7 @@ fn draw_list(f: &mut Frame, v: &mut DiffView, area: Rect) {
                 Mark::Reordered => Color::Magenta,
                 Mark::Duplicated => Color::Blue,
             };
-            let style = if i == v.selected {
+            let style = if i == selected {
                 if v.color {
                     Style::default().bg(Color::DarkGray).add_modifier(Modifier::BOLD)
                 } else {
@@ -274,4 +295,9 @@ fn draw_list(f: &mut Frame, v: &mut DiffView, area: Rect) {
     )
     .block(Block::default().borders(Borders::ALL).title(title));
     f.render_widget(table, area);
+    ListFit {
+        page: height,
+        selected,
+        offset,
+    }
 }

@@ -11,7 +11,7 @@ use crate::sinks::diff::DiffReport;
 use crate::sinks::diff::pair::Event;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-pub use draw::draw;
+pub use draw::{ListFit, draw, render};
 
 /// The keys of this view, as the footer shows them.
 pub const KEYS: &str = "←→ direction · ↑↓ PgUp PgDn Home End list · q quit";

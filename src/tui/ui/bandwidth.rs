@@ -4,7 +4,7 @@
 use super::*;
 use crate::tui::bits::{BITS_SORTS, Profile};
 
-pub(super) fn draw_bandwidth(f: &mut Frame, app: &mut App, area: Rect) {
+pub(super) fn draw_bandwidth(f: &mut Frame, app: &App, area: Rect, d: &mut Drawn) {
     let text = match &app.bits.profile {
         Profile::NotStarted => Some(
             "the profile is counted once the capture is indexed (a live capture: write it with --write and open the file)"
@@ -28,8 +28,9 @@ pub(super) fn draw_bandwidth(f: &mut Frame, app: &mut App, area: Rect) {
     }
     let lines = app.bits.lines();
     let body = table_body(area);
-    app.bits.table.fit(lines.len(), body.height as usize);
-    let (sel, scroll) = (app.bits.table.selected, app.bits.table.scroll);
+    let table = app.bits.table.fitted(lines.len(), body.height as usize);
+    d.bits = Some(table);
+    let (sel, scroll) = (table.selected, table.scroll);
     let first = if app.bits.drill.is_some() { "field" } else { "type" };
     let mut header = [first, "direction", "count", "bits", "bits/pkt", "share"].map(String::from);
     // The sort column, marked; counts are occurrences for fields, packets for types.

@@ -4,7 +4,7 @@
 use super::*;
 use crate::tui::app::FLOW_COLUMNS;
 
-pub(super) fn draw_flows(f: &mut Frame, app: &mut App, ix: &Index, area: Rect) {
+pub(super) fn draw_flows(f: &mut Frame, app: &App, ix: &Index, area: Rect, d: &mut Drawn) {
     if not_ready(f, ix, area, "Flows") {
         return;
     }
@@ -17,16 +17,17 @@ pub(super) fn draw_flows(f: &mut Frame, app: &mut App, ix: &Index, area: Rect) {
         ])
         .split(area);
     let order = app.flow_order(ix);
-    app.areas.flows = table_body(split[0]);
-    let height = app.areas.flows.height as usize;
-    app.flows.fit(order.len(), height);
+    d.areas.flows = table_body(split[0]);
+    let height = d.areas.flows.height as usize;
+    let table = app.flows.fitted(order.len(), height);
+    d.flows = Some(table);
     // Ack columns when the definition marks ack fields (the same numbers as analyze).
     let acks = r.flows.iter().any(|fl| fl.acks.is_some());
     let shown: Vec<(usize, usize)> = order
         .iter()
         .copied()
         .enumerate()
-        .skip(app.flows.scroll)
+        .skip(table.scroll)
         .take(height)
         .collect();
     let texts: Vec<Vec<String>> = shown
@@ -51,7 +52,7 @@ pub(super) fn draw_flows(f: &mut Frame, app: &mut App, ix: &Index, area: Rect) {
         split[0].width.saturating_sub(2) as usize,
     );
     let kept = |k: usize| widths[k].is_some();
-    let rows = flow_rows(app, &shown, &texts, &kept);
+    let rows = flow_rows(app, table.selected, &shown, &texts, &kept);
     let (constraints, header) = super::kept_columns(&widths, header);
     let t = Table::new(rows, constraints)
         .header(TRow::new(header).style(Style::default().add_modifier(Modifier::BOLD)))
@@ -60,7 +61,7 @@ pub(super) fn draw_flows(f: &mut Frame, app: &mut App, ix: &Index, area: Rect) {
             r.flows.len()
         )));
     f.render_widget(t, split[0]);
-    draw_series(f, app, ix, split[1]);
+    draw_series(f, app, ix, table.selected, split[1]);
 }
 
 /// One flow's cells: addresses, rates, loss and sequence counts, and its acks when the
@@ -118,6 +119,7 @@ fn flow_header(app: &App, acks: bool) -> Vec<String> {
 /// only the columns `kept` on this screen.
 fn flow_rows<'a>(
     app: &App,
+    selected: usize,
     shown: &[(usize, usize)],
     texts: &'a [Vec<String>],
     kept: &dyn Fn(usize) -> bool,
@@ -143,7 +145,7 @@ fn flow_rows<'a>(
                     })
                     .collect::<Vec<_>>(),
             );
-            if k == app.flows.selected {
+            if k == selected {
                 row.style(selected_style(app))
             } else {
                 row
@@ -153,10 +155,10 @@ fn flow_rows<'a>(
 }
 
 /// The selected flow per second of capture time.
-fn draw_series(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
+fn draw_series(f: &mut Frame, app: &App, ix: &Index, selected: usize, area: Rect) {
     let order = app.flow_order(ix);
     let Some(r) = &ix.report else { return };
-    let Some(fl) = order.get(app.flows.selected).and_then(|&i| r.flows.get(i)) else {
+    let Some(fl) = order.get(selected).and_then(|&i| r.flows.get(i)) else {
         return;
     };
     let Some(s) = &app.flow_series else {

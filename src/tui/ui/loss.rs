@@ -4,7 +4,7 @@
 
 use super::*;
 
-pub(super) fn draw_loss(f: &mut Frame, app: &mut App, ix: &Index, area: Rect) {
+pub(super) fn draw_loss(f: &mut Frame, app: &App, ix: &Index, area: Rect, d: &mut Drawn) {
     if not_ready(f, ix, area, "Loss charts") {
         return;
     }
@@ -19,7 +19,7 @@ pub(super) fn draw_loss(f: &mut Frame, app: &mut App, ix: &Index, area: Rect) {
             Constraint::Min(5),
         ])
         .split(area);
-    draw_counts(f, app, a, split[0]);
+    draw_counts(f, app, a, split[0], d);
     let finding = a.finding.clone().unwrap_or_else(|| {
         format!(
             "single-datagram loss {} · no amplification finding",
@@ -55,7 +55,7 @@ pub(super) fn draw_loss(f: &mut Frame, app: &mut App, ix: &Index, area: Rect) {
 
 /// One line per fragment count: observed and predicted loss as bars side by side, each
 /// with its percentage after it.
-fn draw_counts(f: &mut Frame, app: &mut App, a: &crate::analysis::ReassemblyReport, area: Rect) {
+fn draw_counts(f: &mut Frame, app: &App, a: &crate::analysis::ReassemblyReport, area: Rect, d: &mut Drawn) {
     let block = |title: String| Block::default().borders(Borders::ALL).title(title);
     if a.rows.is_empty() {
         f.render_widget(
@@ -65,8 +65,9 @@ fn draw_counts(f: &mut Frame, app: &mut App, a: &crate::analysis::ReassemblyRepo
         return;
     }
     let height = area.height.saturating_sub(3).max(1) as usize;
-    app.loss_scroll = app.loss_scroll.min(a.rows.len().saturating_sub(height));
-    let rows = &a.rows[app.loss_scroll..(app.loss_scroll + height).min(a.rows.len())];
+    let scroll = app.loss_scroll.min(a.rows.len().saturating_sub(height));
+    d.loss_scroll = Some(scroll);
+    let rows = &a.rows[scroll..(scroll + height).min(a.rows.len())];
     let top = a
         .rows
         .iter()

@@ -3,11 +3,12 @@
 
 use super::*;
 
-pub(super) fn draw_messages(f: &mut Frame, app: &mut App, area: Rect) {
+pub(super) fn draw_messages(f: &mut Frame, app: &App, area: Rect, d: &mut Drawn) {
     let picked = selected_style(app);
-    let Some(m) = app.messages.as_mut() else { return };
+    let Some(m) = app.messages.as_ref() else { return };
     let height = table_body(area).height as usize;
-    m.table.fit(m.rows.len(), height);
+    let table = m.table.fitted(m.rows.len(), height);
+    d.messages = Some(table);
     let title = match (&m.error, m.reading()) {
         (Some(e), _) => format!(" {}: {e} ", m.title),
         (None, true) => format!(" {}: reading its messages… ", m.title),
@@ -23,7 +24,7 @@ pub(super) fn draw_messages(f: &mut Frame, app: &mut App, area: Rect) {
             m.rows.len()
         ),
     };
-    let (selected, scroll) = (m.table.selected, m.table.scroll);
+    let (selected, scroll) = (table.selected, table.scroll);
     let rows: Vec<TRow> = (m.rows.iter().enumerate().skip(scroll).take(height))
         .map(|(k, r)| {
             let row = TRow::new(vec![

@@ -1,8 +1,9 @@
-//! Drawing: every tab renders from the app's state and its own copy of the index (no
-//! lock anywhere); nothing here changes state except remembering the list height. One
-//! widget a file; what they share is here.
+//! Drawing: every tab renders from the app's state and index (no lock anywhere) and
+//! changes nothing; what a frame learns of the screen (regions, heights, scroll
+//! positions) comes back as a `Drawn` the app keeps after it. One widget a file; what
+//! they share is here.
 
-use super::app::{App, Column, Focus, Mode, Tab, TimeFormat};
+use super::app::{App, Column, Drawn, Focus, Mode, Tab, TimeFormat};
 use super::prompt::Ask;
 use crate::dissect::{Label, label_name};
 use crate::present::tree::{bit_pattern, field_bit_pattern, value_text};
@@ -29,6 +30,8 @@ mod reassembly;
 mod statusline;
 mod streams;
 pub(crate) mod tabs;
+
+pub(crate) use packets::list_scroll;
 mod tree;
 
 use bandwidth::draw_bandwidth;
@@ -134,12 +137,25 @@ pub fn status_text(r: &Row) -> (String, Color) {
     (format!("{word}{note}"), color)
 }
 
+/// Draws a frame in three steps: the Info lines of the packet rows about to be shown
+/// are read first (`App::prepare`, the one step that may read the capture again), then
+/// every region is drawn from the app without changing it ([`render`]), then the app
+/// keeps what the frame learned (`App::settle`: where regions fell, how many rows a list
+/// shows, the scroll positions that keep each selection in view).
 pub fn draw(f: &mut Frame, app: &mut App) {
     let area = f.area();
-    // An open prompt's note (a refused filter, where a file goes) takes the key hints'
-    // line, and up to two more when it is long.
+    let body = screen(app, area)[1];
+    let list = table_body(packets::split(app, body)[0]).height as usize;
+    app.prepare(list);
+    let drawn = render(f, app);
+    app.settle(drawn);
+}
+
+/// The screen's rows: tabs, the tab's body, the status line, the key hints (or an open
+/// prompt's note, which takes up to two more lines when it is long).
+fn screen(app: &App, area: Rect) -> std::rc::Rc<[Rect]> {
     let under = statusline::prompt_note_lines(app, area.width).len().max(1) as u16;
-    let chunks = Layout::default()
+    Layout::default()
         .direction(Direction::Vertical)
         .constraints([
             Constraint::Length(1),
@@ -147,26 +163,34 @@ pub fn draw(f: &mut Frame, app: &mut App) {
             Constraint::Length(1),
             Constraint::Length(under),
         ])
-        .split(area);
-    // The index is the app's own: lend it to the drawing functions for this frame.
-    let ix = std::mem::take(&mut app.index);
-    app.areas.tabs = Rect::new(chunks[0].x, chunks[0].y, chunks[0].width.min(tabs::WIDTH), 1);
-    draw_tabs(f, app, &ix, chunks[0]);
+        .split(area)
+}
+
+/// Every region of the screen, drawn from `app`, which it does not change: what the
+/// frame learned is returned for [`App::settle`].
+pub fn render(f: &mut Frame, app: &App) -> Drawn {
+    let area = f.area();
+    let chunks = screen(app, area);
+    let ix = &app.index;
+    let mut d = Drawn::from(app);
+    d.areas.tabs = Rect::new(chunks[0].x, chunks[0].y, chunks[0].width.min(tabs::WIDTH), 1);
+    draw_tabs(f, app, ix, chunks[0]);
+    let body = chunks[1];
     match app.tab {
-        Tab::Packets => draw_packets(f, app, &ix, chunks[1]),
-        Tab::Flows if app.streams_view => draw_streams(f, app, &ix, chunks[1]),
-        Tab::Flows => draw_flows(f, app, &ix, chunks[1]),
-        Tab::Reassembly => draw_reassembly(f, app, &ix, chunks[1]),
-        Tab::Loss => draw_loss(f, app, &ix, chunks[1]),
-        Tab::Mtu => draw_mtu(f, app, &ix, chunks[1]),
-        Tab::Bandwidth => draw_bandwidth(f, app, chunks[1]),
+        Tab::Packets => draw_packets(f, app, ix, body, &mut d),
+        Tab::Flows if app.streams_view => draw_streams(f, app, ix, body, &mut d),
+        Tab::Flows => draw_flows(f, app, ix, body, &mut d),
+        Tab::Reassembly => draw_reassembly(f, app, ix, body, &mut d),
+        Tab::Loss => draw_loss(f, app, ix, body, &mut d),
+        Tab::Mtu => draw_mtu(f, app, ix, body),
+        Tab::Bandwidth => draw_bandwidth(f, app, body, &mut d),
     }
-    draw_status(f, app, &ix, chunks[2]);
+    draw_status(f, app, ix, chunks[2]);
     draw_keys(f, app, chunks[3]);
     if app.help {
         draw_help(f, app, area);
     }
-    app.index = ix;
+    d
 }
 
 pub(super) fn fmt_time(ns: i64, first: i64) -> String {

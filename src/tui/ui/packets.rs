@@ -4,7 +4,7 @@
 use super::*;
 
 /// One cell's text for a row.
-fn cell(app: &mut App, ix: &Index, c: Column, row: u32, r: &Row, prev_ts: Option<i64>) -> String {
+fn cell(app: &App, ix: &Index, c: Column, row: u32, r: &Row, prev_ts: Option<i64>) -> String {
     let game = r.has(status::GAME) && r.ptype != u16::MAX;
     let flow = ix.flows.get(r.flow as usize);
     match c {
@@ -28,7 +28,7 @@ fn cell(app: &mut App, ix: &Index, c: Column, row: u32, r: &Row, prev_ts: Option
             .map(str::to_string)
             .unwrap_or_else(|| r.ptype.to_string()),
         // A datagram of messages (no packet type): the message types it holds.
-        Column::Type if game_row(r) => app.message_types_of(ix, row).unwrap_or_default(),
+        Column::Type if game_row(r) => app.described(row).and_then(|d| d.1.clone()).unwrap_or_default(),
         // Not the game's: the well-known service on its ports (DNS, QUIC, STUN…).
         Column::Type if r.has(status::OTHER_UDP) => flow
             .and_then(|f| crate::decode::services::service(f.src.port(), f.dst.port()))
@@ -39,7 +39,7 @@ fn cell(app: &mut App, ix: &Index, c: Column, row: u32, r: &Row, prev_ts: Option
         Column::Frag if r.frag_count > 0 => format!("{} of {}", r.frag_id, r.frag_count),
         Column::Size if r.flow != NO_FLOW => r.size.to_string(),
         Column::Status => status_text(r).0,
-        Column::Info => app.info_of(ix, row),
+        Column::Info => app.described(row).map(|d| d.0.clone()).unwrap_or_default(),
         _ => String::new(),
     }
 }
@@ -68,26 +68,40 @@ fn time_text(app: &App, ix: &Index, r: &Row, prev_ts: Option<i64>) -> String {
     }
 }
 
-pub(super) fn draw_packets(f: &mut Frame, app: &mut App, ix: &Index, area: Rect) {
-    let rows = Layout::default()
+/// The Packets tab's two rows: the list, then the tree beside the bytes.
+pub(super) fn split(app: &App, area: Rect) -> std::rc::Rc<[Rect]> {
+    Layout::default()
         .direction(Direction::Vertical)
         .constraints([
             Constraint::Percentage(app.list_share),
             Constraint::Percentage(100 - app.list_share),
         ])
-        .split(area);
-    // The list.
-    app.areas.list = table_body(rows[0]);
-    let height = app.areas.list.height as usize;
-    app.list_height = height;
-    if app.selected < app.scroll {
-        app.scroll = app.selected;
-    } else if app.selected >= app.scroll + height.max(1) {
-        app.scroll = app.selected + 1 - height.max(1);
+        .split(area)
+}
+
+/// The list's first row on screen: the last one's, moved only as far as keeps the
+/// selection in view of `height` rows.
+pub(crate) fn list_scroll(scroll: usize, selected: usize, height: usize) -> usize {
+    if selected < scroll {
+        selected
+    } else if selected >= scroll + height.max(1) {
+        selected + 1 - height.max(1)
+    } else {
+        scroll
     }
-    let shown: Vec<u32> = app.view.iter().skip(app.scroll).take(height).copied().collect();
+}
+
+pub(super) fn draw_packets(f: &mut Frame, app: &App, ix: &Index, area: Rect, d: &mut Drawn) {
+    let rows = split(app, area);
+    // The list.
+    d.areas.list = table_body(rows[0]);
+    let height = d.areas.list.height as usize;
+    d.list_height = Some(height);
+    let scroll = list_scroll(app.scroll, app.selected, height);
+    d.scroll = Some(scroll);
+    let shown: Vec<u32> = app.view.iter().skip(scroll).take(height).copied().collect();
     let prev = |k: usize, app: &App| -> Option<i64> {
-        let pos = (app.scroll + k).checked_sub(1)?;
+        let pos = (scroll + k).checked_sub(1)?;
         ix.rows.get(*app.view.get(pos)? as usize).map(|r| r.ts_ns)
     };
     let columns: Vec<Column> = Column::ALL
@@ -115,7 +129,7 @@ pub(super) fn draw_packets(f: &mut Frame, app: &mut App, ix: &Index, area: Rect)
         .iter()
         .zip(&texts)
         .enumerate()
-        .filter_map(|(k, (&i, cells))| packet_row(app, ix, &columns, &widths, app.scroll + k, i, cells))
+        .filter_map(|(k, (&i, cells))| packet_row(app, ix, &columns, &widths, scroll + k, i, cells))
         .collect();
     let title = list_title(app, ix, &dropped);
     let border = if app.focus == Focus::List {
@@ -148,7 +162,7 @@ pub(super) fn draw_packets(f: &mut Frame, app: &mut App, ix: &Index, area: Rect)
             Constraint::Percentage(100 - app.tree_share),
         ])
         .split(rows[1]);
-    draw_tree(f, app, bottom[0]);
+    draw_tree(f, app, bottom[0], d);
     draw_hex(f, app, bottom[1]);
     if app.mode == Mode::Columns {
         draw_chooser(f, app, area);

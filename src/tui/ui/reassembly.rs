@@ -2,7 +2,7 @@
 
 use super::*;
 
-pub(super) fn draw_reassembly(f: &mut Frame, app: &mut App, ix: &Index, area: Rect) {
+pub(super) fn draw_reassembly(f: &mut Frame, app: &App, ix: &Index, area: Rect, d: &mut Drawn) {
     if not_ready(f, ix, area, "Reassembly results") {
         return;
     }
@@ -21,7 +21,7 @@ pub(super) fn draw_reassembly(f: &mut Frame, app: &mut App, ix: &Index, area: Re
         ),
         split[0],
     );
-    draw_fragmented(f, app, ix, split[1]);
+    draw_fragmented(f, app, ix, split[1], d);
 }
 
 /// Every reassembly counter whole, laid out to `inner` columns: as many to a line as fit.
@@ -59,20 +59,21 @@ fn counter_lines(r: &crate::analysis::Report, inner: usize) -> Vec<String> {
 
 /// The fragmented packets, one row each with its fragments as a grid, incomplete first
 /// unless sorted otherwise.
-fn draw_fragmented(f: &mut Frame, app: &mut App, ix: &Index, area: Rect) {
+fn draw_fragmented(f: &mut Frame, app: &App, ix: &Index, area: Rect, d: &mut Drawn) {
     let order = app.frag_order(ix);
-    app.areas.frags = table_body(area);
-    let height = app.areas.frags.height as usize;
-    app.frags.fit(order.len(), height);
+    d.areas.frags = table_body(area);
+    let height = d.areas.frags.height as usize;
+    let table = app.frags.fitted(order.len(), height);
+    d.frags = Some(table);
     let packets: Vec<&crate::sinks::index::FragPacket> =
         order.iter().filter_map(|&i| ix.frags.get(i)).collect();
     let width = area.width.saturating_sub(46) as usize;
     let rows: Vec<TRow> = packets
         .iter()
         .enumerate()
-        .skip(app.frags.scroll)
+        .skip(table.scroll)
         .take(height)
-        .map(|(k, p)| fragment_row(app, ix, k, p, width))
+        .map(|(k, p)| fragment_row(app, ix, k == table.selected, p, width))
         .collect();
     let incomplete = packets.iter().filter(|p| !p.complete()).count();
     let t = Table::new(
@@ -116,7 +117,7 @@ fn draw_fragmented(f: &mut Frame, app: &mut App, ix: &Index, area: Rect) {
 fn fragment_row(
     app: &App,
     ix: &Index,
-    k: usize,
+    selected: bool,
     p: &crate::sinks::index::FragPacket,
     width: usize,
 ) -> TRow<'static> {
@@ -148,7 +149,7 @@ fn fragment_row(
         }),
         Cell::from(grid).style(st),
     ]);
-    if k == app.frags.selected {
+    if selected {
         row.style(selected_style(app))
     } else {
         row

@@ -25,7 +25,7 @@ const HEADER: [&str; 14] = [
 /// What gives way first on a narrow screen.
 const PRIORITY: [u8; 14] = [0, 0, 9, 2, 1, 3, 4, 6, 2, 8, 5, 7, 10, 5];
 
-pub(super) fn draw_streams(f: &mut Frame, app: &mut App, ix: &Index, area: Rect) {
+pub(super) fn draw_streams(f: &mut Frame, app: &App, ix: &Index, area: Rect, d: &mut Drawn) {
     if not_ready(f, ix, area, "Streams") {
         return;
     }
@@ -48,12 +48,13 @@ pub(super) fn draw_streams(f: &mut Frame, app: &mut App, ix: &Index, area: Rect)
         ])
         .split(area);
     if messages {
-        draw_messages(f, app, split[2]);
+        draw_messages(f, app, split[2], d);
     }
-    app.areas.flows = table_body(split[0]);
-    let height = app.areas.flows.height as usize;
-    app.streams.fit(order.len(), height);
-    let texts: Vec<Vec<String>> = (order.iter().skip(app.streams.scroll).take(height))
+    d.areas.flows = table_body(split[0]);
+    let height = d.areas.flows.height as usize;
+    let table = app.streams.fitted(order.len(), height);
+    d.streams = Some(table);
+    let texts: Vec<Vec<String>> = (order.iter().skip(table.scroll).take(height))
         .map(|&(fi, si)| stream_cells(r, &r.flows[fi], si))
         .collect();
     let need: Vec<usize> = (0..HEADER.len())
@@ -73,7 +74,7 @@ pub(super) fn draw_streams(f: &mut Frame, app: &mut App, ix: &Index, area: Rect)
         .map(|(k, cells)| {
             let kept = (cells.iter().zip(&widths)).filter(|(_, w)| w.is_some());
             let row = TRow::new(kept.map(|(c, _)| Cell::from(c.clone())).collect::<Vec<_>>());
-            if k + app.streams.scroll == app.streams.selected {
+            if k + table.scroll == table.selected {
                 row.style(selected_style(app))
             } else {
                 row

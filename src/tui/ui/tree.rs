@@ -3,7 +3,7 @@
 
 use super::*;
 
-pub(super) fn draw_tree(f: &mut Frame, app: &mut App, area: Rect) {
+pub(super) fn draw_tree(f: &mut Frame, app: &App, area: Rect, drawn: &mut Drawn) {
     let border = if app.focus == Focus::Tree {
         style(app, Color::Cyan)
     } else {
@@ -13,7 +13,7 @@ pub(super) fn draw_tree(f: &mut Frame, app: &mut App, area: Rect) {
         .borders(Borders::ALL)
         .title(" Fields ")
         .border_style(border);
-    app.areas.tree = Rect::new(
+    drawn.areas.tree = Rect::new(
         area.x + 1,
         area.y + 1,
         area.width.saturating_sub(2),
@@ -47,10 +47,12 @@ pub(super) fn draw_tree(f: &mut Frame, app: &mut App, area: Rect) {
     let height = area.height.saturating_sub(2).max(1) as usize;
     // Keep the selected row in view: scroll only when it would leave the pane.
     let pos = vis.iter().position(|&i| i == app.field).unwrap_or(0);
-    keep_in_view(&mut app.tree_scroll, pos, height, vis.len());
+    let mut scroll = app.tree_scroll;
+    keep_in_view(&mut scroll, pos, height, vis.len());
+    drawn.tree_scroll = Some(scroll);
     let width = area.width.saturating_sub(2) as usize;
     let mut lines: Vec<Line> = Vec::new();
-    for &i in vis.iter().skip(app.tree_scroll).take(height) {
+    for &i in vis.iter().skip(scroll).take(height) {
         lines.extend(tree_line(app, detail, d, p, i, width));
     }
     f.render_widget(Paragraph::new(lines).block(block), area);
