@@ -55,8 +55,9 @@ fn findings_are_visible() {
     assert!(
         r.reassembly
             .finding
-            .as_deref()
-            .unwrap_or("")
+            .as_ref()
+            .map(|f| f.to_string())
+            .unwrap_or_default()
             .contains("fragments were lost")
     );
     let (r, _) = analyze("mtu-ignored.pcap", "article.kdl");

@@ -337,8 +337,9 @@ fn oversize_packets_cluster_before_bursts() {
     );
     assert!(
         b.finding
-            .as_deref()
-            .unwrap_or("")
+            .as_ref()
+            .map(|f| f.to_string())
+            .unwrap_or_default()
             .starts_with("oversize packets cluster before loss bursts")
     );
 }

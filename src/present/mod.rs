@@ -5,6 +5,7 @@
 pub mod bandwidth;
 #[cfg(feature = "cli")]
 pub mod diff;
+mod findings;
 pub(crate) mod fit;
 pub mod headers;
 pub(crate) mod info;

@@ -164,7 +164,7 @@ pub struct Fit {
     pub analyses: Analyses,
     pub first_failure: Option<FirstFailure>,
     /// Findings held back because they rest on a doubtful figure.
-    pub suppressed: Vec<String>,
+    pub suppressed: Vec<super::report::Finding>,
     /// Zero configuration whose reference layout does not fit: said instead of numbers.
     pub note: Option<String>,
 }

@@ -246,14 +246,11 @@ impl BurstSizes {
             && rest.count >= report::MIN_SAMPLE
             && b > 2.0 * r
             && low > rest_high)
-            .then(|| {
-                format!(
-                    "oversize packets cluster before loss bursts: {:.1}% of the {} datagrams in the second before a burst are over the budget, against {:.1}% of {} otherwise",
-                    b * 100.0,
-                    self.before.count,
-                    r * 100.0,
-                    rest.count
-                )
+            .then_some(report::BurstFinding {
+                before_share: b,
+                before_count: self.before.count,
+                rest_share: r,
+                rest_count: rest.count,
             });
         BurstReport {
             bursts: self.bursts,

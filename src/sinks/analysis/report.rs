@@ -481,10 +481,10 @@ impl Report {
             return;
         }
         if let Some(f) = self.reassembly.finding.take() {
-            self.fit.suppressed.push(f);
+            self.fit.suppressed.push(Finding::Amplification(f));
         }
         if let Some(f) = self.mtu.bursts.finding.take() {
-            self.fit.suppressed.push(f);
+            self.fit.suppressed.push(Finding::Bursts(f));
         }
     }
 }

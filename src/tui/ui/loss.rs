@@ -20,7 +20,7 @@ pub(super) fn draw_loss(f: &mut Frame, app: &App, ix: &Index, area: Rect, d: &mu
         ])
         .split(area);
     draw_counts(f, app, a, split[0], d);
-    let finding = a.finding.clone().unwrap_or_else(|| {
+    let finding = a.finding.as_ref().map(|f| f.to_string()).unwrap_or_else(|| {
         format!(
             "single-datagram loss {} · no amplification finding",
             pct(a.single_loss)

@@ -74,7 +74,50 @@ pub struct BurstReport {
     pub rest_count: u64,
     pub rest_mean_size: f64,
     pub rest_over_budget: f64,
-    pub finding: Option<String>,
+    pub finding: Option<BurstFinding>,
+}
+
+/// Oversize packets cluster before loss bursts: the share over the budget in the second
+/// before a burst against the rest, each on at least `MIN_SAMPLE` datagrams with their
+/// 95% intervals apart. Said in words by `present` (JSON carries the sentence).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BurstFinding {
+    pub before_share: f64,
+    pub before_count: u64,
+    pub rest_share: f64,
+    pub rest_count: u64,
+}
+
+/// Fragmented packets lost more often than single ones: from `from` fragments up,
+/// `lost` of `seen` packets (95% interval `low`–`high`) against the baseline's `base` of
+/// `base_n`. Said in words by `present` (JSON carries the sentence).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Amplification {
+    pub from: u32,
+    pub lost: u64,
+    pub seen: u64,
+    pub low: f64,
+    pub high: f64,
+    pub against: Baseline,
+    pub base: f64,
+    pub base_n: u64,
+}
+
+/// What fragmented packets' loss is held against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Baseline {
+    /// Datagrams sent whole (sequence gaps of the flows `single_loss_scope` names).
+    SingleDatagrams,
+    /// Fragments on their own, when no datagram was sent whole.
+    SingleFragments,
+}
+
+/// A finding the report states, or holds back when the fit puts its loss figures in
+/// doubt (`Fit::suppressed`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Finding {
+    Amplification(Amplification),
+    Bursts(BurstFinding),
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -142,7 +185,7 @@ pub struct ReassemblyReport {
     pub rows: Vec<CountRow>,
     pub bytes_wasted: u64,
     pub peak_bytes: u64,
-    pub finding: Option<String>,
+    pub finding: Option<Amplification>,
     /// Fragmented packets of flows whose sequence or fragment fields do not fit and whose
     /// packets mostly never complete (an attacker's refused fragments, a wrong field):
     /// left out of the loss figures above.
@@ -195,16 +238,26 @@ pub const MIN_SAMPLE: u64 = 20;
 /// from the smallest fragment count whose packets (that count and more) are lost at
 /// least twice as often as the baseline, on at least `MIN_SAMPLE` packets of each, with
 /// the group's 95% Wilson interval above the baseline's.
-pub(super) fn amplification_finding(r: &ReassemblyReport) -> Option<String> {
+pub(super) fn amplification_finding(r: &ReassemblyReport) -> Option<Amplification> {
     let lost: u64 = r.rows.iter().map(|x| x.lost).sum();
     if r.packets_seen == 0 || lost == 0 {
         return None;
     }
     let (base, base_n, base_k, against) = if r.single_loss > 0.0 {
-        (r.single_loss, r.single_total, r.single_lost, "single datagrams")
+        (
+            r.single_loss,
+            r.single_total,
+            r.single_lost,
+            Baseline::SingleDatagrams,
+        )
     } else {
         let missing = r.fragments_expected.saturating_sub(r.fragments_received);
-        (r.fragment_loss, r.fragments_expected, missing, "single fragments")
+        (
+            r.fragment_loss,
+            r.fragments_expected,
+            missing,
+            Baseline::SingleFragments,
+        )
     };
     if base <= 0.0 || base_n < MIN_SAMPLE {
         return None;
@@ -220,16 +273,17 @@ pub(super) fn amplification_finding(r: &ReassemblyReport) -> Option<String> {
         let (low, _) = wilson(lost, seen);
         (seen >= MIN_SAMPLE && observed >= 2.0 * base && low > base_high).then_some((x.fragments, seen, lost))
     })?;
-    let observed = lost as f64 / seen as f64;
     let (low, high) = wilson(lost, seen);
-    Some(format!(
-        "packets of {from}+ fragments were lost {:.1}× as often as {against} ({:.1}%, {lost} of {seen} packets, 95% CI {:.1}–{:.1}%, vs {:.1}% of {base_n}); keep them under the MTU budget or send them reliably",
-        observed / base,
-        observed * 100.0,
-        low * 100.0,
-        high * 100.0,
-        base * 100.0
-    ))
+    Some(Amplification {
+        from,
+        lost,
+        seen,
+        low,
+        high,
+        against,
+        base,
+        base_n,
+    })
 }
 
 impl ReassemblyReport {
