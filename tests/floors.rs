@@ -52,11 +52,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "present",
         "the printer sink writes packets with present's tree, JSON and Info writers (pure functions of the event)",
     ),
-    (
-        "sinks/diff",
-        "present",
-        "the diff report's findings say counts with `present::count`; goes when they are data",
-    ),
 ];
 
 /// What the crate root re-exports, by the room that defines it.

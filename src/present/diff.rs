@@ -89,7 +89,11 @@ fn render_clock(out: &mut String, r: &DiffReport) {
             let _ = writeln!(out, "  one clock (--clock same): delays as stamped");
         }
         ClockStatus::NotFitted => {
-            let _ = writeln!(out, "  not fitted: {}", c.reason.as_deref().unwrap_or("-"));
+            let _ = writeln!(
+                out,
+                "  not fitted: {}",
+                c.reason.as_ref().map_or("-".into(), |r| r.to_string())
+            );
         }
         ClockStatus::Fitted => {
             let offset = c.offset_ms.map_or_else(
@@ -223,7 +227,9 @@ fn render_direction(out: &mut String, d: &Direction) {
             let _ = writeln!(
                 out,
                 "  delay: - ({})",
-                d.delay_note.as_deref().unwrap_or("not measured")
+                d.delay_note
+                    .as_ref()
+                    .map_or("not measured".into(), |n| n.to_string())
             );
         }
     }

@@ -5,6 +5,7 @@
 pub mod bandwidth;
 #[cfg(feature = "cli")]
 pub mod diff;
+mod diff_notes;
 mod findings;
 pub(crate) mod fit;
 pub mod headers;

@@ -121,7 +121,7 @@ fn delays(
     let Some(got) = d.delay.as_ref().filter(|g| !g.above_floor) else {
         diffs.push(format!(
             "{name}: delays: expected them, reported {}",
-            d.delay_note.as_deref().unwrap_or("none")
+            d.delay_note.as_ref().map_or("none".into(), |n| n.to_string())
         ));
         return;
     };
@@ -150,7 +150,7 @@ fn clock(diffs: &mut Vec<String>, truth: &PointsTruth, r: &DiffReport) {
         diffs.push(format!(
             "clock: expected fitted, reported {:?}: {}",
             c.status,
-            c.reason.as_deref().unwrap_or("")
+            c.reason.as_ref().map_or(String::new(), |r| r.to_string())
         ));
         return;
     }

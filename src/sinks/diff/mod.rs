@@ -9,6 +9,7 @@
 pub(crate) mod clock;
 pub(crate) mod delays;
 pub mod matcher;
+pub mod notes;
 pub mod pair;
 pub mod report;
 pub mod sighting;
@@ -17,5 +18,6 @@ pub mod timeline;
 pub use crate::engine::FlowId;
 pub use delays::{Delay, Spike};
 pub use matcher::{Matcher, Options};
+pub use notes::{ClockReason, DelayNote, Note};
 pub use report::{ClockMode, DiffReport, Direction, Verdict, build};
 pub use sighting::{Seen, Sighting, Sightings};

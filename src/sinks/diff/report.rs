@@ -6,6 +6,7 @@
 use super::clock::{self, MAX_SKEW_PPM, Signed};
 use super::delays::{self, Delay, Delayed};
 use super::matcher::{A, B, Matcher};
+use super::notes::{ClockReason, DelayNote, Note};
 use super::pair::{Event, PairedBy, Run};
 use super::timeline::{self, Bin};
 use crate::analysis::report::wilson;
@@ -102,7 +103,7 @@ pub struct Clock {
     pub samples: u64,
     pub span_s: f64,
     /// Why it was not fitted.
-    pub reason: Option<String>,
+    pub reason: Option<ClockReason>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -173,7 +174,7 @@ pub struct Direction {
     pub fragments: Vec<FragmentLoss>,
     pub delay: Option<Delay>,
     /// Why there are no delays, or what they rest on.
-    pub delay_note: Option<String>,
+    pub delay_note: Option<DelayNote>,
     pub events: Events,
     #[serde(skip)]
     pub timeline: Vec<Bin>,
@@ -194,7 +195,7 @@ pub struct DiffReport {
     pub schema: u32,
     pub verdict: Verdict,
     /// Sentences a reader must see: what could not be measured, and why.
-    pub notes: Vec<String>,
+    pub notes: Vec<Note>,
     pub points: [Point; 2],
     /// How datagrams were matched, in words.
     pub matching: String,
@@ -322,10 +323,7 @@ fn fit_clocks(m: &Matcher, mode: ClockMode, ups: &[(usize, String)]) -> Fitted {
     let idx: Vec<usize> = (0..n).filter(|&p| m.pairs[p].lines[0].n > 0).collect();
     if samples < 8 {
         clock.status = ClockStatus::NotFitted;
-        clock.reason = Some(format!(
-            "{} seen at both points: too few to fit the clocks",
-            crate::present::count(samples, "datagram")
-        ));
+        clock.reason = Some(ClockReason::TooFew { samples });
         return Fitted {
             clock,
             skew: 0.0,
@@ -359,11 +357,10 @@ fn fit_clocks(m: &Matcher, mode: ClockMode, ups: &[(usize, String)]) -> Fitted {
     if skew.abs() * 1e6 > MAX_SKEW_PPM {
         clock.status = ClockStatus::NotFitted;
         let at_bound = skew.abs() * 1e6 >= 2.0 * MAX_SKEW_PPM * 0.999;
-        clock.reason = Some(format!(
-            "the delays drift by {}{:.0} ppm, beyond any clock's {MAX_SKEW_PPM:.0}: a clock stepped or was slewed during the capture; no delay is given",
-            if at_bound { "more than " } else { "" },
-            skew.abs() * 1e6
-        ));
+        clock.reason = Some(ClockReason::Drift {
+            ppm: skew.abs() * 1e6,
+            at_bound,
+        });
         clock.skew_ppm = None;
         usable = false;
     }
@@ -538,15 +535,13 @@ fn direction(
         late: Vec::new(),
     };
     let (delay, delay_note) = if !f.usable {
-        (None, f.clock.reason.clone())
+        (None, f.clock.reason.clone().map(DelayNote::NotFitted))
     } else if d.is_empty() {
-        (None, Some("no datagram was seen at both points".into()))
+        (None, Some(DelayNote::NoneAtBoth))
     } else {
         let (delay, late) = delays::summarize(&d, pair.stride, above_floor);
         events.late = late.iter().map(|x| x.event).collect();
-        let note = above_floor.then(|| {
-            "delays above this direction's floor: with traffic one way only the clocks' offset cannot be told from the path's fixed delay (--clock same when the captures share a clock)".to_string()
-        });
+        let note = above_floor.then_some(DelayNote::AboveFloor);
         (Some((delay, late)), note)
     };
     let direction = Direction {
@@ -655,46 +650,41 @@ pub fn build(mut m: Matcher, names: [String; 2], mode: ClockMode) -> DiffReport 
         fitted.clock.floor_spread_ms = spread.map(|s| s / 1e6);
         if let Some(s) = spread.filter(|&s| s > FLOOR_SPREAD_NS) {
             fitted.clock.status = ClockStatus::NotFitted;
-            fitted.clock.reason = Some(format!(
-                "the delays' floor moves by {:.1} ms across the capture: a clock stepped, or the route changed; no line fits the clocks, so no delay is given",
-                s / 1e6
-            ));
+            fitted.clock.reason = Some(ClockReason::FloorMoves { ms: s / 1e6 });
             fitted.clock.offset_ms = None;
             fitted.clock.skew_ppm = None;
             fitted.usable = false;
         }
     }
     if fitted.usable && fitted.offset.is_none() && mode == ClockMode::Fit && m.matches > 0 {
-        notes.push("the traffic goes one way only: the clocks' offset cannot be told apart from the path's fixed delay, so delays are given above each direction's floor (--clock same when the captures share a clock)".into());
+        notes.push(Note::OneWayOnly);
     }
     let mut directions = Vec::new();
     for (p, (up, by)) in ups.iter().enumerate() {
         if m.pairs[p].both == 0 {
-            notes.push(format!(
-                "{} at A and {} at B share their addresses but no datagram: not the same traffic",
-                m.pairs[p].ids[A], m.pairs[p].ids[B]
-            ));
+            notes.push(Note::NoCommonDatagram {
+                a: m.pairs[p].ids[A],
+                b: m.pairs[p].ids[B],
+            });
             continue;
         }
         let taken = delays[p].take().unwrap_or_default();
         let mut d = direction(&mut m, p, *up, by.clone(), &fitted, taken);
         if d.downstream_only > 0 {
-            notes.push(format!(
-                "{}: {} seen downstream only, between datagrams both saw: missed by the upstream capture, altered on the way, or delayed beyond the matching window",
-                d.a,
-                crate::present::count(d.downstream_only, "datagram")
-            ));
+            notes.push(Note::DownstreamOnly {
+                flow: d.a,
+                datagrams: d.downstream_only,
+            });
         }
         d.timeline = m.timelines.pairs.get(p).cloned().unwrap_or_default();
         directions.push(d);
     }
     for x in [A, B] {
         if m.sides[x].evicted_early > 0 {
-            notes.push(format!(
-                "{}: {} left the matching window early (it was full): their copies may have been missed",
-                POINT[x],
-                crate::present::count(m.sides[x].evicted_early, "datagram")
-            ));
+            notes.push(Note::EvictedEarly {
+                point: POINT[x],
+                datagrams: m.sides[x].evicted_early,
+            });
         }
     }
     let verdict = if points.iter().any(|p| p.game_datagrams == 0) {

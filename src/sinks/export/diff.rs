@@ -117,7 +117,10 @@ fn directions(r: &DiffReport) -> Cols {
         .f64("jitter_ms", delay(|y| y.jitter_ms))
         .u64("late", d.iter().map(|x| x.delay.as_ref().map(|y| y.late)))
         .u64("spikes", d.iter().map(|x| x.delay.as_ref().map(|y| y.spikes)))
-        .str("delay_note", d.iter().map(|x| x.delay_note.clone()))
+        .str(
+            "delay_note",
+            d.iter().map(|x| x.delay_note.as_ref().map(|n| n.to_string())),
+        )
         .str("clock", d.iter().map(|_| Some(c.status.word().to_string())))
         .f64("clock_offset_ms", d.iter().map(|_| c.offset_ms))
         .f64("clock_skew_ppm", d.iter().map(|_| c.skew_ppm))

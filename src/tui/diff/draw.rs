@@ -47,7 +47,7 @@ pub fn render(f: &mut Frame, v: &DiffView) -> Option<ListFit> {
             "Nothing to compare ({:?}): no direction of traffic was seen at both points. q quits.",
             v.report.verdict
         ))];
-        text.extend(v.report.notes.iter().map(|n| Line::from(n.clone())));
+        text.extend(v.report.notes.iter().map(|n| Line::from(n.to_string())));
         f.render_widget(Paragraph::new(text).wrap(Wrap { trim: false }), area);
         return None;
     };
@@ -116,7 +116,12 @@ fn figure_lines(d: &Direction) -> Vec<Line<'static>> {
             x.late,
             x.spikes
         ),
-        None => format!("delay -: {}", d.delay_note.as_deref().unwrap_or("not measured")),
+        None => format!(
+            "delay -: {}",
+            d.delay_note
+                .as_ref()
+                .map_or("not measured".into(), |n| n.to_string())
+        ),
     };
     vec![
         Line::from(format!(
