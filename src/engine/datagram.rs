@@ -64,6 +64,13 @@ pub(super) fn emit_shown<S: Sink + ?Sized>(
 }
 
 impl Engine {
+    /// A UDP datagram through the stages, each stopping the walk when the datagram has
+    /// nothing more for the next: the port gate and the flow; the verdict (a worker's,
+    /// or validated here, with the conversation's remembered values); the layers
+    /// ([`carry_layers`](Self::carry_layers)); streams and message fragments; the
+    /// sequence ([`sequence_event`](Self::sequence_event)); reassembly
+    /// ([`reassemble`](Self::reassemble)); the event to the sink, then the packet a
+    /// fragment completed ([`emit_reassembled`](Self::emit_reassembled)).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn datagram<'a, S: Sink + ?Sized>(
         &mut self,
@@ -127,27 +134,9 @@ impl Engine {
         e.ack = v.ack;
         e.ack_bits = v.ack_bits;
         let record = self.validator.records();
-        if let Some(st) = self.stack.as_deref_mut() {
-            st.begin();
-            if v.status == Status::Ok {
-                let o = st.carry(
-                    f,
-                    self.file,
-                    ip,
-                    (sport, dport),
-                    payload,
-                    (v.sequence, v.packet_type),
-                    e.flow_index,
-                    preset.opened.filter(|_| ip_fragments <= 1),
-                );
-                if let (s, Some(kind)) = layers::status_after(o, e.status) {
-                    e.status = s;
-                    e.fault = Some(kind);
-                    if record && kind == crate::dissect::FaultKind::Mac {
-                        self.validator.dissection.fault = Some(layers::mac_fault(payload.len()));
-                    }
-                }
-            }
+        if self.stack.is_some() {
+            let opened = preset.opened.filter(|_| ip_fragments <= 1);
+            self.carry_layers(e, f, (ip, sport, dport), payload, v, record, opened);
         }
         if fresh
             && matches!(v.status, Status::Ok | Status::Malformed)
@@ -183,18 +172,95 @@ impl Engine {
             self.show(sink, e, record, fresh);
             return;
         };
+        e.seq_event = self.sequence_event(index, ptype, sequence, v.fragment.is_some(), (ip.src, sport));
+        let Some(frag) = v.fragment else {
+            self.show(sink, e, record, fresh);
+            self.emit_completed(sink, e, record);
+            return;
+        };
+        let (outcome, opens) = self.reassemble(index, sequence, &frag, payload, f.number);
+        e.opens = opens;
+        let Outcome::Complete { count } = outcome else {
+            self.show(sink, e, record, fresh);
+            return;
+        };
+        e.completes = Some(count);
+        self.show(sink, e, record, fresh);
+        self.emit_reassembled(
+            sink,
+            e,
+            f,
+            (ip, sport, dport),
+            (index, sequence),
+            record,
+            preset,
+            ip_fragments,
+        );
+    }
+
+    /// The layers stage: a datagram of the protocol decrypted (with keys) and what its
+    /// inner layers read carried to their engines; a MAC that fails makes the datagram
+    /// malformed at the MAC.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn carry_layers(
+        &mut self,
+        e: &mut PacketEvent<'_>,
+        f: &Frame<'_>,
+        (ip, sport, dport): (IpInfo, u16, u16),
+        payload: &[u8],
+        v: &Verdict,
+        record: bool,
+        opened: Option<(&crate::decrypt::ahead::Opened, &[u8])>,
+    ) {
+        let Some(st) = self.stack.as_deref_mut() else {
+            return;
+        };
+        st.begin();
+        if v.status != Status::Ok {
+            return;
+        }
+        let o = st.carry(
+            f,
+            self.file,
+            ip,
+            (sport, dport),
+            payload,
+            (v.sequence, v.packet_type),
+            e.flow_index,
+            opened,
+        );
+        if let (s, Some(kind)) = layers::status_after(o, e.status) {
+            e.status = s;
+            e.fault = Some(kind);
+            if record && kind == crate::dissect::FaultKind::Mac {
+                self.validator.dissection.fault = Some(layers::mac_fault(payload.len()));
+            }
+        }
+    }
+
+    /// The sequence stage: `sequence` observed in the space its packet type names — the
+    /// flow's own, a per-sender space, or another of the flow's spaces.
+    #[inline(always)]
+    fn sequence_event(
+        &mut self,
+        index: u32,
+        ptype: u32,
+        sequence: u64,
+        fragment: bool,
+        (ip, port): (std::net::IpAddr, u16),
+    ) -> Option<super::seq::SeqEvent> {
         let flow = &mut self.flows[index as usize];
-        let fragment = v.fragment.is_some();
         let program = self.cfg.program.as_deref();
         let space = match program {
             Some(p) if !fragment => p.space_of(ptype),
             _ => 0,
         };
         let bits = self.cfg.sequence_bits();
-        e.seq_event = match (space, program.and_then(|p| p.spaces.get(space as usize))) {
+        match (space, program.and_then(|p| p.spaces.get(space as usize))) {
             (0, _) | (_, None) => Some(flow.seq.observe(sequence, fragment)),
             (s, Some(def)) if def.per_sender => {
-                let src = SocketAddr::new(ip.src, sport);
+                let src = SocketAddr::new(ip, port);
                 // Senders are bounded as flows are: past the table, a sender's
                 // space is not analyzed (a flood of spoofed sources grew it
                 // without end).
@@ -220,12 +286,22 @@ impl Engine {
                         .observe(sequence, fragment),
                 )
             }
-        };
-        let Some(frag) = v.fragment else {
-            self.show(sink, e, record, fresh);
-            self.emit_completed(sink, e, record);
-            return;
-        };
+        }
+    }
+
+    /// The reassembly stage: a fragment into its flow's table (and whether it opened a
+    /// packet), then the memory budget kept (the flow's oldest packets first, then other
+    /// flows').
+    #[inline(always)]
+    fn reassemble(
+        &mut self,
+        index: u32,
+        sequence: u64,
+        frag: &crate::dissect::FragmentInfo,
+        payload: &[u8],
+        frame: u64,
+    ) -> (Outcome, bool) {
+        let flow = &mut self.flows[index as usize];
         let data = payload
             .get(frag.data_offset..frag.data_offset + frag.data_len)
             .unwrap_or(&[]);
@@ -234,7 +310,7 @@ impl Engine {
             sequence: sequence as u16,
             id: frag.id,
             count: frag.count,
-            frame: f.number,
+            frame,
             data,
             lead: frag.lead,
         };
@@ -245,7 +321,7 @@ impl Engine {
             &mut self.reassembled,
             &mut self.fragment_frames,
         );
-        e.opens = flow.frags.opened;
+        let opened = flow.frags.opened;
         while self.budget.used > self.budget.limit {
             if !flow.frags.evict_oldest(&mut self.budget) {
                 break;
@@ -254,14 +330,25 @@ impl Engine {
         if self.budget.used > self.budget.limit {
             self.evict_elsewhere();
         }
-        let Outcome::Complete { count } = outcome else {
-            self.show(sink, e, record, fresh);
-            return;
-        };
-        e.completes = Some(count);
-        self.show(sink, e, record, fresh);
-        // The packet itself, validated and dissected like any other — by a worker, when
-        // one joined these very bytes and no field tree is wanted.
+        (outcome, opened)
+    }
+
+    /// The packet a fragment completed, validated and dissected like any other — by a
+    /// worker, when one joined these very bytes and no field tree is wanted — then
+    /// carried to inner layers and handed to the sink.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn emit_reassembled<'a, S: Sink + ?Sized>(
+        &mut self,
+        sink: &mut S,
+        e: &PacketEvent<'a>,
+        f: &Frame<'_>,
+        (ip, sport, dport): (IpInfo, u16, u16),
+        (index, sequence): (u32, u64),
+        record: bool,
+        preset: Preset<'_>,
+        ip_fragments: u32,
+    ) {
         let joined = match preset.joined {
             Some((joined, i)) if !record && ip_fragments <= 1 => joined.verdict(i, &self.reassembled),
             _ => None,
