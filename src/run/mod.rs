@@ -17,6 +17,7 @@ mod peak;
 pub(crate) mod pipeline;
 pub mod points_truth;
 pub mod scans;
+pub mod seek;
 mod session;
 pub(crate) mod sharded;
 pub mod truth;

@@ -14,9 +14,10 @@ pub(crate) mod series;
 pub(crate) mod ui;
 
 pub use crate::run::scans::load;
+pub use crate::run::seek::{Replay, Replayed};
 pub use crate::sinks::index::{Index, Update};
 pub use app::{App, Drawn, Mode, Tab};
 pub use keys::markdown as keys_markdown;
-pub use layered::{LayerRow, Replay, Replayed, rows as layer_rows};
+pub use layered::{LayerRow, rows as layer_rows};
 pub use prompt::Ask;
 pub use ui::{draw, render};

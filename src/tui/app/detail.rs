@@ -106,7 +106,7 @@ impl App {
         }
         let replay = self
             .replay
-            .get_or_insert_with(|| crate::tui::layered::Replay::new(ix.path.clone(), self.cfg.clone()));
+            .get_or_insert_with(|| crate::run::seek::Replay::new(ix.path.clone(), self.cfg.clone()));
         let got = match replay.row(row) {
             Ok(Some(got)) => got,
             Ok(None) => return d,
@@ -526,13 +526,13 @@ impl App {
 
     /// With keys or inner layers, a game row as the run read it (`None` without them, for
     /// a live capture, or when the capture cannot be read again).
-    pub(super) fn replayed(&mut self, ix: &Index, row: u32) -> Option<crate::tui::layered::Replayed> {
+    pub(super) fn replayed(&mut self, ix: &Index, row: u32) -> Option<crate::run::seek::Replayed> {
         if self.cfg.stack.is_none() || ix.store.is_some() {
             return None;
         }
         let replay = self
             .replay
-            .get_or_insert_with(|| crate::tui::layered::Replay::new(ix.path.clone(), self.cfg.clone()));
+            .get_or_insert_with(|| crate::run::seek::Replay::new(ix.path.clone(), self.cfg.clone()));
         replay.row(row).ok().flatten()
     }
 }

@@ -322,7 +322,7 @@ pub struct App {
     /// A field path to select in the tree once a packet having it is shown.
     pending_path: Option<String>,
     /// With keys or inner layers: the selected packet read as the run read it.
-    replay: Option<super::layered::Replay>,
+    replay: Option<crate::run::seek::Replay>,
 }
 
 /// The list's share of the Packets tab's height by default, in percent: more than the
