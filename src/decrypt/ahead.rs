@@ -6,8 +6,11 @@
 //! and opens the packet itself otherwise. Replay protection and the counters need order
 //! and stay in the ordered stage ([`super::Decryptor`]).
 
+#[cfg(feature = "crypto")]
 use super::keys::Secrets;
+#[cfg(feature = "crypto")]
 use super::netcode::{self, PacketCipher};
+#[cfg(feature = "crypto")]
 use std::net::SocketAddr;
 
 /// What a worker made of one sealed packet.
@@ -37,12 +40,17 @@ impl Opened {
 /// The key log, shared by a pipeline's workers: a packet is opened under each of its
 /// client's connections in the log's order (ciphers made as needed: a key log of a
 /// million connections holds 83 bytes each, not their ciphers).
+#[cfg(not(feature = "crypto"))]
+pub use super::without::Opener;
+
+#[cfg(feature = "crypto")]
 pub struct Opener {
     protocol_id: u64,
     secrets: std::sync::Arc<Secrets>,
     read: bool,
 }
 
+#[cfg(feature = "crypto")]
 impl Opener {
     /// `None` when there is no key log (keys learnt from requests need order). `read`:
     /// something reads the plaintext (an inner layer, a field tree); without, a packet's
@@ -108,7 +116,7 @@ impl Opener {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "crypto"))]
 mod tests {
     use super::*;
     use crate::decode::FlowId;

@@ -8,22 +8,29 @@
 //! MAC check alone 299 ns), and ring has no XChaCha20, so RustCrypto's
 //! `chacha20poly1305` opens connect tokens (one per connection).
 
+#[cfg(feature = "crypto")]
 use super::keys::{ConnectionKeys, Key};
+#[cfg(feature = "crypto")]
 use chacha20poly1305::aead::AeadInOut;
+#[cfg(feature = "crypto")]
 use chacha20poly1305::{KeyInit, Tag, XChaCha20Poly1305, XNonce};
+#[cfg(feature = "crypto")]
 use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, Nonce, UnboundKey};
 
 /// `"NETCODE 1.02"` and its NUL: the version info in every additional data.
 pub const VERSION: &[u8; 13] = b"NETCODE 1.02\0";
 /// A connection request's size, and where its parts start.
 pub const REQUEST_BYTES: usize = 1078;
+#[cfg(feature = "crypto")]
 const NONCE_AT: usize = 30;
+#[cfg(feature = "crypto")]
 const TOKEN_AT: usize = 54;
 /// The private connect token's plaintext (then its 16-byte MAC).
 pub const TOKEN_PLAINTEXT: usize = 1008;
 pub const MAC: usize = 16;
 /// Where the packet keys lie in the token's plaintext: client id u64, timeout u32,
 /// address count u32, then 7 bytes per IPv4 address (19 per IPv6).
+#[cfg(feature = "crypto")]
 const MAX_ADDRESSES: usize = 32;
 
 /// The protocol id a connection request carries in the clear (`None`: `datagram` is not
@@ -38,6 +45,7 @@ pub fn request_protocol_id(datagram: &[u8]) -> Option<u64> {
 /// The private connect token's packet keys, or `None` when the MAC fails (another key,
 /// another protocol id, tampering). `request` is the whole datagram; `plain` receives
 /// the token's plaintext.
+#[cfg(feature = "crypto")]
 pub fn open_token(private_key: &Key, request: &[u8], plain: &mut Vec<u8>) -> Option<ConnectionKeys> {
     if request.len() != REQUEST_BYTES {
         return None;
@@ -54,6 +62,7 @@ pub fn open_token(private_key: &Key, request: &[u8], plain: &mut Vec<u8>) -> Opt
 }
 
 /// The packet keys in a token's plaintext, after its server addresses.
+#[cfg(feature = "crypto")]
 fn token_keys(t: &[u8]) -> Option<ConnectionKeys> {
     let count = u32::from_le_bytes(t.get(12..16)?.try_into().ok()?) as usize;
     if count == 0 || count > MAX_ADDRESSES {
@@ -75,6 +84,7 @@ fn token_keys(t: &[u8]) -> Option<ConnectionKeys> {
 
 /// Seals a private connect token in place (`gen`): `token` is the 1008-byte plaintext;
 /// returns the 1024 bytes that go in the request.
+#[cfg(feature = "crypto")]
 pub fn seal_token(private_key: &Key, ad: &[u8; 29], nonce: &[u8; 24], token: &[u8]) -> Vec<u8> {
     let aead = XChaCha20Poly1305::new(private_key.into());
     let mut out = token.to_vec();
@@ -94,8 +104,10 @@ pub fn split(payload: &[u8]) -> Option<(&[u8], &[u8])> {
 
 /// A connection's cipher for one direction, made once.
 #[derive(Clone)]
+#[cfg(feature = "crypto")]
 pub struct PacketCipher(LessSafeKey);
 
+#[cfg(feature = "crypto")]
 impl PacketCipher {
     pub fn new(key: &Key) -> Self {
         // A 32-byte key is the only thing `UnboundKey::new` checks.
@@ -171,6 +183,7 @@ impl PacketCipher {
 }
 
 /// Four zero bytes, then the sequence (netcode.c:1629-1634).
+#[cfg(feature = "crypto")]
 fn nonce(sequence: u64) -> Nonce {
     let mut n = [0u8; 12];
     n[4..].copy_from_slice(&sequence.to_le_bytes());
@@ -178,6 +191,7 @@ fn nonce(sequence: u64) -> Nonce {
 }
 
 /// Version info, protocol id, prefix byte (netcode.c:1621-1627).
+#[cfg(feature = "crypto")]
 fn additional(protocol_id: u64, prefix: u8) -> [u8; 22] {
     let mut ad = [0u8; 22];
     ad[..13].copy_from_slice(VERSION);
@@ -188,11 +202,13 @@ fn additional(protocol_id: u64, prefix: u8) -> [u8; 22] {
 
 /// The connection's two ciphers.
 #[derive(Clone)]
+#[cfg(feature = "crypto")]
 pub struct ConnectionCiphers {
     pub client_to_server: PacketCipher,
     pub server_to_client: PacketCipher,
 }
 
+#[cfg(feature = "crypto")]
 impl ConnectionCiphers {
     pub fn new(k: &ConnectionKeys) -> Self {
         ConnectionCiphers {
@@ -202,7 +218,7 @@ impl ConnectionCiphers {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "crypto"))]
 mod tests {
     use super::*;
 

@@ -129,9 +129,11 @@ impl StackState {
         let program = program?;
         let decryptor = match (&program.params.encryption, &stack.secrets) {
             (Some(_), Some(s)) => {
-                let mut d = Decryptor::new(s.clone(), program.params.protocol_id.map_or(0, |p| p.value));
-                d.protocol_id_from_requests(limits.protocol_id_taken);
-                Some(d)
+                let id = program.params.protocol_id.map_or(0, |p| p.value);
+                crate::decrypt::decryptor(s.clone(), id).map(|mut d| {
+                    d.protocol_id_from_requests(limits.protocol_id_taken);
+                    d
+                })
             }
             _ => None,
         };

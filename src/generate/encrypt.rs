@@ -3,10 +3,14 @@
 //! as netcode.c seals it — the packet's last 16 bytes (its `mac` field) become the MAC.
 //! The keys go in the truth and in a key log beside the capture.
 
+#[cfg(feature = "crypto")]
 use super::rng::Rng;
+#[cfg(feature = "crypto")]
 use crate::decrypt::keys::{ConnectionKeys, to_hex};
+#[cfg(feature = "crypto")]
 use crate::decrypt::netcode::{ConnectionCiphers, MAC};
 use serde::{Deserialize, Serialize};
+#[cfg(feature = "crypto")]
 use std::collections::HashMap;
 use std::net::SocketAddr;
 
@@ -20,11 +24,24 @@ pub struct KeyTruth {
 
 /// The sealing state of a run.
 pub struct Sealer {
+    #[cfg(feature = "crypto")]
     protocol_id: u64,
+    #[cfg(feature = "crypto")]
     by_client: HashMap<SocketAddr, ConnectionCiphers>,
     pub keys: Vec<KeyTruth>,
+    /// Without the `crypto` feature no sealer exists (`--encrypt` is refused).
+    #[cfg(not(feature = "crypto"))]
+    never: std::convert::Infallible,
 }
 
+#[cfg(not(feature = "crypto"))]
+impl Sealer {
+    pub fn seal(&self, _src: SocketAddr, _dst: SocketAddr, _sequence: u64, _packet: &mut Vec<u8>) {
+        match self.never {}
+    }
+}
+
+#[cfg(feature = "crypto")]
 impl Sealer {
     /// Keys for every client, drawn from `rng`.
     pub fn new(protocol_id: u64, clients: &[SocketAddr], rng: &mut Rng) -> Self {

@@ -42,6 +42,9 @@ pub enum GenError {
         "--encrypt seals packets as the definition's `encryption` says, and the definition declares none"
     )]
     NotEncrypted,
+    /// Variant present in every build, so that matches do not depend on features.
+    #[error("--encrypt seals packets with netcode's AEADs, which this build leaves out (the crypto feature)")]
+    NoCrypto,
     #[error(
         "field `{0}` (role sequence) never carries the counter gen writes: it is derived, and gen inverts only `x`, `x + c`, `x - c`, `x ^ c`, `a << k | b` and `(x - d) & m` over fields it writes; no packet type can be generated"
     )]

@@ -96,6 +96,12 @@ pub(super) fn sealer(
     server: SocketAddr,
 ) -> Result<Option<crate::generate::encrypt::Sealer>, GenError> {
     match (&p.params.encryption, cfg.encrypt) {
+        #[cfg(not(feature = "crypto"))]
+        (Some(_), true) => {
+            let _ = (flows, server);
+            Err(GenError::NoCrypto)
+        }
+        #[cfg(feature = "crypto")]
         (Some(_), true) => {
             let clients: Vec<SocketAddr> = flows.iter().filter(|f| f.src == server).map(|f| f.dst).collect();
             let id = p.params.protocol_id.map_or(0, |i| i.value);
