@@ -49,14 +49,5 @@ impl fmt::Display for Finding {
     }
 }
 
-/// JSON carries a finding as its sentence, as it always has.
-macro_rules! as_sentence {
-    ($($t:ty),*) => {$(
-        impl serde::Serialize for $t {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.collect_str(self)
-            }
-        }
-    )*};
-}
+// JSON carries each as its sentence, as it always has.
 as_sentence!(Amplification, BurstFinding, Finding);

@@ -124,12 +124,8 @@ impl fmt::Display for Sign {
     }
 }
 
-/// JSON carries a sign as its sentence, as `rests_on` always has.
-impl serde::Serialize for Sign {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
+// JSON carries a sign as its sentence, as `rests_on` always has.
+as_sentence!(Sign);
 
 /// One line: the verdict, its first reason, the first failure and where (status lines,
 /// gates).

@@ -1,6 +1,18 @@
 //! Presentation for people and scripts: tables and trees as strings, JSON values. The
 //! binary prints them; the TUI draws the same data.
 
+/// A report value that JSON carries as its sentence (its `Display`): the report holds
+/// the numbers, present says them, and the JSON keeps the words it always had.
+macro_rules! as_sentence {
+    ($($t:ty),*) => {$(
+        impl serde::Serialize for $t {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_str(self)
+            }
+        }
+    )*};
+}
+
 #[cfg(feature = "cli")]
 pub mod bandwidth;
 #[cfg(feature = "cli")]
