@@ -2,11 +2,11 @@
 //! the engine into a sink of your own, analyze captures into a [`Report`]. The command
 //! line is built on these same calls.
 
-use crate::Error;
-use crate::analysis::Report;
-use crate::dissect::{Dissection, Dissector, Program};
 use crate::engine::{Config, Sink};
+use crate::error::Error;
 use crate::run::{FileOutcome, Mode};
+use crate::sinks::analysis::Report;
+use gpcap_dissect::{Dissection, Dissector, Program};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -19,7 +19,7 @@ use std::sync::Arc;
 /// # Ok::<(), gpcap::Error>(())
 /// ```
 pub fn load_definition(path: impl AsRef<Path>) -> Result<Arc<Program>, Error> {
-    Ok(Arc::new(crate::dissect::load(path.as_ref())?))
+    Ok(Arc::new(gpcap_dissect::load(path.as_ref())?))
 }
 
 /// Compiles definition text; `name` names it in diagnostics.
@@ -29,7 +29,7 @@ pub fn load_definition(path: impl AsRef<Path>) -> Result<Arc<Program>, Error> {
 /// assert!(matches!(err, gpcap::Error::Definition(ref e) if e[0].line == 1));
 /// ```
 pub fn compile_definition(name: &str, text: &str) -> Result<Arc<Program>, Error> {
-    Ok(Arc::new(crate::dissect::compile(name, text)?))
+    Ok(Arc::new(gpcap_dissect::compile(name, text)?))
 }
 
 /// Dissects one game payload (the UDP payload, header included) with `program`: every

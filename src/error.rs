@@ -2,9 +2,9 @@
 //! keeps the typed value it came from, so a program can tell them apart; `Display`
 //! renders them for people.
 
-use crate::capture::CaptureError;
-use crate::dissect::DefinitionError;
 use crate::filter::FilterError;
+use gpcap_dissect::DefinitionError;
+use gpcap_wire::capture::CaptureError;
 
 /// New kinds of failure may be added; match with a `_` arm.
 #[derive(Debug, thiserror::Error)]
@@ -14,7 +14,7 @@ pub enum Error {
     #[error(transparent)]
     Capture(#[from] CaptureError),
     /// A definition did not compile: each mistake with its file, line and column.
-    #[error("invalid definition\n{}", crate::dissect::render(.0, false))]
+    #[error("invalid definition\n{}", gpcap_dissect::render(.0, false))]
     Definition(Vec<DefinitionError>),
     /// Writing the dissected output (stdout, or the writer given) failed; a closed pipe
     /// is `ErrorKind::BrokenPipe`.

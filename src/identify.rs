@@ -12,8 +12,8 @@
 //! has a 32-bit equivalent. Solving for 32 bits therefore also finds the protocol of a
 //! game that uses 64-bit ids, as the 32-bit id that validates identically.
 
-use crate::decode::FlowId;
-use crate::validate::{ProtocolId, packet_crc, stored_crc, verify_crc};
+use gpcap_wire::decode::FlowId;
+use gpcap_wire::validate::{ProtocolId, packet_crc, stored_crc, verify_crc};
 use hashbrown::HashMap;
 use serde::Serialize;
 
@@ -104,7 +104,7 @@ pub fn equivalent32(id: ProtocolId) -> u32 {
         return id.value as u32;
     }
     let mut p = vec![0u8; 16];
-    crate::validate::write_crc(id, &mut p);
+    gpcap_wire::validate::write_crc(id, &mut p);
     solve32(&p).unwrap_or(0)
 }
 
@@ -213,13 +213,13 @@ impl Identifier {
 
     /// Samples the UDP datagram of one captured frame, if it holds a whole one.
     pub fn frame(&mut self, linktype: i32, data: &[u8]) {
-        if let crate::decode::Decoded::Udp {
+        if let gpcap_wire::decode::Decoded::Udp {
             ip,
             src_port,
             dst_port,
             payload,
             truncated: false,
-        } = crate::decode::decode(linktype, data)
+        } = gpcap_wire::decode::decode(linktype, data)
         {
             let flow = FlowId {
                 src: std::net::SocketAddr::new(ip.src, src_port),
@@ -276,7 +276,7 @@ impl Identifier {
                 let samples = &self.flows[f];
                 let valid: Vec<&Vec<u8>> = samples
                     .iter()
-                    .filter(|s| verify_crc(id, s) == crate::validate::CrcStatus::Ok)
+                    .filter(|s| verify_crc(id, s) == gpcap_wire::validate::CrcStatus::Ok)
                     .collect();
                 if valid.is_empty() {
                     continue;
@@ -344,7 +344,7 @@ mod tests {
         }
         assert!(id.saturated());
     }
-    use crate::validate::write_crc;
+    use gpcap_wire::validate::write_crc;
 
     #[test]
     fn solves_a_32_bit_id() {
@@ -364,7 +364,7 @@ mod tests {
             let mut p: Vec<u8> = (0..n).map(|i| (i * 31 + n) as u8).collect();
             write_crc(id, &mut p);
             assert_eq!(solve32(&p), Some(eq.value as u32), "length {n}");
-            assert_eq!(verify_crc(eq, &p), crate::validate::CrcStatus::Ok);
+            assert_eq!(verify_crc(eq, &p), gpcap_wire::validate::CrcStatus::Ok);
         }
     }
 }

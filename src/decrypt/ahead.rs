@@ -119,10 +119,10 @@ impl Opener {
 #[cfg(all(test, feature = "crypto"))]
 mod tests {
     use super::*;
-    use crate::decode::FlowId;
     use crate::decrypt::keys::ConnectionKeys;
     use crate::decrypt::netcode::{REQUEST_BYTES, TOKEN_PLAINTEXT, VERSION, seal_token};
     use crate::decrypt::{Decryptor, Outcome};
+    use gpcap_wire::decode::FlowId;
     use std::sync::Arc;
 
     const ID: u64 = 0x1122_3344_5566_7788;

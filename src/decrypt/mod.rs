@@ -12,10 +12,10 @@ pub(crate) mod replay;
 #[cfg(not(feature = "crypto"))]
 mod without;
 
-use crate::decode::FlowId;
-use crate::validate::ProtocolId;
 #[cfg(feature = "crypto")]
 use ahead::Opened;
+use gpcap_wire::decode::FlowId;
+use gpcap_wire::validate::ProtocolId;
 use serde::Serialize;
 use std::net::SocketAddr;
 

@@ -4,7 +4,7 @@
 
 use super::Prepared;
 use super::join::Joined;
-use crate::capture::Frame;
+use gpcap_wire::capture::Frame;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 /// Frames a batch holds at most (tests place frames on either side of a boundary).
@@ -188,7 +188,7 @@ impl<T> Recycler<T> {
 #[cfg(test)]
 mod tests {
     use super::{Batch, Recycler};
-    use crate::capture::Frame;
+    use gpcap_wire::capture::Frame;
 
     /// Once as many values are out as it keeps, the reader waits for a spent one instead
     /// of making more: a held-up consumer no longer grows memory without bound.

@@ -4,8 +4,8 @@
 //! and what it carried in turn. Recorded only when the engine records field trees.
 
 use super::{Flow, Kind, PacketEvent, Sink};
-use crate::dissect::program::NodeId;
-use crate::dissect::{Dissection, MessageInfo, Program};
+use gpcap_dissect::program::NodeId;
+use gpcap_dissect::{Dissection, MessageInfo, Program};
 use std::sync::Arc;
 
 /// A packet of an inner layer, read in the outer packet it arrived in.

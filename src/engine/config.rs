@@ -1,9 +1,9 @@
 //! What the engine looks for: the protocol (id, ports, header layout, definition) and
 //! the limits it works within.
 
-use crate::dissect::Program;
-pub use crate::dissect::program::Checksum;
-use crate::validate::{HeaderFormat, ProtocolId};
+use gpcap_dissect::Program;
+pub use gpcap_dissect::program::Checksum;
+use gpcap_wire::validate::{HeaderFormat, ProtocolId};
 use std::sync::Arc;
 
 /// The default [`Config::flow_state_budget`]: with the flow table (16,384 flows of a few

@@ -233,7 +233,7 @@ impl Engine {
         if let (s, Some(kind)) = layers::status_after(o, e.status) {
             e.status = s;
             e.fault = Some(kind);
-            if record && kind == crate::dissect::FaultKind::Mac {
+            if record && kind == gpcap_dissect::FaultKind::Mac {
                 self.validator.dissection.fault = Some(layers::mac_fault(payload.len()));
             }
         }
@@ -297,7 +297,7 @@ impl Engine {
         &mut self,
         index: u32,
         sequence: u64,
-        frag: &crate::dissect::FragmentInfo,
+        frag: &gpcap_dissect::FragmentInfo,
         payload: &[u8],
         frame: u64,
     ) -> (Outcome, bool) {
@@ -405,7 +405,7 @@ impl Engine {
     }
 
     /// The message streams a definition declares (none without one).
-    pub(super) fn stream_defs(&self) -> &[crate::dissect::program::StreamDef] {
+    pub(super) fn stream_defs(&self) -> &[gpcap_dissect::program::StreamDef] {
         self.cfg.program.as_ref().map_or(&[], |p| &p.params.streams)
     }
 

@@ -1,12 +1,12 @@
 //! The one packet model: what the engine says about each frame and each reassembled
 //! game packet. Every sink, the display filter and every printer read these.
 
-pub use crate::decode::FlowId;
-use crate::decode::{IcmpTooBig, IpInfo};
-use crate::dissect::{Dissection, FaultKind, FragmentInfo, MessageInfo};
 use crate::engine::carried::Carried;
 use crate::engine::seq::SeqEvent;
-use crate::validate::CrcStatus;
+use gpcap_dissect::{Dissection, FaultKind, FragmentInfo, MessageInfo};
+pub use gpcap_wire::decode::FlowId;
+use gpcap_wire::decode::{IcmpTooBig, IpInfo};
+use gpcap_wire::validate::CrcStatus;
 use serde::Serialize;
 
 use std::net::IpAddr;
@@ -123,7 +123,7 @@ pub enum Layer<'a> {
     Other(&'static str),
     Malformed {
         layer: &'static str,
-        reason: &'a crate::decode::Malformation,
+        reason: &'a gpcap_wire::decode::Malformation,
     },
     UnsupportedLink(i32),
     /// An IP fragment completed a datagram that is not UDP.
@@ -198,7 +198,7 @@ pub struct PacketEvent<'a> {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Reliability<'a> {
     /// Cumulative acks, ack ranges and NAKs, in the order read.
-    pub acks: &'a [crate::dissect::AckItem],
+    pub acks: &'a [gpcap_dissect::AckItem],
     /// What the stream analysis said of each stream sequence of its messages (late,
     /// duplicate, a gap before it), in the order of the messages.
     pub stream_events: &'a [super::streams::StreamEvent],
@@ -206,7 +206,7 @@ pub struct Reliability<'a> {
 
 impl<'a> PacketEvent<'a> {
     /// The datagram's cumulative acks, ranges and NAKs.
-    pub fn acks(&self) -> &'a [crate::dissect::AckItem] {
+    pub fn acks(&self) -> &'a [gpcap_dissect::AckItem] {
         self.reliability.map_or(&[], |r| r.acks)
     }
 
@@ -216,7 +216,7 @@ impl<'a> PacketEvent<'a> {
     }
 
     /// An event for `frame` that says nothing yet.
-    pub fn new(frame: &crate::capture::Frame<'a>, file: u32) -> Self {
+    pub fn new(frame: &gpcap_wire::capture::Frame<'a>, file: u32) -> Self {
         PacketEvent {
             file,
             frame: frame.number,

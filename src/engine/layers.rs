@@ -6,13 +6,13 @@
 
 use super::carried::{Carried, Recorder};
 use super::{Engine, Flow, FlowId, Layer, Needs, PacketEvent, Preset, Sink, Status};
-use crate::capture::Frame;
-use crate::decode::IpInfo;
 use crate::decrypt::ahead::{Opened, Opener};
 use crate::decrypt::keys::Secrets;
 use crate::decrypt::{Decryptor, Outcome};
-use crate::dissect::program::{Kind as FieldKind, NodeId, Role};
-use crate::dissect::{Dissection, Dissector, Fault, FaultKind, Program, Value};
+use gpcap_dissect::program::{Kind as FieldKind, NodeId, Role};
+use gpcap_dissect::{Dissection, Dissector, Fault, FaultKind, Program, Value};
+use gpcap_wire::capture::Frame;
+use gpcap_wire::decode::IpInfo;
 use std::sync::Arc;
 
 /// What a run stacks on its outermost definition.

@@ -43,10 +43,10 @@ pub use sink::{Flow, Needs, Sink};
 pub(crate) use validator::Validator;
 pub use validator::Verdict;
 
-use crate::capture::{CaptureError, Frame};
-use crate::decode::{Decoded, IpInfo, decode, udp_from_reassembled};
-use crate::decode::{DefragStats, IpDefrag};
-use crate::dissect::Dissection;
+use gpcap_dissect::Dissection;
+use gpcap_wire::capture::{CaptureError, Frame};
+use gpcap_wire::decode::{Decoded, IpInfo, decode, udp_from_reassembled};
+use gpcap_wire::decode::{DefragStats, IpDefrag};
 use hashbrown::HashMap;
 use reassembly::{Budget, FlowReassembly, FragmentIn, Outcome};
 use seq::SeqTracker;

@@ -7,7 +7,7 @@
 
 use super::reassembly::{AttackCounters, Budget, CountStats};
 use super::validator::Verdict;
-use crate::dissect::MessageFragment;
+use gpcap_dissect::MessageFragment;
 use hashbrown::HashMap;
 use std::collections::BTreeMap;
 
@@ -344,7 +344,7 @@ impl MessageReassembly {
 }
 
 /// The message type a reassembled message of type `ty` is read as, when one is declared.
-fn as_type(p: &crate::dissect::Program, ty: u32) -> Option<u32> {
+fn as_type(p: &gpcap_dissect::Program, ty: u32) -> Option<u32> {
     p.params.message_fragment(ty)?.reassembled_as
 }
 
@@ -357,7 +357,7 @@ pub(super) struct Completed {
     types: Vec<Option<u32>>,
     len: usize,
     /// The field tree of the message being emitted.
-    dissection: crate::dissect::Dissection,
+    dissection: gpcap_dissect::Dissection,
 }
 
 impl Completed {

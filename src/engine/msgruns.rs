@@ -7,7 +7,7 @@
 //! is bounded by the shared budget, the runs a flow keeps and the fragments a run holds.
 
 use super::reassembly::{AttackCounters, Budget, CountStats};
-use crate::dissect::RunPart;
+use gpcap_dissect::RunPart;
 use hashbrown::HashMap;
 use std::collections::BTreeMap;
 
@@ -374,7 +374,7 @@ impl Runs {
 /// sets the event's `completes` and keeps what completed in `completed`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn push(
-    p: &crate::dissect::Program,
+    p: &gpcap_dissect::Program,
     fl: &mut super::FlowState,
     ty: u32,
     part: &RunPart,

@@ -3,7 +3,7 @@
 //! every attack of the fragmentation article counted by cause. Memory is bounded per
 //! flow by the entry count and overall by a shared byte budget.
 
-use crate::validate::{HeaderFormat, sequence_diff};
+use gpcap_wire::validate::{HeaderFormat, sequence_diff};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

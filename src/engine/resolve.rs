@@ -2,11 +2,11 @@
 //! engine should look for and why. Every command resolves through here.
 
 use super::Config;
-use crate::capture::CaptureError;
-use crate::dissect::Program;
 use crate::error::Error;
 use crate::identify::{Identification, Identifier};
-use crate::validate::ProtocolId;
+use gpcap_dissect::Program;
+use gpcap_wire::capture::CaptureError;
+use gpcap_wire::validate::ProtocolId;
 use std::sync::Arc;
 
 /// What the user said about the protocol (all optional).

@@ -2,8 +2,8 @@
 //! stream's key fields (ENet's reliable commands per flow and channel), in bounded memory.
 
 use super::seq::{SeqEvent, SeqStats, SeqTracker};
-use crate::dissect::MessageInfo;
-use crate::dissect::program::StreamDef;
+use gpcap_dissect::MessageInfo;
+use gpcap_dissect::program::StreamDef;
 use hashbrown::HashMap;
 use serde::Serialize;
 

@@ -3,8 +3,8 @@
 
 use super::config::Config;
 use super::event::Status;
-use crate::dissect::{Dissection, Dissector, FaultKind, FragmentInfo};
-use crate::validate::{self, CrcSeed, CrcStatus, HeaderFormat};
+use gpcap_dissect::{Dissection, Dissector, FaultKind, FragmentInfo};
+use gpcap_wire::validate::{self, CrcSeed, CrcStatus, HeaderFormat};
 
 /// What validation found in one datagram.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -190,7 +190,7 @@ impl Validator {
             fault: Some(FaultKind::Check),
             ..Verdict::default()
         };
-        self.dissection.fault = Some(crate::dissect::Fault {
+        self.dissection.fault = Some(gpcap_dissect::Fault {
             kind: FaultKind::Check,
             field: "checksum".into(),
             bit: self.dissection.crc_at.unwrap_or(0),

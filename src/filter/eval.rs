@@ -93,7 +93,7 @@ pub(super) fn eval(n: &Node, f: &PacketEvent, cx: &Context) -> bool {
                 End::Either => at(fl.src) || at(fl.dst),
             }
         }
-        Node::Proto(p) => crate::decode::headers::has(f.linktype, f.frame_data, p),
+        Node::Proto(p) => gpcap_wire::decode::headers::has(f.linktype, f.frame_data, p),
         Node::Header(name, t) => wire::eval(name, t, f),
         Node::In(Field::Port, ranges) => f.flow.is_some_and(|fl| {
             let inside = |p: u16| ranges.iter().any(|(a, b)| (*a..=*b).contains(&(p as i128)));

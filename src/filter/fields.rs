@@ -273,7 +273,7 @@ impl<'a> Parser<'a> {
         let (head, rest) = word.split_once('.').unwrap_or((word, ""));
         let typed = types
             .iter()
-            .map(|t| (crate::dissect::paths::distance(t, head), *t))
+            .map(|t| (gpcap_dissect::paths::distance(t, head), *t))
             .filter(|(_, t)| wire::plausible(head, t))
             .min_by_key(|(d, _)| *d)
             .map(|(d, t)| {
@@ -288,7 +288,7 @@ impl<'a> Parser<'a> {
             });
         let path = nearest(&self.paths, word)
             .filter(|n| wire::plausible(word, n) || n.ends_with(&format!(".{word}")))
-            .map(|n| (crate::dissect::paths::distance(n, word), n.to_string()));
+            .map(|n| (gpcap_dissect::paths::distance(n, word), n.to_string()));
         match (typed, path) {
             (Some(t), Some(p)) => Some(if t.0 <= p.0 { t.1 } else { p.1 }),
             (t, p) => t.or(p).map(|x| x.1),

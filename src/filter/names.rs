@@ -65,7 +65,7 @@ pub(super) const FLAG_NAMES: &[&str] = &[
 pub(super) fn closest(names: &[&'static str], word: &str) -> Option<&'static str> {
     names
         .iter()
-        .map(|n| (crate::dissect::paths::distance(n, word), *n))
+        .map(|n| (gpcap_dissect::paths::distance(n, word), *n))
         .filter(|(_, n)| wire::plausible(word, n))
         .min_by_key(|(d, _)| *d)
         .map(|(_, n)| n)

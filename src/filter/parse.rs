@@ -398,7 +398,7 @@ impl<'a> Parser<'a> {
 
     /// `rtt` and `never_acked` need the definition's ack roles, and the ack analysis' pass.
     pub(super) fn acks(&mut self, word: &str) -> Result<(), FilterError> {
-        use crate::dissect::program::Role;
+        use gpcap_dissect::program::Role;
         let has = self.program.is_some_and(|p| {
             p.has_role(Role::Ack) && p.has_role(Role::AckBits) || p.params.streams.iter().any(|d| d.acked)
         });

@@ -2,7 +2,7 @@ use super::*;
 
 /// The article's definition: types `A` (1) and `scene` (4).
 fn article() -> Program {
-    crate::dissect::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("dissectors/article.kdl"))
+    gpcap_dissect::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("dissectors/article.kdl"))
         .unwrap()
 }
 
@@ -22,7 +22,7 @@ fn facts() -> PacketEvent<'static> {
         packet_type: Some(4),
         size: 1300,
         status: crate::engine::Status::Ok,
-        crc: Some(crate::validate::CrcStatus::Ok),
+        crc: Some(gpcap_wire::validate::CrcStatus::Ok),
         over_budget: true,
         ..PacketEvent::empty()
     }

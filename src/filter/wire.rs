@@ -1,11 +1,11 @@
 //! Wireshark's names for what the frame's own headers hold — `eth.src`, `vlan.id`,
 //! `ip.ttl`, `ip.flags.df`, `ipv6.hlim`, `udp.length`, `udp.checksum` — read from the
-//! captured bytes ([`crate::decode::headers`]) when a filter names them; and `matches`,
+//! captured bytes ([`gpcap_wire::decode::headers`]) when a filter names them; and `matches`,
 //! a regular expression over text and bytes (case-insensitive, as Wireshark's).
 
 use super::{Cmp, Net, ordered};
-use crate::decode::headers::{self, HeaderValue};
 use crate::engine::PacketEvent;
+use gpcap_wire::decode::headers::{self, HeaderValue};
 
 /// What a header field holds, for the values a filter may compare it with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

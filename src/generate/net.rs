@@ -2,8 +2,8 @@
 //! fragmentation, ICMP "fragmentation needed" / "packet too big", and the link layer
 //! (Ethernet with an optional VLAN tag, Linux SLL2, or raw IP).
 
-use crate::decode::linktype;
-use crate::decode::wire::{
+use gpcap_wire::decode::linktype;
+use gpcap_wire::decode::wire::{
     IPV4_HEADER, IPV6_FRAGMENT_HEADER, IPV6_HEADER, UDP_HEADER, VLAN_ID_MASK, ethertype, ipproto,
 };
 use std::net::{IpAddr, SocketAddr};

@@ -3,11 +3,11 @@
 //! the leaves it wrote recorded so tests can check that dissection reads them back.
 
 use super::rng::Rng;
-use crate::bits::*;
-use crate::dissect::expr::{Op, eval};
-use crate::dissect::prims::{self, Raw};
-use crate::dissect::program::{Block, Count, Kind, NodeId, Program, Role};
-use crate::validate::{CountEncoding, FRAGMENT_TYPE, write_crc};
+use gpcap_dissect::expr::{Op, eval};
+use gpcap_dissect::prims::{self, Raw};
+use gpcap_dissect::program::{Block, Count, Kind, NodeId, Program, Role};
+use gpcap_wire::bits::*;
+use gpcap_wire::validate::{CountEncoding, FRAGMENT_TYPE, write_crc};
 use std::collections::HashSet;
 
 mod datagram;
@@ -83,7 +83,7 @@ impl Inverse {
 /// The fields a derived expression reads, each with how to write it for a wanted value
 /// (empty when the expression is not one gen inverts).
 fn inverses(code: &[Op]) -> Vec<(u16, Inverse)> {
-    use crate::dissect::expr::BinOp::*;
+    use gpcap_dissect::expr::BinOp::*;
     let all = -1i64;
     let affine = |add, xor, mask| Inverse::Affine { add, xor, mask };
     match *code {
@@ -224,7 +224,7 @@ impl<'p> PacketWriter<'p> {
     }
 
     /// The packet types `side` sends: all but those declared `from` the other side.
-    pub fn types_from(&self, side: crate::dissect::program::Side) -> Vec<u32> {
+    pub fn types_from(&self, side: gpcap_dissect::program::Side) -> Vec<u32> {
         self.p
             .packets
             .iter()
@@ -385,7 +385,7 @@ impl<'p> PacketWriter<'p> {
 
     /// The value a field must take for a role (the protocol id, a sequence, a field a
     /// derived role reads, a role's length), or None to write any.
-    fn role_value(&self, node: &crate::dissect::program::Node, roles: &Roles) -> Option<u64> {
+    fn role_value(&self, node: &gpcap_dissect::program::Node, roles: &Roles) -> Option<u64> {
         let p = self.p;
         match node.role {
             Some(Role::ProtocolId) => p.params.protocol_id.map(|i| i.value),
@@ -406,7 +406,7 @@ impl<'p> PacketWriter<'p> {
 
     /// Refuses a field written least-significant-first after most-significant-first
     /// bits that do not fill their byte.
-    fn check_bit_order(&self, node: &crate::dissect::program::Node) -> Result<(), GenError> {
+    fn check_bit_order(&self, node: &gpcap_dissect::program::Node) -> Result<(), GenError> {
         let writes_lsb = !matches!(
             node.kind,
             Kind::Msb(_)
@@ -454,17 +454,17 @@ impl<'p> PacketWriter<'p> {
                 let n = self.count(count)?.clamp(1, 8) as u32;
                 let v = role.unwrap_or_else(|| rng.next_u64()) & (u64::MAX >> (64 - 8 * n));
                 self.word(w, &super::words::byte_int_bytes(v, n, *big), v)?;
-                self.set(id, crate::bits::msb::extend(v, 8 * n, *signed));
+                self.set(id, gpcap_wire::bits::msb::extend(v, 8 * n, *signed));
             }
             Kind::Varint { zigzag } => {
                 let v = role.unwrap_or_else(|| rng.next_u64() >> rng.below(64));
                 let mut b = Vec::with_capacity(10);
-                crate::bits::msb::varint_bytes(v, &mut b);
+                gpcap_wire::bits::msb::varint_bytes(v, &mut b);
                 self.word(w, &b, v)?;
                 self.set(
                     id,
                     if *zigzag {
-                        crate::bits::msb::unzigzag(v)
+                        gpcap_wire::bits::msb::unzigzag(v)
                     } else {
                         v as i64
                     },

@@ -11,8 +11,8 @@ use super::net::{self, Link};
 use super::packet::{GenError, PacketWriter};
 use super::rng::Rng;
 use super::sim::Burst;
-use crate::dissect::Program;
-use crate::dissect::program::Side;
+use gpcap_dissect::Program;
+use gpcap_dissect::program::Side;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BinaryHeap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -520,7 +520,7 @@ pub fn simulate_points(
     emit: &mut dyn FnMut(PointEmit),
 ) -> Result<PointsTruth, GenError> {
     super::sim::preflight(p)?;
-    if p.params.checksum == crate::dissect::program::Checksum::None && cfg.corrupt > 0.0 {
+    if p.params.checksum == gpcap_dissect::program::Checksum::None && cfg.corrupt > 0.0 {
         return Err(GenError::CorruptWithoutChecksum);
     }
     let mut rng = Rng::new(cfg.seed);

@@ -9,9 +9,9 @@
 use super::net::{self, Link};
 use super::packet::{GenError, PacketWriter};
 use super::rng::Rng;
-use crate::dissect::Program;
 use crate::engine::reassembly::AttackCounters;
-use crate::validate::{FRAGMENT_TYPE, ProtocolId, write_crc};
+use gpcap_dissect::Program;
+use gpcap_wire::validate::{FRAGMENT_TYPE, ProtocolId, write_crc};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -262,7 +262,7 @@ fn unwritable(p: &Program) -> Result<(), GenError> {
             why: "gen does not write definitions whose expressions read `remaining` yet",
         });
     }
-    if p.params.checksum == crate::dissect::program::Checksum::Field {
+    if p.params.checksum == gpcap_dissect::program::Checksum::Field {
         return Err(GenError::Unsupported {
             field: "checksum".into(),
             why: "gen writes the articles' checksum only; a checksum declared with field= (and a stand-in learnt in the conversation) is not written yet",
@@ -297,7 +297,7 @@ pub fn preflight(p: &Program) -> Result<(), GenError> {
     let field = p
         .nodes
         .iter()
-        .find(|n| n.role == Some(crate::dissect::program::Role::Sequence))
+        .find(|n| n.role == Some(gpcap_dissect::program::Role::Sequence))
         .map_or_else(|| "sequence".to_string(), |n| n.name.clone());
     Err(GenError::Underivable(field))
 }

@@ -2,7 +2,7 @@
 //! fields, whole-byte integers in either order).
 
 use super::rng::Rng;
-use crate::dissect::program::Msb;
+use gpcap_dissect::program::Msb;
 
 /// A random value for an MSB-first field, or the role's (its raw bits).
 pub fn msb_value(rng: &mut Rng, m: Msb, role: Option<u64>) -> u64 {

@@ -6,7 +6,7 @@
 
 use super::bpf::{self, Link, Selection};
 use super::{Interface, LiveError, LiveOptions, Start};
-use crate::capture::Frame;
+use gpcap_wire::capture::Frame;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{Ordering, fence};
 use std::time::{Duration, Instant};
@@ -357,8 +357,8 @@ fn link_of(iface: &str) -> Result<(Link, i32, u32), LiveError> {
         .and_then(|t| t.trim().parse::<u32>().ok())
         .unwrap_or(1);
     let (link, linktype) = match arphrd {
-        1 | 772 => (Link::Ethernet, crate::decode::linktype::ETHERNET),
-        65534 => (Link::RawIp, crate::decode::linktype::RAW),
+        1 | 772 => (Link::Ethernet, gpcap_wire::decode::linktype::ETHERNET),
+        65534 => (Link::RawIp, gpcap_wire::decode::linktype::RAW),
         other => {
             return Err(LiveError::Other {
                 iface: iface.into(),

@@ -2,7 +2,7 @@
 //! over when full or [`BATCH_WAIT`] old, emptied batches taken back for the next.
 
 use super::{BATCH, BATCH_BYTES, BATCH_WAIT, Batch};
-use crate::capture::Frame;
+use gpcap_wire::capture::Frame;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};

@@ -2,7 +2,7 @@
 //! systems without AF_PACKET (macOS, the BSDs, Windows with Npcap).
 
 use super::{Interface, LiveError, LiveOptions, Start};
-use crate::capture::Frame;
+use gpcap_wire::capture::Frame;
 use std::time::{Duration, Instant};
 
 pub(super) fn interfaces() -> Result<Vec<Interface>, String> {

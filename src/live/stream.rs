@@ -4,7 +4,7 @@
 //! capture ends it with a located error — every frame read before kept.
 
 use super::{LiveError, LiveStats, Start};
-use crate::capture::CaptureReader;
+use gpcap_wire::capture::CaptureReader;
 use std::io::Read;
 use std::sync::{Arc, Mutex};
 

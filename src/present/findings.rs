@@ -1,7 +1,7 @@
 //! The report's findings in words: the text report's `Finding:` lines, the Loss tab, and
 //! the JSON's `finding` and `fit.suppressed` strings, made from their numbers here.
 
-use crate::analysis::{Amplification, Baseline, BurstFinding, Finding};
+use crate::sinks::analysis::{Amplification, Baseline, BurstFinding, Finding};
 use std::fmt;
 
 impl fmt::Display for Amplification {

@@ -1,6 +1,6 @@
 //! The Fit section: how well the description fits the traffic, first in the report.
 
-use crate::analysis::fit::{Failing, Fit, Sign, Verdict};
+use crate::sinks::analysis::fit::{Failing, Fit, Sign, Verdict};
 use std::fmt::{self, Write};
 
 /// A sign in words: the text report's lines and the JSON's `rests_on` strings.
@@ -142,7 +142,7 @@ pub fn summary(fit: &Fit) -> String {
     s
 }
 
-fn first_failure(f: &crate::analysis::fit::FirstFailure) -> String {
+fn first_failure(f: &crate::sinks::analysis::fit::FirstFailure) -> String {
     let mut s = format!("frame {}", f.frame);
     if f.file > 0 {
         let _ = write!(s, " of file {}", f.file + 1);
@@ -159,7 +159,7 @@ fn first_failure(f: &crate::analysis::fit::FirstFailure) -> String {
 
 /// The Fit section (the text report's).
 #[cfg(feature = "cli")]
-pub fn render(r: &crate::analysis::Report) -> String {
+pub fn render(r: &crate::sinks::analysis::Report) -> String {
     let fit = &r.fit;
     let mut out = String::new();
     let _ = writeln!(out, "Fit: {}", fit.verdict.as_str());

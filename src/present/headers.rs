@@ -2,7 +2,7 @@
 //! title per header (`Internet Protocol Version 4, Src: 10.0.1.1, Dst: 10.0.0.1`) and
 //! its fields with their bits (`.1.. .... = Don't fragment: Set`).
 
-use crate::decode::headers::{HeaderField, HeaderLayer, HeaderValue};
+use gpcap_wire::decode::headers::{HeaderField, HeaderLayer, HeaderValue};
 use std::fmt::Write;
 
 /// A MAC address as Wireshark writes it.

@@ -3,10 +3,10 @@
 //! each inner layer read in it, outermost first, as Wireshark's Info reads for stacked
 //! protocols: `payload seq 41 · reliable seq 12 ack 10 · chat input`.
 
-use crate::dissect::{Dissection, Label, Program, ROOT};
 use crate::engine::carried::Carried;
 use crate::engine::{Kind, PacketEvent, Status};
 use crate::filter::FieldPath;
+use gpcap_dissect::{Dissection, Label, Program, ROOT};
 use std::collections::HashMap;
 use std::fmt::Write;
 use std::sync::Arc;
@@ -240,7 +240,7 @@ fn compile_templates(p: &Program) -> Templates {
     if p.packets.iter().all(|d| d.info.is_none()) {
         return HashMap::new();
     }
-    let paths = crate::dissect::paths::catalog(p);
+    let paths = gpcap_dissect::paths::catalog(p);
     let mut out = HashMap::new();
     for d in &p.packets {
         let Some(t) = &d.info else { continue };
@@ -257,7 +257,7 @@ fn compile_templates(p: &Program) -> Templates {
                 Some(p) => (true, p),
                 None => (false, name),
             };
-            let path = crate::dissect::paths::info_path(p, d, path);
+            let path = gpcap_dissect::paths::info_path(p, d, path);
             pieces.push(match FieldPath::parse(p, &paths, &path) {
                 Ok(fp) if count => Piece::Count(fp),
                 Ok(fp) => Piece::Value(fp),
@@ -344,7 +344,7 @@ fn default_info(p: &Program, d: &Dissection, payload: &[u8]) -> String {
         .filter(|f| f.parent == ROOT && f.kind != "align" && f.kind != "check")
         .skip(header)
     {
-        let name = crate::dissect::label_name(p, f.label);
+        let name = gpcap_dissect::label_name(p, f.label);
         let value = super::tree::value_text(p, f, payload);
         let part = if f.is_group() && f.kind != "string" && !value.is_empty() && !value.starts_with('(') {
             format!("{name}[{value}]")

@@ -4,11 +4,11 @@
 //! document has always had, so the output is byte for byte what it was.
 
 use super::tree::float_text;
-use crate::dissect::{Dissection, Field, FragmentInfo, Label, Program, Value};
 use crate::engine::ack_facts::{AckFacts, Settled};
 use crate::engine::carried::{Anchor, Carried};
 use crate::engine::{Kind, PacketEvent};
-use crate::validate::CrcStatus;
+use gpcap_dissect::{Dissection, Field, FragmentInfo, Label, Program, Value};
+use gpcap_wire::validate::CrcStatus;
 use std::io::Write as _;
 
 /// What a node writes every time, escaped once: its name as a path segment, its
@@ -94,8 +94,8 @@ impl Names {
                 b.into_boxed_slice()
             });
             let decimals = match node.kind {
-                crate::dissect::program::Kind::CompressedFloat(cf)
-                | crate::dissect::program::Kind::CompressedVector(cf) => Some(cf.decimals()),
+                gpcap_dissect::program::Kind::CompressedFloat(cf)
+                | gpcap_dissect::program::Kind::CompressedVector(cf) => Some(cf.decimals()),
                 _ => None,
             };
             NodeBytes {

@@ -1,7 +1,7 @@
 //! Decryption and the protocols inside the outermost, after the outermost's report.
 
 use super::tables::{right, shown, table};
-use crate::analysis::Report;
+use crate::sinks::analysis::Report;
 use std::fmt::Write;
 
 /// The decryption table and each inner layer's report, outermost first.

@@ -2,7 +2,7 @@
 //! terminal's): columns left out by each table's stated priority, then long cells
 //! wrapped — numbers are never cut — and a line under the table naming what was left out.
 
-use crate::analysis::Report;
+use crate::sinks::analysis::Report;
 use comfy_table::{Cell, CellAlignment, ColumnConstraint, ContentArrangement, Table, presets};
 use std::cell::Cell as Shared;
 use std::fmt::Write;
@@ -176,7 +176,7 @@ fn warn(out: &mut String, r: &Report, what: &str) {
 /// The columns every flow table starts with (after the flow), and their cells.
 const TRAFFIC: [&str; 6] = ["datagrams", "bytes", "secs", "pkt/s", "kbit/s", "largest"];
 
-fn traffic_cells(f: &crate::analysis::FlowStats) -> Vec<String> {
+fn traffic_cells(f: &crate::sinks::analysis::FlowStats) -> Vec<String> {
     vec![
         format!("{} → {}", f.src, f.dst),
         f.datagrams.to_string(),
@@ -200,7 +200,7 @@ fn more_rows(out: &mut String, total: usize, shown: usize, what: &str) {
 }
 
 /// The capture summary: files, frames, link types, what was not UDP, read errors.
-fn render_capture(out: &mut String, c: &crate::analysis::CaptureSummary) {
+fn render_capture(out: &mut String, c: &crate::sinks::analysis::CaptureSummary) {
     let _ = writeln!(out, "Capture");
     let mut files: Vec<String> = c
         .files
@@ -293,7 +293,7 @@ fn render_capture(out: &mut String, c: &crate::analysis::CaptureSummary) {
 }
 
 /// A capture without a game protocol: its summary and UDP conversations, busiest first.
-pub fn render_conversations(r: &crate::analysis::Conversations) -> String {
+pub fn render_conversations(r: &crate::sinks::analysis::Conversations) -> String {
     let mut out = String::new();
     render_capture(&mut out, &r.capture);
     let _ = writeln!(out, "UDP conversations");
@@ -306,12 +306,12 @@ pub fn render_conversations(r: &crate::analysis::Conversations) -> String {
         .concat(),
     );
     const SHOWN: usize = 40;
-    for crate::analysis::Conversation(f) in r.conversations.iter().take(SHOWN) {
+    for crate::sinks::analysis::Conversation(f) in r.conversations.iter().take(SHOWN) {
         let mut row = traffic_cells(f);
         row.extend([f.sizes.p50.to_string(), f.ip_fragmented.to_string()]);
         // The well-known service on its ports, as Wireshark would name it.
         row.push(
-            crate::decode::services::service(f.src.port(), f.dst.port())
+            gpcap_wire::decode::services::service(f.src.port(), f.dst.port())
                 .unwrap_or("-")
                 .to_string(),
         );
@@ -355,7 +355,7 @@ pub fn render(r: &Report) -> String {
 /// protocol id: another protocol or version, not damage.
 fn crc_mismatch_text(r: &Report) -> String {
     let n = r.validation.crc_mismatch;
-    let other: Vec<&crate::analysis::FlowStats> =
+    let other: Vec<&crate::sinks::analysis::FlowStats> =
         r.flows.iter().filter(|f| f.crc_other_id.is_some()).collect();
     if other.is_empty() {
         return n.to_string();
@@ -389,7 +389,7 @@ fn render_validation(out: &mut String, r: &Report) {
                 p.name.clone().unwrap_or_default(),
                 match (p.protocol_id, p.checksum) {
                     (Some(i), _) => i.to_string(),
-                    (None, crate::dissect::program::Checksum::None) => String::new(),
+                    (None, gpcap_dissect::program::Checksum::None) => String::new(),
                     (None, _) => "unknown".into(),
                 },
                 match p.source.as_str() {
@@ -454,7 +454,7 @@ fn render_validation(out: &mut String, r: &Report) {
             .take(3)
             .map(|f| {
                 let by = match f.role {
-                    Some(crate::dissect::program::Side::Server) => "the server",
+                    Some(gpcap_dissect::program::Side::Server) => "the server",
                     _ => "a client",
                 };
                 format!("{} from {by} on {} → {}", f.wrong_direction, f.src, f.dst)
@@ -494,7 +494,7 @@ fn render_flows(out: &mut String, r: &Report) {
     );
     // The busiest flows; the JSON has them all.
     const SHOWN: usize = 40;
-    let mut flows: Vec<&crate::analysis::FlowStats> = r.flows.iter().collect();
+    let mut flows: Vec<&crate::sinks::analysis::FlowStats> = r.flows.iter().collect();
     if flows.len() > SHOWN {
         flows.sort_by_key(|f| std::cmp::Reverse(f.datagrams));
     }
@@ -641,7 +641,7 @@ fn render_streams(out: &mut String, r: &Report) {
 }
 
 /// Messages by type, and datagrams by how many messages they carry.
-fn render_messages(out: &mut String, m: &crate::analysis::MessageReport) {
+fn render_messages(out: &mut String, m: &crate::sinks::analysis::MessageReport) {
     let _ = writeln!(out, "Messages: {}", m.total);
     let mut t = table(&["message type", "messages"]);
     let mut by_type: Vec<(&String, &u64)> = m.by_type.iter().collect();

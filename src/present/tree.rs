@@ -1,8 +1,8 @@
 //! Dissections as text trees (in the spirit of `tshark -V`, with Wireshark-style bit
 //! patterns); the values' text, which the JSON writer (`present::json`) shares.
 
-use crate::dissect::{Dissection, Field, Program, Value, label_name};
 use crate::engine::carried::{Anchor, Carried};
+use gpcap_dissect::{Dissection, Field, Program, Value, label_name};
 use std::fmt::Write;
 
 /// The field's bits over the bytes it touches, each byte MSB first: `.... ..10 1100 ....`.
@@ -17,7 +17,7 @@ pub fn bit_pattern(data: &[u8], bit_offset: u64, bit_len: u64) -> String {
 pub fn field_bit_pattern(p: &Program, f: &Field, data: &[u8]) -> String {
     let msb = matches!(
         p.nodes.get(f.node as usize).map(|n| &n.kind),
-        Some(crate::dissect::program::Kind::Msb(_))
+        Some(gpcap_dissect::program::Kind::Msb(_))
     );
     bit_pattern_in(data, f.bit_offset, f.bit_len, msb)
 }
@@ -59,8 +59,8 @@ fn bit_pattern_into(s: &mut String, data: &[u8], bit_offset: u64, bit_len: u64, 
 /// Decimal places of a compressed float or vector field (its resolution), else None.
 pub(crate) fn float_decimals(p: &Program, f: &Field) -> Option<usize> {
     match p.nodes.get(f.node as usize)?.kind {
-        crate::dissect::program::Kind::CompressedFloat(cf)
-        | crate::dissect::program::Kind::CompressedVector(cf) => Some(cf.decimals()),
+        gpcap_dissect::program::Kind::CompressedFloat(cf)
+        | gpcap_dissect::program::Kind::CompressedVector(cf) => Some(cf.decimals()),
         _ => None,
     }
 }
@@ -78,7 +78,7 @@ pub fn value_text(p: &Program, f: &Field, data: &[u8]) -> String {
     let enum_name = |v: i64| {
         p.nodes
             .get(f.node as usize)
-            .filter(|_| matches!(f.label, crate::dissect::Label::Node(_)))
+            .filter(|_| matches!(f.label, gpcap_dissect::Label::Node(_)))
             .and_then(|n| n.enum_id)
             .and_then(|e| p.enum_name(e, v))
     };
@@ -194,7 +194,7 @@ fn write_tree(
     let shift = base.bit;
     // The field's name, written where it goes (no string of its own).
     let name = |out: &mut String, f: &Field| match f.label {
-        crate::dissect::Label::Index(i) => {
+        gpcap_dissect::Label::Index(i) => {
             let _ = write!(out, "[{i}]");
         }
         other => out.push_str(label_name(p, other)),
@@ -222,7 +222,7 @@ fn write_tree(
         } else if f.bit_len <= 32 {
             let msb = matches!(
                 p.nodes.get(f.node as usize).map(|n| &n.kind),
-                Some(crate::dissect::program::Kind::Msb(_))
+                Some(gpcap_dissect::program::Kind::Msb(_))
             );
             bit_pattern_into(out, data, f.bit_offset, f.bit_len, msb);
             out.push_str(" = ");

@@ -2,12 +2,12 @@
 //! datagram dissected into its field tree — sharded over the cores by address pair when
 //! the traffic spreads, as `analyze` is, and the same report.
 
-use crate::analysis::{Analyzer, Report, Statistics};
-use crate::capture::CaptureError;
-use crate::dissect::paths;
 use crate::engine::Config;
 use crate::run::{self as parallel, run_files};
+use crate::sinks::analysis::{Analyzer, Report, Statistics};
 use crate::sinks::bandwidth::{Bandwidth, Options};
+use gpcap_dissect::paths;
+use gpcap_wire::capture::CaptureError;
 use std::path::PathBuf;
 
 /// [`analyze_files`] on `shards` cores when the capture can be sharded (its traffic

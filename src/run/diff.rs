@@ -4,11 +4,11 @@
 //! channels between them hold a few batches: memory stays bounded whatever the
 //! captures' sizes and the offset between their clocks.
 
-use crate::capture::CaptureError;
 use crate::engine::{Config, Flow};
 use crate::run::{FileOutcome, run_files};
 use crate::sinks::diff::matcher::{A, B};
 use crate::sinks::diff::{ClockMode, DiffReport, Matcher, Options, Seen, Sightings, build};
+use gpcap_wire::capture::CaptureError;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 
@@ -80,7 +80,10 @@ pub fn diff(
     opts: Options,
     mode: ClockMode,
 ) -> Result<Diffed, CaptureError> {
-    let names = [crate::capture::shown(&paths[A]), crate::capture::shown(&paths[B])];
+    let names = [
+        gpcap_wire::capture::shown(&paths[A]),
+        gpcap_wire::capture::shown(&paths[B]),
+    ];
     let mut matcher = Matcher::new(opts);
     let results = std::thread::scope(|scope| {
         let mut streams = Vec::new();

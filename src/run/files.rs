@@ -1,8 +1,8 @@
 //! The loop over capture files, the only one in gpcap besides the capture reader's: every
 //! run (serial, pipelined, sharded) reads its captures through [`each_file`].
 
-use crate::capture::{CaptureError, CaptureReader, Frame};
 use crate::engine::{Config, Engine, FileEnd, Flow, Sink};
+use gpcap_wire::capture::{CaptureError, CaptureReader, Frame};
 use std::path::PathBuf;
 
 /// How far reading has come: file index and bytes read of it.
@@ -94,7 +94,7 @@ pub(crate) fn each_file(
 ) -> Result<Vec<FileOutcome>, CaptureError> {
     let mut outcomes = Vec::new();
     for (i, path) in paths.iter().enumerate() {
-        let name = crate::capture::shown(path);
+        let name = gpcap_wire::capture::shown(path);
         let mut reader = CaptureReader::open(path)?;
         r.begin(i, &name);
         let mut go = true;

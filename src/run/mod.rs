@@ -25,9 +25,9 @@ pub mod truth;
 pub use files::{FileOutcome, Progress, run_files, sample_ends, sample_files};
 pub use session::Session;
 
-use crate::analysis::{Analyzer, Report, Statistics};
-use crate::capture::CaptureError;
 use crate::engine::{Batch, Config, Found, Sink};
+use crate::sinks::analysis::{Analyzer, Report, Statistics};
+use gpcap_wire::capture::CaptureError;
 use std::path::PathBuf;
 use std::sync::mpsc::SyncSender;
 
@@ -195,7 +195,7 @@ fn analyze_batch<X: Sink>(
 
 /// A worker thread panicked: said as a capture error, in words.
 fn thread_failed() -> CaptureError {
-    CaptureError::at_start("", crate::capture::CaptureErrorKind::ThreadFailed)
+    CaptureError::at_start("", gpcap_wire::capture::CaptureErrorKind::ThreadFailed)
 }
 
 /// A sink whose run also stops when `stop` says so (a signal, a limit outside the sink).

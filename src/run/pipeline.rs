@@ -7,10 +7,10 @@
 
 use super::files::{Progress, Reading, each_file};
 use super::{analyze_batch, thread_failed};
-use crate::analysis::{Analyzer, Report, Statistics};
-use crate::capture::{CaptureError, Frame};
 use crate::engine::join::Joiner;
 use crate::engine::{Batch, Config, Engine, FileEnd, Found, Needs, Recycler, Sink, Validator, layers};
+use crate::sinks::analysis::{Analyzer, Report, Statistics};
+use gpcap_wire::capture::{CaptureError, Frame};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};

@@ -5,10 +5,10 @@
 //! from the nearest copy of the engine kept on the way). The TUI's tree of a packet's
 //! inner layers reads its rows from here.
 
-use crate::capture::CaptureReader;
-use crate::dissect::Dissection;
 use crate::engine::carried::Carried;
 use crate::engine::{Config, Engine, Flow, PacketEvent, Sink};
+use gpcap_dissect::Dissection;
+use gpcap_wire::capture::CaptureReader;
 use std::path::PathBuf;
 
 /// What the replay read for one row.

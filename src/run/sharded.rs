@@ -11,11 +11,11 @@ use super::Merge;
 use super::files::{Progress, Reading, each_file, read_frames};
 use super::peak::PeakMerger;
 use super::{analyze_batch, thread_failed};
-use crate::analysis::{Analyzer, Report, Statistics};
-use crate::capture::{CaptureError, CaptureReader, Frame};
-use crate::decode::{Decoded, decode_fast, decode_general};
 use crate::engine::event::ip_bits;
 use crate::engine::{Batch, Config, FileEnd, Found, MemoryMark, Recycler, Sink};
+use crate::sinks::analysis::{Analyzer, Report, Statistics};
+use gpcap_wire::capture::{CaptureError, CaptureReader, Frame};
+use gpcap_wire::decode::{Decoded, decode_fast, decode_general};
 use std::path::PathBuf;
 use std::sync::mpsc::{SyncSender, sync_channel};
 
@@ -321,8 +321,8 @@ pub fn release_freed_memory() {
 #[cfg(test)]
 mod tests {
     use super::{route, shard_of};
-    use crate::capture::CaptureReader;
-    use crate::decode::decode;
+    use gpcap_wire::capture::CaptureReader;
+    use gpcap_wire::decode::decode;
 
     /// Routing straight from the bytes sends every frame where its whole decoding would:
     /// every bundled capture (Ethernet, VLAN, IPv6 over SLL2, IP fragments, ICMP quotes,

@@ -2,11 +2,11 @@
 //! loader's thread and sent to the screen's thread as updates over a channel, so the
 //! screen owns its copy and never waits on a lock while drawing.
 
-use crate::analysis::Report;
-use crate::decode::IcmpTooBig;
-use crate::dissect::FaultKind;
 use crate::engine::seq::SeqEvent;
 use crate::engine::{Flow, FlowId, Kind, Layer, PacketEvent, Sink, Status};
+use crate::sinks::analysis::Report;
+use gpcap_dissect::FaultKind;
+use gpcap_wire::decode::IcmpTooBig;
 use hashbrown::HashMap;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -140,7 +140,7 @@ impl Row {
             Kind::NotUdp
         };
         let fragment =
-            (self.frag_count > 0 && !self.has(status::REASSEMBLED)).then_some(crate::dissect::FragmentInfo {
+            (self.frag_count > 0 && !self.has(status::REASSEMBLED)).then_some(gpcap_dissect::FragmentInfo {
                 id: self.frag_id as u32,
                 count: self.frag_count as u32,
                 data_offset: 0,
@@ -170,9 +170,9 @@ impl Row {
             over_budget: self.has(status::OVER_BUDGET),
             status,
             crc: if self.has(status::CRC_OK) {
-                Some(crate::validate::CrcStatus::Ok)
+                Some(gpcap_wire::validate::CrcStatus::Ok)
             } else if self.has(status::CRC_FAIL) {
-                Some(crate::validate::CrcStatus::Mismatch {
+                Some(gpcap_wire::validate::CrcStatus::Mismatch {
                     stored: 0,
                     computed: 0,
                 })
@@ -404,7 +404,7 @@ impl Index {
 
     pub fn new(path: &Path) -> Self {
         Index {
-            name: crate::capture::shown(path),
+            name: gpcap_wire::capture::shown(path),
             path: path.to_path_buf(),
             total_bytes: std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
             ..Index::default()

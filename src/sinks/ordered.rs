@@ -7,13 +7,13 @@
 //! 2.1 s of CPU); batches and output buffers go round, so a warm run allocates little.
 
 use super::printer::{Format, Printer};
-use crate::capture::CaptureError;
-use crate::dissect::{Dissection, Program};
 use crate::engine::carried::Carried;
 use crate::engine::event::Reliability;
 use crate::engine::{Flow, Needs, PacketEvent, Sink};
 use crate::error::{Error, Thread};
 use crate::filter::Filter;
+use gpcap_dissect::{Dissection, Program};
+use gpcap_wire::capture::CaptureError;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::ops::Range;
@@ -63,7 +63,7 @@ pub(crate) struct Batch {
     /// Fields in this batch's trees.
     fields: usize,
     carried: Vec<Vec<Carried>>,
-    acks: Vec<crate::dissect::AckItem>,
+    acks: Vec<gpcap_dissect::AckItem>,
     streams: Vec<crate::engine::streams::StreamEvent>,
 }
 
@@ -400,7 +400,7 @@ impl OrderedPrinter {
                 file: self.names.get(file as usize).cloned().unwrap_or_default(),
                 offset,
                 frame,
-                kind: crate::capture::CaptureErrorKind::OutputStopped,
+                kind: gpcap_wire::capture::CaptureErrorKind::OutputStopped,
             }));
         }
         if worker_died {
@@ -610,7 +610,7 @@ fn write_in_order(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dissect::{Field, Label, Value};
+    use gpcap_dissect::{Field, Label, Value};
 
     fn tree(n: usize) -> Dissection {
         let f = Field {

@@ -1,13 +1,13 @@
 //! The `dissect` printers: every game datagram and reassembled packet that passes the
 //! display filter, as a text tree (in the spirit of `tshark -V`) or as JSON.
 
-use crate::dissect::Program;
 use crate::engine::ack_facts::{AckFacts, CopyVerdict, Settled};
 use crate::engine::seq::SeqEvent;
 use crate::engine::{Flow, Kind, Needs, PacketEvent, Sink};
 use crate::filter::Filter;
 use crate::present;
-use crate::validate::CrcStatus;
+use gpcap_dissect::Program;
+use gpcap_wire::validate::CrcStatus;
 pub use present::time::TimeFormat;
 use std::io::Write;
 use std::sync::Arc;
@@ -230,7 +230,7 @@ impl<W: Write> Printer<W> {
             return self.brief(e);
         }
         let note = note(e);
-        let empty = crate::dissect::Dissection::default();
+        let empty = gpcap_dissect::Dissection::default();
         let d = e.dissection.unwrap_or(&empty);
         if matches!(self.format, Format::Json | Format::JsonLines) {
             return self.json_packet(e, d, note.as_deref());
@@ -258,7 +258,7 @@ impl<W: Write> Printer<W> {
             writeln!(self.buf, "[fragments in frames {}]", frames.join(", "))?;
         }
         // Link, IP and UDP, as the first layers of the tree.
-        let layers = crate::decode::headers::layers(e.linktype, e.frame_data);
+        let layers = gpcap_wire::decode::headers::layers(e.linktype, e.frame_data);
         self.text.clear();
         present::headers::write_layers(&mut self.text, &layers, e.frame_data);
         self.buf.extend_from_slice(self.text.as_bytes());
@@ -290,7 +290,7 @@ impl<W: Write> Printer<W> {
     fn json_packet(
         &mut self,
         e: &PacketEvent,
-        d: &crate::dissect::Dissection,
+        d: &gpcap_dissect::Dissection,
         note: Option<&str>,
     ) -> std::io::Result<()> {
         if self.format == Format::Json && !self.first {
@@ -325,7 +325,7 @@ impl<W: Write> Printer<W> {
     }
 
     /// `type N (name)`, or what a packet without a header is.
-    fn type_text(&self, e: &PacketEvent, d: &crate::dissect::Dissection) -> String {
+    fn type_text(&self, e: &PacketEvent, d: &gpcap_dissect::Dissection) -> String {
         let name = |t: u32| {
             self.program
                 .as_ref()
@@ -348,7 +348,7 @@ impl<W: Write> Printer<W> {
 
     /// The packet's body: its field tree, a reassembled message's bytes, or without a
     /// definition the fragment and fault the reference header found.
-    fn body(&mut self, e: &PacketEvent, d: &crate::dissect::Dissection) -> std::io::Result<()> {
+    fn body(&mut self, e: &PacketEvent, d: &gpcap_dissect::Dissection) -> std::io::Result<()> {
         match &self.program {
             // A message put back from fragments inside messages: the application's bytes.
             Some(_) if e.kind == Kind::Reassembled && d.fields.is_empty() && d.fault.is_none() => {
@@ -388,7 +388,7 @@ pub(crate) fn verdict_word(e: SeqEvent) -> &'static str {
 /// The messages of a datagram that are late, duplicate or after a gap in their stream,
 /// or of which the ack analysis said something, for `--brief`: ` [push 12 dup
 /// retransmission rtt 20.125ms, push 14 gap 1]` (the first 8, then how many more).
-fn stream_notes(p: &crate::dissect::Program, e: &PacketEvent, acks: Option<&AckFacts>) -> String {
+fn stream_notes(p: &gpcap_dissect::Program, e: &PacketEvent, acks: Option<&AckFacts>) -> String {
     const SHOWN: usize = 8;
     let noted: Vec<String> = (e.stream_events().iter())
         .filter_map(|s| {

@@ -3,10 +3,10 @@
 //! packet that matches brings every fragment it was put back together from — so that the
 //! TUI's list, `dissect --filter` and `--write` select the same packets.
 
-use crate::capture::{CaptureError, CaptureReader};
 use crate::engine::{Flow, Kind, Needs, PacketEvent, Sink};
 use crate::filter::Filter;
 use crate::sinks::writer::PcapNgSink;
+use gpcap_wire::capture::{CaptureError, CaptureReader};
 use std::path::Path;
 
 /// A set of frame numbers, one bit each.

@@ -1,8 +1,8 @@
 //! Writes the frames of events to pcapng (live `--write`): one interface per link type,
 //! nanosecond timestamps, original lengths kept.
 
-use crate::capture::PcapNgWriter;
 use crate::engine::{Flow, Kind, PacketEvent, Sink};
+use gpcap_wire::capture::PcapNgWriter;
 use std::io::Write;
 
 pub struct PcapNgSink<W: Write> {

@@ -2,8 +2,8 @@
 //! and inner layers read in it (found by [`crate::run::seek`]), each layer's packet,
 //! fields and fault after the outer field that carried them.
 
-use crate::dissect::{Dissection, Fault, Label, label_name};
 use crate::engine::carried::{Anchor, Carried};
+use gpcap_dissect::{Dissection, Fault, Label, label_name};
 
 /// A row of the field tree that an inner layer read: a packet's line, one of its fields,
 /// or its fault.
@@ -112,8 +112,8 @@ fn field_row(c: &Carried, d: &Dissection, i: usize, at: Anchor, after: usize, de
         (0, false) => format!("@{bit}+{} in it", f.bit_len),
         (l, false) => format!("@{bit}+{} in it L{l}", f.bit_len),
     };
-    let path = crate::dissect::paths::path_of(p, d, i);
-    let term = crate::dissect::paths::strip_indices(&path);
+    let path = gpcap_dissect::paths::path_of(p, d, i);
+    let term = gpcap_dissect::paths::strip_indices(&path);
     let term = match super::app::filter_value(p, f, e.payload) {
         Some(v) => format!("{name}.{term} == {v}"),
         None => format!("{name}.{term}"),

@@ -3,11 +3,11 @@
 //! `dissect --brief` and the filters — read on a thread of its own (the ack pass, then
 //! the engine over the capture), so that input never waits on it.
 
-use crate::dissect::Program;
 use crate::engine::ack_facts::AckFacts;
 use crate::engine::{Config, Flow, FlowId, Needs, PacketEvent, Sink};
 use crate::run::{Until, run_files};
 use crate::sinks::printer::{ack_words, message_verdict, seq_note};
+use gpcap_dissect::Program;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -5,7 +5,7 @@
 //! them all.
 
 use super::refusal::Refusal;
-use crate::dissect::program::{Block, Count, Kind, Msb, NodeId, Program};
+use gpcap_dissect::program::{Block, Count, Kind, Msb, NodeId, Program};
 use std::collections::HashMap;
 
 /// What a field's values are in Wireshark.

@@ -3,10 +3,10 @@
 //! splits it (`src/present/info.rs`).
 
 use super::lua;
-use crate::dissect::Program;
-use crate::dissect::paths::{catalog, info_path};
-use crate::dissect::program::PacketDef;
 use crate::filter::FieldPath;
+use gpcap_dissect::Program;
+use gpcap_dissect::paths::{catalog, info_path};
+use gpcap_dissect::program::PacketDef;
 
 /// The template's pieces as a Lua list: `{ "text", T }`, `{ "value", PLAIN, FULL, TYPE }`,
 /// `{ "count", … }`, `{ "unknown" }`; FULL is the path with its indices when it names
@@ -52,7 +52,7 @@ fn strip_indices(s: &str) -> String {
     out
 }
 
-fn placeholder(p: &Program, paths: &[crate::dissect::PathInfo], what: &str, path: &str) -> String {
+fn placeholder(p: &Program, paths: &[gpcap_dissect::PathInfo], what: &str, path: &str) -> String {
     let mut path = path;
     let mut ty = "nil".to_string();
     if !paths.iter().any(|e| e.path == strip_indices(path))

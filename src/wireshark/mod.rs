@@ -17,7 +17,7 @@ mod tables;
 pub use fields::FieldType;
 pub use refusal::Refusal;
 
-use crate::dissect::program::{Kind, NodeId, Program, Role};
+use gpcap_dissect::program::{Kind, NodeId, Program, Role};
 use std::fmt::Write;
 use std::sync::Arc;
 

@@ -6,8 +6,8 @@
 
 use super::lua;
 use super::refusal::Refusal;
-use crate::dissect::expr::{BinOp, Op};
-use crate::dissect::program::{
+use gpcap_dissect::expr::{BinOp, Op};
+use gpcap_dissect::program::{
     Block, Checksum, ChecksumAlgorithm, Count, Expr, Kind, MessagesEnd, Msb, Node, NodeId, Params, Program,
 };
 use std::collections::HashMap;
@@ -251,7 +251,7 @@ fn params_table(out: &mut String, params: &Params) -> Result<(), Refusal> {
         "L.fsize = {}\nL.maxfrag = {}\nL.cm1 = {}\nL.msb = {msb}\nL.remaining = {remaining}\nL.maxmsg = {max_message_size}",
         format.fragment_size,
         format.max_fragments,
-        format.count_encoding == crate::validate::CountEncoding::CountMinusOne,
+        format.count_encoding == gpcap_wire::validate::CountEncoding::CountMinusOne,
     );
     if let Some(r) = rule {
         let alg = match r.algorithm {
@@ -295,8 +295,8 @@ fn params_table(out: &mut String, params: &Params) -> Result<(), Refusal> {
 fn streams_table(
     out: &mut String,
     name: &str,
-    streams: &[crate::dissect::program::StreamDef],
-    frags: &[crate::dissect::program::MessageFragmentDef],
+    streams: &[gpcap_dissect::program::StreamDef],
+    frags: &[gpcap_dissect::program::MessageFragmentDef],
 ) -> Result<(), Refusal> {
     let runs = frags
         .iter()
@@ -360,7 +360,7 @@ fn bounds(p: &Program, n: &Node, min: i64, max: i64) -> Result<String, Refusal> 
     Ok(format!("min = {min}, max = {max}"))
 }
 
-fn compressed(cf: &crate::bits::CompressedFloat) -> String {
+fn compressed(cf: &gpcap_wire::bits::CompressedFloat) -> String {
     format!(
         "cf = {{ min = {}, delta = {}, maxint = {}, bits = {}, dec = {} }}",
         lua::float(cf.min as f64),
@@ -392,7 +392,7 @@ fn node(p: &Program, n: &Node, ids: &mut Ids) -> Result<String, Refusal> {
         Kind::Bool => "kind = \"bool\"".into(),
         Kind::Int { min, max } => format!(
             "kind = \"int\", w = {}, {}",
-            crate::bits::int_width(*min, *max).unwrap_or(0),
+            gpcap_wire::bits::int_width(*min, *max).unwrap_or(0),
             bounds(p, n, *min, *max)?
         ),
         Kind::Uint64 => "kind = \"uint64\"".into(),

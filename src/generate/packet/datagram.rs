@@ -11,12 +11,12 @@ impl PacketWriter<'_> {
             w.writer.write_bits((acc << (8 - n)) as u32, 8)?;
         }
         let mut bytes = w.finish();
-        if self.p.params.checksum == crate::dissect::program::Checksum::None {
+        if self.p.params.checksum == gpcap_dissect::program::Checksum::None {
             return Ok(bytes);
         }
         let id = self.p.params.protocol_id.ok_or(GenError::NoProtocolId)?;
         write_crc(id, &mut bytes);
-        if let (Some(i), Some(crc)) = (self.crc_leaf, crate::validate::stored_crc(&bytes))
+        if let (Some(i), Some(crc)) = (self.crc_leaf, gpcap_wire::validate::stored_crc(&bytes))
             && let Some(l) = self.leaves.get_mut(i)
         {
             l.2 = crc as u64;

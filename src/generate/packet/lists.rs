@@ -10,7 +10,7 @@ impl PacketWriter<'_> {
         &mut self,
         w: &mut Out,
         rng: &mut Rng,
-        end: crate::dissect::program::Expr,
+        end: gpcap_dissect::program::Expr,
         body: Block,
         name: &str,
         roles: &Roles,
@@ -72,7 +72,7 @@ impl PacketWriter<'_> {
         w: &mut Out,
         rng: &mut Rng,
         id: NodeId,
-        end: crate::dissect::program::Expr,
+        end: gpcap_dissect::program::Expr,
         want_end: bool,
         list: &str,
     ) -> Result<(), GenError> {

@@ -19,7 +19,7 @@ pub(super) fn addr(v6: bool, host: u16, port: u16) -> SocketAddr {
 /// The protocol id that signs every packet (none when the protocol declares no
 /// checksum), after refusing what gen cannot write for this definition.
 pub(super) fn signing_id(p: &Program, cfg: &SimConfig) -> Result<Option<ProtocolId>, GenError> {
-    use crate::dissect::program::Checksum;
+    use gpcap_dissect::program::Checksum;
     unwritable(p)?;
     let id = match p.params.checksum {
         Checksum::Crc32 => Some(p.params.protocol_id.ok_or(GenError::NoProtocolId)?),
@@ -50,7 +50,7 @@ pub(super) fn flows(
     server: SocketAddr,
     spaces: usize,
 ) -> Vec<Flow> {
-    use crate::dissect::program::Side;
+    use gpcap_dissect::program::Side;
     let (server_types, client_types) = (writer.types_from(Side::Server), writer.types_from(Side::Client));
     let mut flows: Vec<Flow> = Vec::new();
     for c in 0..cfg.clients.max(1) {

@@ -5,7 +5,8 @@ use super::*;
 /// What each direction's peer acknowledged (definitions with ack roles).
 pub(crate) fn render_acks(r: &Report) -> String {
     let mut out = String::new();
-    let flows: Vec<&crate::analysis::FlowStats> = r.flows.iter().filter(|f| f.acks.is_some()).collect();
+    let flows: Vec<&crate::sinks::analysis::FlowStats> =
+        r.flows.iter().filter(|f| f.acks.is_some()).collect();
     let dropped = r.capture.acks_not_tracked;
     let unmatched = r.capture.acks_unmatched;
     if flows.is_empty() && dropped == 0 && unmatched == 0 {
@@ -34,7 +35,7 @@ pub(crate) fn render_acks(r: &Report) -> String {
     let all = || flows.iter().filter_map(|f| f.acks.as_ref());
     // Columns a protocol has a use for only: how sequences were acked when more than
     // one mechanism did, NAKs, copies resent, acks lost beside the data.
-    let mechanisms = |a: &crate::analysis::acks::AckStats| {
+    let mechanisms = |a: &crate::sinks::analysis::acks::AckStats| {
         let b = &a.acked_by;
         [b.single, b.bits, b.cumulative, b.ranges]
             .iter()
@@ -93,7 +94,7 @@ pub(crate) fn render_acks(r: &Report) -> String {
         if lost_acks {
             row.push(a.acks_lost.to_string());
         }
-        let held = r.fit.analyses.acks != crate::analysis::fit::Verdict::Good;
+        let held = r.fit.analyses.acks != crate::sinks::analysis::fit::Verdict::Good;
         row.extend([
             if held {
                 "held back".to_string()
@@ -137,7 +138,7 @@ pub(crate) fn render_acks(r: &Report) -> String {
 
 /// The loss the capture itself shows for what a direction's acks settle: gaps in its
 /// acked message streams, else in its datagram sequence; "-" when it carries neither.
-pub(super) fn captured_loss(f: &crate::analysis::FlowStats) -> String {
+pub(super) fn captured_loss(f: &crate::sinks::analysis::FlowStats) -> String {
     let (lost, received) = if f.stream_acks.is_empty() {
         (f.seq.lost, f.seq.received)
     } else {
@@ -154,7 +155,7 @@ pub(super) fn captured_loss(f: &crate::analysis::FlowStats) -> String {
 /// What tells lost acks from lost data, when the acks say it: sequences acked only by a
 /// later cumulative ack (their own acks lost), never-acked ones resent or NAKed (the
 /// data lost).
-pub(super) fn ack_evidence(flows: &[&crate::analysis::FlowStats]) -> String {
+pub(super) fn ack_evidence(flows: &[&crate::sinks::analysis::FlowStats]) -> String {
     let all = || flows.iter().filter_map(|f| f.acks.as_ref());
     let (acks, data): (u64, u64) = all().fold((0, 0), |(a, d), x| {
         (a + x.acks_lost, d + x.never_acked_resent_or_naked)
@@ -176,7 +177,7 @@ pub(super) fn ack_evidence(flows: &[&crate::analysis::FlowStats]) -> String {
 }
 
 /// Where the round trips come from, when said.
-pub(super) fn rtt_sources(flows: &[&crate::analysis::FlowStats]) -> String {
+pub(super) fn rtt_sources(flows: &[&crate::sinks::analysis::FlowStats]) -> String {
     let mut sources: Vec<&str> = flows
         .iter()
         .filter_map(|f| f.acks.as_ref()?.rtt_source.as_deref())

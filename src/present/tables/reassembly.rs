@@ -14,12 +14,12 @@ pub fn render_reassembly(r: &Report) -> String {
     warn(&mut out, r, "fragment and single-datagram loss");
     let doubt = r.fit.analyses.fragments;
     let mut rows = reassembly_rows(a);
-    if doubt != crate::analysis::fit::Verdict::Good {
+    if doubt != crate::sinks::analysis::fit::Verdict::Good {
         // Loss figures on fragment fields that do not read as such: held back.
         for (name, v) in rows.iter_mut() {
             if *name == "fragment loss p" {
                 *v = match doubt {
-                    crate::analysis::fit::Verdict::DoesNotFit => {
+                    crate::sinks::analysis::fit::Verdict::DoesNotFit => {
                         "held back (the fragment fields do not fit: see Fit)"
                     }
                     _ => "held back (the fragment fields' fit is doubtful: see Fit)",
@@ -29,7 +29,7 @@ pub fn render_reassembly(r: &Report) -> String {
         }
     }
     let _ = writeln!(out, "{}\n", kv(&rows));
-    if !a.rows.is_empty() && doubt == crate::analysis::fit::Verdict::Good {
+    if !a.rows.is_empty() && doubt == crate::sinks::analysis::fit::Verdict::Good {
         amplification(&mut out, r);
     }
     out
@@ -37,7 +37,7 @@ pub fn render_reassembly(r: &Report) -> String {
 
 /// The reassembly summary: what was seen, reassembled, lost, wasted, refused, given up
 /// and counted apart.
-pub(super) fn reassembly_rows(a: &crate::analysis::ReassemblyReport) -> Vec<(&'static str, String)> {
+pub(super) fn reassembly_rows(a: &crate::sinks::analysis::ReassemblyReport) -> Vec<(&'static str, String)> {
     let at = &a.attacks;
     let mut rows = vec![
         ("fragmented packets seen", a.packets_seen.to_string()),
@@ -169,12 +169,12 @@ pub(super) fn amplification(out: &mut String, r: &Report) {
     let _ = writeln!(out, "{}", shown(t, &[7, 2, 5]));
     if a.rows
         .iter()
-        .any(|x| x.seen < crate::analysis::MIN_SAMPLE && x.seen > 0)
+        .any(|x| x.seen < crate::sinks::analysis::MIN_SAMPLE && x.seen > 0)
     {
         let _ = writeln!(
             out,
             "(amplification `-`: fewer than {} packets of that fragment count were seen, too few to compare; lost and its interval say what there is)",
-            crate::analysis::MIN_SAMPLE
+            crate::sinks::analysis::MIN_SAMPLE
         );
     }
     if let Some(f) = &a.finding {
@@ -187,7 +187,7 @@ pub(super) const SHOWN_SIZES: usize = 40;
 
 /// The IP-fragmented game datagrams, and those the link MTU does not explain: fragmented
 /// at a smaller MTU on their path (the fragments show it).
-pub(super) fn ip_fragmented_text(m: &crate::analysis::MtuReport) -> String {
+pub(super) fn ip_fragmented_text(m: &crate::sinks::analysis::MtuReport) -> String {
     let within = m.ip_fragmented_within_link_mtu;
     match m.fragment_mtu {
         Some(f) if within > 0 => format!(
@@ -312,8 +312,8 @@ pub(crate) fn render_mtu(r: &Report) -> String {
 }
 
 /// The flows a single-datagram loss was measured on, in words.
-pub(super) fn loss_scope(s: crate::analysis::LossScope) -> &'static str {
-    use crate::analysis::LossScope;
+pub(super) fn loss_scope(s: crate::sinks::analysis::LossScope) -> &'static str {
+    use crate::sinks::analysis::LossScope;
     match s {
         LossScope::None => "",
         LossScope::SameFlows => "same flows",

@@ -486,12 +486,12 @@ impl AckTracker {
 /// sequence (`width`: the ack fields' bits), settled on its tracker.
 pub fn datagram_item(
     t: &mut AckTracker,
-    item: &crate::dissect::AckItem,
+    item: &gpcap_dissect::AckItem,
     width: u32,
     ts_ns: i64,
     second: Option<u32>,
 ) {
-    use crate::dissect::AckKind;
+    use gpcap_dissect::AckKind;
     match item.kind {
         AckKind::Below => t.acked_cumulative(item.first, width, false, ts_ns, second, None),
         AckKind::UpTo => t.acked_cumulative(item.first, width, true, ts_ns, second, None),
@@ -503,6 +503,6 @@ pub fn datagram_item(
 /// Bits of the acks on the wire: an `ack` field's width (a derived one's, the field it
 /// copies or the mask it ends with), so an 8-bit ack is extended at 8 bits next to a
 /// wider sequence. At most 32: the ack's value is 32 bits.
-pub fn ack_width(p: &crate::dissect::Program) -> u32 {
+pub fn ack_width(p: &gpcap_dissect::Program) -> u32 {
     p.params.ack_width
 }

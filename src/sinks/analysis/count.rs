@@ -255,7 +255,7 @@ impl Statistics {
         }
         // A checksum declared by field is checked after the header is read: a header
         // that cannot be read leaves it unchecked, not ok.
-        if e.crc.is_some() || self.cfg.checksum != crate::dissect::program::Checksum::Field {
+        if e.crc.is_some() || self.cfg.checksum != gpcap_dissect::program::Checksum::Field {
             v.crc_ok += 1;
             s.crc_ok += 1;
         }

@@ -8,13 +8,13 @@ pub mod gates;
 pub(crate) mod msgacks;
 pub(crate) mod report;
 
-use crate::capture::{CaptureError, Frame};
-use crate::decode::IcmpTooBig;
-use crate::dissect::FaultKind;
-use crate::dissect::program::Side;
 pub use crate::engine::Config;
 use crate::engine::seq::SeqEvent;
 use crate::engine::{Engine, FileEnd, Flow, FlowEnd, Kind, Layer, Needs, PacketEvent, Sink, Status, Summary};
+use gpcap_dissect::FaultKind;
+use gpcap_dissect::program::Side;
+use gpcap_wire::capture::{CaptureError, Frame};
+use gpcap_wire::decode::IcmpTooBig;
 use hashbrown::HashMap;
 pub use report::*;
 use std::collections::VecDeque;
@@ -98,7 +98,7 @@ impl Statistics {
             sides[t] = d.from;
         }
         let ack_analysis = cfg.program.as_ref().is_some_and(|p| {
-            use crate::dissect::program::Role;
+            use gpcap_dissect::program::Role;
             p.has_role(Role::Ack) || p.params.datagram_acks
         });
         Statistics {
@@ -214,7 +214,7 @@ impl Statistics {
                 .report
                 .capture
                 .link_types
-                .entry(crate::decode::linktype::name(t))
+                .entry(gpcap_wire::decode::linktype::name(t))
                 .or_default() += n;
         }
         for fl in self.flows {

@@ -5,8 +5,8 @@
 //! command is timed from the copy that was acked.
 
 use super::acks::{AckStats, AckTracker};
-use crate::dissect::program::StreamDef;
-use crate::dissect::{AckItem, AckKind, MessageInfo};
+use gpcap_dissect::program::StreamDef;
+use gpcap_dissect::{AckItem, AckKind, MessageInfo};
 use hashbrown::HashMap;
 use std::collections::VecDeque;
 
@@ -66,7 +66,7 @@ impl FlowMessageAcks {
     }
 
     /// One stream sequence of a message sent at `ts_ns` (`time`: its send time).
-    fn sent_one(&mut self, defs: &[StreamDef], s: crate::dissect::StreamSeq, time: Option<u32>, ts_ns: i64) {
+    fn sent_one(&mut self, defs: &[StreamDef], s: gpcap_dissect::StreamSeq, time: Option<u32>, ts_ns: i64) {
         let Some(def) = defs.get(s.stream as usize).filter(|d| d.acked) else {
             return;
         };

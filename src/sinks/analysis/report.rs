@@ -1,13 +1,13 @@
 //! The analysis result: plain data, serialised as the `--json` schema (docs/json.md) and
 //! rendered as tables by the CLI and TUI.
 
-use crate::capture::CaptureError;
-use crate::decode::DefragStats;
 use crate::engine::Config;
 pub use crate::engine::FlowId;
 use crate::engine::reassembly::{AttackCounters, CountStats};
 use crate::engine::seq::SeqStats;
-use crate::validate::ProtocolId;
+use gpcap_wire::capture::CaptureError;
+use gpcap_wire::decode::DefragStats;
+use gpcap_wire::validate::ProtocolId;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -129,8 +129,8 @@ pub struct ProtocolInfo {
     /// The validation used when it is not the default CRC32: "none" (ports and a clean
     /// header read). Left out of the JSON for "crc32", so reports of CRC protocols keep
     /// their shape.
-    #[serde(skip_serializing_if = "crate::dissect::program::Checksum::is_crc32")]
-    pub checksum: crate::dissect::program::Checksum,
+    #[serde(skip_serializing_if = "gpcap_dissect::program::Checksum::is_crc32")]
+    pub checksum: gpcap_dissect::program::Checksum,
     /// A checksum declared field by field, in words (`checksum` is "field").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub checksum_rule: Option<String>,
@@ -357,7 +357,7 @@ impl Report {
     /// definition declares `from=client` or `from=server`, over both directions; packets
     /// against that decision are counted as wrong-direction. A tie decides nothing.
     fn directions(&mut self) {
-        use crate::dissect::program::Side;
+        use gpcap_dissect::program::Side;
         let index: std::collections::HashMap<(SocketAddr, SocketAddr), usize> = self
             .flows
             .iter()

@@ -1,5 +1,5 @@
 //! The profile counted from the validation plan: a datagram the plan reads is walked
-//! once more over the plan's leaf table ([`crate::dissect::leaves`]), its leaves logged
+//! once more over the plan's leaf table ([`gpcap_dissect::leaves`]), its leaves logged
 //! into a reused buffer and counted into the same rows, values and deltas as the field
 //! tree's — without the tree. Fixed-width leaves come as compact records (slot,
 //! value) whose row and way of counting are resolved once per slot ([`Desc`]), not per
@@ -10,12 +10,12 @@
 use super::slots::Slots;
 use super::values::Delta;
 use super::{Bandwidth, Category, Counting, Key, NONE};
-use crate::bits::{CompressedFloat, smallest_three_component};
-use crate::dissect::leaves::{GENERAL, LADDER_FLAGS, LeafLog, compact_parts};
-use crate::dissect::plan::NO_ENTRY;
-use crate::dissect::program::Kind as NodeKind;
-use crate::dissect::{Dissection, Dissector, Label, Value, prims};
 use crate::engine::{Config, Kind, PacketEvent, Status};
+use gpcap_dissect::leaves::{GENERAL, LADDER_FLAGS, LeafLog, compact_parts};
+use gpcap_dissect::plan::NO_ENTRY;
+use gpcap_dissect::program::Kind as NodeKind;
+use gpcap_dissect::{Dissection, Dissector, Label, Value, prims};
+use gpcap_wire::bits::{CompressedFloat, smallest_three_component};
 
 type SlotKey = (u32, u8, u32, Label);
 
@@ -24,17 +24,17 @@ type SlotKey = (u32, u8, u32, Label);
 pub struct Fast {
     /// The profile's program, held here so that a datagram's walk needs no clone of it
     /// (an atomic increment and decrement per datagram).
-    program: std::sync::Arc<crate::dissect::Program>,
+    program: std::sync::Arc<gpcap_dissect::Program>,
     log: LeafLog,
     /// Datagrams the plan cannot say, dissected here.
     dissector: Dissector,
     tree: Dissection,
     /// Each context's path in the current datagram.
     ctx_paths: Vec<u32>,
-    /// By leaf slot ([`crate::dissect::leaves::Logged::slot`]): the (type, direction,
+    /// By leaf slot ([`gpcap_dissect::leaves::Logged::slot`]): the (type, direction,
     /// parent path, label) last there, and the row and category it went to.
     slot_rows: Slots<(SlotKey, usize, Category)>,
-    /// By compact slot ([`crate::dissect::leaves::compact_slot`]): where its records go.
+    /// By compact slot ([`gpcap_dissect::leaves::compact_slot`]): where its records go.
     compact: Slots<Desc>,
     /// Descriptors displaced from `compact` by another key (a header's slots take
     /// each packet type's in turn), found again here instead of resolved.
@@ -66,7 +66,7 @@ pub fn eligible(cfg: &Config) -> bool {
 }
 
 impl Fast {
-    pub fn new(program: std::sync::Arc<crate::dissect::Program>) -> Self {
+    pub fn new(program: std::sync::Arc<gpcap_dissect::Program>) -> Self {
         Fast {
             program: program.clone(),
             log: LeafLog::default(),
@@ -374,7 +374,11 @@ impl Bandwidth {
             NodeKind::CompressedFloat(cf) => ("compressed-float", cf.bits, Mode::Quantized(cf)),
             NodeKind::Bits(n) => ("bits", n, Mode::Int),
             NodeKind::Bool => ("bool", 1, Mode::Int),
-            NodeKind::Int { min, max } => ("int", crate::bits::int_width(min, max).unwrap_or(0), Mode::Int),
+            NodeKind::Int { min, max } => (
+                "int",
+                gpcap_wire::bits::int_width(min, max).unwrap_or(0),
+                Mode::Int,
+            ),
             _ => return Desc::UNSET,
         };
         self.compact_row(at, parent, path, e.node, (name, bits, mode))

@@ -12,9 +12,9 @@ pub(crate) mod report;
 mod slots;
 pub(crate) mod values;
 
-use crate::dissect::program::{Kind as NodeKind, Program, Side};
-use crate::dissect::{Dissection, FaultKind, Label, Value};
 use crate::engine::{Flow, Kind, Needs, PacketEvent, Sink, Status};
+use gpcap_dissect::program::{Kind as NodeKind, Program, Side};
+use gpcap_dissect::{Dissection, FaultKind, Label, Value};
 use hashbrown::HashMap;
 pub use report::{BandwidthReport, Row};
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! Per-slot entries of the plan's leaf log ([`crate::dissect::leaves`]), sized by the
+//! Per-slot entries of the plan's leaf log ([`gpcap_dissect::leaves`]), sized by the
 //! slots the datagrams use: a table indexed by slot while the slot numbers the plan can
 //! name are few, a map past that. Slot numbers are sparse (several per leaf-table entry,
 //! most never logged, a list's index ladder and the end check past every entry), so a

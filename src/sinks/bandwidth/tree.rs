@@ -18,7 +18,7 @@ pub(super) struct Counting {
 }
 
 /// The message type of the message holding bit `at` (NONE outside messages).
-pub(super) fn message_of(messages: &[crate::dissect::MessageInfo], at: u64) -> u32 {
+pub(super) fn message_of(messages: &[gpcap_dissect::MessageInfo], at: u64) -> u32 {
     messages
         .iter()
         .find(|m| at >= m.bit_offset && at < m.bit_offset + m.bit_len.max(1))

@@ -9,8 +9,8 @@ use super::matcher::{A, B, Matcher};
 use super::notes::{ClockReason, DelayNote, Note};
 use super::pair::{Event, PairedBy, Run};
 use super::timeline::{self, Bin};
-use crate::analysis::report::wilson;
 use crate::engine::FlowId;
+use crate::sinks::analysis::report::wilson;
 use serde::Serialize;
 
 /// Bumped when a field is renamed or removed (docs/json.md).

@@ -8,11 +8,11 @@
 
 use super::children::{Child, Key};
 use super::lookup::Lookup;
-use crate::dissect::{Dissection, Label, Program, Value, program::Block, program::Kind, program::NodeId};
 use arrow_array::builder::*;
 use arrow_array::{ArrayRef, StructArray};
 use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, Field, Fields};
+use gpcap_dissect::{Dissection, Label, Program, Value, program::Block, program::Kind, program::NodeId};
 use std::sync::Arc;
 
 /// Groups nested deeper than this are refused (a definition is untrusted): an export

@@ -5,10 +5,10 @@
 //! `layers[]`).
 
 use super::{Export, ExportError, MAX_NAME, partition_value};
-use crate::analysis::Statistics;
 use crate::engine::carried::{Anchor, each};
 use crate::engine::layers::LayerStats;
 use crate::engine::{Config, PacketEvent, Summary};
+use crate::sinks::analysis::Statistics;
 use std::path::Path;
 
 /// The partition key naming a layer's directory.

@@ -1,7 +1,7 @@
 //! Which column each field of a row fills, found in one pass over the row's fields.
 
 use super::columns::{Col, Column};
-use crate::dissect::{Dissection, Label, program::NodeId};
+use gpcap_dissect::{Dissection, Label, program::NodeId};
 
 /// Places the fields of a row (or of a group's children) in their columns in one pass:
 /// each column searching the fields made a 5,000-field type quadratic (25 s for 900

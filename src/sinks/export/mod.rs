@@ -18,12 +18,12 @@ mod report;
 mod rows;
 mod streams;
 
-use crate::analysis::Statistics;
-use crate::dissect::Program;
 use crate::engine::{FileEnd, Flow, FlowEnd, Needs, PacketEvent, Sink, Summary};
+use crate::sinks::analysis::Statistics;
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
 use commit::{Staged, Staging, discard};
+use gpcap_dissect::Program;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use rows::{Chunk, Packets, Rows};
@@ -309,7 +309,7 @@ fn check_names(
             .iter()
             .map(|f| f.name().to_lowercase()),
     );
-    for (_, schema, _) in report::tables(&crate::analysis::Report::default()) {
+    for (_, schema, _) in report::tables(&crate::sinks::analysis::Report::default()) {
         columns.extend(schema.fields().iter().map(|f| f.name().to_lowercase()));
     }
     let mut seen = std::collections::HashSet::new();
@@ -389,7 +389,7 @@ pub fn partition_value(name: &str) -> String {
 
 /// What an export wrote: the capture's report and the rows of each streamed table.
 pub struct Exported {
-    pub report: crate::analysis::Report,
+    pub report: crate::sinks::analysis::Report,
     pub rows: std::collections::BTreeMap<String, u64>,
 }
 

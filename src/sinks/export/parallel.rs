@@ -7,9 +7,9 @@
 
 use super::rows::{Chunk, Rows};
 use super::{ExportError, Table};
-use crate::dissect::{Dissection, Dissector, Program};
 use crate::engine::{Config, Kind, PacketEvent, Status};
 use crate::sinks::ordered::Batch;
+use gpcap_dissect::{Dissection, Dissector, Program};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};

@@ -2,7 +2,7 @@
 //! flow and direction, as `analyze --json`'s `flows`), `flow_types` (per flow and packet
 //! type), `reassembly` (one row per fragment count) and `mtu` (each finding).
 
-use crate::analysis::Report;
+use crate::sinks::analysis::Report;
 use arrow_array::{ArrayRef, Float64Array, StringArray, UInt16Array, UInt32Array, UInt64Array};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use std::sync::Arc;

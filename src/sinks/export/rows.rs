@@ -8,11 +8,11 @@
 use super::children::{Child, Key, each_child, each_child_mut, name_children};
 use super::columns::{Refill, TypeColumns};
 use super::{BATCH_FIELDS, BATCH_ROWS, partition_value};
-use crate::dissect::{Dissection, Label, Program, program::Block};
 use crate::engine::{Kind, PacketEvent};
 use arrow_array::ArrayRef;
 use arrow_array::builder::*;
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
+use gpcap_dissect::{Dissection, Label, Program, program::Block};
 use std::sync::Arc;
 
 /// A datagram's header or fragment header, every field of it, as one struct column.
@@ -223,7 +223,7 @@ impl Packets {
         self.over_budget.append_value(e.over_budget);
         self.status.append_value(e.status.code());
         self.crc_ok
-            .append_option(e.crc.map(|c| c == crate::validate::CrcStatus::Ok));
+            .append_option(e.crc.map(|c| c == gpcap_wire::validate::CrcStatus::Ok));
         let fault = e.dissection.and_then(|d| d.fault.as_ref());
         self.fault_kind.append_option(e.fault.map(|f| f.code()));
         self.fault_field.append_option(fault.map(|f| f.field.as_str()));
@@ -422,7 +422,7 @@ fn reference() -> Option<Arc<Program>> {
     static REFERENCE: std::sync::OnceLock<Option<Arc<Program>>> = std::sync::OnceLock::new();
     REFERENCE
         .get_or_init(|| {
-            crate::dissect::compile("reference", include_str!("reference.kdl"))
+            gpcap_dissect::compile("reference", include_str!("reference.kdl"))
                 .ok()
                 .map(Arc::new)
         })
@@ -434,7 +434,7 @@ pub(super) struct Rows {
     program: Option<Arc<Program>>,
     /// Without a definition: the reference layout, read into `header` and
     /// `fragment_header` for each datagram.
-    reference: Option<crate::dissect::Dissector>,
+    reference: Option<gpcap_dissect::Dissector>,
     pub packets: Packets,
     /// By packet type id.
     pub types: Vec<Option<TypeRows>>,
@@ -449,7 +449,7 @@ impl Rows {
     /// like one is renamed).
     pub fn new(program: Option<Arc<Program>>, keys: &[(String, String)]) -> Rows {
         let acks = program.as_ref().is_some_and(|p| {
-            p.has_role(crate::dissect::Role::Ack) || p.has_role(crate::dissect::Role::AckBits)
+            p.has_role(gpcap_dissect::Role::Ack) || p.has_role(gpcap_dissect::Role::AckBits)
         });
         let reference = program.is_none().then(reference).flatten();
         let mut packets = Packets::new(acks, program.as_deref().or(reference.as_deref()));
@@ -510,7 +510,7 @@ impl Rows {
         }
         Rows {
             program,
-            reference: reference.map(crate::dissect::Dissector::new),
+            reference: reference.map(gpcap_dissect::Dissector::new),
             packets,
             types,
             end: Vec::new(),

@@ -7,13 +7,13 @@
 
 use super::columns::Refill;
 use super::rows::append_flow;
-use crate::dissect::Program;
 use crate::engine::ack_facts::{AckFacts, Settled};
 use crate::engine::seq::SeqEvent;
 use crate::engine::{Kind, PacketEvent};
 use arrow_array::ArrayRef;
 use arrow_array::builder::*;
 use arrow_schema::{DataType, Field, Schema};
+use gpcap_dissect::Program;
 use std::sync::Arc;
 
 /// The table's name.

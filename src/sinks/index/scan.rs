@@ -8,12 +8,12 @@
 //! one engine pass over the capture selects, on one core or many.
 
 use super::{Index, Kept, Row, Rows, status};
-use crate::capture::CaptureError;
-use crate::capture::FrameAt;
-use crate::decode::{Decoded, decode};
 use crate::engine::{Config, FlowId, PacketEvent, Validator};
 use crate::filter::Filter;
 use crate::sinks::select::ScanUpdate;
+use gpcap_wire::capture::CaptureError;
+use gpcap_wire::capture::FrameAt;
+use gpcap_wire::decode::{Decoded, decode};
 use hashbrown::HashMap;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -248,7 +248,7 @@ impl<'a> Worker<'a> {
     /// The rows of `piece` the filter selects; a panic is the frame it stopped at.
     fn piece(&mut self, piece: usize) -> Result<Vec<u32>, String> {
         let at = std::cell::Cell::new(0u64);
-        let name = crate::capture::shown(&self.snap.path);
+        let name = gpcap_wire::capture::shown(&self.snap.path);
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.rows(piece, &at))).unwrap_or_else(
             |_| {
                 Err(format!(
@@ -327,7 +327,7 @@ impl<'a> Worker<'a> {
         &mut self,
         r: &Row,
         e: &PacketEvent<'_>,
-        f: &crate::capture::Frame<'_>,
+        f: &gpcap_wire::capture::Frame<'_>,
         decided: Option<bool>,
     ) -> bool {
         if let Some(hit) = decided {
@@ -436,7 +436,7 @@ impl<'a> Worker<'a> {
 
 /// Records read on from an offset of the file.
 struct Records {
-    reader: crate::capture::CaptureReader,
+    reader: gpcap_wire::capture::CaptureReader,
     /// Added to the reader's offsets: the file's.
     shift: i64,
 }
@@ -447,7 +447,7 @@ impl Records {
     fn with<T>(
         &mut self,
         r: &Row,
-        test: impl FnOnce(&crate::capture::Frame<'_>) -> T,
+        test: impl FnOnce(&gpcap_wire::capture::Frame<'_>) -> T,
     ) -> Result<T, CaptureError> {
         let shift = self.shift;
         let wanted = r.offset as i64;
@@ -461,7 +461,7 @@ impl Records {
                 file: self.reader.name().to_string(),
                 offset: at,
                 frame: r.frame,
-                kind: crate::capture::Missing::RecordGone.into(),
+                kind: gpcap_wire::capture::Missing::RecordGone.into(),
             });
         }
     }
@@ -494,7 +494,7 @@ mod tests {
 
     fn config() -> Config {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let p = crate::dissect::load(&root.join("dissectors/article.kdl")).unwrap();
+        let p = gpcap_dissect::load(&root.join("dissectors/article.kdl")).unwrap();
         Config::from_program(Arc::new(p))
     }
 

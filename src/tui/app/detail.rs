@@ -16,7 +16,7 @@ pub struct Detail {
     pub layer_rows: Vec<crate::tui::layered::LayerRow>,
     /// The frame's link, IP and UDP headers: the tree's first rows (ids from
     /// [`HEADER_ROWS`]); none for bytes no single frame holds.
-    pub headers: Vec<crate::decode::headers::HeaderLayer>,
+    pub headers: Vec<gpcap_wire::decode::headers::HeaderLayer>,
 }
 
 /// Tree row ids of the frame's headers: `HEADER_ROWS + layer × 1024`, plus one more than
@@ -36,8 +36,8 @@ impl Detail {
         &self,
         id: usize,
     ) -> Option<(
-        &crate::decode::headers::HeaderLayer,
-        Option<&crate::decode::headers::HeaderField>,
+        &gpcap_wire::decode::headers::HeaderLayer,
+        Option<&gpcap_wire::decode::headers::HeaderField>,
     )> {
         let (layer, field) = header_row(id)?;
         let l = self.headers.get(layer)?;
@@ -137,7 +137,7 @@ impl App {
         };
         let Some(dis) = d.dissection.as_ref() else { return };
         let found = (0..dis.fields.len()).find(|&i| {
-            let path = crate::dissect::paths::path_of(p, dis, i);
+            let path = gpcap_dissect::paths::path_of(p, dis, i);
             let bare: String = path
                 .split('.')
                 .map(|s| s.split('[').next().unwrap_or(s))
@@ -192,13 +192,13 @@ impl App {
     }
 
     /// The selected tree field: its path, its value as people read it, and the field.
-    pub(super) fn tree_field(&self) -> Option<(String, String, crate::dissect::Field)> {
+    pub(super) fn tree_field(&self) -> Option<(String, String, gpcap_dissect::Field)> {
         let d = self.detail.as_ref()?;
         let dis = d.dissection.as_ref()?;
         let p = self.program.as_ref()?;
         let f = *dis.fields.get(self.field)?;
         let value = crate::present::tree::value_text(p, &f, d.payload());
-        Some((crate::dissect::paths::path_of(p, dis, self.field), value, f))
+        Some((gpcap_dissect::paths::path_of(p, dis, self.field), value, f))
     }
 
     /// Space or Enter in the tree: a header opens or closes, a group folds or unfolds.
@@ -218,7 +218,7 @@ impl App {
 
     /// A header field as a filter term, Wireshark's way (`ip.ttl == 64`).
     fn header_term(&self) -> Option<String> {
-        use crate::decode::headers::HeaderValue;
+        use gpcap_wire::decode::headers::HeaderValue;
         let (l, f) = self.detail.as_ref()?.header_at(self.field)?;
         let Some(f) = f else {
             return Some(l.proto.to_string());
@@ -244,7 +244,7 @@ impl App {
                 };
                 let Some(p) = self.program.clone() else { return };
                 let Some(d) = self.detail.as_ref() else { return };
-                let path = crate::dissect::paths::strip_indices(&path);
+                let path = gpcap_dissect::paths::strip_indices(&path);
                 match filter_value(&p, &f, d.payload()) {
                     Some(v) => format!("{path} == {v}"),
                     None => path,
@@ -300,7 +300,7 @@ impl App {
             }
         };
         let (payload, note) = payload_of(&row, &frame);
-        let headers = crate::decode::headers::layers(row.linktype as i32, &frame);
+        let headers = gpcap_wire::decode::headers::layers(row.linktype as i32, &frame);
         let dissection = match payload {
             Some((a, b)) if self.program.is_some() && row.has(status::GAME) => {
                 self.validator.datagram(&frame[a..b]);
@@ -480,7 +480,7 @@ impl App {
         if r.has(status::OTHER_UDP) {
             // What it is, by its ports, and that it is not the game's.
             let f = ix.flows.get(r.flow as usize);
-            let service = f.and_then(|f| crate::decode::services::service(f.src.port(), f.dst.port()));
+            let service = f.and_then(|f| gpcap_wire::decode::services::service(f.src.port(), f.dst.port()));
             return said(match (service, f) {
                 (Some(s), Some(f)) => format!(
                     "{s} (udp {} → {}), not on the protocol's ports",
@@ -550,10 +550,10 @@ fn reassembled_as(p: &Program, ptype: u16) -> Option<u32> {
 
 /// A field's value as a filter writes it: enum names, quoted text, floats at their
 /// resolution; `None` for groups (the filter tests that the field is there).
-pub(crate) fn filter_value(p: &Program, f: &crate::dissect::Field, payload: &[u8]) -> Option<String> {
-    use crate::dissect::Value;
+pub(crate) fn filter_value(p: &Program, f: &gpcap_dissect::Field, payload: &[u8]) -> Option<String> {
+    use gpcap_dissect::Value;
     let enum_name = match (f.label, p.nodes.get(f.node as usize).and_then(|n| n.enum_id)) {
-        (crate::dissect::Label::Node(_), Some(e)) => match f.value {
+        (gpcap_dissect::Label::Node(_), Some(e)) => match f.value {
             Value::Int(v) => p.enum_name(e, v),
             Value::UInt(v) => p.enum_name(e, v as i64),
             _ => None,

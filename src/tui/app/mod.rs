@@ -7,14 +7,14 @@
 use super::prompt::{Ask, Edit, Prompt};
 use super::scan::FieldScan;
 use super::series::Series;
-use crate::capture::FrameAt;
-use crate::decode::{Decoded, decode};
-use crate::dissect::{Dissection, Program};
 use crate::engine::{Config, Validator};
 use crate::filter::Filter;
 use crate::run::scans::frames_of_rows;
 use crate::sinks::index::{Index, NO_FLOW, Row, Update, status};
 use crate::sinks::select::write_frames;
+use gpcap_dissect::{Dissection, Program};
+use gpcap_wire::capture::FrameAt;
+use gpcap_wire::decode::{Decoded, decode};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use ratatui::layout::{Position, Rect};
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -484,7 +484,7 @@ impl App {
             self.message = Some(("a live capture cannot be read again".into(), true));
             return;
         }
-        let program = match crate::dissect::load(&path) {
+        let program = match gpcap_dissect::load(&path) {
             Ok(p) => Arc::new(p),
             Err(errors) => {
                 self.message = Some((refused(&errors), true));
@@ -553,7 +553,7 @@ impl App {
 }
 
 /// Why a reloaded definition was refused: its first error, located, and how many more.
-fn refused(errors: &[crate::dissect::DefinitionError]) -> String {
+fn refused(errors: &[gpcap_dissect::DefinitionError]) -> String {
     let first = errors
         .first()
         .map(|e| format!("{}:{}:{}: {}", e.file, e.line, e.column, e.message))

@@ -66,7 +66,7 @@ pub(super) fn draw_flows(f: &mut Frame, app: &App, ix: &Index, area: Rect, d: &m
 
 /// One flow's cells: addresses, rates, loss and sequence counts, and its acks when the
 /// definition marks ack fields.
-fn flow_cells(fl: &crate::analysis::FlowStats, acks: bool) -> Vec<String> {
+fn flow_cells(fl: &crate::sinks::analysis::FlowStats, acks: bool) -> Vec<String> {
     let total = fl.seq.received + fl.seq.lost;
     let loss = if total > 0 {
         fl.seq.lost as f64 / total as f64

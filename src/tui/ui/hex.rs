@@ -131,7 +131,7 @@ fn layer_lines(app: &App, r: &crate::tui::layered::LayerRow, lines: &mut Vec<Lin
 }
 
 /// The selected field's place, doc and bit pattern.
-fn field_lines(app: &App, fl: &crate::dissect::Field, data: &[u8], lines: &mut Vec<Line<'_>>) {
+fn field_lines(app: &App, fl: &gpcap_dissect::Field, data: &[u8], lines: &mut Vec<Line<'_>>) {
     let line = app
         .program
         .as_ref()

@@ -55,7 +55,13 @@ pub(super) fn draw_loss(f: &mut Frame, app: &App, ix: &Index, area: Rect, d: &mu
 
 /// One line per fragment count: observed and predicted loss as bars side by side, each
 /// with its percentage after it.
-fn draw_counts(f: &mut Frame, app: &App, a: &crate::analysis::ReassemblyReport, area: Rect, d: &mut Drawn) {
+fn draw_counts(
+    f: &mut Frame,
+    app: &App,
+    a: &crate::sinks::analysis::ReassemblyReport,
+    area: Rect,
+    d: &mut Drawn,
+) {
     let block = |title: String| Block::default().borders(Borders::ALL).title(title);
     if a.rows.is_empty() {
         f.render_widget(

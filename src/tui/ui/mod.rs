@@ -5,9 +5,9 @@
 
 use super::app::{App, Column, Drawn, Focus, Mode, Tab, TimeFormat};
 use super::prompt::Ask;
-use crate::dissect::{Label, label_name};
 use crate::present::tree::{bit_pattern, field_bit_pattern, value_text};
 use crate::sinks::index::{Index, NO_FLOW, Row, status, stream_note};
+use gpcap_dissect::{Label, label_name};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};

@@ -12,7 +12,7 @@ pub(super) fn draw_mtu(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
         .direction(Direction::Vertical)
         .constraints([Constraint::Percentage(55), Constraint::Min(4)])
         .split(area);
-    let game: Vec<&crate::analysis::FlowStats> = r.flows.iter().filter(|f| f.is_game()).collect();
+    let game: Vec<&crate::sinks::analysis::FlowStats> = r.flows.iter().filter(|f| f.is_game()).collect();
     if let Some(fl) = game.get(app.mtu_flow.min(game.len().saturating_sub(1))) {
         draw_size_chart(f, app, m, fl, game.len(), split[0]);
     } else {
@@ -34,8 +34,8 @@ pub(super) fn draw_mtu(f: &mut Frame, app: &App, ix: &Index, area: Rect) {
 fn draw_size_chart(
     f: &mut Frame,
     app: &App,
-    m: &crate::analysis::MtuReport,
-    fl: &crate::analysis::FlowStats,
+    m: &crate::sinks::analysis::MtuReport,
+    fl: &crate::sinks::analysis::FlowStats,
     flows: usize,
     area: Rect,
 ) {
@@ -120,7 +120,7 @@ fn draw_size_chart(
 
 /// The violations under the chart: the counts, then the first ICMP messages and
 /// IP-fragmented datagrams.
-fn violations(app: &App, m: &crate::analysis::MtuReport) -> Vec<Line<'static>> {
+fn violations(app: &App, m: &crate::sinks::analysis::MtuReport) -> Vec<Line<'static>> {
     let mut lines = vec![Line::from(format!(
         "over_budget {} · over link MTU {} ({} don't-fragment) · ip_fragmented {} ({} never reassembled) · DF over path MTU {} · ICMP {}",
         m.over_budget,

@@ -31,7 +31,7 @@ fn cell(app: &App, ix: &Index, c: Column, row: u32, r: &Row, prev_ts: Option<i64
         Column::Type if game_row(r) => app.described(row).and_then(|d| d.1.clone()).unwrap_or_default(),
         // Not the game's: the well-known service on its ports (DNS, QUIC, STUN…).
         Column::Type if r.has(status::OTHER_UDP) => flow
-            .and_then(|f| crate::decode::services::service(f.src.port(), f.dst.port()))
+            .and_then(|f| gpcap_wire::decode::services::service(f.src.port(), f.dst.port()))
             .unwrap_or("")
             .to_string(),
         Column::Frag if r.has(status::REASSEMBLED) => format!("×{}", r.frag_count),

@@ -25,7 +25,7 @@ pub(super) fn draw_reassembly(f: &mut Frame, app: &App, ix: &Index, area: Rect, 
 }
 
 /// Every reassembly counter whole, laid out to `inner` columns: as many to a line as fit.
-fn counter_lines(r: &crate::analysis::Report, inner: usize) -> Vec<String> {
+fn counter_lines(r: &crate::sinks::analysis::Report, inner: usize) -> Vec<String> {
     let a = &r.reassembly.attacks;
     // Every counter whole: items are laid out to the width, and the pane is as tall as
     // they need.

@@ -3,8 +3,8 @@
 //! *Acks* figures, "-" where a figure was not measured, a doubtful analysis said so.
 
 use super::*;
-use crate::analysis::acks::AckStats;
-use crate::analysis::{FlowStats, Report};
+use crate::sinks::analysis::acks::AckStats;
+use crate::sinks::analysis::{FlowStats, Report};
 
 const HEADER: [&str; 14] = [
     "flow",
@@ -107,7 +107,7 @@ fn stream_cells(r: &Report, f: &FlowStats, si: usize) -> Vec<String> {
     let acks: Option<&AckStats> = (f.stream_acks.iter())
         .find(|a| a.name == s.name && a.key == s.key)
         .map(|a| &a.acks);
-    let held = r.fit.analyses.acks != crate::analysis::fit::Verdict::Good;
+    let held = r.fit.analyses.acks != crate::sinks::analysis::fit::Verdict::Good;
     let ack = |g: &dyn Fn(&AckStats) -> String| acks.map_or("-".to_string(), g);
     vec![
         format!("{} → {}", f.src, f.dst),

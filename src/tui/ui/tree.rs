@@ -73,8 +73,8 @@ fn keep_in_view(scroll: &mut usize, pos: usize, height: usize, len: usize) {
 fn tree_line(
     app: &App,
     detail: &crate::tui::app::Detail,
-    d: &crate::dissect::Dissection,
-    p: &crate::dissect::Program,
+    d: &gpcap_dissect::Dissection,
+    p: &gpcap_dissect::Program,
     i: usize,
     width: usize,
 ) -> Option<Line<'static>> {
@@ -162,8 +162,8 @@ fn tree_line(
 fn header_line(
     app: &App,
     detail: &crate::tui::app::Detail,
-    l: &crate::decode::headers::HeaderLayer,
-    f: Option<&crate::decode::headers::HeaderField>,
+    l: &gpcap_wire::decode::headers::HeaderLayer,
+    f: Option<&gpcap_wire::decode::headers::HeaderField>,
     id: usize,
     st: Style,
     chosen: bool,

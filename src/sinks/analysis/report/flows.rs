@@ -51,7 +51,7 @@ pub struct FlowStats {
     pub from_server: u64,
     /// Which end sends this flow, by the declared types of both directions (null when
     /// nothing decides it).
-    pub role: Option<crate::dissect::program::Side>,
+    pub role: Option<gpcap_dissect::program::Side>,
     /// Packets whose type is declared from the other side than `role`.
     pub wrong_direction: u64,
     /// Sequence analysis of the flow's other sequence spaces, by name.
@@ -238,7 +238,7 @@ impl Serialize for Conversation {
         // The well-known service on its ports (`DNS`, `QUIC`, `STUN`), or null.
         m.serialize_field(
             "service",
-            &crate::decode::services::service(f.src.port(), f.dst.port()),
+            &gpcap_wire::decode::services::service(f.src.port(), f.dst.port()),
         )?;
         m.end()
     }

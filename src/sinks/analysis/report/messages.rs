@@ -24,7 +24,7 @@ pub struct MessageReport {
 
 impl MessageReport {
     /// Counts one datagram's messages.
-    pub fn add(&mut self, messages: &[crate::dissect::MessageInfo]) {
+    pub fn add(&mut self, messages: &[gpcap_dissect::MessageInfo]) {
         self.total += messages.len() as u64;
         *self.per_datagram.entry(messages.len() as u32).or_default() += 1;
         for m in messages {
@@ -57,7 +57,7 @@ impl MessageReport {
         }
     }
 
-    pub(super) fn finalize(&mut self, p: &crate::dissect::Program) {
+    pub(super) fn finalize(&mut self, p: &gpcap_dissect::Program) {
         self.by_type = self
             .counts
             .iter()
