@@ -434,10 +434,7 @@ impl App {
             let Some(r) = ix.rows.get(row as usize) else {
                 continue;
             };
-            let typed = r.has(status::GAME)
-                && r.frag_count == 0
-                && !r.has(status::REASSEMBLED)
-                && r.ptype == u16::MAX;
+            let typed = crate::tui::ui::game_row(&r) && r.ptype == u16::MAX;
             if info || (types && typed) {
                 self.describe_row(&ix, row);
             }

@@ -31,7 +31,7 @@ mod statusline;
 mod streams;
 pub(crate) mod tabs;
 
-pub(crate) use packets::list_scroll;
+pub(crate) use packets::{game_row, list_scroll};
 mod tree;
 
 use bandwidth::draw_bandwidth;

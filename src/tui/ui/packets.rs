@@ -44,7 +44,8 @@ fn cell(app: &App, ix: &Index, c: Column, row: u32, r: &Row, prev_ts: Option<i64
     }
 }
 
-fn game_row(r: &Row) -> bool {
+/// A game datagram sent whole: its Type column names its messages when it has no type.
+pub(crate) fn game_row(r: &Row) -> bool {
     r.has(status::GAME) && r.frag_count == 0 && !r.has(status::REASSEMBLED)
 }
 

@@ -58,14 +58,10 @@ pub(super) fn draw_tree(f: &mut Frame, app: &App, area: Rect, drawn: &mut Drawn)
     f.render_widget(Paragraph::new(lines).block(block), area);
 }
 
-/// Scrolls only when the selected row at `pos` would leave a pane of `height` rows.
+/// Scrolls only when the selected row at `pos` would leave a pane of `height` rows (as
+/// the packet list does), and never past the last row.
 fn keep_in_view(scroll: &mut usize, pos: usize, height: usize, len: usize) {
-    if pos < *scroll {
-        *scroll = pos;
-    } else if pos >= *scroll + height {
-        *scroll = pos + 1 - height;
-    }
-    *scroll = (*scroll).min(len.saturating_sub(height));
+    *scroll = super::list_scroll(*scroll, pos, height).min(len.saturating_sub(height));
 }
 
 /// Row `i` of the tree: a field with its value and place, an inner layer's row, or the
