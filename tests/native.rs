@@ -11,7 +11,7 @@ use gpcap::generate::{PacketWriter, Rng};
 use proptest::prelude::*;
 use std::sync::Arc;
 
-const DEFINITIONS: [&str; 12] = [
+const DEFINITIONS: [&str; 13] = [
     "dissectors/article.kdl",
     "dissectors/example-shooter.kdl",
     "dissectors/reliable.kdl",
@@ -24,6 +24,7 @@ const DEFINITIONS: [&str; 12] = [
     "tests/fixtures/enum-branches.kdl",
     "tests/fixtures/enum-three-branches.kdl",
     "tests/fixtures/byte-order.kdl",
+    "tests/fixtures/whole-bytes.kdl",
 ];
 
 /// Each definition compiled once for the whole test binary.
@@ -68,7 +69,10 @@ fn shipped_definitions_are_compiled() {
     for def in DEFINITIONS {
         let p = load(def);
         assert!(p.native.refused().is_none(), "{def}: {:?}", p.native.refused());
-        if def.ends_with("article.kdl") || def.ends_with("plan-shapes.kdl") {
+        if def.ends_with("article.kdl")
+            || def.ends_with("plan-shapes.kdl")
+            || def.ends_with("whole-bytes.kdl")
+        {
             assert!(p.native.blocks() >= 4, "{def}: {} blocks", p.native.blocks());
         }
     }
@@ -110,7 +114,7 @@ proptest! {
     /// Valid packets are decided by the compiled code alone: none is read again.
     #[test]
     fn compiled_code_reads_every_valid_packet_itself(seed in any::<u64>()) {
-        for def in ["dissectors/article.kdl", "dissectors/example-shooter.kdl", "tests/fixtures/plan-shapes.kdl", "tests/fixtures/distributions.kdl"] {
+        for def in ["dissectors/article.kdl", "dissectors/example-shooter.kdl", "tests/fixtures/plan-shapes.kdl", "tests/fixtures/distributions.kdl", "tests/fixtures/whole-bytes.kdl"] {
             let p = load(def);
             let mut w = PacketWriter::new(&p);
             let mut rng = Rng::new(seed);
@@ -133,6 +137,7 @@ fn compiled_code_agrees_on_every_bit_flip_and_cut() {
         "dissectors/article.kdl",
         "tests/fixtures/plan-shapes.kdl",
         "tests/fixtures/distributions.kdl",
+        "tests/fixtures/whole-bytes.kdl",
     ] {
         let p = load(def);
         let mut w = PacketWriter::new(&p);
@@ -161,10 +166,19 @@ fn compiled_code_agrees_on_every_bit_flip_and_cut() {
 /// fields (the program compiled again for it), it fails where the plan does.
 #[test]
 fn compiled_code_keeps_the_limits() {
-    let p = load("dissectors/article.kdl");
+    for (def, types) in [
+        ("dissectors/article.kdl", &[2, 4, 5][..]),
+        ("tests/fixtures/whole-bytes.kdl", &[1, 2, 3][..]),
+    ] {
+        keeps_the_limits(def, types);
+    }
+}
+
+fn keeps_the_limits(def: &str, types: &[u32]) {
+    let p = load(def);
     let mut w = PacketWriter::new(&p);
     w.scale = 150;
-    for ty in [2, 4] {
+    for &ty in types {
         let bytes = w.packet(&mut Rng::new(7), ty, 7).unwrap();
         let fields = Dissector::new(p.clone()).dissect(&bytes).fields.len() as u32;
         for limit in (1..fields + 2)
@@ -179,8 +193,16 @@ fn compiled_code_keeps_the_limits() {
             assert!(q.native.blocks() > 0);
             let (mut native, mut plan) = pair(&q);
             let (a, b) = (native.dissect(&bytes), plan.dissect(&bytes));
-            assert_eq!(verdict(&a), verdict(&b), "type {ty}: limit {limit}");
+            assert_eq!(verdict(&a), verdict(&b), "{def} type {ty}: limit {limit}");
         }
+        // Fields counted as the interpreter counts them: at exactly the packet's
+        // fields, the compiled code reads it alone.
+        let mut q = (*p).clone();
+        q.limits.max_fields = fields;
+        q.compile_native();
+        let (mut native, _) = pair(&Arc::new(q));
+        assert_eq!(native.dissect(&bytes).fault, None, "{def} type {ty}");
+        assert_eq!(native.plan_fallbacks, 0, "{def} type {ty}: {fields} fields");
     }
 }
 

@@ -117,6 +117,16 @@ fn field(c: &mut Choices, structs: usize, depth: u32, out: &mut String, indent: 
             field(c, structs, depth + 1, out, &format!("{indent}    "));
             *out += &format!("{indent}}}\n");
         }
+        10 => {
+            // Whole-byte nodes after an alignment.
+            *out += &[
+                format!("{indent}align\n"),
+                format!("{indent}bytes {name} {}\n", c.below(4)),
+                format!("{indent}bytes {name} \"n & 7\"\n"),
+                format!("{indent}string {name} {}\n", c.below(40)),
+                format!("{indent}check \"{name}\"\n"),
+            ][c.below(5) as usize]
+        }
         _ => *out += &format!("{indent}bool {name}\n"),
     }
 }

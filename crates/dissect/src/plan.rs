@@ -189,6 +189,37 @@ pub struct Plan {
     /// What each op reads, for the bandwidth profile ([`super::leaves`]): the leaves of
     /// a run in order, the node of an array or list.
     pub leaves: super::leaves::Table,
+    /// The nodes among the `Op::Node`s that compiled code reads itself, by node id.
+    pub aligned: std::collections::BTreeMap<NodeId, Aligned>,
+}
+
+/// A whole-byte node the plan executor hands to the interpreter, as compiled code reads
+/// it: zero bits to the next byte (a field when there are any), then its bytes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Aligned {
+    /// `align`.
+    Align,
+    /// `bytes`: `count` bytes (one field).
+    Bytes(Count),
+    /// `string`: its group and a length of `width` bits, at most `top`, then that many
+    /// bytes (three fields).
+    String { width: u32, top: u32 },
+    /// `check`: 32 bits that must be `magic` (one field), written to `slot`.
+    Check { magic: u32, slot: u16 },
+}
+
+/// `kind` as an [`Aligned`] node, when it is one (`slot`: the slot it fills, when read).
+fn aligned(kind: &Kind, slot: u16) -> Option<Aligned> {
+    match *kind {
+        Kind::Align => Some(Aligned::Align),
+        Kind::Bytes(count) => Some(Aligned::Bytes(count)),
+        Kind::String { max } if max > 0 => Some(Aligned::String {
+            width: int_width(0, i64::from(max) - 1)?,
+            top: max - 1,
+        }),
+        Kind::Check { magic } => Some(Aligned::Check { magic, slot }),
+        _ => None,
+    }
 }
 
 impl Plan {
@@ -203,6 +234,7 @@ impl Plan {
             header: NO_ENTRY,
             read_slots: Vec::new(),
             leaves: Default::default(),
+            aligned: Default::default(),
         };
         // Slots something reads: expressions and roles. The plan writes no other.
         let mut read = vec![false; p.slot_count.max(ROLE_SLOTS)];
@@ -219,6 +251,12 @@ impl Plan {
         // high ones: a protocol whose bits come the other way is read by the interpreter.
         if p.params.msb || p.params.tracks() {
             return plan;
+        }
+        for (id, n) in p.nodes.iter().enumerate() {
+            let slot = n.slot.filter(|&s| read.get(s as usize) == Some(&true));
+            if let Some(a) = aligned(&n.kind, slot.unwrap_or(NO_SLOT)) {
+                plan.aligned.insert(id as NodeId, a);
+            }
         }
         let mut blocks: Vec<Block> = vec![p.header];
         blocks.extend(p.fragment);
@@ -248,7 +286,11 @@ impl Plan {
             };
             block.flatten(p, b, 0);
             // Only what the interpreter would read node by node anyway: no plan.
-            if block.ops.iter().all(|o| matches!(o, Op::Node(_))) {
+            if block
+                .ops
+                .iter()
+                .all(|o| matches!(o, Op::Node(id) if !plan.aligned.contains_key(id)))
+            {
                 continue;
             }
             let start = plan.ops.len() as u32;
@@ -304,10 +346,6 @@ impl Plan {
         plan
     }
 
-    /// The first op of block `b`'s plan, when it has one. An empty block (an `if`
-    /// without `else`) starts wherever it was made, often at the header's index: it has
-    /// no plan, never the plan of the block it shares a start with.
-    #[inline]
     /// Every block read by the interpreter (a program whose expressions read the
     /// position).
     pub fn interpret_only(&mut self) {
@@ -316,6 +354,10 @@ impl Plan {
         self.header = NO_ENTRY;
     }
 
+    /// The first op of block `b`'s plan, when it has one. An empty block (an `if`
+    /// without `else`) starts wherever it was made, often at the header's index: it has
+    /// no plan, never the plan of the block it shares a start with.
+    #[inline]
     pub fn entry(&self, b: Block) -> Option<u32> {
         if b.len == 0 {
             return None;

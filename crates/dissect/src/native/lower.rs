@@ -29,7 +29,7 @@ pub(crate) enum Unsupported {
     TooLarge,
 }
 
-type R<T = ()> = Result<T, Unsupported>;
+pub(super) type R<T = ()> = Result<T, Unsupported>;
 
 /// Bits a field may end at in a word loaded at its run's byte and shifted to the run's
 /// first bit (up to 7): 64 - 7.
@@ -103,8 +103,9 @@ fn measure_block(plan: &Plan, env: Env<'_>, entry: u32, depth: u32, units: &mut 
                 }
                 measure_block(plan, env, entry, depth + 1, units)?;
             }
-            // A call to the interpreter.
-            Op::Node(_) => {}
+            // Read here when whole bytes (a count that compiles), else a call to the
+            // interpreter.
+            Op::Node(id) => *units += super::aligned::measure(plan, env, id),
         }
         if *units > MAX_UNITS {
             return Err(Unsupported::TooLarge);
@@ -203,10 +204,10 @@ pub(super) struct Lower<'a, 'b> {
     plan: &'a Plan,
     pub(super) env: Env<'a>,
     data: Value,
-    len: Value,
+    pub(super) len: Value,
     slots: Value,
-    pos: Variable,
-    count: Variable,
+    pub(super) pos: Variable,
+    pub(super) count: Variable,
     seen: Variable,
     pub(super) fail: Block,
     depth: u32,
@@ -280,7 +281,10 @@ impl Lower<'_, '_> {
                     count, entry, fixed, ..
                 } => self.array(count, entry, fixed)?,
                 Op::RelativeList { max, entry, .. } => self.list(max, entry)?,
-                Op::Node(id) => self.node(id),
+                Op::Node(id) => match self.plan.aligned.get(&id) {
+                    Some(&a) if super::aligned::compiles(self.env, a) => self.aligned(a)?,
+                    _ => self.node(id),
+                },
             }
             self.b.ins().jump(next, &[]);
         }
@@ -331,7 +335,7 @@ impl Lower<'_, '_> {
     }
 
     /// Slot `s` holds `v`; a role slot is marked as read (as `Exec::write_slot`).
-    fn write_slot(&mut self, s: u16, v: Value) {
+    pub(super) fn write_slot(&mut self, s: u16, v: Value) {
         if (s as usize) < self.env.slots {
             self.b
                 .ins()
@@ -344,7 +348,7 @@ impl Lower<'_, '_> {
         }
     }
 
-    fn add_count(&mut self, n: i64) {
+    pub(super) fn add_count(&mut self, n: i64) {
         let c = self.b.use_var(self.count);
         let c = self.b.ins().iadd_imm_s(c, n);
         self.b.def_var(self.count, c);
@@ -358,7 +362,7 @@ impl Lower<'_, '_> {
     }
 
     /// The 64-bit word at bit `bit`, shifted to it: at least 57 bits from there.
-    fn word_at(&mut self, bit: Value) -> Value {
+    pub(super) fn word_at(&mut self, bit: Value) -> Value {
         let byte = self.b.ins().ushr_imm_s(bit, 3);
         let addr = self.b.ins().iadd(self.data, byte);
         let w = self.b.ins().load(I64, data_flags(), addr, 0);

@@ -19,6 +19,8 @@ use super::program::Limits;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 #[cfg(feature = "jit")]
+mod aligned;
+#[cfg(feature = "jit")]
 mod code;
 #[cfg(feature = "jit")]
 mod expr;
