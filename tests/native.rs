@@ -74,6 +74,8 @@ fn shipped_definitions_are_compiled() {
             || def.ends_with("whole-bytes.kdl")
         {
             assert!(p.native.blocks() >= 4, "{def}: {} blocks", p.native.blocks());
+            // And a function for the whole datagram.
+            assert!(p.native.datagram(p.slot_count, &p.limits).is_some(), "{def}");
         }
     }
 }

@@ -143,8 +143,9 @@ pub fn definition(c: &mut Choices) -> String {
         d += "}\n";
     }
     let per = ["flow", "sender", "bogus"][c.below(3) as usize];
+    let end = ["", "    end-check \"end\"\n"][c.below(2) as usize];
     d += &format!(
-        "protocol \"f\" {{\n    checksum \"none\"\n    ports 40000\n    sequence-space \"g\" per=\"{per}\"\n}}\n"
+        "protocol \"f\" {{\n    checksum \"none\"\n    ports 40000\n{end}    sequence-space \"g\" per=\"{per}\"\n}}\n"
     );
     d += "header {\n    bits type 4 role=type\n";
     d += [

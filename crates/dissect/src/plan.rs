@@ -8,8 +8,9 @@
 
 use super::expr;
 use super::prims;
-use super::program::{Block, Count, Expr, Kind, NodeId, Program, ROLE_SLOTS};
+use super::program::{Block, Count, Expr, Kind, NodeId, Program, ROLE_SLOTS, Role};
 use crate::bits::int_width;
+use crate::validate::FRAGMENT_TYPE;
 
 /// No slot to write.
 pub const NO_SLOT: u16 = u16::MAX;
@@ -191,6 +192,51 @@ pub struct Plan {
     pub leaves: super::leaves::Table,
     /// The nodes among the `Op::Node`s that compiled code reads itself, by node id.
     pub aligned: std::collections::BTreeMap<NodeId, Aligned>,
+    /// A datagram read whole by one compiled function, when the protocol's shape lets it.
+    pub datagram: Option<Datagram>,
+}
+
+/// A datagram read from its first bit in one go — the header, the body its type names,
+/// the end check, no bytes after it — where `Exec::packet` would read the header's plan,
+/// look at its roles, then read the body's plan. Only for protocols whose roles read
+/// after the whole datagram are those read after the header (crc and type read once, in
+/// the header; one sequence field at most), without messages, a fragment condition or a
+/// checksum stand-in.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Datagram {
+    /// The packet type of fragments, which `Exec::packet` reads.
+    pub fragment_type: Option<u32>,
+    /// The magic of the end check, when there is one.
+    pub end_check: Option<u32>,
+    /// The packet types below 64 whose body is empty (a bit each): no plan, nothing to read.
+    pub empty: u64,
+}
+
+impl Datagram {
+    fn of(p: &Program, header: u32) -> Option<Datagram> {
+        let once = |role: Role| p.nodes.iter().filter(|n| n.role == Some(role)).count() <= 1;
+        let in_header = |role: Role| {
+            p.nodes.iter().all(|n| n.role != Some(role))
+                || p.block(p.header)
+                    .iter()
+                    .any(|&id| p.nodes[id as usize].role == Some(role))
+        };
+        let simple = header != NO_ENTRY
+            && p.messages.is_none()
+            && p.fragment_when.is_none()
+            && p.params.rule.as_ref().is_none_or(|r| r.stand_in.is_none())
+            && [Role::Crc, Role::Type, Role::Sequence].into_iter().all(once)
+            && in_header(Role::Crc)
+            && in_header(Role::Type);
+        let empty = (0..64u32)
+            .filter(|&t| p.packet(t).is_some_and(|d| d.body.len == 0))
+            .fold(0u64, |m, t| m | 1 << t);
+        simple.then_some(Datagram {
+            fragment_type: p.fragment.map(|_| FRAGMENT_TYPE),
+            end_check: p.params.end_check,
+            empty,
+        })
+    }
 }
 
 /// A whole-byte node the plan executor hands to the interpreter, as compiled code reads
@@ -235,6 +281,7 @@ impl Plan {
             read_slots: Vec::new(),
             leaves: Default::default(),
             aligned: Default::default(),
+            datagram: None,
         };
         // Slots something reads: expressions and roles. The plan writes no other.
         let mut read = vec![false; p.slot_count.max(ROLE_SLOTS)];
@@ -310,6 +357,7 @@ impl Plan {
         }
         plan.leaves.index(p, plan.ops.len());
         plan.header = plan.entry(p.header).unwrap_or(NO_ENTRY);
+        plan.datagram = Datagram::of(p, plan.header);
         plan.bodies = (0..p.by_type.len() as u32)
             .map(|t| p.packet(t).and_then(|d| plan.entry(d.body)).unwrap_or(NO_ENTRY))
             .collect();
@@ -352,6 +400,7 @@ impl Plan {
         self.at.fill(NO_ENTRY);
         self.bodies.clear();
         self.header = NO_ENTRY;
+        self.datagram = None;
     }
 
     /// The first op of block `b`'s plan, when it has one. An empty block (an `if`

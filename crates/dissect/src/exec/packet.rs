@@ -6,6 +6,21 @@ use super::*;
 impl<'p> Exec<'p> {
     pub(super) fn packet(&mut self, r: &mut BitReader, out: &mut Dissection) -> Step {
         let p = self.program;
+        // Validation by one compiled function when the protocol has one; a datagram it
+        // cannot decide (a fragment, a fault) is read below from the start.
+        if let Some(whole) = self.datagram_native(r, out) {
+            if whole? {
+                return self.whole_read(out);
+            }
+            *r = BitReader::at(r.data(), 0);
+            self.count.set(0);
+            self.seen = 0;
+            for &s in &p.plan.read_slots {
+                if let Some(x) = self.slots.get_mut(s as usize) {
+                    *x = 0;
+                }
+            }
+        }
         if self.record || !self.planned(r, out, p.plan.header)? {
             self.block(r, out, p.header, ROOT, 0)?;
         }
@@ -64,6 +79,17 @@ impl<'p> Exec<'p> {
         }
         self.acks(out);
         res?;
+        self.protocol_id(out)
+    }
+
+    /// What a datagram read by one compiled function tells: its roles, read after it
+    /// as they would be after the header (`plan::Datagram` holds only protocols where
+    /// they are the same), and the protocol id.
+    fn whole_read(&mut self, out: &mut Dissection) -> Step {
+        out.crc = self.role(Role::Crc).map(|v| v as u32);
+        out.sequence = self.role(Role::Sequence).map(|v| v as u64);
+        out.packet_type = Some(self.role(Role::Type).unwrap_or(0) as u32);
+        self.acks(out);
         self.protocol_id(out)
     }
 

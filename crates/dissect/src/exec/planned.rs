@@ -208,6 +208,35 @@ impl<'p> Exec<'p> {
         }
         let program = self.program;
         let block = program.native.block(entry, self.slots.len(), &program.limits)?;
+        Some(self.call_native(block, r, out, parent, depth))
+    }
+
+    /// The whole datagram by its compiled function ([`plan::Datagram`]), as
+    /// [`Exec::run_native`] answers for a block; None: there is none.
+    #[inline(always)]
+    pub(super) fn datagram_native(
+        &mut self,
+        r: &mut BitReader,
+        out: &mut Dissection,
+    ) -> Option<Result<bool, Stop>> {
+        if !self.native || self.record {
+            return None;
+        }
+        let program = self.program;
+        let whole = program.native.datagram(self.slots.len(), &program.limits)?;
+        Some(self.call_native(whole, r, out, ROOT, 0))
+    }
+
+    /// Runs compiled code from the reader's position.
+    #[inline(always)]
+    fn call_native(
+        &mut self,
+        block: crate::native::Compiled,
+        r: &mut BitReader,
+        out: &mut Dissection,
+        parent: u32,
+        depth: u16,
+    ) -> Result<bool, Stop> {
         let data = r.data();
         let (len, pos) = (r.len_bits(), r.bits_read());
         // Not copied again while the block runs: nodes it leaves to the interpreter run
@@ -237,7 +266,7 @@ impl<'p> Exec<'p> {
         // dissector's copy of the datagram, which nothing writes meanwhile.
         let ran = unsafe { block.run(&*padded, len, pos, slots, &mut io) };
         self.native = true;
-        Some(match ran {
+        match ran {
             Ran::Read(end) => {
                 *r = BitReader::at(data, end);
                 self.count.set(io.count);
@@ -246,7 +275,7 @@ impl<'p> Exec<'p> {
             }
             Ran::No => Ok(false),
             Ran::Stopped => Err(Stop),
-        })
+        }
     }
 
     /// The plan loop: one op at a time until the entry's `Return` (see [`Exec::run_plan`]).

@@ -9,7 +9,7 @@ use cranelift_codegen::ir::{AbiParam, UserFuncName, types::I64};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::FunctionBuilderContext;
 use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::{Linkage, Module, default_libcall_names};
+use cranelift_module::{FuncId, Linkage, Module, default_libcall_names};
 use std::sync::Mutex;
 
 pub(super) struct Code {
@@ -19,6 +19,8 @@ pub(super) struct Code {
     /// Compiled blocks by plan entry (an index of the plan's ops: at most the budget's
     /// units, a load to find).
     functions: Vec<Option<BlockFn>>,
+    /// The whole datagram's function, when the plan describes one and its parts compiled.
+    pub(super) datagram: Option<BlockFn>,
     blocks: usize,
     pub(super) limits: Limits,
     pub(super) slots: usize,
@@ -72,6 +74,13 @@ impl Code {
         if compilable.is_empty() {
             return Ok(None);
         }
+        // The whole datagram's function reads the header's plan again.
+        if plan.datagram.is_some() {
+            units += lower::measure(plan, env, plan.header).unwrap_or(0);
+            if units > MAX_UNITS {
+                return Err(Refusal::TooLarge { units });
+            }
+        }
         let mut module = module(units > QUICK_UNITS).map_err(Refusal::Host)?;
         let mut ctx = module.make_context();
         let mut fctx = FunctionBuilderContext::new();
@@ -97,6 +106,7 @@ impl Code {
             module.clear_context(&mut ctx);
             ids.push((entry, id));
         }
+        let datagram = self::datagram(&mut module, &mut ctx, &mut fctx, plan, env, &ids, &mut size)?;
         module
             .finalize_definitions()
             .map_err(|e| Refusal::Host(e.to_string()))?;
@@ -112,15 +122,69 @@ impl Code {
                 *slot = Some(f);
             }
         }
+        let datagram = datagram.map(|id| {
+            let p = module.get_finalized_function(id);
+            // SAFETY: as for the blocks above: compiled with the `BlockFn` signature.
+            unsafe { std::mem::transmute::<*const u8, BlockFn>(p) }
+        });
         Ok(Some(Code {
             module: Mutex::new(Some(module)),
             functions,
+            datagram,
             blocks,
             limits: env.limits,
             slots: env.slots,
             size,
         }))
     }
+}
+
+/// Compiles the whole datagram's function, when the plan describes one, the header
+/// compiled and every body with a plan compiled (`ids`: the blocks compiled, by entry).
+fn datagram(
+    module: &mut JITModule,
+    ctx: &mut cranelift_codegen::Context,
+    fctx: &mut FunctionBuilderContext,
+    plan: &Plan,
+    env: Env<'_>,
+    ids: &[(u32, FuncId)],
+    size: &mut usize,
+) -> Result<Option<FuncId>, Refusal> {
+    let compiled = |e: u32| ids.iter().find(|&&(x, _)| x == e).map(|&(_, id)| id);
+    let Some(d) = plan.datagram else {
+        return Ok(None);
+    };
+    let bodies: Vec<Option<FuncId>> = plan.bodies.iter().map(|&e| compiled(e)).collect();
+    let all = plan
+        .bodies
+        .iter()
+        .all(|&e| e == NO_ENTRY || compiled(e).is_some());
+    if compiled(plan.header).is_none() || !all || bodies.iter().all(Option::is_none) {
+        return Ok(None);
+    }
+    let mut sig = module.make_signature();
+    sig.params.extend([AbiParam::new(I64); 5]);
+    sig.returns.push(AbiParam::new(I64));
+    let id = module
+        .declare_function("datagram", Linkage::Local, &sig)
+        .map_err(|e| Refusal::Host(e.to_string()))?;
+    ctx.func.signature = sig;
+    ctx.func.name = UserFuncName::user(0, u32::MAX);
+    let refs: Vec<_> = bodies
+        .iter()
+        .map(|b| b.map(|f| module.declare_func_in_func(f, &mut ctx.func)))
+        .collect();
+    let config = module.target_config();
+    if super::datagram::function(&mut ctx.func, fctx, config, plan, env, d, &refs).is_err() {
+        module.clear_context(ctx);
+        return Ok(None);
+    }
+    module
+        .define_function(id, ctx)
+        .map_err(|e| Refusal::Host(e.to_string()))?;
+    *size += ctx.compiled_code().map_or(0, |c| c.code_buffer().len());
+    module.clear_context(ctx);
+    Ok(Some(id))
 }
 
 /// Units past which a definition's code is made quickly rather than well: Cranelift's

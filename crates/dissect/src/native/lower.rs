@@ -134,6 +134,20 @@ pub(crate) fn function(
     env: Env<'_>,
     entry: u32,
 ) -> R {
+    build(func, fctx, config, plan, env, |l, done| l.block(entry, done))
+}
+
+/// Builds a function of the [`super::BlockFn`] signature into `func`, its reading
+/// made by `middle` (which ends by jumping to the block it is given): the state loaded
+/// from `io` before, the field limit checked and the state stored after.
+pub(super) fn build(
+    func: &mut Function,
+    fctx: &mut FunctionBuilderContext,
+    config: TargetFrontendConfig,
+    plan: &Plan,
+    env: Env<'_>,
+    middle: impl FnOnce(&mut Lower, Block) -> R,
+) -> R {
     let mut b = FunctionBuilder::new(func, fctx);
     let start = b.create_block();
     b.append_block_params_for_function_params(start);
@@ -168,7 +182,7 @@ pub(crate) fn function(
         fail,
         depth: 0,
     };
-    l.block(entry, done)?;
+    middle(&mut l, done)?;
     let b = &mut l.b;
     b.switch_to_block(done);
     let c = b.use_var(count);
@@ -197,18 +211,18 @@ pub(crate) fn function(
 
 pub(super) struct Lower<'a, 'b> {
     pub(super) b: FunctionBuilder<'b>,
-    io: Value,
+    pub(super) io: Value,
     /// Where a node the interpreter read stopped the packet.
-    stopped: Block,
+    pub(super) stopped: Block,
     call_conv: CallConv,
-    plan: &'a Plan,
+    pub(super) plan: &'a Plan,
     pub(super) env: Env<'a>,
-    data: Value,
+    pub(super) data: Value,
     pub(super) len: Value,
-    slots: Value,
+    pub(super) slots: Value,
     pub(super) pos: Variable,
     pub(super) count: Variable,
-    seen: Variable,
+    pub(super) seen: Variable,
     pub(super) fail: Block,
     depth: u32,
 }
@@ -220,7 +234,7 @@ fn data_flags() -> MemFlagsData {
 
 impl Lower<'_, '_> {
     /// The ops of the block at `entry`, then on at `after`.
-    fn block(&mut self, entry: u32, after: Block) -> R {
+    pub(super) fn block(&mut self, entry: u32, after: Block) -> R {
         let ops = block_ops(self.plan, entry)?;
         let blocks: Vec<Block> = ops.iter().map(|_| self.b.create_block()).collect();
         self.b.ins().jump(blocks[0], &[]);

@@ -23,6 +23,8 @@ mod aligned;
 #[cfg(feature = "jit")]
 mod code;
 #[cfg(feature = "jit")]
+mod datagram;
+#[cfg(feature = "jit")]
 mod expr;
 #[cfg(feature = "jit")]
 mod lower;
@@ -207,6 +209,25 @@ impl Native {
         }
         #[cfg(not(feature = "jit"))]
         0
+    }
+
+    /// The compiled function of a whole datagram ([`crate::plan::Datagram`]), on the
+    /// terms of [`Native::block`].
+    #[inline(always)]
+    pub fn datagram(&self, slots: usize, limits: &Limits) -> Option<Compiled> {
+        #[cfg(feature = "jit")]
+        {
+            let c = self.code.as_ref()?;
+            if slots < c.slots || *limits != c.limits {
+                return None;
+            }
+            c.datagram.map(|f| Compiled { f })
+        }
+        #[cfg(not(feature = "jit"))]
+        {
+            let _ = (slots, limits);
+            None
+        }
     }
 
     /// The compiled block at plan entry `entry`, for a dissector holding `slots` slots
