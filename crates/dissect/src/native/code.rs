@@ -175,7 +175,8 @@ fn datagram(
         .map(|b| b.map(|f| module.declare_func_in_func(f, &mut ctx.func)))
         .collect();
     let config = module.target_config();
-    if super::datagram::function(&mut ctx.func, fctx, config, plan, env, d, &refs).is_err() {
+    let read = |l: &mut lower::Lower, done| l.datagram(d, &refs, done);
+    if lower::build(&mut ctx.func, fctx, config, plan, env, read).is_err() {
         module.clear_context(ctx);
         return Ok(None);
     }

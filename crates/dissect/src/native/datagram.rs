@@ -3,33 +3,17 @@
 //! check and no byte after it — what `Exec::packet` does for a datagram that is not a
 //! fragment, without going back to the plan executor between the header and the body.
 
-use super::Env;
-use super::lower::{Lower, R, build};
-use crate::plan::{Aligned, Datagram, NO_SLOT, Plan};
+use super::lower::{Lower, R};
+use crate::plan::{Aligned, Datagram, NO_SLOT};
 use crate::program::Role;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::{I32, I64};
-use cranelift_codegen::ir::{Block, FuncRef, Function, InstBuilder, MemFlagsData};
-use cranelift_codegen::isa::TargetFrontendConfig;
-use cranelift_frontend::{FunctionBuilderContext, Switch};
-
-/// Builds the datagram function into `func`; `bodies[t]` calls type `t`'s compiled body.
-pub(crate) fn function(
-    func: &mut Function,
-    fctx: &mut FunctionBuilderContext,
-    config: TargetFrontendConfig,
-    plan: &Plan,
-    env: Env<'_>,
-    d: Datagram,
-    bodies: &[Option<FuncRef>],
-) -> R {
-    build(func, fctx, config, plan, env, |l, done| {
-        l.datagram(d, bodies, done)
-    })
-}
+use cranelift_codegen::ir::{Block, FuncRef, InstBuilder, MemFlagsData};
+use cranelift_frontend::Switch;
 
 impl Lower<'_, '_> {
-    fn datagram(&mut self, d: Datagram, bodies: &[Option<FuncRef>], done: Block) -> R {
+    /// The datagram read, then on to `done`; `bodies[t]` calls type `t`'s compiled body.
+    pub(super) fn datagram(&mut self, d: Datagram, bodies: &[Option<FuncRef>], done: Block) -> R {
         let (header_done, body_done) = (self.b.create_block(), self.b.create_block());
         let header = self.plan.header;
         self.block(header, header_done)?;
