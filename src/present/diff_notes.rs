@@ -2,7 +2,8 @@
 //! JSON's `reason`, `delay_note` and `notes` strings, made from the report's values.
 
 use crate::sinks::diff::clock::MAX_SKEW_PPM;
-use crate::sinks::diff::{ClockReason, DelayNote, Note};
+use crate::sinks::diff::pair::PairedBy;
+use crate::sinks::diff::{ClockMethod, ClockReason, DelayNote, Matching, Note, Pairing};
 use std::fmt;
 
 impl fmt::Display for ClockReason {
@@ -62,5 +63,53 @@ impl fmt::Display for Note {
     }
 }
 
+impl fmt::Display for ClockMethod {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ClockMethod::Same => "one clock (--clock same): delays as stamped, no offset or skew removed",
+            ClockMethod::LowerEnvelope => {
+                "lower envelope of both directions' delays (linear program, Moon et al. 1999): one skew for every direction, the offset split from the fixed delay by taking the fixed delay the same both ways"
+            }
+        })
+    }
+}
+
+/// Which ends NAT rewrote, on what evidence.
+impl fmt::Display for Pairing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let [a, b] = self.ids;
+        match (a.src == b.src, a.dst == b.dst) {
+            (true, true) => write!(f, "the same addresses and ports at both points")?,
+            (true, false) => write!(
+                f,
+                "NAT: the destination {} at A is {} at B, the source kept",
+                a.dst, b.dst
+            )?,
+            (false, true) => write!(
+                f,
+                "NAT: the source {} at A is {} at B, the destination kept",
+                a.src, b.src
+            )?,
+            (false, false) if a.src.port() == b.src.port() && a.dst.port() == b.dst.port() => {
+                write!(f, "both addresses rewritten, the ports kept")?
+            }
+            (false, false) => write!(f, "both ends rewritten")?,
+        }
+        if let PairedBy::SharedDatagrams(n) = self.by {
+            write!(f, "; paired by {n} identical datagrams (sequence and payload)")?;
+        }
+        if let (Some(first), Some(last)) = (self.first, self.last) {
+            write!(f, ", sequences {first}–{last} at both")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Matching {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("each datagram by its identity: its sequence and payload together (a hash of the UDP payload's first 128 bytes and its size, which NAT leaves alone); copies of one identity at one point are duplicates when the protocol has a sequence, distinct datagrams matched in order when it has none")
+    }
+}
+
 // JSON carries each as its sentence, as it always has.
-as_sentence!(ClockReason, DelayNote, Note);
+as_sentence!(ClockMethod, ClockReason, DelayNote, Matching, Note, Pairing);

@@ -18,6 +18,6 @@ pub mod timeline;
 pub use crate::engine::FlowId;
 pub use delays::{Delay, Spike};
 pub use matcher::{Matcher, Options};
-pub use notes::{ClockReason, DelayNote, Note};
+pub use notes::{ClockMethod, ClockReason, DelayNote, Matching, Note, Pairing};
 pub use report::{ClockMode, DiffReport, Direction, Verdict, build};
 pub use sighting::{Seen, Sighting, Sightings};

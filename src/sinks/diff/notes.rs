@@ -1,8 +1,32 @@
-//! What the comparison could not measure, and why, as data: the clocks' reason, a
-//! direction's missing delay, the report's notes. `present` says them in words (JSON
-//! carries the sentence).
+//! What the comparison could not measure, and why, and how it measured, as data: the
+//! clocks' reason and method, a direction's missing delay and pairing, the report's
+//! notes and matching. `present` says them in words (JSON carries the sentence).
 
+use super::pair::PairedBy;
 use crate::engine::FlowId;
+
+/// How the clocks were related.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClockMethod {
+    /// One clock (`--clock same`): delays as stamped.
+    Same,
+    /// The lower envelope of both directions' delays.
+    LowerEnvelope,
+}
+
+/// How a direction's flows were paired: the flows at A and B, on what evidence, and the
+/// sequences seen at both.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pairing {
+    pub ids: [FlowId; 2],
+    pub by: PairedBy,
+    pub first: Option<u64>,
+    pub last: Option<u64>,
+}
+
+/// How datagrams are matched: by their identity (the one way there is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Matching;
 
 /// Why the clocks were not fitted.
 #[derive(Debug, Clone, PartialEq)]

@@ -6,7 +6,7 @@
 use super::clock::{self, MAX_SKEW_PPM, Signed};
 use super::delays::{self, Delay, Delayed};
 use super::matcher::{A, B, Matcher};
-use super::notes::{ClockReason, DelayNote, Note};
+use super::notes::{ClockMethod, ClockReason, DelayNote, Matching, Note, Pairing};
 use super::pair::{Event, PairedBy, Run};
 use super::timeline::{self, Bin};
 use crate::engine::FlowId;
@@ -86,8 +86,8 @@ pub struct Point {
 #[derive(Debug, Clone, Serialize)]
 pub struct Clock {
     pub status: ClockStatus,
-    /// The method, in words.
-    pub method: String,
+    /// The method (JSON: in words).
+    pub method: ClockMethod,
     /// B's clock minus A's, in milliseconds, at A's time `origin_ns` (its first game
     /// datagram); null when not known.
     pub offset_ms: Option<f64>,
@@ -141,8 +141,8 @@ pub struct Direction {
     pub a: FlowId,
     pub b: FlowId,
     pub paired_by: PairedBy,
-    /// How the flows were paired, in words.
-    pub pairing: String,
+    /// How the flows were paired (JSON: in words).
+    pub pairing: Pairing,
     /// "A" or "B": the point the traffic passes first.
     pub upstream: &'static str,
     pub upstream_by: String,
@@ -197,8 +197,8 @@ pub struct DiffReport {
     /// Sentences a reader must see: what could not be measured, and why.
     pub notes: Vec<Note>,
     pub points: [Point; 2],
-    /// How datagrams were matched, in words.
-    pub matching: String,
+    /// How datagrams were matched (JSON: in words).
+    pub matching: Matching,
     pub window_s: f64,
     pub clock: Clock,
     pub directions: Vec<Direction>,
@@ -296,7 +296,11 @@ fn fit_clocks(m: &Matcher, mode: ClockMode, ups: &[(usize, String)]) -> Fitted {
     let span = m.pairs.iter().map(|p| p.lines[0].span()).fold(0.0, f64::max);
     let mut clock = Clock {
         status: ClockStatus::Fitted,
-        method: String::new(),
+        method: if mode == ClockMode::Same {
+            ClockMethod::Same
+        } else {
+            ClockMethod::LowerEnvelope
+        },
         offset_ms: None,
         origin_ns: m.origin,
         skew_ppm: None,
@@ -308,7 +312,6 @@ fn fit_clocks(m: &Matcher, mode: ClockMode, ups: &[(usize, String)]) -> Fitted {
     };
     if mode == ClockMode::Same {
         clock.status = ClockStatus::Same;
-        clock.method = "one clock (--clock same): delays as stamped, no offset or skew removed".into();
         clock.offset_ms = Some(0.0);
         clock.skew_ppm = Some(0.0);
         return Fitted {
@@ -319,7 +322,6 @@ fn fit_clocks(m: &Matcher, mode: ClockMode, ups: &[(usize, String)]) -> Fitted {
             usable: true,
         };
     }
-    clock.method = "lower envelope of both directions' delays (linear program, Moon et al. 1999): one skew for every direction, the offset split from the fixed delay by taking the fixed delay the same both ways".into();
     let idx: Vec<usize> = (0..n).filter(|&p| m.pairs[p].lines[0].n > 0).collect();
     if samples < 8 {
         clock.status = ClockStatus::NotFitted;
@@ -548,7 +550,12 @@ fn direction(
         a: pair.ids[A],
         b: pair.ids[B],
         paired_by: pair.by,
-        pairing: pairing_words(pair.ids, pair.by, pair.first_seq, pair.last_seq),
+        pairing: Pairing {
+            ids: pair.ids,
+            by: pair.by,
+            first: pair.first_seq,
+            last: pair.last_seq,
+        },
         upstream: POINT[up],
         upstream_by: by,
         sent,
@@ -597,36 +604,6 @@ fn bursts(lengths: &std::collections::BTreeMap<u64, u64>) -> Bursts {
         longest: lengths.keys().next_back().copied().unwrap_or(0),
         mean: if runs > 0 { lost as f64 / runs as f64 } else { 0.0 },
         lengths: lengths.iter().map(|(l, n)| [*l, *n]).collect(),
-    }
-}
-
-/// How the flows were paired, in words: which ends NAT rewrote, on what evidence.
-pub fn pairing_words(ids: [FlowId; 2], by: PairedBy, first: Option<u64>, last: Option<u64>) -> String {
-    let [a, b] = ids;
-    let ends = match (a.src == b.src, a.dst == b.dst) {
-        (true, true) => "the same addresses and ports at both points".to_string(),
-        (true, false) => format!(
-            "NAT: the destination {} at A is {} at B, the source kept",
-            a.dst, b.dst
-        ),
-        (false, true) => format!(
-            "NAT: the source {} at A is {} at B, the destination kept",
-            a.src, b.src
-        ),
-        (false, false) if a.src.port() == b.src.port() && a.dst.port() == b.dst.port() => {
-            "both addresses rewritten, the ports kept".to_string()
-        }
-        (false, false) => "both ends rewritten".to_string(),
-    };
-    let seqs = match (first, last) {
-        (Some(f), Some(l)) => format!(", sequences {f}–{l} at both"),
-        _ => String::new(),
-    };
-    match by {
-        PairedBy::Addresses => format!("{ends}{seqs}"),
-        PairedBy::SharedDatagrams(n) => {
-            format!("{ends}; paired by {n} identical datagrams (sequence and payload){seqs}")
-        }
     }
 }
 
@@ -701,7 +678,7 @@ pub fn build(mut m: Matcher, names: [String; 2], mode: ClockMode) -> DiffReport 
         verdict,
         notes,
         points,
-        matching: "each datagram by its identity: its sequence and payload together (a hash of the UDP payload's first 128 bytes and its size, which NAT leaves alone); copies of one identity at one point are duplicates when the protocol has a sequence, distinct datagrams matched in order when it has none".into(),
+        matching: Matching,
         window_s: m.opts.window_ns as f64 / 1e9,
         clock: fitted.clock,
         directions,

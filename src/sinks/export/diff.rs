@@ -83,7 +83,7 @@ fn directions(r: &DiffReport) -> Cols {
     let c = &r.clock;
     Cols::default()
         .flows(&d)
-        .str("paired_by", d.iter().map(|x| Some(x.pairing.clone())))
+        .str("paired_by", d.iter().map(|x| Some(x.pairing.to_string())))
         .str("upstream", d.iter().map(|x| Some(x.upstream.to_string())))
         .u64("sent", d.iter().map(|x| Some(x.sent)))
         .u64("arrived", d.iter().map(|x| Some(x.arrived)))
