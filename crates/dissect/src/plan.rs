@@ -221,7 +221,12 @@ impl Datagram {
                     .iter()
                     .any(|&id| p.nodes[id as usize].role == Some(role))
         };
+        // A body that reads the header block again would set its roles again.
+        let again = p.nodes.iter().any(|n| {
+            matches!(n.kind, Kind::Struct { body } | Kind::Inline { body } | Kind::Rest { body } if body == p.header)
+        });
         let simple = header != NO_ENTRY
+            && !again
             && p.messages.is_none()
             && p.fragment_when.is_none()
             && p.params.rule.as_ref().is_none_or(|r| r.stand_in.is_none())

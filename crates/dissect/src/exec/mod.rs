@@ -29,6 +29,8 @@ pub struct Dissector {
     prims: Vec<Prim>,
     /// Array and list elements plan runs are inside (reused).
     elements: Vec<Element>,
+    /// Slot values saved before each plan run, to start a block read again from them.
+    saved: Vec<i64>,
     /// Record fields (false: validate only, for the fast path).
     pub record: bool,
     /// Plan runs that failed, so the interpreter read their block again: on valid
@@ -47,6 +49,7 @@ impl Dissector {
             slots: vec![0; program.slot_count],
             prims: Vec::with_capacity(8),
             elements: Vec::with_capacity(4 * ELEMENT_STACK),
+            saved: Vec::new(),
             record: true,
             plan_fallbacks: 0,
             native: true,
@@ -93,6 +96,7 @@ impl Dissector {
             slots: &mut self.slots,
             prims: &mut self.prims,
             elements: &mut self.elements,
+            saved: &mut self.saved,
             native: self.native,
             padded: &mut self.padded,
             record: self.record,
@@ -140,6 +144,7 @@ impl Dissector {
             slots: &mut self.slots,
             prims: &mut self.prims,
             elements: &mut self.elements,
+            saved: &mut self.saved,
             native: self.native,
             padded: &mut self.padded,
             record: true,
@@ -172,6 +177,7 @@ struct Exec<'p> {
     /// Open elements of the plan runs under way, innermost last (each run keeps its
     /// own above where it started).
     elements: &'p mut Vec<Element>,
+    saved: &'p mut Vec<i64>,
     /// Whether to run compiled blocks, and the datagram padded for them.
     native: bool,
     padded: &'p mut super::native::Padded,

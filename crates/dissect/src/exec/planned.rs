@@ -178,14 +178,32 @@ impl<'p> Exec<'p> {
         parent: u32,
         depth: u16,
     ) -> Result<bool, Stop> {
-        if let Some(done) = self.run_native(r, out, entry, parent, depth) {
-            self.fallbacks += u64::from(matches!(done, Ok(false)));
-            return done;
+        // A block read again must start from the slots it started from: a run that
+        // failed may have written one that an expression before it reads.
+        let (saved, seen) = (self.saved.len(), self.seen);
+        for &s in &self.program.plan.read_slots {
+            self.saved.push(self.slot(s));
         }
-        let base = self.elements.len();
-        let done = self.run_ops(r, out, entry, parent, depth);
-        self.elements.truncate(base);
-        self.fallbacks += u64::from(matches!(done, Ok(false)));
+        let done = match self.run_native(r, out, entry, parent, depth) {
+            Some(done) => done,
+            None => {
+                let base = self.elements.len();
+                let done = self.run_ops(r, out, entry, parent, depth);
+                self.elements.truncate(base);
+                done
+            }
+        };
+        if matches!(done, Ok(false)) {
+            self.fallbacks += 1;
+            self.seen = seen;
+            for (i, &s) in self.program.plan.read_slots.iter().enumerate() {
+                let v = self.saved.get(saved + i).copied().unwrap_or(0);
+                if let Some(x) = self.slots.get_mut(s as usize) {
+                    *x = v;
+                }
+            }
+        }
+        self.saved.truncate(saved);
         done
     }
 

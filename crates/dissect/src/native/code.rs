@@ -74,13 +74,10 @@ impl Code {
         if compilable.is_empty() {
             return Ok(None);
         }
-        // The whole datagram's function reads the header's plan again.
-        if plan.datagram.is_some() {
-            units += lower::measure(plan, env, plan.header).unwrap_or(0);
-            if units > MAX_UNITS {
-                return Err(Refusal::TooLarge { units });
-            }
-        }
+        // The whole datagram's function reads the header's plan again: made only
+        // within the budget.
+        let whole = plan.datagram.is_some()
+            && units.saturating_add(lower::measure(plan, env, plan.header).unwrap_or(0)) <= MAX_UNITS;
         let mut module = module(units > QUICK_UNITS).map_err(Refusal::Host)?;
         let mut ctx = module.make_context();
         let mut fctx = FunctionBuilderContext::new();
@@ -106,7 +103,11 @@ impl Code {
             module.clear_context(&mut ctx);
             ids.push((entry, id));
         }
-        let datagram = self::datagram(&mut module, &mut ctx, &mut fctx, plan, env, &ids, &mut size)?;
+        let datagram = self::datagram(&mut module, &mut ctx, &mut fctx, plan, env, &ids, whole)?;
+        let datagram = datagram.map(|(id, bytes)| {
+            size += bytes;
+            id
+        });
         module
             .finalize_definitions()
             .map_err(|e| Refusal::Host(e.to_string()))?;
@@ -148,10 +149,10 @@ fn datagram(
     plan: &Plan,
     env: Env<'_>,
     ids: &[(u32, FuncId)],
-    size: &mut usize,
-) -> Result<Option<FuncId>, Refusal> {
+    whole: bool,
+) -> Result<Option<(FuncId, usize)>, Refusal> {
     let compiled = |e: u32| ids.iter().find(|&&(x, _)| x == e).map(|&(_, id)| id);
-    let Some(d) = plan.datagram else {
+    let Some(d) = plan.datagram.filter(|_| whole) else {
         return Ok(None);
     };
     let bodies: Vec<Option<FuncId>> = plan.bodies.iter().map(|&e| compiled(e)).collect();
@@ -183,9 +184,9 @@ fn datagram(
     module
         .define_function(id, ctx)
         .map_err(|e| Refusal::Host(e.to_string()))?;
-    *size += ctx.compiled_code().map_or(0, |c| c.code_buffer().len());
+    let size = ctx.compiled_code().map_or(0, |c| c.code_buffer().len());
     module.clear_context(ctx);
-    Ok(Some(id))
+    Ok(Some((id, size)))
 }
 
 /// Units past which a definition's code is made quickly rather than well: Cranelift's
