@@ -274,6 +274,16 @@ fn aligned(kind: &Kind, slot: u16) -> Option<Aligned> {
 }
 
 impl Plan {
+    /// Sets to zero every slot an expression reads: how each datagram starts, and how
+    /// one read again from the start after its compiled function gave up starts.
+    pub(crate) fn clear_read_slots(&self, slots: &mut [i64]) {
+        for &s in &self.read_slots {
+            if let Some(x) = slots.get_mut(s as usize) {
+                *x = 0;
+            }
+        }
+    }
+
     /// Plans every block of `p` that gains from one.
     pub fn build(p: &Program) -> Plan {
         let mut plan = Plan {

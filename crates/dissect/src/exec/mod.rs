@@ -84,11 +84,7 @@ impl Dissector {
         out.ack_bits = None;
         out.ack_items.clear();
         out.fault = None;
-        for &s in &self.program.plan.read_slots {
-            if let Some(x) = self.slots.get_mut(s as usize) {
-                *x = 0;
-            }
-        }
+        self.program.plan.clear_read_slots(&mut self.slots);
         let mut r = BitReader::new(data);
         self.padded.reset();
         let mut exec = Exec {

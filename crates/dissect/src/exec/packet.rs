@@ -15,11 +15,7 @@ impl<'p> Exec<'p> {
             *r = BitReader::at(r.data(), 0);
             self.count.set(0);
             self.seen = 0;
-            for &s in &p.plan.read_slots {
-                if let Some(x) = self.slots.get_mut(s as usize) {
-                    *x = 0;
-                }
-            }
+            p.plan.clear_read_slots(self.slots);
         }
         if self.record || !self.planned(r, out, p.plan.header)? {
             self.block(r, out, p.header, ROOT, 0)?;
