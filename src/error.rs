@@ -38,22 +38,16 @@ pub enum Error {
     ThreadFailed(Thread),
 }
 
-/// Which thread of the ordered output failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Thread {
-    /// The one that writes the formatted packets in order.
-    Writer,
-    /// One of those that format packets.
-    Formatting,
-}
+pub use crate::sinks::ordered::Thread;
 
-impl std::fmt::Display for Thread {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Thread::Writer => "writer",
-            Thread::Formatting => "formatting",
-        })
+impl From<crate::sinks::ordered::PrintError> for Error {
+    fn from(e: crate::sinks::ordered::PrintError) -> Self {
+        use crate::sinks::ordered::PrintError;
+        match e {
+            PrintError::Output(e) => Error::Output(e),
+            PrintError::Capture(e) => Error::Capture(e),
+            PrintError::ThreadFailed(t) => Error::ThreadFailed(t),
+        }
     }
 }
 

@@ -79,7 +79,7 @@ pub fn run(a: &DissectArgs) -> Result<ExitCode> {
     };
     let printed = printer.printed();
     // The output is finished (flushed, a JSON array closed) whether or not the file was.
-    let ended = printer.end();
+    let ended = printer.end().map_err(gpcap::Error::from);
     if let Some((result, selected, to)) = written {
         let n = result.map_err(|e| Error::Usage(e.to_string()))?;
         eprintln!(

@@ -2,7 +2,6 @@
 //! engine should look for and why. Every command resolves through here.
 
 use super::Config;
-use crate::error::Error;
 use crate::identify::{Identification, Identifier};
 use gpcap_dissect::Program;
 use gpcap_wire::capture::CaptureError;
@@ -64,12 +63,13 @@ fn take_requests_id(cfg: &mut Config, given: ProtocolId, found: u64) {
 /// Resolves the protocol. `sample` feeds the identifier the first datagrams of the
 /// traffic; it is called only when neither the definition nor a flag gives an id (nor
 /// declares no checksum), or, for an encrypted definition without the flag, to read
-/// the id the connection requests carry (taken when it is not the definition's). When the traffic gives none either, the configuration has no
-/// id and `identification` says what was tried. No ports at all means any port.
+/// the id the connection requests carry (taken when it is not the definition's). When
+/// the traffic gives none either, the configuration has no id and `identification` says
+/// what was tried. No ports at all means any port. Only reading the sample can fail.
 pub fn resolve(
     choice: &Choice,
     sample: impl FnOnce(&mut Identifier) -> Result<(), CaptureError>,
-) -> Result<Resolved, Error> {
+) -> Result<Resolved, CaptureError> {
     let mut cfg = match &choice.program {
         Some(p) => Config::from_program(p.clone()),
         None => Config::default(),

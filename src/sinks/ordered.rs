@@ -10,7 +10,6 @@ use super::printer::{Format, Printer};
 use crate::engine::carried::Carried;
 use crate::engine::event::Reliability;
 use crate::engine::{Flow, Needs, PacketEvent, Sink};
-use crate::error::{Error, Thread};
 use crate::filter::Filter;
 use gpcap_dissect::{Dissection, Program};
 use gpcap_wire::capture::CaptureError;
@@ -382,7 +381,7 @@ impl OrderedPrinter {
 
     /// Prints what is left, closes the JSON array and flushes; the error that stopped
     /// output, if any (a failed worker names the file and frame it was formatting).
-    pub fn end(mut self) -> Result<(), Error> {
+    pub fn end(mut self) -> Result<(), PrintError> {
         if !self.batch.packets.is_empty() && !self.is_done() {
             self.send();
         }
@@ -394,9 +393,9 @@ impl OrderedPrinter {
         let Written { mut printer, failed } = self
             .writer
             .join()
-            .map_err(|_| Error::ThreadFailed(Thread::Writer))?;
+            .map_err(|_| PrintError::ThreadFailed(Thread::Writer))?;
         if let Some((file, offset, frame)) = failed {
-            return Err(Error::Capture(CaptureError {
+            return Err(PrintError::Capture(CaptureError {
                 file: self.names.get(file as usize).cloned().unwrap_or_default(),
                 offset,
                 frame,
@@ -404,10 +403,10 @@ impl OrderedPrinter {
             }));
         }
         if worker_died {
-            return Err(Error::ThreadFailed(Thread::Formatting));
+            return Err(PrintError::ThreadFailed(Thread::Formatting));
         }
         printer.set_first(self.select.printed == 0);
-        printer.end().map_err(Error::Output)
+        printer.end().map_err(PrintError::Output)
     }
 }
 
@@ -504,10 +503,11 @@ impl DissectPrinter {
         }
     }
 
-    /// Closes the output (see [`OrderedPrinter::end`]); a write error is `Error::Output`.
-    pub fn end(self) -> Result<(), Error> {
+    /// Closes the output (see [`OrderedPrinter::end`]); a write error is
+    /// `PrintError::Output`.
+    pub fn end(self) -> Result<(), PrintError> {
         match self {
-            DissectPrinter::One(mut p) => p.end().map_err(Error::Output),
+            DissectPrinter::One(mut p) => p.end().map_err(PrintError::Output),
             DissectPrinter::Many(p) => (*p).end(),
         }
     }
@@ -658,5 +658,39 @@ mod tests {
         }
         let room = batch.room();
         assert!(room < 2 * 5_000 + BATCH_PACKETS * 10, "room for {room} fields");
+    }
+}
+
+/// Why the ordered output stopped before its end: the crate's [`crate::Error`] takes
+/// each as the variant of the same name.
+#[derive(Debug, thiserror::Error)]
+pub enum PrintError {
+    /// Writing the output failed; a closed pipe is `ErrorKind::BrokenPipe`.
+    #[error("stdout: {0}")]
+    Output(std::io::Error),
+    /// The capture being formatted stopped the output (its file, offset and frame).
+    #[error(transparent)]
+    Capture(CaptureError),
+    /// A thread of the output panicked.
+    #[error("dissect: a {0} thread failed")]
+    ThreadFailed(Thread),
+}
+
+/// Which thread of the ordered output failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Thread {
+    /// The one that writes the formatted packets in order.
+    Writer,
+    /// One of those that format packets.
+    Formatting,
+}
+
+impl std::fmt::Display for Thread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Thread::Writer => "writer",
+            Thread::Formatting => "formatting",
+        })
     }
 }
