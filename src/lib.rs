@@ -66,6 +66,7 @@ pub mod generate;
 pub mod identify;
 pub mod live;
 pub mod present;
+mod print;
 pub mod run;
 pub mod sinks;
 #[cfg(feature = "tui")]

@@ -1,5 +1,6 @@
 //! Presentation for people and scripts: tables and trees as strings, JSON values. The
-//! binary prints them; the TUI draws the same data.
+//! binary prints them; the TUI draws the same data. One packet's tree, Info column and
+//! JSON are made in [`crate::print`] (below the sinks that print them), re-exported here.
 
 /// A report value that JSON carries as its sentence (its `Display`): the report holds
 /// the numbers, present says them, and the JSON keeps the words it always had.
@@ -20,36 +21,13 @@ pub mod diff;
 mod diff_notes;
 mod findings;
 pub(crate) mod fit;
-pub mod headers;
-pub(crate) mod info;
-pub mod json;
+pub(crate) use crate::print::info;
+pub use crate::print::{clip, count, headers, json, time, tree};
 #[cfg(feature = "cli")]
 pub(crate) mod layers;
 pub mod notes;
 #[cfg(feature = "cli")]
 pub mod tables;
-pub mod time;
-pub mod tree;
-
-/// `n` and the noun, plural when `n` is not 1: "1 packet type", "2 packet types".
-pub fn count(n: impl Into<u64>, noun: &str) -> String {
-    let n = n.into();
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
-}
-
-/// At most `max` characters of `s`, an ellipsis marking a cut.
-pub fn clip(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
 
 /// `s` in lines of at most `width` characters, broken at spaces where it can be and
 /// inside a word only when the word alone is wider.
@@ -77,14 +55,6 @@ pub fn wrap(s: &str, width: usize) -> Vec<String> {
         lines.push(line);
     }
     lines
-}
-
-/// The bytes of a text field as shown: a fixed-length `text` without the NULs that pad it.
-pub(crate) fn text_bytes<'a>(kind: &str, b: &'a [u8]) -> &'a [u8] {
-    match kind {
-        "text" => &b[..b.iter().rposition(|&x| x != 0).map_or(0, |i| i + 1)],
-        _ => b,
-    }
 }
 
 #[cfg(test)]

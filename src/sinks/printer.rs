@@ -1,14 +1,13 @@
 //! The `dissect` printers: every game datagram and reassembled packet that passes the
 //! display filter, as a text tree (in the spirit of `tshark -V`) or as JSON.
 
-use crate::engine::ack_facts::{AckFacts, CopyVerdict, Settled};
-use crate::engine::seq::SeqEvent;
+use crate::engine::ack_facts::AckFacts;
 use crate::engine::{Flow, Kind, Needs, PacketEvent, Sink};
 use crate::filter::Filter;
-use crate::present;
+use crate::print::{self, ack_words, datagram_verdict, message_verdict, note, seq_note};
 use gpcap_dissect::Program;
 use gpcap_wire::validate::CrcStatus;
-pub use present::time::TimeFormat;
+pub use print::time::TimeFormat;
 use std::io::Write;
 use std::sync::Arc;
 
@@ -42,8 +41,8 @@ pub struct Printer<W: Write> {
     pub printed: u64,
     /// Writing failed (a closed pipe ends output quietly; anything else is an error).
     pub error: Option<std::io::Error>,
-    json: present::json::JsonScratch,
-    info: present::info::Info,
+    json: print::json::JsonScratch,
+    info: print::info::Info,
     /// What is formatted and not yet written: output goes out in blocks of [`FLUSH`].
     buf: Vec<u8>,
     /// A packet's text tree, reused.
@@ -73,7 +72,7 @@ const FLUSH: usize = 1 << 16;
 impl<W: Write> Printer<W> {
     pub fn new(out: W, program: Option<Arc<Program>>, filter: Filter, format: Format) -> Self {
         let acks = filter.ack_facts();
-        let mut json = present::json::JsonScratch::default();
+        let mut json = print::json::JsonScratch::default();
         json.acks = acks.clone();
         Printer {
             out,
@@ -87,7 +86,7 @@ impl<W: Write> Printer<W> {
             printed: 0,
             error: None,
             json,
-            info: present::info::Info::new(),
+            info: print::info::Info::new(),
             buf: Vec::new(),
             text: String::new(),
             times: TimeFormat::default(),
@@ -260,7 +259,7 @@ impl<W: Write> Printer<W> {
         // Link, IP and UDP, as the first layers of the tree.
         let layers = gpcap_wire::decode::headers::layers(e.linktype, e.frame_data);
         self.text.clear();
-        present::headers::write_layers(&mut self.text, &layers, e.frame_data);
+        print::headers::write_layers(&mut self.text, &layers, e.frame_data);
         self.buf.extend_from_slice(self.text.as_bytes());
         let size = match e.kind {
             Kind::Reassembled => format!("{} bytes reassembled", e.size),
@@ -297,7 +296,7 @@ impl<W: Write> Printer<W> {
             self.buf.write_all(b",\n")?;
         }
         self.first = false;
-        present::json::write_packet(&mut self.buf, self.program.as_deref(), e, d, note, &mut self.json);
+        print::json::write_packet(&mut self.buf, self.program.as_deref(), e, d, note, &mut self.json);
         if self.format == Format::JsonLines {
             self.buf.push(b'\n');
         }
@@ -358,7 +357,7 @@ impl<W: Write> Printer<W> {
             }
             Some(p) => {
                 self.text.clear();
-                present::tree::write_tree_carried(&mut self.text, p, d, e.payload, e.carried);
+                print::tree::write_tree_carried(&mut self.text, p, d, e.payload, e.carried);
                 self.buf.extend_from_slice(self.text.as_bytes());
             }
             None => {
@@ -371,17 +370,6 @@ impl<W: Write> Printer<W> {
             }
         }
         Ok(())
-    }
-}
-
-/// A verdict in a sequence (a datagram's or a message's in its stream) as one word:
-/// `new`, `gap` (sequences skipped just before it), `late`, `dup`.
-pub(crate) fn verdict_word(e: SeqEvent) -> &'static str {
-    match e {
-        SeqEvent::Late => "late",
-        SeqEvent::Duplicate => "dup",
-        SeqEvent::New { gap } if gap > 0 => "gap",
-        _ => "new",
     }
 }
 
@@ -406,62 +394,6 @@ fn stream_notes(p: &gpcap_dissect::Program, e: &PacketEvent, acks: Option<&AckFa
         0 => String::new(),
         n if n <= SHOWN => format!(" [{}]", noted.join(", ")),
         n => format!(" [{}, {} more]", noted[..SHOWN].join(", "), n - SHOWN),
-    }
-}
-
-/// What the ack analysis said of a message's copy in its acked stream (None: no
-/// analysis pass, or not a game packet of a flow).
-pub(crate) fn message_verdict(
-    acks: Option<&AckFacts>,
-    e: &PacketEvent,
-    s: &crate::engine::streams::StreamEvent,
-) -> Option<CopyVerdict> {
-    let flow = e.flow.filter(|_| e.is_game())?;
-    Some(acks?.verdict_in_stream(flow, (s.stream, s.key), s.sequence, e.ts_ns))
-}
-
-/// What the ack analysis said of a datagram's own sequence (reliable.io's `role=sequence`
-/// acked by the peer's `role=ack`), when it said anything.
-pub(crate) fn datagram_verdict(acks: Option<&AckFacts>, e: &PacketEvent) -> Option<CopyVerdict> {
-    let flow = e.flow.filter(|_| e.is_game())?;
-    let v = acks?.verdict(flow, e.sequence?, e.ts_ns);
-    (v.fate.is_some() || v.naked || v.copy.is_some()).then_some(v)
-}
-
-/// A copy's ack verdict in the filter's words: ` retransmission` (` spurious
-/// retransmission`), ` naked`, then ` never_acked` or ` rtt 20.125ms` (acked after that
-/// long; an ack that could not be timed says nothing).
-pub(crate) fn ack_words(v: CopyVerdict) -> String {
-    let mut w = String::new();
-    match v.copy {
-        Some(true) => w.push_str(" spurious retransmission"),
-        Some(false) => w.push_str(" retransmission"),
-        None => {}
-    }
-    if v.naked {
-        w.push_str(" naked");
-    }
-    match v.fate {
-        Some(Settled::NEVER) => w.push_str(" never_acked"),
-        Some(us) if Settled::is_rtt(us) => w.push_str(&format!(" rtt {}ms", millis(us))),
-        _ => {}
-    }
-    w
-}
-
-/// Microseconds as milliseconds, exactly (`20.125`).
-pub(crate) fn millis(us: u32) -> String {
-    format!("{}.{:03}", us / 1000, us % 1000)
-}
-
-/// What the sequence analysis said of a datagram, as `analyze` counts it: ` late`,
-/// ` dup`, or ` gap N` (N sequences skipped just before it).
-pub(crate) fn seq_note(e: Option<SeqEvent>) -> String {
-    match e {
-        Some(SeqEvent::Late) => " late".into(),
-        Some(SeqEvent::Duplicate) => " dup".into(),
-        Some(SeqEvent::New { gap }) if gap > 0 => format!(" gap {gap}"),
-        _ => String::new(),
     }
 }
 
@@ -531,17 +463,5 @@ impl<W: Write> Sink for Printer<W> {
         }
         // Output can no longer be written, or the packets asked for are out: reading stops.
         Flow::stop_if(self.is_done() || self.full())
-    }
-}
-
-/// What a packet's first line notes: reassembled from fragments or from IP fragments.
-pub(crate) fn note(e: &PacketEvent) -> Option<String> {
-    match e.kind {
-        Kind::Reassembled => Some(format!(
-            "packet reassembled from {} fragments, completed by this frame",
-            e.fragment_frames.len()
-        )),
-        _ if e.ip_fragments > 1 => Some(format!("reassembled from {} IP fragments", e.ip_fragments)),
-        _ => None,
     }
 }

@@ -5,8 +5,8 @@
 
 use crate::engine::ack_facts::AckFacts;
 use crate::engine::{Config, Flow, FlowId, Needs, PacketEvent, Sink};
+use crate::print::{ack_words, message_verdict, seq_note};
 use crate::run::{Until, run_files};
-use crate::sinks::printer::{ack_words, message_verdict, seq_note};
 use gpcap_dissect::Program;
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! A packet type's `info=` template as the runtime fills it: text, `{path}` (the first
 //! occurrence's value) and `{#path}` (how many), split once here as gpcap's Info column
-//! splits it (`src/present/info.rs`).
+//! splits it (`src/print/info.rs`).
 
 use super::lua;
 use crate::filter::FieldPath;

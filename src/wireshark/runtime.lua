@@ -2754,7 +2754,7 @@ local function debug_quoted(b)
     return '"' .. out .. '"'
 end
 
--- A field's value in words (src/present/tree.rs `value_text`).
+-- A field's value in words (src/print/tree.rs `value_text`).
 local function value_text(L, f, s)
     local v, vt = f[10], f[11]
     if vt == nil or v == nil then
@@ -2971,7 +2971,7 @@ local function template(L, d, s, ptype, lo, hi)
 end
 
 -- Each message's template filled from its own fields (its type's name without one), runs
--- of the same text counted, about 80 characters at most (src/present/info.rs).
+-- of the same text counted, about 80 characters at most (src/print/info.rs).
 local function messages_info(L, d, s)
     local texts, next = {}, 1
     for i, m in ipairs(d.msgs) do
@@ -3068,7 +3068,7 @@ local function layer_info(out, c)
     end
 end
 
--- The Info of an event and of what inner layers read in it (src/present/info.rs).
+-- The Info of an event and of what inner layers read in it (src/print/info.rs).
 describe = function(L, ev)
     local d = ev.d
     if not d then

@@ -121,15 +121,14 @@ impl StreamRows {
             }
             self.key.append_value("");
             self.sequence.append_value(s.sequence);
-            self.verdict
-                .append_value(crate::sinks::printer::verdict_word(s.event));
+            self.verdict.append_value(crate::print::verdict_word(s.event));
             self.gap.append_option(match s.event {
                 SeqEvent::New { gap } => Some(u64::from(gap)),
                 _ => None,
             });
             // In an acked stream, once the facts are known: false where not so.
             let acked = def.is_some_and(|d| d.acked);
-            let said = crate::sinks::printer::message_verdict(self.acks.as_deref(), e, s).filter(|_| acked);
+            let said = crate::print::message_verdict(self.acks.as_deref(), e, s).filter(|_| acked);
             let fate = said.and_then(|v| v.fate);
             self.acked.append_option(fate.map(|us| us != Settled::NEVER));
             let rtt = fate.filter(|&us| Settled::is_rtt(us));

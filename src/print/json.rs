@@ -295,7 +295,7 @@ fn packet(
     opt_int(w, ptype);
     key(w, &mut first, "sequence");
     opt_int(w, sequence);
-    if let Some(v) = crate::sinks::printer::datagram_verdict(scratch.acks.as_deref(), e) {
+    if let Some(v) = crate::print::datagram_verdict(scratch.acks.as_deref(), e) {
         key(w, &mut first, "sequence_acks");
         sequence_acks(w, v);
     }
@@ -355,7 +355,7 @@ fn naked_resent_rtt(w: &mut Vec<u8>, first: &mut bool, v: crate::engine::ack_fac
     }
     if let Some(us) = v.fate.filter(|&us| Settled::is_rtt(us)) {
         key(w, first, "rtt_ms");
-        w.extend_from_slice(crate::sinks::printer::millis(us).as_bytes());
+        w.extend_from_slice(crate::print::millis(us).as_bytes());
     }
 }
 
@@ -373,7 +373,7 @@ fn stream_verdicts(w: &mut Vec<u8>, p: &Program, e: &PacketEvent, acks: Option<&
             w.push(b',');
         }
         let def = p.params.streams.get(s.stream as usize);
-        let said = crate::sinks::printer::message_verdict(acks, e, s);
+        let said = crate::print::message_verdict(acks, e, s);
         let mut first = true;
         w.push(b'{');
         if let Some(fate) = said.and_then(|v| v.fate) {
@@ -405,7 +405,7 @@ fn stream_verdicts(w: &mut Vec<u8>, p: &Program, e: &PacketEvent, acks: Option<&
         key(w, &mut first, "stream");
         string(w, def.map_or("", |d| d.name.as_str()));
         key(w, &mut first, "verdict");
-        string(w, crate::sinks::printer::verdict_word(s.event));
+        string(w, crate::print::verdict_word(s.event));
         w.push(b'}');
     }
     w.push(b']');
@@ -696,7 +696,7 @@ fn value(w: &mut Vec<u8>, f: &Field, data: &[u8], decimals: Option<usize>, m: &m
             let b = data.get(offset..offset + len).unwrap_or(&[]);
             w.extend_from_slice(b",\"value\":");
             if matches!(f.kind, "string" | "text" | "cstring") {
-                string(w, &String::from_utf8_lossy(crate::present::text_bytes(f.kind, b)))
+                string(w, &String::from_utf8_lossy(crate::print::text_bytes(f.kind, b)))
             } else {
                 const HEX: &[u8; 16] = b"0123456789abcdef";
                 w.reserve(b.len() * 2 + 2);
@@ -750,7 +750,7 @@ fn carried(w: &mut Vec<u8>, f: &Field, inside: &Inside) {
             }
             let e = c.event();
             let empty = Dissection::default();
-            let note = crate::sinks::printer::note(&e);
+            let note = crate::print::note(&e);
             let d = e.dissection.unwrap_or(&empty);
             let at = c.place(inside.at);
             packet(w, Some(&c.layer), &e, d, note.as_deref(), &mut scratch, Some(at));

@@ -117,7 +117,7 @@ pub fn value_text(p: &Program, f: &Field, data: &[u8]) -> String {
             if matches!(f.kind, "string" | "text" | "cstring") {
                 format!(
                     "{:?}",
-                    String::from_utf8_lossy(crate::present::text_bytes(f.kind, b))
+                    String::from_utf8_lossy(crate::print::text_bytes(f.kind, b))
                 )
             } else {
                 let shown: String = b.iter().take(32).map(|x| format!("{x:02x}")).collect();
@@ -217,7 +217,7 @@ fn write_tree(
                 "{}{}  [bit {at}, {}]",
                 if value.is_empty() { "" } else { ": " },
                 value,
-                crate::present::count(f.bit_len, "bit")
+                crate::print::count(f.bit_len, "bit")
             );
         } else if f.bit_len <= 32 {
             let msb = matches!(
@@ -230,14 +230,14 @@ fn write_tree(
             let _ = writeln!(
                 out,
                 ": {value}  [bit {at}, {}]",
-                crate::present::count(f.bit_len, "bit")
+                crate::print::count(f.bit_len, "bit")
             );
         } else {
             name(out, f);
             let _ = writeln!(
                 out,
                 ": {value}  [bit {at}, {}]",
-                crate::present::count(f.bit_len, "bit")
+                crate::print::count(f.bit_len, "bit")
             );
         }
         for c in carried.iter().filter(|c| c.carrier == (f.node, f.bit_offset)) {
@@ -271,7 +271,7 @@ fn write_carried(out: &mut String, c: &Carried, base: Anchor, level: usize) {
     let frag = e
         .fragment
         .map_or_else(String::new, |f| format!(", fragment {} of {}", f.id, f.count));
-    let analysis = crate::sinks::printer::seq_note(e.seq_event);
+    let analysis = crate::print::seq_note(e.seq_event);
     let at = c.place(base);
     let place = match (c.kind(), at.captured) {
         (crate::engine::Kind::Reassembled, _) => {
