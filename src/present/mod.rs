@@ -1,6 +1,6 @@
 //! Presentation for people and scripts: tables and trees as strings, JSON values. The
 //! binary prints them; the TUI draws the same data. One packet's tree, Info column and
-//! JSON are made in [`crate::print`] (below the sinks that print them), re-exported here.
+//! JSON are made in `print/` (below the sinks that print them), re-exported here.
 
 /// A report value that JSON carries as its sentence (its `Display`): the report holds
 /// the numbers, present says them, and the JSON keeps the words it always had.
@@ -21,7 +21,6 @@ pub mod diff;
 mod diff_notes;
 mod findings;
 pub(crate) mod fit;
-pub(crate) use crate::print::info;
 pub use crate::print::{clip, count, headers, json, time, tree};
 #[cfg(feature = "cli")]
 pub(crate) mod layers;

@@ -394,7 +394,7 @@ impl App {
             .is_some_and(|p| p.messages.is_none() && p.params.message_fragments.is_empty())
     }
 
-    /// The Info column of a row: what [`crate::present::info`] says of it as read (with
+    /// The Info column of a row: what [`crate::print::info`] says of it as read (with
     /// keys and inner layers, as the run read it), or a summary of what it is;
     /// dissected once and kept.
     pub fn info_of(&mut self, ix: &Index, row_index: u32) -> String {
@@ -505,7 +505,7 @@ impl App {
             let Some(tree) = &got.tree else {
                 return Default::default();
             };
-            let types = crate::present::info::message_types(&p, tree);
+            let types = crate::print::info::message_types(&p, tree);
             return (
                 self.describe.describe(&p, tree, &got.payload, &got.carried),
                 types,
@@ -517,7 +517,7 @@ impl App {
         let Some(dis) = d.dissection.as_ref() else {
             return said(d.note.unwrap_or_default());
         };
-        let types = crate::present::info::message_types(&p, dis);
+        let types = crate::print::info::message_types(&p, dis);
         (self.describe.describe(&p, dis, d.payload(), &[]), types)
     }
 

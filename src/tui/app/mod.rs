@@ -308,7 +308,7 @@ pub struct App {
     /// Info and message types of rows already described.
     info: HashMap<u32, (String, Option<String>)>,
     /// The Info line's templates, for the definition and the inner layers' ones.
-    describe: crate::present::info::Info,
+    describe: crate::print::info::Info,
     /// A `w` in progress: what it says when done.
     writing: Option<Receiver<Result<String, String>>>,
     /// The file `w` will replace once confirmed.
@@ -355,7 +355,7 @@ impl App {
 
     pub fn new(index: Index, updates: Receiver<Update>, cfg: Config) -> Self {
         App {
-            describe: crate::present::info::Info::new(),
+            describe: crate::print::info::Info::new(),
             reader: None,
             validator: Validator::new(&cfg, true),
             // With keys, the decrypted view: it names every field of both.
@@ -532,7 +532,7 @@ impl App {
         self.index.name = name;
         self.updates = rx;
         self.validator = Validator::new(&cfg, true);
-        self.describe = crate::present::info::Info::new();
+        self.describe = crate::print::info::Info::new();
         self.program = crate::engine::layers::shown_program(&cfg);
         self.replay = None;
         self.cfg = cfg;
