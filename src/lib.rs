@@ -65,6 +65,7 @@ mod filter;
 pub mod generate;
 pub mod identify;
 pub mod live;
+mod pool;
 pub mod present;
 mod print;
 pub mod run;

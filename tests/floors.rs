@@ -15,7 +15,7 @@ const FLOORS: &[&[&str]] = &[
     &["validate", "dissect"],
     &["decrypt"],
     &["identify"],
-    &["engine"],
+    &["engine", "pool"],
     &["filter", "generate"],
     &["print"],
     &[

@@ -11,15 +11,13 @@ use crate::engine::carried::Carried;
 use crate::engine::event::Reliability;
 use crate::engine::{Flow, Needs, PacketEvent, Sink};
 use crate::filter::Filter;
+use crate::pool::{InOrder, OrderedPool};
 use gpcap_dissect::{Dissection, Program};
 use gpcap_wire::capture::CaptureError;
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 
 /// Packets a batch holds at most, and payload bytes and fields past which it is sent
 /// (a few MiB of field trees at most, whatever the packets' sizes).
@@ -267,10 +265,7 @@ struct Pools {
 pub struct OrderedPrinter {
     select: Printer<std::io::Sink>,
     batch: Batch,
-    seq: u64,
-    work: Option<SyncSender<(u64, Batch)>>,
-    workers: Vec<JoinHandle<()>>,
-    writer: JoinHandle<Written>,
+    pool: OrderedPool<Batch, Written>,
     /// Set when output cannot go on (a write failed, a worker failed).
     stop: Arc<AtomicBool>,
     names: Vec<String>,
@@ -306,26 +301,19 @@ impl OrderedPrinter {
         printer.begin();
         let stop = Arc::new(AtomicBool::new(false));
         let fail_on = Arc::new(Mutex::new(None));
-        let workers = workers.max(1);
-        // Bounded queues: a few batches in flight whatever the capture's size.
-        let (work_tx, work_rx) = sync_channel::<(u64, Batch)>(workers * 2);
-        let (done_tx, done_rx) = sync_channel::<(u64, Formatted)>(workers * 2);
-        let work_rx = Arc::new(Mutex::new(work_rx));
         let pools = Arc::new(Pools::default());
         let times = Arc::new(Mutex::new(super::printer::TimeFormat::default()));
-        let threads = (0..workers)
-            .map(|_| {
-                let (rx, tx) = (work_rx.clone(), done_tx.clone());
-                let mut p = Printer::new(std::io::sink(), program.clone(), Filter::all(), format);
-                p.set_acks(acks.clone());
-                let (fail_on, pools, times) = (fail_on.clone(), pools.clone(), times.clone());
-                std::thread::spawn(move || format_batches(p, rx, tx, (fail_on, times), pools))
-            })
-            .collect();
+        let make = |_| {
+            let mut p = Printer::new(std::io::sink(), program.clone(), Filter::all(), format);
+            p.set_acks(acks.clone());
+            formatting(p, (fail_on.clone(), times.clone()), pools.clone())
+        };
         let writer = {
             let (stop, pools) = (stop.clone(), pools.clone());
-            std::thread::spawn(move || write_in_order(printer, done_rx, stop, pools))
+            move |formatted| write_in_order(printer, formatted, stop, pools)
         };
+        // Bounded queues: a few batches in flight whatever the capture's size.
+        let pool = OrderedPool::new("gpcap-format", workers, 2, make, writer);
         OrderedPrinter {
             select,
             batch: Batch {
@@ -333,10 +321,7 @@ impl OrderedPrinter {
                 keep_frames: format == Format::Tree,
                 ..Batch::default()
             },
-            seq: 0,
-            work: Some(work_tx),
-            workers: threads,
-            writer,
+            pool,
             stop,
             names: Vec::new(),
             pools,
@@ -369,12 +354,7 @@ impl OrderedPrinter {
         next.first = self.select.printed == 0;
         next.keep_frames = self.batch.keep_frames;
         let batch = std::mem::replace(&mut self.batch, next);
-        let sent = self
-            .work
-            .as_ref()
-            .is_some_and(|w| w.send((self.seq, batch)).is_ok());
-        self.seq += 1;
-        if !sent {
+        if !self.pool.send(batch) {
             self.stop.store(true, Ordering::Relaxed);
         }
     }
@@ -385,15 +365,9 @@ impl OrderedPrinter {
         if !self.batch.packets.is_empty() && !self.is_done() {
             self.send();
         }
-        drop(self.work.take());
-        let mut worker_died = false;
-        for w in self.workers.drain(..) {
-            worker_died |= w.join().is_err();
-        }
-        let Written { mut printer, failed } = self
-            .writer
-            .join()
-            .map_err(|_| PrintError::ThreadFailed(Thread::Writer))?;
+        let done = self.pool.finish();
+        let worker_died = done.worker_died;
+        let Written { mut printer, failed } = done.ordered.ok_or(PrintError::ThreadFailed(Thread::Writer))?;
         if let Some((file, offset, frame)) = failed {
             return Err(PrintError::Capture(CaptureError {
                 file: self.names.get(file as usize).cloned().unwrap_or_default(),
@@ -537,16 +511,12 @@ impl Sink for DissectPrinter {
 
 /// A worker: formats batches as one core prints them; a panic while formatting is sent
 /// on as the packet it stopped at, so the run ends with an error, not a hang.
-fn format_batches(
+fn formatting(
     mut p: Printer<std::io::Sink>,
-    rx: Arc<Mutex<Receiver<(u64, Batch)>>>,
-    tx: SyncSender<(u64, Formatted)>,
     (fail_on, times): (Arc<Mutex<Option<u64>>>, Arc<Mutex<super::printer::TimeFormat>>),
     pools: Arc<Pools>,
-) {
-    loop {
-        let next = rx.lock().map(|r| r.recv());
-        let Ok(Ok((seq, mut batch))) = next else { break };
+) -> impl FnMut(Batch) -> Option<Formatted> + Send + 'static {
+    move |mut batch| {
         let fail_on = fail_on.lock().map(|f| *f).unwrap_or(None);
         p.times = times.lock().map(|t| *t).unwrap_or_default();
         let at = std::cell::Cell::new((0, 0, 0));
@@ -567,9 +537,7 @@ fn format_batches(
         }
         batch.clear();
         pools.batches.give(batch);
-        if tx.send((seq, run.map_err(|_| at.get()))).is_err() {
-            break;
-        }
+        Some(run.map_err(|_| at.get()))
     }
 }
 
@@ -577,31 +545,25 @@ fn format_batches(
 /// write error or failed batch (dropping its receiver ends the workers and the reader).
 fn write_in_order(
     mut printer: Printer<Box<dyn Write + Send>>,
-    rx: Receiver<(u64, Formatted)>,
+    formatted: InOrder<Formatted>,
     stop: Arc<AtomicBool>,
     pools: Arc<Pools>,
 ) -> Written {
-    let mut waiting = BTreeMap::new();
-    let mut next = 0u64;
     let mut failed = None;
-    'read: for (seq, formatted) in rx {
-        waiting.insert(seq, formatted);
-        while let Some(formatted) = waiting.remove(&next) {
-            next += 1;
-            let mut bytes = match formatted {
-                Ok(bytes) => bytes,
-                Err(at) => {
-                    failed = Some(at);
-                    break 'read;
-                }
-            };
-            if let Err(e) = printer.out().write_all(&bytes) {
-                printer.error.get_or_insert(e);
-                break 'read;
+    for f in formatted {
+        let mut bytes = match f {
+            Ok(bytes) => bytes,
+            Err(at) => {
+                failed = Some(at);
+                break;
             }
-            bytes.clear();
-            pools.bufs.give(bytes);
+        };
+        if let Err(e) = printer.out().write_all(&bytes) {
+            printer.error.get_or_insert(e);
+            break;
         }
+        bytes.clear();
+        pools.bufs.give(bytes);
     }
     stop.store(true, Ordering::Relaxed);
     Written { printer, failed }

@@ -8,13 +8,12 @@
 use super::rows::{Chunk, Rows};
 use super::{ExportError, Table};
 use crate::engine::{Config, Kind, PacketEvent, Status};
+use crate::pool::{InOrder, OrderedPool};
 use crate::sinks::ordered::Batch;
 use gpcap_dissect::{Dissection, Dissector, Program};
-use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 
 /// Packets a batch holds at most, and payload bytes past which it is sent (a batch's
 /// rows are a few MiB of arrays; a few batches are in flight per worker).
@@ -42,11 +41,8 @@ pub(super) struct Ordered {
 /// The workers and the ordered stage of one capture's export.
 pub(super) struct Pool {
     batch: Batch,
-    seq: u64,
-    work: Option<SyncSender<(u64, Batch)>>,
+    pool: Option<OrderedPool<Batch, Ordered>>,
     spent: Receiver<Batch>,
-    workers: Vec<JoinHandle<()>>,
-    ordered: Option<JoinHandle<Ordered>>,
     /// Set when the export cannot go on (a write or a worker failed): reading may stop.
     pub failed: Arc<AtomicBool>,
     /// Set when the export is dropped unfinished: the workers skip what is queued.
@@ -63,43 +59,28 @@ impl Pool {
         capture: &str,
         workers: usize,
     ) -> Pool {
-        let workers = workers.max(1);
-        // Bounded queues: a few batches in flight whatever the capture's size.
-        let (work_tx, work_rx) = sync_channel::<(u64, Batch)>(workers);
-        let (done_tx, done_rx) = sync_channel::<(u64, Built)>(workers);
-        let (back, spent) = sync_channel::<Batch>(workers);
-        let work_rx = Arc::new(Mutex::new(work_rx));
+        let (back, spent) = sync_channel::<Batch>(workers.max(1));
         let failed = Arc::new(AtomicBool::new(false));
         let abandon = Arc::new(AtomicBool::new(false));
-        let threads = (0..workers)
-            .map(|i| {
-                let rx = work_rx.clone();
-                let tx = done_tx.clone();
-                let back = back.clone();
-                let rows = Rows::new(Some(program.clone()), keys);
-                let dissector = Dissector::new(program.clone());
-                let abandon = abandon.clone();
-                std::thread::Builder::new()
-                    .name(format!("gpcap-export-rows-{i}"))
-                    .spawn(move || build(rows, dissector, rx, tx, back, abandon))
-            })
-            .filter_map(Result::ok)
-            .collect();
-        let ordered = {
-            let failed = failed.clone();
-            let capture = capture.to_string();
-            std::thread::Builder::new()
-                .name("gpcap-export-ordered".into())
-                .spawn(move || in_order(done_rx, tables, failed, capture))
-                .ok()
+        let make = |_| {
+            let rows = Rows::new(Some(program.clone()), keys);
+            building(
+                rows,
+                Dissector::new(program.clone()),
+                back.clone(),
+                abandon.clone(),
+            )
         };
+        let ordered = {
+            let (failed, capture) = (failed.clone(), capture.to_string());
+            move |built| in_order(built, tables, failed, capture)
+        };
+        // Bounded queues: a few batches in flight whatever the capture's size.
+        let pool = OrderedPool::new("gpcap-export-rows", workers, 1, make, ordered);
         Pool {
             batch: Batch::default(),
-            seq: 0,
-            work: Some(work_tx),
+            pool: Some(pool),
             spent,
-            workers: threads,
-            ordered,
             failed,
             abandon,
         }
@@ -119,11 +100,7 @@ impl Pool {
         let mut next = self.spent.try_recv().unwrap_or_default();
         next.clear();
         let batch = std::mem::replace(&mut self.batch, next);
-        let sent = self
-            .work
-            .as_ref()
-            .is_some_and(|w| w.send((self.seq, batch)).is_ok());
-        self.seq += 1;
+        let sent = self.pool.as_mut().is_some_and(|p| p.send(batch));
         if !sent {
             self.failed.store(true, Ordering::Relaxed);
         }
@@ -138,14 +115,11 @@ impl Pool {
     }
 
     fn end(&mut self) -> Ordered {
-        drop(self.work.take());
-        let mut worker_died = false;
-        for w in self.workers.drain(..) {
-            worker_died |= w.join().is_err();
-        }
-        let mut o = match self.ordered.take().map(JoinHandle::join) {
-            Some(Ok(o)) => o,
-            _ => Ordered {
+        let done = self.pool.take().map(OrderedPool::finish);
+        let worker_died = done.as_ref().is_some_and(|d| d.worker_died);
+        let mut o = match done.and_then(|d| d.ordered) {
+            Some(o) => o,
+            None => Ordered {
                 tables: Vec::new(),
                 rows: Vec::new(),
                 error: Some(ExportError {
@@ -168,7 +142,7 @@ impl Drop for Pool {
     /// An export dropped unfinished: the workers skip what is queued; the tables, never
     /// completed, remove their temporary files.
     fn drop(&mut self) {
-        if self.work.is_some() {
+        if self.pool.is_some() {
             self.abandon.store(true, Ordering::Relaxed);
             drop(self.end());
         }
@@ -194,22 +168,19 @@ fn redissect(d: &mut Dissector, tree: &mut Dissection, e: &PacketEvent<'_>) -> b
 }
 
 /// A worker: the rows of each batch, as one core builds them; a panic is sent on as the
-/// packet it stopped at, so the export ends with an error, not a hang.
-fn build(
+/// packet it stopped at, so the export ends with an error, not a hang. An abandoned
+/// export's worker ends at its next batch.
+fn building(
     mut rows: Rows,
     mut dissector: Dissector,
-    rx: Arc<Mutex<Receiver<(u64, Batch)>>>,
-    tx: SyncSender<(u64, Built)>,
     back: SyncSender<Batch>,
     abandon: Arc<AtomicBool>,
-) {
+) -> impl FnMut(Batch) -> Option<Built> + Send + 'static {
     dissector.record = true;
     let mut tree = Dissection::default();
-    loop {
-        let next = rx.lock().map(|r| r.recv());
-        let Ok(Ok((seq, batch))) = next else { break };
+    move |batch| {
         if abandon.load(Ordering::Relaxed) {
-            break;
+            return None;
         }
         let at = std::cell::Cell::new((0, 0, 0));
         let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -226,52 +197,43 @@ fn build(
             rows.flush_all(&mut |c| chunks.push(c));
             chunks
         }));
-        let failed = run.is_err();
         let _ = back.try_send(batch);
-        if tx.send((seq, run.map_err(|_| at.get()))).is_err() || failed {
-            break;
-        }
+        Some(run.map_err(|_| at.get()))
     }
 }
 
 /// The ordered stage: each batch's rows to their tables in reading order; stops at the
 /// first failure (dropping its receiver ends the workers and the reader).
 fn in_order(
-    rx: Receiver<(u64, Built)>,
+    built: InOrder<Built>,
     mut tables: Vec<Option<Table>>,
     failed: Arc<AtomicBool>,
     capture: String,
 ) -> Ordered {
-    let mut waiting = BTreeMap::new();
-    let mut next = 0u64;
     let mut rows = vec![0u64; tables.len()];
     let mut error = None;
-    'read: for (seq, built) in rx {
-        waiting.insert(seq, built);
-        while let Some(built) = waiting.remove(&next) {
-            next += 1;
-            let chunks = match built {
-                Ok(chunks) => chunks,
-                Err((file, offset, frame)) => {
-                    error = Some(ExportError {
-                        path: capture.clone(),
-                        reason: format!(
-                            "building the rows of frame {frame} (file {file}, byte offset {offset}) failed: the export stops before it"
-                        ),
-                    });
-                    break 'read;
-                }
-            };
-            for c in chunks {
-                let Some(Some(t)) = tables.get_mut(c.table) else {
-                    continue;
-                };
-                if let Err(e) = t.write(c.columns) {
-                    error = Some(e);
-                    break 'read;
-                }
-                rows[c.table] += c.rows as u64;
+    'read: for b in built {
+        let chunks = match b {
+            Ok(chunks) => chunks,
+            Err((file, offset, frame)) => {
+                error = Some(ExportError {
+                    path: capture.clone(),
+                    reason: format!(
+                        "building the rows of frame {frame} (file {file}, byte offset {offset}) failed: the export stops before it"
+                    ),
+                });
+                break;
             }
+        };
+        for c in chunks {
+            let Some(Some(t)) = tables.get_mut(c.table) else {
+                continue;
+            };
+            if let Err(e) = t.write(c.columns) {
+                error = Some(e);
+                break 'read;
+            }
+            rows[c.table] += c.rows as u64;
         }
     }
     if error.is_some() {
