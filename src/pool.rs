@@ -7,10 +7,12 @@
 //!
 //! The queues are bounded (a few items in flight per worker whatever the input's
 //! size). The ordered side stops when it returns: the workers' sends then fail and they
-//! end, and so does [`OrderedPool::send`]. A worker that panics ends its thread; the
-//! others go on, and [`OrderedPool::finish`] says so.
+//! end, and so does [`OrderedPool::send`]. A worker that panics ends its thread and the
+//! ordered side's outputs (the item it held never comes, and waiting for it would keep
+//! every later output in memory); [`OrderedPool::finish`] says so.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -39,6 +41,7 @@ pub(crate) struct InOrder<O> {
     rx: Receiver<(u64, O)>,
     waiting: BTreeMap<u64, O>,
     next: u64,
+    died: Arc<AtomicBool>,
 }
 
 impl<O> Iterator for InOrder<O> {
@@ -49,6 +52,9 @@ impl<O> Iterator for InOrder<O> {
             if let Some(o) = self.waiting.remove(&self.next) {
                 self.next += 1;
                 return Some(o);
+            }
+            if self.died.load(Ordering::Relaxed) {
+                return None;
             }
             // Every sender gone with an item missing: a worker died holding it.
             let (seq, o) = self.rx.recv().ok()?;
@@ -78,13 +84,14 @@ impl<I: Send + 'static, R: Send + 'static> OrderedPool<I, R> {
         let (work_tx, work_rx) = sync_channel::<(u64, I)>(workers * depth.max(1));
         let (done_tx, done_rx) = sync_channel::<(u64, O)>(workers * depth.max(1));
         let work_rx = Arc::new(Mutex::new(work_rx));
+        let died = Arc::new(AtomicBool::new(false));
         let threads: Vec<_> = (0..workers)
             .filter_map(|i| {
                 let (rx, tx) = (work_rx.clone(), done_tx.clone());
-                let work = make(i);
+                let (work, dying) = (make(i), Dying(died.clone()));
                 std::thread::Builder::new()
                     .name(format!("{name}-{i}"))
-                    .spawn(move || serve(work, rx, tx))
+                    .spawn(move || serve(work, rx, tx, dying))
                     .ok()
             })
             .collect();
@@ -96,6 +103,7 @@ impl<I: Send + 'static, R: Send + 'static> OrderedPool<I, R> {
                     rx: done_rx,
                     waiting: BTreeMap::new(),
                     next: 0,
+                    died,
                 })
             })
             .ok();
@@ -140,12 +148,24 @@ impl<I, R> Drop for OrderedPool<I, R> {
     }
 }
 
+/// Marks the pool's workers dead when the thread holding it unwinds.
+struct Dying(Arc<AtomicBool>);
+
+impl Drop for Dying {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
 /// A worker's loop: items until the queue closes, the ordered side stops or the work
 /// says no more.
 fn serve<I, O>(
     mut work: impl FnMut(I) -> Option<O>,
     rx: Arc<Mutex<Receiver<(u64, I)>>>,
     tx: SyncSender<(u64, O)>,
+    _dying: Dying,
 ) {
     loop {
         let next = rx.lock().map(|r| r.recv());
@@ -206,7 +226,8 @@ mod tests {
         assert_eq!(pool.finish().ordered, Some(Some(0)));
     }
 
-    /// A worker that panics is reported; the outputs before its item still come.
+    /// A worker that panics is reported, and ends the outputs (those received in order
+    /// before it still come).
     #[test]
     fn a_worker_that_panics_is_reported() {
         let mut pool = OrderedPool::new(
@@ -226,6 +247,30 @@ mod tests {
         }
         let f = pool.finish();
         assert!(f.worker_died);
-        assert_eq!(f.ordered, Some(vec![0, 1, 2]));
+        let out = f.ordered.expect("the ordered side ended");
+        assert!([0, 1, 2].starts_with(&out), "{out:?}");
+    }
+
+    /// A dead worker's item never comes: the ordered side stops instead of keeping every
+    /// later output while it waits, and the pool takes no more items.
+    #[test]
+    fn a_dead_worker_stops_the_pool_taking_items() {
+        let mut pool = OrderedPool::new(
+            "test",
+            2,
+            1,
+            |_| {
+                |i: u64| {
+                    assert!(i != 0, "item 0");
+                    Some(i)
+                }
+            },
+            |outs: InOrder<u64>| outs.count(),
+        );
+        let taken = (0..100_000u64).take_while(|&i| pool.send(i)).count();
+        assert!(taken < 100_000, "every item taken");
+        let f = pool.finish();
+        assert!(f.worker_died);
+        assert_eq!(f.ordered, Some(0));
     }
 }
