@@ -30,7 +30,7 @@ use paths::*;
 use previous::*;
 use tree::*;
 
-/// Previous values remembered for deltas, over every flow, type and field (16 bytes
+/// Previous values remembered for deltas, over every flow, type and field (8 bytes
 /// each).
 pub const MAX_PREVIOUS: usize = 1 << 21;
 
