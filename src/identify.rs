@@ -190,7 +190,7 @@ impl Identifier {
     pub fn datagram(&mut self, flow: FlowId, payload: &[u8]) {
         self.quiet = self.quiet.saturating_add(1);
         if self.request_id.is_none() {
-            self.request_id = crate::decrypt::netcode::request_protocol_id(payload);
+            self.request_id = gpcap_decrypt::netcode::request_protocol_id(payload);
         }
         if self.only_requests {
             return;

@@ -56,13 +56,13 @@
 //! re-exported by the parent module (`capture::PcapWriter`, `generate::PacketWriter`).
 
 mod api;
-pub use gpcap_wire::{bits, capture, decode, validate};
-pub mod decrypt;
+pub use gpcap_decrypt as decrypt;
 pub use gpcap_dissect as dissect;
+pub use gpcap_wire::{bits, capture, decode, validate};
 mod engine;
 pub(crate) mod error;
 mod filter;
-pub mod generate;
+pub use gpcap_generate as generate;
 pub mod identify;
 pub mod live;
 mod pool;

@@ -37,7 +37,7 @@ pub struct Config {
     pub protocol_source: String,
     /// The connection requests carried another id than the definition's, and it was
     /// taken (an encrypted definition without `--protocol-id`).
-    pub protocol_id_taken: Option<crate::decrypt::TakenProtocolId>,
+    pub protocol_id_taken: Option<gpcap_decrypt::TakenProtocolId>,
     /// The validation the protocol declares.
     pub checksum: Checksum,
     /// Keys and inner layers (`--key`, `-d A -d B`, `dissect-as`): see `engine::layers`.

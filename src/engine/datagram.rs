@@ -211,7 +211,7 @@ impl Engine {
         payload: &[u8],
         v: &Verdict,
         record: bool,
-        opened: Option<(&crate::decrypt::ahead::Opened, &[u8])>,
+        opened: Option<(&gpcap_decrypt::ahead::Opened, &[u8])>,
     ) {
         let Some(st) = self.stack.as_deref_mut() else {
             return;

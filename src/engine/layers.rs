@@ -6,9 +6,9 @@
 
 use super::carried::{Carried, Recorder};
 use super::{Engine, Flow, FlowId, Layer, Needs, PacketEvent, Preset, Sink, Status};
-use crate::decrypt::ahead::{Opened, Opener};
-use crate::decrypt::keys::Secrets;
-use crate::decrypt::{Decryptor, Outcome};
+use gpcap_decrypt::ahead::{Opened, Opener};
+use gpcap_decrypt::keys::Secrets;
+use gpcap_decrypt::{Decryptor, Outcome};
 use gpcap_dissect::program::{Kind as FieldKind, NodeId, Role};
 use gpcap_dissect::{Dissection, Dissector, Fault, FaultKind, Program, Value};
 use gpcap_wire::capture::Frame;
@@ -130,7 +130,7 @@ impl StackState {
         let decryptor = match (&program.params.encryption, &stack.secrets) {
             (Some(_), Some(s)) => {
                 let id = program.params.protocol_id.map_or(0, |p| p.value);
-                crate::decrypt::decryptor(s.clone(), id).map(|mut d| {
+                gpcap_decrypt::decryptor(s.clone(), id).map(|mut d| {
                     d.protocol_id_from_requests(limits.protocol_id_taken);
                     d
                 })
@@ -313,7 +313,7 @@ impl StackState {
     }
 
     /// Ends the inner layers: their statistics, innermost after their outer layer.
-    pub fn finish(self) -> (Option<crate::decrypt::Report>, Vec<LayerStats>) {
+    pub fn finish(self) -> (Option<gpcap_decrypt::Report>, Vec<LayerStats>) {
         let mut layers = Vec::new();
         for x in self.inner {
             let mut stats = x.stats;
@@ -411,7 +411,7 @@ pub fn mac_fault(len: usize) -> Fault {
     Fault {
         kind: FaultKind::Mac,
         field: "mac".into(),
-        bit: (len.saturating_sub(crate::decrypt::netcode::MAC) * 8) as u64,
+        bit: (len.saturating_sub(gpcap_decrypt::netcode::MAC) * 8) as u64,
         reason: "the MAC does not match under this connection's key (a wrong key, tampering, or a packet of another connection)"
             .into(),
     }

@@ -115,7 +115,7 @@ pub struct Summary {
     /// Messages of streams past [`streams::MAX_STREAMS`] (no sequence analysis).
     pub streams_not_tracked: u64,
     /// What decryption did (definitions that declare `encryption`, given keys).
-    pub decryption: Option<crate::decrypt::Report>,
+    pub decryption: Option<gpcap_decrypt::Report>,
     /// The inner layers' statistics, outermost first.
     pub layers: Vec<layers::LayerStats>,
 }
@@ -210,7 +210,7 @@ pub(crate) struct Prepared {
     joined: Option<u32>,
     /// Its sealed body, as a worker opened it under a key log's key (the plaintext in
     /// the batch's [`Found::plain`]).
-    opened: Option<crate::decrypt::ahead::Opened>,
+    opened: Option<gpcap_decrypt::ahead::Opened>,
 }
 
 impl Prepared {
@@ -250,7 +250,7 @@ struct Preset<'a> {
     /// The packet its fragment completed, as a worker joined it.
     joined: Option<(&'a Joined, u32)>,
     /// Its sealed body as a worker opened it, and the buffer the plaintext is in.
-    opened: Option<(&'a crate::decrypt::ahead::Opened, &'a [u8])>,
+    opened: Option<(&'a gpcap_decrypt::ahead::Opened, &'a [u8])>,
 }
 
 impl Engine {

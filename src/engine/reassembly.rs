@@ -4,7 +4,7 @@
 //! flow by the entry count and overall by a shared byte budget.
 
 use gpcap_wire::validate::{HeaderFormat, sequence_diff};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// The most fragments a packet can have: what an entry's bitmap of received ids holds.
@@ -13,63 +13,9 @@ pub const MAX_FRAGMENT_COUNT: u32 = 256;
 /// Entries in a flow's sequence buffer.
 pub const BUFFER_ENTRIES: usize = 256;
 
-/// Why a fragment was refused or a packet given up, one counter each.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-#[non_exhaustive]
-pub struct AttackCounters {
-    pub id_out_of_range: u64,
-    pub count_out_of_range: u64,
-    pub count_changed: u64,
-    pub oversize: u64,
-    pub short_non_last: u64,
-    pub duplicate: u64,
-    pub stale: u64,
-    pub evicted_incomplete: u64,
-    /// Entries dropped because the total memory budget was reached (a flood).
-    pub evicted_for_memory: u64,
-    pub incomplete_at_end: u64,
-    /// A message fragment whose data runs past its message's declared total length.
-    #[serde(skip_serializing_if = "is_zero")]
-    pub offset_past_total: u64,
-    /// A message whose fragments all arrived but leave bytes of its declared length
-    /// unsent (given up: its holes would read as zeros).
-    #[serde(skip_serializing_if = "is_zero")]
-    pub with_holes: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
-impl AttackCounters {
-    pub fn add(&mut self, o: &AttackCounters) {
-        self.id_out_of_range += o.id_out_of_range;
-        self.count_out_of_range += o.count_out_of_range;
-        self.count_changed += o.count_changed;
-        self.oversize += o.oversize;
-        self.short_non_last += o.short_non_last;
-        self.duplicate += o.duplicate;
-        self.stale += o.stale;
-        self.evicted_incomplete += o.evicted_incomplete;
-        self.evicted_for_memory += o.evicted_for_memory;
-        self.incomplete_at_end += o.incomplete_at_end;
-        self.offset_past_total += o.offset_past_total;
-        self.with_holes += o.with_holes;
-    }
-
-    /// Fragments refused by a rule (not counting packets given up).
-    pub fn refused(&self) -> u64 {
-        self.id_out_of_range
-            + self.count_out_of_range
-            + self.count_changed
-            + self.oversize
-            + self.short_non_last
-            + self.duplicate
-            + self.stale
-            + self.offset_past_total
-    }
-}
+/// Why a fragment was refused: the validation floor's vocabulary, which the generator's
+/// truth also counts in.
+pub use gpcap_wire::validate::AttackCounters;
 
 /// Outcome of fragmented packets with `n` fragments.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]

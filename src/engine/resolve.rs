@@ -51,10 +51,7 @@ fn take_requests_id(cfg: &mut Config, given: ProtocolId, found: u64) {
     };
     cfg.protocol_id = Some(id);
     cfg.protocol_source = "connection requests".into();
-    cfg.protocol_id_taken = Some(crate::decrypt::TakenProtocolId {
-        definition: given,
-        requests: id,
-    });
+    cfg.protocol_id_taken = Some(gpcap_decrypt::TakenProtocolId::new(given, id));
     if let Some(p) = cfg.program.as_mut() {
         *p = with_protocol_id(p, id);
     }

@@ -357,7 +357,7 @@ pub fn run(prog: &[Insn], frame: &[u8], pkttype: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::generate::net::{self, icmp_too_big, ip_packets};
+    use gpcap_generate::net::{self, icmp_too_big, ip_packets};
     use std::net::SocketAddr;
 
     const SNAP: u32 = 65535;

@@ -73,7 +73,7 @@ pub fn run_pipelined<X: Sink + Send + 'static>(
 /// datagrams IP fragments or a key log's connections join; the rest passed through.
 fn validating(
     cfg: &Config,
-    opener: Option<Arc<crate::decrypt::ahead::Opener>>,
+    opener: Option<Arc<gpcap_decrypt::ahead::Opener>>,
 ) -> impl FnMut(Msg) -> Option<Msg> + Send + 'static {
     let mut v = Validator::new(cfg, false);
     let ports = cfg.port_set();

@@ -1,8 +1,8 @@
 //! Compares `gpcap diff`'s report with the truth of a two-point session: counts exact,
 //! delay percentiles within [`DELAY_TOLERANCE_MS`] once the clocks are fitted.
 
-use crate::generate::points::PointsTruth;
 use crate::sinks::diff::report::{ClockStatus, DiffReport, Verdict};
+use gpcap_generate::points::PointsTruth;
 
 /// How far a delay percentile may be from the truth, in milliseconds.
 pub const DELAY_TOLERANCE_MS: f64 = 0.1;
@@ -114,7 +114,7 @@ fn eq(diffs: &mut Vec<String>, what: String, expected: u64, got: Option<u64>) {
 fn delays(
     diffs: &mut Vec<String>,
     name: &str,
-    t: &crate::generate::points::DirectionTruth,
+    t: &gpcap_generate::points::DirectionTruth,
     d: &crate::sinks::diff::Direction,
 ) {
     let Some(want) = &t.delay_ms else { return };

@@ -1,7 +1,7 @@
 //! Compares an analysis report with the generator's ground truth, number by number.
 
-use crate::generate::sim::Truth;
 use crate::sinks::analysis::Report;
+use gpcap_generate::sim::Truth;
 
 /// Every disagreement, as `flow: what: expected X, reported Y`; empty when they agree.
 pub fn compare(truth: &Truth, r: &Report) -> Vec<String> {

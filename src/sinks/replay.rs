@@ -10,7 +10,7 @@
 //! times the rate a UDP socket reaches.
 
 use crate::engine::{Flow, Kind, PacketEvent, Sink};
-use crate::generate::net::{Link, ip_packets};
+use gpcap_generate::net::{Link, ip_packets};
 use serde::Serialize;
 use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};

@@ -224,7 +224,7 @@ pub struct Report {
     pub bandwidth: Option<crate::sinks::bandwidth::BandwidthReport>,
     /// Decryption (a definition with `encryption`, run with keys).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub decryption: Option<crate::decrypt::Report>,
+    pub decryption: Option<gpcap_decrypt::Report>,
     /// Protocols inside this one, outermost first, each with the report's sections.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub layers: Vec<LayerReport>,

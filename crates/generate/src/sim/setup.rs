@@ -94,7 +94,7 @@ pub(super) fn sealer(
     cfg: &SimConfig,
     flows: &[Flow],
     server: SocketAddr,
-) -> Result<Option<crate::generate::encrypt::Sealer>, GenError> {
+) -> Result<Option<crate::encrypt::Sealer>, GenError> {
     match (&p.params.encryption, cfg.encrypt) {
         #[cfg(not(feature = "crypto"))]
         (Some(_), true) => {
@@ -106,11 +106,7 @@ pub(super) fn sealer(
             let clients: Vec<SocketAddr> = flows.iter().filter(|f| f.src == server).map(|f| f.dst).collect();
             let id = p.params.protocol_id.map_or(0, |i| i.value);
             let mut keys_rng = Rng::new(cfg.seed ^ 0x6b65_7973);
-            Ok(Some(crate::generate::encrypt::Sealer::new(
-                id,
-                &clients,
-                &mut keys_rng,
-            )))
+            Ok(Some(crate::encrypt::Sealer::new(id, &clients, &mut keys_rng)))
         }
         (None, true) => Err(GenError::NotEncrypted),
         _ => Ok(None),

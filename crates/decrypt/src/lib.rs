@@ -113,6 +113,13 @@ pub struct TakenProtocolId {
     pub requests: ProtocolId,
 }
 
+impl TakenProtocolId {
+    /// The definition gave `definition`; the requests carried `requests`.
+    pub fn new(definition: ProtocolId, requests: ProtocolId) -> Self {
+        TakenProtocolId { definition, requests }
+    }
+}
+
 /// `decryption` in the report.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[non_exhaustive]

@@ -2,7 +2,7 @@
 //! network simulator, and the ground truth of what happened.
 
 pub(crate) mod encrypt;
-pub(crate) mod net;
+pub mod net;
 pub(crate) mod packet;
 pub mod points;
 pub(crate) mod rng;

@@ -119,9 +119,9 @@ impl Opener {
 #[cfg(all(test, feature = "crypto"))]
 mod tests {
     use super::*;
-    use crate::decrypt::keys::ConnectionKeys;
-    use crate::decrypt::netcode::{REQUEST_BYTES, TOKEN_PLAINTEXT, VERSION, seal_token};
-    use crate::decrypt::{Decryptor, Outcome};
+    use crate::keys::ConnectionKeys;
+    use crate::netcode::{REQUEST_BYTES, TOKEN_PLAINTEXT, VERSION, seal_token};
+    use crate::{Decryptor, Outcome};
     use gpcap_wire::decode::FlowId;
     use std::sync::Arc;
 

@@ -6,9 +6,9 @@
 #[cfg(feature = "crypto")]
 use super::rng::Rng;
 #[cfg(feature = "crypto")]
-use crate::decrypt::keys::{ConnectionKeys, to_hex};
+use gpcap_decrypt::keys::{ConnectionKeys, to_hex};
 #[cfg(feature = "crypto")]
-use crate::decrypt::netcode::{ConnectionCiphers, MAC};
+use gpcap_decrypt::netcode::{ConnectionCiphers, MAC};
 use serde::{Deserialize, Serialize};
 #[cfg(feature = "crypto")]
 use std::collections::HashMap;

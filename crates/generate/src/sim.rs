@@ -9,8 +9,8 @@
 use super::net::{self, Link};
 use super::packet::{GenError, PacketWriter};
 use super::rng::Rng;
-use crate::engine::reassembly::AttackCounters;
 use gpcap_dissect::Program;
+use gpcap_wire::validate::AttackCounters;
 use gpcap_wire::validate::{FRAGMENT_TYPE, ProtocolId, write_crc};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
