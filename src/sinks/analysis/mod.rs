@@ -21,6 +21,7 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 mod count;
+mod datagram;
 mod flow;
 mod settle;
 use flow::*;

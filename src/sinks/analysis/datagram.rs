@@ -1,0 +1,342 @@
+//! What a UDP datagram adds to the report, in stages as the report's sections read it:
+//! the capture's counts and the datagram's flow, sizes and times, the MTU, the verdict,
+//! the sequence, what acks will answer, and the packet's type, messages and faults.
+//! The flow's state is found once; each stage borrows it beside only what it counts
+//! into (finding it again per stage cost 1% of `analyze`).
+
+use super::count::{count_fault, count_side, first_failure};
+use super::*;
+use gpcap_wire::decode::IpInfo;
+
+impl Statistics {
+    /// A UDP datagram through the stages, each stopping when the datagram has nothing
+    /// more for the next.
+    pub(super) fn datagram(&mut self, e: &PacketEvent) {
+        let (Some(ip), Some(key)) = (e.ip, e.flow) else {
+            return;
+        };
+        if !self.udp(e, key) {
+            return;
+        }
+        let Statistics {
+            cfg,
+            flows,
+            untracked,
+            report,
+            state,
+            ..
+        } = self;
+        let flow = match e.flow_index {
+            Some(i) => flows.get_mut(i as usize),
+            None => untracked.as_mut(),
+        };
+        let Some(flow) = flow else {
+            return;
+        };
+        sizes(flow, &mut report.capture, e, &ip);
+        mtu(flow, &mut report.mtu, cfg.link_mtu, &self.path_mtu, e, &ip, &key);
+        if !verdict(flow, report, cfg, e) {
+            return;
+        }
+        let Some(ptype) = e.packet_type else {
+            return;
+        };
+        if let Some(event) = e.seq_event {
+            let losses = Losses {
+                dropped_over_mtu: &mut self.dropped_over_mtu,
+                bursts: &mut self.bursts,
+                state,
+                quarter_space: self.quarter_space,
+            };
+            sequence(flow, report, losses, cfg, e, event, &key);
+        }
+        if self.ack_analysis {
+            sent(flow, cfg, self.keep_ack_log, state, e, ptype);
+        }
+        let kinds = self.kinds_with_messages.as_deref();
+        let side = self.sides.get(ptype as usize).copied().flatten();
+        if packet_kind(flow, report, cfg, kinds, side, e, ptype, &key) {
+            self.ack(e);
+        }
+    }
+
+    /// The capture's UDP counts, and the flow of a game datagram (made on its first).
+    /// False: not a game datagram.
+    #[inline(always)]
+    fn udp(&mut self, e: &PacketEvent, key: FlowId) -> bool {
+        let c = &mut self.report.capture;
+        c.udp_datagrams += 1;
+        if e.ip_fragments > 1 {
+            c.ip_reassembled += 1;
+        }
+        if e.kind == Kind::OtherUdp {
+            c.other_udp += 1;
+            return false;
+        }
+        let num_types = self.cfg.format.num_types;
+        let Some(index) = e.flow_index else {
+            c.flows_not_tracked += 1;
+            let none = SocketAddr::from(([0, 0, 0, 0], 0));
+            let all = FlowId { src: none, dst: none };
+            self.untracked
+                .get_or_insert_with(|| FlowState::new(all, num_types, e.frame));
+            return true;
+        };
+        let index = index as usize;
+        if index >= self.flows.len() {
+            self.flows.push(FlowState::new(key, num_types, e.frame));
+            self.by_key.insert(key, index as u32);
+        }
+        true
+    }
+}
+
+/// The flow's datagrams, bytes, sizes and times.
+#[inline(always)]
+fn sizes(flow: &mut FlowState, c: &mut CaptureSummary, e: &PacketEvent, ip: &IpInfo) {
+    let payload_len = e.payload.len() as u32;
+    let s = &mut flow.stats;
+    s.datagrams += 1;
+    s.file_mask |= 1 << e.file.min(63);
+    s.bytes += payload_len as u64;
+    // By the earliest and latest: a clock that stepped back gives no negative span.
+    if s.last_ns.is_some_and(|l| e.ts_ns < l) {
+        c.time_went_back += 1;
+    }
+    s.first_ns = Some(s.first_ns.map_or(e.ts_ns, |t| t.min(e.ts_ns)));
+    s.last_ns = Some(s.last_ns.map_or(e.ts_ns, |t| t.max(e.ts_ns)));
+    s.largest_payload = s.largest_payload.max(payload_len);
+    s.largest_ip = s.largest_ip.max(ip.total_len);
+    s.size_hist.add(payload_len);
+}
+
+/// The MTU section: over the budget, the link's MTU (`link_mtu`) or a path's, fragmented
+/// by IP.
+#[inline(always)]
+fn mtu(
+    flow: &mut FlowState,
+    m: &mut MtuReport,
+    link_mtu: u32,
+    path_mtu: &HashMap<(SocketAddr, SocketAddr), u32>,
+    e: &PacketEvent,
+    ip: &IpInfo,
+    key: &FlowId,
+) {
+    let s = &mut flow.stats;
+    if e.over_budget {
+        s.over_budget += 1;
+        m.over_budget += 1;
+    }
+    let whole = e.ip_fragments <= 1;
+    if ip.total_len > link_mtu {
+        m.over_link_mtu += 1;
+        if ip.dont_fragment && whole {
+            m.df_over_link_mtu += 1;
+        }
+    }
+    // A datagram sent whole with don't-fragment over the MTU a router announced (the
+    // first one is counted from the ICMP that quotes it).
+    if ip.dont_fragment
+        && whole
+        && !path_mtu.is_empty()
+        && let Some(&pmtu) = path_mtu.get(&(key.src, key.dst))
+        && ip.total_len > pmtu
+    {
+        m.df_over_path_mtu += 1;
+    }
+    if whole {
+        return;
+    }
+    s.ip_fragmented += 1;
+    m.ip_fragmented += 1;
+    if ip.total_len <= link_mtu {
+        m.ip_fragmented_within_link_mtu += 1;
+    }
+    if m.ip_fragmented_list.len() < MAX_LISTED {
+        m.ip_fragmented_list.push(IpFragFinding {
+            frame: e.frame,
+            flow: *key,
+            ip_len: ip.total_len,
+            fragments: e.ip_fragments,
+        });
+    }
+}
+
+/// The validation section: the datagram's verdict. False: nothing more to count (cut
+/// short, failed its checksum, too short, unverified, or a header that did not read).
+#[inline(always)]
+fn verdict(flow: &mut FlowState, report: &mut Report, cfg: &Config, e: &PacketEvent) -> bool {
+    let s = &mut flow.stats;
+    let v = &mut report.validation;
+    v.examined += 1;
+    match e.status {
+        Status::Truncated => {
+            s.truncated += 1;
+            v.truncated += 1;
+            return false;
+        }
+        Status::CrcMismatch => {
+            s.crc_fail += 1;
+            v.crc_mismatch += 1;
+            if cfg.checksum.is_crc32() && flow.crc_ids.len() < CRC_SAMPLES {
+                flow.crc_ids.extend(crate::identify::solve32(e.payload));
+            }
+            return false;
+        }
+        Status::TooShort => {
+            s.too_short += 1;
+            v.too_short += 1;
+            return false;
+        }
+        Status::Unverified => {
+            v.crc_unverified += 1;
+            return false;
+        }
+        _ => {}
+    }
+    // A checksum declared by field is checked after the header is read: a header that
+    // cannot be read leaves it unchecked, not ok.
+    if e.crc.is_some() || cfg.checksum != gpcap_dissect::program::Checksum::Field {
+        v.crc_ok += 1;
+        s.crc_ok += 1;
+    }
+    if e.status != Status::BadHeader {
+        return true;
+    }
+    let code = e.fault.map_or("header", |f| f.code());
+    *v.header_errors.entry(code.into()).or_default() += 1;
+    s.malformed += 1;
+    s.header_errors += 1;
+    first_failure(&mut report.first_failure, e, code);
+    false
+}
+
+/// What the sequence stage counts loss into besides the flow and the report.
+struct Losses<'a> {
+    /// Flows an ICMP said a datagram was dropped from (a gap is then the MTU's).
+    dropped_over_mtu: &'a mut hashbrown::HashSet<(SocketAddr, SocketAddr)>,
+    bursts: &'a mut BurstSizes,
+    state: &'a mut StateBudget,
+    /// A gap this large is a jump: a sign of a wrong field.
+    quarter_space: u128,
+}
+
+/// The sequence `event`: jumps, the gaps the MTU section blames, the timeline, the sizes
+/// that came before a burst of loss.
+#[inline(always)]
+fn sequence(
+    flow: &mut FlowState,
+    report: &mut Report,
+    l: Losses<'_>,
+    cfg: &Config,
+    e: &PacketEvent,
+    event: SeqEvent,
+    key: &FlowId,
+) {
+    if let SeqEvent::New { gap } = event {
+        if gap as u128 + 1 >= l.quarter_space {
+            flow.stats.seq_jumps += 1;
+        }
+        let dropped = !l.dropped_over_mtu.is_empty() && l.dropped_over_mtu.remove(&(key.src, key.dst));
+        if gap > 0 {
+            report.mtu.gaps += 1;
+            report.mtu.gaps_after_path_mtu += dropped as u64;
+        }
+    }
+    if let Some(t) = report.timeline.slot(e.ts_ns) {
+        t.datagrams += 1;
+        if let SeqEvent::New { gap } = event {
+            t.lost = t.lost.saturating_add(gap as u64);
+        }
+    }
+    flow.sizes_before_bursts(
+        e.ts_ns,
+        event,
+        e.payload.len() as u32,
+        l.bursts,
+        cfg.format.mtu_budget,
+        l.state,
+    );
+}
+
+/// The acks section's sending side: the flow's own counter, sent (packets of another
+/// sequence space, and a sequence past the plausible window, a jump, are not what its
+/// acks count); `keep`: keep the ack log.
+#[inline(always)]
+fn sent(
+    flow: &mut FlowState,
+    cfg: &Config,
+    keep: bool,
+    state: &mut StateBudget,
+    e: &PacketEvent,
+    ptype: u32,
+) {
+    if e.flow_index.is_none() || flow.acks_not_tracked || e.seq_event == Some(SeqEvent::Jump) {
+        return;
+    }
+    let Some(seq) = e.sequence else {
+        return;
+    };
+    if e.fragment.is_none() && cfg.program.as_ref().is_some_and(|p| p.space_of(ptype) != 0) {
+        return;
+    }
+    let bits = cfg.sequence_bits();
+    let before = flow.ack_bytes();
+    flow.acks
+        .get_or_insert_with(|| {
+            let mut t = Box::new(acks::AckTracker::new(bits));
+            if keep {
+                t.keep_log();
+            }
+            t
+        })
+        .sent_part(seq, e.ts_ns, e.fragment.is_some());
+    flow.charge_acks(before, state);
+}
+
+/// The packet's type and `side`, its messages (`kinds`: the types that carry them), its
+/// faults, and whether it was a packet or a fragment. True: a packet, whose acks are
+/// read next.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn packet_kind(
+    flow: &mut FlowState,
+    report: &mut Report,
+    cfg: &Config,
+    kinds: Option<&[bool]>,
+    side: Option<Side>,
+    e: &PacketEvent,
+    ptype: u32,
+    key: &FlowId,
+) -> bool {
+    let s = &mut flow.stats;
+    FlowStats::count_type(&mut s.types, ptype, s.num_types);
+    if let Some(m) = &mut report.messages
+        && kinds.is_none_or(|k| k.get(ptype as usize) == Some(&true))
+    {
+        m.add(e.messages);
+    }
+    if let Some(kind @ (FaultKind::Mac | FaultKind::Replayed)) = e.fault {
+        // A key that does not open a body, or a replay, says nothing of the description's
+        // fit: counted by cause here, per flow in `decryption`.
+        count_fault(&mut report.malformed, kind, e.frame, *key);
+    } else if let Some(kind) = e.fault {
+        s.malformed += 1;
+        if kind == FaultKind::TrailingBytes {
+            s.trailing += 1;
+        }
+        count_fault(&mut report.malformed, kind, e.frame, *key);
+        first_failure(&mut report.first_failure, e, kind.code());
+    }
+    let Some(frag) = e.fragment else {
+        report.validation.packets += 1;
+        count_side(s, side);
+        return true;
+    };
+    report.validation.fragments += 1;
+    s.fragments += 1;
+    if frag.data_len.saturating_sub(frag.lead) as u32 > cfg.format.fragment_size {
+        report.mtu.fragments_over_size += 1;
+    }
+    false
+}
