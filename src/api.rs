@@ -2,11 +2,11 @@
 //! the engine into a sink of your own, analyze captures into a [`Report`]. The command
 //! line is built on these same calls.
 
-use crate::engine::{Config, Sink};
 use crate::error::Error;
 use crate::run::{FileOutcome, Mode};
 use crate::sinks::analysis::Report;
 use gpcap_dissect::{Dissection, Dissector, Program};
+use gpcap_engine::{Config, Sink};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

@@ -16,11 +16,11 @@
 //! occurrence (and at least one). Floats compare at their resolution: a compressed float
 //! equals a value within half its step, an f32 equals the value rounded to f32.
 
-use crate::engine::ack_facts::{AckFacts, CopyVerdict, Settled};
-use crate::engine::seq::SeqEvent;
-use crate::engine::{Kind, PacketEvent};
 use gpcap_dissect::paths::{Holds, PathInfo, Step, catalog, is_occurrence, nearest, steps, strip_indices};
 use gpcap_dissect::{Dissection, FaultKind, Program, Value};
+use gpcap_engine::ack_facts::{AckFacts, CopyVerdict, Settled};
+use gpcap_engine::seq::SeqEvent;
+use gpcap_engine::{Kind, PacketEvent};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 

@@ -58,14 +58,13 @@
 mod api;
 pub use gpcap_decrypt as decrypt;
 pub use gpcap_dissect as dissect;
+use gpcap_engine as engine;
 pub use gpcap_wire::{bits, capture, decode, validate};
-mod engine;
 pub(crate) mod error;
 mod filter;
+pub use gpcap_engine::identify;
 pub use gpcap_generate as generate;
-pub mod identify;
 pub mod live;
-mod pool;
 pub mod present;
 mod print;
 pub mod run;
@@ -79,7 +78,26 @@ pub use capture::CaptureError;
 pub use dissect::{
     DefinitionError, Dissection, Dissector, Fault, FaultKind, Field, Label, Program, Value, label_name,
 };
-pub use engine::{Config, Engine, FileEnd, Flow, FlowEnd, Kind, Needs, PacketEvent, Sink, Status, Summary};
+/// A consumer of the engine's events: one that stops the run at the tenth game packet.
+///
+/// ```
+/// use gpcap::{Flow, PacketEvent, Sink};
+/// /// Stops the run at the tenth game packet.
+/// struct FirstTen(u32);
+/// impl Sink for FirstTen {
+///     fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+///         self.0 += e.is_game() as u32;
+///         Flow::stop_if(self.0 >= 10)
+///     }
+/// }
+/// let cfg = gpcap::Config::from_program(gpcap::load_definition("dissectors/article.kdl")?);
+/// let mut s = FirstTen(0);
+/// gpcap::run(&["captures/article.pcap".into()], cfg, &mut s)?;
+/// assert_eq!(s.0, 10);
+/// # Ok::<(), gpcap::Error>(())
+/// ```
+pub use engine::Sink;
+pub use engine::{Config, Engine, FileEnd, Flow, FlowEnd, Kind, Needs, PacketEvent, Status, Summary};
 pub use error::{Error, Thread};
 pub use filter::{Filter, FilterError};
 pub use run::{FileOutcome, Merge, Mode, run_threads};
@@ -89,13 +107,13 @@ pub use sinks::analysis::{Report, Statistics};
 /// Which protocol a run reads: from a definition or flags ([`Choice`](resolve::Choice)),
 /// else identified from the traffic, and the [`Config`] that results.
 pub mod resolve {
-    pub use crate::engine::resolve::{Choice, Resolved, resolve};
+    pub use gpcap_engine::resolve::{Choice, Resolved, resolve};
 }
 
 /// Stacked definitions (`-d outer.kdl -d inner.kdl`): the layers a [`Config`] carries,
 /// and the program whose fields a packet shows.
 pub mod layers {
-    pub use crate::engine::layers::{Stack, shown_program};
+    pub use gpcap_engine::layers::{Stack, shown_program};
 }
 
 /// The articles' fragment reassembly, one flow's table at a time: the rules (id or
@@ -103,7 +121,7 @@ pub mod layers {
 /// the memory budget, usable apart from the engine (the tests and the fuzz target
 /// drive it fragment by fragment).
 pub mod reassembly {
-    pub use crate::engine::reassembly::{
+    pub use gpcap_engine::reassembly::{
         AttackCounters, BUFFER_ENTRIES, Budget, CountStats, FlowReassembly, FragmentIn, MAX_FRAGMENT_COUNT,
         Outcome,
     };
@@ -111,5 +129,5 @@ pub mod reassembly {
 
 /// The engine's bounds: flows tracked, the memory of their state, frames a batch.
 pub mod limits {
-    pub use crate::engine::{BATCH_FRAMES, FLOW_STATE_BUDGET, MAX_FLOWS};
+    pub use gpcap_engine::{BATCH_FRAMES, FLOW_STATE_BUDGET, MAX_FLOWS};
 }

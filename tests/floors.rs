@@ -2,9 +2,9 @@
 //! `#[cfg(test)]` modules and comments) names a room on its own floor or below, and the
 //! rooms of one floor import each other without a circle. What still breaks a rule is in
 //! [`ALLOWED`], each with its reason; an entry no longer needed fails too, so the list
-//! only shrinks. The wire, dissect, decrypt and generate crates keep their own boundary (an
-//! import up out of them does not compile); inside the library and the wire crate this
-//! test keeps the rest.
+//! only shrinks. The wire, dissect, decrypt, generate and engine crates keep their own
+//! boundary (an import up out of them does not compile); inside the library and the wire
+//! crate this test keeps the rest.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -168,8 +168,8 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// The source trees whose `crate::` paths name rooms: the library's `src/` and the wire
 /// crate's (whose bits, capture, decode and validate keep their floors inside it). The
-/// dissect, decrypt and generate crates see only the crates below them, which their
-/// manifests enforce.
+/// dissect, decrypt, generate and engine crates see only the crates below them, which
+/// their manifests enforce.
 const TREES: &[&str] = &["src", "crates/wire/src"];
 
 /// Every import between rooms of the library (the binary's `cli/` and `main.rs` stand

@@ -54,8 +54,8 @@ pub(super) fn eval(n: &Node, f: &PacketEvent, cx: &Context) -> bool {
         Node::Or(a, b) => eval(a, f, cx) || eval(b, f, cx),
         Node::Flag(flag) => match flag {
             Flag::CrcFail => f.status.crc_failed(),
-            Flag::CrcMismatch => f.status == crate::engine::Status::CrcMismatch,
-            Flag::TooShort => f.status == crate::engine::Status::TooShort,
+            Flag::CrcMismatch => f.status == gpcap_engine::Status::CrcMismatch,
+            Flag::TooShort => f.status == gpcap_engine::Status::TooShort,
             Flag::CrcOk => f.crc_ok(),
             Flag::Frag => f.fragment.is_some(),
             Flag::IpFrag => f.ip_fragments > 1,

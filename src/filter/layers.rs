@@ -3,8 +3,8 @@
 //! layer read in it (`dissect-as`, or `rest` fields with a stack of `-d`), or a packet
 //! the layer reassembled from fragments when this one brought the last.
 
-use crate::engine::{PacketEvent, carried};
 use gpcap_dissect::Program;
+use gpcap_engine::{PacketEvent, carried};
 use std::sync::Arc;
 
 /// The outer definition and the layers inside it, outermost first.

@@ -14,14 +14,14 @@ fn facts() -> PacketEvent<'static> {
     PacketEvent {
         kind: Kind::Game,
         frame: 10,
-        flow: Some(crate::engine::FlowId {
+        flow: Some(gpcap_engine::FlowId {
             src: "10.0.0.1:40000".parse().unwrap(),
             dst: "10.0.0.2:50000".parse().unwrap(),
         }),
         sequence: Some(150),
         packet_type: Some(4),
         size: 1300,
-        status: crate::engine::Status::Ok,
+        status: gpcap_engine::Status::Ok,
         crc: Some(gpcap_wire::validate::CrcStatus::Ok),
         over_budget: true,
         ..PacketEvent::empty()

@@ -4,7 +4,7 @@
 //! a regular expression over text and bytes (case-insensitive, as Wireshark's).
 
 use super::{Cmp, Net, ordered};
-use crate::engine::PacketEvent;
+use gpcap_engine::PacketEvent;
 use gpcap_wire::decode::headers::{self, HeaderValue};
 
 /// What a header field holds, for the values a filter may compare it with.

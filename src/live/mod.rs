@@ -14,8 +14,8 @@ mod pcap;
 pub mod ssh;
 mod stream;
 
-use crate::engine::Batch;
 use feeder::Feeder;
+use gpcap_engine::Batch;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};

@@ -3,9 +3,9 @@
 //! over data; the words are made here.
 
 use super::count;
-use crate::engine::resolve::Resolved;
 use crate::sinks::analysis::Report;
 use crate::sinks::analysis::gates::Gate;
+use gpcap_engine::resolve::Resolved;
 
 /// One sentence on an identified protocol, for people (`None` when none was identified).
 pub fn identified(r: &Resolved) -> Option<String> {

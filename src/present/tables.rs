@@ -524,7 +524,7 @@ fn render_flows(out: &mut String, r: &Report) {
             out,
             "({jumps} datagrams on {} flows carried a sequence more than {} from the newest: counted as sequence jumps, not as loss or lateness)",
             r.flows.iter().filter(|f| f.seq.jumps > 0).count(),
-            crate::engine::seq::MAX_JUMP
+            gpcap_engine::seq::MAX_JUMP
         );
     }
     for f in r.flows.iter().filter(|f| f.crc_other_id.is_some()) {
@@ -634,7 +634,7 @@ fn render_streams(out: &mut String, r: &Report) {
         let _ = writeln!(
             out,
             "{untracked} messages of streams past the first {} are in no row: not sequence-analyzed",
-            crate::engine::streams::MAX_STREAMS
+            gpcap_engine::streams::MAX_STREAMS
         );
     }
     let _ = writeln!(out);

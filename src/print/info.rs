@@ -3,10 +3,10 @@
 //! each inner layer read in it, outermost first, as Wireshark's Info reads for stacked
 //! protocols: `payload seq 41 · reliable seq 12 ack 10 · chat input`.
 
-use crate::engine::carried::Carried;
-use crate::engine::{Kind, PacketEvent, Status};
 use crate::filter::FieldPath;
 use gpcap_dissect::{Dissection, Label, Program, ROOT};
+use gpcap_engine::carried::Carried;
+use gpcap_engine::{Kind, PacketEvent, Status};
 use std::collections::HashMap;
 use std::fmt::Write;
 use std::sync::Arc;

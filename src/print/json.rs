@@ -4,10 +4,10 @@
 //! document has always had, so the output is byte for byte what it was.
 
 use super::tree::float_text;
-use crate::engine::ack_facts::{AckFacts, Settled};
-use crate::engine::carried::{Anchor, Carried};
-use crate::engine::{Kind, PacketEvent};
 use gpcap_dissect::{Dissection, Field, FragmentInfo, Label, Program, Value};
+use gpcap_engine::ack_facts::{AckFacts, Settled};
+use gpcap_engine::carried::{Anchor, Carried};
+use gpcap_engine::{Kind, PacketEvent};
 use gpcap_wire::validate::CrcStatus;
 use std::io::Write as _;
 
@@ -23,7 +23,7 @@ struct NodeBytes {
 #[derive(Default)]
 pub struct JsonScratch {
     /// What the ack analysis' pass settled (each message's ack verdict), when run.
-    pub acks: Option<std::sync::Arc<crate::engine::ack_facts::AckFacts>>,
+    pub acks: Option<std::sync::Arc<gpcap_engine::ack_facts::AckFacts>>,
     /// The field's path, already escaped for a JSON string.
     path: Vec<u8>,
     names: Names,
@@ -327,7 +327,7 @@ fn packet(
 
 /// What the ack analysis said of the datagram's own sequence, with the keys of a
 /// message's in `streams[]`: `acked`, `naked`, `retransmission`, `rtt_ms`, `spurious`.
-fn sequence_acks(w: &mut Vec<u8>, v: crate::engine::ack_facts::CopyVerdict) {
+fn sequence_acks(w: &mut Vec<u8>, v: gpcap_engine::ack_facts::CopyVerdict) {
     let mut first = true;
     w.push(b'{');
     if let Some(fate) = v.fate {
@@ -344,7 +344,7 @@ fn sequence_acks(w: &mut Vec<u8>, v: crate::engine::ack_facts::CopyVerdict) {
 
 /// A copy's `naked`, `retransmission` (present when true) and `rtt_ms`: the ack keys
 /// that sort together in both `sequence_acks` and `streams[]`.
-fn naked_resent_rtt(w: &mut Vec<u8>, first: &mut bool, v: crate::engine::ack_facts::CopyVerdict) {
+fn naked_resent_rtt(w: &mut Vec<u8>, first: &mut bool, v: gpcap_engine::ack_facts::CopyVerdict) {
     if v.naked {
         key(w, first, "naked");
         w.extend_from_slice(b"true");
@@ -366,7 +366,7 @@ fn naked_resent_rtt(w: &mut Vec<u8>, first: &mut bool, v: crate::engine::ack_fac
 /// ended), `rtt_ms` (acked after that long), `naked`, `retransmission` and `spurious`
 /// (present when true).
 fn stream_verdicts(w: &mut Vec<u8>, p: &Program, e: &PacketEvent, acks: Option<&AckFacts>) {
-    use crate::engine::seq::SeqEvent;
+    use gpcap_engine::seq::SeqEvent;
     w.push(b'[');
     for (i, s) in e.stream_events().iter().enumerate() {
         if i > 0 {
@@ -389,7 +389,7 @@ fn stream_verdicts(w: &mut Vec<u8>, p: &Program, e: &PacketEvent, acks: Option<&
         key(w, &mut first, "key");
         string(
             w,
-            &def.map(|d| crate::engine::streams::key_text(d, s.key))
+            &def.map(|d| gpcap_engine::streams::key_text(d, s.key))
                 .unwrap_or_default(),
         );
         key(w, &mut first, "message");

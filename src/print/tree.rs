@@ -1,8 +1,8 @@
 //! Dissections as text trees (in the spirit of `tshark -V`, with Wireshark-style bit
 //! patterns); the values' text, which the JSON writer (`present::json`) shares.
 
-use crate::engine::carried::{Anchor, Carried};
 use gpcap_dissect::{Dissection, Field, Program, Value, label_name};
+use gpcap_engine::carried::{Anchor, Carried};
 use std::fmt::Write;
 
 /// The field's bits over the bytes it touches, each byte MSB first: `.... ..10 1100 ....`.
@@ -274,7 +274,7 @@ fn write_carried(out: &mut String, c: &Carried, base: Anchor, level: usize) {
     let analysis = crate::print::seq_note(e.seq_event);
     let at = c.place(base);
     let place = match (c.kind(), at.captured) {
-        (crate::engine::Kind::Reassembled, _) => {
+        (gpcap_engine::Kind::Reassembled, _) => {
             let frames: Vec<String> = e.fragment_frames.iter().map(|f| f.to_string()).collect();
             format!(
                 "[reassembled from {} fragments in frames {}; bits counted from its start]",

@@ -1,9 +1,9 @@
 //! What the sequence and ack analyses said of a packet, in the words every output
 //! uses: the tree's and the Info column's notes, the JSON's verdicts.
 
-use crate::engine::ack_facts::{AckFacts, CopyVerdict, Settled};
-use crate::engine::seq::SeqEvent;
-use crate::engine::{Kind, PacketEvent};
+use gpcap_engine::ack_facts::{AckFacts, CopyVerdict, Settled};
+use gpcap_engine::seq::SeqEvent;
+use gpcap_engine::{Kind, PacketEvent};
 
 /// A verdict in a sequence (a datagram's or a message's in its stream) as one word:
 /// `new`, `gap` (sequences skipped just before it), `late`, `dup`.
@@ -21,7 +21,7 @@ pub(crate) fn verdict_word(e: SeqEvent) -> &'static str {
 pub(crate) fn message_verdict(
     acks: Option<&AckFacts>,
     e: &PacketEvent,
-    s: &crate::engine::streams::StreamEvent,
+    s: &gpcap_engine::streams::StreamEvent,
 ) -> Option<CopyVerdict> {
     let flow = e.flow.filter(|_| e.is_game())?;
     Some(acks?.verdict_in_stream(flow, (s.stream, s.key), s.sequence, e.ts_ns))

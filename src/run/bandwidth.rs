@@ -2,11 +2,11 @@
 //! datagram dissected into its field tree — sharded over the cores by address pair when
 //! the traffic spreads, as `analyze` is, and the same report.
 
-use crate::engine::Config;
 use crate::run::{self as parallel, run_files};
 use crate::sinks::analysis::{Analyzer, Report, Statistics};
 use crate::sinks::bandwidth::{Bandwidth, Options};
 use gpcap_dissect::paths;
+use gpcap_engine::Config;
 use gpcap_wire::capture::CaptureError;
 use std::path::PathBuf;
 

@@ -4,10 +4,10 @@
 //! channels between them hold a few batches: memory stays bounded whatever the
 //! captures' sizes and the offset between their clocks.
 
-use crate::engine::{Config, Flow};
 use crate::run::{FileOutcome, run_files};
 use crate::sinks::diff::matcher::{A, B};
 use crate::sinks::diff::{ClockMode, DiffReport, Matcher, Options, Seen, Sightings, build};
+use gpcap_engine::{Config, Flow};
 use gpcap_wire::capture::CaptureError;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};

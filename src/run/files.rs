@@ -1,7 +1,7 @@
 //! The loop over capture files, the only one in gpcap besides the capture reader's: every
 //! run (serial, pipelined, sharded) reads its captures through [`each_file`].
 
-use crate::engine::{Config, Engine, FileEnd, Flow, Sink};
+use gpcap_engine::{Config, Engine, FileEnd, Flow, Sink};
 use gpcap_wire::capture::{CaptureError, CaptureReader, Frame};
 use std::path::PathBuf;
 
@@ -141,7 +141,7 @@ impl<S: Sink + ?Sized> Reading for Serial<'_, S> {
 
 /// Reads every capture, in order, through one engine into `sink` on this thread, then
 /// finishes the engine. The engine does what the sink needs ([`Sink::needs`]); the run
-/// stops early when the sink says [`Flow::Stop`](crate::engine::Flow) (a closed output).
+/// stops early when the sink says [`Flow::Stop`](gpcap_engine::Flow) (a closed output).
 /// A file that cannot be opened is an error; one that breaks midway keeps what was read
 /// and says where it stopped (in the outcome and to the sink).
 pub fn run_files<S: Sink + ?Sized>(
@@ -169,7 +169,10 @@ fn run_engine<S: Sink + ?Sized>(
 
 /// Feeds the identifier the first datagrams of each capture, until it has what it needs.
 /// A read error ends a capture's sample; the analysis that follows reports it.
-pub fn sample_files(paths: &[PathBuf], ident: &mut crate::identify::Identifier) -> Result<(), CaptureError> {
+pub fn sample_files(
+    paths: &[PathBuf],
+    ident: &mut gpcap_engine::identify::Identifier,
+) -> Result<(), CaptureError> {
     sample_ends(paths, ident).map(drop)
 }
 
@@ -177,7 +180,7 @@ pub fn sample_files(paths: &[PathBuf], ident: &mut crate::identify::Identifier) 
 /// record met before the identifier had what it needs (`identify` says them).
 pub fn sample_ends(
     paths: &[PathBuf],
-    ident: &mut crate::identify::Identifier,
+    ident: &mut gpcap_engine::identify::Identifier,
 ) -> Result<Vec<FileEnd>, CaptureError> {
     let mut ends = Vec::new();
     for path in paths {

@@ -25,8 +25,8 @@ pub mod truth;
 pub use files::{FileOutcome, Progress, run_files, sample_ends, sample_files};
 pub use session::Session;
 
-use crate::engine::{Batch, Config, Found, Sink};
 use crate::sinks::analysis::{Analyzer, Report, Statistics};
+use gpcap_engine::{Batch, Config, Found, Sink};
 use gpcap_wire::capture::CaptureError;
 use std::path::PathBuf;
 use std::sync::mpsc::SyncSender;
@@ -222,25 +222,25 @@ impl<'a, S: Sink> Until<'a, S> {
 }
 
 impl<S: Sink> Sink for Until<'_, S> {
-    fn needs(&self) -> crate::engine::Needs {
+    fn needs(&self) -> gpcap_engine::Needs {
         self.sink.needs()
     }
     fn begin_file(&mut self, file: u32, name: &str) {
         self.sink.begin_file(file, name)
     }
     #[inline]
-    fn packet(&mut self, e: &crate::engine::PacketEvent<'_>) -> crate::engine::Flow {
+    fn packet(&mut self, e: &gpcap_engine::PacketEvent<'_>) -> gpcap_engine::Flow {
         self.sink
             .packet(e)
-            .and(crate::engine::Flow::stop_if((self.stop)()))
+            .and(gpcap_engine::Flow::stop_if((self.stop)()))
     }
-    fn end_file(&mut self, file: u32, end: &crate::engine::FileEnd) {
+    fn end_file(&mut self, file: u32, end: &gpcap_engine::FileEnd) {
         self.sink.end_file(file, end)
     }
-    fn flow_end(&mut self, end: &crate::engine::FlowEnd) {
+    fn flow_end(&mut self, end: &gpcap_engine::FlowEnd) {
         self.sink.flow_end(end)
     }
-    fn finish(&mut self, summary: &crate::engine::Summary) {
+    fn finish(&mut self, summary: &gpcap_engine::Summary) {
         self.sink.finish(summary)
     }
 }

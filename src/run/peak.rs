@@ -4,7 +4,7 @@
 //! frame, the sequential total is the sum of the shards'. Adding the shards' marks in
 //! frame order gives its peak exactly, not a sum of the shards' own peaks.
 
-use crate::engine::MemoryMark;
+use gpcap_engine::MemoryMark;
 use std::collections::VecDeque;
 
 /// Marks from every shard, added in frame order as far as every shard has reported.

@@ -7,10 +7,10 @@
 
 use super::files::{Progress, Reading, each_file};
 use super::{analyze_batch, thread_failed};
-use crate::engine::join::Joiner;
-use crate::engine::{Batch, Config, Engine, FileEnd, Found, Needs, Recycler, Sink, Validator, layers};
-use crate::pool::{InOrder, OrderedPool};
 use crate::sinks::analysis::{Analyzer, Report, Statistics};
+use gpcap_engine::join::Joiner;
+use gpcap_engine::pool::{InOrder, OrderedPool};
+use gpcap_engine::{Batch, Config, Engine, FileEnd, Found, Needs, Recycler, Sink, Validator, layers};
 use gpcap_wire::capture::{CaptureError, Frame};
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -2,14 +2,14 @@
 //! through the engine to fill one (the ack facts a filter needs, the first failure's
 //! field and bit, the TUI's index and its scans) is here, above both.
 
-use crate::engine::ack_facts::AckFacts;
-use crate::engine::{Config, Flow, Kind, Needs, PacketEvent, Sink};
 use crate::filter::Filter;
 use crate::run::{Merge, run_files};
 use crate::sinks::analysis::fit::FirstFailure;
 use crate::sinks::analysis::{Report, Statistics};
 use crate::sinks::index::{IndexSink, Update};
 use crate::sinks::select::{FrameSet, ScanUpdate, Select};
+use gpcap_engine::ack_facts::AckFacts;
+use gpcap_engine::{Config, Flow, Kind, Needs, PacketEvent, Sink};
 use gpcap_wire::capture::CaptureError;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;

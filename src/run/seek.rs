@@ -5,9 +5,9 @@
 //! from the nearest copy of the engine kept on the way). The TUI's tree of a packet's
 //! inner layers reads its rows from here.
 
-use crate::engine::carried::Carried;
-use crate::engine::{Config, Engine, Flow, PacketEvent, Sink};
 use gpcap_dissect::Dissection;
+use gpcap_engine::carried::Carried;
+use gpcap_engine::{Config, Engine, Flow, PacketEvent, Sink};
 use gpcap_wire::capture::CaptureReader;
 use std::path::PathBuf;
 

@@ -1,10 +1,10 @@
 //! Frames fed as they arrive (live capture): the same engine and sinks as files, one
 //! batch at a time, with the report available at any moment.
 
-use crate::engine::{Config, Engine, Sink};
 use crate::sinks::analysis::{Report, Statistics};
 use crate::sinks::index::IndexSink;
 use crate::sinks::writer::PcapNgSink;
+use gpcap_engine::{Config, Engine, Sink};
 use gpcap_wire::capture::Frame;
 use std::fs::File;
 use std::io::BufWriter;

@@ -2,10 +2,10 @@
 //! loader's thread and sent to the screen's thread as updates over a channel, so the
 //! screen owns its copy and never waits on a lock while drawing.
 
-use crate::engine::seq::SeqEvent;
-use crate::engine::{Flow, FlowId, Kind, Layer, PacketEvent, Sink, Status};
 use crate::sinks::analysis::Report;
 use gpcap_dissect::FaultKind;
+use gpcap_engine::seq::SeqEvent;
+use gpcap_engine::{Flow, FlowId, Kind, Layer, PacketEvent, Sink, Status};
 use gpcap_wire::decode::IcmpTooBig;
 use hashbrown::HashMap;
 use std::net::IpAddr;
@@ -651,7 +651,8 @@ pub(crate) fn status_bits(e: &PacketEvent) -> u16 {
         Kind::IpPiece => status::IP_PIECE,
         Kind::Icmp => status::ICMP,
         Kind::BadFrame => status::BAD_FRAME,
-        Kind::NotUdp => 0,
+        // Not UDP (and a kind the engine adds later: no bits until it is given some).
+        _ => 0,
     };
     match e.status {
         Status::Ok | Status::Malformed | Status::BadHeader if e.crc.is_some() => st |= status::CRC_OK,

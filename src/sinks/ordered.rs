@@ -7,12 +7,12 @@
 //! 2.1 s of CPU); batches and output buffers go round, so a warm run allocates little.
 
 use super::printer::{Format, Printer};
-use crate::engine::carried::Carried;
-use crate::engine::event::Reliability;
-use crate::engine::{Flow, Needs, PacketEvent, Sink};
 use crate::filter::Filter;
-use crate::pool::{InOrder, OrderedPool};
 use gpcap_dissect::{Dissection, Program};
+use gpcap_engine::carried::Carried;
+use gpcap_engine::event::Reliability;
+use gpcap_engine::pool::{InOrder, OrderedPool};
+use gpcap_engine::{Flow, Needs, PacketEvent, Sink};
 use gpcap_wire::capture::CaptureError;
 use std::io::Write;
 use std::ops::Range;
@@ -61,7 +61,7 @@ pub(crate) struct Batch {
     fields: usize,
     carried: Vec<Vec<Carried>>,
     acks: Vec<gpcap_dissect::AckItem>,
-    streams: Vec<crate::engine::streams::StreamEvent>,
+    streams: Vec<gpcap_engine::streams::StreamEvent>,
 }
 
 /// `from` copied into `to`, reusing `to`'s memory (a derived `clone_from` would not).

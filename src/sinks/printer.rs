@@ -1,11 +1,11 @@
 //! The `dissect` printers: every game datagram and reassembled packet that passes the
 //! display filter, as a text tree (in the spirit of `tshark -V`) or as JSON.
 
-use crate::engine::ack_facts::AckFacts;
-use crate::engine::{Flow, Kind, Needs, PacketEvent, Sink};
 use crate::filter::Filter;
 use crate::print::{self, ack_words, datagram_verdict, message_verdict, note, seq_note};
 use gpcap_dissect::Program;
+use gpcap_engine::ack_facts::AckFacts;
+use gpcap_engine::{Flow, Kind, Needs, PacketEvent, Sink};
 use gpcap_wire::validate::CrcStatus;
 pub use print::time::TimeFormat;
 use std::io::Write;
@@ -311,7 +311,7 @@ impl<W: Write> Printer<W> {
                 format!("crc_mismatch (stored 0x{stored:08x}, expected 0x{computed:08x})")
             }
             Some(CrcStatus::TooShort { len }) => format!("too_short for a CRC ({len} bytes)"),
-            None if e.status == crate::engine::Status::Truncated => "truncated, not validated".into(),
+            None if e.status == gpcap_engine::Status::Truncated => "truncated, not validated".into(),
             None if self
                 .program
                 .as_ref()

@@ -9,7 +9,7 @@
 //! receiver on the other end of a veth pair sees what a mirror port would, at several
 //! times the rate a UDP socket reaches.
 
-use crate::engine::{Flow, Kind, PacketEvent, Sink};
+use gpcap_engine::{Flow, Kind, PacketEvent, Sink};
 use gpcap_generate::net::{Link, ip_packets};
 use serde::Serialize;
 use std::net::{SocketAddr, UdpSocket};

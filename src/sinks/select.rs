@@ -3,9 +3,9 @@
 //! packet that matches brings every fragment it was put back together from — so that the
 //! TUI's list, `dissect --filter` and `--write` select the same packets.
 
-use crate::engine::{Flow, Kind, Needs, PacketEvent, Sink};
 use crate::filter::Filter;
 use crate::sinks::writer::PcapNgSink;
+use gpcap_engine::{Flow, Kind, Needs, PacketEvent, Sink};
 use gpcap_wire::capture::{CaptureError, CaptureReader};
 use std::path::Path;
 

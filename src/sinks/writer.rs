@@ -1,7 +1,7 @@
 //! Writes the frames of events to pcapng (live `--write`): one interface per link type,
 //! nanosecond timestamps, original lengths kept.
 
-use crate::engine::{Flow, Kind, PacketEvent, Sink};
+use gpcap_engine::{Flow, Kind, PacketEvent, Sink};
 use gpcap_wire::capture::PcapNgWriter;
 use std::io::Write;
 

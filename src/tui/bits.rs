@@ -2,10 +2,10 @@
 //! same numbers), counted on a thread of its own when the tab first opens, so that input
 //! never waits on it; rows per packet type, then per field of the type drilled into.
 
-use crate::engine::Config;
 use crate::run::{Until, run_files};
 use crate::sinks::bandwidth::report::{BandwidthReport, Row};
 use crate::sinks::bandwidth::{Bandwidth, Options};
+use gpcap_engine::Config;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -2,8 +2,8 @@
 //! and inner layers read in it (found by [`crate::run::seek`]), each layer's packet,
 //! fields and fault after the outer field that carried them.
 
-use crate::engine::carried::{Anchor, Carried};
 use gpcap_dissect::{Dissection, Fault, Label, label_name};
+use gpcap_engine::carried::{Anchor, Carried};
 
 /// A row of the field tree that an inner layer read: a packet's line, one of its fields,
 /// or its fault.
@@ -66,7 +66,7 @@ fn packet_row(c: &Carried, at: Anchor, after: usize, depth: u16) -> LayerRow {
         .fragment
         .map_or_else(String::new, |f| format!(" fragment {} of {}", f.id, f.count));
     let (place, bits) = match (c.kind(), at.captured) {
-        (crate::engine::Kind::Reassembled, _) => {
+        (gpcap_engine::Kind::Reassembled, _) => {
             (format!("reassembled from {}", e.fragment_frames.len()), None)
         }
         (_, true) => (

@@ -3,11 +3,11 @@
 //! `dissect --brief` and the filters — read on a thread of its own (the ack pass, then
 //! the engine over the capture), so that input never waits on it.
 
-use crate::engine::ack_facts::AckFacts;
-use crate::engine::{Config, Flow, FlowId, Needs, PacketEvent, Sink};
 use crate::print::{ack_words, message_verdict, seq_note};
 use crate::run::{Until, run_files};
 use gpcap_dissect::Program;
+use gpcap_engine::ack_facts::AckFacts;
+use gpcap_engine::{Config, Flow, FlowId, Needs, PacketEvent, Sink};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -133,7 +133,7 @@ impl Collect {
             return yes;
         }
         let yes = (self.program.params.streams.get(id.0 as usize))
-            .is_some_and(|d| d.name == self.name && crate::engine::streams::key_text(d, id.1) == self.key);
+            .is_some_and(|d| d.name == self.name && gpcap_engine::streams::key_text(d, id.1) == self.key);
         // A bounded memory of keys: a flow of many keys asks again past it.
         if self.known.len() < 4096 {
             self.known.push((id, yes));

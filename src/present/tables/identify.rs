@@ -3,7 +3,7 @@
 use super::*;
 
 /// What `gpcap identify` found.
-pub fn render_identification(id: &crate::identify::Identification) -> String {
+pub fn render_identification(id: &gpcap_engine::identify::Identification) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,

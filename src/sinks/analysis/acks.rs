@@ -35,7 +35,7 @@ mod received;
 mod rtt;
 #[cfg(test)]
 mod tests;
-pub use crate::engine::ack_facts::*;
+pub use gpcap_engine::ack_facts::*;
 pub use rtt::*;
 
 /// A word's `n` lowest bits (`n` ≤ 64).

@@ -179,7 +179,7 @@ fn verdict(flow: &mut FlowState, report: &mut Report, cfg: &Config, e: &PacketEv
             s.crc_fail += 1;
             v.crc_mismatch += 1;
             if cfg.checksum.is_crc32() && flow.crc_ids.len() < CRC_SAMPLES {
-                flow.crc_ids.extend(crate::identify::solve32(e.payload));
+                flow.crc_ids.extend(gpcap_engine::identify::solve32(e.payload));
             }
             return false;
         }

@@ -8,11 +8,11 @@ pub mod gates;
 pub(crate) mod msgacks;
 pub(crate) mod report;
 
-pub use crate::engine::Config;
-use crate::engine::seq::SeqEvent;
-use crate::engine::{Engine, FileEnd, Flow, FlowEnd, Kind, Layer, Needs, PacketEvent, Sink, Status, Summary};
 use gpcap_dissect::FaultKind;
 use gpcap_dissect::program::Side;
+pub use gpcap_engine::Config;
+use gpcap_engine::seq::SeqEvent;
+use gpcap_engine::{Engine, FileEnd, Flow, FlowEnd, Kind, Layer, Needs, PacketEvent, Sink, Status, Summary};
 use gpcap_wire::capture::{CaptureError, Frame};
 use gpcap_wire::decode::IcmpTooBig;
 use hashbrown::HashMap;
@@ -268,7 +268,7 @@ impl Statistics {
 }
 
 /// An inner layer's statistics: counted as the outermost layer's are.
-fn layer_statistics(cfg: &Config) -> Box<dyn crate::engine::layers::LayerSink> {
+fn layer_statistics(cfg: &Config) -> Box<dyn gpcap_engine::layers::LayerSink> {
     Box::new(Statistics::new(cfg.clone()))
 }
 
@@ -431,7 +431,7 @@ impl<X: Sink> Analyzer<X> {
     }
 
     /// What frames did to reassembly memory since the last call.
-    pub fn take_memory_log(&mut self) -> Vec<crate::engine::MemoryMark> {
+    pub fn take_memory_log(&mut self) -> Vec<gpcap_engine::MemoryMark> {
         self.engine.take_memory_log()
     }
 
@@ -439,8 +439,8 @@ impl<X: Sink> Analyzer<X> {
     pub(crate) fn frame_with(
         &mut self,
         f: &Frame,
-        pre: &crate::engine::Prepared,
-        found: (&crate::engine::Joined, &[u8]),
+        pre: &gpcap_engine::Prepared,
+        found: (&gpcap_engine::Joined, &[u8]),
     ) {
         let _ = self
             .engine

@@ -186,7 +186,7 @@ impl FlowMessageAcks {
                 let acks = t.clone().finish()?;
                 Some(StreamAcks {
                     name: def.name.clone(),
-                    key: crate::engine::streams::key_text(def, *key),
+                    key: gpcap_engine::streams::key_text(def, *key),
                     acks,
                 })
             })

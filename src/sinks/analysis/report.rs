@@ -1,10 +1,10 @@
 //! The analysis result: plain data, serialised as the `--json` schema (docs/json.md) and
 //! rendered as tables by the CLI and TUI.
 
-use crate::engine::Config;
-pub use crate::engine::FlowId;
-use crate::engine::reassembly::{AttackCounters, CountStats};
-use crate::engine::seq::SeqStats;
+use gpcap_engine::Config;
+pub use gpcap_engine::FlowId;
+use gpcap_engine::reassembly::{AttackCounters, CountStats};
+use gpcap_engine::seq::SeqStats;
 use gpcap_wire::capture::CaptureError;
 use gpcap_wire::decode::DefragStats;
 use gpcap_wire::validate::ProtocolId;
@@ -205,14 +205,14 @@ pub struct Report {
     pub reassembly: ReassemblyReport,
     pub mtu: MtuReport,
     /// How the protocol was recovered when no id was given.
-    pub identification: Option<crate::identify::Identification>,
+    pub identification: Option<gpcap_engine::identify::Identification>,
     pub timeline: Timeline,
     /// Datagrams of flows past the flow table's cap, validated and counted together
     /// (no sequence or reassembly analysis); `capture.flows_not_tracked` of them.
     pub untracked: Option<FlowStats>,
     /// Sequence spaces counted per sender (one counter for all of a sender's flows).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub sender_spaces: Vec<crate::engine::SenderSpace>,
+    pub sender_spaces: Vec<gpcap_engine::SenderSpace>,
     /// The first datagram the description failed on (shards keep the earliest).
     #[serde(skip)]
     pub first_failure: Option<super::fit::FirstFailure>,

@@ -10,11 +10,11 @@
 use super::slots::Slots;
 use super::values::Delta;
 use super::{Bandwidth, Category, Counting, Key, NONE};
-use crate::engine::{Config, Kind, PacketEvent, Status};
 use gpcap_dissect::leaves::{GENERAL, LADDER_FLAGS, LeafLog, compact_parts};
 use gpcap_dissect::plan::NO_ENTRY;
 use gpcap_dissect::program::Kind as NodeKind;
 use gpcap_dissect::{Dissection, Dissector, Label, Value, prims};
+use gpcap_engine::{Config, Kind, PacketEvent, Status};
 use gpcap_wire::bits::{CompressedFloat, smallest_three_component};
 
 type SlotKey = (u32, u8, u32, Label);

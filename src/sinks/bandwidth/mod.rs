@@ -12,9 +12,9 @@ pub(crate) mod report;
 mod slots;
 pub(crate) mod values;
 
-use crate::engine::{Flow, Kind, Needs, PacketEvent, Sink, Status};
 use gpcap_dissect::program::{Kind as NodeKind, Program, Side};
 use gpcap_dissect::{Dissection, FaultKind, Label, Value};
+use gpcap_engine::{Flow, Kind, Needs, PacketEvent, Sink, Status};
 use hashbrown::HashMap;
 pub use report::{BandwidthReport, Row};
 use std::sync::Arc;
@@ -308,7 +308,7 @@ impl Bandwidth {
 
     /// A profile for `cfg` and whether its engine records trees (false: counted from
     /// the plan).
-    pub fn for_config(cfg: &crate::engine::Config, opts: Options, plan: bool) -> (Self, bool) {
+    pub fn for_config(cfg: &gpcap_engine::Config, opts: Options, plan: bool) -> (Self, bool) {
         match &cfg.program {
             Some(p) if plan && fast::eligible(cfg) => (Bandwidth::planned(p.clone(), opts), false),
             p => (Bandwidth::new(p.clone(), opts), true),

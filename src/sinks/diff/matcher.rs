@@ -18,7 +18,7 @@
 use super::pair::{Event, Pair, PairedBy, Sample};
 use super::sighting::{FlowGaps, Seen, Sighting};
 use super::timeline::{self, Timelines};
-use crate::engine::FlowId;
+use gpcap_engine::FlowId;
 use hashbrown::HashMap;
 use std::collections::VecDeque;
 

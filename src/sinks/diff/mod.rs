@@ -15,8 +15,8 @@ pub mod report;
 pub mod sighting;
 pub mod timeline;
 
-pub use crate::engine::FlowId;
 pub use delays::{Delay, Spike};
+pub use gpcap_engine::FlowId;
 pub use matcher::{Matcher, Options};
 pub use notes::{ClockMethod, ClockReason, DelayNote, Matching, Note, Pairing};
 pub use report::{ClockMode, DiffReport, Direction, Verdict, build};

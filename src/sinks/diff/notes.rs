@@ -3,7 +3,7 @@
 //! notes and matching. `present` says them in words (JSON carries the sentence).
 
 use super::pair::PairedBy;
-use crate::engine::FlowId;
+use gpcap_engine::FlowId;
 
 /// How the clocks were related.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

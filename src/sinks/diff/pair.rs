@@ -6,7 +6,7 @@
 
 use super::clock::Line;
 use super::sighting::FlowGaps;
-use crate::engine::FlowId;
+use gpcap_engine::FlowId;
 use serde::Serialize;
 use std::collections::BTreeMap;
 

@@ -9,8 +9,8 @@ use super::matcher::{A, B, Matcher};
 use super::notes::{ClockMethod, ClockReason, DelayNote, Matching, Note, Pairing};
 use super::pair::{Event, PairedBy, Run};
 use super::timeline::{self, Bin};
-use crate::engine::FlowId;
 use crate::sinks::analysis::report::wilson;
+use gpcap_engine::FlowId;
 use serde::Serialize;
 
 /// Bumped when a field is renamed or removed (docs/json.md).

@@ -3,7 +3,7 @@
 //! matcher that reads two captures side by side. The sink knows no thread: the run
 //! gives it the function that hands a batch on.
 
-use crate::engine::{FileEnd, Flow, FlowEnd, FlowId, Kind, PacketEvent, Sink, Summary};
+use gpcap_engine::{FileEnd, Flow, FlowEnd, FlowId, Kind, PacketEvent, Sink, Summary};
 
 /// Bytes of the UDP payload the identity hash reads: the header (sequence, fragment,
 /// checksum) and the start of the body. A capture cut by a small snaplen at one point

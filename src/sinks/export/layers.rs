@@ -5,10 +5,10 @@
 //! `layers[]`).
 
 use super::{Export, ExportError, MAX_NAME, partition_value};
-use crate::engine::carried::{Anchor, each};
-use crate::engine::layers::LayerStats;
-use crate::engine::{Config, PacketEvent, Summary};
 use crate::sinks::analysis::Statistics;
+use gpcap_engine::carried::{Anchor, each};
+use gpcap_engine::layers::LayerStats;
+use gpcap_engine::{Config, PacketEvent, Summary};
 use std::path::Path;
 
 /// The partition key naming a layer's directory.
@@ -66,7 +66,7 @@ impl Layers {
             }
             let cfg = Config::from_program(p.clone());
             let dir = dir.join(at);
-            let program = crate::engine::layers::shown_program(&cfg);
+            let program = gpcap_engine::layers::shown_program(&cfg);
             super::check_names(&dir, keys, capture, program.as_ref())?;
             out.exports.push(Export::at(&dir, keys, capture, cfg)?);
         }

@@ -18,12 +18,12 @@ mod report;
 mod rows;
 mod streams;
 
-use crate::engine::{FileEnd, Flow, FlowEnd, Needs, PacketEvent, Sink, Summary};
 use crate::sinks::analysis::Statistics;
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
 use commit::{Staged, Staging, discard};
 use gpcap_dissect::Program;
+use gpcap_engine::{FileEnd, Flow, FlowEnd, Needs, PacketEvent, Sink, Summary};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use rows::{Chunk, Packets, Rows};
@@ -433,9 +433,9 @@ impl Export {
         dir: &Path,
         keys: &[(String, String)],
         capture: &str,
-        cfg: crate::engine::Config,
+        cfg: gpcap_engine::Config,
     ) -> Result<Export, ExportError> {
-        let program = crate::engine::layers::shown_program(&cfg);
+        let program = gpcap_engine::layers::shown_program(&cfg);
         check_names(dir, keys, capture, program.as_ref())?;
         let mut parent = dir.to_path_buf();
         for (k, v) in keys {
@@ -455,10 +455,10 @@ impl Export {
         dir: &Path,
         keys: &[(String, String)],
         capture: &str,
-        cfg: crate::engine::Config,
+        cfg: gpcap_engine::Config,
     ) -> Result<Export, ExportError> {
         // With keys, the decrypted view: its types' plaintext fields are columns.
-        let program = crate::engine::layers::shown_program(&cfg);
+        let program = gpcap_engine::layers::shown_program(&cfg);
         let layers = layers::Layers::new(dir, keys, capture, &cfg)?;
         let rows = Rows::new(program.clone(), keys);
         let streamed = rows.tables();
@@ -526,7 +526,7 @@ impl Export {
 
     /// The ack analysis' facts of this capture (`run::scans::ack_facts`, a pass of its
     /// own run first), for `stream_messages`' ack columns; without them those are null.
-    pub fn acks(mut self, facts: Arc<crate::engine::ack_facts::AckFacts>) -> Export {
+    pub fn acks(mut self, facts: Arc<gpcap_engine::ack_facts::AckFacts>) -> Export {
         if let Some((rows, _, _)) = &mut self.streams {
             rows.set_acks(facts);
         }

@@ -7,10 +7,10 @@
 
 use super::rows::{Chunk, Rows};
 use super::{ExportError, Table};
-use crate::engine::{Config, Kind, PacketEvent, Status};
-use crate::pool::{InOrder, OrderedPool};
 use crate::sinks::ordered::Batch;
 use gpcap_dissect::{Dissection, Dissector, Program};
+use gpcap_engine::pool::{InOrder, OrderedPool};
+use gpcap_engine::{Config, Kind, PacketEvent, Status};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};

@@ -8,11 +8,11 @@
 use super::children::{Child, Key, each_child, each_child_mut, name_children};
 use super::columns::{Refill, TypeColumns};
 use super::{BATCH_FIELDS, BATCH_ROWS, partition_value};
-use crate::engine::{Kind, PacketEvent};
 use arrow_array::ArrayRef;
 use arrow_array::builder::*;
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use gpcap_dissect::{Dissection, Label, Program, program::Block};
+use gpcap_engine::{Kind, PacketEvent};
 use std::sync::Arc;
 
 /// A datagram's header or fragment header, every field of it, as one struct column.
@@ -314,7 +314,7 @@ impl Packets {
 pub(super) fn append_flow(
     [src_ip, dst_ip]: [&mut StringBuilder; 2],
     [src_port, dst_port]: [&mut UInt16Builder; 2],
-    flow: Option<crate::engine::FlowId>,
+    flow: Option<gpcap_engine::FlowId>,
 ) {
     match flow {
         Some(f) => {

@@ -7,13 +7,13 @@
 
 use super::columns::Refill;
 use super::rows::append_flow;
-use crate::engine::ack_facts::{AckFacts, Settled};
-use crate::engine::seq::SeqEvent;
-use crate::engine::{Kind, PacketEvent};
 use arrow_array::ArrayRef;
 use arrow_array::builder::*;
 use arrow_schema::{DataType, Field, Schema};
 use gpcap_dissect::Program;
+use gpcap_engine::ack_facts::{AckFacts, Settled};
+use gpcap_engine::seq::SeqEvent;
+use gpcap_engine::{Kind, PacketEvent};
 use std::sync::Arc;
 
 /// The table's name.
@@ -117,7 +117,7 @@ impl StreamRows {
             );
             self.stream.append_value(def.map_or("", |d| d.name.as_str()));
             if let Some(d) = def {
-                let _ = crate::engine::streams::write_key(&mut self.key, d, s.key);
+                let _ = gpcap_engine::streams::write_key(&mut self.key, d, s.key);
             }
             self.key.append_value("");
             self.sequence.append_value(s.sequence);

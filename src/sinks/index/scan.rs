@@ -8,9 +8,9 @@
 //! one engine pass over the capture selects, on one core or many.
 
 use super::{Index, Kept, Row, Rows, status};
-use crate::engine::{Config, FlowId, PacketEvent, Validator};
 use crate::filter::Filter;
 use crate::sinks::select::ScanUpdate;
+use gpcap_engine::{Config, FlowId, PacketEvent, Validator};
 use gpcap_wire::capture::CaptureError;
 use gpcap_wire::capture::FrameAt;
 use gpcap_wire::decode::{Decoded, decode};
@@ -369,7 +369,7 @@ impl<'a> Worker<'a> {
     }
 
     /// Keeps the bytes of the fragment `payload` carries (by the verdict `v` on it).
-    fn carry(&mut self, r: &Row, payload: &[u8], v: &crate::engine::Verdict) {
+    fn carry(&mut self, r: &Row, payload: &[u8], v: &gpcap_engine::Verdict) {
         if let Some(data) = v
             .fragment
             .and_then(|f| payload.get(f.data_offset..f.data_offset + f.data_len))

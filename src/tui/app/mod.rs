@@ -7,12 +7,12 @@
 use super::prompt::{Ask, Edit, Prompt};
 use super::scan::FieldScan;
 use super::series::Series;
-use crate::engine::{Config, Validator};
 use crate::filter::Filter;
 use crate::run::scans::frames_of_rows;
 use crate::sinks::index::{Index, NO_FLOW, Row, Update, status};
 use crate::sinks::select::write_frames;
 use gpcap_dissect::{Dissection, Program};
+use gpcap_engine::{Config, Validator};
 use gpcap_wire::capture::FrameAt;
 use gpcap_wire::decode::{Decoded, decode};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
@@ -359,7 +359,7 @@ impl App {
             reader: None,
             validator: Validator::new(&cfg, true),
             // With keys, the decrypted view: it names every field of both.
-            program: crate::engine::layers::shown_program(&cfg),
+            program: gpcap_engine::layers::shown_program(&cfg),
             cfg,
             definition: None,
             index,
@@ -533,7 +533,7 @@ impl App {
         self.updates = rx;
         self.validator = Validator::new(&cfg, true);
         self.describe = crate::print::info::Info::new();
-        self.program = crate::engine::layers::shown_program(&cfg);
+        self.program = gpcap_engine::layers::shown_program(&cfg);
         self.replay = None;
         self.cfg = cfg;
         self.info.clear();

@@ -27,7 +27,7 @@ impl App {
             return self.open_stream();
         }
         let (f, s) = (&r.flows[fi], &r.flows[fi].streams[si]);
-        let flow = crate::engine::FlowId {
+        let flow = gpcap_engine::FlowId {
             src: f.src,
             dst: f.dst,
         };

@@ -108,7 +108,7 @@ fn kept_verdicts_are_found_by_sequence_and_time() {
     t.acked(12, 16, 0b101, 20_000_000, None);
     let (stats, log) = t.finish_logged();
     assert_eq!(stats.unwrap().never_acked, 1);
-    let flow = crate::engine::FlowId {
+    let flow = gpcap_engine::FlowId {
         src: "10.0.0.1:1".parse().unwrap(),
         dst: "10.0.0.2:2".parse().unwrap(),
     };
@@ -149,7 +149,7 @@ fn copies_and_naks_are_found_by_their_copy() {
         (a.retransmissions, a.spurious_retransmissions, a.naked),
         (2, 1, 1)
     );
-    let flow = crate::engine::FlowId {
+    let flow = gpcap_engine::FlowId {
         src: "10.0.0.1:1".parse().unwrap(),
         dst: "10.0.0.2:2".parse().unwrap(),
     };

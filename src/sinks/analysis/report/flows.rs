@@ -59,7 +59,7 @@ pub struct FlowStats {
     pub sequence_spaces: Vec<(String, SeqStats)>,
     /// Sequence analysis of the flow's message streams (definitions that declare them).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub streams: Vec<crate::engine::streams::StreamEnd>,
+    pub streams: Vec<gpcap_engine::streams::StreamEnd>,
     /// Ack analysis of this direction's sequences (definitions with ack roles).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub acks: Option<super::super::acks::AckStats>,
@@ -207,7 +207,7 @@ pub struct Conversations {
     pub protocol: Option<()>,
     pub note: String,
     pub capture: CaptureSummary,
-    pub identification: Option<crate::identify::Identification>,
+    pub identification: Option<gpcap_engine::identify::Identification>,
     /// By datagrams, the busiest first.
     pub conversations: Vec<Conversation>,
 }

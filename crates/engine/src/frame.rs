@@ -9,7 +9,7 @@ impl Engine {
     /// datagram's verdict is not computed again.
     /// `joined`: the packets workers joined from the frame's batch; `plain`, the
     /// plaintexts they opened in it.
-    pub(crate) fn frame_with<S: Sink + ?Sized>(
+    pub fn frame_with<S: Sink + ?Sized>(
         &mut self,
         f: &Frame<'_>,
         pre: &Prepared,
@@ -51,7 +51,7 @@ impl Engine {
     /// UDP datagram found by decoding, and the verdict on it when it is whole and on the
     /// protocol's ports (validation is a function of the payload alone).
     #[inline]
-    pub(crate) fn prepare(ports: &PortSet, validator: &mut Validator, f: &Frame<'_>) -> Prepared {
+    pub fn prepare(ports: &PortSet, validator: &mut Validator, f: &Frame<'_>) -> Prepared {
         let decoded = decode(f.linktype, f.data);
         let mut pre = Prepared::decoded(f, &decoded);
         if let Decoded::Udp {

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 /// Items sent to the workers, in sending order.
-pub(crate) struct OrderedPool<I, R> {
+pub struct OrderedPool<I, R> {
     work: Option<SyncSender<(u64, I)>>,
     seq: u64,
     workers: Vec<JoinHandle<()>>,
@@ -28,7 +28,7 @@ pub(crate) struct OrderedPool<I, R> {
 }
 
 /// How a pool ended.
-pub(crate) struct Finished<R> {
+pub struct Finished<R> {
     /// What the ordered side returned (None: it panicked).
     pub ordered: Option<R>,
     /// Whether a worker panicked (or could not be started).
@@ -37,7 +37,7 @@ pub(crate) struct Finished<R> {
 
 /// The outputs in sending order, as the ordered side reads them: each one as soon as
 /// those sent before it are in.
-pub(crate) struct InOrder<O> {
+pub struct InOrder<O> {
     rx: Receiver<(u64, O)>,
     waiting: BTreeMap<u64, O>,
     next: u64,

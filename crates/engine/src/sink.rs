@@ -52,24 +52,8 @@ impl Needs {
     }
 }
 
-/// A consumer of the engine's events.
-///
-/// ```
-/// use gpcap::{Flow, PacketEvent, Sink};
-/// /// Stops the run at the tenth game packet.
-/// struct FirstTen(u32);
-/// impl Sink for FirstTen {
-///     fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
-///         self.0 += e.is_game() as u32;
-///         Flow::stop_if(self.0 >= 10)
-///     }
-/// }
-/// let cfg = gpcap::Config::from_program(gpcap::load_definition("dissectors/article.kdl")?);
-/// let mut s = FirstTen(0);
-/// gpcap::run(&["captures/article.pcap".into()], cfg, &mut s)?;
-/// assert_eq!(s.0, 10);
-/// # Ok::<(), gpcap::Error>(())
-/// ```
+/// A consumer of the engine's events (`gpcap::Sink`'s documentation shows one driven
+/// over a capture by `gpcap::run`).
 pub trait Sink {
     /// What the engine must do for this sink (nothing beyond validation by default).
     fn needs(&self) -> Needs {

@@ -1,8 +1,8 @@
 //! The one packet model: what the engine says about each frame and each reassembled
 //! game packet. Every sink, the display filter and every printer read these.
 
-use crate::engine::carried::Carried;
-use crate::engine::seq::SeqEvent;
+use crate::carried::Carried;
+use crate::seq::SeqEvent;
 use gpcap_dissect::{Dissection, FaultKind, FragmentInfo, MessageInfo};
 pub use gpcap_wire::decode::FlowId;
 use gpcap_wire::decode::{IcmpTooBig, IpInfo};

@@ -52,18 +52,18 @@ pub type StreamId = (u8, [i64; 2]);
 pub struct AckFacts {
     /// By direction and wire sequence, in capture order (a sequence number recurs only
     /// after it wrapped).
-    pub(crate) by_seq: hashbrown::HashMap<(crate::engine::FlowId, u64), Vec<Fact>>,
+    pub by_seq: hashbrown::HashMap<(crate::FlowId, u64), Vec<Fact>>,
     /// The same for message streams, by direction, stream, key and sequence.
-    pub(crate) by_stream: hashbrown::HashMap<(crate::engine::FlowId, StreamId, u64), Vec<Fact>>,
+    pub by_stream: hashbrown::HashMap<(crate::FlowId, StreamId, u64), Vec<Fact>>,
 }
 
 /// One [`Settled`] without its sequence (the map's key holds it).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Fact {
-    pub(crate) sent_ns: i64,
-    pub(crate) first_ns: i64,
-    pub(crate) rtt_us: u32,
-    pub(crate) note: Note,
+pub struct Fact {
+    pub sent_ns: i64,
+    pub first_ns: i64,
+    pub rtt_us: u32,
+    pub note: Note,
 }
 
 /// What the ack analysis said of one copy of a sequence (a datagram's, or a message's in
@@ -80,13 +80,13 @@ pub struct CopyVerdict {
 }
 
 impl AckFacts {
-    pub fn add(&mut self, flow: crate::engine::FlowId, log: Vec<Settled>) {
+    pub fn add(&mut self, flow: crate::FlowId, log: Vec<Settled>) {
         for s in log {
             self.by_seq.entry((flow, s.seq)).or_default().push(Fact::of(&s));
         }
     }
 
-    pub fn add_stream(&mut self, flow: crate::engine::FlowId, stream: StreamId, log: Vec<Settled>) {
+    pub fn add_stream(&mut self, flow: crate::FlowId, stream: StreamId, log: Vec<Settled>) {
         for s in log {
             (self.by_stream.entry((flow, stream, s.seq)))
                 .or_default()
@@ -97,7 +97,7 @@ impl AckFacts {
     /// [`AckFacts::of`] for a message of `flow` with sequence `seq` in `stream`.
     pub fn of_stream(
         &self,
-        flow: crate::engine::FlowId,
+        flow: crate::FlowId,
         stream: (u8, [i64; 2]),
         seq: u64,
         ts_ns: i64,
@@ -108,19 +108,19 @@ impl AckFacts {
     /// The round trip in µs of the packet of `flow` with sequence `seq` seen at `ts_ns`
     /// ([`Settled::NEVER`]: never acked, [`Settled::UNTIMED`]: acked, not timed); None
     /// when it was not settled (acks unknown, or not acked yet when the capture ended).
-    pub fn of(&self, flow: crate::engine::FlowId, seq: u64, ts_ns: i64) -> Option<u32> {
+    pub fn of(&self, flow: crate::FlowId, seq: u64, ts_ns: i64) -> Option<u32> {
         latest(self.by_seq.get(&(flow, seq))?, ts_ns)
     }
 
     /// Everything said of the copy of `seq` captured at `ts_ns` (a datagram's sequence).
-    pub fn verdict(&self, flow: crate::engine::FlowId, seq: u64, ts_ns: i64) -> CopyVerdict {
+    pub fn verdict(&self, flow: crate::FlowId, seq: u64, ts_ns: i64) -> CopyVerdict {
         verdict(self.by_seq.get(&(flow, seq)).map_or(&[], Vec::as_slice), ts_ns)
     }
 
     /// [`AckFacts::verdict`] for a message's sequence in `stream`.
     pub fn verdict_in_stream(
         &self,
-        flow: crate::engine::FlowId,
+        flow: crate::FlowId,
         stream: StreamId,
         seq: u64,
         ts_ns: i64,
@@ -131,7 +131,7 @@ impl AckFacts {
 }
 
 impl Fact {
-    pub(crate) fn of(s: &Settled) -> Fact {
+    pub fn of(s: &Settled) -> Fact {
         Fact {
             sent_ns: s.sent_ns,
             first_ns: s.first_ns,
@@ -142,7 +142,7 @@ impl Fact {
 }
 
 /// The verdict of the latest use of a number at or before `ts_ns`.
-pub(crate) fn latest(v: &[Fact], ts_ns: i64) -> Option<u32> {
+pub fn latest(v: &[Fact], ts_ns: i64) -> Option<u32> {
     let mut at = None;
     for f in v.iter().filter(|f| f.note == Note::Fate) {
         if f.sent_ns <= ts_ns && at.is_none_or(|(t, _)| f.sent_ns >= t) {
@@ -154,7 +154,7 @@ pub(crate) fn latest(v: &[Fact], ts_ns: i64) -> Option<u32> {
 
 /// What the facts of one number say of its copy at `ts_ns`: its use is the one whose
 /// first copy is the latest at or before it.
-pub(crate) fn verdict(v: &[Fact], ts_ns: i64) -> CopyVerdict {
+pub fn verdict(v: &[Fact], ts_ns: i64) -> CopyVerdict {
     let first = v.iter().map(|f| f.first_ns).filter(|&t| t <= ts_ns).max();
     let of_use = |f: &&Fact| Some(f.first_ns) == first;
     CopyVerdict {

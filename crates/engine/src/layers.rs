@@ -370,7 +370,7 @@ impl super::Prepared {
     /// Opens the frame's datagram with `opener` when a worker validated it whole and it
     /// reads as a sealed packet, as [`StackState::carry`] would (the plaintext appended
     /// to `plain`, the batch's).
-    pub(crate) fn open_ahead(&mut self, f: &Frame<'_>, opener: &Opener, plain: &mut Vec<u8>) {
+    pub fn open_ahead(&mut self, f: &Frame<'_>, opener: &Opener, plain: &mut Vec<u8>) {
         let (Some(u), Some(v)) = (&self.udp, &self.verdict) else {
             return;
         };

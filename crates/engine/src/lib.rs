@@ -7,40 +7,43 @@
 //! statistics behind the report, the TUI's packet index, the `dissect` printers and the
 //! capture writer are all sinks, as Wireshark's taps are listeners of its one dissection.
 
-// The engine's rooms are its own: what callers name is re-exported below, and `layers`
-// (stacks of definitions) and `resolve` (a config from flags and traffic) stay open for
-// the command line.
-pub(crate) mod ack_facts;
+pub mod identify;
+pub mod pool;
+
+// What the analyses, runs and outputs above name of the engine is public here, since
+// they are another crate; `gpcap` re-exports only what its callers name (the engine's
+// types at its root, `resolve`, `layers`, `reassembly` and `limits`).
+pub mod ack_facts;
 mod batch;
-pub(crate) mod carried;
+pub mod carried;
 mod config;
 mod conversation;
 mod datagram;
-pub(crate) mod event;
-pub(crate) mod join;
+pub mod event;
+pub mod join;
 pub mod layers;
-pub(crate) mod msgfrag;
-pub(crate) mod msgruns;
+pub mod msgfrag;
+pub mod msgruns;
 /// Game-fragment reassembly, open for its fuzz target and property tests.
 #[doc(hidden)]
 pub mod reassembly;
 pub mod resolve;
-pub(crate) mod seq;
+pub mod seq;
 mod sink;
-pub(crate) mod streams;
+pub mod streams;
 mod validator;
 use datagram::emit_shown;
 mod frame;
 
 pub use batch::BATCH_FRAMES;
-pub(crate) use batch::{Batch, Found, Recycler};
+pub use batch::{Batch, Found, Recycler};
 pub use config::{Config, FLOW_STATE_BUDGET, PortSet};
 pub use event::{FlowId, Kind, Layer, PackedFlow, PacketEvent, Reliability, Status};
-pub(crate) use join::Joined;
+pub use join::Joined;
 pub use reassembly::{AttackCounters, CountStats};
 pub use seq::SeqStats;
 pub use sink::{Flow, Needs, Sink};
-pub(crate) use validator::Validator;
+pub use validator::Validator;
 pub use validator::Verdict;
 
 use gpcap_dissect::Dissection;
@@ -143,7 +146,7 @@ struct FlowState {
 
 /// Frames in, events out: each frame decoded, validated, reassembled and dissected as
 /// the [`Config`] says, one [`PacketEvent`] per datagram and per reassembled packet
-/// handed to a [`Sink`]. [`run`](fn@crate::run) drives it over captures; feed it frames of your
+/// handed to a [`Sink`]. `gpcap::run` drives it over captures; feed it frames of your
 /// own with [`Engine::frame`] and end with [`Engine::finish`].
 #[derive(Clone)]
 pub struct Engine {
@@ -192,7 +195,7 @@ pub struct MemoryMark {
 /// A frame's UDP datagram, located in the frame (what decoding found, handed from a
 /// worker to the engine without decoding twice).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct UdpAt {
+pub struct UdpAt {
     ip: IpInfo,
     ports: (u16, u16),
     start: u32,
@@ -202,7 +205,7 @@ pub(crate) struct UdpAt {
 
 /// What a worker computed for one frame ([`Engine::prepare`]).
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Prepared {
+pub struct Prepared {
     udp: Option<UdpAt>,
     verdict: Option<Verdict>,
     /// The packet this frame's fragment completed, as a worker joined it (an index of
@@ -285,7 +288,7 @@ impl Engine {
         Engine::with_needs(cfg, sink.needs())
     }
 
-    pub(crate) fn with_needs(cfg: Config, needs: Needs) -> Self {
+    pub fn with_needs(cfg: Config, needs: Needs) -> Self {
         let record = needs.fields;
         let stack = cfg
             .stack
@@ -318,19 +321,19 @@ impl Engine {
 
     /// Keeps a [`MemoryMark`] for every frame that changes reassembly memory, for
     /// [`Engine::take_memory_log`].
-    pub(crate) fn log_memory(&mut self) {
+    pub fn log_memory(&mut self) {
         self.memory_log.get_or_insert_with(Vec::new);
     }
 
     /// The marks since the last call.
-    pub(crate) fn take_memory_log(&mut self) -> Vec<MemoryMark> {
+    pub fn take_memory_log(&mut self) -> Vec<MemoryMark> {
         self.memory_log.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// Bytes the engine holds for its flows, outside the reassembly budget (which counts
     /// the data being reassembled): flow states, their sequence trackers and tables, the
     /// flow index and per-sender spaces. The memory accounting a property test bounds.
-    pub(crate) fn state_bytes(&self) -> usize {
+    pub fn state_bytes(&self) -> usize {
         use std::mem::size_of;
         let flows: usize = self
             .flows
