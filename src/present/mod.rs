@@ -56,6 +56,14 @@ pub fn wrap(s: &str, width: usize) -> Vec<String> {
     lines
 }
 
+/// An estimate's `rests_on` in the JSON: what it rests on, said (in every build: the
+/// report serializes without the command line too).
+impl serde::Serialize for crate::sinks::bandwidth::ValuesSeen {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&format_args!("{} values seen", self.0))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -16,7 +16,7 @@ use gpcap_dissect::program::{Kind as NodeKind, Program, Side};
 use gpcap_dissect::{Dissection, FaultKind, Label, Value};
 use gpcap_engine::{Flow, Kind, Needs, PacketEvent, Sink, Status};
 use hashbrown::HashMap;
-pub use report::{BandwidthReport, Row};
+pub use report::{BandwidthReport, Row, ValuesSeen};
 use std::sync::Arc;
 use values::{FloatStats, IntStats, Seen};
 

@@ -87,8 +87,14 @@ pub struct Estimate {
     /// them): the integer figures are withheld.
     #[serde(skip_serializing_if = "is_zero")]
     pub past_range: u64,
-    pub rests_on: String,
+    /// The values the estimate rests on (`"N values seen"` in the JSON, said in
+    /// `present`).
+    pub rests_on: ValuesSeen,
 }
+
+/// How many values an estimate rests on: a number here, a sentence where it is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ValuesSeen(pub u64);
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
@@ -231,7 +237,7 @@ fn estimate(r: &Acc) -> Option<Estimate> {
         resolution_source: resolution.map(|r| r.1),
         not_finite: floats.map_or(0, |f| f.not_finite),
         past_range: r.past_range,
-        rests_on: format!("{values} values seen"),
+        rests_on: ValuesSeen(values),
     };
     if let Some(f) = floats.filter(|f| f.n > 0) {
         e.min = Some(f.min);
