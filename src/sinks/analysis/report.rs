@@ -265,7 +265,38 @@ impl Report {
             (a, b) => a.or(b),
         };
         self.capture.merge(o.capture);
-        let (v, w) = (&mut self.validation, o.validation);
+        self.validation.merge(o.validation);
+        self.first_failure = earliest(self.first_failure.take(), o.first_failure);
+        self.malformed.merge(o.malformed);
+        self.reassembly.merge(o.reassembly);
+        self.mtu.merge(o.mtu);
+        self.timeline.merge(o.timeline);
+        match (&mut self.messages, o.messages) {
+            (Some(a), Some(b)) => a.merge(b),
+            (a, b) => *a = a.take().or(b),
+        }
+    }
+}
+
+/// The earlier of two shards' first failures.
+fn earliest(
+    a: Option<super::fit::FirstFailure>,
+    b: Option<super::fit::FirstFailure>,
+) -> Option<super::fit::FirstFailure> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(if (b.file, b.frame) < (a.file, a.frame) {
+            b
+        } else {
+            a
+        }),
+        (a, b) => a.or(b),
+    }
+}
+
+impl Validation {
+    /// Adds a shard's verdict counts.
+    fn merge(&mut self, w: Validation) {
+        let v = self;
         v.examined += w.examined;
         v.crc_ok += w.crc_ok;
         v.crc_mismatch += w.crc_mismatch;
@@ -275,34 +306,31 @@ impl Report {
         add_map(&mut v.header_errors, w.header_errors);
         v.packets += w.packets;
         v.fragments += w.fragments;
-        self.first_failure = match (self.first_failure.take(), o.first_failure) {
-            (Some(a), Some(b)) => Some(if (b.file, b.frame) < (a.file, a.frame) {
-                b
-            } else {
-                a
-            }),
-            (a, b) => a.or(b),
-        };
-        let m = &mut self.malformed;
-        m.total += o.malformed.total;
-        add_map(&mut m.by_cause, o.malformed.by_cause);
-        merge_listed(&mut m.examples, o.malformed.examples, |e| e.frame, 20);
-        let r = &mut self.reassembly;
-        r.completed += o.reassembly.completed;
-        r.dissected_ok += o.reassembly.dissected_ok;
-        r.malformed += o.reassembly.malformed;
-        r.crc_fail += o.reassembly.crc_fail;
-        r.peak_bytes += o.reassembly.peak_bytes;
-        r.attacks.add(&o.reassembly.attacks);
-        r.single_fragment_messages += o.reassembly.single_fragment_messages;
-        for (n, cs) in o.reassembly.by_count {
+    }
+}
+
+impl Malformed {
+    /// Adds a shard's faults; the examples kept are the earliest.
+    fn merge(&mut self, o: Malformed) {
+        self.total += o.total;
+        add_map(&mut self.by_cause, o.by_cause);
+        merge_listed(&mut self.examples, o.examples, |e| e.frame, 20);
+    }
+}
+
+impl ReassemblyReport {
+    /// Adds a shard's reassembled packets, refusals and fragment counts.
+    fn merge(&mut self, o: ReassemblyReport) {
+        let r = self;
+        r.completed += o.completed;
+        r.dissected_ok += o.dissected_ok;
+        r.malformed += o.malformed;
+        r.crc_fail += o.crc_fail;
+        r.peak_bytes += o.peak_bytes;
+        r.attacks.add(&o.attacks);
+        r.single_fragment_messages += o.single_fragment_messages;
+        for (n, cs) in o.by_count {
             r.by_count.entry(n).or_default().add(&cs);
-        }
-        self.mtu.merge(o.mtu);
-        self.timeline.merge(o.timeline);
-        match (&mut self.messages, o.messages) {
-            (Some(a), Some(b)) => a.merge(b),
-            (a, b) => *a = a.take().or(b),
         }
     }
 }
