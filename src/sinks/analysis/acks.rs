@@ -165,6 +165,7 @@ impl AckedBy {
 
 /// How an ack names what it acks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Mechanism {
     Single,
     Bits,

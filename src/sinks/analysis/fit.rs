@@ -14,6 +14,7 @@ use serde::Serialize;
 /// description that meets no traffic has not been shown to fit it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Verdict {
     #[default]
     Good,
@@ -64,6 +65,7 @@ pub struct Analyses {
 /// One sign the fit rests on, as data: `present::fit` says it in words (and JSON carries
 /// those words, as it always has).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Sign {
     /// The capture holds no UDP datagram.
     NoUdp,
@@ -130,6 +132,7 @@ pub enum Sign {
 
 /// What a share of the datagrams fails at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Failing {
     Header,
     Body,

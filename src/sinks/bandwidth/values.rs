@@ -30,6 +30,7 @@ pub const SMALL: u64 = 1 << 12;
 /// Integer values (raw integers, booleans, or floats quantized at a resolution).
 #[derive(Debug, Clone, Default)]
 #[repr(C)]
+#[non_exhaustive]
 pub struct IntStats {
     pub n: u64,
     pub min: i128,
@@ -240,6 +241,7 @@ impl IntStats {
 
 /// What a value's same occurrence in the flow's previous packet of the type said.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub enum Seen {
     /// It was there: the value less it.
     Delta(i128),
@@ -279,6 +281,7 @@ impl Delta {
 
 /// Float values as read.
 #[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
 pub struct FloatStats {
     pub n: u64,
     pub min: f64,

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 /// A datagram's delay and where it was seen.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct Delayed {
     /// Passed the upstream point (its clock).
     pub up_ns: i64,
@@ -20,6 +21,7 @@ pub struct Delayed {
 
 /// A run of late datagrams, consecutive in the upstream point's order.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Spike {
     /// When its first and last datagram passed the upstream point (its clock).
     pub start_ns: i64,

@@ -81,6 +81,7 @@ pub struct BurstReport {
 /// before a burst against the rest, each on at least `MIN_SAMPLE` datagrams with their
 /// 95% intervals apart. Said in words by `present` (JSON carries the sentence).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct BurstFinding {
     pub before_share: f64,
     pub before_count: u64,
@@ -92,6 +93,7 @@ pub struct BurstFinding {
 /// `lost` of `seen` packets (95% interval `low`–`high`) against the baseline's `base` of
 /// `base_n`. Said in words by `present` (JSON carries the sentence).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Amplification {
     pub from: u32,
     pub lost: u64,
@@ -105,6 +107,7 @@ pub struct Amplification {
 
 /// What fragmented packets' loss is held against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Baseline {
     /// Datagrams sent whole (sequence gaps of the flows `single_loss_scope` names).
     SingleDatagrams,
@@ -115,6 +118,7 @@ pub enum Baseline {
 /// A finding the report states, or holds back when the fit puts its loss figures in
 /// doubt (`Fit::suppressed`).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Finding {
     Amplification(Amplification),
     Bursts(BurstFinding),
@@ -141,6 +145,7 @@ pub struct CountRow {
 /// The flows whose single datagrams measure the loss fragments are compared with (JSON
 /// keeps the words it always had; `present/` says them in tables).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub enum LossScope {
     /// Nothing was reassembled: no scope.
     #[default]
