@@ -105,7 +105,7 @@ fn reachable(layers: &[Arc<Program>], notes: &mut Vec<String>) -> Vec<bool> {
 }
 
 /// The fields of layer `i` whose bytes an inner layer reads, and that layer's index, as
-/// gpcap's stack hands them on (`src/engine/layers.rs`): the fields `dissect-as` names,
+/// gpcap's stack hands them on (`crates/engine/src/layers.rs`): the fields `dissect-as` names,
 /// else every plain `rest` field, read by the next layer. The outermost layer's stack is
 /// every other definition; an inner layer's, every one but itself.
 fn carried(layers: &[Arc<Program>], i: usize) -> Vec<(NodeId, usize)> {

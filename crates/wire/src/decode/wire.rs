@@ -1,5 +1,5 @@
 //! The link, IP and UDP layout as numbers, written once: what the fast decoder reads
-//! and what the generator writes (`generate/net.rs`) name the same constants, so a
+//! and what the generator writes (`crates/generate/src/net.rs`) name the same constants, so a
 //! frame written is the frame read. The general decoder is etherparse's.
 
 /// EtherType values (Ethernet, VLAN and Linux SLL2 headers).
