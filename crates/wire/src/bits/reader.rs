@@ -202,7 +202,7 @@ impl<'a> BitReader<'a> {
     #[inline(always)]
     pub fn read_int(&mut self, min: i64, max: i64) -> BitResult<i64> {
         let at = self.pos;
-        let width = super::stream::int_width(min, max).ok_or(BitError::new(
+        let width = super::width::int_width(min, max).ok_or(BitError::new(
             ErrorKind::Invalid {
                 what: "int range with min > max or wider than 32 bits",
             },

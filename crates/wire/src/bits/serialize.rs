@@ -2,7 +2,8 @@
 //! reads, writes or measures.
 
 use super::error::{BitError, BitResult, ErrorKind};
-use super::stream::{Stream, bits_required};
+use super::stream::Stream;
+use super::width::bits_required;
 
 #[inline(always)]
 pub fn serialize_bits<S: Stream>(s: &mut S, value: &mut u32, bits: u32) -> BitResult<()> {
