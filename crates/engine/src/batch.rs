@@ -2,8 +2,6 @@
 //! (shards, validation workers, live capture's analysis) without a channel message or
 //! an allocation per frame.
 
-use super::Prepared;
-use super::join::Joined;
 use gpcap_wire::capture::Frame;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
@@ -106,24 +104,6 @@ impl Batch {
     /// The frames, in the order they were pushed.
     pub fn frames(&self) -> impl Iterator<Item = Frame<'_>> {
         self.frames_from(0)
-    }
-}
-
-/// What was found in a batch's frames ahead of the ordered stage: one [`Prepared`] a
-/// frame, and the fragmented packets a worker joined.
-#[derive(Default)]
-pub struct Found {
-    pub pre: Vec<Prepared>,
-    pub joined: Joined,
-    /// The plaintexts workers opened (see [`Prepared`]'s `opened`).
-    pub plain: Vec<u8>,
-}
-
-impl Found {
-    pub fn clear(&mut self) {
-        self.pre.clear();
-        self.joined.clear();
-        self.plain.clear();
     }
 }
 

@@ -15,6 +15,24 @@ use hashbrown::HashMap;
 /// No fragment of that id yet.
 const MISSING: u32 = u32::MAX;
 
+/// What was found in a batch's frames ahead of the ordered stage: one [`Prepared`] a
+/// frame, and the fragmented packets a worker joined.
+#[derive(Default)]
+pub struct Found {
+    pub pre: Vec<Prepared>,
+    pub joined: Joined,
+    /// The plaintexts workers opened (see [`Prepared`]'s `opened`).
+    pub plain: Vec<u8>,
+}
+
+impl Found {
+    pub fn clear(&mut self) {
+        self.pre.clear();
+        self.joined.clear();
+        self.plain.clear();
+    }
+}
+
 /// The packets a worker joined from one batch's fragments, with their verdicts.
 #[derive(Default)]
 pub struct Joined {

@@ -16,6 +16,7 @@ pub mod pool;
 pub mod ack_facts;
 mod batch;
 pub mod carried;
+mod completed;
 mod config;
 mod conversation;
 mod datagram;
@@ -36,9 +37,10 @@ use datagram::emit_shown;
 mod frame;
 
 pub use batch::BATCH_FRAMES;
-pub use batch::{Batch, Found, Recycler};
+pub use batch::{Batch, Recycler};
 pub use config::{Config, FLOW_STATE_BUDGET, PortSet};
 pub use event::{FlowId, Kind, Layer, PackedFlow, PacketEvent, Reliability, Status};
+pub use join::Found;
 pub use join::Joined;
 pub use reassembly::{AttackCounters, CountStats};
 pub use seq::SeqStats;
@@ -177,7 +179,7 @@ pub struct Engine {
     /// The stream verdicts of the datagram being read (its messages' sequences).
     stream_events: Vec<streams::StreamEvent>,
     /// Messages the datagram being read completed.
-    completed: msgfrag::Completed,
+    completed: completed::Completed,
     /// Decryption and inner layers (a run with keys or a stack of definitions).
     stack: Option<Box<layers::StackState>>,
 }

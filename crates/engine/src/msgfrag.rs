@@ -348,35 +348,6 @@ fn as_type(p: &gpcap_dissect::Program, ty: u32) -> Option<u32> {
     p.params.message_fragment(ty)?.reassembled_as
 }
 
-/// Messages the datagram just read completed, waiting to follow its event.
-#[derive(Debug, Clone, Default)]
-pub(super) struct Completed {
-    /// (bytes, frames of its fragments) per message; `len` of them are this datagram's.
-    messages: Vec<(Vec<u8>, Vec<u64>)>,
-    /// The message type each is read as (`reassembled-as`), or none: bytes.
-    types: Vec<Option<u32>>,
-    len: usize,
-    /// The field tree of the message being emitted.
-    dissection: gpcap_dissect::Dissection,
-}
-
-impl Completed {
-    /// Keeps a message the datagram completed, read as `as_type` or as bytes.
-    pub(super) fn keep(&mut self, bytes: &[u8], frames: &[u64], as_type: Option<u32>) {
-        if self.messages.len() <= self.len {
-            self.messages.push(Default::default());
-        }
-        let (b, fr) = &mut self.messages[self.len];
-        b.clear();
-        b.extend_from_slice(bytes);
-        fr.clear();
-        fr.extend_from_slice(frames);
-        self.types.truncate(self.len);
-        self.types.push(as_type);
-        self.len += 1;
-    }
-}
-
 impl super::Engine {
     /// Puts the datagram's message fragments into their flow's messages: sets the
     /// event's `opens` and `completes`, and keeps what completed for
@@ -429,16 +400,7 @@ impl super::Engine {
                 Pushed::Complete { count, opened } => {
                     e.opens |= opened;
                     e.completes.get_or_insert(count);
-                    let done = &mut self.completed;
-                    if done.messages.len() <= done.len {
-                        done.messages.push(Default::default());
-                    }
-                    let (bytes, fr) = &mut done.messages[done.len];
-                    bytes.clone_from(&out);
-                    fr.clone_from(&frames);
-                    done.types.truncate(done.len);
-                    done.types.push(as_type(p, ty));
-                    done.len += 1;
+                    self.completed.keep(&out, &frames, as_type(p, ty));
                 }
                 Pushed::Refused => {}
             }

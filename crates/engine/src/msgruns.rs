@@ -381,7 +381,7 @@ pub(super) fn push(
     data: &[u8],
     e: &mut super::PacketEvent<'_>,
     budget: &mut Budget,
-    completed: &mut super::msgfrag::Completed,
+    completed: &mut super::completed::Completed,
 ) {
     let limits = Limits {
         max_fragments: p.params.format.max_fragments,
