@@ -22,6 +22,7 @@ use std::net::SocketAddr;
 
 mod count;
 mod datagram;
+mod finalize;
 mod flow;
 mod settle;
 use flow::*;

@@ -1,7 +1,6 @@
 //! The analysis result: plain data, serialised as the `--json` schema (docs/json.md) and
 //! rendered as tables by the CLI and TUI.
 
-use gpcap_engine::Config;
 pub use gpcap_engine::FlowId;
 use gpcap_engine::reassembly::{AttackCounters, CountStats};
 use gpcap_engine::seq::SeqStats;
@@ -19,11 +18,13 @@ mod sizes;
 #[cfg(test)]
 mod tests;
 mod timeline;
+mod verdict;
 pub use flows::*;
 pub use messages::*;
 pub use mtu::*;
 pub use sizes::*;
 pub use timeline::*;
+pub use verdict::*;
 
 /// JSON schema version; bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 2;
@@ -194,7 +195,7 @@ pub struct Malformed {
 pub struct Report {
     pub schema: u32,
     /// How well the description fits the traffic (docs/json.md, `fit`).
-    pub fit: super::fit::Fit,
+    pub fit: Fit,
     pub capture: CaptureSummary,
     pub protocol: ProtocolInfo,
     pub validation: Validation,
@@ -215,7 +216,7 @@ pub struct Report {
     pub sender_spaces: Vec<gpcap_engine::SenderSpace>,
     /// The first datagram the description failed on (shards keep the earliest).
     #[serde(skip)]
-    pub first_failure: Option<super::fit::FirstFailure>,
+    pub first_failure: Option<FirstFailure>,
     /// Protocols that carry several messages per datagram: the messages by type.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub messages: Option<MessageReport>,
@@ -279,10 +280,7 @@ impl Report {
 }
 
 /// The earlier of two shards' first failures.
-fn earliest(
-    a: Option<super::fit::FirstFailure>,
-    b: Option<super::fit::FirstFailure>,
-) -> Option<super::fit::FirstFailure> {
+fn earliest(a: Option<FirstFailure>, b: Option<FirstFailure>) -> Option<FirstFailure> {
     match (a, b) {
         (Some(a), Some(b)) => Some(if (b.file, b.frame) < (a.file, a.frame) {
             b
@@ -377,142 +375,5 @@ impl CaptureSummary {
         c.acks_unmatched += d.acks_unmatched;
         c.burst_window_capped += d.burst_window_capped;
         c.ip_defrag.add(&d.ip_defrag);
-    }
-}
-
-impl Report {
-    /// Decides which end of each conversation is the client from the packet types the
-    /// definition declares `from=client` or `from=server`, over both directions; packets
-    /// against that decision are counted as wrong-direction. A tie decides nothing.
-    fn directions(&mut self) {
-        use gpcap_dissect::program::Side;
-        let index: std::collections::HashMap<(SocketAddr, SocketAddr), usize> = self
-            .flows
-            .iter()
-            .enumerate()
-            .map(|(i, f)| ((f.src, f.dst), i))
-            .collect();
-        let mut total = 0;
-        for i in 0..self.flows.len() {
-            let f = &self.flows[i];
-            let back = index.get(&(f.dst, f.src)).map(|&j| &self.flows[j]);
-            let (back_client, back_server) = back.map_or((0, 0), |b| (b.from_client, b.from_server));
-            // Votes for "this flow's source is the client", and for "it is the server".
-            let client = f.from_client + back_server;
-            let server = f.from_server + back_client;
-            let (role, wrong) = match client.cmp(&server) {
-                std::cmp::Ordering::Greater => (Some(Side::Client), f.from_server),
-                std::cmp::Ordering::Less => (Some(Side::Server), f.from_client),
-                std::cmp::Ordering::Equal => (None, 0),
-            };
-            let f = &mut self.flows[i];
-            f.role = role;
-            f.wrong_direction = wrong;
-            total += wrong;
-        }
-        self.validation.wrong_direction = total;
-    }
-
-    pub(crate) fn finalize(&mut self, cfg: &Config) {
-        self.schema = SCHEMA_VERSION;
-        self.timeline.trim();
-        let c = &mut self.capture;
-        if let (Some(a), Some(b)) = (c.first_ns, c.last_ns) {
-            c.duration_s = b.saturating_sub(a) as f64 / 1e9;
-        }
-        self.mtu.ip_never_reassembled = c.ip_defrag.incomplete;
-        if let Some(p) = &cfg.program {
-            self.type_names = (0..p.params.format.num_types)
-                .map(|t| p.type_name(t).map(str::to_string))
-                .collect();
-            if let Some(m) = &mut self.messages {
-                m.finalize(p);
-            }
-        }
-        self.directions();
-        let single = self.flow_rates();
-        self.count_apart(cfg.sequence_bits());
-        let r = &mut self.reassembly;
-        r.add_up(single);
-        r.finding = amplification_finding(r);
-        self.judge_fit(cfg.sequence_bits());
-    }
-
-    /// Each flow's duration, rates and size percentiles; returns the single-datagram
-    /// loss from sequence gaps (lost, of, on which flows).
-    fn flow_rates(&mut self) -> (u64, u64, LossScope) {
-        // Single-datagram loss from sequence gaps: on the fragmenting flows when they also
-        // send whole packets, else on the flows that never fragment.
-        let mut same = (0u64, 0u64);
-        let mut other = (0u64, 0u64);
-        for f in &mut self.flows {
-            if let (Some(a), Some(b)) = (f.first_ns, f.last_ns) {
-                f.duration_s = b.saturating_sub(a).max(0) as f64 / 1e9;
-            }
-            if f.duration_s > 0.0 {
-                f.packets_per_s = f.datagrams as f64 / f.duration_s;
-                f.bits_per_s = f.bytes as f64 * 8.0 / f.duration_s;
-            }
-            f.sizes = Percentiles {
-                p50: f.size_hist.quantile(0.50),
-                p95: f.size_hist.quantile(0.95),
-                p99: f.size_hist.quantile(0.99),
-                max: f.size_hist.max,
-            };
-            // A gap is counted as a lost single datagram: a packet whose every fragment
-            // was lost leaves the same gap and cannot be told apart.
-            let gaps = (f.seq.lost, f.seq.lost + f.seq.single);
-            if f.fragments > 0 && f.crc_ok > f.fragments {
-                same = (same.0 + gaps.0, same.1 + gaps.1);
-            } else if f.fragments == 0 && f.crc_ok > 0 {
-                other = (other.0 + gaps.0, other.1 + gaps.1);
-            }
-        }
-        if same.1 > 0 {
-            (same.0, same.1, LossScope::SameFlows)
-        } else {
-            (other.0, other.1, LossScope::NeverFragmenting)
-        }
-    }
-
-    /// Takes the fragmented packets of flows that do not fit (`seq_bits` wide
-    /// sequences) out of the amplification table, into `counted_apart`.
-    fn count_apart(&mut self, seq_bits: u32) {
-        // Flows whose sequence or fragment fields do not fit are counted apart: their
-        // "lost" packets are refused fragments or misread fields, not loss.
-        let r = &mut self.reassembly;
-        for f in &self.flows {
-            // Only where the packets mostly never complete: a filtered capture's flows
-            // skip sequences, but their fragments still join.
-            if !super::fit::counted_apart(f, seq_bits) {
-                continue;
-            }
-            let apart = &mut r.counted_apart;
-            apart.flows += 1;
-            for (n, cs) in &f.reassembly {
-                apart.packets += cs.seen;
-                apart.fragments_received += *n as u64 * cs.completed + cs.fragments_of_lost;
-                if let Some(all) = r.by_count.get_mut(n) {
-                    all.seen = all.seen.saturating_sub(cs.seen);
-                    all.completed = all.completed.saturating_sub(cs.completed);
-                    all.fragments_of_lost = all.fragments_of_lost.saturating_sub(cs.fragments_of_lost);
-                    all.bytes_wasted = all.bytes_wasted.saturating_sub(cs.bytes_wasted);
-                }
-            }
-        }
-    }
-
-    /// Judges the fit and holds back the findings built on loss when it is not good.
-    fn judge_fit(&mut self, seq_bits: u32) {
-        self.fit = super::fit::Fit::of(self, seq_bits);
-        if self.fit.is_good() {
-            return;
-        }
-        if let Some(f) = self.reassembly.finding.take() {
-            self.fit.suppressed.push(Finding::Amplification(f));
-        }
-        if let Some(f) = self.mtu.bursts.finding.take() {
-            self.fit.suppressed.push(Finding::Bursts(f));
-        }
     }
 }

@@ -57,7 +57,7 @@ impl MessageReport {
         }
     }
 
-    pub(super) fn finalize(&mut self, p: &gpcap_dissect::Program) {
+    pub(in crate::sinks::analysis) fn finalize(&mut self, p: &gpcap_dissect::Program) {
         self.by_type = self
             .counts
             .iter()

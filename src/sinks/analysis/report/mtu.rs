@@ -243,7 +243,7 @@ pub const MIN_SAMPLE: u64 = 20;
 /// from the smallest fragment count whose packets (that count and more) are lost at
 /// least twice as often as the baseline, on at least `MIN_SAMPLE` packets of each, with
 /// the group's 95% Wilson interval above the baseline's.
-pub(super) fn amplification_finding(r: &ReassemblyReport) -> Option<Amplification> {
+pub(in crate::sinks::analysis) fn amplification_finding(r: &ReassemblyReport) -> Option<Amplification> {
     let lost: u64 = r.rows.iter().map(|x| x.lost).sum();
     if r.packets_seen == 0 || lost == 0 {
         return None;
@@ -294,7 +294,7 @@ pub(super) fn amplification_finding(r: &ReassemblyReport) -> Option<Amplificatio
 impl ReassemblyReport {
     /// The totals over fragment counts, the baseline single-datagram loss (`single`:
     /// lost, of, on which flows), and one row per fragment count.
-    pub(super) fn add_up(&mut self, single: (u64, u64, LossScope)) {
+    pub(in crate::sinks::analysis) fn add_up(&mut self, single: (u64, u64, LossScope)) {
         let r = self;
         r.by_count.retain(|_, s| s.seen > 0);
         for (&n, s) in &r.by_count {
