@@ -208,6 +208,13 @@ pub struct LeafLog {
     pub leaves: Vec<Logged>,
     /// Every field of the datagram in order: compact, or one of `leaves`.
     pub recs: Vec<Rec>,
+    /// Whether each element of an array or list is a context of its own
+    /// (`Label::Index(k)` under the list's, a relative list's index logged in it as
+    /// `index`): what a table with a row per element needs. Off, an element's fields
+    /// are logged under its list, as the profile counts them.
+    pub elements: bool,
+    /// How many of `recs` and `ctxs` the header made (they come first).
+    pub header: (usize, usize),
     slots: Vec<i64>,
     trace: Vec<Prim>,
 }
@@ -256,6 +263,14 @@ struct GiveUp;
 type Walk<T = ()> = Result<T, GiveUp>;
 
 impl LeafLog {
+    /// A log with each element apart ([`LeafLog::elements`]).
+    pub fn by_element() -> LeafLog {
+        LeafLog {
+            elements: true,
+            ..LeafLog::default()
+        }
+    }
+
     /// A field as the tree would hold it, in its place among the compact ones.
     fn push(&mut self, l: Logged) {
         self.recs.push(Rec {
@@ -300,6 +315,7 @@ impl Walker<'_> {
             return Err(GiveUp);
         }
         self.ops(plan.header, ROOT_CTX, 0)?;
+        self.log.header = (self.log.recs.len(), self.log.ctxs.len());
         let fragment = match (p.fragment, p.fragment_when) {
             (Some(_), Some(_)) => return Err(GiveUp),
             (Some(_), None) => ty == FRAGMENT_TYPE,
@@ -375,9 +391,13 @@ impl Walker<'_> {
                         return Err(GiveUp);
                     }
                     let (list, _) = self.node_ctx(at, ctx)?;
-                    for _ in 0..n {
-                        // An element's path is its array's.
-                        self.ops(entry, list, depth + 1)?;
+                    for k in 0..n {
+                        // An element's path is its array's, unless each is logged apart.
+                        let element = match self.log.elements {
+                            true => self.ctx(list, Label::Index(k as u32)),
+                            false => list,
+                        };
+                        self.ops(entry, element, depth + 1)?;
                     }
                 }
                 Op::RelativeList { max, entry, .. } => {

@@ -46,9 +46,31 @@ impl Walker<'_> {
                 }
                 return Ok(());
             }
-            self.ops(entry, list, depth + 1)?;
+            let element = match self.log.elements {
+                true => self.element(list, node, i, index, ladder),
+                false => list,
+            };
+            self.ops(entry, element, depth + 1)?;
             i += 1;
         }
+    }
+
+    /// Element `i`'s own context, its index `index` logged in it as the tree holds it.
+    fn element(&mut self, list: u32, node: NodeId, i: u64, index: i64, ladder: u32) -> u32 {
+        let element = self.ctx(list, Label::Index(i as u32));
+        self.log.push(Logged {
+            ctx: element,
+            label: Label::Part("index"),
+            node,
+            kind: "relative-index",
+            bit_offset: self.pos,
+            bits: 0,
+            raw: 0,
+            value: Value::Int(index),
+            valued: true,
+            slot: ladder + 7,
+        });
+        element
     }
 
     /// An element's index, its flags logged compact under `list` (their path: the
