@@ -310,13 +310,6 @@ impl Tree<'_> {
     fn value(&self, i: u32) -> Value {
         self.d.fields[i as usize].value
     }
-
-    fn bytes(&self, i: u32) -> Option<&[u8]> {
-        match self.value(i) {
-            Value::Bytes { offset, len } => self.payload.get(offset..offset.checked_add(len)?),
-            _ => None,
-        }
-    }
 }
 
 /// The direct children of a field: each next one starts where the one before ends.
@@ -413,50 +406,7 @@ impl Col {
 
     /// Appends the value of field `at` (null when the packet has none).
     fn append(&mut self, t: &Tree, at: Option<u32>, key: &mut Key) {
-        let value = at.map(|i| t.value(i));
         match self {
-            Col::Int(b) => b.append(value.and_then(|v| match v {
-                Value::Int(v) => Some(v as i128),
-                Value::UInt(v) => Some(v as i128),
-                Value::Bool(v) => Some(v as i128),
-                _ => None,
-            })),
-            Col::Bool(b) => b.append_option(value.and_then(|v| match v {
-                Value::Bool(v) => Some(v),
-                Value::UInt(v) => Some(v != 0),
-                _ => None,
-            })),
-            Col::F32(b) => b.append_option(value.and_then(|v| match v {
-                Value::Float(v) => Some(v),
-                _ => None,
-            })),
-            Col::F64(b) => b.append_option(value.and_then(|v| match v {
-                Value::Double(v) => Some(v),
-                Value::Float(v) => Some(v as f64),
-                _ => None,
-            })),
-            Col::Str(b) => b.append_option(at.and_then(|i| t.bytes(i)).map(String::from_utf8_lossy)),
-            Col::Bin(b) => b.append_option(at.and_then(|i| t.bytes(i))),
-            Col::EnumName { names, keys } => {
-                let v = value.and_then(|v| match v {
-                    Value::Int(v) => Some(v),
-                    Value::UInt(v) => i64::try_from(v).ok(),
-                    _ => None,
-                });
-                let key = v.and_then(|v| names.binary_search_by_key(&v, |(k, _)| *k).ok());
-                keys.append_option(key.and_then(|k| u16::try_from(k).ok()));
-            }
-            Col::Floats { parts, valid } => {
-                let xs: Option<&[f32]> = match &value {
-                    Some(Value::Vec3(v)) => Some(v),
-                    Some(Value::Quat(q)) => Some(q),
-                    _ => None,
-                };
-                for (k, (_, b)) in parts.iter_mut().enumerate() {
-                    b.append_option(xs.and_then(|xs| xs.get(k).copied()));
-                }
-                valid.push(xs.is_some());
-            }
             Col::Group { fields, valid, find } => {
                 match at {
                     Some(g) => find.place(t.d, t.children(g)),
@@ -480,6 +430,65 @@ impl Col {
                 }
                 count.append_option(at.map(|_| n));
             }
+            _ => self.append_value(at.map(|i| t.value(i)), t.payload),
+        }
+    }
+
+    /// Appends `value` to a column of one value per row (a list's: its length; a
+    /// group's: nothing); bytes and strings are read from `payload`.
+    pub(super) fn append_value(&mut self, value: Option<Value>, payload: &[u8]) {
+        let bytes = || match value {
+            Some(Value::Bytes { offset, len }) => payload.get(offset..offset.checked_add(len)?),
+            _ => None,
+        };
+        match self {
+            Col::Int(b) => b.append(value.and_then(|v| match v {
+                Value::Int(v) => Some(v as i128),
+                Value::UInt(v) => Some(v as i128),
+                Value::Bool(v) => Some(v as i128),
+                _ => None,
+            })),
+            Col::Bool(b) => b.append_option(value.and_then(|v| match v {
+                Value::Bool(v) => Some(v),
+                Value::UInt(v) => Some(v != 0),
+                _ => None,
+            })),
+            Col::F32(b) => b.append_option(value.and_then(|v| match v {
+                Value::Float(v) => Some(v),
+                _ => None,
+            })),
+            Col::F64(b) => b.append_option(value.and_then(|v| match v {
+                Value::Double(v) => Some(v),
+                Value::Float(v) => Some(v as f64),
+                _ => None,
+            })),
+            Col::Str(b) => b.append_option(bytes().map(String::from_utf8_lossy)),
+            Col::Bin(b) => b.append_option(bytes()),
+            Col::EnumName { names, keys } => {
+                let v = value.and_then(|v| match v {
+                    Value::Int(v) => Some(v),
+                    Value::UInt(v) => i64::try_from(v).ok(),
+                    _ => None,
+                });
+                let key = v.and_then(|v| names.binary_search_by_key(&v, |(k, _)| *k).ok());
+                keys.append_option(key.and_then(|k| u16::try_from(k).ok()));
+            }
+            Col::Floats { parts, valid } => {
+                let xs: Option<&[f32]> = match &value {
+                    Some(Value::Vec3(v)) => Some(v),
+                    Some(Value::Quat(q)) => Some(q),
+                    _ => None,
+                };
+                for (k, (_, b)) in parts.iter_mut().enumerate() {
+                    b.append_option(xs.and_then(|xs| xs.get(k).copied()));
+                }
+                valid.push(xs.is_some());
+            }
+            Col::Group { .. } => {}
+            Col::List { count, .. } => count.append_option(value.and_then(|v| match v {
+                Value::UInt(n) => u32::try_from(n).ok(),
+                _ => None,
+            })),
         }
     }
 
@@ -520,6 +529,19 @@ impl Col {
             }
             Col::List { count, .. } => Arc::new(count.refill()),
         }
+    }
+}
+
+/// The child table of the list at `path` (column places through groups and lists).
+pub(super) fn child_in<'a>(fields: &'a mut [Column], path: &[u32]) -> Option<&'a mut Child> {
+    let (&i, rest) = path.split_first()?;
+    match &mut fields.get_mut(i as usize)?.col {
+        Col::Group { fields, .. } => child_in(fields, rest),
+        Col::List { child, .. } => match rest.is_empty() {
+            true => Some(child),
+            false => child_in(&mut child.columns.fields, rest),
+        },
+        _ => None,
     }
 }
 

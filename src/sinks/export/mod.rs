@@ -11,6 +11,7 @@ mod columns;
 mod commit;
 pub mod diff;
 mod layers;
+mod logged;
 mod lookup;
 mod parallel;
 mod parts;

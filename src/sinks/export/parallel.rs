@@ -1,6 +1,7 @@
 //! Export on several cores. The engine reads in order on one thread and validates bodies
-//! only, as `analyze` does; the game packets are copied out in batches; workers dissect
-//! each batch's packets again with their fields recorded and build their rows (the
+//! only, as `analyze` does; the game packets are copied out in batches; workers read
+//! each batch's packets again, from the plan's leaf log where it can say their rows
+//! ([`Rows::add_logged`]) and into a field tree where not, and build their rows (the
 //! stateless part: only a protocol whose dissection needs nothing of the conversation
 //! comes here, see [`eligible`]); one ordered stage hands the rows to the tables'
 //! writers in reading order. Every table gets the rows one core writes, in its order.
@@ -187,6 +188,9 @@ fn building(
             let mut chunks = Vec::new();
             for e in batch.events() {
                 at.set((e.file, e.offset, e.frame));
+                if rows.add_logged(&e, &mut |c| chunks.push(c)) {
+                    continue;
+                }
                 let has = redissect(&mut dissector, &mut tree, &e);
                 let e = PacketEvent {
                     dissection: has.then_some(&tree),

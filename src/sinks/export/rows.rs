@@ -1,5 +1,5 @@
 //! The rows of a capture's streamed tables, built straight from each packet's field tree
-//! into Arrow builders: `packets` (one row per game datagram and reassembled packet), one
+//! (or its leaf log, `logged.rs`) into Arrow builders: `packets` (one row per game datagram and reassembled packet), one
 //! table per packet type (one row per packet, or per message, of that type), and the
 //! child tables of their lists (`children.rs`). The same builder runs on the reading
 //! thread (one core) and on each export worker (several), so the rows are the same
@@ -7,11 +7,12 @@
 
 use super::children::{Child, Key, each_child, each_child_mut, name_children};
 use super::columns::{Refill, TypeColumns};
+use super::logged::LogRows;
 use super::{BATCH_FIELDS, BATCH_ROWS, partition_value};
 use arrow_array::ArrayRef;
 use arrow_array::builder::*;
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
-use gpcap_dissect::{Dissection, Label, Program, program::Block};
+use gpcap_dissect::{Dissection, Label, LeafLog, Program, program::Block};
 use gpcap_engine::{Kind, PacketEvent};
 use std::sync::Arc;
 
@@ -19,6 +20,8 @@ use std::sync::Arc;
 pub(super) struct HeaderColumns {
     columns: TypeColumns,
     valid: Vec<bool>,
+    /// Its rows from the leaf log (None: from the tree only).
+    log: Option<LogRows>,
 }
 
 impl HeaderColumns {
@@ -27,6 +30,7 @@ impl HeaderColumns {
         let mut columns = TypeColumns::new(p, b, None);
         columns.rename(&[]);
         (!columns.schema_fields().is_empty()).then(|| HeaderColumns {
+            log: LogRows::new(p, &columns, &[b]),
             columns,
             valid: Vec::new(),
         })
@@ -204,6 +208,52 @@ impl Packets {
 
     /// Appends event `e`'s row; `end`: its dissection's subtree ends.
     fn append(&mut self, e: &PacketEvent, program: Option<&Program>, end: &[u32], key: &mut Key) {
+        self.append_event(e, program);
+        // A datagram's own fields (a reassembled packet has only its body's); none for
+        // one that failed its checksum (not validated: analyze counts no values of it).
+        let datagram = e
+            .dissection
+            .filter(|_| e.kind == Kind::Game && !e.status.crc_failed());
+        // Only a datagram's row has a header: (frame, row 0) keys its lists' elements.
+        key.frame = e.frame;
+        key.row = 0;
+        if let Some(h) = &mut self.header {
+            h.append(datagram, end, e.payload, &self.empty, key);
+        }
+        if let Some(h) = &mut self.fragment_header {
+            let fragment = datagram.filter(|_| e.fragment.is_some());
+            h.append(fragment, end, e.payload, &self.empty, key);
+        }
+    }
+
+    /// Appends game packet `e`'s row, a datagram's header from the leaf log `log` (a
+    /// reassembled packet has none; what the log reads is no fragment: no fragment
+    /// header). False, nothing appended: the header's columns need the tree.
+    fn append_logged(&mut self, e: &PacketEvent, program: &Program, log: &LeafLog, key: &mut Key) -> bool {
+        let datagram = e.kind == Kind::Game;
+        if datagram && self.header.as_ref().is_some_and(|h| h.log.is_none()) {
+            return false;
+        }
+        self.append_event(e, Some(program));
+        key.frame = e.frame;
+        key.row = 0;
+        if let Some(h) = &mut self.header {
+            match &mut h.log {
+                Some(l) if datagram => {
+                    l.append(&mut h.columns, program, log, e.payload, key, true);
+                    h.valid.push(true);
+                }
+                _ => h.append(None, &[], e.payload, &self.empty, key),
+            }
+        }
+        if let Some(h) = &mut self.fragment_header {
+            h.append(None, &[], e.payload, &self.empty, key);
+        }
+        true
+    }
+
+    /// Appends the columns of `e`'s row that are not its header's.
+    fn append_event(&mut self, e: &PacketEvent, program: Option<&Program>) {
         self.frame.append_value(e.frame);
         self.row.append_value(if e.kind == Kind::Reassembled {
             "reassembled"
@@ -245,21 +295,6 @@ impl Packets {
         if self.acks {
             self.ack.append_option(e.ack);
             self.ack_bits.append_option(e.ack_bits);
-        }
-        // A datagram's own fields (a reassembled packet has only its body's); none for
-        // one that failed its checksum (not validated: analyze counts no values of it).
-        let datagram = e
-            .dissection
-            .filter(|_| e.kind == Kind::Game && !e.status.crc_failed());
-        // Only a datagram's row has a header: (frame, row 0) keys its lists' elements.
-        key.frame = e.frame;
-        key.row = 0;
-        if let Some(h) = &mut self.header {
-            h.append(datagram, end, e.payload, &self.empty, key);
-        }
-        if let Some(h) = &mut self.fragment_header {
-            let fragment = datagram.filter(|_| e.fragment.is_some());
-            h.append(fragment, end, e.payload, &self.empty, key);
         }
         self.rows += 1;
     }
@@ -376,6 +411,8 @@ pub(super) struct TypeRows {
     fields: usize,
     /// Its index among the streamed tables ([`Chunk::table`]).
     table: usize,
+    /// Its rows from the leaf log (None: from the tree only).
+    log: Option<LogRows>,
 }
 
 impl TypeRows {
@@ -442,6 +479,10 @@ pub(super) struct Rows {
     end: Vec<u32>,
     /// Where the row being appended sits (reused).
     key: Key,
+    /// The leaves of the datagram being read, each element apart (reused).
+    log: LeafLog,
+    /// By packet type: datagrams whose leaves were logged, and given up on.
+    walks: Vec<(u32, u32)>,
 }
 
 impl Rows {
@@ -488,6 +529,9 @@ impl Rows {
             // A message type's rows also hold the `messages` block's own fields (ENet's
             // command header), after the body's.
             let mut columns = TypeColumns::new(p, def.body, p.message_header());
+            let mut blocks = vec![def.body];
+            blocks.extend(p.message_header());
+            let log = LogRows::new(p, &columns, &blocks);
             let mut reserved = vec!["frame", "row", "reassembled", "capture"];
             reserved.extend(&partitions);
             columns.rename(&reserved);
@@ -506,6 +550,7 @@ impl Rows {
                 reassembled: BooleanBuilder::new(),
                 fields: 0,
                 table,
+                log,
             });
         }
         Rows {
@@ -515,6 +560,8 @@ impl Rows {
             types,
             end: Vec::new(),
             key: Key::default(),
+            log: LeafLog::by_element(),
+            walks: Vec::new(),
         }
     }
 
@@ -660,6 +707,74 @@ impl Rows {
         }
     }
 
+    /// Appends game packet `e`'s rows from its leaves, read here, when the log can
+    /// say them as the tree would (false, nothing appended: [`Rows::add`] its tree).
+    pub fn add_logged(&mut self, e: &PacketEvent<'_>, out: &mut dyn FnMut(Chunk)) -> bool {
+        let Some(p) = self.program.clone() else {
+            return false;
+        };
+        let Some(t) = e.packet_type else {
+            return false;
+        };
+        let plain = matches!(e.kind, Kind::Game | Kind::Reassembled)
+            && e.status == gpcap_engine::Status::Ok
+            && e.fault.is_none()
+            && e.fragment.is_none()
+            && e.messages.is_empty();
+        let logs = matches!(self.types.get(t as usize), Some(Some(tt)) if tt.log.is_some());
+        if !plain || !logs || !self.worth(t) {
+            return false;
+        }
+        let read = self.log.read(&p, e.payload, t);
+        self.tally(t, read);
+        if !read || !self.packets.append_logged(e, &p, &self.log, &mut self.key) {
+            return false;
+        }
+        if self.packets.rows >= BATCH_ROWS {
+            self.flush_packets(out);
+        }
+        let Some(Some(tt)) = self.types.get_mut(t as usize) else {
+            return true;
+        };
+        tt.frame.append_value(e.frame);
+        tt.row.append_value(0);
+        tt.reassembled.append_value(e.kind == Kind::Reassembled);
+        self.key.frame = e.frame;
+        self.key.row = 0;
+        if let Some(l) = &mut tt.log {
+            l.append(&mut tt.columns, &p, &self.log, e.payload, &self.key, false);
+        }
+        tt.fields += self.log.recs.len() + self.log.ctxs.len();
+        if tt.full() {
+            self.flush_type(t as usize, out);
+        }
+        true
+    }
+
+    /// Whether to log a datagram of type `t`: not when every one so far made the walk
+    /// give up (a node only the interpreter reads), which would read each twice.
+    fn worth(&self, t: u32) -> bool {
+        self.walks
+            .get(t as usize)
+            .is_none_or(|&(read, gave_up)| read > 0 || gave_up < HOPELESS)
+    }
+
+    fn tally(&mut self, t: u32, read: bool) {
+        let i = t as usize;
+        if i >= TALLIED {
+            return;
+        }
+        if self.walks.len() <= i {
+            self.walks.resize(i + 1, (0, 0));
+        }
+        let w = &mut self.walks[i];
+        if read {
+            w.0 = w.0.saturating_add(1);
+        } else {
+            w.1 = w.1.saturating_add(1);
+        }
+    }
+
     /// Hands `packets`' buffered rows to `out`, and its child tables'.
     fn flush_packets(&mut self, out: &mut dyn FnMut(Chunk)) {
         emit(0, self.packets.rows, || self.packets.finish(), out);
@@ -727,6 +842,12 @@ impl Rows {
         }
     }
 }
+
+/// Walks given up on a type, none read, before its datagrams go straight to a tree.
+const HOPELESS: u32 = 64;
+
+/// Types whose walks are tallied (others are always walked).
+const TALLIED: usize = 1 << 12;
 
 /// Hands child table `c`'s buffered rows to `out`.
 fn flush_child(c: &mut Child, out: &mut dyn FnMut(Chunk)) {
