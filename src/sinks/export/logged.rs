@@ -1,9 +1,10 @@
 //! Rows made from the leaf log ([`gpcap_dissect::leaves`]) instead of a field tree: the
 //! columns of a table laid flat once (a slot per column, a group per struct, a scope
 //! per list's child table), each logged leaf staged into its slot (the first wins, as
-//! in the tree), and a row appended when it completes — the next element of its list,
+//! in the tree, where two nodes fill a leaf column), and a row appended when it completes — the next element of its list,
 //! or the datagram's end. What the log cannot say the same way as the tree (a struct
-//! that may be read with no leaf, a leaf of no bits) leaves the table to the tree, and
+//! that may be read with no leaf, a leaf of no bits, a struct or list column two nodes
+//! fill) leaves the table to the tree, and
 //! what the walk gives up on leaves the datagram to it: `logged/tests.rs` holds the
 //! two equal, array by array.
 
@@ -55,8 +56,8 @@ struct Scope {
     open: bool,
     /// The element places of the row being staged (the lists above, then its own).
     key: Vec<u32>,
-    /// By compact slot ([`gpcap_dissect::leaves::compact_slot`]) read in the scope's
-    /// own group, what [`Scope::resolve`] found: resolved once, not per record.
+    /// By plan leaf (a compact slot's entry) read in the scope's own group, what
+    /// [`Scope::resolve`] found: resolved once, not per record.
     cache: Vec<u32>,
     resolved: Vec<Resolved>,
     /// The groups of each resolved leaf's structs (ranges of it in [`Resolved`]).
@@ -82,10 +83,10 @@ struct Resolved {
 const UNSET: u32 = u32::MAX;
 const NO_COLUMN: u32 = u32::MAX - 1;
 
-/// A definition's compact slots a scope caches at most: 64 KiB, made when the scope
-/// first reads a compact leaf, so a worker holds at most one per leaf the plan reads.
-/// A bigger definition's slots are resolved each time instead.
-const CACHED_SLOTS: usize = 1 << 14;
+/// Plan leaves a scope caches at most (16 KiB, made when the scope first reads a
+/// compact leaf: one per table and list that has rows, per worker). A bigger plan's
+/// leaves are resolved at each record instead, keeping nothing.
+const CACHED_ENTRIES: usize = 1 << 12;
 
 impl Scope {
     fn new(path: Vec<u32>) -> Scope {
@@ -138,33 +139,36 @@ impl Scope {
         })
     }
 
-    /// [`Scope::resolve`] through the cache when `group` is the scope's own.
+    /// [`Scope::resolve`], through the cache when `group` is the scope's own (a
+    /// compact record's always is: its context is the run's, the root or an element);
+    /// whether the answer is cached (if not, its groups are to be let go once used).
     #[inline]
-    fn resolved(&mut self, p: &Program, slot: u32, group: u32) -> Option<Resolved> {
-        if group != 0 {
-            return self.resolve(p, slot, group);
+    fn resolved(&mut self, p: &Program, slot: u32, group: u32) -> Option<(Resolved, bool)> {
+        let entries = p.plan.leaves.entries.len();
+        if group != 0 || entries > CACHED_ENTRIES {
+            return self.resolve(p, slot, group).map(|r| (r, false));
         }
-        let n = p.plan.leaves.slots() * 4;
-        if self.cache.is_empty() && n <= CACHED_SLOTS {
-            self.cache = vec![UNSET; n];
+        if self.cache.is_empty() {
+            self.cache = vec![UNSET; entries];
         }
-        let at = match self.cache.get(slot as usize).copied() {
+        let entry = (compact_parts(slot).0 / 8) as usize;
+        let at = match self.cache.get(entry).copied() {
             Some(UNSET) => {
-                let r = self.resolve(p, slot, group);
-                let at = match r {
+                let at = match self.resolve(p, slot, group) {
                     Some(r) => {
                         self.resolved.push(r);
                         self.resolved.len() as u32 - 1
                     }
                     None => NO_COLUMN,
                 };
-                self.cache[slot as usize] = at;
+                self.cache[entry] = at;
                 at
             }
             Some(at) => at,
-            None => return self.resolve(p, slot, group),
+            // A list's index ladder: no column.
+            None => return None,
         };
-        self.resolved.get(at as usize).copied()
+        self.resolved.get(at as usize).map(|r| (*r, true))
     }
 
     fn stage(&mut self, slot: u32, node: NodeId, value: Value) {
@@ -186,7 +190,7 @@ impl LogRows {
     /// The flat layout of `columns` (laid out from `blocks` of `p`), or None when the
     /// log cannot fill them as the tree does.
     pub fn new(p: &Program, columns: &TypeColumns, blocks: &[Block]) -> Option<LogRows> {
-        if !blocks.iter().all(|b| loggable(p, *b)) {
+        if !blocks.iter().all(|b| loggable(p, *b)) || !one_node_each(&columns.fields) {
             return None;
         }
         let mut scopes = vec![Scope::new(Vec::new())];
@@ -197,6 +201,25 @@ impl LogRows {
             parts: [0; 4],
             key: Key::default(),
         })
+    }
+
+    /// [`LogRows::new`] for the header's columns, which the tree fills from whichever
+    /// root field has a header node: None too when a body reads a node of the header
+    /// (an inline struct in both), whose value the tree may take from the body.
+    pub fn header(p: &Program, columns: &TypeColumns, header: Block) -> Option<LogRows> {
+        let mut nodes = hashbrown::HashSet::new();
+        block_nodes(p, header, &mut nodes);
+        let mut bodies = hashbrown::HashSet::new();
+        for def in &p.packets {
+            block_nodes(p, def.body, &mut bodies);
+        }
+        if let Some(b) = p.message_header() {
+            block_nodes(p, b, &mut bodies);
+        }
+        if nodes.iter().any(|n| bodies.contains(n)) {
+            return None;
+        }
+        LogRows::new(p, columns, &[header])
     }
 
     /// Appends the rows of the datagram whose leaves `log` holds: one to `columns`, and
@@ -329,13 +352,16 @@ impl LogRows {
             return;
         };
         let s = &mut self.scopes[scope as usize];
-        let Some(r) = s.resolved(p, slot, group) else {
+        let Some((r, cached)) = s.resolved(p, slot, group) else {
             return;
         };
         for k in r.groups.0..r.groups.0 + r.groups.1 {
             if let Some(&g) = s.groups.get(k as usize) {
                 s.present[g as usize] = true;
             }
+        }
+        if !cached {
+            s.groups.truncate(r.groups.0 as usize);
         }
         let Some(kind) = p.nodes.get(r.node as usize).map(|n| &n.kind) else {
             return;
@@ -513,6 +539,33 @@ fn loggable(p: &Program, b: Block) -> bool {
             k => k.blocks().into_iter().all(|b| loggable(p, b)),
         }
     })
+}
+
+/// Whether each struct and list column is filled by one node: one read of it per row.
+/// A column two nodes fill (a struct in two branches, an inline struct used twice) is
+/// filled in the tree by the first field only, with only that field's children; the
+/// log, whose leaves name their struct but not which reading of it, cannot tell them
+/// apart.
+fn one_node_each(fields: &[Column]) -> bool {
+    fields.iter().all(|c| match &c.col {
+        Col::Group { fields, .. } => c.nodes.len() == 1 && one_node_each(fields),
+        Col::List { child, .. } => c.nodes.len() == 1 && one_node_each(&child.columns.fields),
+        _ => true,
+    })
+}
+
+/// Every node of block `b` and of the blocks inside it, into `out`.
+fn block_nodes(p: &Program, b: Block, out: &mut hashbrown::HashSet<NodeId>) {
+    for &id in p.block(b) {
+        if !out.insert(id) {
+            continue;
+        }
+        if let Some(node) = p.nodes.get(id as usize) {
+            for inner in node.kind.blocks() {
+                block_nodes(p, inner, out);
+            }
+        }
+    }
 }
 
 /// Whether reading block `b` always logs something.

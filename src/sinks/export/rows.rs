@@ -30,7 +30,7 @@ impl HeaderColumns {
         let mut columns = TypeColumns::new(p, b, None);
         columns.rename(&[]);
         (!columns.schema_fields().is_empty()).then(|| HeaderColumns {
-            log: LogRows::new(p, &columns, &[b]),
+            log: LogRows::header(p, &columns, b),
             columns,
             valid: Vec::new(),
         })
@@ -226,14 +226,17 @@ impl Packets {
         }
     }
 
+    /// Whether a datagram's header columns can be filled from its leaf log.
+    fn header_logs(&self) -> bool {
+        self.header.as_ref().is_none_or(|h| h.log.is_some())
+    }
+
     /// Appends game packet `e`'s row, a datagram's header from the leaf log `log` (a
     /// reassembled packet has none; what the log reads is no fragment: no fragment
-    /// header). False, nothing appended: the header's columns need the tree.
-    fn append_logged(&mut self, e: &PacketEvent, program: &Program, log: &LeafLog, key: &mut Key) -> bool {
+    /// header). A datagram's header columns must be ones the log fills
+    /// ([`Packets::header_logs`]).
+    fn append_logged(&mut self, e: &PacketEvent, program: &Program, log: &LeafLog, key: &mut Key) {
         let datagram = e.kind == Kind::Game;
-        if datagram && self.header.as_ref().is_some_and(|h| h.log.is_none()) {
-            return false;
-        }
         self.append_event(e, Some(program));
         key.frame = e.frame;
         key.row = 0;
@@ -249,7 +252,6 @@ impl Packets {
         if let Some(h) = &mut self.fragment_header {
             h.append(None, &[], e.payload, &self.empty, key);
         }
-        true
     }
 
     /// Appends the columns of `e`'s row that are not its header's.
@@ -721,15 +723,17 @@ impl Rows {
             && e.fault.is_none()
             && e.fragment.is_none()
             && e.messages.is_empty();
-        let logs = matches!(self.types.get(t as usize), Some(Some(tt)) if tt.log.is_some());
+        let logs = matches!(self.types.get(t as usize), Some(Some(tt)) if tt.log.is_some())
+            && (e.kind != Kind::Game || self.packets.header_logs());
         if !plain || !logs || !self.worth(t) {
             return false;
         }
         let read = self.log.read(&p, e.payload, t);
         self.tally(t, read);
-        if !read || !self.packets.append_logged(e, &p, &self.log, &mut self.key) {
+        if !read {
             return false;
         }
+        self.packets.append_logged(e, &p, &self.log, &mut self.key);
         if self.packets.rows >= BATCH_ROWS {
             self.flush_packets(out);
         }
