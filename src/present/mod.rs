@@ -64,6 +64,34 @@ impl serde::Serialize for crate::sinks::bandwidth::ValuesSeen {
     }
 }
 
+/// The fit's note, said.
+impl std::fmt::Display for crate::sinks::analysis::fit::FitNote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Self::ReferenceMisfit {
+                header_errors,
+                datagrams,
+            } => {
+                let pct = match datagrams {
+                    0 => 0.0,
+                    n => header_errors as f64 * 100.0 / n as f64,
+                };
+                write!(
+                    f,
+                    "the reference header does not fit this traffic ({pct:.0}% header errors): pass -d"
+                )
+            }
+        }
+    }
+}
+
+/// The fit's note in the JSON: said, as the text report says it.
+impl serde::Serialize for crate::sinks::analysis::fit::FitNote {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

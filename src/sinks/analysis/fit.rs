@@ -6,7 +6,7 @@
 //! Computed from the finished counters only, so shards and pipelined runs, whose
 //! counters add up (`Report::merge`), give the same fit as one core.
 
-pub use super::report::{Analyses, Failing, FirstFailure, Fit, FlowFit, Sign, Verdict};
+pub use super::report::{Analyses, Failing, FirstFailure, Fit, FitNote, FlowFit, Sign, Verdict};
 use super::report::{FlowStats, Report};
 
 /// Thresholds (README, *Fit*): a share at or over the first is doubtful, over the
@@ -27,14 +27,6 @@ fn share_verdict(n: u64, of: u64, (doubt, bad): (f64, f64)) -> Verdict {
         Verdict::Doubtful
     } else {
         Verdict::Good
-    }
-}
-
-fn pct(n: u64, of: u64) -> f64 {
-    if of == 0 {
-        0.0
-    } else {
-        n as f64 * 100.0 / of as f64
     }
 }
 
@@ -314,10 +306,10 @@ impl Fit {
         fit.judge_analyses(r, seq_bits);
         // No definition: the header was read with the reference layout.
         if fit.verdict == Verdict::DoesNotFit && r.protocol.name.is_none() {
-            fit.note = Some(format!(
-                "the reference header does not fit this traffic ({:.0}% header errors): pass -d",
-                pct(header_errors, datagrams)
-            ));
+            fit.note = Some(FitNote::ReferenceMisfit {
+                header_errors,
+                datagrams,
+            });
         }
         fit
     }

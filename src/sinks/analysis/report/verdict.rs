@@ -165,5 +165,14 @@ pub struct Fit {
     /// Findings held back because they rest on a doubtful figure.
     pub suppressed: Vec<super::Finding>,
     /// Zero configuration whose reference layout does not fit: said instead of numbers.
-    pub note: Option<String>,
+    pub note: Option<FitNote>,
+}
+
+/// What the fit says instead of numbers (said in words where the report is shown).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FitNote {
+    /// The reference header does not fit the traffic: `header_errors` of `datagrams`
+    /// failed it, and a definition (`-d`) is needed.
+    ReferenceMisfit { header_errors: u64, datagrams: u64 },
 }
