@@ -17,6 +17,9 @@ use crate::bits::{BitReader, Prim, RELATIVE_INDEX_LADDER, ReadStream};
 use crate::validate::FRAGMENT_TYPE;
 
 mod relative;
+mod walks;
+
+pub use walks::Walks;
 
 /// A leaf (or array, or list) an op reads, with the named structs spliced around it.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -10,7 +10,7 @@
 use super::slots::Slots;
 use super::values::Delta;
 use super::{Bandwidth, Category, Counting, Key, NONE};
-use gpcap_dissect::leaves::{GENERAL, LADDER_FLAGS, LeafLog, compact_parts};
+use gpcap_dissect::leaves::{GENERAL, LADDER_FLAGS, LeafLog, Walks, compact_parts};
 use gpcap_dissect::plan::NO_ENTRY;
 use gpcap_dissect::program::Kind as NodeKind;
 use gpcap_dissect::{Dissection, Dissector, Label, Value, prims};
@@ -39,8 +39,8 @@ pub struct Fast {
     /// Descriptors displaced from `compact` by another key (a header's slots take
     /// each packet type's in turn), found again here instead of resolved.
     spare: hashbrown::HashMap<(u32, (u32, u8, u32)), Desc>,
-    /// By packet type: datagrams the walk read, and gave up on.
-    walks: Vec<(u32, u32)>,
+    /// Which types are worth walking.
+    walks: Walks,
     /// Datagrams counted from the plan, and from a tree.
     pub planned: u64,
     pub trees: u64,
@@ -79,7 +79,7 @@ impl Fast {
             ),
             compact: Slots::new(slot_limit(program.plan.leaves.slots() * 4), Desc::UNSET),
             spare: hashbrown::HashMap::new(),
-            walks: Vec::new(),
+            walks: Walks::default(),
             planned: 0,
             trees: 0,
         }
@@ -94,39 +94,6 @@ fn slot_limit(n: usize) -> u32 {
 /// Displaced descriptors kept at most (then forgotten: they are resolved again).
 const SPARE: usize = 1 << 16;
 
-/// Walks given up on a type, none read, before its datagrams go straight to a tree.
-const HOPELESS: u32 = 64;
-
-/// Types whose walks are tallied (others are always walked).
-const TALLIED: usize = 1 << 12;
-
-impl Fast {
-    /// Whether to walk a datagram of type `ty`: not when every one of its type so far
-    /// made the walk give up (a node only the interpreter reads), which dissected each
-    /// twice (example-shooter.kdl, ~10% slower). Either way the rows are the same.
-    fn worth(&self, ty: u32) -> bool {
-        self.walks
-            .get(ty as usize)
-            .is_none_or(|&(read, gave_up)| read > 0 || gave_up < HOPELESS)
-    }
-
-    fn tally(&mut self, ty: u32, read: bool) {
-        let i = ty as usize;
-        if i >= TALLIED {
-            return;
-        }
-        if self.walks.len() <= i {
-            self.walks.resize(i + 1, (0, 0));
-        }
-        let w = &mut self.walks[i];
-        if read {
-            w.0 = w.0.saturating_add(1);
-        } else {
-            w.1 = w.1.saturating_add(1);
-        }
-    }
-}
-
 impl Bandwidth {
     /// Counts `e` when the engine carries no tree: from the plan, or a tree made here.
     /// A reassembled packet counts only when read field by field, as with trees.
@@ -135,10 +102,10 @@ impl Bandwidth {
             return;
         };
         let ty = e.packet_type.unwrap_or(0);
-        let walk = e.status == Status::Ok && e.fault.is_none() && e.fragment.is_none() && f.worth(ty);
+        let walk = e.status == Status::Ok && e.fault.is_none() && e.fragment.is_none() && f.walks.worth(ty);
         let read = walk && f.log.read(&f.program, e.payload, ty);
         if walk {
-            f.tally(ty, read);
+            f.walks.tally(ty, read);
         }
         if read {
             f.planned += 1;

@@ -483,8 +483,8 @@ pub(super) struct Rows {
     key: Key,
     /// The leaves of the datagram being read, each element apart (reused).
     log: LeafLog,
-    /// By packet type: datagrams whose leaves were logged, and given up on.
-    walks: Vec<(u32, u32)>,
+    /// Which types are worth walking (this builder's own tally: a worker's).
+    walks: gpcap_dissect::leaves::Walks,
 }
 
 impl Rows {
@@ -563,7 +563,7 @@ impl Rows {
             end: Vec::new(),
             key: Key::default(),
             log: LeafLog::by_element(),
-            walks: Vec::new(),
+            walks: Default::default(),
         }
     }
 
@@ -725,11 +725,11 @@ impl Rows {
             && e.messages.is_empty();
         let logs = matches!(self.types.get(t as usize), Some(Some(tt)) if tt.log.is_some())
             && (e.kind != Kind::Game || self.packets.header_logs());
-        if !plain || !logs || !self.worth(t) {
+        if !plain || !logs || !self.walks.worth(t) {
             return false;
         }
         let read = self.log.read(&p, e.payload, t);
-        self.tally(t, read);
+        self.walks.tally(t, read);
         if !read {
             return false;
         }
@@ -753,30 +753,6 @@ impl Rows {
             self.flush_type(t as usize, out);
         }
         true
-    }
-
-    /// Whether to log a datagram of type `t`: not when every one so far made the walk
-    /// give up (a node only the interpreter reads), which would read each twice.
-    fn worth(&self, t: u32) -> bool {
-        self.walks
-            .get(t as usize)
-            .is_none_or(|&(read, gave_up)| read > 0 || gave_up < HOPELESS)
-    }
-
-    fn tally(&mut self, t: u32, read: bool) {
-        let i = t as usize;
-        if i >= TALLIED {
-            return;
-        }
-        if self.walks.len() <= i {
-            self.walks.resize(i + 1, (0, 0));
-        }
-        let w = &mut self.walks[i];
-        if read {
-            w.0 = w.0.saturating_add(1);
-        } else {
-            w.1 = w.1.saturating_add(1);
-        }
     }
 
     /// Hands `packets`' buffered rows to `out`, and its child tables'.
@@ -846,12 +822,6 @@ impl Rows {
         }
     }
 }
-
-/// Walks given up on a type, none read, before its datagrams go straight to a tree.
-const HOPELESS: u32 = 64;
-
-/// Types whose walks are tallied (others are always walked).
-const TALLIED: usize = 1 << 12;
 
 /// Hands child table `c`'s buffered rows to `out`.
 fn flush_child(c: &mut Child, out: &mut dyn FnMut(Chunk)) {
