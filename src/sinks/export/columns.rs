@@ -716,6 +716,7 @@ fn add(out: &mut Vec<Column>, name: &str, id: NodeId, col: Col, values: Option<u
         let list = matches!(c.col, Col::List { .. }) || matches!(col, Col::List { .. });
         if c.col.data_type() == col.data_type() && same_names && !list {
             c.nodes.push(id);
+            merge_group(&mut c.col, col);
             return;
         }
         if let (Col::Int(a), Col::Int(b), false) = (&c.col, &col, list) {
@@ -744,6 +745,40 @@ fn add(out: &mut Vec<Column>, name: &str, id: NodeId, col: Col, values: Option<u
     });
 }
 
+/// Two struct types of one shape sharing a column (`s1 q` in an `if`, `s2 q` in its
+/// `else`): `b`'s fields are filled by their own nodes too, into `a`'s columns of the
+/// same place (the shapes are equal, so the places are). Only `a`'s were found, and the
+/// fields of `q` were null wherever the `else` was read.
+fn merge_group(a: &mut Col, b: Col) {
+    match (a, b) {
+        (Col::Group { fields, find, .. }, Col::Group { fields: more, .. }) => {
+            merge_fields(fields, more);
+            *find = Lookup::new(fields);
+        }
+        (Col::List { child, .. }, Col::List { child: more, .. }) => {
+            let c = &mut child.columns;
+            merge_fields(&mut c.fields, more.columns.fields);
+            c.find = Lookup::new(&c.fields);
+        }
+        _ => {}
+    }
+}
+
+fn merge_fields(fields: &mut [Column], more: Vec<Column>) {
+    for (c, m) in fields.iter_mut().zip(more) {
+        // A list and a 32-bit field are alike as columns, not as fields.
+        if matches!(c.col, Col::List { .. }) != matches!(m.col, Col::List { .. }) {
+            continue;
+        }
+        for n in m.nodes.iter().copied() {
+            if !c.nodes.contains(&n) {
+                c.nodes.push(n);
+            }
+        }
+        merge_group(&mut c.col, m.col);
+    }
+}
+
 /// Distinct values a leaf of `kind` can take, from the definition alone (None: not a
 /// number, or not bounded by it).
 fn distinct(kind: &Kind) -> Option<u64> {
@@ -767,6 +802,49 @@ pub(super) const DICTIONARY_VALUES: u64 = 1 << 8;
 mod tests {
     use super::*;
     use arrow_array::Array;
+
+    /// Regression (found in review): two struct types of one shape in an `if` and its
+    /// `else` share the column `q`, which was laid out from the first only: read through
+    /// the `else`, `q.x` was null though `dissect` shows it.
+    #[test]
+    fn a_struct_column_two_struct_types_share_holds_both_fields() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/export-struct-twice.kdl");
+        let p = std::sync::Arc::new(gpcap_dissect::load(&path).unwrap());
+        let def = p.packets.iter().find(|d| d.name == "branches").unwrap();
+        let mut columns = TypeColumns::new(&p, def.body, None);
+        let mut d = gpcap_dissect::Dissector::new(p.clone());
+        d.record = true;
+        for (c, x) in [(1, 0x12), (0, 0xab)] {
+            // crc, sequence, type 2, then `c` and the branch's `x`.
+            let mut w = gpcap_wire::bits::BitWriter::new();
+            for (v, bits) in [(0, 32), (7, 16), (def.type_id, 2), (c, 1), (x, 8)] {
+                w.write_bits(v, bits).unwrap();
+            }
+            w.write_align().unwrap();
+            let payload = w.finish();
+            let tree = d.dissect(&payload);
+            assert!(tree.fault.is_none(), "{:?}", tree.fault);
+            let mut end = Vec::new();
+            tree.subtree_ends(&mut end);
+            columns.append_tree(&tree, &end, &payload, &mut Key::default());
+        }
+        let arrays = columns.finish();
+        let at = columns.fields.iter().position(|c| c.name == "q").unwrap();
+        let q = arrays[at].as_any().downcast_ref::<StructArray>().unwrap();
+        let x = q
+            .column(0)
+            .as_any()
+            .downcast_ref::<arrow_array::UInt8Array>()
+            .unwrap();
+        assert_eq!((q.is_valid(0), x.value(0)), (true, 0x12));
+        assert_eq!(
+            (q.is_valid(1), x.is_valid(1)),
+            (true, true),
+            "the else branch's q.x"
+        );
+        assert_eq!(x.value(1), 0xab);
+    }
 
     /// A builder refilled after a batch makes the next batch's array of the same type
     /// (a timestamp keeps its zone) and holds only the new rows.
