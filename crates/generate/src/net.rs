@@ -3,9 +3,7 @@
 //! (Ethernet with an optional VLAN tag, Linux SLL2, or raw IP).
 
 use gpcap_wire::decode::linktype;
-use gpcap_wire::decode::wire::{
-    IPV4_HEADER, IPV6_FRAGMENT_HEADER, IPV6_HEADER, UDP_HEADER, VLAN_ID_MASK, ethertype, ipproto,
-};
+use gpcap_wire::decode::wire::{eth, ethertype, ipproto, ipv4, ipv6, ipv6_fragment, sll2, udp, vlan};
 use std::net::{IpAddr, SocketAddr};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,24 +31,36 @@ impl Link {
 
     /// [`Link::frame`] appended to `f` (a sender's batch buffer).
     pub fn frame_into(&self, f: &mut Vec<u8>, ip_packet: &[u8], v6: bool) {
-        let ethertype: u16 = if v6 { ethertype::IPV6 } else { ethertype::IPV4 };
+        let ethertype = if v6 { ethertype::IPV6 } else { ethertype::IPV4 } as u64;
         match self {
-            Link::Ethernet { vlan } => {
-                f.extend([0x02, 0, 0, 0, 0, 0x02, 0x02, 0, 0, 0, 0, 0x01]);
-                if let Some(id) = vlan {
-                    f.extend(ethertype::VLAN.to_be_bytes());
-                    f.extend((id & VLAN_ID_MASK).to_be_bytes());
+            Link::Ethernet { vlan: tag } => {
+                let mut h = [0u8; eth::LEN];
+                eth::DST.set_bytes(&mut h, &[0x02, 0, 0, 0, 0, 0x02]);
+                eth::SRC.set_bytes(&mut h, &[0x02, 0, 0, 0, 0, 0x01]);
+                match tag {
+                    Some(id) => {
+                        eth::TYPE.set(&mut h, ethertype::VLAN as u64);
+                        let mut t = [0u8; vlan::LEN];
+                        vlan::ID.set(&mut t, *id as u64);
+                        vlan::TYPE.set(&mut t, ethertype);
+                        f.extend_from_slice(&h);
+                        f.extend_from_slice(&t);
+                    }
+                    None => {
+                        eth::TYPE.set(&mut h, ethertype);
+                        f.extend_from_slice(&h);
+                    }
                 }
-                f.extend(ethertype.to_be_bytes());
             }
             Link::Sll2 => {
-                f.extend(ethertype.to_be_bytes());
-                f.extend([0, 0]); // reserved
-                f.extend(2u32.to_be_bytes()); // interface index
-                f.extend(1u16.to_be_bytes()); // ARPHRD_ETHER
-                f.push(0); // to us
-                f.push(6);
-                f.extend([0x02, 0, 0, 0, 0, 0x01, 0, 0]);
+                let mut h = [0u8; sll2::LEN];
+                sll2::TYPE.set(&mut h, ethertype);
+                sll2::IFINDEX.set(&mut h, 2);
+                sll2::HATYPE.set(&mut h, 1); // ARPHRD_ETHER
+                sll2::PKTTYPE.set(&mut h, 0); // to us
+                sll2::HALEN.set(&mut h, 6);
+                sll2::ADDRESS.set_bytes(&mut h, &[0x02, 0, 0, 0, 0, 0x01, 0, 0]);
+                f.extend_from_slice(&h);
             }
             Link::Raw => {}
         }
@@ -87,12 +97,11 @@ fn ip_bytes(a: IpAddr) -> Vec<u8> {
 
 /// UDP header + payload, checksummed for its addresses.
 pub fn udp(src: SocketAddr, dst: SocketAddr, payload: &[u8]) -> Vec<u8> {
-    let len = (payload.len() + UDP_HEADER) as u16;
-    let mut u = Vec::with_capacity(payload.len() + UDP_HEADER);
-    u.extend(src.port().to_be_bytes());
-    u.extend(dst.port().to_be_bytes());
-    u.extend(len.to_be_bytes());
-    u.extend([0, 0]);
+    let len = (payload.len() + udp::LEN) as u16;
+    let mut u = vec![0u8; udp::LEN];
+    udp::SRC_PORT.set(&mut u, src.port() as u64);
+    udp::DST_PORT.set(&mut u, dst.port() as u64);
+    udp::LENGTH.set(&mut u, len as u64);
     u.extend_from_slice(payload);
     let (s, d) = (ip_bytes(src.ip()), ip_bytes(dst.ip()));
     let pseudo: Vec<u8> = if src.is_ipv6() {
@@ -114,7 +123,7 @@ pub fn udp(src: SocketAddr, dst: SocketAddr, payload: &[u8]) -> Vec<u8> {
     if c == 0 {
         c = 0xffff;
     }
-    u[6..8].copy_from_slice(&c.to_be_bytes());
+    udp::CHECKSUM.set(&mut u, c as u64);
     u
 }
 
@@ -130,27 +139,44 @@ fn ipv4(
     offset: usize,
     payload: &[u8],
 ) -> Vec<u8> {
-    let mut h = vec![0x45, 0];
-    h.extend(((IPV4_HEADER + payload.len()) as u16).to_be_bytes());
-    h.extend(id.to_be_bytes());
-    let flags = (df as u16) << 14 | (more as u16) << 13 | (offset / 8) as u16;
-    h.extend(flags.to_be_bytes());
-    h.extend([64, protocol, 0, 0]);
-    h.extend(ip_bytes(src));
-    h.extend(ip_bytes(dst));
+    let mut h = vec![0u8; ipv4::LEN];
+    ipv4::VERSION.set(&mut h, 4);
+    ipv4::HEADER_LEN.set(&mut h, (ipv4::LEN / 4) as u64);
+    ipv4::TOTAL_LEN.set(&mut h, (ipv4::LEN + payload.len()) as u64);
+    ipv4::ID.set(&mut h, id as u64);
+    ipv4::DONT_FRAGMENT.set(&mut h, df as u64);
+    ipv4::MORE_FRAGMENTS.set(&mut h, more as u64);
+    ipv4::FRAGMENT_OFFSET.set(&mut h, (offset / 8) as u64);
+    ipv4::TTL.set(&mut h, 64);
+    ipv4::PROTOCOL.set(&mut h, protocol as u64);
+    ipv4::SRC.set_bytes(&mut h, &ip_bytes(src));
+    ipv4::DST.set_bytes(&mut h, &ip_bytes(dst));
     let c = checksum(&[&h]);
-    h[10..12].copy_from_slice(&c.to_be_bytes());
+    ipv4::CHECKSUM.set(&mut h, c as u64);
     h.extend_from_slice(payload);
     h
 }
 
 fn ipv6(src: IpAddr, dst: IpAddr, next: u8, payload: &[u8]) -> Vec<u8> {
-    let mut h = vec![0x60, 0, 0, 0];
-    h.extend((payload.len() as u16).to_be_bytes());
-    h.extend([next, 64]);
-    h.extend(ip_bytes(src));
-    h.extend(ip_bytes(dst));
+    let mut h = vec![0u8; ipv6::LEN];
+    ipv6::VERSION.set(&mut h, 6);
+    ipv6::PAYLOAD_LEN.set(&mut h, payload.len() as u64);
+    ipv6::NEXT.set(&mut h, next as u64);
+    ipv6::HOP_LIMIT.set(&mut h, 64);
+    ipv6::SRC.set_bytes(&mut h, &ip_bytes(src));
+    ipv6::DST.set_bytes(&mut h, &ip_bytes(dst));
     h.extend_from_slice(payload);
+    h
+}
+
+/// IPv6's fragment header for the piece at `offset` bytes, followed by the piece.
+fn ipv6_fragment(id: u32, offset: usize, more: bool, piece: &[u8]) -> Vec<u8> {
+    let mut h = vec![0u8; ipv6_fragment::LEN];
+    ipv6_fragment::NEXT.set(&mut h, ipproto::UDP as u64);
+    ipv6_fragment::OFFSET.set(&mut h, (offset / 8) as u64);
+    ipv6_fragment::MORE.set(&mut h, more as u64);
+    ipv6_fragment::ID.set(&mut h, id as u64);
+    h.extend_from_slice(piece);
     h
 }
 
@@ -166,7 +192,7 @@ pub fn ip_packets(
 ) -> Vec<Vec<u8>> {
     let u = udp(src, dst, payload);
     let v6 = src.is_ipv6();
-    let header = if v6 { IPV6_HEADER } else { IPV4_HEADER };
+    let header = if v6 { ipv6::LEN } else { ipv4::LEN };
     if header + u.len() <= link_mtu || (df && !v6) {
         return vec![if v6 {
             ipv6(src.ip(), dst.ip(), ipproto::UDP, &u)
@@ -176,7 +202,7 @@ pub fn ip_packets(
     }
     // Fragment: every piece but the last a multiple of 8 bytes.
     let room = if v6 {
-        link_mtu.saturating_sub(header + IPV6_FRAGMENT_HEADER)
+        link_mtu.saturating_sub(header + ipv6_fragment::LEN)
     } else {
         link_mtu.saturating_sub(header)
     };
@@ -189,10 +215,7 @@ pub fn ip_packets(
         .map(|(i, p)| {
             let offset = i * chunk;
             if v6 {
-                let mut fh = vec![ipproto::UDP, 0];
-                fh.extend((((offset / 8) as u16) << 3 | (i < last) as u16).to_be_bytes());
-                fh.extend(id.to_be_bytes());
-                fh.extend_from_slice(p);
+                let fh = ipv6_fragment(id, offset, i < last, p);
                 ipv6(src.ip(), dst.ip(), ipproto::IPV6_FRAGMENT, &fh)
             } else {
                 ipv4(

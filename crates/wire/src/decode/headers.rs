@@ -5,6 +5,9 @@
 //! the captured bytes, nothing kept per packet; a header cut short ends the walk there.
 
 use super::linktype::*;
+use super::wire::{
+    Field, Shown, eth, ethertype, ipproto, ipv4, ipv6, ipv6_chain, ipv6_fragment, null, sll, sll2, udp, vlan,
+};
 use std::net::IpAddr;
 
 /// A header field's value.
@@ -146,42 +149,42 @@ impl Walk<'_, '_> {
         }
     }
 
-    /// A number field of `n` bits at `bit`.
-    fn num(&mut self, name: &'static str, label: &'static str, bit: usize, n: u32) {
-        if let Some(v) = self.bits(bit, n) {
-            self.emit(name, label, bit, n, HeaderValue::Num(v));
-        }
-    }
-
-    fn mac(&mut self, name: &'static str, label: &'static str, at: usize) {
-        if let Some(b) = self.data.get(at..at + 6) {
-            let mut m = [0u8; 6];
-            m.copy_from_slice(b);
-            self.emit(name, label, at * 8, 48, HeaderValue::Mac(m));
-        }
-    }
-
-    fn ip(&mut self, name: &'static str, label: &'static str, at: usize, v6: bool) {
-        let ip = if v6 {
-            self.data
-                .get(at..at + 16)
-                .and_then(|b| <[u8; 16]>::try_from(b).ok())
-                .map(IpAddr::from)
-        } else {
-            self.data
-                .get(at..at + 4)
-                .and_then(|b| <[u8; 4]>::try_from(b).ok())
-                .map(IpAddr::from)
+    /// A header's field, its header starting at byte `at`, shown as it says.
+    fn field(&mut self, at: usize, f: &Field) {
+        let bit = at * 8 + f.bit;
+        let span = at + f.bytes().start..at + f.bytes().end;
+        let value = match f.shown {
+            Shown::Num => self.bits(bit, f.bits).map(HeaderValue::Num),
+            Shown::Bytes(unit) => self.bits(bit, f.bits).map(|v| HeaderValue::Num(v * unit)),
+            Shown::Mac => self
+                .data
+                .get(span)
+                .and_then(|b| <[u8; 6]>::try_from(b).ok())
+                .map(HeaderValue::Mac),
+            Shown::Ip => self.data.get(span).and_then(|b| match b.len() {
+                4 => <[u8; 4]>::try_from(b)
+                    .ok()
+                    .map(|a| HeaderValue::Ip(IpAddr::from(a))),
+                _ => <[u8; 16]>::try_from(b)
+                    .ok()
+                    .map(|a| HeaderValue::Ip(IpAddr::from(a))),
+            }),
         };
-        if let Some(ip) = ip {
-            self.emit(
-                name,
-                label,
-                at * 8,
-                if v6 { 128 } else { 32 },
-                HeaderValue::Ip(ip),
-            );
+        if let Some(v) = value {
+            self.emit(f.name, f.label, bit, f.bits, v);
         }
+    }
+
+    /// Every shown field of a header starting at byte `at`.
+    fn fields(&mut self, at: usize, fields: &[Field]) {
+        for f in fields {
+            self.field(at, f);
+        }
+    }
+
+    /// A field's value in a header starting at byte `at`.
+    fn get(&self, at: usize, f: &Field) -> Option<u64> {
+        f.get(self.data.get(at..)?)
     }
 }
 
@@ -216,10 +219,10 @@ enum Next {
 
 /// An EtherType (or a link's family): IP, a VLAN tag (`Err`), or something else (`None`).
 fn ethertype(t: u64) -> Option<Result<Next, ()>> {
-    match t {
-        0x0800 => Some(Ok(Next::V4)),
-        0x86dd => Some(Ok(Next::V6)),
-        0x8100 | 0x88a8 => Some(Err(())),
+    match t as u16 {
+        ethertype::IPV4 => Some(Ok(Next::V4)),
+        ethertype::IPV6 => Some(Ok(Next::V6)),
+        ethertype::VLAN | ethertype::QINQ => Some(Err(())),
         _ => None,
     }
 }
@@ -228,61 +231,53 @@ fn ethertype(t: u64) -> Option<Result<Next, ()>> {
 fn link(w: &mut Walk, linktype: i32) -> Option<(usize, u64)> {
     match linktype {
         ETHERNET => {
-            if !w.layer("eth", 0, 14) {
+            if !w.layer("eth", 0, eth::LEN) {
                 return None;
             }
-            w.mac("eth.dst", "Destination", 0);
-            w.mac("eth.src", "Source", 6);
-            w.num("eth.type", "Type", 96, 16);
-            Some((14, w.bits(96, 16)?))
+            w.fields(0, &eth::SHOWN);
+            Some((eth::LEN, w.get(0, &eth::TYPE)?))
         }
         LINUX_SLL => {
-            if !w.layer("sll", 0, 16) {
+            if !w.layer("sll", 0, sll::LEN) {
                 return None;
             }
-            w.num("sll.pkttype", "Packet type", 0, 16);
-            w.num("sll.hatype", "Link-layer address type", 16, 16);
-            w.num("sll.halen", "Link-layer address length", 32, 16);
-            w.num("sll.etype", "Protocol", 112, 16);
-            Some((16, w.bits(112, 16)?))
+            w.fields(0, &sll::SHOWN);
+            Some((sll::LEN, w.get(0, &sll::TYPE)?))
         }
         LINUX_SLL2 => {
-            if !w.layer("sll", 0, 20) {
+            if !w.layer("sll", 0, sll2::LEN) {
                 return None;
             }
-            w.num("sll.etype", "Protocol", 0, 16);
-            w.num("sll.ifindex", "Interface index", 32, 32);
-            w.num("sll.hatype", "Link-layer address type", 64, 16);
-            w.num("sll.pkttype", "Packet type", 80, 8);
-            w.num("sll.halen", "Link-layer address length", 88, 8);
-            Some((20, w.bits(0, 16)?))
+            w.fields(0, &sll2::SHOWN);
+            Some((sll2::LEN, w.get(0, &sll2::TYPE)?))
         }
         NULL | LOOP => {
-            if !w.layer("null", 0, 4) {
+            if !w.layer("null", 0, null::LEN) {
                 return None;
             }
-            let raw = w.bits(0, 32)? as u32;
+            let raw = w.get(0, &null::FAMILY)? as u32;
             // BSD loopback's family is in the capturing host's byte order.
             let family = if linktype == NULL && raw.swap_bytes() < 256 {
                 raw.swap_bytes()
             } else {
                 raw
             };
-            w.emit("null.family", "Family", 0, 32, HeaderValue::Num(family as u64));
+            let f = null::FAMILY;
+            w.emit(f.name, f.label, f.bit, f.bits, HeaderValue::Num(family as u64));
             let t = match family {
-                2 => 0x0800,
-                24 | 28 | 30 => 0x86dd,
+                2 => ethertype::IPV4,
+                24 | 28 | 30 => ethertype::IPV6,
                 _ => return None,
             };
-            Some((4, t))
+            Some((null::LEN, t as u64))
         }
         RAW | RAW_OLD_12 | RAW_OLD_14 | IPV4 | IPV6 => {
-            let t = match w.data.first()? >> 4 {
-                4 => 0x0800,
-                6 => 0x86dd,
+            let t = match w.get(0, &ipv4::VERSION)? {
+                4 => ethertype::IPV4,
+                6 => ethertype::IPV6,
                 _ => return None,
             };
-            Some((0, t))
+            Some((0, t as u64))
         }
         _ => None,
     }
@@ -294,16 +289,12 @@ fn vlans(w: &mut Walk, mut at: usize, mut t: u64) -> Option<(usize, Next)> {
         match ethertype(t)? {
             Ok(next) => return Some((at, next)),
             Err(()) => {
-                if !w.layer("vlan", at, 4) {
+                if !w.layer("vlan", at, vlan::LEN) {
                     return None;
                 }
-                let b = at * 8;
-                w.num("vlan.priority", "Priority", b, 3);
-                w.num("vlan.dei", "DEI", b + 3, 1);
-                w.num("vlan.id", "ID", b + 4, 12);
-                w.num("vlan.etype", "Type", b + 16, 16);
-                t = w.bits(b + 16, 16)?;
-                at += 4;
+                w.fields(at, &vlan::SHOWN);
+                t = w.get(at, &vlan::TYPE)?;
+                at += vlan::LEN;
             }
         }
     }
@@ -313,96 +304,37 @@ fn vlans(w: &mut Walk, mut at: usize, mut t: u64) -> Option<(usize, Next)> {
 /// The IPv4 header's fields; where UDP starts, when it is UDP in the frame (not a
 /// fragment past the first).
 fn ipv4(w: &mut Walk, at: usize) -> Option<usize> {
-    let ihl = (*w.data.get(at)? & 0x0f) as usize * 4;
-    if ihl < 20 || !w.layer("ip", at, ihl) {
+    let ihl = w.get(at, &ipv4::HEADER_LEN)? as usize * 4;
+    if ihl < ipv4::LEN || !w.layer("ip", at, ihl) {
         return None;
     }
-    let b = at * 8;
-    w.num("ip.version", "Version", b, 4);
-    w.emit(
-        "ip.hdr_len",
-        "Header Length",
-        b + 4,
-        4,
-        HeaderValue::Num(ihl as u64),
-    );
-    w.num("ip.dsfield", "Differentiated Services Field", b + 8, 8);
-    w.num("ip.dsfield.dscp", "Differentiated Services Codepoint", b + 8, 6);
-    w.num("ip.dsfield.ecn", "Explicit Congestion Notification", b + 14, 2);
-    w.num("ip.len", "Total Length", b + 16, 16);
-    w.num("ip.id", "Identification", b + 32, 16);
-    w.num("ip.flags", "Flags", b + 48, 3);
-    w.num("ip.flags.rb", "Reserved bit", b + 48, 1);
-    w.num("ip.flags.df", "Don't fragment", b + 49, 1);
-    w.num("ip.flags.mf", "More fragments", b + 50, 1);
-    // In bytes, as Wireshark shows it (the header counts 8-byte units).
-    let offset = w.bits(b + 51, 13)? * 8;
-    w.emit(
-        "ip.frag_offset",
-        "Fragment Offset",
-        b + 51,
-        13,
-        HeaderValue::Num(offset),
-    );
-    w.num("ip.ttl", "Time to Live", b + 64, 8);
-    w.num("ip.proto", "Protocol", b + 72, 8);
-    w.num("ip.checksum", "Header Checksum", b + 80, 16);
-    w.ip("ip.src", "Source Address", at + 12, false);
-    w.ip("ip.dst", "Destination Address", at + 16, false);
-    (w.bits(b + 72, 8)? == 17 && offset == 0).then_some(at + ihl)
+    w.fields(at, &ipv4::SHOWN);
+    let udp = w.get(at, &ipv4::PROTOCOL)? == ipproto::UDP as u64;
+    (udp && w.get(at, &ipv4::FRAGMENT_OFFSET)? == 0).then_some(at + ihl)
 }
 
 /// The IPv6 header's fields (extension headers passed over); where UDP starts.
 fn ipv6(w: &mut Walk, at: usize) -> Option<usize> {
-    if !w.layer("ipv6", at, 40) {
+    if !w.layer("ipv6", at, ipv6::LEN) {
         return None;
     }
-    let b = at * 8;
-    w.num("ipv6.version", "Version", b, 4);
-    w.num("ipv6.tclass", "Traffic Class", b + 4, 8);
-    w.num("ipv6.flow", "Flow Label", b + 12, 20);
-    w.num("ipv6.plen", "Payload Length", b + 32, 16);
-    w.num("ipv6.nxt", "Next Header", b + 48, 8);
-    w.num("ipv6.hlim", "Hop Limit", b + 56, 8);
-    w.ip("ipv6.src", "Source Address", at + 8, true);
-    w.ip("ipv6.dst", "Destination Address", at + 24, true);
-    let mut next = w.bits(b + 48, 8)?;
-    let mut at = at + 40;
-    for _ in 0..16 {
-        let h = w.data.get(at..)?;
-        match next {
-            17 => return Some(at),
-            // Hop-by-hop, routing, destination options: (length + 1) × 8 bytes.
-            0 | 43 | 60 => {
-                next = *h.first()? as u64;
-                at += (*h.get(1)? as usize + 1) * 8;
-            }
-            // A fragment header: UDP is in the frame only in the first fragment.
-            44 => {
-                let f = h.get(..8)?;
-                if u16::from_be_bytes([f[2], f[3]]) >> 3 != 0 {
-                    return None;
-                }
-                next = f[0] as u64;
-                at += 8;
-            }
-            51 => {
-                next = *h.first()? as u64;
-                at += (*h.get(1)? as usize + 2) * 4;
-            }
-            _ => return None,
+    w.fields(at, &ipv6::SHOWN);
+    let first = w.get(at, &ipv6::NEXT)? as u8;
+    let after = at + ipv6::LEN;
+    let rest = w.data.get(after..)?;
+    for (kind, h) in ipv6_chain(first, rest) {
+        match kind {
+            ipproto::UDP => return Some(after + h),
+            // UDP is in the frame only in the first fragment.
+            ipproto::IPV6_FRAGMENT if ipv6_fragment::OFFSET.get(&rest[h..])? != 0 => return None,
+            _ => {}
         }
     }
     None
 }
 
 fn udp(w: &mut Walk, at: usize) {
-    if !w.layer("udp", at, 8) {
-        return;
+    if w.layer("udp", at, udp::LEN) {
+        w.fields(at, &udp::SHOWN);
     }
-    let b = at * 8;
-    w.num("udp.srcport", "Source Port", b, 16);
-    w.num("udp.dstport", "Destination Port", b + 16, 16);
-    w.num("udp.length", "Length", b + 32, 16);
-    w.num("udp.checksum", "Checksum", b + 48, 16);
 }

@@ -149,33 +149,16 @@ fn ip_info(net: &LaxNetSlice, vlan: Option<u16>) -> Option<(IpInfo, IpNumber)> {
     }
 }
 
-/// Walks the IPv6 extension chain for a fragment header, with a bounds check per header.
-/// (etherparse's extension iterator trusts lengths a lax parse did not check: a
-/// truncated hop-by-hop header in the tcpdump corpus made it read out of bounds.)
+/// The fragment header's offset (bytes), more-fragments flag and id, when the IPv6
+/// extension chain has one. (etherparse's extension iterator trusts lengths a lax parse
+/// did not check: a truncated hop-by-hop header in the tcpdump corpus made it read out
+/// of bounds; the chain checks each.)
 fn ipv6_fragment(first: Option<u8>, exts: &[u8]) -> Option<(u32, bool, u32)> {
-    let mut next = first?;
-    let mut at = 0usize;
-    for _ in 0..16 {
-        let h = exts.get(at..)?;
-        match next {
-            44 => {
-                let f = h.get(..8)?;
-                let off = u16::from_be_bytes([f[2], f[3]]);
-                let id = u32::from_be_bytes([f[4], f[5], f[6], f[7]]);
-                return Some(((off >> 3) as u32 * 8, off & 1 == 1, id));
-            }
-            0 | 43 | 60 => {
-                next = *h.first()?;
-                at += (*h.get(1)? as usize + 1) * 8;
-            }
-            51 => {
-                next = *h.first()?;
-                at += (*h.get(1)? as usize + 2) * 4;
-            }
-            _ => return None,
-        }
-    }
-    None
+    use super::wire::{ipproto, ipv6_chain, ipv6_fragment as frag};
+    let (_, at) = ipv6_chain(first?, exts).find(|&(kind, _)| kind == ipproto::IPV6_FRAGMENT)?;
+    let f = &exts[at..];
+    let offset = frag::OFFSET.get(f)? as u32 * 8;
+    Some((offset, frag::MORE.get(f)? == 1, frag::ID.get(f)? as u32))
 }
 
 /// The flow a quoted datagram (inside an ICMP error) belonged to.
@@ -205,20 +188,18 @@ fn quoted(payload: &[u8]) -> Option<QuotedDatagram> {
 pub fn decode_fast(linktype: i32, data: &[u8]) -> Option<Decoded<'_>> {
     use super::wire::*;
     use linktype::*;
+    let is_ip = |t: u64| t == ethertype::IPV4 as u64 || t == ethertype::IPV6 as u64;
     let (ip, vlan) = match linktype {
         ETHERNET => {
-            let eth = data.get(..ETHERNET_HEADER)?;
-            match u16::from_be_bytes([eth[ETHERTYPE_AT], eth[ETHERTYPE_AT + 1]]) {
-                ethertype::IPV4 | ethertype::IPV6 => (&data[ETHERNET_HEADER..], None),
-                ethertype::VLAN => {
-                    let tag = data.get(ETHERNET_HEADER..ETHERNET_HEADER + VLAN_TAG)?;
-                    match u16::from_be_bytes([tag[2], tag[3]]) {
-                        ethertype::IPV4 | ethertype::IPV6 => (
-                            &data[ETHERNET_HEADER + VLAN_TAG..],
-                            Some(u16::from_be_bytes([tag[0], tag[1]]) & VLAN_ID_MASK),
-                        ),
-                        _ => return None,
+            let header = data.get(..eth::LEN)?;
+            match eth::TYPE.get(header)? {
+                t if is_ip(t) => (&data[eth::LEN..], None),
+                t if t == ethertype::VLAN as u64 => {
+                    let tag = data.get(eth::LEN..eth::LEN + vlan::LEN)?;
+                    if !is_ip(vlan::TYPE.get(tag)?) {
+                        return None;
                     }
+                    (&data[eth::LEN + vlan::LEN..], Some(vlan::ID.get(tag)? as u16))
                 }
                 _ => return None,
             }
@@ -226,32 +207,32 @@ pub fn decode_fast(linktype: i32, data: &[u8]) -> Option<Decoded<'_>> {
         RAW | IPV4 | IPV6 => (data, None),
         _ => return None,
     };
-    let first = *ip.first()?;
-    let (info, transport) = match first >> 4 {
+    let (info, transport) = match ipv4::VERSION.get(ip)? {
         4 => {
-            let h = ip.get(..IPV4_HEADER)?;
-            let header_len = (first & 0x0f) as usize * 4;
-            let total_len = u16::from_be_bytes([h[2], h[3]]) as usize;
-            let flags = u16::from_be_bytes([h[6], h[7]]);
-            if header_len < IPV4_HEADER
-                || total_len < header_len + UDP_HEADER
+            let h = ip.get(..ipv4::LEN)?;
+            let header_len = ipv4::HEADER_LEN.get(h)? as usize * 4;
+            let total_len = ipv4::TOTAL_LEN.get(h)? as usize;
+            if header_len < ipv4::LEN
+                || total_len < header_len + udp::LEN
                 || total_len > ip.len()
-                || h[9] != ipproto::UDP
+                || ipv4::PROTOCOL.get(h)? != ipproto::UDP as u64
             {
                 return None;
             }
             // Fragments (MF or an offset) go the general way.
-            if flags & IPV4_FRAGMENT_BITS != 0 {
+            if ipv4::MORE_FRAGMENTS.get(h)? != 0 || ipv4::FRAGMENT_OFFSET.get(h)? != 0 {
                 return None;
             }
+            let src: [u8; 4] = ipv4::SRC.slice(h)?.try_into().ok()?;
+            let dst: [u8; 4] = ipv4::DST.slice(h)?.try_into().ok()?;
             let info = IpInfo {
                 version: 4,
-                src: IpAddr::from([h[12], h[13], h[14], h[15]]),
-                dst: IpAddr::from([h[16], h[17], h[18], h[19]]),
+                src: IpAddr::from(src),
+                dst: IpAddr::from(dst),
                 total_len: total_len as u32,
                 header_len: header_len as u32,
-                dont_fragment: flags & IPV4_DONT_FRAGMENT != 0,
-                id: u16::from_be_bytes([h[4], h[5]]) as u32,
+                dont_fragment: ipv4::DONT_FRAGMENT.get(h)? != 0,
+                id: ipv4::ID.get(h)? as u32,
                 frag_offset: 0,
                 more_fragments: false,
                 vlan,
@@ -259,38 +240,41 @@ pub fn decode_fast(linktype: i32, data: &[u8]) -> Option<Decoded<'_>> {
             (info, &ip[header_len..total_len])
         }
         6 => {
-            let h = ip.get(..IPV6_HEADER)?;
-            let payload_len = u16::from_be_bytes([h[4], h[5]]) as usize;
-            if h[6] != ipproto::UDP || payload_len < UDP_HEADER || IPV6_HEADER + payload_len > ip.len() {
+            let h = ip.get(..ipv6::LEN)?;
+            let payload_len = ipv6::PAYLOAD_LEN.get(h)? as usize;
+            if ipv6::NEXT.get(h)? != ipproto::UDP as u64
+                || payload_len < udp::LEN
+                || ipv6::LEN + payload_len > ip.len()
+            {
                 return None;
             }
-            let src: [u8; 16] = h[8..24].try_into().ok()?;
-            let dst: [u8; 16] = h[24..IPV6_HEADER].try_into().ok()?;
+            let src: [u8; 16] = ipv6::SRC.slice(h)?.try_into().ok()?;
+            let dst: [u8; 16] = ipv6::DST.slice(h)?.try_into().ok()?;
             let info = IpInfo {
                 version: 6,
                 src: IpAddr::from(src),
                 dst: IpAddr::from(dst),
-                total_len: (payload_len + IPV6_HEADER) as u32,
-                header_len: IPV6_HEADER as u32,
+                total_len: (payload_len + ipv6::LEN) as u32,
+                header_len: ipv6::LEN as u32,
                 dont_fragment: true,
                 id: 0,
                 frag_offset: 0,
                 more_fragments: false,
                 vlan,
             };
-            (info, &ip[IPV6_HEADER..IPV6_HEADER + payload_len])
+            (info, &ip[ipv6::LEN..ipv6::LEN + payload_len])
         }
         _ => return None,
     };
-    let udp_len = u16::from_be_bytes([transport[4], transport[5]]) as usize;
-    if udp_len < UDP_HEADER || udp_len > transport.len() {
+    let udp_len = udp::LENGTH.get(transport)? as usize;
+    if udp_len < udp::LEN || udp_len > transport.len() {
         return None;
     }
     Some(Decoded::Udp {
         ip: info,
-        src_port: u16::from_be_bytes([transport[0], transport[1]]),
-        dst_port: u16::from_be_bytes([transport[2], transport[3]]),
-        payload: &transport[UDP_HEADER..udp_len],
+        src_port: udp::SRC_PORT.get(transport)? as u16,
+        dst_port: udp::DST_PORT.get(transport)? as u16,
+        payload: &transport[udp::LEN..udp_len],
         truncated: false,
     })
 }
