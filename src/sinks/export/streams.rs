@@ -6,7 +6,7 @@
 //! in its packet.
 
 use super::columns::Refill;
-use super::rows::append_flow;
+use super::packets::append_flow;
 use arrow_array::ArrayRef;
 use arrow_array::builder::*;
 use arrow_schema::{DataType, Field, Schema};
