@@ -3,6 +3,7 @@
 //!
 //! `cargo run --example count_types [DEFINITION] [CAPTURE...]`
 
+use gpcap::SinkError;
 use gpcap::{Flow, PacketEvent, Program, Sink};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,23 +16,23 @@ struct TypeCounts {
 }
 
 impl Sink for TypeCounts {
-    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Result<Flow, SinkError> {
         if !e.is_game() {
-            return Flow::Continue;
+            return Ok(Flow::Continue);
         }
         if e.status != gpcap::Status::Ok {
             self.invalid += 1;
-            return Flow::Continue;
+            return Ok(Flow::Continue);
         }
         // A fragment is counted once, as the packet it reassembles into.
         let (Some(t), None) = (e.packet_type, e.fragment) else {
-            return Flow::Continue;
+            return Ok(Flow::Continue);
         };
         let name = self.program.type_name(t).unwrap_or("?").to_string();
         let entry = self.types.entry(name).or_default();
         entry.0 += 1;
         entry.1 += e.size as u64;
-        Flow::Continue
+        Ok(Flow::Continue)
     }
 }
 

@@ -52,17 +52,18 @@ pub fn dissect_payload(program: &Arc<Program>, payload: &[u8]) -> Dissection {
 /// thread, packets in capture order), then calls [`Sink::finish`]. The engine does what
 /// the sink declares it needs ([`Sink::needs`]: the field trees of game packets in
 /// `PacketEvent::dissection`, say); the run ends early when the sink returns
-/// [`Flow::Stop`](crate::Flow).
+/// [`Flow::Stop`](crate::Flow), and with the sink's error when it fails
+/// ([`Error::Sink`]).
 /// A capture that cannot be opened is an error; one that breaks midway keeps what was
 /// read and says where it stopped in its [`FileOutcome`].
 ///
 /// ```
-/// use gpcap::{Flow, PacketEvent, Sink};
+/// use gpcap::{Flow, PacketEvent, Sink, SinkError};
 /// struct Count(u64);
 /// impl Sink for Count {
-///     fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+///     fn packet(&mut self, e: &PacketEvent<'_>) -> Result<Flow, SinkError> {
 ///         self.0 += e.is_game() as u64;
-///         Flow::Continue
+///         Ok(Flow::Continue)
 ///     }
 /// }
 /// let cfg = gpcap::Config::from_program(gpcap::load_definition("dissectors/article.kdl")?);

@@ -30,6 +30,10 @@ pub enum Error {
     /// with the `export` feature, makes one).
     #[error(transparent)]
     Export(#[from] crate::sinks::ExportError),
+    /// A sink could not go on (its own error inside: an export whose write failed); the
+    /// run stopped there.
+    #[error(transparent)]
+    Sink(#[from] gpcap_engine::SinkError),
     /// A `--fail-on` gate that does not parse.
     #[error(transparent)]
     Gate(#[from] crate::sinks::analysis::gates::GateError),
@@ -39,6 +43,15 @@ pub enum Error {
 }
 
 pub use crate::sinks::ordered::Thread;
+
+impl From<crate::run::RunError> for Error {
+    fn from(e: crate::run::RunError) -> Self {
+        match e {
+            crate::run::RunError::Capture(e) => Error::Capture(e),
+            crate::run::RunError::Sink(e) => Error::Sink(e),
+        }
+    }
+}
 
 impl From<crate::sinks::ordered::PrintError> for Error {
     fn from(e: crate::sinks::ordered::PrintError) -> Self {

@@ -79,15 +79,17 @@ pub use dissect::{
     DefinitionError, Dissection, Dissector, Fault, FaultKind, Field, Label, Program, Value, label_name,
 };
 /// A consumer of the engine's events: one that stops the run at the tenth game packet.
+/// A sink that can fail (a write) returns its error instead (a [`SinkError`]), and the
+/// run ends with it ([`Error::Sink`]).
 ///
 /// ```
-/// use gpcap::{Flow, PacketEvent, Sink};
+/// use gpcap::{Flow, PacketEvent, Sink, SinkError};
 /// /// Stops the run at the tenth game packet.
 /// struct FirstTen(u32);
 /// impl Sink for FirstTen {
-///     fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+///     fn packet(&mut self, e: &PacketEvent<'_>) -> Result<Flow, SinkError> {
 ///         self.0 += e.is_game() as u32;
-///         Flow::stop_if(self.0 >= 10)
+///         Ok(Flow::stop_if(self.0 >= 10))
 ///     }
 /// }
 /// let cfg = gpcap::Config::from_program(gpcap::load_definition("dissectors/article.kdl")?);
@@ -97,7 +99,9 @@ pub use dissect::{
 /// # Ok::<(), gpcap::Error>(())
 /// ```
 pub use engine::Sink;
-pub use engine::{Config, Engine, FileEnd, Flow, FlowEnd, Kind, Needs, PacketEvent, Status, Summary};
+pub use engine::{
+    Config, Engine, FileEnd, Flow, FlowEnd, Kind, Needs, PacketEvent, SinkError, Status, Summary,
+};
 pub use error::{Error, Thread};
 pub use filter::{Filter, FilterError};
 pub use run::{FileOutcome, Merge, Mode, run_threads};

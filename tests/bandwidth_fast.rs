@@ -6,6 +6,7 @@
 mod common;
 
 use gpcap::Flow;
+use gpcap::SinkError;
 use gpcap::analysis::Config;
 use gpcap::dissect;
 use gpcap::run::bandwidth as run;
@@ -105,9 +106,9 @@ struct ByType(
 );
 
 impl gpcap::Sink for ByType {
-    fn packet(&mut self, e: &gpcap::PacketEvent<'_>) -> Flow {
+    fn packet(&mut self, e: &gpcap::PacketEvent<'_>) -> Result<Flow, SinkError> {
         if e.status != gpcap::Status::Ok || e.fault.is_some() || e.fragment.is_some() {
-            return Flow::Continue;
+            return Ok(Flow::Continue);
         }
         let ty = e.packet_type.unwrap_or(0);
         let ok = self.1.read(&self.2, e.payload, ty);
@@ -117,7 +118,7 @@ impl gpcap::Sink for ByType {
         } else {
             c.1 += 1
         }
-        Flow::Continue
+        Ok(Flow::Continue)
     }
 }
 

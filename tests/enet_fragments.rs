@@ -6,6 +6,7 @@
 mod common;
 
 use common::gpcap_ok as gpcap;
+use gpcap::SinkError;
 use gpcap::dissect::{self, Dissector, Program};
 use gpcap::{Config, Engine, Flow, Kind, PacketEvent, Sink};
 use serde_json::Value;
@@ -72,11 +73,11 @@ fn fnv1a64(bytes: &[u8]) -> u64 {
 struct Messages(Vec<(Vec<u8>, usize)>);
 
 impl Sink for Messages {
-    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Result<Flow, SinkError> {
         if e.kind == Kind::Reassembled {
             self.0.push((e.payload.to_vec(), e.fragment_frames.len()));
         }
-        Flow::Continue
+        Ok(Flow::Continue)
     }
 }
 
@@ -104,7 +105,7 @@ fn every_complete_message_is_the_payload_sent() {
     let mut sink = Messages::default();
     let mut r = gpcap::capture::CaptureReader::open(std::path::Path::new(CAPTURE)).unwrap();
     while let Some(f) = r.next_frame().unwrap() {
-        engine.frame(&f, &mut sink);
+        engine.frame(&f, &mut sink).unwrap();
     }
     engine.finish(&mut sink);
     let mut kinds: HashMap<String, u64> = HashMap::new();
@@ -281,7 +282,7 @@ proptest::proptest! {
         common::udp_capture(&path, datagrams);
         let mut r = gpcap::capture::CaptureReader::open(&path).unwrap();
         while let Some(f) = r.next_frame().unwrap() {
-            engine.frame(&f, &mut sink);
+            engine.frame(&f, &mut sink).unwrap();
         }
         proptest::prop_assert!(engine.reassembly_peak() <= (16 << 10) + 5000 + 4096);
         engine.finish(&mut sink);

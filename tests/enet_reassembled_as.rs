@@ -7,6 +7,7 @@
 mod common;
 
 use common::{gpcap_ok as gpcap, gpcap_run};
+use gpcap::SinkError;
 use gpcap::dissect::{self, Program};
 use gpcap::{Config, Engine, Flow, Kind, PacketEvent, Sink, Status};
 use serde_json::Value;
@@ -181,12 +182,12 @@ fn dissect_shows_the_reassembled_message_as_its_type() {
 struct Messages(Vec<(Option<u32>, Status, u8)>);
 
 impl Sink for Messages {
-    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Result<Flow, SinkError> {
         if e.kind == Kind::Reassembled {
             self.0
                 .push((e.packet_type, e.status, e.payload.get(5).copied().unwrap_or(0)));
         }
-        Flow::Continue
+        Ok(Flow::Continue)
     }
 }
 
@@ -198,7 +199,7 @@ fn filters_select_reassembled_messages_by_their_fields() {
     let mut sink = Messages::default();
     let mut r = gpcap::capture::CaptureReader::open(std::path::Path::new(CAPTURE)).unwrap();
     while let Some(f) = r.next_frame().unwrap() {
-        engine.frame(&f, &mut sink);
+        engine.frame(&f, &mut sink).unwrap();
     }
     engine.finish(&mut sink);
     assert_eq!(sink.0.len(), 119);

@@ -151,10 +151,10 @@ fn an_export_dropped_midway_on_several_cores_leaves_nothing() {
         fn needs(&self) -> gpcap::Needs {
             self.0.needs()
         }
-        fn packet(&mut self, e: &gpcap::PacketEvent<'_>) -> gpcap::Flow {
+        fn packet(&mut self, e: &gpcap::PacketEvent<'_>) -> Result<gpcap::Flow, gpcap::SinkError> {
             self.1.set(self.1.get() + 1);
-            let flow = self.0.packet(e);
-            flow.and(gpcap::Flow::stop_if(self.1.get() >= 2200))
+            let flow = self.0.packet(e)?;
+            Ok(flow.and(gpcap::Flow::stop_if(self.1.get() >= 2200)))
         }
     }
     run_files(

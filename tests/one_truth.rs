@@ -6,6 +6,7 @@ mod common;
 
 use common::BUNDLED;
 use gpcap::Filter;
+use gpcap::SinkError;
 use gpcap::analysis::Config;
 use gpcap::dissect;
 use gpcap::run::run_files;
@@ -92,13 +93,13 @@ impl Sink for Select {
         }
     }
 
-    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Result<Flow, SinkError> {
         // `time` counts from the first frame.
         self.filter.start(e.ts_ns);
         if e.is_game() && self.filter.matches(e) {
             self.out.insert((e.frame, e.kind == Kind::Reassembled));
         }
-        Flow::Continue
+        Ok(Flow::Continue)
     }
 }
 
@@ -308,14 +309,14 @@ fn sequence_verdicts_select_what_analyze_counts() {
 fn sequences(path: &Path, cfg: &Config, filter: &str) -> BTreeMap<Key, u64> {
     struct Seqs(Filter, BTreeMap<Key, u64>);
     impl Sink for Seqs {
-        fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+        fn packet(&mut self, e: &PacketEvent<'_>) -> Result<Flow, SinkError> {
             if e.is_game()
                 && let Some(s) = e.sequence
                 && self.0.matches(e)
             {
                 self.1.insert((e.frame, e.kind == Kind::Reassembled), s);
             }
-            Flow::Continue
+            Ok(Flow::Continue)
         }
     }
     let mut f = Filter::parse(filter, cfg.program.as_deref()).unwrap();

@@ -24,7 +24,7 @@ fn sequential(paths: &[PathBuf], cfg: Config) -> Report {
     a.finish()
 }
 
-fn pipelined(paths: &[PathBuf], cfg: Config, workers: usize) -> Result<Report, gpcap::capture::CaptureError> {
+fn pipelined(paths: &[PathBuf], cfg: Config, workers: usize) -> Result<Report, gpcap::run::RunError> {
     gpcap::run::analyze(paths, cfg, gpcap::Mode::Pipelined(workers), &mut |_, _| {})
 }
 

@@ -1,8 +1,8 @@
 //! The run layer: a sink says what it needs of the engine and when the run stops; every
 //! run mode gives the report one core gives; the engine names no sink.
 
-use gpcap::run::{Mode, run_files};
-use gpcap::{Config, Flow, Needs, PacketEvent, Sink};
+use gpcap::run::{Mode, RunError, run_files};
+use gpcap::{Config, Flow, Needs, PacketEvent, Sink, SinkError, Summary};
 use std::path::{Path, PathBuf};
 
 fn article() -> Config {
@@ -43,13 +43,13 @@ impl Sink for Trees {
         }
     }
 
-    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Result<Flow, SinkError> {
         self.last_frame = (e.file, e.frame);
         if e.is_game() {
             self.game += 1;
             self.with_tree += e.dissection.is_some() as u64;
         }
-        Flow::stop_if(self.stop_at.is_some_and(|n| e.frame >= n))
+        Ok(Flow::stop_if(self.stop_at.is_some_and(|n| e.frame >= n)))
     }
 }
 
@@ -86,6 +86,54 @@ fn a_sink_that_says_stop_ends_the_run_after_that_frame() {
     let out = run_files(&paths, article(), &mut pair, &mut |_, _| {}).unwrap();
     assert_eq!(out[0].frames, 7);
     assert_eq!(pair.0.last_frame, (0, 7));
+}
+
+/// A sink whose write fails at frame `at`: it says so with its error.
+struct FailsAt {
+    at: u64,
+    after: u64,
+    finished: bool,
+}
+
+impl Sink for FailsAt {
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Result<Flow, SinkError> {
+        if e.frame > self.at {
+            self.after += 1;
+        }
+        if e.frame == self.at {
+            return Err(SinkError::new(std::io::Error::other("disk full")));
+        }
+        Ok(Flow::Continue)
+    }
+    fn finish(&mut self, _: &Summary) {
+        self.finished = true;
+    }
+}
+
+/// A sink that fails ends the run with its own error, found again by its type: nothing
+/// more is read, handed to it or to the sink beside it, and the run is not finished
+/// (no caller asks the sink afterwards whether it failed).
+#[test]
+fn a_sink_that_fails_ends_the_run_with_its_error() {
+    let paths = [capture("article.pcap"), capture("clean.pcap")];
+    let fails = || FailsAt {
+        at: 40,
+        after: 0,
+        finished: false,
+    };
+    let mut s = fails();
+    let Err(RunError::Sink(e)) = run_files(&paths, article(), &mut s, &mut |_, _| {}) else {
+        panic!("the run ended without the sink's error");
+    };
+    assert_eq!(e.to_string(), "disk full");
+    let io = e.downcast::<std::io::Error>().expect("the sink's own error");
+    assert_eq!(io.kind(), std::io::ErrorKind::Other);
+    assert_eq!((s.after, s.finished), (0, false));
+    // In a pair, the second sink is handed nothing more either.
+    let mut pair = (fails(), Trees::new(false, None));
+    let ran = run_files(&paths, article(), &mut pair, &mut |_, _| {});
+    assert!(matches!(ran, Err(RunError::Sink(_))));
+    assert_eq!(pair.1.last_frame, (0, 39));
 }
 
 /// Serial, pipelined and sharded runs, chosen by hand, give the same report.

@@ -297,9 +297,9 @@ impl gpcap::Sink for Selected<'_> {
         }
     }
 
-    fn packet(&mut self, e: &gpcap::PacketEvent<'_>) -> gpcap::Flow {
+    fn packet(&mut self, e: &gpcap::PacketEvent<'_>) -> Result<gpcap::Flow, gpcap::SinkError> {
         self.n += u64::from(self.filter.matches(e));
-        gpcap::Flow::Continue
+        Ok(gpcap::Flow::Continue)
     }
 }
 

@@ -7,6 +7,7 @@
 //! run goes through the analysis and through an engine that records field trees, which
 //! are rendered as text and JSON: counted faults, never a panic.
 
+use gpcap::SinkError;
 use gpcap::analysis::Analyzer;
 use gpcap::capture::Frame;
 use gpcap::decrypt::keys::{ConnectionKeys, Key, Secrets};
@@ -415,17 +416,17 @@ struct Trees {
 }
 
 impl Sink for Trees {
-    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Result<Flow, SinkError> {
         self.events += 1;
         let Some(d): Option<&Dissection> = e.dissection else {
-            return Flow::Continue;
+            return Ok(Flow::Continue);
         };
         let _ = gpcap::present::tree::text_tree(&self.program, d, e.payload);
         let mut json = Vec::new();
         let mut scratch = gpcap::present::json::JsonScratch::default();
         gpcap::present::json::fields(&mut json, &self.program, d, e.payload, &mut scratch);
         let _: serde_json::Value = serde_json::from_slice(&json).expect("valid JSON");
-        Flow::Continue
+        Ok(Flow::Continue)
     }
 }
 
@@ -463,7 +464,7 @@ fn analyze(cfg: Config, datagrams: &[(SocketAddr, SocketAddr, Vec<u8>)]) {
     };
     let mut e = Engine::new(cfg, true);
     for (i, f) in frames.iter().enumerate() {
-        e.frame(&frame(i, f), &mut trees);
+        e.frame(&frame(i, f), &mut trees).expect("counting never fails");
     }
     e.finish(&mut trees);
     assert!(trees.events >= frames.len() as u64);

@@ -23,6 +23,12 @@ impl Error {
     }
 }
 
+impl From<gpcap::run::RunError> for Error {
+    fn from(e: gpcap::run::RunError) -> Self {
+        Error::Lib(e.into())
+    }
+}
+
 impl From<gpcap::CaptureError> for Error {
     fn from(e: gpcap::CaptureError) -> Self {
         Error::Lib(e.into())

@@ -21,7 +21,7 @@ pub fn analyze_sharded(
     opts: Options,
     shards: usize,
     progress: &mut dyn FnMut(usize, u64),
-) -> Result<Report, CaptureError> {
+) -> Result<Report, super::RunError> {
     let spread = || {
         captures
             .first()
@@ -104,7 +104,7 @@ pub fn analyze_files(
     cfg: Config,
     opts: Options,
     progress: &mut dyn FnMut(usize, u64),
-) -> Result<Report, CaptureError> {
+) -> Result<Report, super::RunError> {
     let (bandwidth, _) = Bandwidth::for_config(&cfg, opts.clone(), !opts.trees);
     let mut sinks = (Statistics::new(cfg.clone()), bandwidth);
     run_files(captures, cfg, &mut sinks, progress)?;

@@ -8,7 +8,6 @@ use crate::run::{FileOutcome, run_files};
 use crate::sinks::diff::matcher::{A, B};
 use crate::sinks::diff::{ClockMode, DiffReport, Matcher, Options, Seen, Sightings, build};
 use gpcap_engine::{Config, Flow};
-use gpcap_wire::capture::CaptureError;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 
@@ -28,7 +27,7 @@ fn read_side(
     cfg: Config,
     tx: SyncSender<Vec<Seen>>,
     back: Receiver<Vec<Seen>>,
-) -> Result<FileOutcome, CaptureError> {
+) -> Result<FileOutcome, super::RunError> {
     let mut sink = Sightings::new(|batch: &mut Vec<Seen>| {
         let fresh = back
             .try_recv()
@@ -79,7 +78,7 @@ pub fn diff(
     cfg: Config,
     opts: Options,
     mode: ClockMode,
-) -> Result<Diffed, CaptureError> {
+) -> Result<Diffed, super::RunError> {
     let names = [
         gpcap_wire::capture::shown(&paths[A]),
         gpcap_wire::capture::shown(&paths[B]),

@@ -1,7 +1,7 @@
 //! The loop over capture files, the only one in gpcap besides the capture reader's: every
 //! run (serial, pipelined, sharded) reads its captures through [`each_file`].
 
-use gpcap_engine::{Config, Engine, FileEnd, Flow, Sink};
+use gpcap_engine::{Config, Engine, FileEnd, Flow, Sink, SinkError};
 use gpcap_wire::capture::{CaptureError, CaptureReader, Frame};
 use std::path::PathBuf;
 
@@ -119,10 +119,23 @@ pub(crate) fn each_file(
     Ok(outcomes)
 }
 
+/// Why a run ended before its captures did: one could not be opened (or a thread of the
+/// run failed), or its sink could not go on (the sink's own error inside).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    #[error(transparent)]
+    Capture(#[from] CaptureError),
+    #[error(transparent)]
+    Sink(#[from] SinkError),
+}
+
 /// The serial run: the engine and its sink on this thread.
 struct Serial<'a, S: ?Sized> {
     engine: Engine,
     sink: &'a mut S,
+    /// Why the sink could not go on: the run ends with it.
+    failed: Option<SinkError>,
 }
 
 impl<S: Sink + ?Sized> Reading for Serial<'_, S> {
@@ -132,7 +145,13 @@ impl<S: Sink + ?Sized> Reading for Serial<'_, S> {
     }
     #[inline(always)]
     fn frame(&mut self, f: Frame) -> bool {
-        self.engine.frame(&f, self.sink) == Flow::Continue
+        match self.engine.frame(&f, self.sink) {
+            Ok(flow) => flow == Flow::Continue,
+            Err(e) => {
+                self.failed = Some(e);
+                false
+            }
+        }
     }
     fn end(&mut self, file: usize, end: &FileEnd) {
         self.sink.end_file(file as u32, end);
@@ -141,7 +160,9 @@ impl<S: Sink + ?Sized> Reading for Serial<'_, S> {
 
 /// Reads every capture, in order, through one engine into `sink` on this thread, then
 /// finishes the engine. The engine does what the sink needs ([`Sink::needs`]); the run
-/// stops early when the sink says [`Flow::Stop`](gpcap_engine::Flow) (a closed output).
+/// stops early when the sink says [`Flow::Stop`](gpcap_engine::Flow) (a closed output),
+/// and ends with the sink's error when it fails ([`RunError::Sink`]:
+/// the engine is not finished, nothing more is handed to the sink).
 /// A file that cannot be opened is an error; one that breaks midway keeps what was read
 /// and says where it stopped (in the outcome and to the sink).
 pub fn run_files<S: Sink + ?Sized>(
@@ -149,7 +170,7 @@ pub fn run_files<S: Sink + ?Sized>(
     cfg: Config,
     sink: &mut S,
     progress: Progress,
-) -> Result<Vec<FileOutcome>, CaptureError> {
+) -> Result<Vec<FileOutcome>, RunError> {
     let engine = Engine::for_sink(cfg, sink);
     run_engine(paths, engine, sink, progress)
 }
@@ -160,9 +181,16 @@ fn run_engine<S: Sink + ?Sized>(
     engine: Engine,
     sink: &mut S,
     progress: Progress,
-) -> Result<Vec<FileOutcome>, CaptureError> {
-    let mut serial = Serial { engine, sink };
+) -> Result<Vec<FileOutcome>, RunError> {
+    let mut serial = Serial {
+        engine,
+        sink,
+        failed: None,
+    };
     let outcomes = each_file(paths, progress, &mut serial)?;
+    if let Some(e) = serial.failed {
+        return Err(RunError::Sink(e));
+    }
     serial.engine.finish(serial.sink);
     Ok(outcomes)
 }

@@ -22,7 +22,7 @@ mod session;
 pub(crate) mod sharded;
 pub mod truth;
 
-pub use files::{FileOutcome, Progress, run_files, sample_ends, sample_files};
+pub use files::{FileOutcome, Progress, RunError, run_files, sample_ends, sample_files};
 pub use session::Session;
 
 use crate::sinks::analysis::{Analyzer, Report, Statistics};
@@ -36,17 +36,17 @@ use std::sync::mpsc::SyncSender;
 /// counted. Sharded runs merge through it.
 ///
 /// ```
-/// use gpcap::{Flow, Merge, PacketEvent, Sink};
+/// use gpcap::{Flow, Merge, PacketEvent, Sink, SinkError};
 /// /// Game packets and bytes: sums, so shards add up.
 /// #[derive(Default)]
 /// struct Volume { packets: u64, bytes: u64 }
 /// impl Sink for Volume {
-///     fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+///     fn packet(&mut self, e: &PacketEvent<'_>) -> Result<Flow, SinkError> {
 ///         if e.is_game() {
 ///             self.packets += 1;
 ///             self.bytes += e.size as u64;
 ///         }
-///         Flow::Continue
+///         Ok(Flow::Continue)
 ///     }
 /// }
 /// impl Merge for Volume {
@@ -153,16 +153,16 @@ pub fn analyze(
     cfg: Config,
     mode: Mode,
     progress: Progress,
-) -> Result<Report, CaptureError> {
+) -> Result<Report, RunError> {
     match mode {
-        Mode::Pipelined(n) => pipeline::analyze_files(captures, cfg, n, progress),
+        Mode::Pipelined(n) => Ok(pipeline::analyze_files(captures, cfg, n, progress)?),
         Mode::Sharded(n) => sharded::analyze_files(captures, cfg, n, progress),
         Mode::Serial => serial(captures, cfg, progress),
     }
 }
 
 /// The report on one core.
-fn serial(captures: &[PathBuf], cfg: Config, progress: Progress) -> Result<Report, CaptureError> {
+fn serial(captures: &[PathBuf], cfg: Config, progress: Progress) -> Result<Report, RunError> {
     let mut stats = Statistics::new(cfg.clone());
     run_files(captures, cfg, &mut stats, progress)?;
     Ok(stats.report())
@@ -229,10 +229,14 @@ impl<S: Sink> Sink for Until<'_, S> {
         self.sink.begin_file(file, name)
     }
     #[inline]
-    fn packet(&mut self, e: &gpcap_engine::PacketEvent<'_>) -> gpcap_engine::Flow {
-        self.sink
-            .packet(e)
-            .and(gpcap_engine::Flow::stop_if((self.stop)()))
+    fn packet(
+        &mut self,
+        e: &gpcap_engine::PacketEvent<'_>,
+    ) -> Result<gpcap_engine::Flow, gpcap_engine::SinkError> {
+        Ok(self
+            .sink
+            .packet(e)?
+            .and(gpcap_engine::Flow::stop_if((self.stop)())))
     }
     fn end_file(&mut self, file: u32, end: &gpcap_engine::FileEnd) {
         self.sink.end_file(file, end)

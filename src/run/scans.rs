@@ -9,8 +9,7 @@ use crate::sinks::analysis::{Report, Statistics};
 use crate::sinks::index::{IndexSink, Update};
 use crate::sinks::select::{FrameSet, ScanUpdate, Select};
 use gpcap_engine::ack_facts::AckFacts;
-use gpcap_engine::{Config, Flow, Kind, Needs, PacketEvent, Sink};
-use gpcap_wire::capture::CaptureError;
+use gpcap_engine::{Config, Flow, Kind, Needs, PacketEvent, Sink, SinkError};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::Sender;
@@ -56,7 +55,7 @@ pub fn scan_index(
 
 /// Runs the analysis over `captures` for what the ack analysis settled of each captured
 /// sequence (`never_acked` and `rtt` in filters: known only after later packets).
-pub fn ack_facts(captures: &[PathBuf], cfg: Config) -> Result<AckFacts, CaptureError> {
+pub fn ack_facts(captures: &[PathBuf], cfg: Config) -> Result<AckFacts, super::RunError> {
     let mut stats = Statistics::new(cfg.clone());
     stats.keep_ack_log();
     run_files(captures, cfg, &mut stats, &mut |_, _| {})?;
@@ -64,7 +63,7 @@ pub fn ack_facts(captures: &[PathBuf], cfg: Config) -> Result<AckFacts, CaptureE
 }
 
 /// Reads the captures again up to the first failure, to name its field and bit.
-pub fn locate(captures: &[PathBuf], cfg: &Config, first: &mut FirstFailure) -> Result<(), CaptureError> {
+pub fn locate(captures: &[PathBuf], cfg: &Config, first: &mut FirstFailure) -> Result<(), super::RunError> {
     struct Find<'a> {
         first: &'a mut FirstFailure,
         done: bool,
@@ -92,9 +91,9 @@ pub fn locate(captures: &[PathBuf], cfg: &Config, first: &mut FirstFailure) -> R
                 layers: None,
             }
         }
-        fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+        fn packet(&mut self, e: &PacketEvent<'_>) -> Result<Flow, SinkError> {
             self.take(e);
-            Flow::stop_if(self.done)
+            Ok(Flow::stop_if(self.done))
         }
     }
     let mut find = Find { first, done: false };
@@ -169,12 +168,12 @@ pub fn scan(
                 layers: None,
             }
         }
-        fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+        fn packet(&mut self, e: &PacketEvent<'_>) -> Result<Flow, SinkError> {
             let _ = self.select.packet(e);
             if self.select.position.is_multiple_of(16384) {
                 self.send();
             }
-            Flow::stop_if(self.closed || self.stop.load(Ordering::Relaxed))
+            Ok(Flow::stop_if(self.closed || self.stop.load(Ordering::Relaxed)))
         }
     }
     let mut filter = filter;
@@ -215,7 +214,7 @@ pub fn scan(
 
 /// The frames that carry the events at `rows` (positions in the engine's order, as the
 /// TUI numbers its rows; a reassembled packet's are its fragments'): what `w` writes.
-pub fn frames_of_rows(path: &Path, cfg: Config, rows: &[u32]) -> Result<FrameSet, CaptureError> {
+pub fn frames_of_rows(path: &Path, cfg: Config, rows: &[u32]) -> Result<FrameSet, super::RunError> {
     struct Pick<'a> {
         rows: &'a [u32],
         position: u32,
@@ -240,10 +239,12 @@ pub fn frames_of_rows(path: &Path, cfg: Config, rows: &[u32]) -> Result<FrameSet
     }
 
     impl Sink for Pick<'_> {
-        fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+        fn packet(&mut self, e: &PacketEvent<'_>) -> Result<Flow, SinkError> {
             self.take(e);
-            // Past the last row asked for: the rest of the capture is not read.
-            Flow::stop_if(self.rows.last().is_none_or(|&l| self.position > l))
+            Ok(
+                // Past the last row asked for: the rest of the capture is not read.
+                Flow::stop_if(self.rows.last().is_none_or(|&l| self.position > l)),
+            )
         }
     }
     let mut sorted = rows.to_vec();

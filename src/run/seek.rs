@@ -7,7 +7,7 @@
 
 use gpcap_dissect::Dissection;
 use gpcap_engine::carried::Carried;
-use gpcap_engine::{Config, Engine, Flow, PacketEvent, Sink};
+use gpcap_engine::{Config, Engine, Flow, PacketEvent, Sink, SinkError};
 use gpcap_wire::capture::CaptureReader;
 use std::path::PathBuf;
 
@@ -91,7 +91,7 @@ impl Replay {
             match reader.next_frame() {
                 Ok(Some(f)) => {
                     self.frames += 1;
-                    let _ = engine.frame(&f, &mut catch);
+                    engine.frame(&f, &mut catch).map_err(|e| e.to_string())?;
                 }
                 Ok(None) => break,
                 Err(e) => return Err(e.to_string()),
@@ -154,7 +154,7 @@ struct Catch<'a> {
 }
 
 impl Sink for Catch<'_> {
-    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Result<Flow, SinkError> {
         if *self.position == self.want {
             self.got = Some(Replayed {
                 payload: e.payload.to_vec(),
@@ -163,6 +163,6 @@ impl Sink for Catch<'_> {
             });
         }
         *self.position = self.position.saturating_add(1);
-        Flow::Continue
+        Ok(Flow::Continue)
     }
 }

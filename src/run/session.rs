@@ -93,12 +93,12 @@ impl Session {
             self.frames += 1;
             f.number = self.frames;
             f.offset = 0;
-            self.engine.frame(&f, &mut sinks);
-        }
-        if let Some(w) = self.writer.as_mut()
-            && let Some(e) = w.error.take()
-        {
-            return Err(e);
+            // Only `--write` can fail: its write error ends the session.
+            if let Err(e) = self.engine.frame(&f, &mut sinks) {
+                return Err(e
+                    .downcast::<std::io::Error>()
+                    .unwrap_or_else(std::io::Error::other));
+            }
         }
         if let Some(ix) = self.index.as_mut() {
             ix.publish(false);

@@ -120,7 +120,7 @@ pub fn analyze_files(
     cfg: Config,
     shards: usize,
     progress: Progress,
-) -> Result<Report, CaptureError> {
+) -> Result<Report, super::RunError> {
     match shard_files(paths, &cfg, shards, progress, |c| Analyzer::new(c.clone()))? {
         Some((report, _)) => Ok(report),
         None => super::serial(paths, cfg, progress),

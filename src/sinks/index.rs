@@ -5,7 +5,7 @@
 use crate::sinks::analysis::Report;
 use gpcap_dissect::FaultKind;
 use gpcap_engine::seq::SeqEvent;
-use gpcap_engine::{Flow, FlowId, Kind, Layer, PacketEvent, Sink, Status};
+use gpcap_engine::{Flow, FlowId, Kind, Layer, PacketEvent, Sink, SinkError, Status};
 use gpcap_wire::decode::IcmpTooBig;
 use hashbrown::HashMap;
 use std::net::IpAddr;
@@ -694,7 +694,7 @@ fn stream_notes(e: &PacketEvent) -> u8 {
 }
 
 impl Sink for IndexSink {
-    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Result<Flow, SinkError> {
         let flow = e.flow.map(|fl| self.flow_id(fl)).unwrap_or(NO_FLOW);
         let fault = e
             .fault
@@ -756,6 +756,6 @@ impl Sink for IndexSink {
             self.publish(false);
         }
         // The screen closed: nobody reads the rest.
-        Flow::stop_if(self.closed)
+        Ok(Flow::stop_if(self.closed))
     }
 }

@@ -12,7 +12,7 @@ use gpcap_dissect::{Dissection, Program};
 use gpcap_engine::carried::Carried;
 use gpcap_engine::event::Reliability;
 use gpcap_engine::pool::{InOrder, OrderedPool};
-use gpcap_engine::{Flow, Needs, PacketEvent, Sink};
+use gpcap_engine::{Flow, Needs, PacketEvent, Sink, SinkError};
 use gpcap_wire::capture::CaptureError;
 use std::io::Write;
 use std::ops::Range;
@@ -410,9 +410,9 @@ impl Sink for OrderedPrinter {
         self.select.needs()
     }
 
-    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Result<Flow, SinkError> {
         self.take(e);
-        Flow::stop_if(self.is_done() || self.select.full())
+        Ok(Flow::stop_if(self.is_done() || self.select.full()))
     }
 }
 
@@ -501,7 +501,7 @@ impl Sink for DissectPrinter {
         }
     }
 
-    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Result<Flow, SinkError> {
         match self {
             DissectPrinter::One(p) => p.packet(e),
             DissectPrinter::Many(p) => p.packet(e),

@@ -5,7 +5,7 @@ use crate::filter::Filter;
 use crate::print::{self, ack_words, datagram_verdict, message_verdict, note, seq_note};
 use gpcap_dissect::Program;
 use gpcap_engine::ack_facts::AckFacts;
-use gpcap_engine::{Flow, Kind, Needs, PacketEvent, Sink};
+use gpcap_engine::{Flow, Kind, Needs, PacketEvent, Sink, SinkError};
 use gpcap_wire::validate::CrcStatus;
 pub use print::time::TimeFormat;
 use std::io::Write;
@@ -457,11 +457,11 @@ impl<W: Write> Sink for Printer<W> {
         }
     }
 
-    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Result<Flow, SinkError> {
         if self.selects(e) {
             self.print(e);
         }
         // Output can no longer be written, or the packets asked for are out: reading stops.
-        Flow::stop_if(self.is_done() || self.full())
+        Ok(Flow::stop_if(self.is_done() || self.full()))
     }
 }

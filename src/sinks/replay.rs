@@ -9,7 +9,7 @@
 //! receiver on the other end of a veth pair sees what a mirror port would, at several
 //! times the rate a UDP socket reaches.
 
-use gpcap_engine::{Flow, Kind, PacketEvent, Sink};
+use gpcap_engine::{Flow, Kind, PacketEvent, Sink, SinkError};
 use gpcap_generate::net::{Link, ip_packets};
 use serde::Serialize;
 use std::net::{SocketAddr, UdpSocket};
@@ -338,9 +338,9 @@ impl Replay {
 }
 
 impl Sink for Replay {
-    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Result<Flow, SinkError> {
         self.take(e);
-        Flow::stop_if(self.is_done())
+        Ok(Flow::stop_if(self.is_done()))
     }
 }
 

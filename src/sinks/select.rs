@@ -5,7 +5,7 @@
 
 use crate::filter::Filter;
 use crate::sinks::writer::PcapNgSink;
-use gpcap_engine::{Flow, Kind, Needs, PacketEvent, Sink};
+use gpcap_engine::{Flow, Kind, Needs, PacketEvent, Sink, SinkError};
 use gpcap_wire::capture::{CaptureError, CaptureReader};
 use std::path::Path;
 
@@ -124,9 +124,9 @@ impl Sink for Select {
         }
     }
 
-    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Result<Flow, SinkError> {
         self.take(e);
-        Flow::Continue
+        Ok(Flow::Continue)
     }
 }
 

@@ -1,7 +1,7 @@
 //! Writes the frames of events to pcapng (live `--write`): one interface per link type,
 //! nanosecond timestamps, original lengths kept.
 
-use gpcap_engine::{Flow, Kind, PacketEvent, Sink};
+use gpcap_engine::{Flow, Kind, PacketEvent, Sink, SinkError};
 use gpcap_wire::capture::PcapNgWriter;
 use std::io::Write;
 
@@ -49,22 +49,14 @@ impl<W: Write> PcapNgSink<W> {
     }
 }
 
-impl<W: Write> PcapNgSink<W> {
-    /// One event ([`Sink::packet`]).
-    fn take(&mut self, e: &PacketEvent<'_>) {
-        // Reassembled packets are not frames: their fragments were written already.
-        if self.error.is_some() || e.kind == Kind::Reassembled {
-            return;
-        }
-        if let Err(err) = self.frame(e.linktype, e.ts_ns, e.frame_data, e.wire_len) {
-            self.error = Some(err);
-        }
-    }
-}
-
 impl<W: Write> Sink for PcapNgSink<W> {
-    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
-        self.take(e);
-        Flow::Continue
+    /// Writes the frame; a failed write ends the run with its error.
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Result<Flow, SinkError> {
+        // Reassembled packets are not frames: their fragments were written already.
+        if e.kind != Kind::Reassembled {
+            self.frame(e.linktype, e.ts_ns, e.frame_data, e.wire_len)
+                .map_err(SinkError::new)?;
+        }
+        Ok(Flow::Continue)
     }
 }

@@ -7,7 +7,7 @@ use crate::print::{ack_words, message_verdict, seq_note};
 use crate::run::{Until, run_files};
 use gpcap_dissect::Program;
 use gpcap_engine::ack_facts::AckFacts;
-use gpcap_engine::{Config, Flow, FlowId, Needs, PacketEvent, Sink};
+use gpcap_engine::{Config, Flow, FlowId, Needs, PacketEvent, Sink, SinkError};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -150,9 +150,9 @@ impl Sink for Collect {
         }
     }
 
-    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Result<Flow, SinkError> {
         if e.flow != Some(self.flow) || !e.is_game() {
-            return Flow::Continue;
+            return Ok(Flow::Continue);
         }
         for s in e.stream_events() {
             if !self.is_it((s.stream, s.key)) {
@@ -176,6 +176,6 @@ impl Sink for Collect {
                 verdict,
             });
         }
-        Flow::Continue
+        Ok(Flow::Continue)
     }
 }

@@ -90,7 +90,7 @@ pub fn sharded(
     cfg: gpcap::Config,
     shards: usize,
     progress: &mut dyn FnMut(usize, u64),
-) -> Result<gpcap::Report, gpcap::capture::CaptureError> {
+) -> Result<gpcap::Report, gpcap::run::RunError> {
     gpcap::run::analyze(paths, cfg, gpcap::Mode::Sharded(shards), progress)
 }
 

@@ -3,7 +3,7 @@
 //! inner layer reassembled, as that layer's engine emitted it, with its own field tree
 //! and what it carried in turn. Recorded only when the engine records field trees.
 
-use super::{Flow, Kind, PacketEvent, Sink};
+use super::{Flow, Kind, PacketEvent, Sink, SinkError};
 use gpcap_dissect::program::NodeId;
 use gpcap_dissect::{Dissection, MessageInfo, Program};
 use std::sync::Arc;
@@ -98,9 +98,9 @@ pub(super) struct Recorder<'a> {
 }
 
 impl Sink for Recorder<'_> {
-    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Result<Flow, SinkError> {
         if !e.is_game() {
-            return Flow::Continue;
+            return Ok(Flow::Continue);
         }
         self.out.push(Carried {
             layer: self.layer.clone(),
@@ -113,7 +113,7 @@ impl Sink for Recorder<'_> {
             messages: e.messages.to_vec(),
             inner: e.carried.to_vec(),
         });
-        Flow::Continue
+        Ok(Flow::Continue)
     }
 }
 

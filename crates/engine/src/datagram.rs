@@ -8,12 +8,12 @@ use super::*;
 /// messages, acks and stream verdicts when the validator read this very datagram.
 #[inline]
 pub(super) fn emit<S: Sink + ?Sized>(
-    sink: &mut S,
+    sink: &mut Watch<'_, S>,
     e: &PacketEvent<'_>,
     d: &Dissection,
     record: bool,
     fresh: Option<&[streams::StreamEvent]>,
-) -> Flow {
+) {
     let (messages, more) = match fresh {
         Some(events) => (
             &d.messages[..],
@@ -26,9 +26,9 @@ pub(super) fn emit<S: Sink + ?Sized>(
     };
     let with = !more.acks.is_empty() || !more.stream_events.is_empty();
     if !record && messages.is_empty() && !with {
-        return sink.packet(e);
+        return sink.pass(e);
     }
-    sink.packet(&PacketEvent {
+    sink.pass(&PacketEvent {
         dissection: record.then_some(d),
         messages,
         reliability: with.then_some(&more),
@@ -40,19 +40,19 @@ pub(super) fn emit<S: Sink + ?Sized>(
 /// tree's byte values read the plaintext).
 #[inline]
 pub(super) fn emit_shown<S: Sink + ?Sized>(
-    sink: &mut S,
+    sink: &mut Watch<'_, S>,
     e: &PacketEvent<'_>,
     d: &Dissection,
     record: bool,
     fresh: Option<&[streams::StreamEvent]>,
     stack: Option<&layers::StackState>,
-) -> Flow {
+) {
     let Some(stack) = stack else {
         return emit(sink, e, d, record, fresh);
     };
     let carried = stack.carried();
     match stack.shown() {
-        Some((plain, tree)) if record => sink.packet(&PacketEvent {
+        Some((plain, tree)) if record => sink.pass(&PacketEvent {
             dissection: Some(tree),
             payload: plain,
             carried,
@@ -82,7 +82,7 @@ impl Engine {
         truncated: bool,
         ip_fragments: u32,
         preset: Preset<'_>,
-        sink: &mut S,
+        sink: &mut Watch<'_, S>,
     ) {
         // Filled in place: the event is large, and copying it per frame showed; the flow
         // is built in the event, not staged and copied (store forwarding stalls).
@@ -98,7 +98,7 @@ impl Engine {
         e.size = payload.len() as u32;
         if !self.ports.on_port(sport, dport) {
             e.kind = Kind::OtherUdp;
-            sink.packet(e);
+            sink.pass(e);
             return;
         }
         e.kind = Kind::Game;
@@ -109,7 +109,7 @@ impl Engine {
         e.flow_index = self.track(PackedFlow::new(ip.src, ip.dst, sport, dport), key, f.number);
         if truncated {
             e.status = Status::Truncated;
-            sink.packet(e);
+            sink.pass(e);
             return;
         }
         let mut computed;
@@ -340,7 +340,7 @@ impl Engine {
     #[inline(always)]
     fn emit_reassembled<'a, S: Sink + ?Sized>(
         &mut self,
-        sink: &mut S,
+        sink: &mut Watch<'_, S>,
         e: &PacketEvent<'a>,
         f: &Frame<'_>,
         (ip, sport, dport): (IpInfo, u16, u16),
@@ -401,7 +401,7 @@ impl Engine {
             over_budget: false,
             ..*e
         };
-        sink.packet(&whole);
+        sink.pass(&whole);
     }
 
     /// The message streams a definition declares (none without one).

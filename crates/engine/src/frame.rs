@@ -15,11 +15,8 @@ impl Engine {
         pre: &Prepared,
         (joined, plain): (&Joined, &[u8]),
         sink: &mut S,
-    ) -> Flow {
-        let mut sink = Watch {
-            sink,
-            flow: Flow::Continue,
-        };
+    ) -> Result<Flow, SinkError> {
+        let mut sink = Watch::new(sink);
         match &pre.udp {
             Some(u) => {
                 let payload = f
@@ -44,7 +41,7 @@ impl Engine {
             }
             None => self.frame_decoded(f, decode(f.linktype, f.data), Preset::default(), &mut sink),
         }
-        sink.flow
+        sink.outcome()
     }
 
     /// The stateless part of a frame, for a worker to compute ahead of the engine: its
@@ -70,14 +67,11 @@ impl Engine {
     }
 
     /// Runs one frame through both stages and hands its events to `sink`; whether the
-    /// sink asked to stop.
-    pub fn frame<S: Sink + ?Sized>(&mut self, f: &Frame<'_>, sink: &mut S) -> Flow {
-        let mut sink = Watch {
-            sink,
-            flow: Flow::Continue,
-        };
+    /// sink asked to stop, or why it failed.
+    pub fn frame<S: Sink + ?Sized>(&mut self, f: &Frame<'_>, sink: &mut S) -> Result<Flow, SinkError> {
+        let mut sink = Watch::new(sink);
         self.frame_decoded(f, decode(f.linktype, f.data), Preset::default(), &mut sink);
-        sink.flow
+        sink.outcome()
     }
 
     /// `preset`: what a worker computed on the whole datagram, if anything.
@@ -86,7 +80,7 @@ impl Engine {
         f: &Frame<'_>,
         decoded: Decoded<'_>,
         preset: Preset<'_>,
-        sink: &mut S,
+        sink: &mut Watch<'_, S>,
     ) {
         let held = self.budget.used;
         self.budget.frame_start();
@@ -158,27 +152,27 @@ impl Engine {
                     self.defrag.expire(f.ts_ns);
                 }
                 if !done {
-                    sink.packet(&e);
+                    sink.pass(&e);
                 }
             }
             Decoded::Icmp(icmp) => {
                 e.kind = Kind::Icmp;
                 e.layer = Layer::Icmp(icmp);
-                sink.packet(&e);
+                sink.pass(&e);
             }
             Decoded::Other(what) => {
                 e.layer = Layer::Other(what);
-                sink.packet(&e);
+                sink.pass(&e);
             }
             Decoded::Malformed { layer, ref reason } => {
                 e.kind = Kind::BadFrame;
                 e.layer = Layer::Malformed { layer, reason };
                 e.truncated = snap_cut;
-                sink.packet(&e);
+                sink.pass(&e);
             }
             Decoded::UnsupportedLink(t) => {
                 e.layer = Layer::UnsupportedLink(t);
-                sink.packet(&e);
+                sink.pass(&e);
             }
         }
         if let Some(log) = &mut self.memory_log

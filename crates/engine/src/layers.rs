@@ -5,7 +5,7 @@
 //! decrypted first, with the keys the run was given, and read with its plaintext view.
 
 use super::carried::{Carried, Recorder};
-use super::{Engine, Flow, FlowId, Layer, Needs, PacketEvent, Preset, Sink, Status};
+use super::{Engine, Flow, FlowId, Layer, Needs, PacketEvent, Preset, Sink, SinkError, Status, Watch};
 use gpcap_decrypt::ahead::{Opened, Opener};
 use gpcap_decrypt::keys::Secrets;
 use gpcap_decrypt::{Decryptor, Outcome};
@@ -77,8 +77,8 @@ struct Uncounted;
 
 impl Sink for Uncounted {
     #[inline(always)]
-    fn packet(&mut self, _: &PacketEvent<'_>) -> Flow {
-        Flow::Continue
+    fn packet(&mut self, _: &PacketEvent<'_>) -> Result<Flow, SinkError> {
+        Ok(Flow::Continue)
     }
 }
 
@@ -270,9 +270,11 @@ impl StackState {
             let mut e = PacketEvent::new(f, file);
             e.layer = Layer::Udp;
             let (b, p) = (inner_bytes, Preset::default());
+            // An inner layer's counting never stops the outer run: what it writes is
+            // the outer sink's to say (an export's layers are part of its own failure).
             if !self.record {
-                x.engine
-                    .datagram(&mut e, f, ip, ports, b, false, 1, p, &mut x.stats);
+                let mut sink = Watch::new(&mut x.stats);
+                x.engine.datagram(&mut e, f, ip, ports, b, false, 1, p, &mut sink);
                 continue;
             }
             let mut rec = Recorder {
@@ -290,7 +292,7 @@ impl StackState {
                 false,
                 1,
                 p,
-                &mut (&mut x.stats, &mut rec),
+                &mut Watch::new(&mut (&mut x.stats, &mut rec)),
             );
         }
         outcome

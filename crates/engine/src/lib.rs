@@ -44,7 +44,7 @@ pub use join::Found;
 pub use join::Joined;
 pub use reassembly::{AttackCounters, CountStats};
 pub use seq::SeqStats;
-pub use sink::{Flow, Needs, Sink};
+pub use sink::{Flow, Needs, Sink, SinkError};
 pub use validator::Validator;
 pub use validator::Verdict;
 
@@ -58,19 +58,41 @@ use seq::SeqTracker;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
-/// The sink a frame's events go through: remembers a [`Flow::Stop`] for the frame's
-/// caller, so that the stages inside the engine hand packets on without looking.
+/// The sink a frame's events go through: remembers a [`Flow::Stop`], and the first
+/// error, for the frame's caller, so that the stages inside the engine hand packets on
+/// without looking. Once the sink failed it is handed nothing more.
 struct Watch<'s, S: ?Sized> {
     sink: &'s mut S,
     flow: Flow,
+    error: Option<SinkError>,
 }
 
-impl<S: Sink + ?Sized> Sink for Watch<'_, S> {
+impl<'s, S: Sink + ?Sized> Watch<'s, S> {
+    fn new(sink: &'s mut S) -> Self {
+        Watch {
+            sink,
+            flow: Flow::Continue,
+            error: None,
+        }
+    }
+
     #[inline(always)]
-    fn packet(&mut self, event: &PacketEvent<'_>) -> Flow {
-        let f = self.sink.packet(event);
-        self.flow = self.flow.and(f);
-        f
+    fn pass(&mut self, event: &PacketEvent<'_>) {
+        if self.error.is_some() {
+            return;
+        }
+        match self.sink.packet(event) {
+            Ok(f) => self.flow = self.flow.and(f),
+            Err(e) => self.error = Some(e),
+        }
+    }
+
+    /// What the frame's caller is told.
+    fn outcome(self) -> Result<Flow, SinkError> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.flow),
+        }
     }
 }
 
@@ -261,7 +283,13 @@ struct Preset<'a> {
 impl Engine {
     /// Hands `e` to the sink as the validator and the layers read it.
     #[inline]
-    fn show<S: Sink + ?Sized>(&self, sink: &mut S, e: &PacketEvent<'_>, record: bool, fresh: bool) {
+    fn show<S: Sink + ?Sized>(
+        &self,
+        sink: &mut Watch<'_, S>,
+        e: &PacketEvent<'_>,
+        record: bool,
+        fresh: bool,
+    ) {
         emit_shown(
             sink,
             e,

@@ -416,7 +416,7 @@ impl super::Engine {
     #[inline]
     pub(super) fn emit_completed<S: super::Sink + ?Sized>(
         &mut self,
-        sink: &mut S,
+        sink: &mut super::Watch<'_, S>,
         e: &super::PacketEvent<'_>,
         record: bool,
     ) {
@@ -435,7 +435,7 @@ impl super::Engine {
                     }
                 }
             };
-            sink.packet(&super::PacketEvent {
+            sink.pass(&super::PacketEvent {
                 kind: super::Kind::Reassembled,
                 payload: bytes,
                 size: bytes.len() as u32,

@@ -1,6 +1,7 @@
 //! The engine's one extension point: a `Sink` takes every event, says what it `Needs`
 //! of the engine (as a Wireshark tap declares its fields) and whether the run goes on
-//! (`Flow`). Two sinks side by side are a pair; an absent one is `None`.
+//! (`Flow`), or why it cannot (`SinkError`, as ripgrep's `Sink` returns `Result`). Two
+//! sinks side by side are a pair; an absent one is `None`.
 
 use super::layers;
 use super::{FileEnd, FlowEnd, PacketEvent, Summary};
@@ -27,6 +28,35 @@ impl Flow {
     #[inline(always)]
     pub fn stop_if(stop: bool) -> Flow {
         if stop { Flow::Stop } else { Flow::Continue }
+    }
+}
+
+/// Why a sink cannot go on (a write failed, a worker died): handed through the engine to
+/// the run, which ends with it as its error, so that no caller has to ask the sink
+/// afterwards whether it failed. The sink's own error is inside ([`SinkError::downcast`]).
+#[derive(Debug)]
+pub struct SinkError(Box<dyn std::error::Error + Send + Sync>);
+
+impl SinkError {
+    pub fn new(e: impl std::error::Error + Send + Sync + 'static) -> SinkError {
+        SinkError(Box::new(e))
+    }
+
+    /// The sink's own error, when it is an `E`.
+    pub fn downcast<E: std::error::Error + 'static>(self) -> Result<E, SinkError> {
+        self.0.downcast::<E>().map(|e| *e).map_err(SinkError)
+    }
+}
+
+impl std::fmt::Display for SinkError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for SinkError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
     }
 }
 
@@ -62,8 +92,8 @@ pub trait Sink {
     /// Input file `file` (0-based) begins.
     fn begin_file(&mut self, _file: u32, _name: &str) {}
     /// Every frame, and every reassembled packet right after the frame that completed it.
-    /// [`Flow::Stop`] ends the run after this frame.
-    fn packet(&mut self, event: &PacketEvent<'_>) -> Flow;
+    /// [`Flow::Stop`] ends the run after this frame; an error ends it with that error.
+    fn packet(&mut self, event: &PacketEvent<'_>) -> Result<Flow, SinkError>;
     /// Input file `file` ended: how reading it stopped.
     fn end_file(&mut self, _file: u32, _end: &FileEnd) {}
     /// A tracked flow's final sequence and reassembly state (at the end, in flow order).
@@ -81,7 +111,7 @@ macro_rules! forward_sink {
             fn begin_file(&mut self, file: u32, name: &str) {
                 (**self).begin_file(file, name)
             }
-            fn packet(&mut self, event: &PacketEvent<'_>) -> Flow {
+            fn packet(&mut self, event: &PacketEvent<'_>) -> Result<Flow, SinkError> {
                 (**self).packet(event)
             }
             fn end_file(&mut self, file: u32, end: &FileEnd) {
@@ -100,7 +130,7 @@ macro_rules! forward_sink {
 forward_sink!(&mut S);
 forward_sink!(Box<S>);
 
-/// Two sinks fed the same events, in order.
+/// Two sinks fed the same events, in order (the second not, once the first failed).
 impl<A: Sink, B: Sink> Sink for (A, B) {
     fn needs(&self) -> Needs {
         self.0.needs().and(self.1.needs())
@@ -109,9 +139,9 @@ impl<A: Sink, B: Sink> Sink for (A, B) {
         self.0.begin_file(file, name);
         self.1.begin_file(file, name);
     }
-    fn packet(&mut self, event: &PacketEvent<'_>) -> Flow {
-        let a = self.0.packet(event);
-        a.and(self.1.packet(event))
+    fn packet(&mut self, event: &PacketEvent<'_>) -> Result<Flow, SinkError> {
+        let a = self.0.packet(event)?;
+        Ok(a.and(self.1.packet(event)?))
     }
     fn end_file(&mut self, file: u32, end: &FileEnd) {
         self.0.end_file(file, end);
@@ -137,10 +167,10 @@ impl<S: Sink> Sink for Option<S> {
             s.begin_file(file, name)
         }
     }
-    fn packet(&mut self, event: &PacketEvent<'_>) -> Flow {
+    fn packet(&mut self, event: &PacketEvent<'_>) -> Result<Flow, SinkError> {
         match self {
             Some(s) => s.packet(event),
-            None => Flow::Continue,
+            None => Ok(Flow::Continue),
         }
     }
     fn end_file(&mut self, file: u32, end: &FileEnd) {

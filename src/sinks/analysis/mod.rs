@@ -12,7 +12,9 @@ use gpcap_dissect::FaultKind;
 use gpcap_dissect::program::Side;
 pub use gpcap_engine::Config;
 use gpcap_engine::seq::SeqEvent;
-use gpcap_engine::{Engine, FileEnd, Flow, FlowEnd, Kind, Layer, Needs, PacketEvent, Sink, Status, Summary};
+use gpcap_engine::{
+    Engine, FileEnd, Flow, FlowEnd, Kind, Layer, Needs, PacketEvent, Sink, SinkError, Status, Summary,
+};
 use gpcap_wire::capture::{CaptureError, Frame};
 use gpcap_wire::decode::IcmpTooBig;
 use hashbrown::HashMap;
@@ -289,7 +291,7 @@ impl Sink for Statistics {
         });
     }
 
-    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Result<Flow, SinkError> {
         match e.kind {
             Kind::Reassembled => self.reassembled(e),
             Kind::Game | Kind::OtherUdp => {
@@ -304,7 +306,7 @@ impl Sink for Statistics {
             }
             _ => self.frame(e),
         }
-        Flow::Continue
+        Ok(Flow::Continue)
     }
 
     fn end_file(&mut self, file: u32, end: &FileEnd) {
@@ -351,8 +353,8 @@ pub struct NoSink;
 
 impl Sink for NoSink {
     #[inline(always)]
-    fn packet(&mut self, _: &PacketEvent<'_>) -> Flow {
-        Flow::Continue
+    fn packet(&mut self, _: &PacketEvent<'_>) -> Result<Flow, SinkError> {
+        Ok(Flow::Continue)
     }
 }
 
@@ -382,6 +384,9 @@ impl<X: Clone + Sink> Analyzer<X> {
 
 impl<X: Sink> Analyzer<X> {
     /// `record`: the engine attaches field trees to the events (what `extra` may read).
+    /// `extra` counts beside the statistics (the bandwidth profile): it is handed every
+    /// frame, cannot stop the analysis and must not fail; a sink that writes runs through
+    /// [`crate::run::run_files`], which ends with its error.
     pub fn with_sink(cfg: Config, record: bool, extra: X) -> Self {
         let stats = Statistics::new(cfg.clone());
         let mut needs = stats.needs().and(extra.needs());
@@ -423,7 +428,8 @@ impl<X: Sink> Analyzer<X> {
 
     /// Analyzes one frame.
     pub fn frame(&mut self, f: &Frame) {
-        let _ = self.engine.frame(f, &mut (&mut self.stats, &mut self.extra));
+        let counted = self.engine.frame(f, &mut (&mut self.stats, &mut self.extra));
+        debug_assert!(counted.is_ok(), "an analyzer's sinks count; they do not fail");
     }
 
     /// Keeps what each frame does to reassembly memory (shards: `run::sharded`).
@@ -443,9 +449,10 @@ impl<X: Sink> Analyzer<X> {
         pre: &gpcap_engine::Prepared,
         found: (&gpcap_engine::Joined, &[u8]),
     ) {
-        let _ = self
+        let counted = self
             .engine
             .frame_with(f, pre, found, &mut (&mut self.stats, &mut self.extra));
+        debug_assert!(counted.is_ok(), "an analyzer's sinks count; they do not fail");
     }
 
     /// Ends the analysis and returns the finished statistics (for merging shards).

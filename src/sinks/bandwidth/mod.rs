@@ -14,7 +14,7 @@ pub(crate) mod values;
 
 use gpcap_dissect::program::{Kind as NodeKind, Program, Side};
 use gpcap_dissect::{Dissection, FaultKind, Label, Value};
-use gpcap_engine::{Flow, Kind, Needs, PacketEvent, Sink, Status};
+use gpcap_engine::{Flow, Kind, Needs, PacketEvent, Sink, SinkError, Status};
 use hashbrown::HashMap;
 pub use report::{BandwidthReport, Row, ValuesSeen};
 use std::sync::Arc;
@@ -461,8 +461,8 @@ impl Sink for Bandwidth {
         }
     }
 
-    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Result<Flow, SinkError> {
         self.take(e);
-        Flow::Continue
+        Ok(Flow::Continue)
     }
 }

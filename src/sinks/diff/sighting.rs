@@ -3,7 +3,7 @@
 //! matcher that reads two captures side by side. The sink knows no thread: the run
 //! gives it the function that hands a batch on.
 
-use gpcap_engine::{FileEnd, Flow, FlowEnd, FlowId, Kind, PacketEvent, Sink, Summary};
+use gpcap_engine::{FileEnd, Flow, FlowEnd, FlowId, Kind, PacketEvent, Sink, SinkError, Summary};
 
 /// Bytes of the UDP payload the identity hash reads: the header (sequence, fragment,
 /// checksum) and the start of the body. A capture cut by a small snaplen at one point
@@ -149,20 +149,20 @@ impl<F: FnMut(&mut Vec<Seen>) -> Flow> Sightings<F> {
 }
 
 impl<F: FnMut(&mut Vec<Seen>) -> Flow> Sink for Sightings<F> {
-    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Result<Flow, SinkError> {
         if e.kind != Kind::Reassembled {
             self.frames += 1;
             self.first_ns.get_or_insert(e.ts_ns);
             self.last_ns = self.last_ns.max(e.ts_ns);
         }
         if e.kind != Kind::Game {
-            return Flow::Continue;
+            return Ok(Flow::Continue);
         }
-        match e.flow_index {
+        Ok(match e.flow_index {
             None => self.push(Seen::Untracked),
             Some(_) if e.status.crc_failed() => self.push(Seen::Damaged { flow: e.flow_index }),
             Some(index) => self.datagram(e, index),
-        }
+        })
     }
 
     fn end_file(&mut self, _file: u32, _end: &FileEnd) {}

@@ -112,8 +112,9 @@ impl Layers {
         }
     }
 
-    pub fn failed(&self) -> bool {
-        self.exports.iter().any(Export::failed)
+    /// The first inner export's failure, taken out.
+    pub fn failure(&mut self) -> Option<ExportError> {
+        self.exports.iter_mut().find_map(Export::failure)
     }
 
     /// Every layer's export, to be closed with the outer one.

@@ -25,7 +25,7 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
 use commit::{Staged, Staging, discard};
 use gpcap_dissect::Program;
-use gpcap_engine::{FileEnd, Flow, FlowEnd, Needs, PacketEvent, Sink, Summary};
+use gpcap_engine::{FileEnd, Flow, FlowEnd, Needs, PacketEvent, Sink, SinkError, Summary};
 use packets::Packets;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
@@ -553,14 +553,21 @@ impl Export {
         !self.parallel()
     }
 
-    /// The export cannot go on (a write or a worker failed): reading may stop.
-    pub fn failed(&self) -> bool {
-        self.error.is_some()
-            || self.layers.failed()
-            || self
-                .pool
-                .as_ref()
-                .is_some_and(|p| p.failed.load(std::sync::atomic::Ordering::Relaxed))
+    /// Why the export cannot go on (a write or a worker failed, here or in an inner
+    /// layer's export), taken out for the run to end with; a failed pool is joined for
+    /// its error.
+    fn failure(&mut self) -> Option<ExportError> {
+        if let Some(e) = self.error.take() {
+            return Some(e);
+        }
+        if self
+            .pool
+            .as_ref()
+            .is_some_and(|p| p.failed.load(std::sync::atomic::Ordering::Relaxed))
+        {
+            return self.pool.take().and_then(|p| p.finish().error);
+        }
+        self.layers.failure()
     }
 
     /// Writes what is buffered, the report's tables, and closes every file, the inner
@@ -720,13 +727,14 @@ fn write_chunk(tables: &mut [Option<Table>], written: &mut [u64], error: &mut Op
 
 impl Export {
     /// One event ([`Sink::packet`]).
-    fn take(&mut self, e: &PacketEvent<'_>) {
-        self.stats.packet(e);
+    fn take(&mut self, e: &PacketEvent<'_>) -> Result<(), SinkError> {
+        self.stats.packet(e)?;
         if let Some(b) = &mut self.bandwidth {
-            b.packet(e);
+            b.packet(e)?;
         }
         self.layers.packet(e);
         self.rows_of(e);
+        Ok(())
     }
 }
 
@@ -743,10 +751,14 @@ impl Sink for Export {
         }
     }
 
-    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
-        self.take(e);
-        // A write or a worker failed: reading stops.
-        Flow::stop_if(self.failed())
+    /// A write or a worker that failed ends the run with its error (and the export,
+    /// dropped, leaves nothing behind).
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Result<Flow, SinkError> {
+        self.take(e)?;
+        match self.failure() {
+            Some(e) => Err(SinkError::new(e)),
+            None => Ok(Flow::Continue),
+        }
     }
 
     fn end_file(&mut self, file: u32, end: &FileEnd) {

@@ -4,7 +4,7 @@
 use super::super::rows::{Chunk, Rows};
 use arrow_array::ArrayRef;
 use gpcap_dissect::Program;
-use gpcap_engine::{Config, Flow, Needs, PacketEvent, Sink};
+use gpcap_engine::{Config, Flow, Needs, PacketEvent, Sink, SinkError};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -27,7 +27,7 @@ impl Sink for Both {
         }
     }
 
-    fn packet(&mut self, e: &PacketEvent<'_>) -> Flow {
+    fn packet(&mut self, e: &PacketEvent<'_>) -> Result<Flow, SinkError> {
         if e.is_game() {
             let (a, b) = (&mut self.a, &mut self.b);
             self.tree.add(e, &mut |c| a.push(c));
@@ -37,7 +37,7 @@ impl Sink for Both {
                 self.log.add(e, &mut |c| b.push(c));
             }
         }
-        Flow::Continue
+        Ok(Flow::Continue)
     }
 }
 
@@ -89,7 +89,7 @@ fn same_rows(capture: &Path, program: Arc<Program>) -> u64 {
     let mut engine = gpcap_engine::Engine::new(cfg, true);
     let mut r = gpcap_wire::capture::CaptureReader::open(capture).unwrap();
     while let Some(f) = r.next_frame().unwrap() {
-        engine.frame(&f, &mut both);
+        engine.frame(&f, &mut both).unwrap();
     }
     engine.finish(&mut both);
     let (a, b) = (&mut both.a, &mut both.b);
