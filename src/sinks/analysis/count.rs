@@ -81,9 +81,8 @@ impl Statistics {
                 *c.vlans.entry(v).or_default() += 1;
             }
             // A fragment before a datagram's last is as large as the sender's MTU let it.
-            if matches!(e.layer, Layer::IpPiece { .. }) && ip.more_fragments {
-                let m = &mut self.report.mtu;
-                m.fragment_mtu = m.fragment_mtu.max(Some(ip.total_len));
+            if matches!(e.layer, Layer::IpPiece { .. }) {
+                self.mtu.ip_piece(&ip);
             }
         }
         let c = &mut self.report.capture;
@@ -111,34 +110,7 @@ impl Statistics {
 
     pub(super) fn icmp(&mut self, frame: u64, icmp: IcmpTooBig) {
         self.report.capture.icmp_too_big += 1;
-        if let Some(q) = icmp.quoted {
-            // Later datagrams are counted as they arrive; the first ICMP of a flow stands
-            // for the datagram before it.
-            let first = !self.path_mtu.contains_key(&(q.src, q.dst));
-            let mtu = self.path_mtu.entry((q.src, q.dst)).or_insert(icmp.mtu);
-            *mtu = (*mtu).min(icmp.mtu);
-            if first && q.ip_len > icmp.mtu {
-                self.report.mtu.df_over_path_mtu += 1;
-            }
-            if q.ip_len > icmp.mtu {
-                self.dropped_over_mtu.insert((q.src, q.dst));
-            }
-        }
-        let m = &mut self.report.mtu;
-        m.icmp_total += 1;
-        if m.icmp.len() < MAX_LISTED {
-            m.icmp.push(IcmpFinding {
-                frame,
-                from: icmp.from,
-                v6: icmp.v6,
-                mtu: icmp.mtu,
-                flow: icmp.quoted.map(|q| FlowId {
-                    src: q.src,
-                    dst: q.dst,
-                }),
-                quoted_ip_len: icmp.quoted.map(|q| q.ip_len),
-            });
-        }
+        self.mtu.icmp(frame, icmp);
     }
 
     pub(super) fn reassembled(&mut self, e: &PacketEvent) {

@@ -24,6 +24,7 @@ impl Statistics {
             untracked,
             report,
             state,
+            mtu,
             ..
         } = self;
         let flow = match e.flow_index {
@@ -34,7 +35,7 @@ impl Statistics {
             return;
         };
         sizes(flow, &mut report.capture, e, &ip);
-        mtu(flow, &mut report.mtu, cfg.link_mtu, &self.path_mtu, e, &ip, &key);
+        mtu.datagram(&mut flow.stats, e, &ip, &key);
         if !verdict(flow, report, cfg, e) {
             return;
         }
@@ -43,7 +44,7 @@ impl Statistics {
         };
         if let Some(event) = e.seq_event {
             let losses = Losses {
-                dropped_over_mtu: &mut self.dropped_over_mtu,
+                mtu,
                 bursts: &mut self.bursts,
                 state,
                 quarter_space: self.quarter_space,
@@ -55,7 +56,7 @@ impl Statistics {
         }
         let kinds = self.kinds_with_messages.as_deref();
         let side = self.sides.get(ptype as usize).copied().flatten();
-        if packet_kind(flow, report, cfg, kinds, side, e, ptype, &key) {
+        if packet_kind(flow, (report, mtu), cfg, kinds, side, e, ptype, &key) {
             self.ack(e);
         }
     }
@@ -110,58 +111,6 @@ fn sizes(flow: &mut FlowState, c: &mut CaptureSummary, e: &PacketEvent, ip: &IpI
     s.size_hist.add(payload_len);
 }
 
-/// The MTU section: over the budget, the link's MTU (`link_mtu`) or a path's, fragmented
-/// by IP.
-#[inline(always)]
-fn mtu(
-    flow: &mut FlowState,
-    m: &mut MtuReport,
-    link_mtu: u32,
-    path_mtu: &HashMap<(SocketAddr, SocketAddr), u32>,
-    e: &PacketEvent,
-    ip: &IpInfo,
-    key: &FlowId,
-) {
-    let s = &mut flow.stats;
-    if e.over_budget {
-        s.over_budget += 1;
-        m.over_budget += 1;
-    }
-    let whole = e.ip_fragments <= 1;
-    if ip.total_len > link_mtu {
-        m.over_link_mtu += 1;
-        if ip.dont_fragment && whole {
-            m.df_over_link_mtu += 1;
-        }
-    }
-    // A datagram sent whole with don't-fragment over the MTU a router announced (the
-    // first one is counted from the ICMP that quotes it).
-    if ip.dont_fragment
-        && whole
-        && !path_mtu.is_empty()
-        && let Some(&pmtu) = path_mtu.get(&(key.src, key.dst))
-        && ip.total_len > pmtu
-    {
-        m.df_over_path_mtu += 1;
-    }
-    if whole {
-        return;
-    }
-    s.ip_fragmented += 1;
-    m.ip_fragmented += 1;
-    if ip.total_len <= link_mtu {
-        m.ip_fragmented_within_link_mtu += 1;
-    }
-    if m.ip_fragmented_list.len() < MAX_LISTED {
-        m.ip_fragmented_list.push(IpFragFinding {
-            frame: e.frame,
-            flow: *key,
-            ip_len: ip.total_len,
-            fragments: e.ip_fragments,
-        });
-    }
-}
-
 /// The validation section: the datagram's verdict. False: nothing more to count (cut
 /// short, failed its checksum, too short, unverified, or a header that did not read).
 #[inline(always)]
@@ -213,8 +162,8 @@ fn verdict(flow: &mut FlowState, report: &mut Report, cfg: &Config, e: &PacketEv
 
 /// What the sequence stage counts loss into besides the flow and the report.
 struct Losses<'a> {
-    /// Flows an ICMP said a datagram was dropped from (a gap is then the MTU's).
-    dropped_over_mtu: &'a mut hashbrown::HashSet<(SocketAddr, SocketAddr)>,
+    /// The MTU section: a gap may be a datagram an ICMP said was dropped.
+    mtu: &'a mut super::mtu::MtuTap,
     bursts: &'a mut BurstSizes,
     state: &'a mut StateBudget,
     /// A gap this large is a jump: a sign of a wrong field.
@@ -237,11 +186,7 @@ fn sequence(
         if gap as u128 + 1 >= l.quarter_space {
             flow.stats.seq_jumps += 1;
         }
-        let dropped = !l.dropped_over_mtu.is_empty() && l.dropped_over_mtu.remove(&(key.src, key.dst));
-        if gap > 0 {
-            report.mtu.gaps += 1;
-            report.mtu.gaps_after_path_mtu += dropped as u64;
-        }
+        l.mtu.new_sequence(key, gap);
     }
     if let Some(t) = report.timeline.slot(e.ts_ns) {
         t.datagrams += 1;
@@ -301,7 +246,7 @@ fn sent(
 #[inline(always)]
 fn packet_kind(
     flow: &mut FlowState,
-    report: &mut Report,
+    (report, mtu): (&mut Report, &mut super::mtu::MtuTap),
     cfg: &Config,
     kinds: Option<&[bool]>,
     side: Option<Side>,
@@ -336,7 +281,7 @@ fn packet_kind(
     report.validation.fragments += 1;
     s.fragments += 1;
     if frag.data_len.saturating_sub(frag.lead) as u32 > cfg.format.fragment_size {
-        report.mtu.fragments_over_size += 1;
+        mtu.oversize_fragment();
     }
     false
 }

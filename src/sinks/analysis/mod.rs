@@ -26,6 +26,7 @@ mod count;
 mod datagram;
 mod finalize;
 mod flow;
+mod mtu;
 mod settle;
 use flow::*;
 
@@ -47,11 +48,8 @@ pub struct Statistics {
     flows: Vec<FlowState>,
     /// Every flow past the engine's flow table, counted together.
     untracked: Option<FlowState>,
-    /// The smallest MTU ICMP announced for each flow.
-    path_mtu: HashMap<(SocketAddr, SocketAddr), u32>,
-    /// Flows an ICMP said a datagram was dropped from (over the path MTU), until their
-    /// next datagram: a gap it shows is the dropped datagram's.
-    dropped_over_mtu: hashbrown::HashSet<(SocketAddr, SocketAddr)>,
+    /// The MTU section, counted by a tap of its own.
+    mtu: mtu::MtuTap,
     bursts: BurstSizes,
     /// Frames by link type (named when the report is built).
     link_types: Vec<(i32, u64)>,
@@ -88,8 +86,6 @@ impl Statistics {
         report.protocol.checksum = cfg.checksum;
         report.protocol.name = cfg.program.as_ref().map(|p| p.params.name.clone());
         report.protocol.checksum_rule = cfg.program.as_ref().and_then(|p| p.params.describe_rule());
-        report.mtu.budget = cfg.format.mtu_budget;
-        report.mtu.link_mtu = cfg.link_mtu;
         if cfg.program.as_ref().is_some_and(|p| p.messages.is_some()) {
             report.messages = Some(Default::default());
         }
@@ -123,8 +119,7 @@ impl Statistics {
             ack_width: cfg.program.as_deref().map_or(16, acks::ack_width),
             flows: Vec::new(),
             untracked: None,
-            path_mtu: HashMap::new(),
-            dropped_over_mtu: hashbrown::HashSet::new(),
+            mtu: mtu::MtuTap::new(&cfg),
             bursts: BurstSizes::default(),
             link_types: Vec::new(),
             state: StateBudget {
@@ -159,8 +154,7 @@ impl Statistics {
         // Shards that both left flows untracked are never merged into the report shown:
         // the run is done again on one core (`run::sharded`).
         self.untracked = self.untracked.take().or(o.untracked);
-        self.path_mtu.extend(o.path_mtu);
-        self.dropped_over_mtu.extend(o.dropped_over_mtu);
+        self.mtu.merge(o.mtu);
         self.bursts.bursts += o.bursts.bursts;
         self.bursts.before.merge(&o.bursts.before);
         self.bursts.all.merge(&o.bursts.all);
@@ -247,7 +241,7 @@ impl Statistics {
             stats.pad_types();
             stats
         });
-        self.report.mtu.bursts = self.bursts.report();
+        self.report.mtu = self.mtu.finish(self.bursts.report());
         self.report.finalize(&self.cfg);
         for (name, stats) in self.layers {
             let mut r = stats.report();

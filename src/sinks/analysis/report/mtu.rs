@@ -199,7 +199,7 @@ pub struct ReassemblyReport {
 
 impl MtuReport {
     /// Adds a shard's MTU findings, the lists kept in frame order.
-    pub(super) fn merge(&mut self, n: MtuReport) {
+    pub(in crate::sinks::analysis) fn merge(&mut self, n: MtuReport) {
         let m = self;
         m.over_budget += n.over_budget;
         m.over_link_mtu += n.over_link_mtu;
