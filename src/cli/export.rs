@@ -86,10 +86,12 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
                     b.set_position(offset);
                 }
             },
-        )?;
+        );
+        // Cleared before a failure is said, too.
         if let Some(b) = bar {
             b.finish_and_clear();
         }
+        let outcomes = outcomes?;
         if stopped() {
             // Dropping the sink removes its staging directory: nothing of this capture
             // is left that looks complete.

@@ -85,6 +85,9 @@ impl Session {
     ) -> std::io::Result<usize> {
         let mut sinks = (&mut self.stats, (&mut self.index, &mut self.writer));
         let mut fed = 0;
+        // Only `--write` can fail: the batch is still analyzed and published, and its
+        // first write error ends the session after it (the writer writes no more).
+        let mut failed = None;
         for mut f in batch {
             if fed % ASK_EVERY == 0 && !go_on() {
                 break;
@@ -93,17 +96,19 @@ impl Session {
             self.frames += 1;
             f.number = self.frames;
             f.offset = 0;
-            // Only `--write` can fail: its write error ends the session.
             if let Err(e) = self.engine.frame(&f, &mut sinks) {
-                return Err(e
-                    .downcast::<std::io::Error>()
-                    .unwrap_or_else(std::io::Error::other));
+                failed.get_or_insert(e);
             }
         }
         if let Some(ix) = self.index.as_mut() {
             ix.publish(false);
         }
-        Ok(fed)
+        match failed {
+            Some(e) => Err(e
+                .downcast::<std::io::Error>()
+                .unwrap_or_else(std::io::Error::other)),
+            None => Ok(fed),
+        }
     }
 
     /// Frames the analysis gave up (the run stopped while it was behind) still go to
@@ -114,7 +119,7 @@ impl Session {
             return;
         };
         for f in batch {
-            if w.error.is_some() {
+            if w.broken() {
                 return;
             }
             if let Err(e) = w.frame(f.linktype, f.ts_ns, f.data, f.origlen) {

@@ -15,7 +15,7 @@ pub(crate) mod writer;
 
 /// Why an export failed: the file and what went wrong. Defined in every build, so that
 /// the crate's `Error` has the same variants whatever the features.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("cannot write {path}: {reason}")]
 pub struct ExportError {
     pub path: String,

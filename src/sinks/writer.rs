@@ -11,6 +11,8 @@ pub struct PcapNgSink<W: Write> {
     interfaces: Vec<i32>,
     pub written: u64,
     pub error: Option<std::io::Error>,
+    /// A write failed: nothing more goes to the file.
+    broken: bool,
 }
 
 impl<W: Write> PcapNgSink<W> {
@@ -20,7 +22,13 @@ impl<W: Write> PcapNgSink<W> {
             interfaces: Vec::new(),
             written: 0,
             error: None,
+            broken: false,
         })
+    }
+
+    /// Whether a write failed (nothing more goes to the file).
+    pub fn broken(&self) -> bool {
+        self.broken || self.error.is_some()
     }
 
     /// Writes one captured frame.
@@ -50,12 +58,16 @@ impl<W: Write> PcapNgSink<W> {
 }
 
 impl<W: Write> Sink for PcapNgSink<W> {
-    /// Writes the frame; a failed write ends the run with its error.
+    /// Writes the frame; a failed write ends the run with its error, and nothing is
+    /// written after it (a file with a hole would look whole).
     fn packet(&mut self, e: &PacketEvent<'_>) -> Result<Flow, SinkError> {
         // Reassembled packets are not frames: their fragments were written already.
-        if e.kind != Kind::Reassembled {
-            self.frame(e.linktype, e.ts_ns, e.frame_data, e.wire_len)
-                .map_err(SinkError::new)?;
+        if self.broken || e.kind == Kind::Reassembled {
+            return Ok(Flow::Continue);
+        }
+        if let Err(err) = self.frame(e.linktype, e.ts_ns, e.frame_data, e.wire_len) {
+            self.broken = true;
+            return Err(SinkError::new(err));
         }
         Ok(Flow::Continue)
     }

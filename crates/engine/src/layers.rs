@@ -275,6 +275,10 @@ impl StackState {
             if !self.record {
                 let mut sink = Watch::new(&mut x.stats);
                 x.engine.datagram(&mut e, f, ip, ports, b, false, 1, p, &mut sink);
+                debug_assert!(
+                    sink.outcome().is_ok(),
+                    "an inner layer's sink counts; it does not fail"
+                );
                 continue;
             }
             let mut rec = Recorder {
@@ -283,16 +287,13 @@ impl StackState {
                 carrier: (fd.node, fd.bit_offset),
                 at: a as u64 * 8,
             };
-            x.engine.datagram(
-                &mut e,
-                f,
-                ip,
-                ports,
-                b,
-                false,
-                1,
-                p,
-                &mut Watch::new(&mut (&mut x.stats, &mut rec)),
+            // The recorder first: what the layer carried is kept whatever its counting says.
+            let mut both = (&mut rec, &mut x.stats);
+            let mut sink = Watch::new(&mut both);
+            x.engine.datagram(&mut e, f, ip, ports, b, false, 1, p, &mut sink);
+            debug_assert!(
+                sink.outcome().is_ok(),
+                "an inner layer's sink counts; it does not fail"
             );
         }
         outcome

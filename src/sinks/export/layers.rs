@@ -112,7 +112,7 @@ impl Layers {
         }
     }
 
-    /// The first inner export's failure, taken out.
+    /// The first inner export's failure (which stays in it).
     pub fn failure(&mut self) -> Option<ExportError> {
         self.exports.iter_mut().find_map(Export::failure)
     }

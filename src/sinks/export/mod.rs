@@ -554,20 +554,25 @@ impl Export {
     }
 
     /// Why the export cannot go on (a write or a worker failed, here or in an inner
-    /// layer's export), taken out for the run to end with; a failed pool is joined for
-    /// its error.
+    /// layer's export), for the run to end with; a failed pool is joined for its error.
+    /// The failure stays: nothing more is written, and `close` returns it too.
     fn failure(&mut self) -> Option<ExportError> {
-        if let Some(e) = self.error.take() {
-            return Some(e);
-        }
-        if self
-            .pool
-            .as_ref()
-            .is_some_and(|p| p.failed.load(std::sync::atomic::Ordering::Relaxed))
+        if self.error.is_none()
+            && self
+                .pool
+                .as_ref()
+                .is_some_and(|p| p.failed.load(std::sync::atomic::Ordering::Relaxed))
         {
-            return self.pool.take().and_then(|p| p.finish().error);
+            let o = self.pool.take().map(parallel::Pool::finish);
+            self.error = Some(o.and_then(|o| o.error).unwrap_or_else(|| ExportError {
+                path: String::new(),
+                reason: "an export worker failed".into(),
+            }));
         }
-        self.layers.failure()
+        if self.error.is_none() {
+            self.error = self.layers.failure();
+        }
+        self.error.clone()
     }
 
     /// Writes what is buffered, the report's tables, and closes every file, the inner
@@ -790,6 +795,30 @@ mod tests {
             .collect();
         fields.push(Field::new("header", DataType::Struct(inner), true));
         Schema::new(fields)
+    }
+
+    /// Regression (found in review): the failure the run ended with was taken out of the
+    /// export, so a `close` after it committed the capture without the failed table and
+    /// said nothing. It stays: `close` fails too and commits nothing.
+    #[test]
+    fn a_failure_stays_and_close_commits_nothing() {
+        let dir = std::env::temp_dir().join(format!("gpcap-failure-{}", std::process::id()));
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let program = gpcap_dissect::load(&root.join("dissectors/article.kdl")).unwrap();
+        let cfg = gpcap_engine::Config::from_program(std::sync::Arc::new(program));
+        let mut x = Export::new(&dir, &[], "c.pcap", cfg).unwrap();
+        x.error = Some(ExportError {
+            path: "t".into(),
+            reason: "disk full".into(),
+        });
+        assert!(x.failure().is_some());
+        assert!(x.failure().is_some(), "said once, kept");
+        assert!(x.close().is_err());
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .map(|d| d.flatten().collect())
+            .unwrap_or_default();
+        assert!(left.is_empty(), "{left:?}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
