@@ -241,10 +241,8 @@ pub fn frames_of_rows(path: &Path, cfg: Config, rows: &[u32]) -> Result<FrameSet
     impl Sink for Pick<'_> {
         fn packet(&mut self, e: &PacketEvent<'_>) -> Result<Flow, SinkError> {
             self.take(e);
-            Ok(
-                // Past the last row asked for: the rest of the capture is not read.
-                Flow::stop_if(self.rows.last().is_none_or(|&l| self.position > l)),
-            )
+            // Past the last row asked for: the rest of the capture is not read.
+            Ok(Flow::stop_if(self.rows.last().is_none_or(|&l| self.position > l)))
         }
     }
     let mut sorted = rows.to_vec();
