@@ -4,7 +4,7 @@
 //! writes the 10M-frame capture of the targets). `GPCAP_TUI_FILTER` changes the filter.
 
 use gpcap::analysis::Config;
-use gpcap::tui::{App, Index, load};
+use gpcap_tui::{App, Index, load};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;

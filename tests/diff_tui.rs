@@ -5,7 +5,7 @@
 
 use gpcap::generate::points::{PointEmit, PointsConfig, simulate_points};
 use gpcap::sinks::diff::{ClockMode, DiffReport, Options};
-use gpcap::tui::diff::{DiffView, draw};
+use gpcap_tui::diff::{DiffView, draw};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -106,7 +106,7 @@ fn lost_datagrams_are_listed_and_marked() {
         let lost = v
             .rows()
             .iter()
-            .filter(|x| x.marks.contains(&gpcap::tui::diff::Mark::Lost))
+            .filter(|x| x.marks.contains(&gpcap_tui::diff::Mark::Lost))
             .count() as u64;
         assert_eq!(lost, d.lost.min(1000));
         let up = if d.upstream == "A" { 0 } else { 1 };

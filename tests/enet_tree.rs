@@ -8,7 +8,7 @@ mod common;
 use common::gpcap_ok as gpcap;
 use gpcap::analysis::Config;
 use gpcap::dissect;
-use gpcap::tui::{App, Index, load};
+use gpcap_tui::{App, Index, load};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -59,7 +59,7 @@ fn keys(a: &mut App, script: &str) {
 
 fn screen(a: &mut App, w: u16, h: u16) -> String {
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
-    t.draw(|f| gpcap::tui::draw(f, a)).unwrap();
+    t.draw(|f| gpcap_tui::draw(f, a)).unwrap();
     let buf = t.backend().buffer().clone();
     let mut out = String::new();
     for y in 0..h {
@@ -77,7 +77,7 @@ const UDP: usize = 42;
 
 fn highlighted(a: &mut App, w: u16, h: u16) -> Vec<(usize, bool)> {
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
-    t.draw(|f| gpcap::tui::draw(f, a)).unwrap();
+    t.draw(|f| gpcap_tui::draw(f, a)).unwrap();
     let buf = t.backend().buffer().clone();
     let mut out = Vec::new();
     for y in 0..h {

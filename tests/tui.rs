@@ -6,7 +6,7 @@ mod common;
 
 use gpcap::analysis::Config;
 use gpcap::dissect;
-use gpcap::tui::{App, Index, load};
+use gpcap_tui::{App, Index, load};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
@@ -112,7 +112,7 @@ fn settle(a: &mut App) {
 
 fn screen(a: &mut App, w: u16, h: u16) -> String {
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
-    t.draw(|f| gpcap::tui::draw(f, a)).unwrap();
+    t.draw(|f| gpcap_tui::draw(f, a)).unwrap();
     text_of(&t)
 }
 
@@ -143,7 +143,7 @@ fn rendering_changes_nothing_and_draw_keeps_what_it_learned() {
             let drawn = screen(&mut a, w, h);
             let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
             let mut learned = None;
-            t.draw(|f| learned = Some(gpcap::tui::render(f, &a))).unwrap();
+            t.draw(|f| learned = Some(gpcap_tui::render(f, &a))).unwrap();
             assert_eq!(text_of(&t), drawn, "tab {tab} at {w}x{h}");
             a.settle(learned.unwrap());
             assert_eq!(screen(&mut a, w, h), drawn, "tab {tab} at {w}x{h}, settled again");
@@ -367,7 +367,7 @@ fn loader_and_screen_run_together_on_a_large_capture() {
             "the screen did not finish with the loader"
         );
         a.tick();
-        t.draw(|f| gpcap::tui::draw(f, &mut a)).unwrap();
+        t.draw(|f| gpcap_tui::draw(f, &mut a)).unwrap();
         a.key(KeyEvent::new(KeyCode::PageDown, KeyModifiers::NONE));
         frames_drawn += 1;
     }
@@ -404,7 +404,7 @@ fn marked_packets_are_written_with_their_fragments() {
     // Writing again asks before replacing the file; `n` keeps it.
     keys(&mut a, "M");
     keys(&mut a, &format!("w C-u text:{} Enter", out.display()));
-    assert!(matches!(&a.mode, gpcap::tui::Mode::Prompt(p) if p.ask == gpcap::tui::Ask::Replace));
+    assert!(matches!(&a.mode, gpcap_tui::Mode::Prompt(p) if p.ask == gpcap_tui::Ask::Replace));
     keys(&mut a, "n Enter");
     assert_eq!(a.message.clone().unwrap().0, "not written: the file was kept");
     assert!(std::fs::metadata(&out).unwrap().len() > 0);
@@ -494,11 +494,12 @@ fn reload_applies_an_edited_definition_and_keeps_the_place() {
 fn readme_keys_are_the_help_keys() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
     let readme = std::fs::read_to_string(&path).unwrap();
-    let open = "<!-- keys: generated from src/tui/keys.rs, the table `?` shows (tests/tui.rs checks) -->\n";
+    let open =
+        "<!-- keys: generated from crates/tui/src/keys.rs, the table `?` shows (tests/tui.rs checks) -->\n";
     let close = "<!-- /keys -->";
     let a = readme.find(open).expect("README has the key table's markers") + open.len();
     let b = readme[a..].find(close).unwrap() + a;
-    let want = gpcap::tui::keys_markdown();
+    let want = gpcap_tui::keys_markdown();
     if std::env::var_os("GPCAP_UPDATE_README").is_some() {
         std::fs::write(&path, format!("{}{want}{}", &readme[..a], &readme[b..])).unwrap();
         return;
@@ -724,7 +725,7 @@ fn bandwidth_drills_down_and_filters_on_a_field() {
     }
     let want = a.bits.lines()[k].filter.clone().unwrap();
     keys(&mut a, "Enter");
-    assert_eq!(a.tab, gpcap::tui::Tab::Packets);
+    assert_eq!(a.tab, gpcap_tui::Tab::Packets);
     assert_eq!(a.filter.text, want);
     assert!(!a.view.is_empty(), "no packet has {want}");
     let path = want.split_once('.').unwrap().1;
@@ -786,10 +787,10 @@ fn layered_cfg() -> (Config, std::path::PathBuf) {
 /// tree, plaintext and inner layers as read going forward (or from the start).
 #[test]
 fn a_packet_read_going_back_is_read_as_going_forward() {
-    use gpcap::tui::Replay;
+    use gpcap_tui::Replay;
     let (cfg, path) = layered_cfg();
-    let shown = |r: &gpcap::tui::Replayed| {
-        let rows = r.tree.as_ref().map(|t| gpcap::tui::layer_rows(t, &r.carried));
+    let shown = |r: &gpcap_tui::Replayed| {
+        let rows = r.tree.as_ref().map(|t| gpcap_tui::layer_rows(t, &r.carried));
         let rows: Vec<String> = rows
             .into_iter()
             .flatten()

@@ -2,7 +2,7 @@
 
 use super::Result;
 use crate::cli::Error;
-use gpcap::tui::diff::{DiffView, draw};
+use gpcap_tui::diff::{DiffView, draw};
 use std::io::IsTerminal;
 
 pub fn run(report: &gpcap::sinks::diff::DiffReport) -> Result<()> {

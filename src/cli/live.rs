@@ -13,7 +13,7 @@ use gpcap::present;
 use gpcap::resolve::Choice;
 use gpcap::run::Session;
 use gpcap::sinks::index::IndexSink;
-use gpcap::tui::{App, Index};
+use gpcap_tui::{App, Index};
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;

@@ -6,7 +6,7 @@ use super::resolve;
 use crate::cli::Error;
 use gpcap::capture::CaptureReader;
 use gpcap::run::sample_files;
-use gpcap::tui::{App, Index, load};
+use gpcap_tui::{App, Index, load};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
@@ -71,7 +71,7 @@ pub fn event_loop(app: &mut App) -> Result<ExitCode> {
         execute!(std::io::stdout(), EnableMouseCapture, EnableBracketedPaste)?;
         while !app.quit && app.quit_at.is_none_or(|t| std::time::Instant::now() < t) {
             app.tick();
-            terminal.draw(|f| gpcap::tui::draw(f, app))?;
+            terminal.draw(|f| gpcap_tui::draw(f, app))?;
             if let Some(text) = app.clipboard.take() {
                 copy_to_clipboard(&text)?;
             }
