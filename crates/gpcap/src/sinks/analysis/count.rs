@@ -21,31 +21,6 @@ pub(super) fn count(m: &mut std::collections::BTreeMap<String, u64>, key: &str) 
     }
 }
 
-/// Keeps the earliest datagram the description failed on.
-pub(super) fn first_failure(first: &mut Option<fit::FirstFailure>, e: &PacketEvent, cause: &str) {
-    if first.is_none() {
-        *first = Some(fit::FirstFailure {
-            file: e.file,
-            frame: e.frame,
-            cause: cause.to_string(),
-            field: None,
-            bit: None,
-        });
-    }
-}
-
-pub(super) fn count_fault(m: &mut Malformed, kind: FaultKind, frame: u64, flow: FlowId) {
-    m.total += 1;
-    *m.by_cause.entry(kind.code().into()).or_default() += 1;
-    if m.examples.len() < 20 {
-        m.examples.push(MalformedExample {
-            frame,
-            flow,
-            cause: kind.code().into(),
-        });
-    }
-}
-
 impl Statistics {
     pub(super) fn frame(&mut self, e: &PacketEvent) {
         // The timeline counts seconds of capture time, from the first frame.
@@ -124,17 +99,10 @@ impl Statistics {
             FlowStats::count_type(&mut fl.stats.reassembled_types, t, fl.stats.num_types);
             count_side(&mut fl.stats, self.sides.get(t as usize).copied().flatten());
         }
-        let r = &mut self.report.reassembly;
-        r.completed += 1;
-        match e.status {
-            Status::CrcMismatch | Status::TooShort => r.crc_fail += 1,
-            Status::Ok => r.dissected_ok += 1,
-            _ => {
-                r.malformed += 1;
-                if let (Some(kind), Some(key)) = (e.fault, e.flow) {
-                    count_fault(&mut self.report.malformed, kind, e.frame, key);
-                }
-            }
+        if self.reassembly.reassembled(e.status)
+            && let (Some(kind), Some(key)) = (e.fault, e.flow)
+        {
+            self.validation.count_fault(kind, e.frame, key);
         }
     }
 }

@@ -4,7 +4,7 @@
 //! The flow's state is found once; each stage borrows it beside only what it counts
 //! into (finding it again per stage cost 1% of `analyze`).
 
-use super::count::{count_fault, count_side, first_failure};
+use super::count::count_side;
 use super::*;
 use gpcap_wire::decode::IpInfo;
 
@@ -25,6 +25,7 @@ impl Statistics {
             report,
             state,
             mtu,
+            validation,
             ..
         } = self;
         let flow = match e.flow_index {
@@ -36,7 +37,7 @@ impl Statistics {
         };
         sizes(flow, &mut report.capture, e, &ip);
         mtu.datagram(&mut flow.stats, e, &ip, &key);
-        if !verdict(flow, report, cfg, e) {
+        if !validation.verdict(flow, cfg, e) {
             return;
         }
         let Some(ptype) = e.packet_type else {
@@ -56,7 +57,7 @@ impl Statistics {
         }
         let kinds = self.kinds_with_messages.as_deref();
         let side = self.sides.get(ptype as usize).copied().flatten();
-        if packet_kind(flow, (report, mtu), cfg, kinds, side, e, ptype, &key) {
+        if packet_kind(flow, (report, mtu, validation), cfg, kinds, side, e, ptype, &key) {
             self.ack(e);
         }
     }
@@ -109,55 +110,6 @@ fn sizes(flow: &mut FlowState, c: &mut CaptureSummary, e: &PacketEvent, ip: &IpI
     s.largest_payload = s.largest_payload.max(payload_len);
     s.largest_ip = s.largest_ip.max(ip.total_len);
     s.size_hist.add(payload_len);
-}
-
-/// The validation section: the datagram's verdict. False: nothing more to count (cut
-/// short, failed its checksum, too short, unverified, or a header that did not read).
-#[inline(always)]
-fn verdict(flow: &mut FlowState, report: &mut Report, cfg: &Config, e: &PacketEvent) -> bool {
-    let s = &mut flow.stats;
-    let v = &mut report.validation;
-    v.examined += 1;
-    match e.status {
-        Status::Truncated => {
-            s.truncated += 1;
-            v.truncated += 1;
-            return false;
-        }
-        Status::CrcMismatch => {
-            s.crc_fail += 1;
-            v.crc_mismatch += 1;
-            if cfg.checksum.is_crc32() && flow.crc_ids.len() < CRC_SAMPLES {
-                flow.crc_ids.extend(gpcap_engine::identify::solve32(e.payload));
-            }
-            return false;
-        }
-        Status::TooShort => {
-            s.too_short += 1;
-            v.too_short += 1;
-            return false;
-        }
-        Status::Unverified => {
-            v.crc_unverified += 1;
-            return false;
-        }
-        _ => {}
-    }
-    // A checksum declared by field is checked after the header is read: a header that
-    // cannot be read leaves it unchecked, not ok.
-    if e.crc.is_some() || cfg.checksum != gpcap_dissect::program::Checksum::Field {
-        v.crc_ok += 1;
-        s.crc_ok += 1;
-    }
-    if e.status != Status::BadHeader {
-        return true;
-    }
-    let code = e.fault.map_or("header", |f| f.code());
-    *v.header_errors.entry(code.into()).or_default() += 1;
-    s.malformed += 1;
-    s.header_errors += 1;
-    first_failure(&mut report.first_failure, e, code);
-    false
 }
 
 /// What the sequence stage counts loss into besides the flow and the report.
@@ -246,7 +198,11 @@ fn sent(
 #[inline(always)]
 fn packet_kind(
     flow: &mut FlowState,
-    (report, mtu): (&mut Report, &mut super::mtu::MtuTap),
+    (report, mtu, validation): (
+        &mut Report,
+        &mut super::mtu::MtuTap,
+        &mut super::validation::ValidationTap,
+    ),
     cfg: &Config,
     kinds: Option<&[bool]>,
     side: Option<Side>,
@@ -264,21 +220,20 @@ fn packet_kind(
     if let Some(kind @ (FaultKind::Mac | FaultKind::Replayed)) = e.fault {
         // A key that does not open a body, or a replay, says nothing of the description's
         // fit: counted by cause here, per flow in `decryption`.
-        count_fault(&mut report.malformed, kind, e.frame, *key);
+        validation.fault(e, kind, *key, false);
     } else if let Some(kind) = e.fault {
         s.malformed += 1;
         if kind == FaultKind::TrailingBytes {
             s.trailing += 1;
         }
-        count_fault(&mut report.malformed, kind, e.frame, *key);
-        first_failure(&mut report.first_failure, e, kind.code());
+        validation.fault(e, kind, *key, true);
     }
     let Some(frag) = e.fragment else {
-        report.validation.packets += 1;
+        validation.packet();
         count_side(s, side);
         return true;
     };
-    report.validation.fragments += 1;
+    validation.fragment();
     s.fragments += 1;
     if frag.data_len.saturating_sub(frag.lead) as u32 > cfg.format.fragment_size {
         mtu.oversize_fragment();

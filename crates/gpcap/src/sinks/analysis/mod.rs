@@ -27,7 +27,9 @@ mod datagram;
 mod finalize;
 mod flow;
 mod mtu;
+mod reassembly;
 mod settle;
+mod validation;
 use flow::*;
 
 /// Findings kept as lists (counts are exact beyond).
@@ -50,6 +52,10 @@ pub struct Statistics {
     untracked: Option<FlowState>,
     /// The MTU section, counted by a tap of its own.
     mtu: mtu::MtuTap,
+    /// The reassembly section's counts, by a tap of its own.
+    reassembly: reassembly::ReassemblyTap,
+    /// The validation section, the faults and the first failure, by a tap of their own.
+    validation: validation::ValidationTap,
     bursts: BurstSizes,
     /// Frames by link type (named when the report is built).
     link_types: Vec<(i32, u64)>,
@@ -120,6 +126,8 @@ impl Statistics {
             flows: Vec::new(),
             untracked: None,
             mtu: mtu::MtuTap::new(&cfg),
+            reassembly: Default::default(),
+            validation: Default::default(),
             bursts: BurstSizes::default(),
             link_types: Vec::new(),
             state: StateBudget {
@@ -155,6 +163,8 @@ impl Statistics {
         // the run is done again on one core (`run::sharded`).
         self.untracked = self.untracked.take().or(o.untracked);
         self.mtu.merge(o.mtu);
+        self.reassembly.merge(o.reassembly);
+        self.validation.merge(o.validation);
         self.bursts.bursts += o.bursts.bursts;
         self.bursts.before.merge(&o.bursts.before);
         self.bursts.all.merge(&o.bursts.all);
@@ -242,6 +252,8 @@ impl Statistics {
             stats
         });
         self.report.mtu = self.mtu.finish(self.bursts.report());
+        self.report.reassembly = self.reassembly.finish();
+        self.validation.finish(&mut self.report);
         self.report.finalize(&self.cfg);
         for (name, stats) in self.layers {
             let mut r = stats.report();
@@ -308,12 +320,7 @@ impl Sink for Statistics {
     }
 
     fn flow_end(&mut self, end: &FlowEnd) {
-        let r = &mut self.report.reassembly;
-        r.attacks.add(&end.attacks);
-        r.single_fragment_messages += end.single_fragment_messages;
-        for (n, cs) in &end.reassembly {
-            r.by_count.entry(*n).or_default().add(cs);
-        }
+        self.reassembly.flow_end(end);
         if let Some(fl) = self.flows.get_mut(end.index as usize) {
             fl.stats.seq = end.seq.clone();
             fl.stats.sequence_spaces = end.spaces.clone();
@@ -325,7 +332,7 @@ impl Sink for Statistics {
 
     fn finish(&mut self, s: &Summary) {
         self.report.capture.ip_defrag = s.ip_defrag;
-        self.report.reassembly.peak_bytes = s.reassembly_peak;
+        self.reassembly.peak(s.reassembly_peak);
         self.report.sender_spaces = s.sender_spaces.clone();
         self.report.decryption = s.decryption.clone();
         // The inner layers' statistics, as `needs` made them.

@@ -280,7 +280,10 @@ impl Report {
 }
 
 /// The earlier of two shards' first failures.
-fn earliest(a: Option<FirstFailure>, b: Option<FirstFailure>) -> Option<FirstFailure> {
+pub(in crate::sinks::analysis) fn earliest(
+    a: Option<FirstFailure>,
+    b: Option<FirstFailure>,
+) -> Option<FirstFailure> {
     match (a, b) {
         (Some(a), Some(b)) => Some(if (b.file, b.frame) < (a.file, a.frame) {
             b
@@ -293,7 +296,7 @@ fn earliest(a: Option<FirstFailure>, b: Option<FirstFailure>) -> Option<FirstFai
 
 impl Validation {
     /// Adds a shard's verdict counts.
-    fn merge(&mut self, w: Validation) {
+    pub(in crate::sinks::analysis) fn merge(&mut self, w: Validation) {
         let v = self;
         v.examined += w.examined;
         v.crc_ok += w.crc_ok;
@@ -309,7 +312,7 @@ impl Validation {
 
 impl Malformed {
     /// Adds a shard's faults; the examples kept are the earliest.
-    fn merge(&mut self, o: Malformed) {
+    pub(in crate::sinks::analysis) fn merge(&mut self, o: Malformed) {
         self.total += o.total;
         add_map(&mut self.by_cause, o.by_cause);
         merge_listed(&mut self.examples, o.examples, |e| e.frame, 20);
@@ -318,7 +321,7 @@ impl Malformed {
 
 impl ReassemblyReport {
     /// Adds a shard's reassembled packets, refusals and fragment counts.
-    fn merge(&mut self, o: ReassemblyReport) {
+    pub(in crate::sinks::analysis) fn merge(&mut self, o: ReassemblyReport) {
         let r = self;
         r.completed += o.completed;
         r.dissected_ok += o.dissected_ok;
