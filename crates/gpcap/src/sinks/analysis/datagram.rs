@@ -52,9 +52,7 @@ impl Statistics {
             };
             sequence(flow, report, losses, cfg, e, event, &key);
         }
-        if self.ack_analysis {
-            sent(flow, cfg, self.keep_ack_log, state, e, ptype);
-        }
+        self.acks.sent(flow, cfg, state, e, ptype);
         let kinds = self.kinds_with_messages.as_deref();
         let side = self.sides.get(ptype as usize).copied().flatten();
         if packet_kind(flow, (report, mtu, validation), cfg, kinds, side, e, ptype, &key) {
@@ -87,7 +85,7 @@ impl Statistics {
         let index = index as usize;
         if index >= self.flows.len() {
             self.flows.push(FlowState::new(key, num_types, e.frame));
-            self.by_key.insert(key, index as u32);
+            self.acks.flow(key, index as u32);
         }
         true
     }
@@ -154,41 +152,6 @@ fn sequence(
         cfg.format.mtu_budget,
         l.state,
     );
-}
-
-/// The acks section's sending side: the flow's own counter, sent (packets of another
-/// sequence space, and a sequence past the plausible window, a jump, are not what its
-/// acks count); `keep`: keep the ack log.
-#[inline(always)]
-fn sent(
-    flow: &mut FlowState,
-    cfg: &Config,
-    keep: bool,
-    state: &mut StateBudget,
-    e: &PacketEvent,
-    ptype: u32,
-) {
-    if e.flow_index.is_none() || flow.acks_not_tracked || e.seq_event == Some(SeqEvent::Jump) {
-        return;
-    }
-    let Some(seq) = e.sequence else {
-        return;
-    };
-    if e.fragment.is_none() && cfg.program.as_ref().is_some_and(|p| p.space_of(ptype) != 0) {
-        return;
-    }
-    let bits = cfg.sequence_bits();
-    let before = flow.ack_bytes();
-    flow.acks
-        .get_or_insert_with(|| {
-            let mut t = Box::new(acks::AckTracker::new(bits));
-            if keep {
-                t.keep_log();
-            }
-            t
-        })
-        .sent_part(seq, e.ts_ns, e.fragment.is_some());
-    flow.charge_acks(before, state);
 }
 
 /// The packet's type and `side`, its messages (`kinds`: the types that carry them), its

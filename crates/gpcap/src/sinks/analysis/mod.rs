@@ -61,19 +61,11 @@ pub struct Statistics {
     link_types: Vec<(i32, u64)>,
     /// The side each packet type is declared `from`, by type id.
     sides: Vec<Option<Side>>,
-    /// Tracked flows by their key, to find the direction an ack answers.
-    by_key: HashMap<FlowId, u32>,
     /// With datagram kinds, which kinds carry messages (by type): the others are not
     /// counted as datagrams of no messages.
     kinds_with_messages: Option<Vec<bool>>,
-    /// The definition marks ack and ack-bits fields.
-    ack_analysis: bool,
-    /// The definition's messages ack stream sequences (`role=ack stream=…`).
-    message_acks: bool,
-    /// Keep what each captured sequence settled as (see [`Statistics::ack_facts`]).
-    keep_ack_log: bool,
-    /// Bits of the ack field ([`acks::ack_width`]).
-    ack_width: u32,
+    /// The acks section, counted by a tap of its own (its trackers in the flows).
+    acks: settle::AckTap,
     /// A quarter of the sequence space: a jump this far is a sign of a wrong field.
     quarter_space: u128,
     state: StateBudget,
@@ -103,26 +95,15 @@ impl Statistics {
             }
             sides[t] = d.from;
         }
-        let ack_analysis = cfg.program.as_ref().is_some_and(|p| {
-            use gpcap_dissect::program::Role;
-            p.has_role(Role::Ack) || p.params.datagram_acks
-        });
         Statistics {
             quarter_space: 1u128 << cfg.sequence_bits().clamp(2, 64).saturating_sub(2),
             sides,
-            by_key: HashMap::new(),
             kinds_with_messages: cfg
                 .program
                 .as_deref()
                 .filter(|p| p.kinds)
                 .map(|p| (0..p.format_types()).map(|t| p.carries_messages(t)).collect()),
-            ack_analysis,
-            message_acks: cfg
-                .program
-                .as_ref()
-                .is_some_and(|p| p.params.streams.iter().any(|s| s.acked)),
-            keep_ack_log: false,
-            ack_width: cfg.program.as_deref().map_or(16, acks::ack_width),
+            acks: settle::AckTap::new(&cfg),
             flows: Vec::new(),
             untracked: None,
             mtu: mtu::MtuTap::new(&cfg),
@@ -165,6 +146,7 @@ impl Statistics {
         self.mtu.merge(o.mtu);
         self.reassembly.merge(o.reassembly);
         self.validation.merge(o.validation);
+        self.acks.merge(o.acks);
         self.bursts.bursts += o.bursts.bursts;
         self.bursts.before.merge(&o.bursts.before);
         self.bursts.all.merge(&o.bursts.all);
@@ -187,7 +169,14 @@ impl Statistics {
 
     /// Keeps what each captured sequence settled as, for [`Statistics::ack_facts`].
     pub fn keep_ack_log(&mut self) {
-        self.keep_ack_log = true;
+        self.acks.keep_log();
+    }
+
+    /// The acks a packet carries, settled on the other direction's tracker.
+    #[inline(always)]
+    fn ack(&mut self, e: &PacketEvent) {
+        let start = self.report.timeline.start_ns;
+        self.acks.ack(&mut self.flows, &mut self.state, start, e);
     }
 
     /// What the ack analysis settled for each captured sequence, by direction (after the
@@ -245,6 +234,7 @@ impl Statistics {
         }
         let c = &mut self.report.capture;
         c.acks_not_tracked += self.state.acks_not_tracked;
+        c.acks_unmatched += self.acks.unmatched();
         c.burst_window_capped += self.state.burst_window_capped;
         self.report.untracked = self.untracked.map(|f| {
             let mut stats = f.stats;
@@ -272,7 +262,7 @@ impl Statistics {
             .map(FlowState::heap_bytes)
             .sum::<usize>()
             + (self.flows.capacity() - self.flows.len()) * std::mem::size_of::<FlowState>()
-            + self.by_key.capacity() * (std::mem::size_of::<(FlowId, u32)>() + 1)
+            + self.acks.heap_bytes()
     }
 }
 
@@ -303,11 +293,12 @@ impl Sink for Statistics {
             Kind::Game | Kind::OtherUdp => {
                 self.frame(e);
                 self.datagram(e);
-                if self.message_acks
+                if self.acks.of_messages()
                     && !e.messages.is_empty()
                     && matches!(e.status, Status::Ok | Status::Malformed)
                 {
-                    self.message_acks(e);
+                    let start = self.report.timeline.start_ns;
+                    (self.acks).messages(&mut self.flows, &mut self.state, (start, &self.cfg), e);
                 }
             }
             _ => self.frame(e),
