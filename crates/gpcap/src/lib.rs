@@ -33,7 +33,7 @@
 //! `examples/` has a custom sink and a payload dissected from your own code
 //! (`cargo run --example count_types`). Build with `default-features = false` for the
 //! pipeline alone (add `export` for Parquet datasets, `tables` for the report's tables,
-//! `crypto` for netcode.io's decryption); the terminal UI is the `gpcap-tui` crate above
+//! `crypto` for netcode.io's decryption, `live` for live capture); the terminal UI is the `gpcap-tui` crate above
 //! this one, the command line the `gpcap` binary above both.
 //!
 //! # How it is built
@@ -66,6 +66,7 @@ pub(crate) mod error;
 mod filter;
 pub use gpcap_engine::identify;
 pub use gpcap_generate as generate;
+#[cfg(feature = "live")]
 pub mod live;
 pub mod present;
 mod print;
