@@ -30,8 +30,8 @@
 //! # Ok::<(), gpcap::Error>(())
 //! ```
 //!
-//! `examples/` has a custom sink and a payload dissected from your own code
-//! (`cargo run --example count_types`). Build with `default-features = false` for the
+//! The repository's `examples/` (beside the `gpcap` binary) has a custom sink and a
+//! payload dissected from your own code (`cargo run --example count_types`). Build with `default-features = false` for the
 //! pipeline alone (add `export` for Parquet datasets, `tables` for the report's tables,
 //! `crypto` for netcode.io's decryption, `live` for live capture); the terminal UI is the `gpcap-tui` crate above
 //! this one, the command line the `gpcap` binary above both.

@@ -3,8 +3,8 @@
 //! never waits on it; rows per packet type, then per field of the type drilled into.
 
 use gpcap::run::{Until, run_files};
-use gpcap::sinks::bandwidth::report::{BandwidthReport, Row};
 use gpcap::sinks::bandwidth::{Bandwidth, Options};
+use gpcap::sinks::bandwidth::{BandwidthReport, Row};
 use gpcap_engine::Config;
 use std::path::PathBuf;
 use std::sync::Arc;

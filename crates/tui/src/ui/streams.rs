@@ -3,7 +3,7 @@
 //! *Acks* figures, "-" where a figure was not measured, a doubtful analysis said so.
 
 use super::*;
-use gpcap::sinks::analysis::acks::AckStats;
+use gpcap::sinks::analysis::AckStats;
 use gpcap::sinks::analysis::{FlowStats, Report};
 
 const HEADER: [&str; 14] = [

@@ -2,12 +2,13 @@
 //! (capture summary, validation, flows, malformed packets, reassembly and amplification,
 //! MTU). It never prints. [`Analyzer`] is the engine with this sink, the usual way in.
 
-pub mod acks;
+pub(crate) mod acks;
 pub mod fit;
 pub mod gates;
 pub(crate) mod msgacks;
 pub(crate) mod report;
 
+pub use acks::{AckStats, AckedBy, Mechanism, RttSummary};
 use gpcap_dissect::FaultKind;
 use gpcap_dissect::program::Side;
 pub use gpcap_engine::Config;

@@ -2,7 +2,8 @@
 //! the fragments each flow's table saw by fragment count, the attacks it refused, the
 //! messages sent in one fragment, and the reassembly memory's peak. It counts as the
 //! engine reports them, merges across shards and closes into the report's `reassembly`
-//! once, at the end (the totals, loss and finding are derived there, with the flows).
+//! once, at the end (the totals, loss and finding are derived there, with the flows; a
+//! sharded run's peak is the shards' together, set after it).
 
 use super::report::ReassemblyReport;
 use gpcap_engine::{FlowEnd, Status};

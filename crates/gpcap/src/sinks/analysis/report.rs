@@ -247,6 +247,9 @@ fn add_map<K: Ord + Clone>(a: &mut BTreeMap<K, u64>, b: BTreeMap<K, u64>) {
 }
 
 /// Concatenates two lists kept in frame order, keeping the first `max`.
+/// Examples of malformed packets kept (counts are exact beyond).
+pub(in crate::sinks::analysis) const MALFORMED_EXAMPLES: usize = 20;
+
 fn merge_listed<T>(a: &mut Vec<T>, b: Vec<T>, frame: impl Fn(&T) -> u64, max: usize) {
     a.extend(b);
     a.sort_by_key(|x| frame(x));
@@ -256,7 +259,9 @@ fn merge_listed<T>(a: &mut Vec<T>, b: Vec<T>, frame: impl Fn(&T) -> u64, max: us
 impl Report {
     /// Adds the counters of a shard's report (before `finalize`; flows are merged by the
     /// analyzer itself). Shards that left flows untracked are not merged: the run is
-    /// done again on one core (`run::sharded`), so `untracked` is not added here.
+    /// done again on one core (`run::sharded`), so `untracked` is not added here. Inside
+    /// `Statistics` the sections its taps count (validation, faults, first failure,
+    /// reassembly, MTU) are still empty when shards merge: the taps merge themselves.
     pub fn merge(&mut self, o: Report) {
         self.decryption = match (self.decryption.take(), o.decryption) {
             (Some(mut a), Some(b)) => {
@@ -315,7 +320,7 @@ impl Malformed {
     pub(in crate::sinks::analysis) fn merge(&mut self, o: Malformed) {
         self.total += o.total;
         add_map(&mut self.by_cause, o.by_cause);
-        merge_listed(&mut self.examples, o.examples, |e| e.frame, 20);
+        merge_listed(&mut self.examples, o.examples, |e| e.frame, MALFORMED_EXAMPLES);
     }
 }
 

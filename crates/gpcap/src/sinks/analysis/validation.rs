@@ -2,17 +2,15 @@
 //! header), the packets and fragments that passed, the faults of bodies by cause with
 //! their first examples, and the first datagram the description failed on. It counts
 //! as packets come, merges across shards and closes into the report's `validation`,
-//! `malformed` and `first_failure` once, at the end; nothing else writes them.
+//! `malformed` and `first_failure` once, at the end; nothing else counts into them
+//! (`Report::finalize` adds the derived `wrong_direction`).
 
 use super::Config;
 use super::flow::{CRC_SAMPLES, FlowState};
-use super::report::{FirstFailure, Malformed, MalformedExample, Report, Validation};
+use super::report::{FirstFailure, MALFORMED_EXAMPLES, Malformed, MalformedExample, Report, Validation};
 use gpcap_dissect::FaultKind;
 use gpcap_engine::{PacketEvent, Status};
 use gpcap_wire::decode::FlowId;
-
-/// Examples of faults kept (counts are exact beyond).
-const EXAMPLES: usize = 20;
 
 #[derive(Clone, Default)]
 pub(super) struct ValidationTap {
@@ -98,7 +96,7 @@ impl ValidationTap {
         let m = &mut self.malformed;
         m.total += 1;
         *m.by_cause.entry(kind.code().into()).or_default() += 1;
-        if m.examples.len() < EXAMPLES {
+        if m.examples.len() < MALFORMED_EXAMPLES {
             m.examples.push(MalformedExample {
                 frame,
                 flow,

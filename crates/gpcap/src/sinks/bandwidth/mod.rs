@@ -8,7 +8,7 @@
 pub mod fast;
 #[cfg(feature = "export")]
 pub(crate) mod parquet;
-pub mod report;
+pub(crate) mod report;
 mod slots;
 pub(crate) mod values;
 
